@@ -1,0 +1,202 @@
+//! Decoding the JSON wire form, with errors that name the field at fault.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::envelope::{CURRENT_SCHEMA_VERSION, Event, EventId, Scope, Timestamp};
+use crate::error::{ErrorCode, ValidationError};
+use crate::kinds::EventKind;
+use crate::upcast;
+
+/// Limits applied while decoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// The largest encoded event accepted, in bytes.
+    pub max_event_bytes: usize,
+}
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        DecodeLimits { max_event_bytes: 1024 * 1024 }
+    }
+}
+
+/// A batch was refused because of the event at `index`; nothing of the batch
+/// is to be appended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("event {index} of the batch: {error}")]
+pub struct BatchError {
+    pub index: usize,
+    pub error: ValidationError,
+}
+
+/// The envelope as it arrives, before any field is trusted.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireEnvelope {
+    id: String,
+    swarm: String,
+    agent: String,
+    ts: String,
+    kind: String,
+    data: serde_json::Value,
+    #[serde(default)]
+    correlation_id: Option<String>,
+    #[serde(default)]
+    causation_id: Option<String>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    importance: Option<f64>,
+    #[serde(default)]
+    schema_version: Option<u32>,
+}
+
+/// Decodes and validates one event from its JSON bytes.
+pub fn decode_json(bytes: &[u8], limits: &DecodeLimits) -> Result<Event, ValidationError> {
+    check_size(bytes.len(), limits)?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(malformed)?;
+    decode_json_value(value)
+}
+
+/// Decodes a request body holding one event or a JSON array of events.
+/// Every event is validated; the first invalid one fails the whole batch.
+pub fn decode_json_batch(bytes: &[u8], limits: &DecodeLimits) -> Result<Vec<Event>, BatchError> {
+    let first_byte = bytes.iter().find(|byte| !byte.is_ascii_whitespace());
+    if first_byte != Some(&b'[') {
+        return decode_json(bytes, limits).map(|event| vec![event]).map_err(|error| BatchError { index: 0, error });
+    }
+    let elements: Vec<&RawValue> =
+        serde_json::from_slice(bytes).map_err(|error| BatchError { index: 0, error: malformed(error) })?;
+    if elements.is_empty() {
+        let error = ValidationError::new(ErrorCode::EmptyBatch, None, "the batch holds no events");
+        return Err(BatchError { index: 0, error });
+    }
+    elements
+        .iter()
+        .enumerate()
+        .map(|(index, raw)| {
+            decode_json(raw.get().as_bytes(), limits)
+                .map_err(|error| BatchError { index, error: error.under(&format!("[{index}]")) })
+        })
+        .collect()
+}
+
+/// Decodes and validates one event from a parsed JSON value.
+pub fn decode_json_value(value: serde_json::Value) -> Result<Event, ValidationError> {
+    if !value.is_object() {
+        return Err(ValidationError::new(
+            ErrorCode::NotAnObject,
+            None,
+            format!("an event is a JSON object, got {}", json_type_name(&value)),
+        ));
+    }
+    let wire: WireEnvelope = serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        validation_error_from_serde(&path, &error.into_inner().to_string())
+    })?;
+    let event = typed_event(wire)?;
+    event.validate()?;
+    Ok(event)
+}
+
+fn typed_event(wire: WireEnvelope) -> Result<Event, ValidationError> {
+    let id: EventId = wire.id.parse().map_err(|e: ValidationError| e.under("id"))?;
+    let ts: Timestamp = wire.ts.parse().map_err(|e: ValidationError| e.under("ts"))?;
+    let causation_id = match wire.causation_id {
+        Some(text) => Some(text.parse().map_err(|e: ValidationError| e.under("causation_id"))?),
+        None => None,
+    };
+    let scope = match wire.scope {
+        Some(text) => text.parse().map_err(|e: ValidationError| e.under("scope"))?,
+        None => Scope::default(),
+    };
+    let schema_version = wire.schema_version.unwrap_or(CURRENT_SCHEMA_VERSION);
+    if !EventKind::NAMES.contains(&wire.kind.as_str()) {
+        return Err(ValidationError::at(
+            ErrorCode::UnknownKind,
+            "kind",
+            format!("unknown kind {:?}; known kinds are {}", wire.kind, EventKind::NAMES.join(", ")),
+        ));
+    }
+    let data = upcast::upcast(&wire.kind, schema_version, wire.data)?;
+    let kind =
+        EventKind::from_data(&wire.kind, data).expect("kind names were checked above").map_err(|e| e.under("data"))?;
+    let importance = match wire.importance {
+        Some(value) if !(0.0..=1.0).contains(&value) => {
+            return Err(ValidationError::at(
+                ErrorCode::OutOfRange,
+                "importance",
+                format!("importance must be between 0 and 1, got {value}"),
+            ));
+        }
+        Some(value) => Some(value as f32),
+        None => None,
+    };
+    Ok(Event {
+        id,
+        swarm: wire.swarm,
+        agent: wire.agent,
+        ts,
+        correlation_id: wire.correlation_id,
+        causation_id,
+        scope,
+        importance,
+        schema_version,
+        kind,
+    })
+}
+
+fn check_size(len: usize, limits: &DecodeLimits) -> Result<(), ValidationError> {
+    if len > limits.max_event_bytes {
+        return Err(ValidationError::new(
+            ErrorCode::PayloadTooLarge,
+            None,
+            format!("event is {len} bytes, the limit is {} bytes", limits.max_event_bytes),
+        ));
+    }
+    Ok(())
+}
+
+fn malformed(error: serde_json::Error) -> ValidationError {
+    ValidationError::new(
+        ErrorCode::MalformedJson,
+        None,
+        format!("not valid JSON at line {} column {}: {error}", error.line(), error.column()),
+    )
+}
+
+fn json_type_name(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Turns a serde message at `path` into a precise validation error. serde
+/// reports missing and unknown fields at the enclosing object, so the field's
+/// own name is taken from the message.
+pub(crate) fn validation_error_from_serde(path: &str, message: &str) -> ValidationError {
+    let path = if path == "." { "" } else { path };
+    let join = |name: &str| if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
+    let quoted_name = || message.split('`').nth(1).unwrap_or("").to_string();
+    if message.starts_with("missing field") {
+        let name = quoted_name();
+        return ValidationError::at(
+            ErrorCode::MissingField,
+            &join(&name),
+            format!("required field {name:?} is missing"),
+        );
+    }
+    if message.starts_with("unknown field") {
+        let name = quoted_name();
+        let field = if path.ends_with(&name) && !name.is_empty() { path.to_string() } else { join(&name) };
+        return ValidationError::at(ErrorCode::UnknownField, &field, message.to_string());
+    }
+    let field = if path.is_empty() { None } else { Some(path.to_string()) };
+    ValidationError::new(ErrorCode::InvalidType, field, message.to_string())
+}

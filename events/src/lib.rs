@@ -1,0 +1,22 @@
+//! The event: Mneme's only type that crosses a process boundary.
+//!
+//! Publishers speak JSON ([`decode_json`], [`Event::to_json`]); the embedded
+//! log and snapshots store rkyv ([`storage`]). Every way into an [`Event`]
+//! from outside goes through validation, so an `Event` value is always valid.
+
+mod envelope;
+mod error;
+mod json;
+mod kinds;
+pub mod storage;
+mod upcast;
+
+pub use envelope::{CURRENT_SCHEMA_VERSION, Event, EventId, MAX_NAME_LEN, Scope, Timestamp, validate_name};
+pub use error::{Error, ErrorCode, ValidationError};
+pub use json::{BatchError, DecodeLimits, decode_json, decode_json_batch, decode_json_value};
+pub use kinds::{
+    ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, EventKind, FactAsserted,
+    FactRetracted, HandoffAcknowledged, HandoffReceived, HandoffSent, JsonText, MemoriesMerged, MemoryArchived,
+    MemoryCited, MemoryDecayed, MemoryForgotten, MemoryIgnored, MessageRecorded, PhaseCompleted, PhaseCompressed,
+    PhaseStarted, PreferenceSet, TaskStatus, TaskUpdated, ToolResultRecorded,
+};

@@ -1,0 +1,153 @@
+//! The event log: Mneme's only source of truth.
+//!
+//! [`EventLog`] is the contract — append with dedup by event id, read in
+//! order from a sequence, live subscription, durable consumer positions and a
+//! dead-letter place — and it has two implementations with the same
+//! semantics: [`SledLog`] (embedded, the default) and [`JetStreamLog`] (NATS
+//! JetStream). One log value serves one swarm.
+//!
+//! This crate is the only one that touches the network or the log's storage.
+
+mod error;
+mod jetstream;
+pub mod server;
+mod sled_log;
+pub mod subjects;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use mneme_events::{Event, EventId};
+
+pub use error::LogError;
+pub use jetstream::{JetStreamLog, JetStreamOptions};
+pub use sled_log::{SledLog, SledOptions};
+
+/// A position in a swarm's log. Assigned by the log, starting at 1, strictly
+/// increasing; never reused.
+pub type Seq = u64;
+
+/// What the log answered for one appended event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub id: EventId,
+    pub seq: Seq,
+    /// The id was already on the log; `seq` is the original one and nothing
+    /// new was stored.
+    pub duplicate: bool,
+}
+
+/// One record read from the log.
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    pub seq: Seq,
+    /// The agent the record was filed under (its subject token on NATS).
+    pub agent: String,
+    /// The decoded, validated event, or why the record is not one.
+    pub record: Result<Event, InvalidRecord>,
+}
+
+/// A record on the log that is not a valid event of this swarm, e.g. bytes
+/// published to an events subject by a third party with a plain NATS client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidRecord {
+    pub reason: String,
+    pub raw: Vec<u8>,
+}
+
+/// A record moved aside because it could not be applied, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// Sequence of the offending record on the events log.
+    pub seq: Seq,
+    pub agent: String,
+    pub reason: String,
+    pub raw: Vec<u8>,
+}
+
+/// The log contract shared by the embedded and the JetStream log.
+///
+/// Every implementation must pass the contract suite in
+/// `nats/tests/contract.rs`.
+#[async_trait]
+pub trait EventLog: Send + Sync + 'static {
+    /// The swarm this log holds.
+    fn swarm(&self) -> &str;
+
+    /// Appends events in order and returns, per event, its sequence. An event
+    /// whose id is already on the log is not stored again; its original
+    /// sequence is returned with `duplicate: true`.
+    ///
+    /// On the embedded log a batch is all-or-nothing. On JetStream each event
+    /// is its own message: a failed batch may be partly stored, and retrying
+    /// it whole is safe because ids deduplicate.
+    async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError>;
+
+    /// Appends bytes that are not known to be an event, under `agent`'s
+    /// subject. For importing foreign logs and for testing what a consumer
+    /// does with a bad record; Mneme's own API never calls it.
+    async fn append_raw(&self, agent: &str, raw: &[u8]) -> Result<Seq, LogError>;
+
+    /// Reads up to `max` records with `seq >= from`, in order, optionally only
+    /// those of one agent. Returns what is there now; never waits.
+    async fn read(
+        &self,
+        from: Seq,
+        agent: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<LogEntry>, LogError>;
+
+    /// Like [`EventLog::read`], then keeps following the log as it grows.
+    async fn subscribe(
+        &self,
+        from: Seq,
+        agent: Option<&str>,
+    ) -> Result<BoxStream<'static, Result<LogEntry, LogError>>, LogError>;
+
+    /// The highest sequence on the log, 0 when it is empty.
+    async fn last_seq(&self) -> Result<Seq, LogError>;
+
+    /// Every agent with at least one record on the log, sorted.
+    async fn agents(&self) -> Result<Vec<String>, LogError>;
+
+    /// The position a named durable consumer last stored, if any.
+    async fn load_position(&self, consumer: &str) -> Result<Option<Seq>, LogError>;
+
+    /// Stores a durable consumer's position; it survives restarts.
+    async fn store_position(&self, consumer: &str, seq: Seq) -> Result<(), LogError>;
+
+    /// Files a record as dead: on NATS it is published to
+    /// `mneme.<swarm>.deadletter`; on the embedded log it goes to a
+    /// dead-letter tree. Filing the same `seq` twice keeps one letter.
+    async fn dead_letter(&self, letter: DeadLetter) -> Result<(), LogError>;
+
+    /// Dead letters, in order of the offending records' sequences.
+    async fn dead_letters(&self) -> Result<Vec<DeadLetter>, LogError>;
+}
+
+/// Decodes a record's bytes as an event of `swarm` filed under `agent`.
+/// Shared by both logs so that "what is a bad record" has one answer.
+pub(crate) fn decode_record(
+    swarm: &str,
+    agent: &str,
+    decode: impl FnOnce(&[u8]) -> Result<Event, String>,
+    raw: &[u8],
+) -> Result<Event, InvalidRecord> {
+    let invalid = |reason: String| InvalidRecord {
+        reason,
+        raw: raw.to_vec(),
+    };
+    let event = decode(raw).map_err(invalid)?;
+    if event.swarm != swarm {
+        return Err(invalid(format!(
+            "event swarm {:?} does not match the log's swarm {swarm:?}",
+            event.swarm
+        )));
+    }
+    if event.agent != agent {
+        return Err(invalid(format!(
+            "event agent {:?} does not match the agent {agent:?} it was filed under",
+            event.agent
+        )));
+    }
+    Ok(event)
+}

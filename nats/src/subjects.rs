@@ -1,0 +1,70 @@
+//! NATS subject and stream names for a swarm. Names were validated as
+//! subject-safe tokens when the events were decoded.
+
+/// `mneme.<swarm>.<agent>.events.<kind>`
+pub fn event_subject(swarm: &str, agent: &str, kind: &str) -> String {
+    format!("mneme.{swarm}.{agent}.events.{kind}")
+}
+
+/// Every events subject of one agent.
+pub fn agent_events_filter(swarm: &str, agent: &str) -> String {
+    format!("mneme.{swarm}.{agent}.events.>")
+}
+
+/// Every events subject of the swarm.
+pub fn swarm_events_filter(swarm: &str) -> String {
+    format!("mneme.{swarm}.*.events.>")
+}
+
+/// `mneme.<swarm>.deadletter`
+pub fn deadletter_subject(swarm: &str) -> String {
+    format!("mneme.{swarm}.deadletter")
+}
+
+/// `mneme.<swarm>.<agent>.handoff`
+pub fn handoff_subject(swarm: &str, agent: &str) -> String {
+    format!("mneme.{swarm}.{agent}.handoff")
+}
+
+/// `mneme.<swarm>.<agent>.query.<verb>`
+pub fn query_subject(swarm: &str, agent: &str, verb: &str) -> String {
+    format!("mneme.{swarm}.{agent}.query.{verb}")
+}
+
+/// The JetStream stream holding a swarm's events.
+pub fn events_stream(swarm: &str) -> String {
+    format!("MNEME_{swarm}")
+}
+
+/// The JetStream stream holding a swarm's dead letters.
+pub fn deadletter_stream(swarm: &str) -> String {
+    format!("MNEME_{swarm}_DEADLETTER")
+}
+
+/// The JetStream key-value bucket holding durable consumer positions.
+pub fn positions_bucket(swarm: &str) -> String {
+    format!("MNEME_{swarm}_positions")
+}
+
+/// The agent token of an events subject, if it is one of `swarm`'s.
+pub fn agent_of_subject<'a>(swarm: &str, subject: &'a str) -> Option<&'a str> {
+    let mut tokens = subject.split('.');
+    if tokens.next()? != "mneme" || tokens.next()? != swarm {
+        return None;
+    }
+    let agent = tokens.next()?;
+    (tokens.next()? == "events").then_some(agent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_is_read_back_from_an_events_subject() {
+        let subject = event_subject("demo", "coder", "message_recorded");
+        assert_eq!(agent_of_subject("demo", &subject), Some("coder"));
+        assert_eq!(agent_of_subject("other", &subject), None);
+        assert_eq!(agent_of_subject("demo", "mneme.demo.deadletter"), None);
+    }
+}

@@ -1,0 +1,15 @@
+/// The one error type of `mneme-projections`.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectionError {
+    /// An event at or below the checkpoint: it was applied already, so it is
+    /// refused rather than applied twice.
+    #[error("event at seq {seq} is at or below the checkpoint {checkpoint}; it was already applied")]
+    AlreadyApplied { seq: u64, checkpoint: u64 },
+    /// The event belongs to another swarm or agent than this memory.
+    #[error("event of {swarm}/{agent} cannot be applied to the memory of {expected_swarm}/{expected_agent}")]
+    WrongOwner { swarm: String, agent: String, expected_swarm: String, expected_agent: String },
+    #[error("full-text index failed: {0}")]
+    Index(#[from] tantivy::TantivyError),
+    #[error("snapshot is unusable: {0}")]
+    CorruptSnapshot(String),
+}

@@ -1,0 +1,21 @@
+//! Pure, deterministic memory state built from events.
+//!
+//! **Invariant:** nothing here performs IO, reads a clock or draws a random
+//! number: every projection is a function of the events applied to it, in
+//! log order, so replaying the log rebuilds it.
+
+mod bm25;
+mod context;
+mod error;
+mod item;
+mod memory;
+mod render;
+mod snapshot;
+pub mod tokens;
+mod working;
+
+pub use context::{ContextItem, ContextRequest, ContextResponse, ContextTier};
+pub use error::ProjectionError;
+pub use item::{ItemState, MemoryItem, ProvenanceRef};
+pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, SearchHit, SearchRequest};
+pub use snapshot::SNAPSHOT_FORMAT;

@@ -1,0 +1,356 @@
+//! `AgentMemory`: everything one agent remembers, as a pure function of the
+//! events applied to it in log order.
+
+use std::collections::{BTreeMap, HashMap};
+
+use mneme_events::{Event, EventId, EventKind, Scope, Timestamp};
+use sha2::{Digest, Sha256};
+
+use crate::bm25::Bm25Index;
+use crate::error::ProjectionError;
+use crate::item::{ItemState, MemoryItem, ProvenanceRef};
+use crate::render;
+use crate::working::WorkingTier;
+
+/// How an agent's memory is shaped. Part of the snapshot: a snapshot taken
+/// under another configuration is refused and rebuilt from the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryConfig {
+    /// Token budget of the working tier (recent turns).
+    pub working_tier_tokens: usize,
+    /// Longest a single turn may be in the working tier, in tokens.
+    pub working_item_max_tokens: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig { working_tier_tokens: 2000, working_item_max_tokens: 400 }
+    }
+}
+
+/// What applying one event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppliedEvent {
+    /// The event changed the memory (or was recorded as seen).
+    Applied,
+    /// An event with this id was applied before at `original_seq` (it was
+    /// re-published after the log's dedup window); nothing changed but the
+    /// checkpoint.
+    DuplicateId { original_seq: u64 },
+}
+
+/// A full-text query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchRequest {
+    pub query: String,
+    pub k: usize,
+    /// Only items of these kinds (wire names); empty means all.
+    pub kinds: Vec<String>,
+}
+
+/// One search result, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    pub item_id: String,
+    pub seq: u64,
+    pub kind: &'static str,
+    pub score: f32,
+    pub text: String,
+    pub scope: Scope,
+    pub ts: Timestamp,
+    pub provenance: Vec<ProvenanceRef>,
+}
+
+/// The memory of one agent of one swarm.
+pub struct AgentMemory {
+    pub(crate) swarm: String,
+    pub(crate) agent: String,
+    pub(crate) config: MemoryConfig,
+    /// The highest seq applied (or skipped); events at or below it are refused.
+    pub(crate) checkpoint: u64,
+    /// Items by the seq of the event that created them.
+    pub(crate) items: BTreeMap<u64, MemoryItem>,
+    pub(crate) seq_by_item_id: HashMap<String, u64>,
+    /// Every event id applied, with its seq: ids are the dedup key, and the
+    /// log only deduplicates within its window.
+    pub(crate) seen_ids: HashMap<EventId, u64>,
+    pub(crate) working: WorkingTier,
+    pub(crate) bm25: Bm25Index,
+    /// Forgotten items still in the BM25 index; searches over-fetch by this.
+    pub(crate) forgotten_count: usize,
+}
+
+impl AgentMemory {
+    pub fn new(swarm: &str, agent: &str, config: MemoryConfig) -> Result<AgentMemory, ProjectionError> {
+        Ok(AgentMemory {
+            swarm: swarm.to_string(),
+            agent: agent.to_string(),
+            config,
+            checkpoint: 0,
+            items: BTreeMap::new(),
+            seq_by_item_id: HashMap::new(),
+            seen_ids: HashMap::new(),
+            working: WorkingTier::new(config.working_tier_tokens, config.working_item_max_tokens),
+            bm25: Bm25Index::new()?,
+            forgotten_count: 0,
+        })
+    }
+
+    pub fn swarm(&self) -> &str {
+        &self.swarm
+    }
+
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    pub fn config(&self) -> MemoryConfig {
+        self.config
+    }
+
+    /// The highest sequence applied or skipped.
+    pub fn checkpoint(&self) -> u64 {
+        self.checkpoint
+    }
+
+    pub fn item_count(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn item(&self, item_id: &str) -> Option<&MemoryItem> {
+        self.seq_by_item_id.get(item_id).and_then(|seq| self.items.get(seq))
+    }
+
+    /// Items in log order.
+    pub fn items(&self) -> impl Iterator<Item = &MemoryItem> {
+        self.items.values()
+    }
+
+    /// Applies the event at `seq`. Refuses a seq at or below the checkpoint,
+    /// so redelivery cannot apply anything twice.
+    pub fn apply(&mut self, seq: u64, event: &Event) -> Result<AppliedEvent, ProjectionError> {
+        self.check_sequence(seq)?;
+        if event.swarm != self.swarm || event.agent != self.agent {
+            return Err(ProjectionError::WrongOwner {
+                swarm: event.swarm.clone(),
+                agent: event.agent.clone(),
+                expected_swarm: self.swarm.clone(),
+                expected_agent: self.agent.clone(),
+            });
+        }
+        if let Some(&original_seq) = self.seen_ids.get(&event.id) {
+            self.checkpoint = seq;
+            return Ok(AppliedEvent::DuplicateId { original_seq });
+        }
+        let provenance = ProvenanceRef { seq, event_id: event.id };
+        match render::render(event) {
+            Some(text) => self.remember(seq, event, text)?,
+            None => self.apply_change(provenance, &event.kind),
+        }
+        self.seen_ids.insert(event.id, seq);
+        self.checkpoint = seq;
+        Ok(AppliedEvent::Applied)
+    }
+
+    /// Moves the checkpoint past a record that was dead-lettered instead of
+    /// applied, so that replay and live agree on where they stand.
+    pub fn skip(&mut self, seq: u64) -> Result<(), ProjectionError> {
+        self.check_sequence(seq)?;
+        self.checkpoint = seq;
+        Ok(())
+    }
+
+    fn check_sequence(&self, seq: u64) -> Result<(), ProjectionError> {
+        if seq <= self.checkpoint {
+            return Err(ProjectionError::AlreadyApplied { seq, checkpoint: self.checkpoint });
+        }
+        Ok(())
+    }
+
+    fn remember(&mut self, seq: u64, event: &Event, text: String) -> Result<(), ProjectionError> {
+        let kind = event.kind_name();
+        self.bm25.add(seq, kind, &text)?;
+        if render::is_turn(&event.kind) {
+            self.working.push(seq, &text);
+        }
+        let item_id = event.id.to_string();
+        self.seq_by_item_id.insert(item_id.clone(), seq);
+        self.items.insert(
+            seq,
+            MemoryItem {
+                item_id,
+                seq,
+                kind,
+                scope: event.scope,
+                ts: event.ts,
+                correlation_id: event.correlation_id.clone(),
+                importance: event.importance,
+                text,
+                state: ItemState::Active,
+                citations: 0,
+                ignored: 0,
+                provenance: vec![ProvenanceRef { seq, event_id: event.id }],
+            },
+        );
+        Ok(())
+    }
+
+    /// Events that change existing items rather than create one. An event
+    /// naming an item this memory does not hold changes nothing: the item
+    /// may belong to another agent, or may arrive with a later issue's
+    /// projections; the event itself stays on the log.
+    fn apply_change(&mut self, provenance: ProvenanceRef, kind: &EventKind) {
+        match kind {
+            EventKind::MemoryForgotten(forgotten) => {
+                self.change_state(&forgotten.item_id, provenance, ItemState::Forgotten)
+            }
+            EventKind::MemoryArchived(archived) => {
+                self.change_state(&archived.item_id, provenance, ItemState::Archived)
+            }
+            EventKind::MemoryCited(cited) => {
+                if let Some(item) = self.item_mut(&cited.item_id) {
+                    item.citations += 1;
+                    item.provenance.push(provenance);
+                }
+            }
+            EventKind::MemoryIgnored(ignored) => {
+                if let Some(item) = self.item_mut(&ignored.item_id) {
+                    item.ignored += 1;
+                    item.provenance.push(provenance);
+                }
+            }
+            // Consolidation outcomes and compressed phases get projections of
+            // their own (issues 4 and 5); until then they are kept on the log
+            // only.
+            _ => {}
+        }
+    }
+
+    fn item_mut(&mut self, item_id: &str) -> Option<&mut MemoryItem> {
+        let seq = *self.seq_by_item_id.get(item_id)?;
+        self.items.get_mut(&seq)
+    }
+
+    fn change_state(&mut self, item_id: &str, provenance: ProvenanceRef, new_state: ItemState) {
+        let Some(item) = self.item_mut(item_id) else { return };
+        // Forgetting is final; archiving a forgotten item does not revive it.
+        if item.state == ItemState::Forgotten {
+            item.provenance.push(provenance);
+            return;
+        }
+        item.state = new_state;
+        item.provenance.push(provenance);
+        let seq = item.seq;
+        self.working.remove(seq);
+        // Forgotten items stay in the BM25 index and are filtered out of
+        // results: a tantivy delete keeps counting in term statistics until
+        // segments merge, so scores would depend on commit history and replay
+        // would rank differently from live.
+        if new_state == ItemState::Forgotten {
+            self.forgotten_count += 1;
+        }
+    }
+
+    /// Makes every applied item searchable. Cheap when nothing changed.
+    pub fn commit(&mut self) -> Result<(), ProjectionError> {
+        self.bm25.commit()
+    }
+
+    /// BM25 search over the items that are not forgotten.
+    pub fn search(&mut self, request: &SearchRequest) -> Result<Vec<SearchHit>, ProjectionError> {
+        if request.k == 0 || request.query.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        // Over-fetch so that k hits survive the filters: forgotten items are
+        // still in the index, and kinds are filtered here.
+        let filtered_by_kind = if request.kinds.is_empty() { request.k } else { request.k.saturating_mul(4).max(50) };
+        let fetch = filtered_by_kind.saturating_add(self.forgotten_count);
+        let scored = self.bm25.search(&request.query, fetch)?;
+        let hits = scored
+            .into_iter()
+            .filter_map(|(score, seq)| self.items.get(&seq).map(|item| (score, item)))
+            .filter(|(_, item)| item.state != ItemState::Forgotten)
+            .filter(|(_, item)| request.kinds.is_empty() || request.kinds.iter().any(|kind| kind == item.kind))
+            .take(request.k)
+            .map(|(score, item)| SearchHit {
+                item_id: item.item_id.clone(),
+                seq: item.seq,
+                kind: item.kind,
+                score,
+                text: item.text.clone(),
+                scope: item.scope,
+                ts: item.ts,
+                provenance: item.provenance.clone(),
+            })
+            .collect();
+        Ok(hits)
+    }
+
+    /// A stable hash of the memory's logical content: items, their state and
+    /// provenance, the working tier and the ids seen. Index files, segment
+    /// layout and map iteration order do not enter it, so a rebuild by replay
+    /// gives the same digest as the live memory.
+    pub fn digest(&self) -> String {
+        let mut hasher = ContentHasher::default();
+        hasher.text(&self.swarm);
+        hasher.text(&self.agent);
+        hasher.number(self.items.len() as u64);
+        for item in self.items.values() {
+            hasher.text(&item.item_id);
+            hasher.number(item.seq);
+            hasher.text(item.kind);
+            hasher.text(item.scope.as_str());
+            hasher.number(item.ts.unix_nanos() as u64);
+            hasher.text(item.correlation_id.as_deref().unwrap_or(""));
+            hasher.number(item.importance.map_or(u64::MAX, |value| u64::from(value.to_bits())));
+            hasher.text(&item.text);
+            hasher.text(item.state.as_str());
+            hasher.number(u64::from(item.citations));
+            hasher.number(u64::from(item.ignored));
+            hasher.number(item.provenance.len() as u64);
+            for reference in &item.provenance {
+                hasher.number(reference.seq);
+                hasher.bytes(&reference.event_id.0.to_be_bytes());
+            }
+        }
+        hasher.number(self.working.entries().len() as u64);
+        for entry in self.working.entries() {
+            hasher.number(entry.seq);
+            hasher.text(&entry.text);
+        }
+        let mut seen: Vec<(EventId, u64)> = self.seen_ids.iter().map(|(id, seq)| (*id, *seq)).collect();
+        seen.sort_unstable();
+        hasher.number(seen.len() as u64);
+        for (id, seq) in seen {
+            hasher.bytes(&id.0.to_be_bytes());
+            hasher.number(seq);
+        }
+        hasher.finish()
+    }
+}
+
+/// SHA-256 over length-prefixed fields, so that no two different contents
+/// can be concatenated into the same byte stream.
+#[derive(Default)]
+struct ContentHasher(Sha256);
+
+impl ContentHasher {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.0.update((bytes.len() as u64).to_be_bytes());
+        self.0.update(bytes);
+    }
+
+    fn text(&mut self, text: &str) {
+        self.bytes(text.as_bytes());
+    }
+
+    fn number(&mut self, number: u64) {
+        self.0.update(number.to_be_bytes());
+    }
+
+    fn finish(self) -> String {
+        let digest = self.0.finalize();
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256:{hex}")
+    }
+}

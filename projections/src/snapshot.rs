@@ -1,0 +1,210 @@
+//! Snapshots: an agent's memory and its checkpoint in one rkyv record, so
+//! that state and checkpoint are always written together.
+//!
+//! The snapshot types are the only serialisable form of projection state;
+//! derived structures (the BM25 index) are rebuilt from items on restore.
+
+use std::collections::{BTreeMap, HashMap};
+
+use mneme_events::{EventId, EventKind, Scope, Timestamp};
+use rkyv::rancor;
+use rkyv::util::AlignedVec;
+
+use crate::bm25::Bm25Index;
+use crate::error::ProjectionError;
+use crate::item::{ItemState, MemoryItem, ProvenanceRef};
+use crate::memory::{AgentMemory, MemoryConfig};
+use crate::working::{WorkingEntry, WorkingTier};
+
+/// Bumped whenever the snapshot layout or the meaning of its fields changes;
+/// older snapshots are then refused and memory is rebuilt from the log.
+pub const SNAPSHOT_FORMAT: u32 = 1;
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct MemorySnapshot {
+    format: u32,
+    swarm: String,
+    agent: String,
+    working_tier_tokens: u64,
+    working_item_max_tokens: u64,
+    checkpoint: u64,
+    items: Vec<ItemRecord>,
+    working: Vec<WorkingRecord>,
+    seen_ids: Vec<(u128, u64)>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct ItemRecord {
+    item_id: String,
+    seq: u64,
+    kind: String,
+    scope: Scope,
+    ts: Timestamp,
+    correlation_id: Option<String>,
+    importance: Option<f32>,
+    text: String,
+    state: u8,
+    citations: u32,
+    ignored: u32,
+    provenance: Vec<(u64, u128)>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WorkingRecord {
+    seq: u64,
+    text: String,
+    tokens: u64,
+}
+
+impl AgentMemory {
+    /// The memory and its checkpoint as bytes.
+    pub fn to_snapshot(&self) -> Result<Vec<u8>, ProjectionError> {
+        let snapshot = MemorySnapshot {
+            format: SNAPSHOT_FORMAT,
+            swarm: self.swarm.clone(),
+            agent: self.agent.clone(),
+            working_tier_tokens: self.config.working_tier_tokens as u64,
+            working_item_max_tokens: self.config.working_item_max_tokens as u64,
+            checkpoint: self.checkpoint,
+            items: self.items.values().map(item_record).collect(),
+            working: self
+                .working
+                .entries()
+                .map(|entry| WorkingRecord { seq: entry.seq, text: entry.text.clone(), tokens: entry.tokens as u64 })
+                .collect(),
+            seen_ids: self.seen_ids.iter().map(|(id, seq)| (id.0, *seq)).collect(),
+        };
+        let bytes = rkyv::to_bytes::<rancor::Error>(&snapshot)
+            .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode: {error}")))?;
+        Ok(bytes.to_vec())
+    }
+
+    /// Restores a memory from [`AgentMemory::to_snapshot`] bytes. Refuses a
+    /// snapshot of another format, agent or configuration.
+    pub fn from_snapshot(
+        bytes: &[u8],
+        swarm: &str,
+        agent: &str,
+        config: MemoryConfig,
+    ) -> Result<AgentMemory, ProjectionError> {
+        let mut aligned: AlignedVec<16> = AlignedVec::with_capacity(bytes.len());
+        aligned.extend_from_slice(bytes);
+        let snapshot = rkyv::from_bytes::<MemorySnapshot, rancor::Error>(&aligned)
+            .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot decode: {error}")))?;
+        check_compatible(&snapshot, swarm, agent, config)?;
+        let mut bm25 = Bm25Index::new()?;
+        let mut items = BTreeMap::new();
+        let mut seq_by_item_id = HashMap::new();
+        let mut forgotten_count = 0;
+        for record in snapshot.items {
+            let item = memory_item(record)?;
+            // Forgotten items stay indexed (see `AgentMemory::change_state`).
+            bm25.add(item.seq, item.kind, &item.text)?;
+            if item.state == ItemState::Forgotten {
+                forgotten_count += 1;
+            }
+            seq_by_item_id.insert(item.item_id.clone(), item.seq);
+            items.insert(item.seq, item);
+        }
+        bm25.commit()?;
+        let working_entries = snapshot
+            .working
+            .into_iter()
+            .map(|record| WorkingEntry { seq: record.seq, text: record.text, tokens: record.tokens as usize })
+            .collect();
+        Ok(AgentMemory {
+            swarm: snapshot.swarm,
+            agent: snapshot.agent,
+            config,
+            checkpoint: snapshot.checkpoint,
+            items,
+            seq_by_item_id,
+            seen_ids: snapshot.seen_ids.into_iter().map(|(id, seq)| (EventId(id), seq)).collect(),
+            working: WorkingTier::restore(config.working_tier_tokens, config.working_item_max_tokens, working_entries),
+            bm25,
+            forgotten_count,
+        })
+    }
+}
+
+fn check_compatible(
+    snapshot: &MemorySnapshot,
+    swarm: &str,
+    agent: &str,
+    config: MemoryConfig,
+) -> Result<(), ProjectionError> {
+    if snapshot.format != SNAPSHOT_FORMAT {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "snapshot format {} is not {SNAPSHOT_FORMAT}",
+            snapshot.format
+        )));
+    }
+    if snapshot.swarm != swarm || snapshot.agent != agent {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "snapshot is of {}/{}, not {swarm}/{agent}",
+            snapshot.swarm, snapshot.agent
+        )));
+    }
+    let snapshot_config = (snapshot.working_tier_tokens, snapshot.working_item_max_tokens);
+    let wanted_config = (config.working_tier_tokens as u64, config.working_item_max_tokens as u64);
+    if snapshot_config != wanted_config {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "snapshot was taken with working tier (budget, item max) {snapshot_config:?}, \
+             the configuration now says {wanted_config:?}"
+        )));
+    }
+    Ok(())
+}
+
+fn item_record(item: &MemoryItem) -> ItemRecord {
+    ItemRecord {
+        item_id: item.item_id.clone(),
+        seq: item.seq,
+        kind: item.kind.to_string(),
+        scope: item.scope,
+        ts: item.ts,
+        correlation_id: item.correlation_id.clone(),
+        importance: item.importance,
+        text: item.text.clone(),
+        state: match item.state {
+            ItemState::Active => 0,
+            ItemState::Archived => 1,
+            ItemState::Forgotten => 2,
+        },
+        citations: item.citations,
+        ignored: item.ignored,
+        provenance: item.provenance.iter().map(|reference| (reference.seq, reference.event_id.0)).collect(),
+    }
+}
+
+fn memory_item(record: ItemRecord) -> Result<MemoryItem, ProjectionError> {
+    let kind = EventKind::NAMES
+        .iter()
+        .copied()
+        .find(|name| *name == record.kind)
+        .ok_or_else(|| ProjectionError::CorruptSnapshot(format!("unknown item kind {:?}", record.kind)))?;
+    let state = match record.state {
+        0 => ItemState::Active,
+        1 => ItemState::Archived,
+        2 => ItemState::Forgotten,
+        other => return Err(ProjectionError::CorruptSnapshot(format!("unknown item state {other}"))),
+    };
+    Ok(MemoryItem {
+        item_id: record.item_id,
+        seq: record.seq,
+        kind,
+        scope: record.scope,
+        ts: record.ts,
+        correlation_id: record.correlation_id,
+        importance: record.importance,
+        text: record.text,
+        state,
+        citations: record.citations,
+        ignored: record.ignored,
+        provenance: record
+            .provenance
+            .into_iter()
+            .map(|(seq, event_id)| ProvenanceRef { seq, event_id: EventId(event_id) })
+            .collect(),
+    })
+}

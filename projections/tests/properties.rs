@@ -1,0 +1,291 @@
+//! Property tests over generated event sequences: applying events one by
+//! one equals a rebuild, a snapshot plus the tail equals a full replay, and
+//! redelivery or re-publication changes nothing.
+
+use std::collections::BTreeSet;
+
+use mneme_events::{
+    DecisionMade, Event, EventId, EventKind, FactAsserted, JsonText, MemoryArchived, MemoryCited, MemoryForgotten,
+    MessageRecorded, Scope, Timestamp, ToolResultRecorded,
+};
+use mneme_projections::{AgentMemory, ContextRequest, MemoryConfig, ProjectionError, SearchRequest};
+use proptest::prelude::*;
+
+const WORDS: &[&str] = &[
+    "token",
+    "refresh",
+    "auth",
+    "panic",
+    "cargo",
+    "test",
+    "jwt",
+    "expired",
+    "database",
+    "migration",
+    "review",
+    "handoff",
+    "src/auth/token.rs",
+    "TokenExpiredError",
+    "deploy",
+    "cache",
+];
+
+/// What to publish next; references to earlier items are by position.
+#[derive(Debug, Clone)]
+enum Op {
+    Message(Vec<usize>),
+    ToolResult(Vec<usize>, i32),
+    Decision(Vec<usize>),
+    Fact(usize, usize),
+    Forget(usize),
+    Archive(usize),
+    Cite(usize),
+    /// Re-publish an earlier event with the same id (after the log's dedup
+    /// window): it must not be applied twice.
+    Republish(usize),
+}
+
+fn words() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(0..WORDS.len(), 1..12)
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => words().prop_map(Op::Message),
+        3 => (words(), prop_oneof![Just(0), Just(1), Just(101)]).prop_map(|(w, code)| Op::ToolResult(w, code)),
+        2 => words().prop_map(Op::Decision),
+        2 => (0..WORDS.len(), 0..WORDS.len()).prop_map(|(s, o)| Op::Fact(s, o)),
+        1 => any::<usize>().prop_map(Op::Forget),
+        1 => any::<usize>().prop_map(Op::Archive),
+        1 => any::<usize>().prop_map(Op::Cite),
+        1 => any::<usize>().prop_map(Op::Republish),
+    ]
+}
+
+fn sentence(indexes: &[usize]) -> String {
+    indexes.iter().map(|&index| WORDS[index]).collect::<Vec<_>>().join(" ")
+}
+
+fn event(counter: u64, kind: EventKind) -> Event {
+    Event {
+        id: EventId::from_parts(1_760_000_000_000 + counter, u128::from(counter)),
+        swarm: "demo".to_string(),
+        agent: "coder".to_string(),
+        ts: Timestamp::from_unix_millis(1_760_000_000_000 + counter as i64 * 1000),
+        correlation_id: Some(format!("task-{}", counter % 3)),
+        causation_id: None,
+        scope: if counter % 2 == 0 { Scope::Shared } else { Scope::Private },
+        importance: None,
+        schema_version: 1,
+        kind,
+    }
+}
+
+/// Turns operations into the log: (seq, event) pairs as a consumer sees them.
+fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
+    let mut log: Vec<(u64, Event)> = Vec::new();
+    for (position, op) in ops.iter().enumerate() {
+        let counter = position as u64;
+        let earlier_id =
+            |pick: usize| -> Option<String> { (!log.is_empty()).then(|| log[pick % log.len()].1.id.to_string()) };
+        let kind = match op {
+            Op::Message(w) => {
+                EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: sentence(w) })
+            }
+            Op::ToolResult(w, code) => EventKind::ToolResultRecorded(ToolResultRecorded {
+                tool: "bash".into(),
+                args: JsonText::from_value(&serde_json::json!({"cmd": "cargo test"})),
+                output: sentence(w),
+                exit_code: Some(*code),
+                duration_ms: Some(10),
+            }),
+            Op::Decision(w) => EventKind::DecisionMade(DecisionMade {
+                title: sentence(&w[..1]),
+                choice: sentence(w),
+                rationale: String::new(),
+                supersedes: None,
+            }),
+            Op::Fact(s, o) => EventKind::FactAsserted(FactAsserted {
+                subject: WORDS[*s].into(),
+                predicate: "uses".into(),
+                object: WORDS[*o].into(),
+                confidence: 0.9,
+                valid_from: None,
+                valid_to: None,
+            }),
+            Op::Forget(pick) => match earlier_id(*pick) {
+                Some(item_id) => EventKind::MemoryForgotten(MemoryForgotten { item_id, reason: None }),
+                None => continue,
+            },
+            Op::Archive(pick) => match earlier_id(*pick) {
+                Some(item_id) => EventKind::MemoryArchived(MemoryArchived { item_id, reason: None }),
+                None => continue,
+            },
+            Op::Cite(pick) => match earlier_id(*pick) {
+                Some(item_id) => EventKind::MemoryCited(MemoryCited { item_id }),
+                None => continue,
+            },
+            Op::Republish(pick) => {
+                if log.is_empty() {
+                    continue;
+                }
+                let again = log[pick % log.len()].1.clone();
+                let seq = log.len() as u64 + 1;
+                log.push((seq, again));
+                continue;
+            }
+        };
+        let seq = log.len() as u64 + 1;
+        log.push((seq, event(counter, kind)));
+    }
+    log
+}
+
+fn config() -> MemoryConfig {
+    MemoryConfig { working_tier_tokens: 120, working_item_max_tokens: 40 }
+}
+
+fn rebuild(log: &[(u64, Event)]) -> AgentMemory {
+    let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
+    for (seq, event) in log {
+        memory.apply(*seq, event).unwrap();
+    }
+    memory.commit().unwrap();
+    memory
+}
+
+fn hit_ids(memory: &mut AgentMemory, query: &str) -> BTreeSet<String> {
+    let request = SearchRequest { query: query.to_string(), k: 10_000, kinds: Vec::new() };
+    memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn one_by_one_with_interleaved_commits_equals_rebuild(
+        ops in prop::collection::vec(op(), 1..60),
+        commit_every in 1usize..7,
+    ) {
+        let log = log_of(&ops);
+        let mut live = AgentMemory::new("demo", "coder", config()).unwrap();
+        for (position, (seq, event)) in log.iter().enumerate() {
+            live.apply(*seq, event).unwrap();
+            if position % commit_every == 0 {
+                live.commit().unwrap();
+                // Queries between applies must not change state.
+                let _ = live.search(&SearchRequest { query: "token".into(), k: 3, kinds: vec![] }).unwrap();
+            }
+        }
+        let mut rebuilt = rebuild(&log);
+        prop_assert_eq!(live.digest(), rebuilt.digest());
+        prop_assert_eq!(live.checkpoint(), rebuilt.checkpoint());
+        for word in ["token", "cargo test", "TokenExpiredError", "src/auth/token.rs"] {
+            prop_assert_eq!(hit_ids(&mut live, word), hit_ids(&mut rebuilt, word));
+        }
+    }
+
+    #[test]
+    fn snapshot_plus_tail_equals_full_replay(
+        ops in prop::collection::vec(op(), 1..60),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let log = log_of(&ops);
+        let cut = cut.index(log.len() + 1);
+        let head = rebuild(&log[..cut]);
+        let snapshot = head.to_snapshot().unwrap();
+        let mut restored = AgentMemory::from_snapshot(&snapshot, "demo", "coder", config()).unwrap();
+        prop_assert_eq!(restored.digest(), head.digest());
+        for (seq, event) in &log[cut..] {
+            restored.apply(*seq, event).unwrap();
+        }
+        let mut full = rebuild(&log);
+        prop_assert_eq!(restored.digest(), full.digest());
+        for word in ["token", "panic", "review"] {
+            prop_assert_eq!(hit_ids(&mut restored, word), hit_ids(&mut full, word));
+        }
+        let request = ContextRequest { query: "token refresh".into(), budget_tokens: 300 };
+        prop_assert_eq!(restored.context(&request).unwrap().text, full.context(&request).unwrap().text);
+    }
+
+    #[test]
+    fn redelivery_is_refused_and_changes_nothing(
+        ops in prop::collection::vec(op(), 1..40),
+        redeliver in prop::collection::vec(any::<prop::sample::Index>(), 1..10),
+    ) {
+        let log = log_of(&ops);
+        prop_assume!(!log.is_empty());
+        let mut memory = rebuild(&log);
+        let before = memory.digest();
+        for pick in redeliver {
+            let (seq, event) = &log[pick.index(log.len())];
+            let refused = matches!(memory.apply(*seq, event), Err(ProjectionError::AlreadyApplied { .. }));
+            prop_assert!(refused);
+        }
+        memory.commit().unwrap();
+        prop_assert_eq!(memory.digest(), before);
+    }
+
+    #[test]
+    fn context_is_never_over_budget(
+        ops in prop::collection::vec(op(), 0..60),
+        budget in 0usize..600,
+    ) {
+        let mut memory = rebuild(&log_of(&ops));
+        let context = memory.context(&ContextRequest { query: "token auth cargo".into(), budget_tokens: budget }).unwrap();
+        prop_assert!(context.tokens <= budget, "{} > {}", context.tokens, budget);
+        prop_assert_eq!(context.tokens, mneme_projections::tokens::count(&context.text));
+    }
+}
+
+#[test]
+fn a_republished_id_is_applied_once() {
+    let message = event(1, EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: "hello".into() }));
+    let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
+    memory.apply(1, &message).unwrap();
+    let digest = memory.digest();
+    let outcome = memory.apply(7, &message).unwrap();
+    assert_eq!(outcome, mneme_projections::AppliedEvent::DuplicateId { original_seq: 1 });
+    assert_eq!(memory.checkpoint(), 7);
+    assert_eq!(memory.digest(), digest);
+    assert_eq!(memory.item_count(), 1);
+}
+
+#[test]
+fn forgotten_items_leave_search_but_keep_provenance() {
+    let message = event(
+        1,
+        EventKind::MessageRecorded(MessageRecorded {
+            role: "user".into(),
+            text: "the database migration failed".into(),
+        }),
+    );
+    let forget =
+        event(2, EventKind::MemoryForgotten(MemoryForgotten { item_id: message.id.to_string(), reason: None }));
+    let mut memory = rebuild(&[(1, message.clone()), (2, forget.clone())]);
+    assert!(hit_ids(&mut memory, "migration").is_empty());
+    let item = memory.item(&message.id.to_string()).unwrap();
+    let provenance: Vec<u64> = item.provenance.iter().map(|reference| reference.seq).collect();
+    assert_eq!(provenance, vec![1, 2]);
+}
+
+#[test]
+fn events_of_another_agent_are_refused() {
+    let mut stranger = event(1, EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: "hi".into() }));
+    stranger.agent = "reviewer".to_string();
+    let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
+    assert!(matches!(memory.apply(1, &stranger), Err(ProjectionError::WrongOwner { .. })));
+    assert_eq!(memory.checkpoint(), 0);
+}
+
+#[test]
+fn a_snapshot_under_another_configuration_is_refused() {
+    let memory = rebuild(&[]);
+    let snapshot = memory.to_snapshot().unwrap();
+    let other = MemoryConfig { working_tier_tokens: 999, ..config() };
+    assert!(matches!(
+        AgentMemory::from_snapshot(&snapshot, "demo", "coder", other),
+        Err(ProjectionError::CorruptSnapshot(_))
+    ));
+    assert!(AgentMemory::from_snapshot(b"not a snapshot", "demo", "coder", config()).is_err());
+}
