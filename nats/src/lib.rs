@@ -19,7 +19,7 @@ use futures::stream::BoxStream;
 use mneme_events::{Event, EventId};
 
 pub use error::LogError;
-pub use jetstream::{JetStreamLog, JetStreamOptions};
+pub use jetstream::{Credentials, JetStreamLog, JetStreamOptions};
 pub use sled_log::{SledLog, SledOptions};
 
 /// A position in a swarm's log. Assigned by the log, starting at 1, strictly
@@ -89,12 +89,7 @@ pub trait EventLog: Send + Sync + 'static {
 
     /// Reads up to `max` records with `seq >= from`, in order, optionally only
     /// those of one agent. Returns what is there now; never waits.
-    async fn read(
-        &self,
-        from: Seq,
-        agent: Option<&str>,
-        max: usize,
-    ) -> Result<Vec<LogEntry>, LogError>;
+    async fn read(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError>;
 
     /// Like [`EventLog::read`], then keeps following the log as it grows.
     async fn subscribe(
@@ -132,16 +127,10 @@ pub(crate) fn decode_record(
     decode: impl FnOnce(&[u8]) -> Result<Event, String>,
     raw: &[u8],
 ) -> Result<Event, InvalidRecord> {
-    let invalid = |reason: String| InvalidRecord {
-        reason,
-        raw: raw.to_vec(),
-    };
+    let invalid = |reason: String| InvalidRecord { reason, raw: raw.to_vec() };
     let event = decode(raw).map_err(invalid)?;
     if event.swarm != swarm {
-        return Err(invalid(format!(
-            "event swarm {:?} does not match the log's swarm {swarm:?}",
-            event.swarm
-        )));
+        return Err(invalid(format!("event swarm {:?} does not match the log's swarm {swarm:?}", event.swarm)));
     }
     if event.agent != agent {
         return Err(invalid(format!(

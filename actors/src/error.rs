@@ -1,0 +1,21 @@
+use mneme_nats::LogError;
+use mneme_projections::ProjectionError;
+
+/// The one error type of `mneme-actors`.
+#[derive(Debug, thiserror::Error)]
+pub enum ActorsError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Projection(#[from] ProjectionError),
+    #[error("snapshot store failed: {0}")]
+    SnapshotStore(#[from] sled::Error),
+    #[error("invalid configuration in {path}: {message}")]
+    Config { path: String, message: String },
+    #[error("unknown agent {agent:?} in swarm {swarm:?}")]
+    UnknownAgent { swarm: String, agent: String },
+    #[error("the memory actor of {agent:?} is not running")]
+    ActorStopped { agent: String },
+    #[error("timed out after {waited_ms} ms waiting for {agent:?} to apply seq {seq}")]
+    CatchUpTimeout { agent: String, seq: u64, waited_ms: u64 },
+}

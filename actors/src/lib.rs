@@ -1,0 +1,21 @@
+//! Mneme's actors: one memory actor per agent, fed from the log, and the
+//! supervisor that starts them from `swarm.toml`.
+//!
+//! **Invariant:** state changes only by applying log entries in order; a
+//! query never mutates memory. Snapshot IO happens on the memory actors'
+//! worker arbiters, log IO on the arbiter that runs the feeds.
+
+mod error;
+mod feed;
+pub mod memory_actor;
+pub mod replay;
+pub mod snapshot_store;
+pub mod supervisor;
+pub mod swarm_config;
+
+pub use error::ActorsError;
+pub use memory_actor::{AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, MemoryActor, Query, QueryAnswer, TakeSnapshot};
+pub use replay::{ReplayReport, continue_from_log, rebuild_from_log, verify_against_log};
+pub use snapshot_store::SnapshotStore;
+pub use supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, SnapshotAll, Supervisor};
+pub use swarm_config::{AgentConfig, LogBackend, SwarmConfig};

@@ -1,0 +1,110 @@
+//! Rebuilding an agent's memory from the log alone, and checking that the
+//! live memory is what the log says it should be.
+
+use mneme_nats::{EventLog, Seq};
+use mneme_projections::{AgentMemory, MemoryConfig};
+
+use crate::error::ActorsError;
+use crate::memory_actor::{ApplyReport, apply_log_entry};
+
+/// Entries read from the log per page while rebuilding.
+const PAGE: usize = 2048;
+
+/// The outcome of a replay, and of its comparison with a live memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayReport {
+    pub agent: String,
+    /// Checkpoint the rebuilt memory reached.
+    pub checkpoint: Seq,
+    pub digest: String,
+    pub entries_read: usize,
+    pub dead_lettered: usize,
+    /// The live memory compared against, if any.
+    pub live_checkpoint: Option<Seq>,
+    pub live_digest: Option<String>,
+}
+
+impl ReplayReport {
+    /// `None` when there was nothing to compare with.
+    pub fn matches(&self) -> Option<bool> {
+        self.live_digest.as_ref().map(|live| *live == self.digest && self.live_checkpoint == Some(self.checkpoint))
+    }
+}
+
+/// Builds a fresh memory of `agent` from its events with `seq <= up_to`
+/// (all of them when `None`). Applying runs on blocking threads, page by
+/// page, so a long replay does not stall the async runtime.
+pub async fn rebuild_from_log(
+    log: &dyn EventLog,
+    agent: &str,
+    config: MemoryConfig,
+    up_to: Option<Seq>,
+) -> Result<(AgentMemory, ReplayReport), ActorsError> {
+    let memory = AgentMemory::new(log.swarm(), agent, config)?;
+    let (memory, report) = continue_from_log(log, memory, up_to).await?;
+    Ok((memory, report))
+}
+
+/// Applies to `memory` the events after its checkpoint, up to `up_to`.
+pub async fn continue_from_log(
+    log: &dyn EventLog,
+    mut memory: AgentMemory,
+    up_to: Option<Seq>,
+) -> Result<(AgentMemory, ReplayReport), ActorsError> {
+    let agent = memory.agent().to_string();
+    let mut totals = ApplyReport::default();
+    let mut entries_read = 0;
+    loop {
+        let from = memory.checkpoint() + 1;
+        let mut page = log.read(from, Some(&agent), PAGE).await?;
+        let exhausted = page.len() < PAGE;
+        if let Some(limit) = up_to {
+            page.retain(|entry| entry.seq <= limit);
+        }
+        if page.is_empty() {
+            break;
+        }
+        let reached_limit = up_to.is_some_and(|limit| page.last().is_some_and(|entry| entry.seq >= limit));
+        entries_read += page.len();
+        let (returned_memory, page_report) = tokio::task::spawn_blocking(move || {
+            let mut report = ApplyReport::default();
+            for entry in page {
+                apply_log_entry(&mut memory, entry, &mut report);
+            }
+            (memory, report)
+        })
+        .await
+        .expect("applying a page of events does not panic");
+        memory = returned_memory;
+        totals.dead_letters.extend(page_report.dead_letters);
+        if exhausted || reached_limit {
+            break;
+        }
+    }
+    memory.commit()?;
+    let report = ReplayReport {
+        agent,
+        checkpoint: memory.checkpoint(),
+        digest: memory.digest(),
+        entries_read,
+        dead_lettered: totals.dead_letters.len(),
+        live_checkpoint: None,
+        live_digest: None,
+    };
+    Ok((memory, report))
+}
+
+/// Rebuilds `agent` from the log up to `live_checkpoint` and compares the
+/// result with the live memory's digest.
+pub async fn verify_against_log(
+    log: &dyn EventLog,
+    agent: &str,
+    config: MemoryConfig,
+    live_checkpoint: Seq,
+    live_digest: &str,
+) -> Result<ReplayReport, ActorsError> {
+    let (_, mut report) = rebuild_from_log(log, agent, config, Some(live_checkpoint)).await?;
+    report.live_checkpoint = Some(live_checkpoint);
+    report.live_digest = Some(live_digest.to_string());
+    Ok(report)
+}

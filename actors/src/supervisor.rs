@@ -1,0 +1,217 @@
+//! `Supervisor`: starts one memory actor (and its feed) per agent, from
+//! `swarm.toml` and, when the swarm admits them, for agents first seen on
+//! the log.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use mneme_nats::{EventLog, Seq};
+use mneme_projections::AgentMemory;
+use tokio::sync::watch;
+
+use crate::error::ActorsError;
+use crate::memory_actor::{CheckpointPolicy, MemoryActor, TakeSnapshot, restore_or_new};
+use crate::snapshot_store::SnapshotStore;
+use crate::swarm_config::SwarmConfig;
+
+/// How often the log is asked for agents not seen yet.
+const DISCOVERY_INTERVAL: Duration = Duration::from_millis(500);
+
+/// A running agent memory: its actor, and how far it has applied the log.
+#[derive(Clone)]
+pub struct AgentHandle {
+    pub agent: String,
+    pub addr: Addr<MemoryActor>,
+    pub applied_seq: watch::Receiver<Seq>,
+}
+
+impl AgentHandle {
+    /// Waits until this agent has applied every one of its events with
+    /// `seq <= min_seq` ("read your writes"). Events of other agents do not
+    /// count, so the log is asked whether any of this agent's remain.
+    pub async fn caught_up(&self, log: &dyn EventLog, min_seq: Seq, timeout: Duration) -> Result<(), ActorsError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut applied_seq = self.applied_seq.clone();
+        loop {
+            let applied = *applied_seq.borrow_and_update();
+            if applied >= min_seq {
+                return Ok(());
+            }
+            let next = log.read(applied + 1, Some(&self.agent), 1).await?;
+            if next.first().is_none_or(|entry| entry.seq > min_seq) {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, applied_seq.changed()).await.is_err() {
+                return Err(ActorsError::CatchUpTimeout {
+                    agent: self.agent.clone(),
+                    seq: min_seq,
+                    waited_ms: timeout.as_millis() as u64,
+                });
+            }
+        }
+    }
+}
+
+pub struct Supervisor {
+    config: SwarmConfig,
+    log: Arc<dyn EventLog>,
+    store: SnapshotStore,
+    /// Worker threads for memory actors; kept here so they live as long as
+    /// the supervisor.
+    workers: Vec<Arbiter>,
+    next_worker: usize,
+    agents: BTreeMap<String, AgentHandle>,
+    discovering: bool,
+}
+
+impl Supervisor {
+    pub fn new(config: SwarmConfig, log: Arc<dyn EventLog>, store: SnapshotStore) -> Supervisor {
+        let workers = (0..config.memory.worker_threads).map(|_| Arbiter::new()).collect();
+        Supervisor { config, log, store, workers, next_worker: 0, agents: BTreeMap::new(), discovering: false }
+    }
+
+    fn start_agent(&mut self, agent: &str) -> AgentHandle {
+        if let Some(handle) = self.agents.get(agent) {
+            return handle.clone();
+        }
+        let (applied_sender, applied_seq) = watch::channel(0);
+        let worker = self.workers[self.next_worker % self.workers.len()].handle();
+        self.next_worker += 1;
+        let store = self.store.clone();
+        let swarm = self.config.swarm.name.clone();
+        let agent_name = agent.to_string();
+        let memory_config = self.config.memory_config();
+        let policy = CheckpointPolicy {
+            every_events: self.config.memory.checkpoint_every_events,
+            interval: self.config.checkpoint_interval(),
+            mailbox_capacity: self.config.memory.mailbox_capacity,
+        };
+        // Restoring re-indexes the snapshot's items: done on the worker.
+        let addr = MemoryActor::start_in_arbiter(&worker, move |_| {
+            let memory = restore_or_new(&store, &swarm, &agent_name, memory_config).unwrap_or_else(|error| {
+                tracing::error!(%swarm, agent = %agent_name, %error, "snapshot unreadable; rebuilding from the log");
+                AgentMemory::new(&swarm, &agent_name, memory_config).expect("an empty in-RAM index can be created")
+            });
+            MemoryActor::new(memory, store, policy, applied_sender)
+        });
+        tracing::info!(agent, "memory actor started");
+        metrics::gauge!("mneme_agents").increment(1.0);
+        actix::spawn(crate::feed::run(agent.to_string(), addr.clone(), self.log.clone()));
+        let handle = AgentHandle { agent: agent.to_string(), addr, applied_seq };
+        self.agents.insert(agent.to_string(), handle.clone());
+        handle
+    }
+
+    fn discover(&mut self, ctx: &mut Context<Self>) {
+        if self.discovering {
+            return;
+        }
+        self.discovering = true;
+        let log = self.log.clone();
+        ctx.spawn(async move { log.agents().await }.into_actor(self).map(|agents, supervisor, _| {
+            supervisor.discovering = false;
+            match agents {
+                Ok(agents) => {
+                    for agent in agents {
+                        supervisor.start_agent(&agent);
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot list the log's agents"),
+            }
+        }));
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let configured: Vec<String> = self.config.agents.iter().map(|agent| agent.name.clone()).collect();
+        for agent in configured {
+            self.start_agent(&agent);
+        }
+        if self.config.swarm.admit_unknown_agents {
+            self.discover(ctx);
+            ctx.run_interval(DISCOVERY_INTERVAL, |supervisor, ctx| supervisor.discover(ctx));
+        }
+    }
+}
+
+/// The handle of an agent's memory; starts it if the swarm admits agents
+/// first seen on the log and this one is there.
+#[derive(Message)]
+#[rtype(result = "Result<AgentHandle, ActorsError>")]
+pub struct GetAgent(pub String);
+
+impl Handler<GetAgent> for Supervisor {
+    type Result = ResponseActFuture<Self, Result<AgentHandle, ActorsError>>;
+
+    fn handle(&mut self, GetAgent(agent): GetAgent, _: &mut Self::Context) -> Self::Result {
+        if let Some(handle) = self.agents.get(&agent) {
+            return Box::pin(fut::ready(Ok(handle.clone())));
+        }
+        let unknown = ActorsError::UnknownAgent { swarm: self.config.swarm.name.clone(), agent: agent.clone() };
+        if !self.config.swarm.admit_unknown_agents {
+            return Box::pin(fut::ready(Err(unknown)));
+        }
+        let log = self.log.clone();
+        Box::pin(async move { log.agents().await }.into_actor(self).map(move |agents, supervisor, _| {
+            if agents?.contains(&agent) { Ok(supervisor.start_agent(&agent)) } else { Err(unknown) }
+        }))
+    }
+}
+
+/// Tells the supervisor that these agents were just written to: admitted
+/// ones start at once instead of at the next discovery tick.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct AgentsWritten(pub Vec<String>);
+
+impl Handler<AgentsWritten> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, AgentsWritten(agents): AgentsWritten, _: &mut Self::Context) {
+        if self.config.swarm.admit_unknown_agents {
+            for agent in agents {
+                self.start_agent(&agent);
+            }
+        }
+    }
+}
+
+/// The agents with a running memory, sorted.
+#[derive(Message)]
+#[rtype(result = "Vec<String>")]
+pub struct ListAgents;
+
+impl Handler<ListAgents> for Supervisor {
+    type Result = Vec<String>;
+
+    fn handle(&mut self, _: ListAgents, _: &mut Self::Context) -> Self::Result {
+        self.agents.keys().cloned().collect()
+    }
+}
+
+/// Snapshots every agent's memory now; used before shutdown.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SnapshotAll;
+
+impl Handler<SnapshotAll> for Supervisor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: SnapshotAll, _: &mut Self::Context) -> Self::Result {
+        let handles: Vec<AgentHandle> = self.agents.values().cloned().collect();
+        Box::pin(async move {
+            for handle in handles {
+                match handle.addr.send(TakeSnapshot).await {
+                    Ok(Ok(seq)) => tracing::info!(agent = %handle.agent, seq, "snapshot written"),
+                    Ok(Err(error)) => tracing::error!(agent = %handle.agent, %error, "snapshot failed"),
+                    Err(_) => tracing::warn!(agent = %handle.agent, "memory actor already stopped"),
+                }
+            }
+        })
+    }
+}

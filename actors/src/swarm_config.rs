@@ -1,0 +1,314 @@
+//! `swarm.toml`: one file that configures a swarm. Unknown keys are errors,
+//! so a misspelt setting never silently falls back to a default.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mneme_projections::MemoryConfig;
+use serde::Deserialize;
+
+use crate::error::ActorsError;
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SwarmConfig {
+    pub swarm: SwarmSection,
+    #[serde(default)]
+    pub log: LogSection,
+    #[serde(default)]
+    pub http: HttpSection,
+    #[serde(default)]
+    pub memory: MemorySection,
+    #[serde(default)]
+    pub agents: Vec<AgentConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SwarmSection {
+    pub name: String,
+    /// Start a memory actor for an agent first seen on the log.
+    #[serde(default = "yes")]
+    pub admit_unknown_agents: bool,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LogBackend {
+    /// The sled log under `data_dir`.
+    #[default]
+    Embedded,
+    /// NATS JetStream at `nats_url`.
+    Nats,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LogSection {
+    #[serde(default)]
+    pub backend: LogBackend,
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
+    #[serde(default = "default_nats_url")]
+    pub nats_url: String,
+    #[serde(default = "default_duplicate_window_secs")]
+    pub duplicate_window_secs: u64,
+    #[serde(default = "default_max_event_bytes")]
+    pub max_event_bytes: usize,
+    #[serde(default = "default_replicas")]
+    pub replicas: usize,
+    /// Events older than this are dropped by JetStream; 0 keeps them forever.
+    #[serde(default)]
+    pub max_age_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSection {
+    #[serde(default = "default_bind")]
+    pub bind: SocketAddr,
+    /// Largest request body accepted by `POST /v1/events`.
+    #[serde(default = "default_max_request_bytes")]
+    pub max_request_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySection {
+    #[serde(default = "default_working_tier_tokens")]
+    pub working_tier_tokens: usize,
+    #[serde(default = "default_working_item_max_tokens")]
+    pub working_item_max_tokens: usize,
+    /// Take a snapshot after this many applied events...
+    #[serde(default = "default_checkpoint_every_events")]
+    pub checkpoint_every_events: u64,
+    /// ...or this long after the first event not yet in a snapshot.
+    #[serde(default = "default_checkpoint_interval_ms")]
+    pub checkpoint_interval_ms: u64,
+    /// Batches a memory actor's mailbox holds before feeds wait.
+    #[serde(default = "default_mailbox_capacity")]
+    pub mailbox_capacity: usize,
+    /// Threads that run memory actors (indexing, queries, snapshots).
+    #[serde(default = "default_worker_threads")]
+    pub worker_threads: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub name: String,
+    #[serde(default)]
+    pub role: String,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_data_dir() -> PathBuf {
+    PathBuf::from(".data")
+}
+fn default_nats_url() -> String {
+    "nats://127.0.0.1:4222".to_string()
+}
+fn default_duplicate_window_secs() -> u64 {
+    120
+}
+fn default_max_event_bytes() -> usize {
+    1024 * 1024
+}
+fn default_replicas() -> usize {
+    1
+}
+fn default_bind() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 7700))
+}
+fn default_max_request_bytes() -> usize {
+    16 * 1024 * 1024
+}
+fn default_working_tier_tokens() -> usize {
+    MemoryConfig::default().working_tier_tokens
+}
+fn default_working_item_max_tokens() -> usize {
+    MemoryConfig::default().working_item_max_tokens
+}
+fn default_checkpoint_every_events() -> u64 {
+    1000
+}
+fn default_checkpoint_interval_ms() -> u64 {
+    2000
+}
+fn default_mailbox_capacity() -> usize {
+    16
+}
+fn default_worker_threads() -> usize {
+    2
+}
+
+impl Default for LogSection {
+    fn default() -> Self {
+        LogSection {
+            backend: LogBackend::default(),
+            data_dir: default_data_dir(),
+            nats_url: default_nats_url(),
+            duplicate_window_secs: default_duplicate_window_secs(),
+            max_event_bytes: default_max_event_bytes(),
+            replicas: default_replicas(),
+            max_age_secs: 0,
+        }
+    }
+}
+
+impl Default for HttpSection {
+    fn default() -> Self {
+        HttpSection { bind: default_bind(), max_request_bytes: default_max_request_bytes() }
+    }
+}
+
+impl Default for MemorySection {
+    fn default() -> Self {
+        MemorySection {
+            working_tier_tokens: default_working_tier_tokens(),
+            working_item_max_tokens: default_working_item_max_tokens(),
+            checkpoint_every_events: default_checkpoint_every_events(),
+            checkpoint_interval_ms: default_checkpoint_interval_ms(),
+            mailbox_capacity: default_mailbox_capacity(),
+            worker_threads: default_worker_threads(),
+        }
+    }
+}
+
+impl SwarmConfig {
+    /// A swarm with every setting at its default.
+    pub fn with_name(name: &str) -> SwarmConfig {
+        SwarmConfig {
+            swarm: SwarmSection { name: name.to_string(), admit_unknown_agents: true },
+            log: LogSection::default(),
+            http: HttpSection::default(),
+            memory: MemorySection::default(),
+            agents: Vec::new(),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<SwarmConfig, ActorsError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ActorsError::Config {
+            path: path.display().to_string(),
+            message: format!("cannot read the file: {error}"),
+        })?;
+        SwarmConfig::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks a configuration; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<SwarmConfig, ActorsError> {
+        let config: SwarmConfig = toml::from_str(text)
+            .map_err(|error| ActorsError::Config { path: origin.to_string(), message: error.to_string() })?;
+        config.check().map_err(|message| ActorsError::Config { path: origin.to_string(), message })?;
+        Ok(config)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let name_error = |key: &str, value: &str, error: mneme_events::ValidationError| {
+            format!("{key} = {value:?} is not a valid name: {}", error.message)
+        };
+        mneme_events::validate_name(&self.swarm.name).map_err(|e| name_error("swarm.name", &self.swarm.name, e))?;
+        let mut seen = std::collections::BTreeSet::new();
+        for agent in &self.agents {
+            mneme_events::validate_name(&agent.name).map_err(|e| name_error("agents.name", &agent.name, e))?;
+            if !seen.insert(agent.name.as_str()) {
+                return Err(format!("agents.name = {:?} is listed twice; agent names must be unique", agent.name));
+            }
+        }
+        let positive = [
+            ("memory.working_tier_tokens", self.memory.working_tier_tokens as u64),
+            ("memory.working_item_max_tokens", self.memory.working_item_max_tokens as u64),
+            ("memory.checkpoint_every_events", self.memory.checkpoint_every_events),
+            ("memory.checkpoint_interval_ms", self.memory.checkpoint_interval_ms),
+            ("memory.mailbox_capacity", self.memory.mailbox_capacity as u64),
+            ("memory.worker_threads", self.memory.worker_threads as u64),
+            ("log.max_event_bytes", self.log.max_event_bytes as u64),
+            ("log.replicas", self.log.replicas as u64),
+            ("http.max_request_bytes", self.http.max_request_bytes as u64),
+        ];
+        for (key, value) in positive {
+            if value == 0 {
+                return Err(format!("{key} = 0; expected a positive number"));
+            }
+        }
+        if self.memory.working_item_max_tokens > self.memory.working_tier_tokens {
+            return Err(format!(
+                "memory.working_item_max_tokens = {} is larger than memory.working_tier_tokens = {}; \
+                 expected at most the tier's budget",
+                self.memory.working_item_max_tokens, self.memory.working_tier_tokens
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn memory_config(&self) -> MemoryConfig {
+        MemoryConfig {
+            working_tier_tokens: self.memory.working_tier_tokens,
+            working_item_max_tokens: self.memory.working_item_max_tokens,
+        }
+    }
+
+    pub fn checkpoint_interval(&self) -> Duration {
+        Duration::from_millis(self.memory.checkpoint_interval_ms)
+    }
+
+    pub fn decode_limits(&self) -> mneme_events::DecodeLimits {
+        mneme_events::DecodeLimits { max_event_bytes: self.log.max_event_bytes }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(text: &str) -> String {
+        SwarmConfig::parse(text, "swarm.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_shipped_swarm_toml_is_valid() {
+        let text = include_str!("../../swarm.toml");
+        let config = SwarmConfig::parse(text, "swarm.toml").unwrap();
+        assert_eq!(config.swarm.name, "demo");
+        assert!(!config.agents.is_empty());
+    }
+
+    #[test]
+    fn a_minimal_file_takes_defaults() {
+        let config = SwarmConfig::parse("[swarm]\nname = \"s\"\n", "swarm.toml").unwrap();
+        assert_eq!(config, SwarmConfig::with_name("s"));
+    }
+
+    #[test]
+    fn a_misspelt_key_is_named() {
+        let message = error_of("[swarm]\nname = \"s\"\n[memory]\nworking_tier_token = 5\n");
+        assert!(message.contains("working_tier_token"), "{message}");
+    }
+
+    #[test]
+    fn an_unsafe_swarm_name_is_refused_with_key_and_value() {
+        let message = error_of("[swarm]\nname = \"my.swarm\"\n");
+        assert!(message.contains("swarm.name") && message.contains("my.swarm"), "{message}");
+    }
+
+    #[test]
+    fn duplicate_agents_are_refused() {
+        let message = error_of("[swarm]\nname = \"s\"\n[[agents]]\nname = \"a\"\n[[agents]]\nname = \"a\"\n");
+        assert!(message.contains("listed twice"), "{message}");
+    }
+
+    #[test]
+    fn zero_budgets_are_refused() {
+        let message = error_of("[swarm]\nname = \"s\"\n[memory]\nworking_tier_tokens = 0\n");
+        assert!(message.contains("memory.working_tier_tokens = 0"), "{message}");
+    }
+
+    #[test]
+    fn an_unknown_backend_is_refused() {
+        let message = error_of("[swarm]\nname = \"s\"\n[log]\nbackend = \"kafka\"\n");
+        assert!(message.contains("kafka"), "{message}");
+    }
+}

@@ -1,0 +1,708 @@
+//! The NATS JetStream log: one stream per swarm, the agent in the subject.
+//!
+//! - Events: stream `MNEME_<swarm>` on `mneme.<swarm>.*.events.>`; each event
+//!   is one message on `mneme.<swarm>.<agent>.events.<kind>`, its JSON wire
+//!   form as payload and its id as `Nats-Msg-Id`, so the server deduplicates.
+//!   The stream sequence is the log sequence.
+//! - Dead letters: stream `MNEME_<swarm>_DEADLETTER` on
+//!   `mneme.<swarm>.deadletter`; the offending record's bytes as payload and
+//!   the rest in `Mneme-*` headers.
+//! - Durable consumer positions: key-value bucket `MNEME_<swarm>_positions`,
+//!   the sequence as decimal text (readable with the `nats` CLI).
+//!
+//! Deduplication is the server's: it holds within the stream's
+//! `duplicate_window` (see [`JetStreamOptions::duplicate_window`]). A
+//! duplicate's publish ack carries the sequence of the original message,
+//! which is exactly what [`Appended`] must report, so nothing is kept in
+//! memory and nothing is looked up.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::future::IntoFuture;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{self, AckPolicy, DeliverPolicy};
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::{self, kv, stream};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use mneme_events::{DecodeLimits, Event, decode_json};
+use tokio::sync::Semaphore;
+
+use crate::error::{validate_consumer_name, validate_name};
+use crate::{Appended, DeadLetter, EventLog, InvalidRecord, LogEntry, LogError, Seq, subjects};
+
+/// Publish acks awaited at once. Also the capacity of the JetStream context's
+/// own in-flight limit, see [`JetStreamLog::publish_permits`].
+const MAX_ACKS_IN_FLIGHT: usize = 4096;
+
+/// Messages published before their acks are awaited, per batch chunk.
+const PUBLISH_CHUNK: usize = 1024;
+
+/// Messages asked for per pull request while reading.
+const FETCH_BATCH: usize = 1024;
+
+/// How long the server keeps an ephemeral consumer nobody pulls from: a
+/// crashed reader's consumer, or a subscription whose owner stopped polling
+/// (it then recreates its consumer when polled again).
+const CONSUMER_INACTIVE_THRESHOLD: Duration = Duration::from_secs(10);
+
+/// Messages fetched per pull request while a subscription catches up.
+const SUBSCRIBE_BATCH: usize = 256;
+
+/// How long a caught-up subscription's pull request waits on the server for
+/// a new message. The server answers an idle pull when it expires, so no
+/// answer by then (plus [`SUBSCRIBE_PULL_GRACE`]) means the pull was lost
+/// with the server: this bounds how long a subscription stalls after a
+/// server restart, and costs one request per expiry while idle.
+const SUBSCRIBE_PULL_EXPIRES: Duration = Duration::from_secs(2);
+
+const SUBSCRIBE_PULL_GRACE: Duration = Duration::from_secs(1);
+
+/// Failed pulls in a row that a subscription answers by starting a new
+/// consumer without reporting them.
+const QUIET_PULL_FAILURES: u32 = 3;
+
+/// Pause before a subscription retries after a failure, so that an outage
+/// produces a trickle of errors, not a busy loop.
+const SUBSCRIBE_RETRY_DELAY: Duration = Duration::from_millis(500);
+
+/// The kind token of records appended with [`EventLog::append_raw`]: they
+/// are not known to be events, so they have no kind.
+const RAW_KIND_TOKEN: &str = "raw";
+
+const REASON_HEADER: &str = "Mneme-Reason";
+const SEQ_HEADER: &str = "Mneme-Seq";
+const AGENT_HEADER: &str = "Mneme-Agent";
+
+/// How to reach the server and how to create the swarm's streams. Stream
+/// settings apply when a stream is created; an existing stream keeps its
+/// configuration.
+#[derive(Debug, Clone)]
+pub struct JetStreamOptions {
+    /// How long the server remembers event ids: a retry of an append within
+    /// this window is deduplicated; after it, an event whose id is already
+    /// on the log would be stored again. Longer windows cost server memory.
+    pub duplicate_window: Duration,
+    /// The largest message the events stream accepts, headers included.
+    /// The server's own `max_payload` (1 MiB unless configured) also applies.
+    pub max_message_bytes: i32,
+    /// Drop events older than this; `None` keeps them forever. Mneme replays
+    /// from the log, so an age limit is a decision to forget.
+    pub max_age: Option<Duration>,
+    /// Copies of each stream in a JetStream cluster (1, 3 or 5).
+    pub replicas: usize,
+    /// Records larger than `limits.max_event_bytes` (as JSON) are refused on
+    /// append and reported as invalid on read.
+    pub limits: DecodeLimits,
+    pub credentials: Option<Credentials>,
+}
+
+impl Default for JetStreamOptions {
+    fn default() -> Self {
+        let limits = DecodeLimits::default();
+        // Room for the headers beside the largest event the limits accept.
+        let headroom = 4 * 1024;
+        let max_message_bytes = i32::try_from(limits.max_event_bytes + headroom).unwrap_or(i32::MAX);
+        JetStreamOptions {
+            duplicate_window: Duration::from_secs(120),
+            max_message_bytes,
+            max_age: None,
+            replicas: 1,
+            limits,
+            credentials: None,
+        }
+    }
+}
+
+impl JetStreamOptions {
+    /// Authenticates with a user and password.
+    pub fn with_user_password(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.credentials = Some(Credentials::UserPassword { user: user.into(), password: password.into() });
+        self
+    }
+
+    /// Authenticates with a token.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.credentials = Some(Credentials::Token(token.into()));
+        self
+    }
+}
+
+/// How to authenticate to the NATS server.
+#[derive(Clone)]
+pub enum Credentials {
+    UserPassword { user: String, password: String },
+    Token(String),
+}
+
+/// Secrets stay out of logs and panic messages.
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Credentials::UserPassword { user, .. } => {
+                f.debug_struct("UserPassword").field("user", user).field("password", &"<redacted>").finish()
+            }
+            Credentials::Token(_) => f.debug_tuple("Token").field(&"<redacted>").finish(),
+        }
+    }
+}
+
+/// The [`EventLog`] on NATS JetStream.
+pub struct JetStreamLog {
+    swarm: String,
+    context: jetstream::Context,
+    events: stream::Stream,
+    dead_letters: stream::Stream,
+    positions: kv::Store,
+    limits: DecodeLimits,
+    /// Bounds the publishes whose acks are outstanding, across concurrent
+    /// appends. The JetStream context has the same limit, but it takes its
+    /// permits one publish at a time: two appends that each hold some and
+    /// wait for more could wait for each other forever. Taking a whole
+    /// chunk's permits here at once rules that out.
+    publish_permits: Arc<Semaphore>,
+}
+
+impl JetStreamLog {
+    /// Connects to the server at `url` and opens (creating if needed) the
+    /// streams and bucket of `swarm`.
+    pub async fn connect(url: &str, swarm: &str, options: JetStreamOptions) -> Result<JetStreamLog, LogError> {
+        validate_name("swarm", swarm)?;
+        let mut connect_options = async_nats::ConnectOptions::new().name(format!("mneme-{swarm}"));
+        connect_options = match &options.credentials {
+            Some(Credentials::UserPassword { user, password }) => {
+                connect_options.user_and_password(user.clone(), password.clone())
+            }
+            Some(Credentials::Token(token)) => connect_options.token(token.clone()),
+            None => connect_options,
+        };
+        let client = connect_options
+            .connect(url)
+            .await
+            .map_err(|error| LogError::Nats(format!("could not connect to NATS at {url}: {error}")))?;
+        JetStreamLog::from_client(client, swarm, options).await
+    }
+
+    /// Opens (creating if needed) the streams and bucket of `swarm` on an
+    /// existing connection. `options.credentials` is not used: the client is
+    /// already authenticated.
+    pub async fn from_client(
+        client: async_nats::Client,
+        swarm: &str,
+        options: JetStreamOptions,
+    ) -> Result<JetStreamLog, LogError> {
+        validate_name("swarm", swarm)?;
+        let context = jetstream::ContextBuilder::new()
+            .max_ack_inflight(MAX_ACKS_IN_FLIGHT)
+            .backpressure_on_inflight(true)
+            .build(client);
+        let events = context
+            .get_or_create_stream(stream::Config {
+                name: subjects::events_stream(swarm),
+                description: Some(format!("Mneme event log of swarm {swarm}")),
+                subjects: vec![subjects::swarm_events_filter(swarm)],
+                storage: stream::StorageType::File,
+                retention: stream::RetentionPolicy::Limits,
+                duplicate_window: options.duplicate_window,
+                max_message_size: options.max_message_bytes,
+                max_age: options.max_age.unwrap_or_default(),
+                num_replicas: options.replicas,
+                ..Default::default()
+            })
+            .await
+            .map_err(|error| LogError::Nats(format!("could not open the events stream of {swarm}: {error}")))?;
+        let dead_letters = context
+            .get_or_create_stream(stream::Config {
+                name: subjects::deadletter_stream(swarm),
+                description: Some(format!("Mneme dead letters of swarm {swarm}")),
+                subjects: vec![subjects::deadletter_subject(swarm)],
+                storage: stream::StorageType::File,
+                retention: stream::RetentionPolicy::Limits,
+                duplicate_window: options.duplicate_window,
+                num_replicas: options.replicas,
+                ..Default::default()
+            })
+            .await
+            .map_err(|error| LogError::Nats(format!("could not open the dead-letter stream of {swarm}: {error}")))?;
+        let positions = open_positions_bucket(&context, swarm, options.replicas).await?;
+        Ok(JetStreamLog {
+            swarm: swarm.to_string(),
+            context,
+            events,
+            dead_letters,
+            positions,
+            limits: options.limits,
+            publish_permits: Arc::new(Semaphore::new(MAX_ACKS_IN_FLIGHT)),
+        })
+    }
+
+    /// Publishes messages in order and returns their acks in the same order.
+    /// All of a chunk is sent before any ack is awaited: an ack's timeout
+    /// only starts when it is awaited, and awaiting one by one would cost a
+    /// round trip per message.
+    async fn publish_all(
+        &self,
+        messages: Vec<(String, PublishMessage)>,
+    ) -> Result<Vec<jetstream::publish::PublishAck>, LogError> {
+        let mut acks = Vec::with_capacity(messages.len());
+        let mut messages = messages.into_iter().peekable();
+        while messages.peek().is_some() {
+            let chunk: Vec<_> = messages.by_ref().take(PUBLISH_CHUNK).collect();
+            let chunk_len = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
+            let _permits = self.publish_permits.acquire_many(chunk_len).await.map_err(|_| LogError::Closed)?;
+            let mut pending = Vec::with_capacity(chunk.len());
+            for (subject, message) in chunk {
+                let ack = self
+                    .context
+                    .send_publish(subject.clone(), message)
+                    .await
+                    .map_err(|error| LogError::Nats(format!("could not publish to {subject}: {error}")))?;
+                pending.push(ack.into_future());
+            }
+            let chunk_acks = futures::future::try_join_all(pending)
+                .await
+                .map_err(|error| LogError::Nats(format!("publish not acknowledged by JetStream: {error}")))?;
+            acks.extend(chunk_acks);
+        }
+        Ok(acks)
+    }
+
+    /// Turns one message of the events stream into a log entry.
+    fn entry(&self, message: &jetstream::Message) -> Result<LogEntry, LogError> {
+        entry_of_message(&self.swarm, &self.limits, message)
+    }
+}
+
+async fn open_positions_bucket(
+    context: &jetstream::Context,
+    swarm: &str,
+    replicas: usize,
+) -> Result<kv::Store, LogError> {
+    let bucket = subjects::positions_bucket(swarm);
+    match context.get_key_value(&bucket).await {
+        Ok(store) => Ok(store),
+        Err(error) if error.kind() == jetstream::context::KeyValueErrorKind::GetBucket => {
+            // Not there yet. If another process creates it at the same
+            // moment, creating an identical bucket again succeeds.
+            context
+                .create_key_value(kv::Config {
+                    bucket: bucket.clone(),
+                    description: format!("Mneme durable consumer positions of swarm {swarm}"),
+                    history: 1,
+                    storage: stream::StorageType::File,
+                    num_replicas: replicas,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|error| LogError::Nats(format!("could not create the bucket {bucket}: {error}")))
+        }
+        Err(error) => Err(LogError::Nats(format!("could not open the bucket {bucket}: {error}"))),
+    }
+}
+
+/// Decodes a message of the events stream: the agent comes from the subject,
+/// the event from the JSON payload, and the two must agree.
+fn entry_of_message(swarm: &str, limits: &DecodeLimits, message: &jetstream::Message) -> Result<LogEntry, LogError> {
+    let info = message.info().map_err(|error| {
+        LogError::Nats(format!("message from the events stream has no JetStream metadata: {error}"))
+    })?;
+    let seq = info.stream_sequence;
+    let subject = message.subject.as_str();
+    let raw = message.payload.as_ref();
+    // The stream only takes `mneme.<swarm>.*.events.>`, so this holds unless
+    // the stream was reconfigured by hand.
+    let Some(agent) = subjects::agent_of_subject(swarm, subject) else {
+        let reason = format!("subject {subject:?} is not an events subject of swarm {swarm:?}");
+        let record = Err(InvalidRecord { reason, raw: raw.to_vec() });
+        return Ok(LogEntry { seq, agent: String::new(), record });
+    };
+    let decode = |bytes: &[u8]| decode_json(bytes, limits).map_err(|error| error.to_string());
+    let record = crate::decode_record(swarm, agent, decode, raw).and_then(|event| {
+        // The subject's kind token is what consumers filter on; it must not lie.
+        let kind_token = subject.rsplit_once(".events.").map_or("", |(_, kind)| kind);
+        if kind_token == event.kind_name() {
+            Ok(event)
+        } else {
+            let reason = format!("event of kind {:?} was filed under kind {kind_token:?}", event.kind_name());
+            Err(InvalidRecord { reason, raw: raw.to_vec() })
+        }
+    });
+    Ok(LogEntry { seq, agent: agent.to_string(), record })
+}
+
+/// Reads up to `max` messages of `stream` with `seq >= from` (optionally only
+/// those on `filter_subject`), as they are now, through an ephemeral pull
+/// consumer.
+async fn fetch_messages(
+    stream: &stream::Stream,
+    from: Seq,
+    filter_subject: Option<String>,
+    max: usize,
+) -> Result<Vec<jetstream::Message>, LogError> {
+    if max == 0 {
+        return Ok(Vec::new());
+    }
+    let consumer = create_reading_consumer(stream, from, filter_subject.unwrap_or_default()).await?;
+    // What is pending when the consumer is created is what the read returns:
+    // "what is there now", not what arrives while reading.
+    let pending = usize::try_from(consumer.cached_info().num_pending).unwrap_or(usize::MAX);
+    let wanted = pending.min(max);
+    let mut messages = Vec::with_capacity(wanted);
+    while messages.len() < wanted {
+        let batch_size = (wanted - messages.len()).min(FETCH_BATCH);
+        let mut batch = consumer
+            .fetch()
+            .max_messages(batch_size)
+            .messages()
+            .await
+            .map_err(|error| LogError::Nats(format!("could not fetch messages: {error}")))?;
+        let before = messages.len();
+        while let Some(message) = batch.next().await {
+            messages.push(message.map_err(|error| LogError::Nats(format!("could not fetch messages: {error}")))?);
+        }
+        // Messages counted as pending can disappear before they are fetched
+        // (an age limit, a purge): stop instead of asking forever.
+        if messages.len() == before {
+            break;
+        }
+    }
+    delete_in_background(stream, &consumer);
+    Ok(messages)
+}
+
+/// Deletes an ephemeral consumer that is done with. This frees the server's
+/// memory now instead of after the inactive threshold; nobody waits for it,
+/// and if it fails the threshold cleans up.
+fn delete_in_background(stream: &stream::Stream, consumer: &consumer::PullConsumer) {
+    let consumer_name = consumer.cached_info().name.clone();
+    let stream = stream.clone();
+    tokio::spawn(async move {
+        if let Err(error) = stream.delete_consumer(&consumer_name).await {
+            tracing::debug!(%error, consumer = %consumer_name, "ephemeral consumer not deleted");
+        }
+    });
+}
+
+/// Creates an ephemeral pull consumer delivering the events stream from
+/// `from` on, without acks: the log's readers keep their own positions.
+async fn create_reading_consumer(
+    stream: &stream::Stream,
+    from: Seq,
+    filter_subject: String,
+) -> Result<consumer::PullConsumer, LogError> {
+    stream
+        .create_consumer(consumer::pull::Config {
+            deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: from.max(1) },
+            filter_subject,
+            ack_policy: AckPolicy::None,
+            inactive_threshold: CONSUMER_INACTIVE_THRESHOLD,
+            memory_storage: true,
+            num_replicas: 1,
+            ..Default::default()
+        })
+        .await
+        .map_err(|error| LogError::Nats(format!("could not create a reading consumer: {error}")))
+}
+
+/// Follows the events stream from `next` on, in order and without gaps.
+///
+/// Behind it is one ephemeral pull consumer at a time. While behind, it
+/// fetches batches that the server answers at once; once caught up, it
+/// long-polls for a single message, so that no batch is ever buffered on a
+/// timer (the client drops what a pull request had buffered when its timer
+/// runs out, which a reader held up by backpressure would hit). A pull left
+/// unanswered past its expiry means the server went away with it; a skipped
+/// consumer sequence means a message was lost between server and client.
+/// Either way the follower starts a new consumer at the next undelivered
+/// sequence. (The client's ordered consumer does much the same, but stalls
+/// for about 15 s after a server restart.)
+struct Follower {
+    stream: stream::Stream,
+    swarm: String,
+    limits: DecodeLimits,
+    filter_subject: String,
+    /// The next stream sequence to deliver.
+    next: Seq,
+    consumer: Option<consumer::PullConsumer>,
+    /// The consumer sequence of the last message from `consumer`.
+    consumer_seq: u64,
+    pull: Option<consumer::pull::Batch>,
+    received_in_pull: usize,
+    /// The last pull found nothing: wait for the next message instead of
+    /// fetching.
+    caught_up: bool,
+    /// Pulls failed in a row; see [`QUIET_PULL_FAILURES`].
+    failed_pulls: u32,
+}
+
+impl Follower {
+    fn new(stream: stream::Stream, swarm: String, limits: DecodeLimits, filter_subject: String, from: Seq) -> Self {
+        Follower {
+            stream,
+            swarm,
+            limits,
+            filter_subject,
+            next: from.max(1),
+            consumer: None,
+            consumer_seq: 0,
+            pull: None,
+            received_in_pull: 0,
+            caught_up: false,
+            failed_pulls: 0,
+        }
+    }
+
+    /// The next entry, or a failure; after a failure the follower starts
+    /// over from the next undelivered sequence when polled again.
+    async fn next_entry(&mut self) -> Result<LogEntry, LogError> {
+        loop {
+            if self.consumer.is_none() {
+                match create_reading_consumer(&self.stream, self.next, self.filter_subject.clone()).await {
+                    Ok(consumer) => {
+                        self.consumer = Some(consumer);
+                        self.consumer_seq = 0;
+                    }
+                    Err(error) => {
+                        tokio::time::sleep(SUBSCRIBE_RETRY_DELAY).await;
+                        return Err(error);
+                    }
+                }
+            }
+            let message = match self.next_message().await {
+                Ok(Some(message)) => message,
+                Ok(None) => continue,
+                Err(error) => {
+                    self.start_over();
+                    // A pull fails when its consumer is gone, as after a
+                    // server restart: a new consumer cures that, so only a
+                    // failure that persists is reported.
+                    self.failed_pulls += 1;
+                    if self.failed_pulls <= QUIET_PULL_FAILURES {
+                        continue;
+                    }
+                    self.failed_pulls = 0;
+                    tokio::time::sleep(SUBSCRIBE_RETRY_DELAY).await;
+                    return Err(error);
+                }
+            };
+            self.failed_pulls = 0;
+            let info = message
+                .info()
+                .map_err(|error| LogError::Nats(format!("message without JetStream metadata: {error}")))?;
+            if info.consumer_sequence != self.consumer_seq + 1 {
+                self.start_over();
+                continue;
+            }
+            self.consumer_seq = info.consumer_sequence;
+            self.next = info.stream_sequence + 1;
+            return entry_of_message(&self.swarm, &self.limits, &message);
+        }
+    }
+
+    /// The next message of the current pull request, making the request as
+    /// needed; `None` when the request ended or there is no consumer.
+    async fn next_message(&mut self) -> Result<Option<jetstream::Message>, LogError> {
+        let Some(consumer) = &self.consumer else {
+            return Ok(None);
+        };
+        let pull = match &mut self.pull {
+            Some(pull) => pull,
+            None => {
+                let pull = if self.caught_up {
+                    consumer.batch().max_messages(1).expires(SUBSCRIBE_PULL_EXPIRES).messages().await
+                } else {
+                    consumer.fetch().max_messages(SUBSCRIBE_BATCH).messages().await
+                };
+                let pull = pull.map_err(|error| LogError::Nats(format!("pull request failed: {error}")))?;
+                self.received_in_pull = 0;
+                self.pull.insert(pull)
+            }
+        };
+        match tokio::time::timeout(SUBSCRIBE_PULL_EXPIRES + SUBSCRIBE_PULL_GRACE, pull.next()).await {
+            Ok(Some(Ok(message))) => {
+                self.received_in_pull += 1;
+                Ok(Some(message))
+            }
+            Ok(Some(Err(error))) => Err(LogError::Nats(format!("pull request failed: {error}"))),
+            Ok(None) => {
+                self.pull = None;
+                self.caught_up = self.received_in_pull == 0;
+                Ok(None)
+            }
+            Err(_unanswered) => {
+                // The server went away with the request (and, being
+                // in-memory, with the consumer).
+                self.start_over();
+                Ok(None)
+            }
+        }
+    }
+
+    fn start_over(&mut self) {
+        self.pull = None;
+        self.caught_up = false;
+        if let Some(consumer) = self.consumer.take() {
+            delete_in_background(&self.stream, &consumer);
+        }
+    }
+}
+
+/// Header values are single lines: a reason spanning lines would corrupt the
+/// message framing.
+fn header_safe(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+}
+
+fn dead_letter_of_message(message: &jetstream::Message) -> Result<DeadLetter, LogError> {
+    let header =
+        |name: &str| message.headers.as_ref().and_then(|headers| headers.get(name)).map(|value| value.as_str());
+    let malformed = |what: &str| {
+        let stream_seq = message.info().map(|info| info.stream_sequence).unwrap_or_default();
+        LogError::Corrupt(format!("dead letter {stream_seq} {what}"))
+    };
+    let seq = header(SEQ_HEADER)
+        .ok_or_else(|| malformed("has no Mneme-Seq header"))?
+        .parse()
+        .map_err(|_| malformed("has a Mneme-Seq header that is not a sequence"))?;
+    Ok(DeadLetter {
+        seq,
+        agent: header(AGENT_HEADER).unwrap_or_default().to_string(),
+        reason: header(REASON_HEADER).unwrap_or_default().to_string(),
+        raw: message.payload.to_vec(),
+    })
+}
+
+#[async_trait]
+impl EventLog for JetStreamLog {
+    fn swarm(&self) -> &str {
+        &self.swarm
+    }
+
+    async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError> {
+        let limit = self.limits.max_event_bytes;
+        let mut messages = Vec::with_capacity(events.len());
+        for event in events {
+            if event.swarm != self.swarm {
+                return Err(LogError::ForeignSwarm {
+                    id: event.id,
+                    event_swarm: event.swarm.clone(),
+                    log_swarm: self.swarm.clone(),
+                });
+            }
+            let json = event.to_json();
+            if json.len() > limit {
+                return Err(LogError::EventTooLarge { id: event.id, bytes: json.len(), limit });
+            }
+            let subject = subjects::event_subject(&self.swarm, &event.agent, event.kind_name());
+            let message = PublishMessage::build().payload(Bytes::from(json)).message_id(event.id.to_string());
+            messages.push((subject, message));
+        }
+        let acks = self.publish_all(messages).await?;
+        let appended = events
+            .iter()
+            .zip(acks)
+            .map(|(event, ack)| Appended { id: event.id, seq: ack.sequence, duplicate: ack.duplicate })
+            .collect();
+        Ok(appended)
+    }
+
+    async fn append_raw(&self, agent: &str, raw: &[u8]) -> Result<Seq, LogError> {
+        validate_name("agent", agent)?;
+        let subject = subjects::event_subject(&self.swarm, agent, RAW_KIND_TOKEN);
+        let message = PublishMessage::build().payload(Bytes::copy_from_slice(raw));
+        let acks = self.publish_all(vec![(subject, message)]).await?;
+        Ok(acks[0].sequence)
+    }
+
+    async fn read(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError> {
+        if let Some(agent) = agent {
+            validate_name("agent", agent)?;
+        }
+        let filter = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent));
+        let messages = fetch_messages(&self.events, from, filter, max).await?;
+        messages.iter().map(|message| self.entry(message)).collect()
+    }
+
+    async fn subscribe(
+        &self,
+        from: Seq,
+        agent: Option<&str>,
+    ) -> Result<BoxStream<'static, Result<LogEntry, LogError>>, LogError> {
+        if let Some(agent) = agent {
+            validate_name("agent", agent)?;
+        }
+        let filter_subject = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent)).unwrap_or_default();
+        let follower = Follower::new(self.events.clone(), self.swarm.clone(), self.limits, filter_subject, from);
+        let entries = futures::stream::unfold(follower, |mut follower| async move {
+            let entry = follower.next_entry().await;
+            Some((entry, follower))
+        });
+        Ok(entries.boxed())
+    }
+
+    async fn last_seq(&self) -> Result<Seq, LogError> {
+        let info = self
+            .events
+            .get_info()
+            .await
+            .map_err(|error| LogError::Nats(format!("could not read the events stream's state: {error}")))?;
+        Ok(info.state.last_sequence)
+    }
+
+    async fn agents(&self) -> Result<Vec<String>, LogError> {
+        let subjects_with_counts =
+            self.events.info_with_subjects(subjects::swarm_events_filter(&self.swarm)).await.map_err(LogError::nats)?;
+        let subjects: Vec<(String, usize)> = subjects_with_counts.try_collect().await.map_err(LogError::nats)?;
+        let agents: BTreeSet<String> = subjects
+            .iter()
+            .filter_map(|(subject, _count)| subjects::agent_of_subject(&self.swarm, subject))
+            .map(str::to_string)
+            .collect();
+        Ok(agents.into_iter().collect())
+    }
+
+    async fn load_position(&self, consumer: &str) -> Result<Option<Seq>, LogError> {
+        validate_consumer_name(consumer)?;
+        let Some(value) = self.positions.get(consumer).await.map_err(LogError::nats)? else {
+            return Ok(None);
+        };
+        let seq = std::str::from_utf8(&value).ok().and_then(|text| text.parse().ok());
+        match seq {
+            Some(seq) => Ok(Some(seq)),
+            None => Err(LogError::Corrupt(format!("position of consumer {consumer:?} is {value:?}, not a sequence"))),
+        }
+    }
+
+    async fn store_position(&self, consumer: &str, seq: Seq) -> Result<(), LogError> {
+        validate_consumer_name(consumer)?;
+        self.positions.put(consumer, Bytes::from(seq.to_string())).await.map_err(LogError::nats)?;
+        Ok(())
+    }
+
+    async fn dead_letter(&self, letter: DeadLetter) -> Result<(), LogError> {
+        let message = PublishMessage::build()
+            .payload(Bytes::from(letter.raw))
+            .header(REASON_HEADER, header_safe(&letter.reason))
+            .header(SEQ_HEADER, letter.seq.to_string())
+            .header(AGENT_HEADER, header_safe(&letter.agent))
+            // Filing the same record again, e.g. by a consumer retrying after
+            // a crash, is deduplicated by the server within the window; past
+            // it, `dead_letters` keeps the first letter per sequence.
+            .message_id(format!("deadletter-{}", letter.seq));
+        self.publish_all(vec![(subjects::deadletter_subject(&self.swarm), message)]).await?;
+        Ok(())
+    }
+
+    async fn dead_letters(&self) -> Result<Vec<DeadLetter>, LogError> {
+        let messages = fetch_messages(&self.dead_letters, 1, None, usize::MAX).await?;
+        let mut letters = messages.iter().map(dead_letter_of_message).collect::<Result<Vec<_>, _>>()?;
+        // Stable: of several letters for one record, the first filed stays.
+        letters.sort_by_key(|letter| letter.seq);
+        letters.dedup_by_key(|letter| letter.seq);
+        Ok(letters)
+    }
+}

@@ -1,0 +1,257 @@
+//! A real nats-server process, for tests and benchmarks.
+//!
+//! The JetStream log is tested against the server it will run against, never
+//! a mock. [`NatsServer::start`] runs a single JetStream-enabled server on a
+//! free loopback port with its store in a fresh temporary directory, and
+//! removes both when dropped. The binary is found by [`NatsServer::binary`];
+//! `scripts/install-nats.sh` installs the pinned version into `<repo>/.venv`.
+
+use std::fs;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::LogError;
+
+/// Environment variable naming the nats-server binary to use.
+pub const SERVER_BINARY_ENV: &str = "MNEME_NATS_SERVER";
+
+/// How long a starting server may take before it answers JetStream requests.
+const READY_TIMEOUT: Duration = Duration::from_secs(15);
+
+const READY_POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Lines of the server's log quoted when it fails to start.
+const LOG_TAIL_LINES: usize = 20;
+
+/// The script that installs the binary, relative to the repository root; it
+/// also marks the root when looking for `<repo>/.venv`.
+const INSTALL_SCRIPT: &str = "scripts/install-nats.sh";
+
+/// A running nats-server with JetStream, killed and cleaned up on drop.
+pub struct NatsServer {
+    binary: PathBuf,
+    port: u16,
+    /// Holds the JetStream store and the server's log; removed on drop.
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl NatsServer {
+    /// The nats-server binary: `$MNEME_NATS_SERVER`, else
+    /// `<repo>/.venv/bin/nats-server`, else `nats-server` on the `PATH`.
+    pub fn binary() -> Option<PathBuf> {
+        if let Some(path) = std::env::var_os(SERVER_BINARY_ENV) {
+            // An explicit choice is honoured even if wrong: `start` then
+            // reports the path, instead of silently running another binary.
+            return Some(PathBuf::from(path));
+        }
+        let venv_binary = repository_roots().map(|root| root.join(".venv/bin/nats-server")).find(|path| path.is_file());
+        if venv_binary.is_some() {
+            return venv_binary;
+        }
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path).map(|dir| dir.join("nats-server")).find(|path| path.is_file())
+    }
+
+    /// Starts a server on a free loopback port with an empty store, and
+    /// returns once it answers JetStream requests.
+    pub async fn start() -> Result<NatsServer, LogError> {
+        let binary = NatsServer::binary().ok_or_else(|| {
+            LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
+        })?;
+        let port = free_loopback_port()?;
+        let dir = fresh_temp_dir()?;
+        let mut server = NatsServer { binary, port, dir, child: None };
+        server.spawn_and_wait().await?;
+        Ok(server)
+    }
+
+    /// Like [`NatsServer::start`], for tests: panics with instructions when
+    /// there is no binary or the server does not start. Tests never skip for
+    /// want of a server, so a machine without one fails loudly.
+    pub async fn require() -> NatsServer {
+        if NatsServer::binary().is_none() {
+            panic!(
+                "nats-server is required by this test and was not found: run {INSTALL_SCRIPT} \
+                 (installs nats-server 2.15.1 into <repo>/.venv) or set {SERVER_BINARY_ENV}"
+            );
+        }
+        match NatsServer::start().await {
+            Ok(server) => server,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    /// The client URL, e.g. `nats://127.0.0.1:40123`.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// The JetStream store directory; it survives [`NatsServer::restart`].
+    pub fn store_dir(&self) -> PathBuf {
+        self.dir.join("store")
+    }
+
+    /// Kills the server with SIGKILL, as a crash would, and waits for it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Both fail only if the process is already gone, which is the goal.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the server (if running) and starts it again on the same port
+    /// with the same store, as after a crash.
+    pub async fn restart(&mut self) -> Result<(), LogError> {
+        self.kill();
+        self.spawn_and_wait().await
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("nats-server.log")
+    }
+
+    async fn spawn_and_wait(&mut self) -> Result<(), LogError> {
+        // Appending keeps the log of earlier runs of this server, which is
+        // what one wants to read after a restart went wrong.
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .map_err(|error| self.io_error("could not open its log file", error))?;
+        let stderr_log = log.try_clone().map_err(|error| self.io_error("could not open its log file", error))?;
+        let child = Command::new(&self.binary)
+            .arg("-js")
+            .arg("-sd")
+            .arg(self.store_dir())
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(stderr_log)
+            .spawn()
+            .map_err(|error| {
+                LogError::Server(format!(
+                    "could not run {}: {error}; run {INSTALL_SCRIPT} or point {SERVER_BINARY_ENV} at a nats-server",
+                    self.binary.display()
+                ))
+            })?;
+        self.child = Some(child);
+        self.wait_until_ready().await
+    }
+
+    /// Polls until a client can connect and JetStream answers an account
+    /// request: a listening socket alone does not mean JetStream has
+    /// recovered its store.
+    async fn wait_until_ready(&mut self) -> Result<(), LogError> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let url = self.url();
+        let mut last_error = String::from("not tried");
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(self.startup_failure(&format!("exited with {status}")));
+                }
+            }
+            match async_nats::connect(&url).await {
+                Ok(client) => match async_nats::jetstream::new(client).query_account().await {
+                    Ok(_) => return Ok(()),
+                    Err(error) => last_error = format!("JetStream not ready: {error}"),
+                },
+                Err(error) => last_error = format!("cannot connect: {error}"),
+            }
+            tokio::time::sleep(READY_POLL_INTERVAL).await;
+        }
+        let failure = self.startup_failure(&format!(
+            "not ready after {READY_TIMEOUT:?} ({last_error}); a nats-server older than 2.10 \
+             lacks what async-nats needs, run {INSTALL_SCRIPT}"
+        ));
+        self.kill();
+        Err(failure)
+    }
+
+    fn startup_failure(&self, what: &str) -> LogError {
+        LogError::Server(format!(
+            "{} on {} {what}; last lines of {}:\n{}",
+            self.binary.display(),
+            self.url(),
+            self.log_path().display(),
+            log_tail(&self.log_path(), LOG_TAIL_LINES)
+        ))
+    }
+
+    fn io_error(&self, what: &str, error: io::Error) -> LogError {
+        LogError::Server(format!("{what} (in {}): {error}", self.dir.display()))
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.kill();
+        // A leftover temporary directory is harmless; failing a drop is not.
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Directories that may be the repository root: those holding the install
+/// script, above this crate's source and above the current directory.
+fn repository_roots() -> impl Iterator<Item = PathBuf> {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let current_dir = std::env::current_dir().ok();
+    let starts = std::iter::once(manifest_dir).chain(current_dir);
+    starts.filter_map(|start| start.ancestors().find(|dir| dir.join(INSTALL_SCRIPT).is_file()).map(Path::to_path_buf))
+}
+
+/// Asks the kernel for a free port. Another process could take it before the
+/// server binds it; the kernel hands out ephemeral ports in rotation, so that
+/// is unlikely enough for tests.
+fn free_loopback_port() -> Result<u16, LogError> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map_err(|error| LogError::Server(format!("could not find a free port: {error}")))?;
+    Ok(listener.port())
+}
+
+/// A new, empty directory under the system's temporary directory, unique
+/// across processes and across servers of one process.
+fn fresh_temp_dir() -> Result<PathBuf, LogError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |since| since.as_nanos());
+    loop {
+        let serial = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let name = format!("mneme-nats-{}-{serial}-{nanos}", std::process::id());
+        let dir = std::env::temp_dir().join(name);
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(error) => {
+                return Err(LogError::Server(format!("could not create {}: {error}", dir.display())));
+            }
+        }
+    }
+}
+
+/// The last `lines` lines of a log file, or why there are none.
+fn log_tail(path: &Path, lines: usize) -> String {
+    // Reading only the end keeps this cheap even if the server logged a lot.
+    const TAIL_BYTES: u64 = 16 * 1024;
+    let read = || -> io::Result<String> {
+        let mut file = fs::File::open(path)?;
+        let len = file.metadata()?.len();
+        file.seek(SeekFrom::Start(len.saturating_sub(TAIL_BYTES)))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    match read() {
+        Ok(text) => {
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(error) => format!("(no log: {error})"),
+    }
+}

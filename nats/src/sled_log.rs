@@ -1,0 +1,565 @@
+//! The embedded log: one sled database in a data directory, one tree per swarm.
+//!
+//! Everything about an append lives in the swarm's tree under one-byte key
+//! prefixes, so that a single `apply_batch` makes a whole batch of events —
+//! records, id index, per-agent index and agent registry — appear atomically:
+//!
+//! | key | value |
+//! |---|---|
+//! | `e` seq (u64 BE) | the record: agent length (u8), agent, payload |
+//! | `i` id (u128 BE) | seq (u64 BE) |
+//! | `a` agent 0x00 seq (u64 BE) | empty: the per-agent index |
+//! | `g` agent | empty: the agent registry |
+//! | `p` consumer | seq (u64 BE): durable consumer positions |
+//!
+//! A record's payload is `mneme_events::storage::encode(event)`, or the bytes
+//! given to [`EventLog::append_raw`]. The record carries the agent it was filed
+//! under, like a NATS subject does, so that a record whose payload is not an
+//! event still has an agent, and an event filed under the wrong agent is
+//! recognised as such. Agent names never contain 0x00 (they are validated), so
+//! the per-agent index keys of two agents never interleave.
+//!
+//! Dead letters live in a second tree per swarm, keyed by the offending
+//! record's sequence.
+//!
+//! sled calls may block on disk, so everything but `open` runs on tokio's
+//! blocking pool.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use mneme_events::{DecodeLimits, Event, EventId, storage};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::error::{validate_consumer_name, validate_name};
+use crate::{Appended, DeadLetter, EventLog, InvalidRecord, LogEntry, LogError, Seq};
+
+const EVENT_PREFIX: u8 = b'e';
+const ID_PREFIX: u8 = b'i';
+const AGENT_RECORD_PREFIX: u8 = b'a';
+const AGENT_PREFIX: u8 = b'g';
+const POSITION_PREFIX: u8 = b'p';
+
+/// Records read per round trip to the blocking pool while following the log.
+const SUBSCRIBE_BATCH: usize = 256;
+
+/// How the embedded log trades durability for speed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SledOptions {
+    /// Flush to disk before an append (or a position or dead letter) returns.
+    /// Without it sled flushes in the background every 500 ms, and a crash of
+    /// the machine can lose what was acknowledged in that time.
+    pub flush_on_append: bool,
+    /// Records larger than `limits.max_event_bytes` (in their stored form)
+    /// are refused on append and reported as invalid on read.
+    pub limits: DecodeLimits,
+}
+
+impl Default for SledOptions {
+    fn default() -> Self {
+        SledOptions { flush_on_append: true, limits: DecodeLimits::default() }
+    }
+}
+
+/// The embedded [`EventLog`]: a sled database in a data directory.
+///
+/// One process at a time may open a data directory (sled holds a file lock).
+/// Subscriptions are notified by appends made through this value, which is
+/// every append, since no other process can write.
+pub struct SledLog {
+    shared: Arc<Shared>,
+}
+
+/// The state shared by the log and the blocking tasks it runs. Live
+/// subscriptions hold it weakly, so that dropping the [`SledLog`] closes the
+/// database and releases its lock.
+struct Shared {
+    swarm: String,
+    db: sled::Db,
+    events: sled::Tree,
+    dead_letters: sled::Tree,
+    options: SledOptions,
+    /// The next sequence to assign. Held for the whole of an append, so that
+    /// the dedup check and the sequence assignment of two appends never
+    /// interleave.
+    next_seq: Mutex<Seq>,
+    /// The highest committed sequence; wakes subscriptions up.
+    last_seq: watch::Sender<Seq>,
+}
+
+/// A dead letter as stored: self-describing JSON, so the layout can grow
+/// without a format byte.
+#[derive(Serialize, Deserialize)]
+struct StoredDeadLetter {
+    agent: String,
+    reason: String,
+    raw: Vec<u8>,
+}
+
+impl SledLog {
+    /// Opens (or creates) the log of `swarm` in the sled database at `dir`.
+    ///
+    /// Blocks while sled recovers the database; call it at start-up or from
+    /// a blocking task.
+    pub fn open(dir: &Path, swarm: &str, options: SledOptions) -> Result<SledLog, LogError> {
+        validate_name("swarm", swarm)?;
+        let db = sled::Config::new().path(dir).open().map_err(|error| open_error(error, dir))?;
+        let events = db.open_tree(format!("events/{swarm}"))?;
+        let dead_letters = db.open_tree(format!("deadletters/{swarm}"))?;
+        let last_seq = match events.scan_prefix([EVENT_PREFIX]).next_back() {
+            Some(entry) => seq_of_key(&entry?.0)?,
+            None => 0,
+        };
+        let shared = Shared {
+            swarm: swarm.to_string(),
+            db,
+            events,
+            dead_letters,
+            options,
+            next_seq: Mutex::new(last_seq + 1),
+            last_seq: watch::Sender::new(last_seq),
+        };
+        Ok(SledLog { shared: Arc::new(shared) })
+    }
+
+    /// Runs `work` on tokio's blocking pool: sled reads and writes may wait
+    /// on the disk, which must not stall the async workers.
+    async fn blocking<T, F>(&self, work: F) -> Result<T, LogError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Shared) -> Result<T, LogError> + Send + 'static,
+    {
+        run_blocking(Arc::clone(&self.shared), work).await
+    }
+
+    /// Makes what was just written durable, if the options ask for it.
+    async fn flush_if_asked(&self) -> Result<(), LogError> {
+        if self.shared.options.flush_on_append {
+            self.shared.db.flush_async().await?;
+        }
+        Ok(())
+    }
+}
+
+async fn run_blocking<T, F>(shared: Arc<Shared>, work: F) -> Result<T, LogError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Shared) -> Result<T, LogError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(move || work(&shared)).await {
+        Ok(result) => result,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // The runtime is shutting down: nothing will read the answer anyway.
+        Err(_) => Err(LogError::Closed),
+    }
+}
+
+/// sled reports a held file lock as a plain I/O error whose message is the
+/// only tell; it is the one open failure people can fix themselves, so it
+/// gets its own variant.
+fn open_error(error: sled::Error, dir: &Path) -> LogError {
+    match &error {
+        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+            LogError::Locked { path: dir.display().to_string() }
+        }
+        _ => LogError::Storage(error),
+    }
+}
+
+#[async_trait]
+impl EventLog for SledLog {
+    fn swarm(&self) -> &str {
+        &self.shared.swarm
+    }
+
+    async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError> {
+        // Encoding is pure CPU work and may refuse the batch; it is done
+        // before anything is locked or written.
+        let limit = self.shared.options.limits.max_event_bytes;
+        let mut records = Vec::with_capacity(events.len());
+        for event in events {
+            if event.swarm != self.shared.swarm {
+                return Err(LogError::ForeignSwarm {
+                    id: event.id,
+                    event_swarm: event.swarm.clone(),
+                    log_swarm: self.shared.swarm.clone(),
+                });
+            }
+            let payload = storage::encode(event)?;
+            if payload.len() > limit {
+                return Err(LogError::EventTooLarge { id: event.id, bytes: payload.len(), limit });
+            }
+            records.push(PendingRecord {
+                id: Some(event.id),
+                agent: event.agent.clone(),
+                value: record_value(&event.agent, &payload),
+            });
+        }
+        let stored = self.blocking(move |shared| shared.append(records)).await?;
+        self.flush_if_asked().await?;
+        let appended = events
+            .iter()
+            .zip(stored)
+            .map(|(event, (seq, duplicate))| Appended { id: event.id, seq, duplicate })
+            .collect();
+        Ok(appended)
+    }
+
+    async fn append_raw(&self, agent: &str, raw: &[u8]) -> Result<Seq, LogError> {
+        validate_name("agent", agent)?;
+        let record = PendingRecord { id: None, agent: agent.to_string(), value: record_value(agent, raw) };
+        let stored = self.blocking(move |shared| shared.append(vec![record])).await?;
+        self.flush_if_asked().await?;
+        let (seq, _duplicate) = stored[0];
+        Ok(seq)
+    }
+
+    async fn read(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError> {
+        if let Some(agent) = agent {
+            validate_name("agent", agent)?;
+        }
+        let agent = agent.map(str::to_string);
+        self.blocking(move |shared| shared.read(from, agent.as_deref(), max)).await
+    }
+
+    async fn subscribe(
+        &self,
+        from: Seq,
+        agent: Option<&str>,
+    ) -> Result<BoxStream<'static, Result<LogEntry, LogError>>, LogError> {
+        if let Some(agent) = agent {
+            validate_name("agent", agent)?;
+        }
+        let subscription = Subscription {
+            shared: Arc::downgrade(&self.shared),
+            last_seq: self.shared.last_seq.subscribe(),
+            next: from.max(1),
+            agent: agent.map(str::to_string),
+            buffered: std::collections::VecDeque::new(),
+        };
+        // The state is `None` once the stream has ended with an error.
+        let stream = futures::stream::unfold(Some(subscription), |subscription| async move {
+            let mut subscription = subscription?;
+            match subscription.next_entry().await {
+                Ok(entry) => Some((Ok(entry), Some(subscription))),
+                Err(error) => Some((Err(error), None)),
+            }
+        });
+        Ok(stream.boxed())
+    }
+
+    async fn last_seq(&self) -> Result<Seq, LogError> {
+        // Only this process writes the database, so the in-memory value is
+        // authoritative.
+        Ok(*self.shared.last_seq.borrow())
+    }
+
+    async fn agents(&self) -> Result<Vec<String>, LogError> {
+        self.blocking(|shared| {
+            // sled orders keys bytewise, which for ASCII names is the sorted
+            // order the contract asks for.
+            shared
+                .events
+                .scan_prefix([AGENT_PREFIX])
+                .map(|entry| {
+                    let (key, _) = entry?;
+                    String::from_utf8(key[1..].to_vec())
+                        .map_err(|_| LogError::Corrupt(format!("agent registry key {key:?} is not UTF-8")))
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn load_position(&self, consumer: &str) -> Result<Option<Seq>, LogError> {
+        validate_consumer_name(consumer)?;
+        let key = prefixed(POSITION_PREFIX, consumer.as_bytes());
+        self.blocking(move |shared| match shared.events.get(&key)? {
+            Some(value) => Ok(Some(decode_seq(&value, "consumer position")?)),
+            None => Ok(None),
+        })
+        .await
+    }
+
+    async fn store_position(&self, consumer: &str, seq: Seq) -> Result<(), LogError> {
+        validate_consumer_name(consumer)?;
+        let key = prefixed(POSITION_PREFIX, consumer.as_bytes());
+        self.blocking(move |shared| {
+            shared.events.insert(key, &seq.to_be_bytes())?;
+            Ok(())
+        })
+        .await?;
+        self.flush_if_asked().await
+    }
+
+    async fn dead_letter(&self, letter: DeadLetter) -> Result<(), LogError> {
+        let stored = StoredDeadLetter { agent: letter.agent, reason: letter.reason, raw: letter.raw };
+        let value = serde_json::to_vec(&stored)
+            .map_err(|error| LogError::Corrupt(format!("dead letter not encodable: {error}")))?;
+        self.blocking(move |shared| {
+            // The first letter filed for a record stays: filing again (a
+            // consumer retrying after a crash) must not multiply letters.
+            let _already_filed =
+                shared.dead_letters.compare_and_swap(letter.seq.to_be_bytes(), None::<&[u8]>, Some(value))?;
+            Ok(())
+        })
+        .await?;
+        self.flush_if_asked().await
+    }
+
+    async fn dead_letters(&self) -> Result<Vec<DeadLetter>, LogError> {
+        self.blocking(|shared| {
+            shared
+                .dead_letters
+                .iter()
+                .map(|entry| {
+                    let (key, value) = entry?;
+                    let seq = decode_seq(&key, "dead letter key")?;
+                    let stored: StoredDeadLetter = serde_json::from_slice(&value)
+                        .map_err(|error| LogError::Corrupt(format!("dead letter for seq {seq}: {error}")))?;
+                    Ok(DeadLetter { seq, agent: stored.agent, reason: stored.reason, raw: stored.raw })
+                })
+                .collect()
+        })
+        .await
+    }
+}
+
+/// A record about to be appended.
+struct PendingRecord {
+    /// `None` for raw records, which are not deduplicated.
+    id: Option<EventId>,
+    agent: String,
+    value: Vec<u8>,
+}
+
+impl Shared {
+    /// Appends records in one atomic batch and returns, per record, its
+    /// sequence and whether it was a duplicate: ids already stored, or
+    /// repeated earlier in the same batch, get their original sequence back
+    /// and store nothing.
+    fn append(&self, records: Vec<PendingRecord>) -> Result<Vec<(Seq, bool)>, LogError> {
+        // A panic while the lock was held cannot have left `next_seq` ahead of
+        // or behind the tree: it is only advanced after the batch committed.
+        let mut next_seq = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seq = *next_seq;
+        let mut batch = sled::Batch::default();
+        let mut assigned_in_batch: HashMap<EventId, Seq> = HashMap::new();
+        let mut appended = Vec::with_capacity(records.len());
+        for record in records {
+            if let Some(id) = record.id {
+                let original = match assigned_in_batch.get(&id) {
+                    Some(original) => Some(*original),
+                    None => self.stored_seq_of(id)?,
+                };
+                if let Some(original) = original {
+                    appended.push((original, true));
+                    continue;
+                }
+                batch.insert(&id_key(id), &seq.to_be_bytes());
+                assigned_in_batch.insert(id, seq);
+            }
+            batch.insert(&event_key(seq), record.value);
+            batch.insert(agent_record_key(&record.agent, seq), &[]);
+            batch.insert(prefixed(AGENT_PREFIX, record.agent.as_bytes()), &[]);
+            appended.push((seq, false));
+            seq += 1;
+        }
+        if seq != *next_seq {
+            self.events.apply_batch(batch)?;
+            *next_seq = seq;
+            self.last_seq.send_replace(seq - 1);
+        }
+        Ok(appended)
+    }
+
+    fn stored_seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError> {
+        match self.events.get(id_key(id))? {
+            Some(value) => Ok(Some(decode_seq(&value, "id index entry")?)),
+            None => Ok(None),
+        }
+    }
+
+    fn read(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError> {
+        let from = from.max(1);
+        match agent {
+            None => self
+                .events
+                .range(event_key(from)..=event_key(Seq::MAX))
+                .take(max)
+                .map(|entry| {
+                    let (key, value) = entry?;
+                    Ok(self.entry(seq_of_key(&key)?, &value))
+                })
+                .collect(),
+            Some(agent) => self
+                .events
+                .range(agent_record_key(agent, from)..=agent_record_key(agent, Seq::MAX))
+                .take(max)
+                .map(|entry| {
+                    let (key, _) = entry?;
+                    let seq = seq_of_key(&key)?;
+                    let value = self
+                        .events
+                        .get(event_key(seq))?
+                        .ok_or_else(|| LogError::Corrupt(format!("agent index points at missing record {seq}")))?;
+                    Ok(self.entry(seq, &value))
+                })
+                .collect(),
+        }
+    }
+
+    /// Decodes one stored record. A record that is not a valid event of this
+    /// swarm is returned as such, never as an error: a bad record must not
+    /// stop a consumer.
+    fn entry(&self, seq: Seq, value: &[u8]) -> LogEntry {
+        let Some((agent, payload)) = split_record_value(value) else {
+            let reason = "the record's envelope (agent length and name) is corrupt".to_string();
+            return LogEntry { seq, agent: String::new(), record: Err(InvalidRecord { reason, raw: value.to_vec() }) };
+        };
+        let limit = self.options.limits.max_event_bytes;
+        let decode = |bytes: &[u8]| {
+            if bytes.len() > limit {
+                return Err(format!("record is {} bytes, the limit is {limit} bytes", bytes.len()));
+            }
+            storage::decode(bytes).map_err(|error| error.to_string())
+        };
+        let record = crate::decode_record(&self.swarm, agent, decode, payload);
+        LogEntry { seq, agent: agent.to_string(), record }
+    }
+}
+
+/// Follows the log: reads in batches from `next`, and once caught up waits
+/// for the next append. Holds the log weakly: when the log is dropped, the
+/// stream ends with [`LogError::Closed`].
+struct Subscription {
+    shared: Weak<Shared>,
+    last_seq: watch::Receiver<Seq>,
+    next: Seq,
+    agent: Option<String>,
+    buffered: std::collections::VecDeque<LogEntry>,
+}
+
+impl Subscription {
+    async fn next_entry(&mut self) -> Result<LogEntry, LogError> {
+        loop {
+            if let Some(entry) = self.buffered.pop_front() {
+                return Ok(entry);
+            }
+            let shared = self.shared.upgrade().ok_or(LogError::Closed)?;
+            // Everything up to `observed` was committed before this read
+            // starts, so the read sees it; anything later wakes the wait below.
+            let observed = *self.last_seq.borrow_and_update();
+            let (next, agent) = (self.next, self.agent.clone());
+            let batch =
+                run_blocking(shared, move |shared| shared.read(next, agent.as_deref(), SUBSCRIBE_BATCH)).await?;
+            match batch.last() {
+                Some(last) => {
+                    self.next = last.seq + 1;
+                    self.buffered.extend(batch);
+                }
+                None => {
+                    // With an agent filter, records of other agents advance
+                    // the log without producing anything: skip past them so
+                    // the wait does not return at once forever.
+                    self.next = self.next.max(observed + 1);
+                    let next = self.next;
+                    self.last_seq.wait_for(|last| *last >= next).await.map_err(|_| LogError::Closed)?;
+                }
+            }
+        }
+    }
+}
+
+fn prefixed(prefix: u8, rest: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + rest.len());
+    key.push(prefix);
+    key.extend_from_slice(rest);
+    key
+}
+
+fn event_key(seq: Seq) -> [u8; 9] {
+    let mut key = [EVENT_PREFIX; 9];
+    key[1..].copy_from_slice(&seq.to_be_bytes());
+    key
+}
+
+fn id_key(id: EventId) -> [u8; 17] {
+    let mut key = [ID_PREFIX; 17];
+    key[1..].copy_from_slice(&id.0.to_be_bytes());
+    key
+}
+
+fn agent_record_key(agent: &str, seq: Seq) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + agent.len() + 1 + 8);
+    key.push(AGENT_RECORD_PREFIX);
+    key.extend_from_slice(agent.as_bytes());
+    key.push(0);
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+/// The sequence in the last eight bytes of an `e` or `a` key.
+fn seq_of_key(key: &[u8]) -> Result<Seq, LogError> {
+    let tail = key.len().checked_sub(8).map(|start| &key[start..]);
+    tail.and_then(|tail| tail.try_into().ok())
+        .map(Seq::from_be_bytes)
+        .ok_or_else(|| LogError::Corrupt(format!("key {key:?} does not end in a sequence")))
+}
+
+fn decode_seq(bytes: &[u8], what: &str) -> Result<Seq, LogError> {
+    let bytes: [u8; 8] =
+        bytes.try_into().map_err(|_| LogError::Corrupt(format!("{what} is {} bytes, not 8", bytes.len())))?;
+    Ok(Seq::from_be_bytes(bytes))
+}
+
+fn record_value(agent: &str, payload: &[u8]) -> Vec<u8> {
+    // Agent names are validated to at most 64 bytes, so the length fits a u8.
+    let agent_len = u8::try_from(agent.len()).expect("agent names are at most 64 bytes");
+    let mut value = Vec::with_capacity(1 + agent.len() + payload.len());
+    value.push(agent_len);
+    value.extend_from_slice(agent.as_bytes());
+    value.extend_from_slice(payload);
+    value
+}
+
+fn split_record_value(value: &[u8]) -> Option<(&str, &[u8])> {
+    let (agent_len, rest) = value.split_first()?;
+    let agent_len = usize::from(*agent_len);
+    if rest.len() < agent_len {
+        return None;
+    }
+    let (agent, payload) = rest.split_at(agent_len);
+    Some((std::str::from_utf8(agent).ok()?, payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_carry_their_agent() {
+        let value = record_value("coder", b"payload");
+        assert_eq!(split_record_value(&value), Some(("coder", &b"payload"[..])));
+        assert_eq!(split_record_value(&[9, b'a']), None);
+        assert_eq!(split_record_value(&[]), None);
+    }
+
+    #[test]
+    fn sequences_are_read_back_from_keys() {
+        assert_eq!(seq_of_key(&event_key(42)).ok(), Some(42));
+        assert_eq!(seq_of_key(&agent_record_key("coder", 7)).ok(), Some(7));
+        assert!(seq_of_key(b"e12").is_err());
+    }
+
+    #[test]
+    fn agent_index_keys_of_prefix_names_do_not_interleave() {
+        // "ab" sorts after every key of "a" thanks to the 0x00 separator.
+        assert!(agent_record_key("a", Seq::MAX) < agent_record_key("ab", 0));
+    }
+}

@@ -1,0 +1,626 @@
+//! The `EventLog` contract, written once and run against both logs: the
+//! embedded sled log in a temporary directory, and the JetStream log against
+//! a real nats-server started per test (`scripts/install-nats.sh` installs
+//! it; without it these tests fail, they never skip).
+//!
+//! Each contract test is a function over a [`Harness`], which opens logs on
+//! one backend's storage; the `contract!` macro turns each into one
+//! `#[tokio::test]` per backend. Backend-specific behaviour is tested at the
+//! end of the file.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use mneme_events::{DecodeLimits, Event, decode_json, storage};
+use mneme_nats::server::NatsServer;
+use mneme_nats::{
+    Appended, DeadLetter, EventLog, InvalidRecord, JetStreamLog, JetStreamOptions, LogEntry, LogError, Seq, SledLog,
+    SledOptions, subjects,
+};
+use tempfile::TempDir;
+
+const SWARM: &str = "demo";
+
+/// How long a subscription may take to deliver a record that is on the log.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a subscription is watched to show it delivers nothing more.
+const QUIET_PERIOD: Duration = Duration::from_millis(300);
+
+/// One backend's storage, on which logs are opened.
+#[async_trait]
+trait Harness: Send {
+    /// Opens a log of [`SWARM`] on this harness's storage. Opening again
+    /// after dropping the previous log is a reopen: same data.
+    async fn open(&mut self) -> Box<dyn EventLog>;
+
+    /// Restarts what holds the data, as after a crash: the NATS server is
+    /// killed and started again. The embedded log has no server; reopening
+    /// is its restart.
+    async fn restart_storage(&mut self);
+
+    /// The bytes this backend stores for an event, for putting events on
+    /// the log with `append_raw` under a name they do not belong to.
+    fn stored_form(&self, event: &Event) -> Vec<u8>;
+}
+
+struct SledHarness {
+    dir: TempDir,
+}
+
+impl SledHarness {
+    fn new() -> SledHarness {
+        SledHarness { dir: tempfile::tempdir().expect("a temporary directory") }
+    }
+}
+
+#[async_trait]
+impl Harness for SledHarness {
+    async fn open(&mut self) -> Box<dyn EventLog> {
+        let log = SledLog::open(self.dir.path(), SWARM, SledOptions::default()).expect("the sled log opens");
+        Box::new(log)
+    }
+
+    async fn restart_storage(&mut self) {}
+
+    fn stored_form(&self, event: &Event) -> Vec<u8> {
+        storage::encode(event).expect("an event encodes")
+    }
+}
+
+struct JetStreamHarness {
+    server: NatsServer,
+}
+
+impl JetStreamHarness {
+    async fn start() -> JetStreamHarness {
+        JetStreamHarness { server: NatsServer::require().await }
+    }
+}
+
+#[async_trait]
+impl Harness for JetStreamHarness {
+    async fn open(&mut self) -> Box<dyn EventLog> {
+        let log = JetStreamLog::connect(&self.server.url(), SWARM, JetStreamOptions::default())
+            .await
+            .expect("the JetStream log opens");
+        Box::new(log)
+    }
+
+    async fn restart_storage(&mut self) {
+        self.server.restart().await.expect("nats-server restarts");
+    }
+
+    fn stored_form(&self, event: &Event) -> Vec<u8> {
+        event.to_json().into_bytes()
+    }
+}
+
+/// Generates, for each contract function, one test per backend.
+macro_rules! contract {
+    ($($test:ident),* $(,)?) => {
+        mod sled_log {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() -> Result<(), mneme_nats::LogError> {
+                    super::$test(&mut super::SledHarness::new()).await
+                }
+            )*
+        }
+        mod jetstream_log {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() -> Result<(), mneme_nats::LogError> {
+                    super::$test(&mut super::JetStreamHarness::start().await).await
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    sequences_start_at_one_and_strictly_increase,
+    duplicate_ids_return_the_original_sequence,
+    reads_start_at_a_sequence_inclusive_and_stop_at_max,
+    reads_filter_by_agent_and_agents_are_listed,
+    the_log_survives_reopening,
+    the_log_survives_a_restart_of_its_storage,
+    consumer_positions_are_durable,
+    subscribe_delivers_existing_records_then_live_appends,
+    bad_records_are_reported_and_can_be_dead_lettered,
+    dead_letters_are_ordered_by_sequence_and_filed_once,
+    events_of_another_swarm_are_refused,
+    concurrent_appends_get_distinct_sequences,
+    a_large_batch_is_appended_whole_and_followed,
+);
+
+fn event(agent: &str, text: &str) -> Event {
+    event_in_swarm(SWARM, agent, text)
+}
+
+fn event_in_swarm(swarm: &str, agent: &str, text: &str) -> Event {
+    let json = serde_json::json!({
+        "id": ulid::Ulid::new().to_string(),
+        "swarm": swarm,
+        "agent": agent,
+        "ts": "2026-01-06T10:30:00Z",
+        "kind": "message_recorded",
+        "data": { "role": "assistant", "text": text },
+    });
+    decode_json(json.to_string().as_bytes(), &DecodeLimits::default()).expect("a valid event")
+}
+
+fn appended(event: &Event, seq: Seq, duplicate: bool) -> Appended {
+    Appended { id: event.id, seq, duplicate }
+}
+
+fn seqs(entries: &[LogEntry]) -> Vec<Seq> {
+    entries.iter().map(|entry| entry.seq).collect()
+}
+
+fn valid(entry: &LogEntry) -> &Event {
+    match &entry.record {
+        Ok(event) => event,
+        Err(invalid) => panic!("record {} is invalid: {}", entry.seq, invalid.reason),
+    }
+}
+
+fn invalid(entry: &LogEntry) -> &InvalidRecord {
+    match &entry.record {
+        Ok(event) => panic!("record {} should be invalid, it is event {}", entry.seq, event.id),
+        Err(invalid) => invalid,
+    }
+}
+
+async fn next_entry(subscription: &mut BoxStream<'static, Result<LogEntry, LogError>>) -> LogEntry {
+    match tokio::time::timeout(DELIVERY_TIMEOUT, subscription.next()).await {
+        Ok(Some(Ok(entry))) => entry,
+        Ok(Some(Err(error))) => panic!("the subscription failed: {error}"),
+        Ok(None) => panic!("the subscription ended"),
+        Err(_) => panic!("nothing delivered within {DELIVERY_TIMEOUT:?}"),
+    }
+}
+
+async fn assert_quiet(subscription: &mut BoxStream<'static, Result<LogEntry, LogError>>) {
+    if let Ok(delivered) = tokio::time::timeout(QUIET_PERIOD, subscription.next()).await {
+        let seq = delivered.map(|entry| entry.map(|entry| entry.seq));
+        panic!("the subscription should have nothing more, it delivered {seq:?}");
+    }
+}
+
+async fn sequences_start_at_one_and_strictly_increase(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    assert_eq!(log.swarm(), SWARM);
+    assert_eq!(log.last_seq().await?, 0);
+    assert!(log.read(1, None, 10).await?.is_empty());
+
+    let first = [event("coder", "one"), event("reviewer", "two")];
+    assert_eq!(log.append(&first).await?, [appended(&first[0], 1, false), appended(&first[1], 2, false)]);
+    let second = [event("coder", "three")];
+    assert_eq!(log.append(&second).await?, [appended(&second[0], 3, false)]);
+    assert!(log.append(&[]).await?.is_empty());
+    assert_eq!(log.last_seq().await?, 3);
+
+    let entries = log.read(1, None, 10).await?;
+    assert_eq!(seqs(&entries), [1, 2, 3]);
+    let expected = first.iter().chain(&second);
+    for (entry, event) in entries.iter().zip(expected) {
+        assert_eq!(valid(entry), event);
+        assert_eq!(entry.agent, event.agent);
+    }
+    Ok(())
+}
+
+async fn duplicate_ids_return_the_original_sequence(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let (first, second, third) = (event("coder", "a"), event("coder", "b"), event("reviewer", "c"));
+    log.append(&[first.clone(), second.clone()]).await?;
+
+    // A later batch repeating an earlier event, and repeating its own.
+    let again = log.append(&[third.clone(), first.clone(), third.clone()]).await?;
+    assert_eq!(again, [appended(&third, 3, false), appended(&first, 1, true), appended(&third, 3, true)]);
+    assert_eq!(log.append(std::slice::from_ref(&second)).await?, [appended(&second, 2, true)]);
+
+    assert_eq!(log.last_seq().await?, 3);
+    let ids: Vec<_> = log.read(1, None, 10).await?.iter().map(|entry| valid(entry).id).collect();
+    assert_eq!(ids, [first.id, second.id, third.id]);
+    Ok(())
+}
+
+async fn reads_start_at_a_sequence_inclusive_and_stop_at_max(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let events: Vec<Event> = (1..=5).map(|n| event("coder", &format!("event {n}"))).collect();
+    log.append(&events).await?;
+
+    assert_eq!(seqs(&log.read(3, None, 10).await?), [3, 4, 5]);
+    assert_eq!(seqs(&log.read(2, None, 2).await?), [2, 3]);
+    assert_eq!(seqs(&log.read(5, None, 10).await?), [5]);
+    // There is no sequence 0: reading from it reads from the start.
+    assert_eq!(seqs(&log.read(0, None, 2).await?), [1, 2]);
+    assert!(log.read(6, None, 10).await?.is_empty());
+    assert!(log.read(1, None, 0).await?.is_empty());
+    assert_eq!(valid(&log.read(4, None, 1).await?[0]), &events[3]);
+    Ok(())
+}
+
+async fn reads_filter_by_agent_and_agents_are_listed(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    assert!(log.agents().await?.is_empty());
+    let agents = ["coder", "reviewer", "coder", "planner", "coder"];
+    let events: Vec<Event> = agents.iter().map(|agent| event(agent, "work")).collect();
+    log.append(&events).await?;
+
+    let coder = log.read(1, Some("coder"), 10).await?;
+    assert_eq!(seqs(&coder), [1, 3, 5]);
+    assert!(coder.iter().all(|entry| entry.agent == "coder" && valid(entry).agent == "coder"));
+    assert_eq!(seqs(&log.read(2, Some("coder"), 1).await?), [3]);
+    assert_eq!(seqs(&log.read(1, Some("reviewer"), 10).await?), [2]);
+    assert!(log.read(1, Some("nobody"), 10).await?.is_empty());
+    assert!(matches!(log.read(1, Some("not.a.name"), 10).await, Err(LogError::InvalidName { .. })));
+
+    assert_eq!(log.agents().await?, ["coder", "planner", "reviewer"]);
+    Ok(())
+}
+
+async fn the_log_survives_reopening(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let events = [event("coder", "one"), event("reviewer", "two"), event("coder", "three")];
+    let log = harness.open().await;
+    log.append(&events).await?;
+    drop(log);
+
+    let log = harness.open().await;
+    assert_eq!(log.last_seq().await?, 3);
+    let entries = log.read(1, None, 10).await?;
+    assert_eq!(entries.iter().map(valid).collect::<Vec<_>>(), events.iter().collect::<Vec<_>>());
+    assert_eq!(log.agents().await?, ["coder", "reviewer"]);
+    // Dedup and sequencing pick up where they were.
+    assert_eq!(log.append(&events[..1]).await?, [appended(&events[0], 1, true)]);
+    let fourth = event("planner", "four");
+    assert_eq!(log.append(std::slice::from_ref(&fourth)).await?, [appended(&fourth, 4, false)]);
+    Ok(())
+}
+
+async fn the_log_survives_a_restart_of_its_storage(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let events = [event("coder", "one"), event("reviewer", "two")];
+    let log = harness.open().await;
+    log.append(&events).await?;
+    log.store_position("projector", 2).await?;
+    drop(log);
+
+    harness.restart_storage().await;
+    let log = harness.open().await;
+    assert_eq!(log.last_seq().await?, 2);
+    assert_eq!(log.read(1, None, 10).await?.iter().map(valid).collect::<Vec<_>>(), events.iter().collect::<Vec<_>>());
+    assert_eq!(log.load_position("projector").await?, Some(2));
+    assert_eq!(log.append(&events[1..]).await?, [appended(&events[1], 2, true)]);
+    let third = event("coder", "three");
+    assert_eq!(log.append(std::slice::from_ref(&third)).await?, [appended(&third, 3, false)]);
+    Ok(())
+}
+
+async fn consumer_positions_are_durable(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    assert_eq!(log.load_position("projector").await?, None);
+    log.store_position("projector", 5).await?;
+    assert_eq!(log.load_position("projector").await?, Some(5));
+    log.store_position("projector", 7).await?;
+    log.store_position("memory-actor_coder", 1).await?;
+    assert_eq!(log.load_position("projector").await?, Some(7));
+    assert_eq!(log.load_position("memory-actor_coder").await?, Some(1));
+    assert_eq!(log.load_position("other").await?, None);
+    for bad_name in ["", "a.b", "with space", "star*", "über"] {
+        assert!(
+            matches!(log.store_position(bad_name, 1).await, Err(LogError::InvalidConsumerName(_))),
+            "{bad_name:?} should be refused"
+        );
+        assert!(matches!(log.load_position(bad_name).await, Err(LogError::InvalidConsumerName(_))));
+    }
+    drop(log);
+
+    let log = harness.open().await;
+    assert_eq!(log.load_position("projector").await?, Some(7));
+    assert_eq!(log.load_position("memory-actor_coder").await?, Some(1));
+    Ok(())
+}
+
+async fn subscribe_delivers_existing_records_then_live_appends(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    log.append(&[event("coder", "one"), event("reviewer", "two")]).await?;
+
+    let mut everything = log.subscribe(1, None).await?;
+    let mut coder = log.subscribe(1, Some("coder")).await?;
+    let mut from_two = log.subscribe(2, None).await?;
+    assert_eq!(next_entry(&mut everything).await.seq, 1);
+    assert_eq!(next_entry(&mut everything).await.seq, 2);
+    assert_eq!(next_entry(&mut coder).await.seq, 1);
+    assert_eq!(next_entry(&mut from_two).await.seq, 2);
+    assert_quiet(&mut everything).await;
+
+    let live = [event("coder", "three"), event("reviewer", "four")];
+    log.append(&live).await?;
+    let third = next_entry(&mut everything).await;
+    assert_eq!((third.seq, valid(&third)), (3, &live[0]));
+    assert_eq!(next_entry(&mut everything).await.seq, 4);
+    assert_eq!(next_entry(&mut coder).await.seq, 3);
+    assert_eq!(next_entry(&mut from_two).await.seq, 3);
+    assert_eq!(next_entry(&mut from_two).await.seq, 4);
+    // The reviewer's record moves the log on, not the coder's subscription.
+    assert_quiet(&mut coder).await;
+
+    // A subscription may start past the end and wait for the log to get there.
+    let mut ahead = log.subscribe(6, None).await?;
+    log.append(&[event("coder", "five"), event("coder", "six")]).await?;
+    assert_eq!(next_entry(&mut ahead).await.seq, 6);
+    assert_eq!(next_entry(&mut coder).await.seq, 5);
+    assert_eq!(next_entry(&mut coder).await.seq, 6);
+    Ok(())
+}
+
+async fn bad_records_are_reported_and_can_be_dead_lettered(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let before = event("coder", "before");
+    log.append(std::slice::from_ref(&before)).await?;
+    let garbage = b"\x01\x02 not an event {".to_vec();
+    assert_eq!(log.append_raw("coder", &garbage).await?, 2);
+    let stranger = harness.stored_form(&event("reviewer", "filed under the coder"));
+    assert_eq!(log.append_raw("coder", &stranger).await?, 3);
+    let foreigner = harness.stored_form(&event_in_swarm("elsewhere", "coder", "wrong swarm"));
+    assert_eq!(log.append_raw("coder", &foreigner).await?, 4);
+    let after = event("coder", "after");
+    log.append(std::slice::from_ref(&after)).await?;
+    assert!(matches!(log.append_raw("no.t valid", b"x").await, Err(LogError::InvalidName { .. })));
+
+    let entries = log.read(1, None, 10).await?;
+    assert_eq!(seqs(&entries), [1, 2, 3, 4, 5]);
+    assert!(entries.iter().all(|entry| entry.agent == "coder"));
+    assert_eq!(valid(&entries[0]), &before);
+    assert_eq!(invalid(&entries[1]).raw, garbage);
+    assert!(!invalid(&entries[1]).reason.is_empty());
+    let wrong_agent = invalid(&entries[2]);
+    assert_eq!(wrong_agent.raw, stranger);
+    assert!(wrong_agent.reason.contains("agent") && wrong_agent.reason.contains("reviewer"), "{}", wrong_agent.reason);
+    let wrong_swarm = invalid(&entries[3]);
+    assert!(wrong_swarm.reason.contains("swarm") && wrong_swarm.reason.contains("elsewhere"), "{}", wrong_swarm.reason);
+    assert_eq!(valid(&entries[4]), &after);
+    assert_eq!(seqs(&log.read(1, Some("coder"), 10).await?), [1, 2, 3, 4, 5]);
+
+    // A subscriber gets past bad records too.
+    let mut subscription = log.subscribe(1, None).await?;
+    for (expected_seq, expected_valid) in [(1, true), (2, false), (3, false), (4, false), (5, true)] {
+        let entry = next_entry(&mut subscription).await;
+        assert_eq!((entry.seq, entry.record.is_ok()), (expected_seq, expected_valid));
+    }
+
+    // What a consumer does with them: file them as dead.
+    let letters: Vec<DeadLetter> = entries
+        .iter()
+        .filter_map(|entry| {
+            let invalid = entry.record.as_ref().err()?;
+            Some(DeadLetter {
+                seq: entry.seq,
+                agent: entry.agent.clone(),
+                reason: invalid.reason.clone(),
+                raw: invalid.raw.clone(),
+            })
+        })
+        .collect();
+    for letter in &letters {
+        log.dead_letter(letter.clone()).await?;
+    }
+    assert_eq!(log.dead_letters().await?, letters);
+    Ok(())
+}
+
+async fn dead_letters_are_ordered_by_sequence_and_filed_once(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    assert!(log.dead_letters().await?.is_empty());
+    let late = DeadLetter {
+        seq: 7,
+        agent: "coder".to_string(),
+        reason: "malformed_json: not valid JSON at line 1 column 2".to_string(),
+        raw: b"{".to_vec(),
+    };
+    let early = DeadLetter {
+        seq: 3,
+        agent: "reviewer".to_string(),
+        reason: "event agent \"planner\" does not match the agent \"reviewer\"".to_string(),
+        raw: vec![0, 1, 2, 255],
+    };
+    log.dead_letter(late.clone()).await?;
+    log.dead_letter(early.clone()).await?;
+    log.dead_letter(DeadLetter { reason: "filed again".to_string(), ..late.clone() }).await?;
+    assert_eq!(log.dead_letters().await?, [early.clone(), late.clone()]);
+    drop(log);
+
+    let log = harness.open().await;
+    assert_eq!(log.dead_letters().await?, [early, late]);
+    Ok(())
+}
+
+async fn events_of_another_swarm_are_refused(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let batch = [event("coder", "mine"), event_in_swarm("elsewhere", "coder", "not mine")];
+    match log.append(&batch).await {
+        Err(LogError::ForeignSwarm { id, event_swarm, log_swarm }) => {
+            assert_eq!((id, event_swarm.as_str(), log_swarm.as_str()), (batch[1].id, "elsewhere", SWARM));
+        }
+        other => panic!("expected ForeignSwarm, got {other:?}"),
+    }
+    // Refused before anything was written, on both logs.
+    assert_eq!(log.last_seq().await?, 0);
+    Ok(())
+}
+
+async fn concurrent_appends_get_distinct_sequences(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log: Arc<dyn EventLog> = Arc::from(harness.open().await);
+    let writers: Vec<_> = (0..4)
+        .map(|writer| {
+            let log = Arc::clone(&log);
+            tokio::spawn(async move {
+                let mut seqs = Vec::new();
+                for batch in 0..5 {
+                    let events: Vec<Event> = (0..5)
+                        .map(|n| event(&format!("agent-{writer}"), &format!("batch {batch} event {n}")))
+                        .collect();
+                    let appended = log.append(&events).await?;
+                    seqs.extend(appended.iter().map(|appended| appended.seq));
+                }
+                Ok::<_, LogError>(seqs)
+            })
+        })
+        .collect();
+    let mut all = BTreeSet::new();
+    for writer in writers {
+        let seqs = writer.await.expect("a writer task completes")?;
+        // Each writer's own events are in its order on the log.
+        assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "{seqs:?}");
+        all.extend(seqs);
+    }
+    assert_eq!(all, (1..=100).collect::<BTreeSet<Seq>>());
+    assert_eq!(log.last_seq().await?, 100);
+    assert_eq!(seqs(&log.read(1, None, 1000).await?), (1..=100).collect::<Vec<Seq>>());
+    Ok(())
+}
+
+async fn a_large_batch_is_appended_whole_and_followed(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let events: Vec<Event> = (0..3000).map(|n| event("coder", &format!("event {n}"))).collect();
+    let answers = log.append(&events).await?;
+    let expected: Vec<Appended> = events.iter().zip(1..).map(|(event, seq)| appended(event, seq, false)).collect();
+    assert_eq!(answers, expected);
+    let entries = log.read(1, None, usize::MAX).await?;
+    assert_eq!(entries.len(), 3000);
+    assert_eq!(valid(&entries[2999]), &events[2999]);
+    assert_eq!(seqs(&log.read(1001, Some("coder"), 1500).await?), (1001..=2500).collect::<Vec<Seq>>());
+
+    // A subscription catches up over many batches, then follows live.
+    let mut subscription = log.subscribe(1, Some("coder")).await?;
+    for expected_seq in 1..=3000 {
+        assert_eq!(next_entry(&mut subscription).await.seq, expected_seq);
+    }
+    let live = event("coder", "live");
+    log.append(std::slice::from_ref(&live)).await?;
+    assert_eq!(valid(&next_entry(&mut subscription).await), &live);
+    Ok(())
+}
+
+// ---- The embedded log only ----
+
+#[tokio::test]
+async fn sled_log_refuses_a_second_open_of_its_directory_as_locked() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let _log = SledLog::open(dir.path(), SWARM, SledOptions::default()).expect("first open");
+    match SledLog::open(dir.path(), SWARM, SledOptions::default()) {
+        Err(error @ LogError::Locked { .. }) => {
+            assert!(error.to_string().contains(&dir.path().display().to_string()), "{error}");
+        }
+        Err(other) => panic!("expected Locked, got {other}"),
+        Ok(_) => panic!("expected Locked, the second open succeeded"),
+    }
+}
+
+#[tokio::test]
+async fn sled_log_subscription_ends_when_its_log_is_dropped() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let log = SledLog::open(dir.path(), SWARM, SledOptions::default()).expect("open");
+    let mut subscription = log.subscribe(1, None).await.expect("subscribe");
+    drop(log);
+    match tokio::time::timeout(DELIVERY_TIMEOUT, subscription.next()).await {
+        Ok(Some(Err(LogError::Closed))) => {}
+        other => panic!("expected the subscription to end with Closed, got {other:?}"),
+    }
+    // The subscription held the log weakly: the directory is free again.
+    SledLog::open(dir.path(), SWARM, SledOptions::default()).expect("reopen after drop");
+}
+
+// ---- The JetStream log only ----
+
+/// The contract needs a duplicate's ack to name the original sequence; the
+/// JetStream log relies on the server for it, so the server's behaviour is
+/// pinned here with a plain client.
+#[tokio::test]
+async fn jetstream_duplicate_ack_carries_the_original_sequence() {
+    let server = NatsServer::require().await;
+    let _log = JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default())
+        .await
+        .expect("the log creates its stream");
+    let client = async_nats::connect(server.url()).await.expect("connect");
+    let jetstream = async_nats::jetstream::new(client);
+    let subject = subjects::event_subject(SWARM, "coder", "message_recorded");
+    let publish = |id: &'static str| {
+        let jetstream = jetstream.clone();
+        let subject = subject.clone();
+        async move {
+            let message = async_nats::jetstream::message::PublishMessage::build().payload("{}".into()).message_id(id);
+            jetstream.send_publish(subject, message).await.expect("publish").await.expect("ack")
+        }
+    };
+    let first = publish("first").await;
+    publish("second").await;
+    let again = publish("first").await;
+    assert_eq!((first.sequence, first.duplicate), (1, false));
+    assert_eq!((again.sequence, again.duplicate), (1, true));
+}
+
+/// Anyone with access to the server can publish to an events subject; what
+/// they publish must come back as invalid records, never stop a reader.
+#[tokio::test]
+async fn jetstream_records_from_foreign_publishers_are_reported() {
+    let server = NatsServer::require().await;
+    let log = JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await.expect("open");
+    let client = async_nats::connect(server.url()).await.expect("connect");
+    let jetstream = async_nats::jetstream::new(client);
+    let coder_subject = subjects::event_subject(SWARM, "coder", "message_recorded");
+    let reviewer_event = event("reviewer", "published under the coder's subject");
+    let decision_subject = subjects::event_subject(SWARM, "coder", "decision_made");
+    let coder_event = event("coder", "a message filed as a decision");
+    let publishes = [
+        (coder_subject.clone(), b"garbage \xff".to_vec()),
+        (coder_subject, reviewer_event.to_json().into_bytes()),
+        (decision_subject, coder_event.to_json().into_bytes()),
+    ];
+    for (subject, payload) in publishes {
+        jetstream.publish(subject, payload.into()).await.expect("publish").await.expect("ack");
+    }
+    log.append(&[event("coder", "valid")]).await.expect("append");
+
+    let entries = log.read(1, None, 10).await.expect("read");
+    assert_eq!(seqs(&entries), [1, 2, 3, 4]);
+    assert!(invalid(&entries[0]).reason.contains("JSON"), "{}", invalid(&entries[0]).reason);
+    assert!(invalid(&entries[1]).reason.contains("reviewer"), "{}", invalid(&entries[1]).reason);
+    assert!(invalid(&entries[2]).reason.contains("decision_made"), "{}", invalid(&entries[2]).reason);
+    valid(&entries[3]);
+}
+
+/// A log keeps its connection through a server crash: the client reconnects
+/// and appends, reads and subscriptions carry on.
+#[tokio::test]
+async fn jetstream_log_carries_on_after_a_server_restart() {
+    let mut server = NatsServer::require().await;
+    let log = JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await.expect("open");
+    log.append(&[event("coder", "before")]).await.expect("append");
+    let mut subscription = log.subscribe(1, None).await.expect("subscribe");
+    assert_eq!(next_entry(&mut subscription).await.seq, 1);
+
+    server.restart().await.expect("restart");
+    let after = event("coder", "after");
+    // The client reconnects in the background; until then appends fail, and
+    // a retry with the same ids is safe.
+    let deadline = tokio::time::Instant::now() + DELIVERY_TIMEOUT;
+    let answers = loop {
+        match log.append(std::slice::from_ref(&after)).await {
+            Ok(appended) => break appended,
+            Err(error) if tokio::time::Instant::now() < deadline => {
+                tracing::debug!(%error, "append during reconnect");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(error) => panic!("append after restart: {error}"),
+        }
+    };
+    assert_eq!(answers, [appended(&after, 2, false)]);
+    assert_eq!(valid(&next_entry(&mut subscription).await), &after);
+}

@@ -1,0 +1,438 @@
+//! The HTTP JSON API. Request and response bodies are defined here, at the
+//! boundary; the crates below never see HTTP.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError, web};
+use metrics_exporter_prometheus::PrometheusHandle;
+use mneme_actors::{
+    ActorsError, AgentHandle, AgentsWritten, GetAgent, ListAgents, Query, QueryAnswer, Supervisor, SwarmConfig,
+    verify_against_log,
+};
+use mneme_events::{ErrorCode, ValidationError, decode_json_batch};
+use mneme_nats::{EventLog, LogEntry, LogError};
+use mneme_projections::{ContextRequest, ContextResponse, ProvenanceRef, SearchHit, SearchRequest};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// Limits on query parameters; each over-limit request is refused with the
+/// limit named.
+pub const MAX_K: usize = 1000;
+pub const MAX_QUERY_BYTES: usize = 4096;
+pub const MAX_BUDGET_TOKENS: usize = 1_000_000;
+pub const MAX_EVENTS_PAGE: usize = 10_000;
+/// How long a query with `min_seq` waits for the agent to catch up.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Shared by every HTTP worker.
+pub struct AppState {
+    pub config: SwarmConfig,
+    pub log: Arc<dyn EventLog>,
+    pub supervisor: Addr<Supervisor>,
+    pub metrics: PrometheusHandle,
+}
+
+pub fn routes(config: &mut web::ServiceConfig) {
+    config
+        .route("/healthz", web::get().to(healthz))
+        .route("/metrics", web::get().to(metrics))
+        .route("/v1/events", web::post().to(post_events))
+        .route("/v1/swarms/{swarm}/events", web::get().to(get_events))
+        .route("/v1/swarms/{swarm}/deadletters", web::get().to(get_dead_letters))
+        .route("/v1/swarms/{swarm}/agents", web::get().to(get_agents))
+        .route("/v1/swarms/{swarm}/agents/{agent}/search", web::get().to(search))
+        .route("/v1/swarms/{swarm}/agents/{agent}/context", web::get().to(context))
+        .route("/v1/swarms/{swarm}/agents/{agent}/digest", web::get().to(digest))
+        .route("/v1/swarms/{swarm}/agents/{agent}/replay", web::post().to(replay));
+}
+
+/// An error as every endpoint reports it:
+/// `{"error": {"code": ..., "field": ..., "message": ...}}`.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: String,
+    field: Option<String>,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &str, field: Option<&str>, message: impl Into<String>) -> ApiError {
+        ApiError { status, code: code.to_string(), field: field.map(str::to_string), message: message.into() }
+    }
+
+    pub fn bad_parameter(field: &str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_parameter", Some(field), message)
+    }
+
+    fn from_validation(error: ValidationError) -> ApiError {
+        let status =
+            if error.code == ErrorCode::PayloadTooLarge { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::BAD_REQUEST };
+        ApiError { status, code: error.code.as_str().to_string(), field: error.field, message: error.message }
+    }
+
+    pub fn body(&self) -> Value {
+        json!({"error": {"code": self.code, "field": self.field, "message": self.message}})
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        HttpResponse::build(self.status).json(self.body())
+    }
+}
+
+impl From<ActorsError> for ApiError {
+    fn from(error: ActorsError) -> ApiError {
+        let message = error.to_string();
+        match error {
+            ActorsError::UnknownAgent { .. } => ApiError::new(StatusCode::NOT_FOUND, "unknown_agent", Some("agent"), message),
+            ActorsError::CatchUpTimeout { .. } => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "catch_up_timeout", Some("min_seq"), message),
+            ActorsError::Log(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "log_unavailable", None, message),
+            _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, message),
+        }
+    }
+}
+
+impl From<LogError> for ApiError {
+    fn from(error: LogError) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "log_unavailable", None, error.to_string())
+    }
+}
+
+fn stopped(agent: &str) -> ApiError {
+    ApiError::from(ActorsError::ActorStopped { agent: agent.to_string() })
+}
+
+async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let last_seq = state.log.last_seq().await?;
+    Ok(HttpResponse::Ok().json(json!({"status": "ok", "swarm": state.config.swarm.name, "last_seq": last_seq})))
+}
+
+async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(state.metrics.render())
+}
+
+#[derive(Serialize)]
+struct Accepted {
+    id: String,
+    seq: u64,
+    duplicate: bool,
+}
+
+/// `POST /v1/events`: one event or an array. Every event is validated
+/// before any is appended: an invalid one refuses the whole request.
+async fn post_events(state: web::Data<AppState>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
+    let body = read_body(payload, state.config.http.max_request_bytes).await?;
+    let limits = state.config.decode_limits();
+    let events = decode_json_batch(&body, &limits).map_err(|batch| ApiError::from_validation(batch.error))?;
+    let swarm = &state.config.swarm.name;
+    if let Some((index, event)) = events.iter().enumerate().find(|(_, event)| &event.swarm != swarm) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_swarm",
+            Some(&format!("[{index}].swarm")),
+            format!("this server holds swarm {swarm:?}, not {:?}", event.swarm),
+        ));
+    }
+    let appended = state.log.append(&events).await?;
+    let mut agents: Vec<String> = events.iter().map(|event| event.agent.clone()).collect();
+    agents.sort();
+    agents.dedup();
+    state.supervisor.do_send(AgentsWritten(agents));
+    metrics::counter!("mneme_events_appended_total").increment(appended.iter().filter(|a| !a.duplicate).count() as u64);
+    let accepted: Vec<Accepted> =
+        appended.iter().map(|a| Accepted { id: a.id.to_string(), seq: a.seq, duplicate: a.duplicate }).collect();
+    Ok(HttpResponse::Accepted().json(json!({"accepted": accepted})))
+}
+
+/// Reads a request body, refusing it as soon as it passes `limit` bytes.
+async fn read_body(mut payload: web::Payload, limit: usize) -> Result<web::Bytes, ApiError> {
+    use futures::StreamExt;
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk.map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "bad_request_body", None, error.to_string()))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request_too_large",
+                None,
+                format!("request body is over {limit} bytes, the limit set by http.max_request_bytes"),
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+fn check_swarm(state: &AppState, swarm: &str) -> Result<(), ApiError> {
+    if swarm != state.config.swarm.name {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_swarm",
+            Some("swarm"),
+            format!("this server holds swarm {:?}, not {swarm:?}", state.config.swarm.name),
+        ));
+    }
+    Ok(())
+}
+
+async fn agent_handle(state: &AppState, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<AgentHandle, ApiError> {
+    check_swarm(state, swarm)?;
+    let handle = state.supervisor.send(GetAgent(agent.to_string())).await.map_err(|_| stopped(agent))??;
+    if let Some(min_seq) = min_seq {
+        handle.caught_up(state.log.as_ref(), min_seq, CATCH_UP_TIMEOUT).await?;
+    }
+    Ok(handle)
+}
+
+async fn ask(handle: &AgentHandle, query: Query) -> Result<QueryAnswer, ApiError> {
+    Ok(handle.addr.send(query).await.map_err(|_| stopped(&handle.agent))??)
+}
+
+#[derive(Deserialize)]
+pub struct SearchParams {
+    q: String,
+    k: Option<usize>,
+    /// Comma-separated kinds to keep.
+    kind: Option<String>,
+    /// Wait until the agent has applied its events up to this seq.
+    min_seq: Option<u64>,
+}
+
+fn check_query_text(query: &str) -> Result<(), ApiError> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(ApiError::bad_parameter("q", format!("query is {} bytes, the limit is {MAX_QUERY_BYTES}", query.len())));
+    }
+    Ok(())
+}
+
+pub fn provenance_json(provenance: &[ProvenanceRef]) -> Value {
+    Value::Array(provenance.iter().map(|p| json!({"seq": p.seq, "event_id": p.event_id.to_string()})).collect())
+}
+
+fn hit_json(hit: &SearchHit) -> Value {
+    json!({
+        "item_id": hit.item_id,
+        "seq": hit.seq,
+        "kind": hit.kind,
+        "score": hit.score,
+        "text": hit.text,
+        "scope": hit.scope.as_str(),
+        "ts": hit.ts.to_string(),
+        "provenance": provenance_json(&hit.provenance),
+    })
+}
+
+async fn search(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<SearchParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent) = path.into_inner();
+    check_query_text(&params.q)?;
+    let k = params.k.unwrap_or(10);
+    if k == 0 || k > MAX_K {
+        return Err(ApiError::bad_parameter("k", format!("k must be between 1 and {MAX_K}, got {k}")));
+    }
+    let kinds: Vec<String> =
+        params.kind.as_deref().unwrap_or("").split(',').filter(|k| !k.is_empty()).map(str::to_string).collect();
+    if let Some(unknown) = kinds.iter().find(|kind| !mneme_events::EventKind::NAMES.contains(&kind.as_str())) {
+        return Err(ApiError::bad_parameter("kind", format!("unknown kind {unknown:?}")));
+    }
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let request = SearchRequest { query: params.q.clone(), k, kinds };
+    let QueryAnswer::Search(hits) = ask(&handle, Query::Search(request)).await? else {
+        unreachable!("a search query answers with hits")
+    };
+    let hits: Vec<Value> = hits.iter().map(hit_json).collect();
+    Ok(HttpResponse::Ok().json(json!({"swarm": swarm, "agent": agent, "hits": hits})))
+}
+
+#[derive(Deserialize)]
+pub struct ContextParams {
+    #[serde(default)]
+    q: String,
+    budget: Option<usize>,
+    min_seq: Option<u64>,
+}
+
+pub fn context_json(context: &ContextResponse) -> Value {
+    let items: Vec<Value> = context
+        .items
+        .iter()
+        .map(|item| {
+            json!({
+                "tier": item.tier.as_str(),
+                "item_id": item.item_id,
+                "seq": item.seq,
+                "kind": item.kind,
+                "text": item.text,
+                "tokens": item.tokens,
+                "provenance": provenance_json(&item.provenance),
+            })
+        })
+        .collect();
+    json!({
+        "text": context.text,
+        "tokens": context.tokens,
+        "budget": context.budget_tokens,
+        "as_of_seq": context.as_of_seq,
+        "items": items,
+    })
+}
+
+async fn context(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<ContextParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent) = path.into_inner();
+    check_query_text(&params.q)?;
+    let budget = params.budget.unwrap_or(8000);
+    if budget == 0 || budget > MAX_BUDGET_TOKENS {
+        return Err(ApiError::bad_parameter("budget", format!("budget must be between 1 and {MAX_BUDGET_TOKENS} tokens, got {budget}")));
+    }
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let request = ContextRequest { query: params.q.clone(), budget_tokens: budget };
+    let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
+        unreachable!("a context query answers with context")
+    };
+    Ok(HttpResponse::Ok().json(context_json(&context)))
+}
+
+#[derive(Deserialize)]
+pub struct StatusParams {
+    min_seq: Option<u64>,
+}
+
+async fn digest(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<StatusParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent) = path.into_inner();
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
+        unreachable!("a status query answers with a status")
+    };
+    Ok(HttpResponse::Ok().json(json!({
+        "agent": status.agent,
+        "seq": status.checkpoint,
+        "digest": status.digest,
+        "items": status.items,
+        "snapshot_seq": status.snapshot_seq,
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct ReplayParams {
+    #[serde(default)]
+    verify: bool,
+    min_seq: Option<u64>,
+}
+
+/// `POST …/replay?verify=true`: rebuilds the agent's memory from the log into
+/// a fresh projection, up to the live memory's checkpoint, and compares.
+async fn replay(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<ReplayParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent) = path.into_inner();
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
+        unreachable!("a status query answers with a status")
+    };
+    let config = state.config.memory_config();
+    let report = verify_against_log(state.log.as_ref(), &agent, config, status.checkpoint, &status.digest).await?;
+    let matches = report.matches();
+    if params.verify && matches == Some(false) {
+        tracing::error!(%agent, live = %status.digest, replayed = %report.digest, "replay digest differs from live memory");
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "agent": agent,
+        "seq": report.checkpoint,
+        "digest": report.digest,
+        "entries_read": report.entries_read,
+        "dead_lettered": report.dead_lettered,
+        "live_seq": report.live_checkpoint,
+        "live_digest": report.live_digest,
+        "matches": matches,
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct EventsParams {
+    from_seq: Option<u64>,
+    agent: Option<String>,
+    limit: Option<usize>,
+}
+
+/// A log entry as the API shows it: the event with its `seq`, or why the
+/// record is not a valid event.
+pub fn entry_json(entry: &LogEntry) -> Value {
+    match &entry.record {
+        Ok(event) => {
+            let mut value = event.to_json_value();
+            value["seq"] = json!(entry.seq);
+            value
+        }
+        Err(invalid) => json!({
+            "seq": entry.seq,
+            "agent": entry.agent,
+            "invalid": invalid.reason,
+            "raw": String::from_utf8_lossy(&invalid.raw),
+        }),
+    }
+}
+
+async fn get_events(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    params: web::Query<EventsParams>,
+) -> Result<HttpResponse, ApiError> {
+    check_swarm(&state, &path)?;
+    let limit = params.limit.unwrap_or(1000);
+    if limit == 0 || limit > MAX_EVENTS_PAGE {
+        return Err(ApiError::bad_parameter("limit", format!("limit must be between 1 and {MAX_EVENTS_PAGE}, got {limit}")));
+    }
+    let from_seq = params.from_seq.unwrap_or(1).max(1);
+    let entries = state.log.read(from_seq, params.agent.as_deref(), limit).await?;
+    let next_seq = entries.last().map_or(from_seq, |entry| entry.seq + 1);
+    let events: Vec<Value> = entries.iter().map(entry_json).collect();
+    Ok(HttpResponse::Ok().json(json!({"events": events, "next_seq": next_seq})))
+}
+
+async fn get_dead_letters(state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    check_swarm(&state, &path)?;
+    let letters: Vec<Value> = state
+        .log
+        .dead_letters()
+        .await?
+        .iter()
+        .map(|letter| {
+            json!({"seq": letter.seq, "agent": letter.agent, "reason": letter.reason, "raw": String::from_utf8_lossy(&letter.raw)})
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"dead_letters": letters})))
+}
+
+async fn get_agents(state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    check_swarm(&state, &path)?;
+    let agents = state.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
+    Ok(HttpResponse::Ok().json(json!({"agents": agents})))
+}

@@ -1,0 +1,286 @@
+//! `mneme bench`: throughput measured as a ratio to the raw log in the same
+//! run, because the machines this runs on are shared and noisy.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::{Actor, Addr};
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use futures::StreamExt;
+use mneme_actors::{AgentsWritten, GetAgent, Query, SnapshotStore, Supervisor, SwarmConfig};
+use mneme_events::{DecodeLimits, Event, EventId, decode_json, decode_json_batch};
+use mneme_nats::server::NatsServer;
+use mneme_nats::{EventLog, JetStreamLog, JetStreamOptions, SledLog, SledOptions};
+use mneme_projections::SearchRequest;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// What to measure.
+    #[arg(value_enum, default_value = "ingest")]
+    suite: Suite,
+    /// Events per measurement.
+    #[arg(long, default_value_t = 20_000)]
+    events: usize,
+    /// Agents the events are spread over.
+    #[arg(long, default_value_t = 3)]
+    agents: usize,
+    /// Events per append (one HTTP request's worth).
+    #[arg(long, default_value_t = 500)]
+    batch: usize,
+    #[arg(long, value_enum, default_value = "both")]
+    backend: BenchBackend,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Suite {
+    /// End-to-end ingest (decoded, appended, applied, searchable) against raw log append + read.
+    Ingest,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BenchBackend {
+    Embedded,
+    Nats,
+    Both,
+}
+
+const SWARM: &str = "bench";
+
+struct Measured {
+    backend: &'static str,
+    raw_events_per_second: f64,
+    end_to_end_events_per_second: f64,
+}
+
+pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let Suite::Ingest = args.suite;
+    let agents: Vec<String> = (0..args.agents.max(1)).map(|index| format!("agent-{index}")).collect();
+    let json_events = synthetic_events(args.events, &agents);
+    let bytes: usize = json_events.iter().map(String::len).sum();
+    out!("{}", machine_description());
+    out!(
+        "command: mneme bench ingest --events {} --agents {} --batch {}",
+        args.events,
+        agents.len(),
+        args.batch
+    );
+    out!("events: {} synthetic events, {} bytes of JSON on average", json_events.len(), bytes / json_events.len().max(1));
+    let mut results = Vec::new();
+    if args.backend != BenchBackend::Nats {
+        results.push(bench_embedded(&json_events, &agents, args.batch).await?);
+    }
+    if args.backend != BenchBackend::Embedded {
+        results.push(bench_nats(&json_events, &agents, args.batch).await?);
+    }
+    out!("");
+    out!("| backend | raw log append+read (events/s) | end to end (events/s) | end to end / raw |");
+    out!("|---|---:|---:|---:|");
+    for result in &results {
+        out!(
+            "| {} | {:.0} | {:.0} | {:.2} |",
+            result.backend,
+            result.raw_events_per_second,
+            result.end_to_end_events_per_second,
+            result.end_to_end_events_per_second / result.raw_events_per_second
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn machine_description() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| info.lines().find(|line| line.starts_with("model name")).map(|line| line.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".to_string());
+    let memory_kb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| info.lines().next().and_then(|line| line.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0);
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("machine: {cores} cores ({cpu}), {:.1} GiB RAM", memory_kb as f64 / 1024.0 / 1024.0)
+}
+
+/// A scratch directory removed when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new(label: &str) -> anyhow::Result<ScratchDir> {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let path = std::env::temp_dir().join(format!("mneme-bench-{label}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(ScratchDir(path))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn bench_embedded(json_events: &[String], agents: &[String], batch: usize) -> anyhow::Result<Measured> {
+    let scratch = ScratchDir::new("embedded")?;
+    let raw_log = SledLog::open(&scratch.0.join("raw"), SWARM, SledOptions::default())?;
+    let raw = raw_log_rate(&raw_log, json_events, batch).await?;
+    drop(raw_log);
+    out!("embedded: raw log {raw:.0} events/s");
+    let log: Arc<dyn EventLog> = Arc::new(SledLog::open(&scratch.0.join("log"), SWARM, SledOptions::default())?);
+    let end_to_end = end_to_end_rate(log, &scratch.0, json_events, agents, batch).await?;
+    out!("embedded: end to end {end_to_end:.0} events/s");
+    Ok(Measured { backend: "embedded (sled)", raw_events_per_second: raw, end_to_end_events_per_second: end_to_end })
+}
+
+async fn bench_nats(json_events: &[String], agents: &[String], batch: usize) -> anyhow::Result<Measured> {
+    let server = NatsServer::start().await.context("starting nats-server (run scripts/install-nats.sh)")?;
+    let raw = raw_nats_rate(&server.url(), json_events).await?;
+    out!("nats: raw JetStream publish+consume {raw:.0} events/s");
+    let scratch = ScratchDir::new("nats")?;
+    let log: Arc<dyn EventLog> = Arc::new(JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await?);
+    let end_to_end = end_to_end_rate(log, &scratch.0, json_events, agents, batch).await?;
+    out!("nats: end to end {end_to_end:.0} events/s");
+    Ok(Measured { backend: "NATS JetStream", raw_events_per_second: raw, end_to_end_events_per_second: end_to_end })
+}
+
+/// The baseline: typed events appended in batches, then read back.
+async fn raw_log_rate(log: &SledLog, json_events: &[String], batch: usize) -> anyhow::Result<f64> {
+    let limits = DecodeLimits::default();
+    let events: Vec<Event> = json_events.iter().map(|json| decode_json(json.as_bytes(), &limits)).collect::<Result<_, _>>()?;
+    let started = Instant::now();
+    for chunk in events.chunks(batch.max(1)) {
+        log.append(chunk).await?;
+    }
+    let mut next = 1;
+    let mut read = 0;
+    loop {
+        let page = log.read(next, None, 4096).await?;
+        let Some(last) = page.last() else { break };
+        next = last.seq + 1;
+        read += page.len();
+    }
+    anyhow::ensure!(read == events.len(), "read {read} of {} events back", events.len());
+    Ok(events.len() as f64 / started.elapsed().as_secs_f64())
+}
+
+/// The baseline over NATS: the same JSON published with async-nats (acks
+/// awaited concurrently) and consumed with a pull consumer.
+async fn raw_nats_rate(url: &str, json_events: &[String]) -> anyhow::Result<f64> {
+    use async_nats::jetstream::{self, consumer};
+    let client = async_nats::connect(url).await?;
+    let jetstream = jetstream::new(client);
+    let stream = jetstream
+        .get_or_create_stream(jetstream::stream::Config {
+            name: "RAW_BENCH".to_string(),
+            subjects: vec!["rawbench.>".to_string()],
+            ..Default::default()
+        })
+        .await?;
+    let started = Instant::now();
+    for window in json_events.chunks(1000) {
+        let mut acks = Vec::with_capacity(window.len());
+        for json in window {
+            acks.push(jetstream.publish("rawbench.events", json.clone().into()).await?);
+        }
+        // An ack's timeout starts when it is awaited: await them together.
+        for ack in futures::future::join_all(acks.into_iter().map(std::future::IntoFuture::into_future)).await {
+            ack?;
+        }
+    }
+    let consumer = stream
+        .create_consumer(consumer::pull::Config { ack_policy: consumer::AckPolicy::None, ..Default::default() })
+        .await?;
+    let mut messages = consumer.messages().await?.take(json_events.len());
+    let mut consumed = 0;
+    while let Some(message) = messages.next().await {
+        message.map_err(|error| anyhow::anyhow!("consuming: {error}"))?;
+        consumed += 1;
+    }
+    anyhow::ensure!(consumed == json_events.len(), "consumed {consumed} of {} messages", json_events.len());
+    Ok(json_events.len() as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Mneme's path: JSON decoded and validated as the API does, appended,
+/// applied by every agent's memory actor, and committed so it is searchable.
+async fn end_to_end_rate(
+    log: Arc<dyn EventLog>,
+    dir: &std::path::Path,
+    json_events: &[String],
+    agents: &[String],
+    batch: usize,
+) -> anyhow::Result<f64> {
+    let mut config = SwarmConfig::with_name(SWARM);
+    config.log.data_dir = dir.to_path_buf();
+    let store = SnapshotStore::open(&dir.join("snapshots"))?;
+    let supervisor: Addr<Supervisor> = Supervisor::new(config, log.clone(), store).start();
+    let limits = DecodeLimits::default();
+    let started = Instant::now();
+    for chunk in json_events.chunks(batch.max(1)) {
+        let body = format!("[{}]", chunk.join(","));
+        let events = decode_json_batch(body.as_bytes(), &limits).map_err(|error| anyhow::anyhow!("{error}"))?;
+        log.append(&events).await?;
+        supervisor.send(AgentsWritten(agents.to_vec())).await?;
+    }
+    let last_seq = log.last_seq().await?;
+    for agent in agents {
+        let handle = supervisor.send(GetAgent(agent.clone())).await??;
+        handle.caught_up(log.as_ref(), last_seq, Duration::from_secs(600)).await?;
+        // A search commits the index: the events are now searchable.
+        let request = SearchRequest { query: "token".to_string(), k: 1, kinds: Vec::new() };
+        handle.addr.send(Query::Search(request)).await??;
+    }
+    let rate = json_events.len() as f64 / started.elapsed().as_secs_f64();
+    supervisor.send(mneme_actors::SnapshotAll).await?;
+    Ok(rate)
+}
+
+const WORDS: &[&str] = &[
+    "token", "refresh", "auth", "session", "expired", "cargo", "test", "panic", "unwrap", "src/auth/token.rs",
+    "database", "migration", "schema", "review", "handoff", "deploy", "cache", "latency", "retry", "timeout",
+    "TokenExpiredError", "refresh_access_token", "middleware", "config", "parser", "fixture", "assert", "fails",
+    "passes", "because", "the", "with", "after", "before", "should", "function", "module", "error", "stack", "trace",
+];
+
+/// Deterministic synthetic events: messages, tool results, decisions and
+/// facts with realistic lengths, spread round-robin over the agents.
+fn synthetic_events(count: usize, agents: &[String]) -> Vec<String> {
+    let mut words = WordStream(0x5eed);
+    (0..count)
+        .map(|index| {
+            let id = EventId::from_parts(1_767_000_000_000 + index as u64, index as u128);
+            let agent = &agents[index % agents.len()];
+            let ts = mneme_events::Timestamp::from_unix_millis(1_767_000_000_000 + index as i64 * 100);
+            let (kind, data) = match index % 10 {
+                0..=4 => ("message_recorded", serde_json::json!({"role": "assistant", "text": words.sentence(30)})),
+                5..=7 => {
+                    let output: Vec<String> = (0..12).map(|_| words.sentence(8)).collect();
+                    let exit_code = if index % 20 == 5 { 101 } else { 0 };
+                    let data = serde_json::json!({"tool": "bash", "args": {"cmd": "cargo test"}, "output": output.join("\n"), "exit_code": exit_code, "duration_ms": 1200});
+                    ("tool_result_recorded", data)
+                }
+                8 => ("decision_made", serde_json::json!({"title": words.sentence(4), "choice": words.sentence(8), "rationale": words.sentence(20)})),
+                _ => ("fact_asserted", serde_json::json!({"subject": words.next_word(), "predicate": "depends_on", "object": words.next_word(), "confidence": 0.9})),
+            };
+            serde_json::json!({"id": id.to_string(), "swarm": SWARM, "agent": agent, "ts": ts.to_string(), "kind": kind, "data": data, "scope": "shared"})
+                .to_string()
+        })
+        .collect()
+}
+
+/// A deterministic stream of words (xorshift): no dependency, and good
+/// enough for word choice.
+struct WordStream(u64);
+
+impl WordStream {
+    fn next_word(&mut self) -> &'static str {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        WORDS[(self.0 % WORDS.len() as u64) as usize]
+    }
+
+    fn sentence(&mut self, words: usize) -> String {
+        (0..words).map(|_| self.next_word()).collect::<Vec<_>>().join(" ")
+    }
+}

@@ -1,0 +1,230 @@
+//! `mneme`: the memory of multi-agent LLM swarms — server and command line.
+
+/// `println!` that ends the program quietly when stdout is a closed pipe.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::print_line(format_args!($($arg)*)) };
+}
+
+mod api;
+mod backend;
+mod bench;
+mod client;
+mod offline;
+mod serve;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use mneme_actors::{LogBackend, SwarmConfig};
+
+#[derive(Parser)]
+#[command(name = "mneme", version, about = "The memory of multi-agent LLM swarms")]
+struct Cli {
+    /// Log filter, e.g. `info` or `mneme=debug,info`.
+    #[arg(long, env = "MNEME_LOG", default_value = "info,hnsw_rs=warn,tantivy=warn", global = true)]
+    log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the memory service: log, agent memories and HTTP API.
+    Serve(ConfigArgs),
+    /// Publish events from a JSON file (one event or an array), a JSONL file, or `-` for stdin.
+    Publish {
+        file: String,
+        /// Events per request.
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Search an agent's memory.
+    Search {
+        #[command(flatten)]
+        target: AgentArgs,
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        /// Only these kinds, comma-separated (e.g. `decision_made,fact_asserted`).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Print the JSON response instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Assemble an agent's budgeted context for a query.
+    Context {
+        #[command(flatten)]
+        target: AgentArgs,
+        #[arg(default_value = "")]
+        query: String,
+        /// Token budget (cl100k_base tokens).
+        #[arg(long, default_value_t = 8000)]
+        budget: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Print the log as JSON lines, from a running server or a data dir.
+    Tail {
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        from_seq: u64,
+        /// Keep printing new events as they arrive.
+        #[arg(long)]
+        follow: bool,
+        /// Read the embedded log in this data dir instead of asking a server.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Rebuild an agent's memory from the log and compare it with the live one.
+    Replay {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// Exit non-zero when the rebuilt digest differs from the live one.
+        #[arg(long)]
+        verify: bool,
+        /// Work offline on this data dir (the server must not be running),
+        /// against the memory persisted there.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// The swarm.toml whose memory settings the persisted memory used.
+        #[arg(long, env = "MNEME_CONFIG")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Measure ingest throughput against the raw log, in one run.
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Args, Clone)]
+struct ServerArgs {
+    /// Base URL of a running `mneme serve`.
+    #[arg(long, env = "MNEME_SERVER", default_value = "http://127.0.0.1:7700")]
+    server: String,
+}
+
+#[derive(Args, Clone)]
+struct AgentArgs {
+    #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+    swarm: String,
+    #[arg(long, env = "MNEME_AGENT")]
+    agent: String,
+}
+
+#[derive(Args, Clone)]
+pub struct ConfigArgs {
+    /// The swarm configuration; defaults to ./swarm.toml when it exists.
+    #[arg(long, env = "MNEME_CONFIG")]
+    config: Option<PathBuf>,
+    /// Where the embedded log and snapshots live.
+    #[arg(long, env = "MNEME_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Address the HTTP API listens on, e.g. 127.0.0.1:7700.
+    #[arg(long, env = "MNEME_HTTP")]
+    http: Option<SocketAddr>,
+    /// Use NATS JetStream at this URL instead of the embedded log.
+    #[arg(long, env = "MNEME_NATS_URL")]
+    nats: Option<String>,
+}
+
+impl ConfigArgs {
+    /// The configuration file, with flags and environment on top.
+    pub fn load(&self) -> anyhow::Result<SwarmConfig> {
+        let mut config = load_config_file(self.config.as_deref())?;
+        if let Some(data_dir) = &self.data_dir {
+            config.log.data_dir = data_dir.clone();
+        }
+        if let Some(http) = self.http {
+            config.http.bind = http;
+        }
+        if let Some(url) = &self.nats {
+            config.log.backend = LogBackend::Nats;
+            config.log.nats_url = url.clone();
+        }
+        Ok(config)
+    }
+}
+
+fn load_config_file(path: Option<&std::path::Path>) -> anyhow::Result<SwarmConfig> {
+    let default_path = PathBuf::from("swarm.toml");
+    match path {
+        Some(path) => Ok(SwarmConfig::load(path)?),
+        None if default_path.exists() => Ok(SwarmConfig::load(&default_path)?),
+        None => Ok(SwarmConfig::with_name("demo")),
+    }
+}
+
+/// Prints a line to stdout; a closed pipe (`mneme tail | head`) ends the
+/// program quietly instead of panicking.
+pub fn print_line(line: impl std::fmt::Display) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = writeln!(stdout, "{line}") {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        panic!("cannot write to stdout: {error}");
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve(args) => {
+            let config = args.load()?;
+            actix::System::new().block_on(serve::serve(config))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch),
+        Command::Search { target, query, k, kind, json, server } => {
+            client::search(&server.server, &target.swarm, &target.agent, &query, k, kind.as_deref(), json)
+        }
+        Command::Context { target, query, budget, json, server } => {
+            client::context(&server.server, &target.swarm, &target.agent, &query, budget, json)
+        }
+        Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
+            Some(data_dir) => actix::System::new()
+                .block_on(offline::tail(&data_dir, &swarm, agent.as_deref(), from_seq, follow)),
+            None => client::tail(&server.server, &swarm, agent.as_deref(), from_seq, follow),
+        },
+        Command::Replay { target, verify, data_dir, config, server } => match data_dir {
+            Some(data_dir) => {
+                let mut swarm_config = load_config_file(config.as_deref()).context("loading the swarm configuration")?;
+                swarm_config.swarm.name = target.swarm.clone();
+                swarm_config.log.data_dir = data_dir;
+                actix::System::new().block_on(offline::replay(&swarm_config, &target.agent, verify))
+            }
+            None => client::replay(&server.server, &target.swarm, &target.agent, verify),
+        },
+        Command::Bench(args) => actix::System::new().block_on(bench::run(args)),
+    }
+}

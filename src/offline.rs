@@ -1,0 +1,58 @@
+//! Command-line verbs that work on a data dir directly, with no server
+//! running (the embedded log allows one process at a time).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use futures::StreamExt;
+use mneme_actors::{SnapshotStore, SwarmConfig, continue_from_log, memory_actor::restore_or_new, rebuild_from_log};
+use mneme_nats::{EventLog, SledLog, SledOptions};
+
+use crate::{api, backend};
+
+pub async fn tail(data_dir: &Path, swarm: &str, agent: Option<&str>, from_seq: u64, follow: bool) -> anyhow::Result<ExitCode> {
+    let dir = data_dir.join("log");
+    let log = SledLog::open(&dir, swarm, SledOptions::default()).with_context(|| format!("opening {}", dir.display()))?;
+    if follow {
+        let mut entries = log.subscribe(from_seq.max(1), agent).await?;
+        while let Some(entry) = entries.next().await {
+            out!("{}", api::entry_json(&entry?));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut next_seq = from_seq.max(1);
+    loop {
+        let entries = log.read(next_seq, agent, 1000).await?;
+        let Some(last) = entries.last() else { return Ok(ExitCode::SUCCESS) };
+        next_seq = last.seq + 1;
+        for entry in &entries {
+            out!("{}", api::entry_json(entry));
+        }
+    }
+}
+
+/// Rebuilds `agent` from the log and compares it with the memory persisted
+/// in the data dir: its snapshot plus the log's tail, which is exactly what
+/// the server would hold after a restart.
+pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool) -> anyhow::Result<ExitCode> {
+    let swarm = &config.swarm.name;
+    let log = backend::open_log(config).await?;
+    let snapshot_dir = backend::snapshot_dir(config);
+    let store = SnapshotStore::open(&snapshot_dir)
+        .with_context(|| format!("opening the snapshot store in {} (is a server running on it?)", snapshot_dir.display()))?;
+    let persisted = restore_or_new(&store, swarm, agent, config.memory_config())?;
+    let snapshot_seq = persisted.checkpoint();
+    let (persisted, tail) = continue_from_log(log.as_ref(), persisted, None).await?;
+    let (_, rebuilt) = rebuild_from_log(log.as_ref(), agent, config.memory_config(), Some(persisted.checkpoint())).await?;
+    let persisted_digest = persisted.digest();
+    out!("agent {agent}: replayed {} entries to seq {}", rebuilt.entries_read, rebuilt.checkpoint);
+    out!("  replayed digest  {}", rebuilt.digest);
+    out!(
+        "  persisted digest {persisted_digest} (snapshot at seq {snapshot_seq} + {} tail entries)",
+        tail.entries_read
+    );
+    let matches = persisted_digest == rebuilt.digest && persisted.checkpoint() == rebuilt.checkpoint;
+    out!("  {}", if matches { "MATCH" } else { "MISMATCH" });
+    Ok(if verify && !matches { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,59 @@
+//! `mneme serve`: the log, the supervisor and its memory actors, and the
+//! HTTP API, in one process.
+
+use actix::Actor;
+use actix_web::{App, HttpServer, web};
+use anyhow::Context;
+use metrics_exporter_prometheus::PrometheusBuilder;
+use mneme_actors::{SnapshotAll, SnapshotStore, Supervisor, SwarmConfig};
+
+use crate::api::{self, AppState};
+use crate::backend;
+
+/// HTTP worker threads. Queries are answered by memory actors on their own
+/// workers, so the HTTP side needs few threads.
+const HTTP_WORKERS: usize = 2;
+
+pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
+    let metrics = PrometheusBuilder::new().install_recorder().context("installing the metrics recorder")?;
+    std::fs::create_dir_all(&config.log.data_dir)
+        .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
+    let log = backend::open_log(&config).await?;
+    let snapshot_dir = backend::snapshot_dir(&config);
+    let store = SnapshotStore::open(&snapshot_dir)
+        .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))?;
+    let supervisor = Supervisor::new(config.clone(), log.clone(), store).start();
+    let bind = config.http.bind;
+    let state = web::Data::new(AppState { config: config.clone(), log, supervisor: supervisor.clone(), metrics });
+    // Signals are handled here rather than by actix-web, whose handler stops
+    // the whole actix system: memory actors must snapshot before that.
+    let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(api::routes))
+        .workers(HTTP_WORKERS)
+        .disable_signals()
+        .bind(bind)
+        .with_context(|| format!("binding the HTTP API to {bind}"))?;
+    for address in server.addrs() {
+        tracing::info!(swarm = %config.swarm.name, backend = ?config.log.backend, "listening on http://{address}");
+    }
+    let server = server.run();
+    let server_handle = server.handle();
+    let server_task = actix_web::rt::spawn(server);
+    shutdown_signal().await?;
+    tracing::info!("shutting down: finishing requests, then writing snapshots");
+    server_handle.stop(true).await;
+    server_task.await.context("joining the HTTP server")?.context("running the HTTP server")?;
+    supervisor.send(SnapshotAll).await.context("asking memory actors for snapshots")?;
+    actix::System::current().stop();
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result.context("listening for SIGINT")?,
+        _ = terminate.recv() => {}
+    }
+    Ok(())
+}

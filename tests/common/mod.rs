@@ -1,0 +1,155 @@
+//! A real `mneme serve` process for whole-system tests, and small HTTP
+//! helpers. Each server gets its own data dir and a free loopback port.
+
+#![allow(dead_code)] // each test binary uses a different part of this module
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const MNEME: &str = env!("CARGO_BIN_EXE_mneme");
+
+pub fn example_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/trajectory.jsonl")
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A `mneme serve` child process, stopped with SIGTERM when dropped.
+pub struct MnemeServer {
+    child: Option<Child>,
+    pub url: String,
+    pub data_dir: PathBuf,
+    pub config_path: PathBuf,
+    pub nats_url: Option<String>,
+    port: u16,
+}
+
+impl MnemeServer {
+    /// Starts a server for swarm `demo` with a small checkpoint interval.
+    pub fn start(work_dir: &Path, nats_url: Option<&str>) -> MnemeServer {
+        let config_path = work_dir.join("swarm.toml");
+        let mut config = String::from(
+            "[swarm]\nname = \"demo\"\nadmit_unknown_agents = true\n\n[memory]\ncheckpoint_interval_ms = 200\n\
+             checkpoint_every_events = 100\n\n[[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
+        );
+        if nats_url.is_some() {
+            config.push_str("\n[log]\nbackend = \"nats\"\nduplicate_window_secs = 60\n");
+        }
+        std::fs::write(&config_path, config).unwrap();
+        let mut server = MnemeServer {
+            child: None,
+            url: String::new(),
+            data_dir: work_dir.join("data"),
+            config_path,
+            nats_url: nats_url.map(str::to_string),
+            port: free_port(),
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let mut command = Command::new(MNEME);
+        command
+            .args(["serve", "--config"])
+            .arg(&self.config_path)
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args(["--http", &format!("127.0.0.1:{}", self.port)])
+            .env("MNEME_LOG", "warn")
+            .stdin(Stdio::null());
+        if let Some(url) = &self.nats_url {
+            command.args(["--nats", url]);
+        }
+        self.child = Some(command.spawn().expect("mneme binary runs"));
+        self.url = format!("http://127.0.0.1:{}", self.port);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if ureq::get(&format!("{}/healthz", self.url)).call().is_ok() {
+                return;
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("mneme serve exited early with {status}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("mneme serve did not answer /healthz within 30 s");
+    }
+
+    /// Stops the server with SIGTERM (snapshots are written) and waits.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if child.try_wait().unwrap().is_some() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mneme serve did not stop within 20 s of SIGTERM");
+        }
+    }
+
+    /// Stops and starts again on the same port and data dir.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    pub fn get(&self, path_and_query: &str) -> Value {
+        ureq::get(&format!("{}{path_and_query}", self.url))
+            .call()
+            .unwrap_or_else(|error| panic!("GET {path_and_query}: {error}"))
+            .into_json()
+            .unwrap()
+    }
+
+    /// POSTs a body; returns the status and the JSON answer, errors included.
+    pub fn post(&self, path: &str, body: &str) -> (u16, Value) {
+        let request = ureq::post(&format!("{}{path}", self.url)).set("content-type", "application/json");
+        match request.send_string(body) {
+            Ok(response) => (response.status(), response.into_json().unwrap()),
+            Err(ureq::Error::Status(status, response)) => (status, response.into_json().unwrap()),
+            Err(error) => panic!("POST {path}: {error}"),
+        }
+    }
+
+    /// Runs a `mneme` command against this server.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(MNEME).args(args).env("MNEME_SERVER", &self.url).env("MNEME_LOG", "warn").output().unwrap()
+    }
+}
+
+impl Drop for MnemeServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn stdout_of(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "command failed with {}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The seq `mneme publish` reported last.
+pub fn last_seq_of_publish(stdout: &str) -> u64 {
+    stdout.rsplit("last seq ").next().unwrap().trim().parse().unwrap()
+}

@@ -1,0 +1,180 @@
+//! Whole-system tests: a real `mneme serve` on the embedded log and on a
+//! real nats-server, the example trajectory published over HTTP, queries,
+//! replay verification online and offline, restart, dead letters.
+
+mod common;
+
+use common::{MnemeServer, example_path, last_seq_of_publish, stdout_of};
+use mneme_nats::server::NatsServer;
+use serde_json::{Value, json};
+
+fn hits(server: &MnemeServer, agent: &str, query: &str, min_seq: u64) -> Vec<Value> {
+    let path = format!("/v1/swarms/demo/agents/{agent}/search?q={query}&k=5&min_seq={min_seq}");
+    server.get(&path)["hits"].as_array().unwrap().clone()
+}
+
+fn digest(server: &MnemeServer, agent: &str, min_seq: u64) -> Value {
+    server.get(&format!("/v1/swarms/demo/agents/{agent}/digest?min_seq={min_seq}"))
+}
+
+/// Publishes the example, checks queries, and verifies replay for every
+/// agent against the live memory. Returns the last seq.
+fn publish_and_check_example(server: &MnemeServer) -> u64 {
+    let published = stdout_of(&server.cli(&["publish", example_path().to_str().unwrap()]));
+    assert!(published.contains("published 572 events (0 already on the log)"), "{published}");
+    let last_seq = last_seq_of_publish(&published);
+    assert_eq!(last_seq, 572);
+
+    let found = hits(server, "coder", "TokenExpiredError", last_seq);
+    assert!(!found.is_empty());
+    for hit in &found {
+        assert!(hit["text"].as_str().unwrap().contains("TokenExpiredError"), "{hit}");
+        let provenance = hit["provenance"].as_array().unwrap();
+        assert_eq!(provenance[0]["seq"], hit["seq"]);
+        assert_eq!(provenance[0]["event_id"], hit["item_id"]);
+    }
+    let identifier = hits(server, "coder", "refresh_access_token", last_seq);
+    assert!(identifier.iter().any(|hit| hit["text"].as_str().unwrap().contains("refresh_access_token")));
+
+    let context = server.get(&format!("/v1/swarms/demo/agents/coder/context?q=refresh%20token%20failure&budget=700&min_seq={last_seq}"));
+    let tokens = context["tokens"].as_u64().unwrap();
+    assert!(tokens > 0 && tokens <= 700, "{tokens}");
+    assert!(context["items"].as_array().unwrap().iter().any(|item| item["tier"] == "relevant"));
+    assert!(context["items"].as_array().unwrap().iter().any(|item| item["tier"] == "working"));
+
+    for agent in ["planner", "coder", "reviewer"] {
+        let verified = stdout_of(&server.cli(&["replay", "--swarm", "demo", "--agent", agent, "--verify"]));
+        assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
+    }
+    last_seq
+}
+
+#[test]
+fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
+    let work = tempfile::tempdir().unwrap();
+    let mut server = MnemeServer::start(work.path(), None);
+    let last_seq = publish_and_check_example(&server);
+    let before: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
+
+    // Publishing the same file again appends nothing: ids deduplicate.
+    let again = stdout_of(&server.cli(&["publish", example_path().to_str().unwrap()]));
+    assert!(again.contains("published 572 events (572 already on the log); last seq 572"), "{again}");
+
+    server.stop();
+    for agent in ["planner", "coder", "reviewer"] {
+        let offline = std::process::Command::new(common::MNEME)
+            .args(["replay", "--swarm", "demo", "--agent", agent, "--verify", "--data-dir"])
+            .arg(&server.data_dir)
+            .arg("--config")
+            .arg(&server.config_path)
+            .output()
+            .unwrap();
+        let offline = stdout_of(&offline);
+        assert!(offline.contains("MATCH") && !offline.contains("MISMATCH"), "{offline}");
+    }
+
+    server.restart();
+    let after: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
+    for (before, after) in before.iter().zip(&after) {
+        assert_eq!(before["digest"], after["digest"]);
+        assert_eq!(before["seq"], after["seq"]);
+    }
+}
+
+#[test]
+fn an_invalid_event_in_a_batch_is_refused_and_nothing_is_appended() {
+    let work = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start(work.path(), None);
+    let good = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6", "swarm": "demo", "agent": "coder", "ts": "2026-01-06T10:30:00Z",
+        "kind": "message_recorded", "data": {"role": "user", "text": "hello"}});
+    let mut bad = good.clone();
+    bad["id"] = json!("01JGZ5V7Q8X9Y0Z1A2B3C4D5E7");
+    bad["data"] = json!({"role": "user"});
+    let (status, body) = server.post("/v1/events", &json!([good, bad]).to_string());
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "missing_field");
+    assert_eq!(body["error"]["field"], "[1].data.text");
+    assert_eq!(server.get("/healthz")["last_seq"], 0);
+
+    let mut other_swarm = good.clone();
+    other_swarm["swarm"] = json!("elsewhere");
+    let (status, body) = server.post("/v1/events", &other_swarm.to_string());
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "unknown_swarm");
+
+    let (status, body) = server.post("/v1/events", &good.to_string());
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["accepted"][0]["seq"], 1);
+    assert_eq!(server.get("/healthz")["last_seq"], 1);
+
+    let too_many = ureq::get(&format!("{}/v1/swarms/demo/agents/coder/search?q=hello&k=100000", server.url)).call();
+    match too_many {
+        Err(ureq::Error::Status(400, response)) => {
+            let body: Value = response.into_json().unwrap();
+            assert_eq!(body["error"]["field"], "k");
+        }
+        other => panic!("expected 400 for k over the limit, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_bad_record_on_the_embedded_log_is_dead_lettered_and_consumption_continues() {
+    let work = tempfile::tempdir().unwrap();
+    let log_dir = work.path().join("data/log");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        use mneme_nats::EventLog;
+        let log = mneme_nats::SledLog::open(&log_dir, "demo", mneme_nats::SledOptions::default()).unwrap();
+        log.append_raw("coder", b"{\"this is\": \"not an event\"}").await.unwrap();
+    });
+    let server = MnemeServer::start(work.path(), None);
+    let event = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6", "swarm": "demo", "agent": "coder", "ts": "2026-01-06T10:30:00Z",
+        "kind": "message_recorded", "data": {"role": "user", "text": "the migration of the ledger table finished"}});
+    let (status, body) = server.post("/v1/events", &event.to_string());
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["accepted"][0]["seq"], 2);
+    let found = hits(&server, "coder", "ledger", 2);
+    assert_eq!(found.len(), 1);
+    let letters = server.get("/v1/swarms/demo/deadletters")["dead_letters"].as_array().unwrap().clone();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0]["seq"], 1);
+    assert!(!letters[0]["reason"].as_str().unwrap().is_empty());
+    let verified = stdout_of(&server.cli(&["replay", "--swarm", "demo", "--agent", "coder", "--verify"]));
+    assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
+}
+
+#[test]
+fn nats_example_is_searchable_replays_identically_and_dead_letters_foreign_bytes() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let nats = runtime.block_on(NatsServer::require());
+    let work = tempfile::tempdir().unwrap();
+    let mut server = MnemeServer::start(work.path(), Some(&nats.url()));
+    let last_seq = publish_and_check_example(&server);
+
+    // A third party publishes garbage to an events subject with a plain client.
+    runtime.block_on(async {
+        let client = async_nats::connect(nats.url()).await.unwrap();
+        let jetstream = async_nats::jetstream::new(client);
+        let ack = jetstream.publish("mneme.demo.coder.events.message_recorded", "not json at all".into()).await.unwrap();
+        ack.await.unwrap();
+    });
+    let event = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6", "swarm": "demo", "agent": "coder", "ts": "2026-01-06T10:30:00Z",
+        "kind": "message_recorded", "data": {"role": "user", "text": "the ledger migration finished after the garbage"}});
+    let (status, body) = server.post("/v1/events", &event.to_string());
+    assert_eq!(status, 202, "{body}");
+    let seq = body["accepted"][0]["seq"].as_u64().unwrap();
+    assert_eq!(seq, last_seq + 2);
+    assert_eq!(hits(&server, "coder", "ledger", seq).len(), 1);
+    let letters = server.get("/v1/swarms/demo/deadletters")["dead_letters"].as_array().unwrap().clone();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0]["seq"], last_seq + 1);
+    assert_eq!(letters[0]["raw"], "not json at all");
+
+    // Restart: memories come back from snapshots and resume from the log.
+    let before = digest(&server, "coder", seq);
+    server.restart();
+    let after = digest(&server, "coder", seq);
+    assert_eq!(before["digest"], after["digest"]);
+    let verified = stdout_of(&server.cli(&["replay", "--swarm", "demo", "--agent", "coder", "--verify"]));
+    assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
+}
