@@ -19,6 +19,8 @@ const RELEVANT_CANDIDATES: usize = 20;
 /// A hit is cut to fit what remains only if at least this much remains;
 /// a dozen tokens of a stack trace helps nobody.
 const MIN_TRUNCATED_TOKENS: usize = 24;
+const WORKING_HEADING: &str = "## Recent turns\n";
+const RELEVANT_HEADING: &str = "## Relevant memories\n";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextRequest {
@@ -73,9 +75,12 @@ impl AgentMemory {
         let budget = request.budget_tokens;
         let header = format!("# Memory of {} (swarm {}), as of seq {}\n", self.agent, self.swarm, self.checkpoint);
         let header_tokens = tokens::count(&header);
+        // Section headings are reserved up front so that the final count
+        // does not have to drop a chosen item to make room for them.
+        let reserved = header_tokens + tokens::count(WORKING_HEADING) + tokens::count(RELEVANT_HEADING);
         let mut chosen: Vec<ContextItem> = Vec::new();
-        if budget > header_tokens {
-            self.choose_items(request, budget - header_tokens, &mut chosen)?;
+        if budget > reserved {
+            self.choose_items(request, budget - reserved, &mut chosen)?;
         }
         // Lines are counted one by one while choosing; the whole text is what
         // a model sees, so it is counted again and trimmed until it fits.
@@ -188,14 +193,14 @@ fn render(header: &str, chosen: &[ContextItem]) -> String {
     let mut working: Vec<&ContextItem> = chosen.iter().filter(|item| item.tier == ContextTier::Working).collect();
     working.sort_by_key(|item| item.seq);
     if !working.is_empty() {
-        text.push_str("## Recent turns\n");
+        text.push_str(WORKING_HEADING);
         for item in working {
             text.push_str(&line_for(item.seq, item.kind, &item.text));
         }
     }
     let relevant: Vec<&ContextItem> = chosen.iter().filter(|item| item.tier == ContextTier::Relevant).collect();
     if !relevant.is_empty() {
-        text.push_str("## Relevant memories\n");
+        text.push_str(RELEVANT_HEADING);
         for item in relevant {
             text.push_str(&line_for(item.seq, item.kind, &item.text));
         }
