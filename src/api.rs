@@ -69,8 +69,11 @@ impl ApiError {
     }
 
     fn from_validation(error: ValidationError) -> ApiError {
-        let status =
-            if error.code == ErrorCode::PayloadTooLarge { StatusCode::PAYLOAD_TOO_LARGE } else { StatusCode::BAD_REQUEST };
+        let status = if error.code == ErrorCode::PayloadTooLarge {
+            StatusCode::PAYLOAD_TOO_LARGE
+        } else {
+            StatusCode::BAD_REQUEST
+        };
         ApiError { status, code: error.code.as_str().to_string(), field: error.field, message: error.message }
     }
 
@@ -99,8 +102,12 @@ impl From<ActorsError> for ApiError {
     fn from(error: ActorsError) -> ApiError {
         let message = error.to_string();
         match error {
-            ActorsError::UnknownAgent { .. } => ApiError::new(StatusCode::NOT_FOUND, "unknown_agent", Some("agent"), message),
-            ActorsError::CatchUpTimeout { .. } => ApiError::new(StatusCode::GATEWAY_TIMEOUT, "catch_up_timeout", Some("min_seq"), message),
+            ActorsError::UnknownAgent { .. } => {
+                ApiError::new(StatusCode::NOT_FOUND, "unknown_agent", Some("agent"), message)
+            }
+            ActorsError::CatchUpTimeout { .. } => {
+                ApiError::new(StatusCode::GATEWAY_TIMEOUT, "catch_up_timeout", Some("min_seq"), message)
+            }
             ActorsError::Log(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "log_unavailable", None, message),
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, message),
         }
@@ -164,7 +171,8 @@ async fn read_body(mut payload: web::Payload, limit: usize) -> Result<web::Bytes
     use futures::StreamExt;
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "bad_request_body", None, error.to_string()))?;
+        let chunk = chunk
+            .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "bad_request_body", None, error.to_string()))?;
         if body.len() + chunk.len() > limit {
             return Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -190,7 +198,12 @@ fn check_swarm(state: &AppState, swarm: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn agent_handle(state: &AppState, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<AgentHandle, ApiError> {
+async fn agent_handle(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    min_seq: Option<u64>,
+) -> Result<AgentHandle, ApiError> {
     check_swarm(state, swarm)?;
     let handle = state.supervisor.send(GetAgent(agent.to_string())).await.map_err(|_| stopped(agent))??;
     if let Some(min_seq) = min_seq {
@@ -215,7 +228,10 @@ pub struct SearchParams {
 
 fn check_query_text(query: &str) -> Result<(), ApiError> {
     if query.len() > MAX_QUERY_BYTES {
-        return Err(ApiError::bad_parameter("q", format!("query is {} bytes, the limit is {MAX_QUERY_BYTES}", query.len())));
+        return Err(ApiError::bad_parameter(
+            "q",
+            format!("query is {} bytes, the limit is {MAX_QUERY_BYTES}", query.len()),
+        ));
     }
     Ok(())
 }
@@ -304,7 +320,10 @@ async fn context(
     check_query_text(&params.q)?;
     let budget = params.budget.unwrap_or(8000);
     if budget == 0 || budget > MAX_BUDGET_TOKENS {
-        return Err(ApiError::bad_parameter("budget", format!("budget must be between 1 and {MAX_BUDGET_TOKENS} tokens, got {budget}")));
+        return Err(ApiError::bad_parameter(
+            "budget",
+            format!("budget must be between 1 and {MAX_BUDGET_TOKENS} tokens, got {budget}"),
+        ));
     }
     let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
     let request = ContextRequest { query: params.q.clone(), budget_tokens: budget };
@@ -408,7 +427,10 @@ async fn get_events(
     check_swarm(&state, &path)?;
     let limit = params.limit.unwrap_or(1000);
     if limit == 0 || limit > MAX_EVENTS_PAGE {
-        return Err(ApiError::bad_parameter("limit", format!("limit must be between 1 and {MAX_EVENTS_PAGE}, got {limit}")));
+        return Err(ApiError::bad_parameter(
+            "limit",
+            format!("limit must be between 1 and {MAX_EVENTS_PAGE}, got {limit}"),
+        ));
     }
     let from_seq = params.from_seq.unwrap_or(1).max(1);
     let entries = state.log.read(from_seq, params.agent.as_deref(), limit).await?;

@@ -61,13 +61,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let json_events = synthetic_events(args.events, &agents);
     let bytes: usize = json_events.iter().map(String::len).sum();
     out!("{}", machine_description());
+    out!("command: mneme bench ingest --events {} --agents {} --batch {}", args.events, agents.len(), args.batch);
     out!(
-        "command: mneme bench ingest --events {} --agents {} --batch {}",
-        args.events,
-        agents.len(),
-        args.batch
+        "events: {} synthetic events, {} bytes of JSON on average",
+        json_events.len(),
+        bytes / json_events.len().max(1)
     );
-    out!("events: {} synthetic events, {} bytes of JSON on average", json_events.len(), bytes / json_events.len().max(1));
     let mut results = Vec::new();
     if args.backend != BenchBackend::Nats {
         results.push(bench_embedded(&json_events, &agents, args.batch).await?);
@@ -93,7 +92,11 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
 fn machine_description() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|info| info.lines().find(|line| line.starts_with("model name")).map(|line| line.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .map(|line| line.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".to_string());
     let memory_kb: u64 = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -138,7 +141,8 @@ async fn bench_nats(json_events: &[String], agents: &[String], batch: usize) -> 
     let raw = raw_nats_rate(&server.url(), json_events).await?;
     out!("nats: raw JetStream publish+consume {raw:.0} events/s");
     let scratch = ScratchDir::new("nats")?;
-    let log: Arc<dyn EventLog> = Arc::new(JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await?);
+    let log: Arc<dyn EventLog> =
+        Arc::new(JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await?);
     let end_to_end = end_to_end_rate(log, &scratch.0, json_events, agents, batch).await?;
     out!("nats: end to end {end_to_end:.0} events/s");
     Ok(Measured { backend: "NATS JetStream", raw_events_per_second: raw, end_to_end_events_per_second: end_to_end })
@@ -147,7 +151,8 @@ async fn bench_nats(json_events: &[String], agents: &[String], batch: usize) -> 
 /// The baseline: typed events appended in batches, then read back.
 async fn raw_log_rate(log: &SledLog, json_events: &[String], batch: usize) -> anyhow::Result<f64> {
     let limits = DecodeLimits::default();
-    let events: Vec<Event> = json_events.iter().map(|json| decode_json(json.as_bytes(), &limits)).collect::<Result<_, _>>()?;
+    let events: Vec<Event> =
+        json_events.iter().map(|json| decode_json(json.as_bytes(), &limits)).collect::<Result<_, _>>()?;
     let started = Instant::now();
     for chunk in events.chunks(batch.max(1)) {
         log.append(chunk).await?;
@@ -236,10 +241,46 @@ async fn end_to_end_rate(
 }
 
 const WORDS: &[&str] = &[
-    "token", "refresh", "auth", "session", "expired", "cargo", "test", "panic", "unwrap", "src/auth/token.rs",
-    "database", "migration", "schema", "review", "handoff", "deploy", "cache", "latency", "retry", "timeout",
-    "TokenExpiredError", "refresh_access_token", "middleware", "config", "parser", "fixture", "assert", "fails",
-    "passes", "because", "the", "with", "after", "before", "should", "function", "module", "error", "stack", "trace",
+    "token",
+    "refresh",
+    "auth",
+    "session",
+    "expired",
+    "cargo",
+    "test",
+    "panic",
+    "unwrap",
+    "src/auth/token.rs",
+    "database",
+    "migration",
+    "schema",
+    "review",
+    "handoff",
+    "deploy",
+    "cache",
+    "latency",
+    "retry",
+    "timeout",
+    "TokenExpiredError",
+    "refresh_access_token",
+    "middleware",
+    "config",
+    "parser",
+    "fixture",
+    "assert",
+    "fails",
+    "passes",
+    "because",
+    "the",
+    "with",
+    "after",
+    "before",
+    "should",
+    "function",
+    "module",
+    "error",
+    "stack",
+    "trace",
 ];
 
 /// Deterministic synthetic events: messages, tool results, decisions and

@@ -67,16 +67,18 @@ pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCod
     if text.trim_start().starts_with('[') {
         count(call(ureq::post(&url), Some(&text))?);
     } else {
-        let lines: Vec<(usize, &str)> =
-            text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()).collect();
+        let lines: Vec<(usize, &str)> = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()).collect();
         for chunk in lines.chunks(batch.max(1)) {
             let body = format!("[{}]", chunk.iter().map(|(_, line)| *line).collect::<Vec<_>>().join(","));
             let response = call(ureq::post(&url), Some(&body)).map_err(|error| {
                 // The server names the event by its index in the batch; say the line.
                 let message = error.to_string();
-                let index = message.split("field [").nth(1).and_then(|rest| rest.split(']').next()?.parse::<usize>().ok());
+                let index =
+                    message.split("field [").nth(1).and_then(|rest| rest.split(']').next()?.parse::<usize>().ok());
                 match index.and_then(|index| chunk.get(index)) {
-                    Some((line, _)) => error.context(format!("{file} line {}: nothing of this batch was appended", line + 1)),
+                    Some((line, _)) => {
+                        error.context(format!("{file} line {}: nothing of this batch was appended", line + 1))
+                    }
                     None => error,
                 }
             })?;
@@ -122,7 +124,14 @@ pub fn search(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn context(server: &str, swarm: &str, agent: &str, query: &str, budget: usize, json: bool) -> anyhow::Result<ExitCode> {
+pub fn context(
+    server: &str,
+    swarm: &str,
+    agent: &str,
+    query: &str,
+    budget: usize,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let url = format!("{}?q={}&budget={budget}", agent_url(server, swarm, agent, "context"), encode(query));
     let response = call(ureq::get(&url), None)?;
     if json {
@@ -137,7 +146,8 @@ pub fn context(server: &str, swarm: &str, agent: &str, query: &str, budget: usiz
 pub fn tail(server: &str, swarm: &str, agent: Option<&str>, from_seq: u64, follow: bool) -> anyhow::Result<ExitCode> {
     let mut next_seq = from_seq;
     loop {
-        let mut url = format!("{}/v1/swarms/{swarm}/events?from_seq={next_seq}&limit=1000", server.trim_end_matches('/'));
+        let mut url =
+            format!("{}/v1/swarms/{swarm}/events?from_seq={next_seq}&limit=1000", server.trim_end_matches('/'));
         if let Some(agent) = agent {
             url.push_str(&format!("&agent={}", encode(agent)));
         }

@@ -212,13 +212,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             client::context(&server.server, &target.swarm, &target.agent, &query, budget, json)
         }
         Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
-            Some(data_dir) => actix::System::new()
-                .block_on(offline::tail(&data_dir, &swarm, agent.as_deref(), from_seq, follow)),
+            Some(data_dir) => {
+                actix::System::new().block_on(offline::tail(&data_dir, &swarm, agent.as_deref(), from_seq, follow))
+            }
             None => client::tail(&server.server, &swarm, agent.as_deref(), from_seq, follow),
         },
         Command::Replay { target, verify, data_dir, config, server } => match data_dir {
             Some(data_dir) => {
-                let mut swarm_config = load_config_file(config.as_deref()).context("loading the swarm configuration")?;
+                let mut swarm_config =
+                    load_config_file(config.as_deref()).context("loading the swarm configuration")?;
                 swarm_config.swarm.name = target.swarm.clone();
                 swarm_config.log.data_dir = data_dir;
                 actix::System::new().block_on(offline::replay(&swarm_config, &target.agent, verify))

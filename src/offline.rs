@@ -11,9 +11,16 @@ use mneme_nats::{EventLog, SledLog, SledOptions};
 
 use crate::{api, backend};
 
-pub async fn tail(data_dir: &Path, swarm: &str, agent: Option<&str>, from_seq: u64, follow: bool) -> anyhow::Result<ExitCode> {
+pub async fn tail(
+    data_dir: &Path,
+    swarm: &str,
+    agent: Option<&str>,
+    from_seq: u64,
+    follow: bool,
+) -> anyhow::Result<ExitCode> {
     let dir = data_dir.join("log");
-    let log = SledLog::open(&dir, swarm, SledOptions::default()).with_context(|| format!("opening {}", dir.display()))?;
+    let log =
+        SledLog::open(&dir, swarm, SledOptions::default()).with_context(|| format!("opening {}", dir.display()))?;
     if follow {
         let mut entries = log.subscribe(from_seq.max(1), agent).await?;
         while let Some(entry) = entries.next().await {
@@ -39,19 +46,18 @@ pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool) -> anyhow::
     let swarm = &config.swarm.name;
     let log = backend::open_log(config).await?;
     let snapshot_dir = backend::snapshot_dir(config);
-    let store = SnapshotStore::open(&snapshot_dir)
-        .with_context(|| format!("opening the snapshot store in {} (is a server running on it?)", snapshot_dir.display()))?;
+    let store = SnapshotStore::open(&snapshot_dir).with_context(|| {
+        format!("opening the snapshot store in {} (is a server running on it?)", snapshot_dir.display())
+    })?;
     let persisted = restore_or_new(&store, swarm, agent, config.memory_config())?;
     let snapshot_seq = persisted.checkpoint();
     let (persisted, tail) = continue_from_log(log.as_ref(), persisted, None).await?;
-    let (_, rebuilt) = rebuild_from_log(log.as_ref(), agent, config.memory_config(), Some(persisted.checkpoint())).await?;
+    let (_, rebuilt) =
+        rebuild_from_log(log.as_ref(), agent, config.memory_config(), Some(persisted.checkpoint())).await?;
     let persisted_digest = persisted.digest();
     out!("agent {agent}: replayed {} entries to seq {}", rebuilt.entries_read, rebuilt.checkpoint);
     out!("  replayed digest  {}", rebuilt.digest);
-    out!(
-        "  persisted digest {persisted_digest} (snapshot at seq {snapshot_seq} + {} tail entries)",
-        tail.entries_read
-    );
+    out!("  persisted digest {persisted_digest} (snapshot at seq {snapshot_seq} + {} tail entries)", tail.entries_read);
     let matches = persisted_digest == rebuilt.digest && persisted.checkpoint() == rebuilt.checkpoint;
     out!("  {}", if matches { "MATCH" } else { "MISMATCH" });
     Ok(if verify && !matches { ExitCode::FAILURE } else { ExitCode::SUCCESS })

@@ -36,7 +36,9 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
     let identifier = hits(server, "coder", "refresh_access_token", last_seq);
     assert!(identifier.iter().any(|hit| hit["text"].as_str().unwrap().contains("refresh_access_token")));
 
-    let context = server.get(&format!("/v1/swarms/demo/agents/coder/context?q=refresh%20token%20failure&budget=700&min_seq={last_seq}"));
+    let context = server.get(&format!(
+        "/v1/swarms/demo/agents/coder/context?q=refresh%20token%20failure&budget=700&min_seq={last_seq}"
+    ));
     let tokens = context["tokens"].as_u64().unwrap();
     assert!(tokens > 0 && tokens <= 700, "{tokens}");
     assert!(context["items"].as_array().unwrap().iter().any(|item| item["tier"] == "relevant"));
@@ -155,7 +157,8 @@ fn nats_example_is_searchable_replays_identically_and_dead_letters_foreign_bytes
     runtime.block_on(async {
         let client = async_nats::connect(nats.url()).await.unwrap();
         let jetstream = async_nats::jetstream::new(client);
-        let ack = jetstream.publish("mneme.demo.coder.events.message_recorded", "not json at all".into()).await.unwrap();
+        let ack =
+            jetstream.publish("mneme.demo.coder.events.message_recorded", "not json at all".into()).await.unwrap();
         ack.await.unwrap();
     });
     let event = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6", "swarm": "demo", "agent": "coder", "ts": "2026-01-06T10:30:00Z",

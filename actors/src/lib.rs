@@ -14,7 +14,9 @@ pub mod supervisor;
 pub mod swarm_config;
 
 pub use error::ActorsError;
-pub use memory_actor::{AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, MemoryActor, Query, QueryAnswer, TakeSnapshot};
+pub use memory_actor::{
+    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, MemoryActor, Query, QueryAnswer, TakeSnapshot,
+};
 pub use replay::{ReplayReport, continue_from_log, rebuild_from_log, verify_against_log};
 pub use snapshot_store::SnapshotStore;
 pub use supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, SnapshotAll, Supervisor};

@@ -1,0 +1,209 @@
+//! The supervisor and memory actors over a real embedded log: what they
+//! apply equals a rebuild from the log, snapshots carry their checkpoint,
+//! restarts resume from them, and small mailboxes lose nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Addr};
+use mneme_actors::swarm_config::AgentConfig;
+use mneme_actors::{
+    ActorsError, AgentHandle, GetAgent, Query, QueryAnswer, SnapshotAll, SnapshotStore, Supervisor, SwarmConfig,
+    rebuild_from_log,
+};
+use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
+use mneme_nats::{EventLog, SledLog, SledOptions};
+
+fn message(counter: u64, agent: &str, text: &str) -> Event {
+    Event {
+        id: EventId::from_parts(1_767_000_000_000 + counter, u128::from(counter)),
+        swarm: "demo".to_string(),
+        agent: agent.to_string(),
+        ts: Timestamp::from_unix_millis(1_767_000_000_000 + counter as i64),
+        correlation_id: None,
+        causation_id: None,
+        scope: Scope::Shared,
+        importance: None,
+        schema_version: 1,
+        kind: EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() }),
+    }
+}
+
+fn events(range: std::ops::Range<u64>, agents: &[&str]) -> Vec<Event> {
+    range
+        .map(|counter| {
+            message(counter, agents[counter as usize % agents.len()], &format!("note {counter} about the token cache"))
+        })
+        .collect()
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    log: Arc<dyn EventLog>,
+    store: SnapshotStore,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let log: Arc<dyn EventLog> =
+        Arc::new(SledLog::open(&dir.path().join("log"), "demo", SledOptions::default()).unwrap());
+    let store = SnapshotStore::open(&dir.path().join("snapshots")).unwrap();
+    Fixture { _dir: dir, log, store }
+}
+
+fn config(agents: &[&str], admit: bool) -> SwarmConfig {
+    let mut config = SwarmConfig::with_name("demo");
+    config.swarm.admit_unknown_agents = admit;
+    config.agents = agents.iter().map(|name| AgentConfig { name: name.to_string(), role: String::new() }).collect();
+    config.memory.checkpoint_interval_ms = 60_000;
+    config.memory.checkpoint_every_events = 1_000_000;
+    config
+}
+
+async fn status(handle: &AgentHandle) -> mneme_actors::AgentStatus {
+    match handle.addr.send(Query::Status).await.unwrap().unwrap() {
+        QueryAnswer::Status(status) => status,
+        _ => unreachable!(),
+    }
+}
+
+async fn caught_up(supervisor: &Addr<Supervisor>, log: &dyn EventLog, agent: &str) -> AgentHandle {
+    let handle = supervisor.send(GetAgent(agent.to_string())).await.unwrap().unwrap();
+    let last_seq = log.last_seq().await.unwrap();
+    handle.caught_up(log, last_seq, Duration::from_secs(30)).await.unwrap();
+    handle
+}
+
+async fn assert_matches_rebuild(log: &dyn EventLog, handle: &AgentHandle, config: &SwarmConfig) {
+    let live = status(handle).await;
+    let (_, rebuilt) = rebuild_from_log(log, &handle.agent, config.memory_config(), None).await.unwrap();
+    assert_eq!(live.checkpoint, rebuilt.checkpoint, "{}", handle.agent);
+    assert_eq!(live.digest, rebuilt.digest, "{}", handle.agent);
+}
+
+#[actix_rt::test]
+async fn memories_apply_their_agents_events_and_match_a_rebuild() {
+    let fixture = fixture();
+    let config = config(&["planner", "coder"], false);
+    fixture.log.append(&events(0..300, &["planner", "coder"])).await.unwrap();
+    let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+    for agent in ["planner", "coder"] {
+        let handle = caught_up(&supervisor, fixture.log.as_ref(), agent).await;
+        assert_eq!(status(&handle).await.items, 150);
+        assert_matches_rebuild(fixture.log.as_ref(), &handle, &config).await;
+    }
+    // Events appended while running are applied too.
+    fixture.log.append(&events(300..320, &["coder"])).await.unwrap();
+    let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+    assert_eq!(status(&handle).await.items, 170);
+    assert_matches_rebuild(fixture.log.as_ref(), &handle, &config).await;
+}
+
+#[actix_rt::test]
+async fn a_snapshot_is_written_every_n_events_together_with_its_checkpoint() {
+    let fixture = fixture();
+    let mut config = config(&["coder"], false);
+    config.memory.checkpoint_every_events = 10;
+    let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+    // Appended one at a time so the actor sees small batches.
+    for counter in 0..25 {
+        fixture.log.append(&events(counter..counter + 1, &["coder"])).await.unwrap();
+        caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+    }
+    let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+    let live = status(&handle).await;
+    assert!(live.snapshot_seq >= 20, "snapshot at {}", live.snapshot_seq);
+    let body = fixture.store.load("demo", "coder").unwrap().unwrap();
+    let restored =
+        mneme_projections::AgentMemory::from_snapshot(&body, "demo", "coder", config.memory_config()).unwrap();
+    assert_eq!(restored.checkpoint(), live.snapshot_seq);
+    let (_, rebuilt) =
+        rebuild_from_log(fixture.log.as_ref(), "coder", config.memory_config(), Some(live.snapshot_seq)).await.unwrap();
+    assert_eq!(restored.digest(), rebuilt.digest);
+}
+
+#[test]
+fn a_restart_resumes_from_the_snapshot_and_applies_only_the_tail() {
+    let fixture = fixture();
+    let config = config(&["coder"], false);
+    let first_checkpoint = actix::System::new().block_on(async {
+        fixture.log.append(&events(0..100, &["coder"])).await.unwrap();
+        let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+        let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+        supervisor.send(SnapshotAll).await.unwrap();
+        let checkpoint = status(&handle).await.checkpoint;
+        actix::System::current().stop();
+        checkpoint
+    });
+    assert_eq!(first_checkpoint, 100);
+    actix::System::new().block_on(async {
+        let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+        let handle = supervisor.send(GetAgent("coder".to_string())).await.unwrap().unwrap();
+        // Restored from the snapshot, not rebuilt: a rebuilt memory has
+        // taken no snapshot yet (the policy here is 60 s or a million events).
+        assert_eq!(status(&handle).await.snapshot_seq, first_checkpoint);
+        fixture.log.append(&events(100..110, &["coder"])).await.unwrap();
+        let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+        assert_eq!(status(&handle).await.checkpoint, 110);
+        assert_matches_rebuild(fixture.log.as_ref(), &handle, &config).await;
+        actix::System::current().stop();
+    });
+}
+
+#[actix_rt::test]
+async fn an_unknown_agent_is_refused_unless_the_swarm_admits_it() {
+    let fixture = fixture();
+    fixture.log.append(&events(0..4, &["stranger"])).await.unwrap();
+    let closed = Supervisor::new(config(&["coder"], false), fixture.log.clone(), fixture.store.clone()).start();
+    let refused = closed.send(GetAgent("stranger".to_string())).await.unwrap();
+    assert!(matches!(refused, Err(ActorsError::UnknownAgent { .. })));
+
+    let open = Supervisor::new(config(&["coder"], true), fixture.log.clone(), fixture.store.clone()).start();
+    let handle = caught_up(&open, fixture.log.as_ref(), "stranger").await;
+    assert_eq!(status(&handle).await.items, 4);
+    // An agent that is nowhere on the log is not conjured up by a query.
+    let nobody = open.send(GetAgent("nobody".to_string())).await.unwrap();
+    assert!(matches!(nobody, Err(ActorsError::UnknownAgent { .. })));
+}
+
+#[actix_rt::test]
+async fn a_one_batch_mailbox_applies_backpressure_and_loses_nothing() {
+    let fixture = fixture();
+    let mut config = config(&["coder"], false);
+    config.memory.mailbox_capacity = 1;
+    let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+    for start in (0..3000).step_by(500) {
+        fixture.log.append(&events(start..start + 500, &["coder"])).await.unwrap();
+    }
+    let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+    let live = status(&handle).await;
+    assert_eq!(live.checkpoint, 3000);
+    assert_eq!(live.items, 3000);
+    assert_matches_rebuild(fixture.log.as_ref(), &handle, &config).await;
+}
+
+#[actix_rt::test]
+async fn a_bad_record_is_dead_lettered_once_and_consumption_continues() {
+    let fixture = fixture();
+    let config = config(&["coder"], false);
+    fixture.log.append(&events(0..3, &["coder"])).await.unwrap();
+    fixture.log.append_raw("coder", b"\x00\x01 definitely not an event").await.unwrap();
+    fixture.log.append(&events(3..6, &["coder"])).await.unwrap();
+    let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+    let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+    assert_eq!(status(&handle).await.items, 6);
+    assert_eq!(status(&handle).await.checkpoint, 7);
+    // The feed files the letter right after the actor reports it.
+    let mut letters = Vec::new();
+    for _ in 0..100 {
+        letters = fixture.log.dead_letters().await.unwrap();
+        if !letters.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].seq, 4);
+    assert!(!letters[0].reason.is_empty());
+    assert_matches_rebuild(fixture.log.as_ref(), &handle, &config).await;
+}
