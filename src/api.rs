@@ -33,10 +33,16 @@ pub struct AppState {
     pub log: Arc<dyn EventLog>,
     pub supervisor: Addr<Supervisor>,
     pub metrics: PrometheusHandle,
+    /// A replay rebuilds a whole memory: one at a time per process.
+    pub replay_permits: tokio::sync::Semaphore,
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {
+    let bad_query = web::QueryConfig::default()
+        .error_handler(|error, _| ApiError::bad_parameter("query", error.to_string()).into());
     config
+        .app_data(bad_query)
+        .default_service(web::to(not_found))
         .route("/healthz", web::get().to(healthz))
         .route("/metrics", web::get().to(metrics))
         .route("/v1/events", web::post().to(post_events))
@@ -116,12 +122,33 @@ impl From<ActorsError> for ApiError {
 
 impl From<LogError> for ApiError {
     fn from(error: LogError) -> ApiError {
-        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "log_unavailable", None, error.to_string())
+        let message = error.to_string();
+        match error {
+            LogError::EventTooLarge { .. } => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", None, message)
+            }
+            LogError::InvalidName { role, .. } => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_name", Some(role), message)
+            }
+            LogError::ForeignSwarm { .. } => {
+                ApiError::new(StatusCode::NOT_FOUND, "unknown_swarm", Some("swarm"), message)
+            }
+            _ => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "log_unavailable", None, message),
+        }
     }
 }
 
 fn stopped(agent: &str) -> ApiError {
     ApiError::from(ActorsError::ActorStopped { agent: agent.to_string() })
+}
+
+async fn not_found(request: actix_web::HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        None,
+        format!("no endpoint {} {}", request.method(), request.path()),
+    ))
 }
 
 async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -372,6 +399,14 @@ async fn replay(
     params: web::Query<ReplayParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent) = path.into_inner();
+    let _permit = state.replay_permits.try_acquire().map_err(|_| {
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "replay_in_progress",
+            None,
+            "a replay is already running; retry when it ends",
+        )
+    })?;
     let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
     let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
         unreachable!("a status query answers with a status")
@@ -431,6 +466,9 @@ async fn get_events(
             "limit",
             format!("limit must be between 1 and {MAX_EVENTS_PAGE}, got {limit}"),
         ));
+    }
+    if let Some(agent) = &params.agent {
+        mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
     }
     let from_seq = params.from_seq.unwrap_or(1).max(1);
     let entries = state.log.read(from_seq, params.agent.as_deref(), limit).await?;

@@ -218,7 +218,7 @@ async fn end_to_end_rate(
     let mut config = SwarmConfig::with_name(SWARM);
     config.log.data_dir = dir.to_path_buf();
     let store = SnapshotStore::open(&dir.join("snapshots"))?;
-    let supervisor: Addr<Supervisor> = Supervisor::new(config, log.clone(), store).start();
+    let supervisor: Addr<Supervisor> = Supervisor::new(config, log.clone(), store, log.last_seq().await?).start();
     let limits = DecodeLimits::default();
     let started = Instant::now();
     for chunk in json_events.chunks(batch.max(1)) {

@@ -47,6 +47,25 @@ fn agent_url(server: &str, swarm: &str, agent: &str, verb: &str) -> String {
     format!("{}/v1/swarms/{swarm}/agents/{agent}/{verb}", server.trim_end_matches('/'))
 }
 
+/// Events of a file as (where, raw JSON) pairs: a JSON document holding one
+/// event or an array of them, or else JSON Lines.
+fn events_of_file(text: &str) -> Vec<(String, String)> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(events)) => events
+            .iter()
+            .enumerate()
+            .map(|(index, event)| (format!("array element {index}"), event.to_string()))
+            .collect(),
+        Ok(event) => vec![("the document".to_string(), event.to_string())],
+        Err(_) => text
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| !line.trim().is_empty())
+            .map(|(index, line)| (format!("line {}", index + 1), line.to_string()))
+            .collect(),
+    }
+}
+
 pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCode> {
     let text = if file == "-" {
         let mut text = String::new();
@@ -57,32 +76,22 @@ pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCod
     };
     let url = format!("{}/v1/events", server.trim_end_matches('/'));
     let (mut accepted, mut duplicates, mut last_seq) = (0usize, 0usize, 0u64);
-    let mut count = |response: Value| {
+    for chunk in events_of_file(&text).chunks(batch.max(1)) {
+        let body = format!("[{}]", chunk.iter().map(|(_, json)| json.as_str()).collect::<Vec<_>>().join(","));
+        let response = call(ureq::post(&url), Some(&body)).map_err(|error| {
+            // The server names the event by its index in the batch.
+            let message = error.to_string();
+            let index = message.split("field [").nth(1).and_then(|rest| rest.split(']').next()?.parse::<usize>().ok());
+            let place =
+                index.and_then(|index| chunk.get(index)).map_or("a batch".to_string(), |(place, _)| place.clone());
+            error.context(format!(
+                "{file}: {place} was refused; {accepted} events before its batch were appended, none of its batch"
+            ))
+        })?;
         for item in response["accepted"].as_array().into_iter().flatten() {
             accepted += 1;
             duplicates += usize::from(item["duplicate"].as_bool().unwrap_or(false));
             last_seq = last_seq.max(item["seq"].as_u64().unwrap_or(0));
-        }
-    };
-    if text.trim_start().starts_with('[') {
-        count(call(ureq::post(&url), Some(&text))?);
-    } else {
-        let lines: Vec<(usize, &str)> = text.lines().enumerate().filter(|(_, line)| !line.trim().is_empty()).collect();
-        for chunk in lines.chunks(batch.max(1)) {
-            let body = format!("[{}]", chunk.iter().map(|(_, line)| *line).collect::<Vec<_>>().join(","));
-            let response = call(ureq::post(&url), Some(&body)).map_err(|error| {
-                // The server names the event by its index in the batch; say the line.
-                let message = error.to_string();
-                let index =
-                    message.split("field [").nth(1).and_then(|rest| rest.split(']').next()?.parse::<usize>().ok());
-                match index.and_then(|index| chunk.get(index)) {
-                    Some((line, _)) => {
-                        error.context(format!("{file} line {}: nothing of this batch was appended", line + 1))
-                    }
-                    None => error,
-                }
-            })?;
-            count(response);
         }
     }
     out!("published {accepted} events ({duplicates} already on the log); last seq {last_seq}");
@@ -180,6 +189,17 @@ pub fn replay(server: &str, swarm: &str, agent: &str, verify: bool) -> anyhow::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_is_read_as_one_document_or_as_json_lines() {
+        let pretty = "{\n  \"id\": 1\n}\n";
+        assert_eq!(events_of_file(pretty), vec![("the document".to_string(), "{\"id\":1}".to_string())]);
+        let array = "[{\"id\": 1},\n {\"id\": 2}]";
+        assert_eq!(events_of_file(array).len(), 2);
+        let lines = "{\"id\": 1}\n\n{\"id\": 2}\n";
+        let events = events_of_file(lines);
+        assert_eq!(events.iter().map(|(place, _)| place.as_str()).collect::<Vec<_>>(), ["line 1", "line 3"]);
+    }
 
     #[test]
     fn query_text_is_percent_encoded() {

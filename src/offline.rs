@@ -49,7 +49,7 @@ pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool) -> anyhow::
     let store = SnapshotStore::open(&snapshot_dir).with_context(|| {
         format!("opening the snapshot store in {} (is a server running on it?)", snapshot_dir.display())
     })?;
-    let persisted = restore_or_new(&store, swarm, agent, config.memory_config())?;
+    let persisted = restore_or_new(&store, swarm, agent, config.memory_config(), log.last_seq().await?)?;
     let snapshot_seq = persisted.checkpoint();
     let (persisted, tail) = continue_from_log(log.as_ref(), persisted, None).await?;
     let (_, rebuilt) =

@@ -22,9 +22,16 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let snapshot_dir = backend::snapshot_dir(&config);
     let store = SnapshotStore::open(&snapshot_dir)
         .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))?;
-    let supervisor = Supervisor::new(config.clone(), log.clone(), store).start();
+    let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
+    let supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end_at_start).start();
     let bind = config.http.bind;
-    let state = web::Data::new(AppState { config: config.clone(), log, supervisor: supervisor.clone(), metrics });
+    let state = web::Data::new(AppState {
+        config: config.clone(),
+        log,
+        supervisor: supervisor.clone(),
+        metrics,
+        replay_permits: tokio::sync::Semaphore::new(1),
+    });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
     let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(api::routes))

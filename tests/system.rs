@@ -58,6 +58,16 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
     let last_seq = publish_and_check_example(&server);
     let before: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
 
+    let metrics = ureq::get(&format!("{}/metrics", server.url)).call().unwrap().into_string().unwrap();
+    assert!(metrics.contains("mneme_events_applied_total{agent=\"coder\"} 363"), "{metrics}");
+    assert!(metrics.contains("mneme_events_dead_lettered_total"), "{metrics}");
+    assert!(metrics.contains("mneme_query_seconds"), "{metrics}");
+
+    let tail = stdout_of(&server.cli(&["tail", "--agent", "planner", "--from-seq", "560"]));
+    let tailed: Vec<Value> = tail.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert!(!tailed.is_empty());
+    assert!(tailed.iter().all(|event| event["agent"] == "planner" && event["seq"].as_u64().unwrap() >= 560));
+
     // Publishing the same file again appends nothing: ids deduplicate.
     let again = stdout_of(&server.cli(&["publish", example_path().to_str().unwrap()]));
     assert!(again.contains("published 572 events (572 already on the log); last seq 572"), "{again}");
@@ -109,14 +119,20 @@ fn an_invalid_event_in_a_batch_is_refused_and_nothing_is_appended() {
     assert_eq!(body["accepted"][0]["seq"], 1);
     assert_eq!(server.get("/healthz")["last_seq"], 1);
 
-    let too_many = ureq::get(&format!("{}/v1/swarms/demo/agents/coder/search?q=hello&k=100000", server.url)).call();
-    match too_many {
-        Err(ureq::Error::Status(400, response)) => {
-            let body: Value = response.into_json().unwrap();
-            assert_eq!(body["error"]["field"], "k");
+    let refused = |path: &str, status: u16| -> Value {
+        match ureq::get(&format!("{}{path}", server.url)).call() {
+            Err(ureq::Error::Status(code, response)) if code == status => response.into_json().unwrap(),
+            other => panic!("expected {status} for {path}, got {other:?}"),
         }
-        other => panic!("expected 400 for k over the limit, got {other:?}"),
-    }
+    };
+    assert_eq!(refused("/v1/swarms/demo/agents/coder/search?q=hello&k=100000", 400)["error"]["field"], "k");
+    assert_eq!(
+        refused("/v1/swarms/demo/agents/coder/search?q=hello&k=many", 400)["error"]["code"],
+        "invalid_parameter"
+    );
+    assert_eq!(refused("/v1/swarms/demo/events?agent=co.der", 400)["error"]["field"], "agent");
+    assert_eq!(refused("/v1/swarms/demo/agents/nobody/search?q=x", 404)["error"]["code"], "unknown_agent");
+    assert_eq!(refused("/v2/nothing", 404)["error"]["code"], "not_found");
 }
 
 #[test]

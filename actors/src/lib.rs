@@ -15,7 +15,8 @@ pub mod swarm_config;
 
 pub use error::ActorsError;
 pub use memory_actor::{
-    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, MemoryActor, Query, QueryAnswer, TakeSnapshot,
+    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, DeadLettersFiled, MemoryActor, Query, QueryAnswer,
+    TakeSnapshot,
 };
 pub use replay::{ReplayReport, continue_from_log, rebuild_from_log, verify_against_log};
 pub use snapshot_store::SnapshotStore;

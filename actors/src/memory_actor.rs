@@ -4,6 +4,7 @@
 //! Memory actors run on worker arbiters, never on the arbiter that drives
 //! log and network IO: indexing and tantivy commits take milliseconds.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -32,6 +33,11 @@ pub struct MemoryActor {
     snapshot_seq: u64,
     events_since_snapshot: u64,
     first_unsaved_at: Option<Instant>,
+    /// Records skipped as dead whose letters the feed has not yet confirmed
+    /// filed. No snapshot is written while there are any: a snapshot past an
+    /// unfiled letter would lose it for good if the process died, whereas
+    /// without one the record is read, skipped and filed again on restart.
+    unfiled_dead_letters: BTreeSet<u64>,
     /// Tells waiting queries how far this memory has applied the log.
     applied_seq: watch::Sender<u64>,
 }
@@ -52,21 +58,39 @@ impl MemoryActor {
             snapshot_seq,
             events_since_snapshot: 0,
             first_unsaved_at: None,
+            unfiled_dead_letters: BTreeSet::new(),
             applied_seq,
         }
     }
 
-    fn snapshot_if_due(&mut self) -> Result<Option<u64>, ActorsError> {
+    /// Takes a snapshot if the policy says one is due; errors are logged,
+    /// not returned, because the state they would have saved is still in
+    /// memory and in the log.
+    fn snapshot_if_due(&mut self) -> Option<u64> {
         let due_by_count = self.events_since_snapshot >= self.policy.every_events;
         let due_by_time = self.first_unsaved_at.is_some_and(|since| since.elapsed() >= self.policy.interval);
-        if due_by_count || due_by_time { self.snapshot().map(Some) } else { Ok(None) }
+        if !(due_by_count || due_by_time) {
+            return None;
+        }
+        match self.snapshot() {
+            Ok(snapshot_seq) => snapshot_seq,
+            Err(error) => {
+                tracing::error!(agent = %self.memory.agent(), %error, "snapshot failed; will retry");
+                None
+            }
+        }
     }
 
-    /// Writes memory and checkpoint as one snapshot; returns its sequence.
-    fn snapshot(&mut self) -> Result<u64, ActorsError> {
+    /// Writes memory and checkpoint as one snapshot; returns its sequence,
+    /// or `None` while dead letters wait to be filed.
+    fn snapshot(&mut self) -> Result<Option<u64>, ActorsError> {
         let checkpoint = self.memory.checkpoint();
         if checkpoint == self.snapshot_seq {
-            return Ok(checkpoint);
+            return Ok(Some(checkpoint));
+        }
+        if !self.unfiled_dead_letters.is_empty() {
+            tracing::debug!(agent = %self.memory.agent(), "snapshot deferred until dead letters are filed");
+            return Ok(None);
         }
         let span = tracing::info_span!("checkpoint", agent = %self.memory.agent(), seq = checkpoint);
         let _entered = span.enter();
@@ -80,7 +104,7 @@ impl MemoryActor {
         metrics::counter!("mneme_snapshots_written_total").increment(1);
         metrics::histogram!("mneme_snapshot_seconds").record(started.elapsed().as_secs_f64());
         tracing::debug!(bytes = body.len(), "snapshot written");
-        Ok(checkpoint)
+        Ok(Some(checkpoint))
     }
 }
 
@@ -92,9 +116,7 @@ impl Actor for MemoryActor {
         // The timer only checks; the snapshot itself is taken when due.
         let tick = (self.policy.interval / 2).max(Duration::from_millis(10));
         ctx.run_interval(tick, |actor, _| {
-            if let Err(error) = actor.snapshot_if_due() {
-                tracing::error!(agent = %actor.memory.agent(), %error, "periodic snapshot failed");
-            }
+            actor.snapshot_if_due();
         });
     }
 
@@ -107,7 +129,7 @@ impl Actor for MemoryActor {
 
 /// Entries of this agent's log, in order, to apply.
 #[derive(Message)]
-#[rtype(result = "Result<ApplyReport, ActorsError>")]
+#[rtype(result = "ApplyReport")]
 pub struct ApplyBatch(pub Vec<LogEntry>);
 
 /// What a batch did. Dead letters are for the feed to file on the log.
@@ -121,18 +143,28 @@ pub struct ApplyReport {
     pub checkpoint: u64,
     /// Set when a snapshot was written: its sequence.
     pub snapshot_seq: Option<u64>,
+    /// Set when applying stopped at an entry because of a fault of this
+    /// process (not of the event), e.g. the index failed: the entries from
+    /// there on were not applied and must be delivered again.
+    pub stalled: Option<String>,
 }
 
 impl Handler<ApplyBatch> for MemoryActor {
-    type Result = Result<ApplyReport, ActorsError>;
+    type Result = MessageResult<ApplyBatch>;
 
     fn handle(&mut self, batch: ApplyBatch, _: &mut Self::Context) -> Self::Result {
         let span = tracing::debug_span!("apply", agent = %self.memory.agent(), entries = batch.0.len());
         let _entered = span.enter();
         let mut report = ApplyReport::default();
         for entry in batch.0 {
-            apply_log_entry(&mut self.memory, entry, &mut report);
+            let seq = entry.seq;
+            if let Err(error) = apply_log_entry(&mut self.memory, entry, &mut report) {
+                tracing::error!(agent = %self.memory.agent(), seq, %error, "applying stalled; will retry");
+                report.stalled = Some(format!("seq {seq}: {error}"));
+                break;
+            }
         }
+        self.unfiled_dead_letters.extend(report.dead_letters.iter().map(|letter| letter.seq));
         let changed = (report.applied + report.dead_letters.len()) as u64;
         if changed > 0 {
             self.events_since_snapshot += changed;
@@ -143,9 +175,25 @@ impl Handler<ApplyBatch> for MemoryActor {
         metrics::counter!("mneme_events_dead_lettered_total", "agent" => agent)
             .increment(report.dead_letters.len() as u64);
         report.checkpoint = self.memory.checkpoint();
-        report.snapshot_seq = self.snapshot_if_due()?;
+        report.snapshot_seq = self.snapshot_if_due();
         self.applied_seq.send_replace(report.checkpoint);
-        Ok(report)
+        MessageResult(report)
+    }
+}
+
+/// The feed filed these dead letters on the log.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct DeadLettersFiled(pub Vec<u64>);
+
+impl Handler<DeadLettersFiled> for MemoryActor {
+    type Result = ();
+
+    fn handle(&mut self, DeadLettersFiled(seqs): DeadLettersFiled, _: &mut Self::Context) {
+        for seq in seqs {
+            self.unfiled_dead_letters.remove(&seq);
+        }
+        self.snapshot_if_due();
     }
 }
 
@@ -209,13 +257,14 @@ impl Handler<Query> for MemoryActor {
     }
 }
 
-/// Write a snapshot now (before shutdown, or on demand).
+/// Write a snapshot now (before shutdown, or on demand). Answers the
+/// snapshot's sequence, or `None` while dead letters wait to be filed.
 #[derive(Message)]
-#[rtype(result = "Result<u64, ActorsError>")]
+#[rtype(result = "Result<Option<u64>, ActorsError>")]
 pub struct TakeSnapshot;
 
 impl Handler<TakeSnapshot> for MemoryActor {
-    type Result = Result<u64, ActorsError>;
+    type Result = Result<Option<u64>, ActorsError>;
 
     fn handle(&mut self, _: TakeSnapshot, _: &mut Self::Context) -> Self::Result {
         self.snapshot()
@@ -224,15 +273,27 @@ impl Handler<TakeSnapshot> for MemoryActor {
 
 /// Restores an agent's memory from its snapshot, or starts it empty when
 /// there is none or it cannot be used (it is then rebuilt from the log).
+///
+/// `log_end` is the log's last sequence when this process started: a
+/// snapshot beyond it describes events the log no longer has (they were lost
+/// in a crash before being made durable, or the log was replaced) and is
+/// refused, or new events would be mistaken for ones already applied.
 pub fn restore_or_new(
     store: &SnapshotStore,
     swarm: &str,
     agent: &str,
     config: mneme_projections::MemoryConfig,
+    log_end: u64,
 ) -> Result<AgentMemory, ActorsError> {
     use crate::snapshot_store::SnapshotProblem;
     match store.load(swarm, agent)? {
         Ok(body) => match AgentMemory::from_snapshot(&body, swarm, agent, config) {
+            Ok(memory) if memory.checkpoint() > log_end => {
+                tracing::warn!(
+                    %swarm, %agent, snapshot_seq = memory.checkpoint(), log_end,
+                    "snapshot is ahead of the log; rebuilding from the log"
+                );
+            }
             Ok(memory) => return Ok(memory),
             Err(ProjectionError::CorruptSnapshot(why)) => {
                 tracing::warn!(%swarm, %agent, %why, "snapshot unusable; rebuilding from the log");
@@ -251,12 +312,20 @@ pub fn restore_or_new(
 /// valid event, or that the projection refuses, is skipped and reported as a
 /// dead letter. Shared by live memory and replay so that both treat every
 /// record the same way.
-pub(crate) fn apply_log_entry(memory: &mut AgentMemory, entry: LogEntry, report: &mut ApplyReport) {
+///
+/// A failure of this process rather than of the record (the index failed)
+/// is returned as an error and the checkpoint stays put, so that the record
+/// is applied when delivered again instead of being dead-lettered.
+pub(crate) fn apply_log_entry(
+    memory: &mut AgentMemory,
+    entry: LogEntry,
+    report: &mut ApplyReport,
+) -> Result<(), ProjectionError> {
     let seq = entry.seq;
     if seq <= memory.checkpoint() {
         // Redelivered after a reconnect or restart: already in memory.
         report.redelivered += 1;
-        return;
+        return Ok(());
     }
     let outcome = match entry.record {
         Ok(event) => match memory.apply(seq, &event) {
@@ -265,7 +334,10 @@ pub(crate) fn apply_log_entry(memory: &mut AgentMemory, entry: LogEntry, report:
                 report.duplicates += 1;
                 Ok(())
             }
-            Err(error) => Err((error.to_string(), event.to_json().into_bytes())),
+            Err(refused @ ProjectionError::WrongOwner { .. }) => {
+                Err((refused.to_string(), event.to_json().into_bytes()))
+            }
+            Err(failure) => return Err(failure),
         },
         Err(invalid) => Err((invalid.reason, invalid.raw)),
     };
@@ -277,4 +349,5 @@ pub(crate) fn apply_log_entry(memory: &mut AgentMemory, entry: LogEntry, report:
             report.dead_letters.push(DeadLetter { seq, agent: memory.agent().to_string(), reason, raw });
         }
     }
+    Ok(())
 }

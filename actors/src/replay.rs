@@ -69,13 +69,16 @@ pub async fn continue_from_log(
         let (returned_memory, page_report) = tokio::task::spawn_blocking(move || {
             let mut report = ApplyReport::default();
             for entry in page {
-                apply_log_entry(&mut memory, entry, &mut report);
+                if let Err(failure) = apply_log_entry(&mut memory, entry, &mut report) {
+                    return (memory, Err(failure));
+                }
             }
-            (memory, report)
+            (memory, Ok(report))
         })
         .await
         .expect("applying a page of events does not panic");
         memory = returned_memory;
+        let page_report = page_report?;
         totals.dead_letters.extend(page_report.dead_letters);
         if exhausted || reached_limit {
             break;

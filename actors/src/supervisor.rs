@@ -43,12 +43,17 @@ impl AgentHandle {
             if next.first().is_none_or(|entry| entry.seq > min_seq) {
                 return Ok(());
             }
-            if tokio::time::timeout_at(deadline, applied_seq.changed()).await.is_err() {
-                return Err(ActorsError::CatchUpTimeout {
-                    agent: self.agent.clone(),
-                    seq: min_seq,
-                    waited_ms: timeout.as_millis() as u64,
-                });
+            match tokio::time::timeout_at(deadline, applied_seq.changed()).await {
+                Ok(Ok(())) => {}
+                // The sender is gone with the actor: nothing will ever change.
+                Ok(Err(_)) => return Err(ActorsError::ActorStopped { agent: self.agent.clone() }),
+                Err(_) => {
+                    return Err(ActorsError::CatchUpTimeout {
+                        agent: self.agent.clone(),
+                        seq: min_seq,
+                        waited_ms: timeout.as_millis() as u64,
+                    });
+                }
             }
         }
     }
@@ -64,17 +69,39 @@ pub struct Supervisor {
     next_worker: usize,
     agents: BTreeMap<String, AgentHandle>,
     discovering: bool,
+    /// The log's last sequence when this process started; see
+    /// [`restore_or_new`].
+    log_end_at_start: Seq,
 }
 
 impl Supervisor {
-    pub fn new(config: SwarmConfig, log: Arc<dyn EventLog>, store: SnapshotStore) -> Supervisor {
+    /// `log_end_at_start` is `log.last_seq()` read before any event of this
+    /// process was appended.
+    pub fn new(config: SwarmConfig, log: Arc<dyn EventLog>, store: SnapshotStore, log_end_at_start: Seq) -> Supervisor {
         let workers = (0..config.memory.worker_threads).map(|_| Arbiter::new()).collect();
-        Supervisor { config, log, store, workers, next_worker: 0, agents: BTreeMap::new(), discovering: false }
+        Supervisor {
+            config,
+            log,
+            store,
+            workers,
+            next_worker: 0,
+            agents: BTreeMap::new(),
+            discovering: false,
+            log_end_at_start,
+        }
     }
 
+    /// The running memory of `agent`, started if it is not running: a memory
+    /// actor that stopped (a handler panicked) is replaced by one restored
+    /// from its snapshot and the log.
     fn start_agent(&mut self, agent: &str) -> AgentHandle {
         if let Some(handle) = self.agents.get(agent) {
-            return handle.clone();
+            if handle.addr.connected() {
+                return handle.clone();
+            }
+            tracing::error!(agent, "memory actor stopped; restarting it");
+            self.agents.remove(agent);
+            metrics::gauge!("mneme_agents").decrement(1.0);
         }
         let (applied_sender, applied_seq) = watch::channel(0);
         let worker = self.workers[self.next_worker % self.workers.len()].handle();
@@ -83,6 +110,7 @@ impl Supervisor {
         let swarm = self.config.swarm.name.clone();
         let agent_name = agent.to_string();
         let memory_config = self.config.memory_config();
+        let log_end = self.log_end_at_start;
         let policy = CheckpointPolicy {
             every_events: self.config.memory.checkpoint_every_events,
             interval: self.config.checkpoint_interval(),
@@ -90,7 +118,7 @@ impl Supervisor {
         };
         // Restoring re-indexes the snapshot's items: done on the worker.
         let addr = MemoryActor::start_in_arbiter(&worker, move |_| {
-            let memory = restore_or_new(&store, &swarm, &agent_name, memory_config).unwrap_or_else(|error| {
+            let memory = restore_or_new(&store, &swarm, &agent_name, memory_config, log_end).unwrap_or_else(|error| {
                 tracing::error!(%swarm, agent = %agent_name, %error, "snapshot unreadable; rebuilding from the log");
                 AgentMemory::new(&swarm, &agent_name, memory_config).expect("an empty in-RAM index can be created")
             });
@@ -149,8 +177,8 @@ impl Handler<GetAgent> for Supervisor {
     type Result = ResponseActFuture<Self, Result<AgentHandle, ActorsError>>;
 
     fn handle(&mut self, GetAgent(agent): GetAgent, _: &mut Self::Context) -> Self::Result {
-        if let Some(handle) = self.agents.get(&agent) {
-            return Box::pin(fut::ready(Ok(handle.clone())));
+        if self.agents.contains_key(&agent) {
+            return Box::pin(fut::ready(Ok(self.start_agent(&agent))));
         }
         let unknown = ActorsError::UnknownAgent { swarm: self.config.swarm.name.clone(), agent: agent.clone() };
         if !self.config.swarm.admit_unknown_agents {
@@ -207,7 +235,8 @@ impl Handler<SnapshotAll> for Supervisor {
         Box::pin(async move {
             for handle in handles {
                 match handle.addr.send(TakeSnapshot).await {
-                    Ok(Ok(seq)) => tracing::info!(agent = %handle.agent, seq, "snapshot written"),
+                    Ok(Ok(Some(seq))) => tracing::info!(agent = %handle.agent, seq, "snapshot written"),
+                    Ok(Ok(None)) => tracing::warn!(agent = %handle.agent, "snapshot deferred: dead letters not filed"),
                     Ok(Err(error)) => tracing::error!(agent = %handle.agent, %error, "snapshot failed"),
                     Err(_) => tracing::warn!(agent = %handle.agent, "memory actor already stopped"),
                 }

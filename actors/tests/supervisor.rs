@@ -60,6 +60,11 @@ fn config(agents: &[&str], admit: bool) -> SwarmConfig {
     config
 }
 
+async fn start(config: &SwarmConfig, fixture: &Fixture) -> Addr<Supervisor> {
+    let log_end = fixture.log.last_seq().await.unwrap();
+    Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone(), log_end).start()
+}
+
 async fn status(handle: &AgentHandle) -> mneme_actors::AgentStatus {
     match handle.addr.send(Query::Status).await.unwrap().unwrap() {
         QueryAnswer::Status(status) => status,
@@ -86,7 +91,7 @@ async fn memories_apply_their_agents_events_and_match_a_rebuild() {
     let fixture = fixture();
     let config = config(&["planner", "coder"], false);
     fixture.log.append(&events(0..300, &["planner", "coder"])).await.unwrap();
-    let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+    let supervisor = start(&config, &fixture).await;
     for agent in ["planner", "coder"] {
         let handle = caught_up(&supervisor, fixture.log.as_ref(), agent).await;
         assert_eq!(status(&handle).await.items, 150);
@@ -104,7 +109,7 @@ async fn a_snapshot_is_written_every_n_events_together_with_its_checkpoint() {
     let fixture = fixture();
     let mut config = config(&["coder"], false);
     config.memory.checkpoint_every_events = 10;
-    let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+    let supervisor = start(&config, &fixture).await;
     // Appended one at a time so the actor sees small batches.
     for counter in 0..25 {
         fixture.log.append(&events(counter..counter + 1, &["coder"])).await.unwrap();
@@ -128,7 +133,7 @@ fn a_restart_resumes_from_the_snapshot_and_applies_only_the_tail() {
     let config = config(&["coder"], false);
     let first_checkpoint = actix::System::new().block_on(async {
         fixture.log.append(&events(0..100, &["coder"])).await.unwrap();
-        let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+        let supervisor = start(&config, &fixture).await;
         let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
         supervisor.send(SnapshotAll).await.unwrap();
         let checkpoint = status(&handle).await.checkpoint;
@@ -137,7 +142,7 @@ fn a_restart_resumes_from_the_snapshot_and_applies_only_the_tail() {
     });
     assert_eq!(first_checkpoint, 100);
     actix::System::new().block_on(async {
-        let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+        let supervisor = start(&config, &fixture).await;
         let handle = supervisor.send(GetAgent("coder".to_string())).await.unwrap().unwrap();
         // Restored from the snapshot, not rebuilt: a rebuilt memory has
         // taken no snapshot yet (the policy here is 60 s or a million events).
@@ -154,11 +159,11 @@ fn a_restart_resumes_from_the_snapshot_and_applies_only_the_tail() {
 async fn an_unknown_agent_is_refused_unless_the_swarm_admits_it() {
     let fixture = fixture();
     fixture.log.append(&events(0..4, &["stranger"])).await.unwrap();
-    let closed = Supervisor::new(config(&["coder"], false), fixture.log.clone(), fixture.store.clone()).start();
+    let closed = start(&config(&["coder"], false), &fixture).await;
     let refused = closed.send(GetAgent("stranger".to_string())).await.unwrap();
     assert!(matches!(refused, Err(ActorsError::UnknownAgent { .. })));
 
-    let open = Supervisor::new(config(&["coder"], true), fixture.log.clone(), fixture.store.clone()).start();
+    let open = start(&config(&["coder"], true), &fixture).await;
     let handle = caught_up(&open, fixture.log.as_ref(), "stranger").await;
     assert_eq!(status(&handle).await.items, 4);
     // An agent that is nowhere on the log is not conjured up by a query.
@@ -171,7 +176,7 @@ async fn a_one_batch_mailbox_applies_backpressure_and_loses_nothing() {
     let fixture = fixture();
     let mut config = config(&["coder"], false);
     config.memory.mailbox_capacity = 1;
-    let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+    let supervisor = start(&config, &fixture).await;
     for start in (0..3000).step_by(500) {
         fixture.log.append(&events(start..start + 500, &["coder"])).await.unwrap();
     }
@@ -189,7 +194,7 @@ async fn a_bad_record_is_dead_lettered_once_and_consumption_continues() {
     fixture.log.append(&events(0..3, &["coder"])).await.unwrap();
     fixture.log.append_raw("coder", b"\x00\x01 definitely not an event").await.unwrap();
     fixture.log.append(&events(3..6, &["coder"])).await.unwrap();
-    let supervisor = Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone()).start();
+    let supervisor = start(&config, &fixture).await;
     let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
     assert_eq!(status(&handle).await.items, 6);
     assert_eq!(status(&handle).await.checkpoint, 7);
@@ -206,4 +211,56 @@ async fn a_bad_record_is_dead_lettered_once_and_consumption_continues() {
     assert_eq!(letters[0].seq, 4);
     assert!(!letters[0].reason.is_empty());
     assert_matches_rebuild(fixture.log.as_ref(), &handle, &config).await;
+}
+
+/// Regression: a snapshot written before the log made its events durable
+/// (then lost in a crash) must not make new events look already applied.
+#[actix_rt::test]
+async fn a_snapshot_ahead_of_the_log_is_refused_and_memory_rebuilt() {
+    let fixture = fixture();
+    let config = config(&["coder"], false);
+    let mut ahead = mneme_projections::AgentMemory::new("demo", "coder", config.memory_config()).unwrap();
+    for (index, event) in events(0..10, &["coder"]).iter().enumerate() {
+        ahead.apply(index as u64 + 1, event).unwrap();
+    }
+    fixture.store.save("demo", "coder", &ahead.to_snapshot().unwrap()).unwrap();
+    // The log only kept three of those events; then other events arrived.
+    fixture.log.append(&events(0..3, &["coder"])).await.unwrap();
+    let supervisor = start(&config, &fixture).await;
+    fixture.log.append(&events(50..55, &["coder"])).await.unwrap();
+    let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+    let live = status(&handle).await;
+    assert_eq!(live.checkpoint, 8);
+    assert_eq!(live.items, 8);
+    assert_matches_rebuild(fixture.log.as_ref(), &handle, &config).await;
+}
+
+/// Regression: a snapshot past a skipped record whose dead letter is not yet
+/// filed would lose the letter for good if the process died.
+#[actix_rt::test]
+async fn no_snapshot_is_written_while_a_dead_letter_is_unfiled() {
+    use mneme_actors::{ApplyBatch, CheckpointPolicy, DeadLettersFiled, MemoryActor};
+    use mneme_nats::{InvalidRecord, LogEntry};
+    let fixture = fixture();
+    let memory = mneme_projections::AgentMemory::new("demo", "coder", config(&[], false).memory_config()).unwrap();
+    let policy = CheckpointPolicy { every_events: 1, interval: Duration::from_secs(60), mailbox_capacity: 4 };
+    let (applied_sender, _applied) = tokio::sync::watch::channel(0);
+    let actor = MemoryActor::new(memory, fixture.store.clone(), policy, applied_sender).start();
+    let bad = LogEntry {
+        seq: 1,
+        agent: "coder".to_string(),
+        record: Err(InvalidRecord { reason: "not an event".to_string(), raw: b"junk".to_vec() }),
+    };
+    let good = LogEntry { seq: 2, agent: "coder".to_string(), record: Ok(message(1, "coder", "hello")) };
+    let report = actor.send(ApplyBatch(vec![bad, good])).await.unwrap();
+    assert_eq!(report.dead_letters.len(), 1);
+    assert_eq!(report.checkpoint, 2);
+    assert_eq!(report.snapshot_seq, None);
+    assert!(fixture.store.load("demo", "coder").unwrap().is_err());
+    actor.send(DeadLettersFiled(vec![1])).await.unwrap();
+    let body = fixture.store.load("demo", "coder").unwrap().unwrap();
+    let restored =
+        mneme_projections::AgentMemory::from_snapshot(&body, "demo", "coder", config(&[], false).memory_config())
+            .unwrap();
+    assert_eq!(restored.checkpoint(), 2);
 }

@@ -95,8 +95,8 @@ pub struct JetStreamOptions {
     pub max_age: Option<Duration>,
     /// Copies of each stream in a JetStream cluster (1, 3 or 5).
     pub replicas: usize,
-    /// Records larger than `limits.max_event_bytes` (as JSON) are refused on
-    /// append and reported as invalid on read.
+    /// Events larger than `limits.max_event_bytes` (as JSON) are refused on
+    /// append. Reads take any size: what was accepted stays readable.
     pub limits: DecodeLimits,
     pub credentials: Option<Credentials>,
 }
@@ -273,7 +273,7 @@ impl JetStreamLog {
 
     /// Turns one message of the events stream into a log entry.
     fn entry(&self, message: &jetstream::Message) -> Result<LogEntry, LogError> {
-        entry_of_message(&self.swarm, &self.limits, message)
+        entry_of_message(&self.swarm, message)
     }
 }
 
@@ -306,7 +306,7 @@ async fn open_positions_bucket(
 
 /// Decodes a message of the events stream: the agent comes from the subject,
 /// the event from the JSON payload, and the two must agree.
-fn entry_of_message(swarm: &str, limits: &DecodeLimits, message: &jetstream::Message) -> Result<LogEntry, LogError> {
+fn entry_of_message(swarm: &str, message: &jetstream::Message) -> Result<LogEntry, LogError> {
     let info = message.info().map_err(|error| {
         LogError::Nats(format!("message from the events stream has no JetStream metadata: {error}"))
     })?;
@@ -320,7 +320,10 @@ fn entry_of_message(swarm: &str, limits: &DecodeLimits, message: &jetstream::Mes
         let record = Err(InvalidRecord { reason, raw: raw.to_vec() });
         return Ok(LogEntry { seq, agent: String::new(), record });
     };
-    let decode = |bytes: &[u8]| decode_json(bytes, limits).map_err(|error| error.to_string());
+    // The size limit is enforced when appending; an event accepted under an
+    // older, larger limit must stay readable, or replay would differ.
+    let unlimited = DecodeLimits { max_event_bytes: usize::MAX };
+    let decode = |bytes: &[u8]| decode_json(bytes, &unlimited).map_err(|error| error.to_string());
     let record = crate::decode_record(swarm, agent, decode, raw).and_then(|event| {
         // The subject's kind token is what consumers filter on; it must not lie.
         let kind_token = subject.rsplit_once(".events.").map_or("", |(_, kind)| kind);
@@ -423,7 +426,6 @@ async fn create_reading_consumer(
 struct Follower {
     stream: stream::Stream,
     swarm: String,
-    limits: DecodeLimits,
     filter_subject: String,
     /// The next stream sequence to deliver.
     next: Seq,
@@ -440,11 +442,10 @@ struct Follower {
 }
 
 impl Follower {
-    fn new(stream: stream::Stream, swarm: String, limits: DecodeLimits, filter_subject: String, from: Seq) -> Self {
+    fn new(stream: stream::Stream, swarm: String, filter_subject: String, from: Seq) -> Self {
         Follower {
             stream,
             swarm,
-            limits,
             filter_subject,
             next: from.max(1),
             consumer: None,
@@ -499,7 +500,7 @@ impl Follower {
             }
             self.consumer_seq = info.consumer_sequence;
             self.next = info.stream_sequence + 1;
-            return entry_of_message(&self.swarm, &self.limits, &message);
+            return entry_of_message(&self.swarm, &message);
         }
     }
 
@@ -636,7 +637,7 @@ impl EventLog for JetStreamLog {
             validate_name("agent", agent)?;
         }
         let filter_subject = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent)).unwrap_or_default();
-        let follower = Follower::new(self.events.clone(), self.swarm.clone(), self.limits, filter_subject, from);
+        let follower = Follower::new(self.events.clone(), self.swarm.clone(), filter_subject, from);
         let entries = futures::stream::unfold(follower, |mut follower| async move {
             let entry = follower.next_entry().await;
             Some((entry, follower))

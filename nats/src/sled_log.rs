@@ -55,8 +55,8 @@ pub struct SledOptions {
     /// Without it sled flushes in the background every 500 ms, and a crash of
     /// the machine can lose what was acknowledged in that time.
     pub flush_on_append: bool,
-    /// Records larger than `limits.max_event_bytes` (in their stored form)
-    /// are refused on append and reported as invalid on read.
+    /// Events larger than `limits.max_event_bytes` (in their stored form) are refused on
+    /// append. Reads take any size: what was accepted stays readable.
     pub limits: DecodeLimits,
 }
 
@@ -138,6 +138,13 @@ impl SledLog {
     }
 
     /// Makes what was just written durable, if the options ask for it.
+    /// Tells subscriptions how far the log goes. Called only after the flush,
+    /// so that nothing is applied (and snapshotted) before it is durable.
+    fn wake_subscribers(&self) {
+        let next_seq = *self.shared.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
+        self.shared.last_seq.send_replace(next_seq - 1);
+    }
+
     async fn flush_if_asked(&self) -> Result<(), LogError> {
         if self.shared.options.flush_on_append {
             self.shared.db.flush_async().await?;
@@ -202,6 +209,7 @@ impl EventLog for SledLog {
         }
         let stored = self.blocking(move |shared| shared.append(records)).await?;
         self.flush_if_asked().await?;
+        self.wake_subscribers();
         let appended = events
             .iter()
             .zip(stored)
@@ -215,6 +223,7 @@ impl EventLog for SledLog {
         let record = PendingRecord { id: None, agent: agent.to_string(), value: record_value(agent, raw) };
         let stored = self.blocking(move |shared| shared.append(vec![record])).await?;
         self.flush_if_asked().await?;
+        self.wake_subscribers();
         let (seq, _duplicate) = stored[0];
         Ok(seq)
     }
@@ -373,7 +382,6 @@ impl Shared {
         if seq != *next_seq {
             self.events.apply_batch(batch)?;
             *next_seq = seq;
-            self.last_seq.send_replace(seq - 1);
         }
         Ok(appended)
     }
@@ -422,13 +430,10 @@ impl Shared {
             let reason = "the record's envelope (agent length and name) is corrupt".to_string();
             return LogEntry { seq, agent: String::new(), record: Err(InvalidRecord { reason, raw: value.to_vec() }) };
         };
-        let limit = self.options.limits.max_event_bytes;
-        let decode = |bytes: &[u8]| {
-            if bytes.len() > limit {
-                return Err(format!("record is {} bytes, the limit is {limit} bytes", bytes.len()));
-            }
-            storage::decode(bytes).map_err(|error| error.to_string())
-        };
+        // No size limit here: the limit is enforced when appending, and an
+        // event accepted under an older, larger limit must stay readable, or
+        // a replay would dead-letter what the live memory applied.
+        let decode = |bytes: &[u8]| storage::decode(bytes).map_err(|error| error.to_string());
         let record = crate::decode_record(&self.swarm, agent, decode, payload);
         LogEntry { seq, agent: agent.to_string(), record }
     }

@@ -4,9 +4,9 @@
 //! persisted on its own, so it cannot disagree with the checkpoint.
 
 use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
-use tantivy::schema::{FAST, Field, INDEXED, STORED, STRING, Schema, TEXT, Value};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, doc};
+use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermQuery};
+use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, Value};
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, TantivyDocument, Term, doc};
 
 use crate::error::ProjectionError;
 
@@ -21,6 +21,7 @@ pub(crate) struct Bm25Index {
     reader: IndexReader,
     seq_field: Field,
     text_field: Field,
+    kind_field: Field,
     uncommitted: bool,
 }
 
@@ -29,16 +30,15 @@ impl Bm25Index {
         let mut schema = Schema::builder();
         let seq_field = schema.add_u64_field("seq", INDEXED | STORED | FAST);
         let text_field = schema.add_text_field("text", TEXT);
-        schema.add_text_field("kind", STRING);
+        let kind_field = schema.add_text_field("kind", STRING);
         let index = Index::create_in_ram(schema.build());
         let writer = index.writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(Bm25Index { index, writer, reader, seq_field, text_field, uncommitted: false })
+        Ok(Bm25Index { index, writer, reader, seq_field, text_field, kind_field, uncommitted: false })
     }
 
     pub fn add(&mut self, seq: u64, kind: &str, text: &str) -> Result<(), ProjectionError> {
-        let kind_field = self.index.schema().get_field("kind")?;
-        self.writer.add_document(doc!(self.seq_field => seq, self.text_field => text, kind_field => kind))?;
+        self.writer.add_document(doc!(self.seq_field => seq, self.text_field => text, self.kind_field => kind))?;
         self.uncommitted = true;
         Ok(())
     }
@@ -54,26 +54,61 @@ impl Bm25Index {
         Ok(())
     }
 
-    /// The `limit` best-scoring item seqs for a free-text query. Query syntax
-    /// errors never fail a search: the parser is lenient, because agents type
-    /// paths, stack frames and punctuation, not tantivy syntax.
-    pub fn search(&mut self, query: &str, limit: usize) -> Result<Vec<(f32, u64)>, ProjectionError> {
+    /// The `limit` best-scoring item seqs for a free-text query, only of
+    /// `kinds` when that is not empty. Query syntax errors never fail a
+    /// search: the parser is lenient, because agents type paths, stack frames
+    /// and punctuation, not tantivy syntax.
+    ///
+    /// Equal scores rank by recency, and the cut at `limit` is made only
+    /// after every hit tied with the last kept one is known: tantivy breaks
+    /// ties by segment order, which depends on commit history, so a live
+    /// memory and its replay would otherwise keep different hits.
+    pub fn search(&mut self, query: &str, limit: usize, kinds: &[String]) -> Result<Vec<(f32, u64)>, ProjectionError> {
         self.commit()?;
         let parser = QueryParser::for_index(&self.index, vec![self.text_field]);
         let (parsed, _ignored_syntax_errors) = parser.parse_query_lenient(query);
+        let query = self.restrict_to_kinds(parsed, kinds);
         let searcher = self.reader.searcher();
-        let top = searcher.search(&parsed, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
-        let mut hits = Vec::with_capacity(top.len());
-        for (score, address) in top {
-            let stored: TantivyDocument = searcher.doc(address)?;
-            if let Some(seq) = stored.get_first(self.seq_field).and_then(|value| value.as_u64()) {
-                hits.push((score, seq));
+        let limit = limit.max(1);
+        let mut fetch = limit;
+        let top = loop {
+            let top = searcher.search(&query, &TopDocs::with_limit(fetch).order_by_score())?;
+            let all_fetched = top.len() < fetch;
+            let cutoff_score = top.get(limit - 1).map(|(score, _)| *score);
+            let last_score = top.last().map(|(score, _)| *score);
+            if all_fetched || last_score < cutoff_score {
+                break top;
             }
-        }
-        // Ties break by recency so that equal scores rank the same on every
-        // replay, whatever the segment layout.
+            fetch = fetch.saturating_mul(2);
+        };
+        let mut hits = self.seqs_of(&searcher, &top)?;
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         hits.truncate(limit);
+        Ok(hits)
+    }
+
+    fn restrict_to_kinds(&self, query: Box<dyn Query>, kinds: &[String]) -> Box<dyn Query> {
+        if kinds.is_empty() {
+            return query;
+        }
+        let any_kind: Vec<(Occur, Box<dyn Query>)> = kinds
+            .iter()
+            .map(|kind| {
+                let term = Term::from_field_text(self.kind_field, kind);
+                (Occur::Should, Box::new(TermQuery::new(term, IndexRecordOption::Basic)) as Box<dyn Query>)
+            })
+            .collect();
+        Box::new(BooleanQuery::new(vec![(Occur::Must, query), (Occur::Must, Box::new(BooleanQuery::new(any_kind)))]))
+    }
+
+    fn seqs_of(&self, searcher: &Searcher, top: &[(Score, DocAddress)]) -> Result<Vec<(f32, u64)>, ProjectionError> {
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top.iter() {
+            let stored: TantivyDocument = searcher.doc(*address)?;
+            if let Some(seq) = stored.get_first(self.seq_field).and_then(|value| value.as_u64()) {
+                hits.push((*score, seq));
+            }
+        }
         Ok(hits)
     }
 }

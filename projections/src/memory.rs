@@ -261,16 +261,14 @@ impl AgentMemory {
         if request.k == 0 || request.query.trim().is_empty() {
             return Ok(Vec::new());
         }
-        // Over-fetch so that k hits survive the filters: forgotten items are
-        // still in the index, and kinds are filtered here.
-        let filtered_by_kind = if request.kinds.is_empty() { request.k } else { request.k.saturating_mul(4).max(50) };
-        let fetch = filtered_by_kind.saturating_add(self.forgotten_count);
-        let scored = self.bm25.search(&request.query, fetch)?;
+        // Forgotten items are still in the index: over-fetch by their number
+        // so that k hits survive the filter.
+        let fetch = request.k.saturating_add(self.forgotten_count);
+        let scored = self.bm25.search(&request.query, fetch, &request.kinds)?;
         let hits = scored
             .into_iter()
             .filter_map(|(score, seq)| self.items.get(&seq).map(|item| (score, item)))
             .filter(|(_, item)| item.state != ItemState::Forgotten)
-            .filter(|(_, item)| request.kinds.is_empty() || request.kinds.iter().any(|kind| kind == item.kind))
             .take(request.k)
             .map(|(score, item)| SearchHit {
                 item_id: item.item_id.clone(),

@@ -159,6 +159,11 @@ fn hit_ids(memory: &mut AgentMemory, query: &str) -> BTreeSet<String> {
     memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
+fn top_ids(memory: &mut AgentMemory, query: &str, k: usize, kinds: &[String]) -> Vec<String> {
+    let request = SearchRequest { query: query.to_string(), k, kinds: kinds.to_vec() };
+    memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -182,6 +187,10 @@ proptest! {
         prop_assert_eq!(live.checkpoint(), rebuilt.checkpoint());
         for word in ["token", "cargo test", "TokenExpiredError", "src/auth/token.rs"] {
             prop_assert_eq!(hit_ids(&mut live, word), hit_ids(&mut rebuilt, word));
+            // The cut at k must not depend on segment layout, ties included.
+            prop_assert_eq!(top_ids(&mut live, word, 3, &[]), top_ids(&mut rebuilt, word, 3, &[]));
+            let kinds = ["decision_made".to_string(), "fact_asserted".to_string()];
+            prop_assert_eq!(top_ids(&mut live, word, 2, &kinds), top_ids(&mut rebuilt, word, 2, &kinds));
         }
     }
 
@@ -236,6 +245,29 @@ proptest! {
         prop_assert!(context.tokens <= budget, "{} > {}", context.tokens, budget);
         prop_assert_eq!(context.tokens, mneme_projections::tokens::count(&context.text));
     }
+}
+
+#[test]
+fn a_kind_filter_returns_k_hits_of_that_kind_even_when_rare() {
+    let mut log = Vec::new();
+    for counter in 0..200u64 {
+        let kind = if counter % 50 == 0 {
+            EventKind::DecisionMade(DecisionMade {
+                title: "token".into(),
+                choice: "rotate the token".into(),
+                rationale: String::new(),
+                supersedes: None,
+            })
+        } else {
+            EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: "token token token".into() })
+        };
+        log.push((counter + 1, event(counter, kind)));
+    }
+    let mut memory = rebuild(&log);
+    let request = SearchRequest { query: "token".into(), k: 4, kinds: vec!["decision_made".into()] };
+    let hits = memory.search(&request).unwrap();
+    assert_eq!(hits.len(), 4);
+    assert!(hits.iter().all(|hit| hit.kind == "decision_made"));
 }
 
 #[test]
