@@ -32,6 +32,9 @@ pub struct BenchArgs {
     batch: usize,
     #[arg(long, value_enum, default_value = "both")]
     backend: BenchBackend,
+    /// Snapshot each memory after this many events (as `memory.checkpoint_every_events`).
+    #[arg(long, default_value_t = SwarmConfig::with_name(SWARM).memory.checkpoint_every_events)]
+    checkpoint_every_events: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -61,7 +64,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let json_events = synthetic_events(args.events, &agents);
     let bytes: usize = json_events.iter().map(String::len).sum();
     out!("{}", machine_description());
-    out!("command: mneme bench ingest --events {} --agents {} --batch {}", args.events, agents.len(), args.batch);
+    out!(
+        "command: mneme bench ingest --events {} --agents {} --batch {} --checkpoint-every-events {}",
+        args.events,
+        agents.len(),
+        args.batch,
+        args.checkpoint_every_events
+    );
     out!(
         "events: {} synthetic events, {} bytes of JSON on average",
         json_events.len(),
@@ -69,10 +78,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     );
     let mut results = Vec::new();
     if args.backend != BenchBackend::Nats {
-        results.push(bench_embedded(&json_events, &agents, args.batch).await?);
+        results.push(bench_embedded(&json_events, &agents, &args).await?);
     }
     if args.backend != BenchBackend::Embedded {
-        results.push(bench_nats(&json_events, &agents, args.batch).await?);
+        results.push(bench_nats(&json_events, &agents, &args).await?);
     }
     out!("");
     out!("| backend | raw log append+read (events/s) | end to end (events/s) | end to end / raw |");
@@ -124,26 +133,26 @@ impl Drop for ScratchDir {
     }
 }
 
-async fn bench_embedded(json_events: &[String], agents: &[String], batch: usize) -> anyhow::Result<Measured> {
+async fn bench_embedded(json_events: &[String], agents: &[String], args: &BenchArgs) -> anyhow::Result<Measured> {
     let scratch = ScratchDir::new("embedded")?;
     let raw_log = SledLog::open(&scratch.0.join("raw"), SWARM, SledOptions::default())?;
-    let raw = raw_log_rate(&raw_log, json_events, batch).await?;
+    let raw = raw_log_rate(&raw_log, json_events, args.batch).await?;
     drop(raw_log);
     out!("embedded: raw log {raw:.0} events/s");
     let log: Arc<dyn EventLog> = Arc::new(SledLog::open(&scratch.0.join("log"), SWARM, SledOptions::default())?);
-    let end_to_end = end_to_end_rate(log, &scratch.0, json_events, agents, batch).await?;
+    let end_to_end = end_to_end_rate(log, &scratch.0, json_events, agents, args).await?;
     out!("embedded: end to end {end_to_end:.0} events/s");
     Ok(Measured { backend: "embedded (sled)", raw_events_per_second: raw, end_to_end_events_per_second: end_to_end })
 }
 
-async fn bench_nats(json_events: &[String], agents: &[String], batch: usize) -> anyhow::Result<Measured> {
+async fn bench_nats(json_events: &[String], agents: &[String], args: &BenchArgs) -> anyhow::Result<Measured> {
     let server = NatsServer::start().await.context("starting nats-server (run scripts/install-nats.sh)")?;
     let raw = raw_nats_rate(&server.url(), json_events).await?;
     out!("nats: raw JetStream publish+consume {raw:.0} events/s");
     let scratch = ScratchDir::new("nats")?;
     let log: Arc<dyn EventLog> =
         Arc::new(JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await?);
-    let end_to_end = end_to_end_rate(log, &scratch.0, json_events, agents, batch).await?;
+    let end_to_end = end_to_end_rate(log, &scratch.0, json_events, agents, args).await?;
     out!("nats: end to end {end_to_end:.0} events/s");
     Ok(Measured { backend: "NATS JetStream", raw_events_per_second: raw, end_to_end_events_per_second: end_to_end })
 }
@@ -213,15 +222,16 @@ async fn end_to_end_rate(
     dir: &std::path::Path,
     json_events: &[String],
     agents: &[String],
-    batch: usize,
+    args: &BenchArgs,
 ) -> anyhow::Result<f64> {
     let mut config = SwarmConfig::with_name(SWARM);
     config.log.data_dir = dir.to_path_buf();
+    config.memory.checkpoint_every_events = args.checkpoint_every_events;
     let store = SnapshotStore::open(&dir.join("snapshots"))?;
     let supervisor: Addr<Supervisor> = Supervisor::new(config, log.clone(), store, log.last_seq().await?).start();
     let limits = DecodeLimits::default();
     let started = Instant::now();
-    for chunk in json_events.chunks(batch.max(1)) {
+    for chunk in json_events.chunks(args.batch.max(1)) {
         let body = format!("[{}]", chunk.join(","));
         let events = decode_json_batch(body.as_bytes(), &limits).map_err(|error| anyhow::anyhow!("{error}"))?;
         log.append(&events).await?;

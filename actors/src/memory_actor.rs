@@ -67,7 +67,12 @@ impl MemoryActor {
     /// not returned, because the state they would have saved is still in
     /// memory and in the log.
     fn snapshot_if_due(&mut self) -> Option<u64> {
-        let due_by_count = self.events_since_snapshot >= self.policy.every_events;
+        // A snapshot writes the whole memory, so snapshotting every N events
+        // would make ingest quadratic in memory size. Waiting for a quarter of
+        // the memory's size in new events keeps snapshot work proportional to
+        // ingest, and the tail replayed on restart proportional to memory.
+        let count_threshold = self.policy.every_events.max(self.memory.item_count() as u64 / 4);
+        let due_by_count = self.events_since_snapshot >= count_threshold;
         let due_by_time = self.first_unsaved_at.is_some_and(|since| since.elapsed() >= self.policy.interval);
         if !(due_by_count || due_by_time) {
             return None;

@@ -80,7 +80,8 @@ pub struct MemorySection {
     pub working_tier_tokens: usize,
     #[serde(default = "default_working_item_max_tokens")]
     pub working_item_max_tokens: usize,
-    /// Take a snapshot after this many applied events...
+    /// Take a snapshot after this many applied events (or a quarter of the
+    /// memory's item count, when that is larger)...
     #[serde(default = "default_checkpoint_every_events")]
     pub checkpoint_every_events: u64,
     /// ...or this long after the first event not yet in a snapshot.
