@@ -26,5 +26,6 @@ if [[ ! -x "${binary}" ]]; then
     exit 1
 fi
 
+# The path alone on stdout, for scripts; the version on stderr, for people.
 echo "${binary}"
-"${binary}" --version
+"${binary}" --version >&2

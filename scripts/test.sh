@@ -9,7 +9,7 @@ set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_root}"
 
-nats_server="$("${repo_root}/scripts/install-nats.sh" | head -n 1)"
+nats_server="$("${repo_root}/scripts/install-nats.sh")"
 export MNEME_NATS_SERVER="${nats_server}"
 
 cargo fmt --all -- --check

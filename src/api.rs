@@ -253,6 +253,14 @@ pub struct SearchParams {
     min_seq: Option<u64>,
 }
 
+/// Refuses a count parameter outside `1..=max`, naming the limit.
+fn check_between(field: &str, value: usize, max: usize) -> Result<(), ApiError> {
+    if value == 0 || value > max {
+        return Err(ApiError::bad_parameter(field, format!("{field} must be between 1 and {max}, got {value}")));
+    }
+    Ok(())
+}
+
 fn check_query_text(query: &str) -> Result<(), ApiError> {
     if query.len() > MAX_QUERY_BYTES {
         return Err(ApiError::bad_parameter(
@@ -288,9 +296,7 @@ async fn search(
     let (swarm, agent) = path.into_inner();
     check_query_text(&params.q)?;
     let k = params.k.unwrap_or(10);
-    if k == 0 || k > MAX_K {
-        return Err(ApiError::bad_parameter("k", format!("k must be between 1 and {MAX_K}, got {k}")));
-    }
+    check_between("k", k, MAX_K)?;
     let kinds: Vec<String> =
         params.kind.as_deref().unwrap_or("").split(',').filter(|k| !k.is_empty()).map(str::to_string).collect();
     if let Some(unknown) = kinds.iter().find(|kind| !mneme_events::EventKind::NAMES.contains(&kind.as_str())) {
@@ -346,12 +352,7 @@ async fn context(
     let (swarm, agent) = path.into_inner();
     check_query_text(&params.q)?;
     let budget = params.budget.unwrap_or(8000);
-    if budget == 0 || budget > MAX_BUDGET_TOKENS {
-        return Err(ApiError::bad_parameter(
-            "budget",
-            format!("budget must be between 1 and {MAX_BUDGET_TOKENS} tokens, got {budget}"),
-        ));
-    }
+    check_between("budget", budget, MAX_BUDGET_TOKENS)?;
     let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
     let request = ContextRequest { query: params.q.clone(), budget_tokens: budget };
     let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
@@ -461,12 +462,7 @@ async fn get_events(
 ) -> Result<HttpResponse, ApiError> {
     check_swarm(&state, &path)?;
     let limit = params.limit.unwrap_or(1000);
-    if limit == 0 || limit > MAX_EVENTS_PAGE {
-        return Err(ApiError::bad_parameter(
-            "limit",
-            format!("limit must be between 1 and {MAX_EVENTS_PAGE}, got {limit}"),
-        ));
-    }
+    check_between("limit", limit, MAX_EVENTS_PAGE)?;
     if let Some(agent) = &params.agent {
         mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
     }

@@ -87,7 +87,9 @@ pub struct MemorySection {
     /// ...or this long after the first event not yet in a snapshot.
     #[serde(default = "default_checkpoint_interval_ms")]
     pub checkpoint_interval_ms: u64,
-    /// Batches a memory actor's mailbox holds before feeds wait.
+    /// Messages one sender may have queued in a memory actor's mailbox
+    /// (actix counts per sender). The feed keeps one batch in flight, so
+    /// ingest backpressure does not depend on it.
     #[serde(default = "default_mailbox_capacity")]
     pub mailbox_capacity: usize,
     /// Threads that run memory actors (indexing, queries, snapshots).

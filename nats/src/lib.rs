@@ -77,9 +77,12 @@ pub trait EventLog: Send + Sync + 'static {
     /// whose id is already on the log is not stored again; its original
     /// sequence is returned with `duplicate: true`.
     ///
-    /// On the embedded log a batch is all-or-nothing. On JetStream each event
-    /// is its own message: a failed batch may be partly stored, and retrying
-    /// it whole is safe because ids deduplicate.
+    /// On the embedded log a batch is all-or-nothing and ids deduplicate
+    /// forever. On JetStream each event is its own message: a failed batch
+    /// may be partly stored, and retrying it whole is safe because ids
+    /// deduplicate — within the stream's duplicate window only. An id
+    /// re-published after the window is stored again under a new seq; agent
+    /// memories skip ids they have applied, so it is not applied twice.
     async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError>;
 
     /// Appends bytes that are not known to be an event, under `agent`'s
