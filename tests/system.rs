@@ -8,9 +8,15 @@ use common::{MnemeServer, example_path, last_seq_of_publish, stdout_of};
 use mneme_nats::server::NatsServer;
 use serde_json::{Value, json};
 
-fn hits(server: &MnemeServer, agent: &str, query: &str, min_seq: u64) -> Vec<Value> {
-    let path = format!("/v1/swarms/demo/agents/{agent}/search?q={query}&k=5&min_seq={min_seq}");
+fn hits_in(server: &MnemeServer, agent: &str, query: &str, min_seq: u64, mode: &str) -> Vec<Value> {
+    let path =
+        format!("/v1/swarms/demo/agents/{agent}/search?q={query}&k=5&min_seq={min_seq}&mode={mode}&explain=true");
     server.get(&path)["hits"].as_array().unwrap().clone()
+}
+
+/// Exact-term hits: BM25 alone, so every hit contains the term.
+fn hits(server: &MnemeServer, agent: &str, query: &str, min_seq: u64) -> Vec<Value> {
+    hits_in(server, agent, query, min_seq, "bm25")
 }
 
 fn digest(server: &MnemeServer, agent: &str, min_seq: u64) -> Value {
@@ -36,6 +42,23 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
     let identifier = hits(server, "coder", "refresh_access_token", last_seq);
     assert!(identifier.iter().any(|hit| hit["text"].as_str().unwrap().contains("refresh_access_token")));
 
+    // Every mode answers; hybrid explains which retrievers found each hit.
+    for mode in ["vector", "graph", "hybrid"] {
+        assert!(!hits_in(server, "coder", "TokenExpiredError", last_seq, mode).is_empty(), "{mode}");
+    }
+    let hybrid = hits_in(server, "coder", "TokenExpiredError", last_seq, "hybrid");
+    assert!(hybrid[0]["explain"].as_object().unwrap().contains_key("bm25"), "{}", hybrid[0]);
+    let graph = server.get("/v1/swarms/demo/agents/coder/graph?entity=src/auth/token.rs&hops=1");
+    assert_eq!(graph["center"], "file:src/auth/token.rs");
+    let relations: Vec<&str> =
+        graph["edges"].as_array().unwrap().iter().map(|edge| edge["relation"].as_str().unwrap()).collect();
+    assert!(relations.contains(&"modifies") && relations.contains(&"fixes"), "{relations:?}");
+    let graph_provenance = graph["edges"][0]["provenance"][0]["seq"].as_u64().unwrap();
+    assert!(graph_provenance >= 1 && graph_provenance <= last_seq);
+    let edge_id = graph["edges"][0]["id"].as_str().unwrap();
+    let edge_events = server.get(&format!("/v1/swarms/demo/provenance/{}", common::encode(edge_id)));
+    assert!(!edge_events["events"].as_array().unwrap().is_empty(), "{edge_events}");
+
     let context = server.get(&format!(
         "/v1/swarms/demo/agents/coder/context?q=refresh%20token%20failure&budget=700&min_seq={last_seq}"
     ));
@@ -43,6 +66,35 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
     assert!(tokens > 0 && tokens <= 700, "{tokens}");
     assert!(context["items"].as_array().unwrap().iter().any(|item| item["tier"] == "relevant"));
     assert!(context["items"].as_array().unwrap().iter().any(|item| item["tier"] == "working"));
+
+    // Provenance: the events behind a hit, in log order, and the audit view of them.
+    let item_id = found[0]["item_id"].as_str().unwrap();
+    let provenance = server.get(&format!("/v1/swarms/demo/provenance/{item_id}"));
+    assert_eq!(provenance["holders"], json!(["coder"]));
+    let events = provenance["events"].as_array().unwrap();
+    assert_eq!(events[0]["id"], item_id);
+    assert_eq!(events[0]["seq"], found[0]["seq"]);
+    let timeline = stdout_of(&server.cli(&["audit", item_id]));
+    assert!(timeline.contains(item_id) && timeline.contains("coder"), "{timeline}");
+    let export = stdout_of(&server.cli(&[
+        "audit",
+        "--agent",
+        "planner",
+        "--since",
+        "2026-01-06T11:00:00Z",
+        "--format",
+        "jsonl",
+    ]));
+    let exported: Vec<Value> = export.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert!(!exported.is_empty());
+    assert!(
+        exported
+            .iter()
+            .all(|event| event["agent"] == "planner" && event["ts"].as_str().unwrap() >= "2026-01-06T11:00:00Z")
+    );
+    let missing = server.cli(&["audit", "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("unknown_item"));
 
     for agent in ["planner", "coder", "reviewer"] {
         let verified = stdout_of(&server.cli(&["replay", "--swarm", "demo", "--agent", agent, "--verify"]));
@@ -184,6 +236,8 @@ fn nats_example_is_searchable_replays_identically_and_dead_letters_foreign_bytes
     let seq = body["accepted"][0]["seq"].as_u64().unwrap();
     assert_eq!(seq, last_seq + 2);
     assert_eq!(hits(&server, "coder", "ledger", seq).len(), 1);
+    let hybrid = hits_in(&server, "coder", "ledger", seq, "hybrid");
+    assert!(hybrid[0]["text"].as_str().unwrap().contains("ledger"), "{}", hybrid[0]);
     let letters = server.get("/v1/swarms/demo/deadletters")["dead_letters"].as_array().unwrap().clone();
     assert_eq!(letters.len(), 1, "{letters:?}");
     assert_eq!(letters[0]["seq"], last_seq + 1);

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mneme_nats::{DeadLetter, LogEntry};
+use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, ProjectionError, SearchHit, SearchRequest,
+    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, ProjectionError, ProvenanceRef, SearchHit,
+    SearchRequest,
 };
 use tokio::sync::watch;
 
@@ -209,6 +211,10 @@ pub enum Query {
     Search(SearchRequest),
     Context(ContextRequest),
     Status,
+    /// The events behind an item id, if this memory holds it.
+    Provenance(String),
+    /// The fact graph around an entity.
+    Graph(GraphQuery),
 }
 
 #[derive(Debug)]
@@ -216,6 +222,8 @@ pub enum QueryAnswer {
     Search(Vec<SearchHit>),
     Context(ContextResponse),
     Status(AgentStatus),
+    Provenance(Option<Vec<ProvenanceRef>>),
+    Graph(Option<Subgraph>),
 }
 
 /// Where an agent's memory stands.
@@ -234,6 +242,8 @@ impl Query {
             Query::Search(_) => "search",
             Query::Context(_) => "context",
             Query::Status => "status",
+            Query::Provenance(_) => "provenance",
+            Query::Graph(_) => "graph",
         }
     }
 }
@@ -256,6 +266,8 @@ impl Handler<Query> for MemoryActor {
                 digest: self.memory.digest(),
                 items: self.memory.item_count(),
             }),
+            Query::Provenance(item_id) => QueryAnswer::Provenance(self.memory.provenance_of(&item_id)),
+            Query::Graph(query) => QueryAnswer::Graph(self.memory.neighbourhood(&query)),
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
         Ok(answer)
@@ -292,7 +304,7 @@ pub fn restore_or_new(
 ) -> Result<AgentMemory, ActorsError> {
     use crate::snapshot_store::SnapshotProblem;
     match store.load(swarm, agent)? {
-        Ok(body) => match AgentMemory::from_snapshot(&body, swarm, agent, config) {
+        Ok(body) => match AgentMemory::from_snapshot(&body, swarm, agent, config.clone()) {
             Ok(memory) if memory.checkpoint() > log_end => {
                 tracing::warn!(
                     %swarm, %agent, snapshot_seq = memory.checkpoint(), log_end,

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use mneme_nats::{EventLog, Seq};
-use mneme_projections::AgentMemory;
+use mneme_projections::embed::Embedder;
+use mneme_projections::{AgentMemory, MemoryConfig};
 use tokio::sync::watch;
 
 use crate::error::ActorsError;
@@ -72,14 +73,23 @@ pub struct Supervisor {
     /// The log's last sequence when this process started; see
     /// [`restore_or_new`].
     log_end_at_start: Seq,
+    memory_config: MemoryConfig,
 }
 
 impl Supervisor {
     /// `log_end_at_start` is `log.last_seq()` read before any event of this
     /// process was appended.
-    pub fn new(config: SwarmConfig, log: Arc<dyn EventLog>, store: SnapshotStore, log_end_at_start: Seq) -> Supervisor {
+    pub fn new(
+        config: SwarmConfig,
+        log: Arc<dyn EventLog>,
+        store: SnapshotStore,
+        log_end_at_start: Seq,
+        embedder: Arc<dyn Embedder>,
+    ) -> Supervisor {
         let workers = (0..config.memory.worker_threads).map(|_| Arbiter::new()).collect();
+        let memory_config = config.memory_config(embedder);
         Supervisor {
+            memory_config,
             config,
             log,
             store,
@@ -109,7 +119,7 @@ impl Supervisor {
         let store = self.store.clone();
         let swarm = self.config.swarm.name.clone();
         let agent_name = agent.to_string();
-        let memory_config = self.config.memory_config();
+        let memory_config = self.memory_config.clone();
         let log_end = self.log_end_at_start;
         let policy = CheckpointPolicy {
             every_events: self.config.memory.checkpoint_every_events,
@@ -118,10 +128,12 @@ impl Supervisor {
         };
         // Restoring re-indexes the snapshot's items: done on the worker.
         let addr = MemoryActor::start_in_arbiter(&worker, move |_| {
-            let memory = restore_or_new(&store, &swarm, &agent_name, memory_config, log_end).unwrap_or_else(|error| {
-                tracing::error!(%swarm, agent = %agent_name, %error, "snapshot unreadable; rebuilding from the log");
-                AgentMemory::new(&swarm, &agent_name, memory_config).expect("an empty in-RAM index can be created")
-            });
+            let memory = restore_or_new(&store, &swarm, &agent_name, memory_config.clone(), log_end).unwrap_or_else(
+                |error| {
+                    tracing::error!(%swarm, agent = %agent_name, %error, "snapshot unreadable; rebuilding from the log");
+                    AgentMemory::new(&swarm, &agent_name, memory_config).expect("an empty in-RAM index can be created")
+                },
+            );
             MemoryActor::new(memory, store, policy, applied_sender)
         });
         tracing::info!(agent, "memory actor started");

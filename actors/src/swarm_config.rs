@@ -5,7 +5,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use mneme_projections::MemoryConfig;
+use mneme_projections::embed::Embedder;
 use serde::Deserialize;
 
 use crate::error::ActorsError;
@@ -21,7 +24,56 @@ pub struct SwarmConfig {
     #[serde(default)]
     pub memory: MemorySection,
     #[serde(default)]
+    pub embedder: EmbedderSection,
+    #[serde(default)]
+    pub retrieval: RetrievalSection,
+    #[serde(default)]
     pub agents: Vec<AgentConfig>,
+}
+
+/// Which sentence-embedding model the vector index uses.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbedderKind {
+    /// The static model if its files are there, else `hashed` with a warning.
+    #[default]
+    Auto,
+    /// The static model distilled from all-MiniLM-L6-v2 (`mneme distill`).
+    Static,
+    /// all-MiniLM-L6-v2 itself: better, about a thousand times slower.
+    Minilm,
+    /// Hashed word and character n-grams: no model, no semantics.
+    Hashed,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EmbedderSection {
+    #[serde(default)]
+    pub kind: EmbedderKind,
+    #[serde(default = "default_static_model_dir")]
+    pub static_model_dir: PathBuf,
+    #[serde(default = "default_minilm_dir")]
+    pub minilm_dir: PathBuf,
+}
+
+/// Defaults of hybrid retrieval; a search request may override them.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RetrievalSection {
+    /// The `k` of reciprocal rank fusion: `score = sum(weight / (k + rank))`.
+    #[serde(default = "default_rrf_k")]
+    pub rrf_k: f32,
+    #[serde(default = "one")]
+    pub bm25_weight: f32,
+    #[serde(default = "one")]
+    pub vector_weight: f32,
+    #[serde(default = "one")]
+    pub graph_weight: f32,
+    /// Weight of the recency prior, fused like a fourth retriever that ranks
+    /// candidates newest first.
+    #[serde(default = "default_recency_weight")]
+    pub recency_weight: f32,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -108,6 +160,21 @@ pub struct AgentConfig {
 fn yes() -> bool {
     true
 }
+fn one() -> f32 {
+    1.0
+}
+fn default_rrf_k() -> f32 {
+    60.0
+}
+fn default_recency_weight() -> f32 {
+    0.25
+}
+fn default_static_model_dir() -> PathBuf {
+    PathBuf::from("models/static-minilm-l6-256")
+}
+fn default_minilm_dir() -> PathBuf {
+    PathBuf::from("models/all-MiniLM-L6-v2")
+}
 fn default_data_dir() -> PathBuf {
     PathBuf::from(".data")
 }
@@ -162,6 +229,28 @@ impl Default for LogSection {
     }
 }
 
+impl Default for EmbedderSection {
+    fn default() -> Self {
+        EmbedderSection {
+            kind: EmbedderKind::default(),
+            static_model_dir: default_static_model_dir(),
+            minilm_dir: default_minilm_dir(),
+        }
+    }
+}
+
+impl Default for RetrievalSection {
+    fn default() -> Self {
+        RetrievalSection {
+            rrf_k: default_rrf_k(),
+            bm25_weight: 1.0,
+            vector_weight: 1.0,
+            graph_weight: 1.0,
+            recency_weight: default_recency_weight(),
+        }
+    }
+}
+
 impl Default for HttpSection {
     fn default() -> Self {
         HttpSection { bind: default_bind(), max_request_bytes: default_max_request_bytes() }
@@ -189,6 +278,8 @@ impl SwarmConfig {
             log: LogSection::default(),
             http: HttpSection::default(),
             memory: MemorySection::default(),
+            embedder: EmbedderSection::default(),
+            retrieval: RetrievalSection::default(),
             agents: Vec::new(),
         }
     }
@@ -237,6 +328,18 @@ impl SwarmConfig {
                 return Err(format!("{key} = 0; expected a positive number"));
             }
         }
+        let weights = [
+            ("retrieval.rrf_k", self.retrieval.rrf_k),
+            ("retrieval.bm25_weight", self.retrieval.bm25_weight),
+            ("retrieval.vector_weight", self.retrieval.vector_weight),
+            ("retrieval.graph_weight", self.retrieval.graph_weight),
+            ("retrieval.recency_weight", self.retrieval.recency_weight),
+        ];
+        for (key, value) in weights {
+            if !value.is_finite() || value < 0.0 {
+                return Err(format!("{key} = {value}; expected a number of zero or more"));
+            }
+        }
         if self.memory.working_item_max_tokens > self.memory.working_tier_tokens {
             return Err(format!(
                 "memory.working_item_max_tokens = {} is larger than memory.working_tier_tokens = {}; \
@@ -247,10 +350,23 @@ impl SwarmConfig {
         Ok(())
     }
 
-    pub fn memory_config(&self) -> MemoryConfig {
+    /// The memory settings, with the embedder the caller loaded.
+    pub fn memory_config(&self, embedder: Arc<dyn Embedder>) -> MemoryConfig {
         MemoryConfig {
             working_tier_tokens: self.memory.working_tier_tokens,
             working_item_max_tokens: self.memory.working_item_max_tokens,
+            embedder,
+        }
+    }
+
+    /// The configured retrieval defaults as request weights.
+    pub fn retrieval_weights(&self) -> mneme_projections::RetrievalWeights {
+        mneme_projections::RetrievalWeights {
+            rrf_k: self.retrieval.rrf_k,
+            bm25: self.retrieval.bm25_weight,
+            vector: self.retrieval.vector_weight,
+            graph: self.retrieval.graph_weight,
+            recency: self.retrieval.recency_weight,
         }
     }
 

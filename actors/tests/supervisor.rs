@@ -51,6 +51,15 @@ fn fixture() -> Fixture {
     Fixture { _dir: dir, log, store }
 }
 
+/// The model-free embedder: these tests are about actors, not semantics.
+fn embedder() -> Arc<dyn mneme_projections::embed::Embedder> {
+    Arc::new(mneme_projections::embed::HashedNgramEmbedder::default())
+}
+
+fn memory_config(config: &SwarmConfig) -> mneme_projections::MemoryConfig {
+    config.memory_config(embedder())
+}
+
 fn config(agents: &[&str], admit: bool) -> SwarmConfig {
     let mut config = SwarmConfig::with_name("demo");
     config.swarm.admit_unknown_agents = admit;
@@ -62,7 +71,7 @@ fn config(agents: &[&str], admit: bool) -> SwarmConfig {
 
 async fn start(config: &SwarmConfig, fixture: &Fixture) -> Addr<Supervisor> {
     let log_end = fixture.log.last_seq().await.unwrap();
-    Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone(), log_end).start()
+    Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone(), log_end, embedder()).start()
 }
 
 async fn status(handle: &AgentHandle) -> mneme_actors::AgentStatus {
@@ -81,7 +90,7 @@ async fn caught_up(supervisor: &Addr<Supervisor>, log: &dyn EventLog, agent: &st
 
 async fn assert_matches_rebuild(log: &dyn EventLog, handle: &AgentHandle, config: &SwarmConfig) {
     let live = status(handle).await;
-    let (_, rebuilt) = rebuild_from_log(log, &handle.agent, config.memory_config(), None).await.unwrap();
+    let (_, rebuilt) = rebuild_from_log(log, &handle.agent, memory_config(config), None).await.unwrap();
     assert_eq!(live.checkpoint, rebuilt.checkpoint, "{}", handle.agent);
     assert_eq!(live.digest, rebuilt.digest, "{}", handle.agent);
 }
@@ -120,10 +129,10 @@ async fn a_snapshot_is_written_every_n_events_together_with_its_checkpoint() {
     assert!(live.snapshot_seq >= 20, "snapshot at {}", live.snapshot_seq);
     let body = fixture.store.load("demo", "coder").unwrap().unwrap();
     let restored =
-        mneme_projections::AgentMemory::from_snapshot(&body, "demo", "coder", config.memory_config()).unwrap();
+        mneme_projections::AgentMemory::from_snapshot(&body, "demo", "coder", memory_config(&config)).unwrap();
     assert_eq!(restored.checkpoint(), live.snapshot_seq);
     let (_, rebuilt) =
-        rebuild_from_log(fixture.log.as_ref(), "coder", config.memory_config(), Some(live.snapshot_seq)).await.unwrap();
+        rebuild_from_log(fixture.log.as_ref(), "coder", memory_config(&config), Some(live.snapshot_seq)).await.unwrap();
     assert_eq!(restored.digest(), rebuilt.digest);
 }
 
@@ -219,7 +228,7 @@ async fn a_bad_record_is_dead_lettered_once_and_consumption_continues() {
 async fn a_snapshot_ahead_of_the_log_is_refused_and_memory_rebuilt() {
     let fixture = fixture();
     let config = config(&["coder"], false);
-    let mut ahead = mneme_projections::AgentMemory::new("demo", "coder", config.memory_config()).unwrap();
+    let mut ahead = mneme_projections::AgentMemory::new("demo", "coder", memory_config(&config)).unwrap();
     for (index, event) in events(0..10, &["coder"]).iter().enumerate() {
         ahead.apply(index as u64 + 1, event).unwrap();
     }
@@ -242,7 +251,7 @@ async fn no_snapshot_is_written_while_a_dead_letter_is_unfiled() {
     use mneme_actors::{ApplyBatch, CheckpointPolicy, DeadLettersFiled, MemoryActor};
     use mneme_nats::{InvalidRecord, LogEntry};
     let fixture = fixture();
-    let memory = mneme_projections::AgentMemory::new("demo", "coder", config(&[], false).memory_config()).unwrap();
+    let memory = mneme_projections::AgentMemory::new("demo", "coder", memory_config(&config(&[], false))).unwrap();
     let policy = CheckpointPolicy { every_events: 1, interval: Duration::from_secs(60), mailbox_capacity: 4 };
     let (applied_sender, _applied) = tokio::sync::watch::channel(0);
     let actor = MemoryActor::new(memory, fixture.store.clone(), policy, applied_sender).start();
@@ -260,7 +269,7 @@ async fn no_snapshot_is_written_while_a_dead_letter_is_unfiled() {
     actor.send(DeadLettersFiled(vec![1])).await.unwrap();
     let body = fixture.store.load("demo", "coder").unwrap().unwrap();
     let restored =
-        mneme_projections::AgentMemory::from_snapshot(&body, "demo", "coder", config(&[], false).memory_config())
+        mneme_projections::AgentMemory::from_snapshot(&body, "demo", "coder", memory_config(&config(&[], false)))
             .unwrap();
     assert_eq!(restored.checkpoint(), 2);
 }

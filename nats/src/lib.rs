@@ -94,6 +94,23 @@ pub trait EventLog: Send + Sync + 'static {
     /// those of one agent. Returns what is there now; never waits.
     async fn read(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError>;
 
+    /// The records at exactly these sequences, in sequence order; sequences
+    /// not on the log are left out. For provenance, which names events by
+    /// seq. The default reads one record per seq; a log with random access
+    /// may do better.
+    async fn read_seqs(&self, seqs: &[Seq]) -> Result<Vec<LogEntry>, LogError> {
+        let mut wanted: Vec<Seq> = seqs.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut entries = Vec::with_capacity(wanted.len());
+        for seq in wanted {
+            if let Some(entry) = self.read(seq, None, 1).await?.into_iter().find(|entry| entry.seq == seq) {
+                entries.push(entry);
+            }
+        }
+        Ok(entries)
+    }
+
     /// Like [`EventLog::read`], then keeps following the log as it grows.
     async fn subscribe(
         &self,

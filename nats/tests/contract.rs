@@ -136,6 +136,7 @@ contract!(
     events_of_another_swarm_are_refused,
     concurrent_appends_get_distinct_sequences,
     a_large_batch_is_appended_whole_and_followed,
+    records_are_read_by_exact_sequences,
 );
 
 fn event(agent: &str, text: &str) -> Event {
@@ -244,6 +245,18 @@ async fn reads_start_at_a_sequence_inclusive_and_stop_at_max(harness: &mut dyn H
     assert!(log.read(6, None, 10).await?.is_empty());
     assert!(log.read(1, None, 0).await?.is_empty());
     assert_eq!(valid(&log.read(4, None, 1).await?[0]), &events[3]);
+    Ok(())
+}
+
+async fn records_are_read_by_exact_sequences(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let events: Vec<Event> =
+        (1..=6).map(|n| event(if n % 2 == 0 { "coder" } else { "planner" }, &format!("e {n}"))).collect();
+    log.append(&events).await?;
+    // Unordered, repeated and missing sequences: the answer is in order, once each.
+    assert_eq!(seqs(&log.read_seqs(&[5, 2, 5, 99, 4]).await?), [2, 4, 5]);
+    assert_eq!(valid(&log.read_seqs(&[4]).await?[0]), &events[3]);
+    assert!(log.read_seqs(&[]).await?.is_empty());
     Ok(())
 }
 

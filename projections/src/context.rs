@@ -8,7 +8,8 @@ use std::collections::HashSet;
 
 use crate::error::ProjectionError;
 use crate::item::{ItemState, ProvenanceRef};
-use crate::memory::{AgentMemory, SearchRequest};
+use crate::memory::AgentMemory;
+use crate::retrieval::SearchRequest;
 use crate::tokens;
 
 /// Share of the budget the most recent turns may take before search hits
@@ -132,7 +133,7 @@ impl AgentMemory {
             recent.next();
         }
         let in_context: HashSet<u64> = chosen.iter().map(|item| item.seq).collect();
-        let search = SearchRequest { query: request.query.clone(), k: RELEVANT_CANDIDATES, kinds: Vec::new() };
+        let search = SearchRequest::new(request.query.clone(), RELEVANT_CANDIDATES);
         for hit in self.search(&search)? {
             if in_context.contains(&hit.seq) || self.items[&hit.seq].state == ItemState::Archived {
                 continue;

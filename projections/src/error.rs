@@ -12,4 +12,6 @@ pub enum ProjectionError {
     Index(#[from] tantivy::TantivyError),
     #[error("snapshot is unusable: {0}")]
     CorruptSnapshot(String),
+    #[error("embedding model is unusable: {0}")]
+    Model(String),
 }

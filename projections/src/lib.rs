@@ -6,16 +6,21 @@
 
 mod bm25;
 mod context;
+pub mod embed;
 mod error;
+pub mod graph;
 mod item;
 mod memory;
 mod render;
+mod retrieval;
 mod snapshot;
 pub mod tokens;
+mod vector;
 mod working;
 
 pub use context::{ContextItem, ContextRequest, ContextResponse, ContextTier};
 pub use error::ProjectionError;
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
-pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, SearchHit, SearchRequest};
+pub use memory::{AgentMemory, AppliedEvent, MemoryConfig};
+pub use retrieval::{RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest};
 pub use snapshot::SNAPSHOT_FORMAT;

@@ -2,29 +2,59 @@
 //! events applied to it in log order.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-use mneme_events::{Event, EventId, EventKind, Scope, Timestamp};
+use mneme_events::{Event, EventId, EventKind};
 use sha2::{Digest, Sha256};
 
 use crate::bm25::Bm25Index;
+use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
+use crate::graph::{FactGraph, GraphQuery, Subgraph};
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
 use crate::render;
+use crate::retrieval::embedded_text;
+use crate::vector::VectorIndex;
 use crate::working::WorkingTier;
 
 /// How an agent's memory is shaped. Part of the snapshot: a snapshot taken
-/// under another configuration is refused and rebuilt from the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// under another configuration or embedding model is refused and rebuilt
+/// from the log.
+#[derive(Clone)]
 pub struct MemoryConfig {
     /// Token budget of the working tier (recent turns).
     pub working_tier_tokens: usize,
     /// Longest a single turn may be in the working tier, in tokens.
     pub working_item_max_tokens: usize,
+    /// Embeds items for the vector index; its model id enters the digest.
+    pub embedder: Arc<dyn Embedder>,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        MemoryConfig { working_tier_tokens: 2000, working_item_max_tokens: 400 }
+        MemoryConfig {
+            working_tier_tokens: 2000,
+            working_item_max_tokens: 400,
+            embedder: Arc::new(HashedNgramEmbedder::default()),
+        }
+    }
+}
+
+impl std::fmt::Debug for MemoryConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryConfig")
+            .field("working_tier_tokens", &self.working_tier_tokens)
+            .field("working_item_max_tokens", &self.working_item_max_tokens)
+            .field("embedder", &self.embedder.model_id())
+            .finish()
+    }
+}
+
+impl PartialEq for MemoryConfig {
+    fn eq(&self, other: &MemoryConfig) -> bool {
+        self.working_tier_tokens == other.working_tier_tokens
+            && self.working_item_max_tokens == other.working_item_max_tokens
+            && self.embedder.model_id() == other.embedder.model_id()
     }
 }
 
@@ -37,28 +67,6 @@ pub enum AppliedEvent {
     /// re-published after the log's dedup window); nothing changed but the
     /// checkpoint.
     DuplicateId { original_seq: u64 },
-}
-
-/// A full-text query.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchRequest {
-    pub query: String,
-    pub k: usize,
-    /// Only items of these kinds (wire names); empty means all.
-    pub kinds: Vec<String>,
-}
-
-/// One search result, with where it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchHit {
-    pub item_id: String,
-    pub seq: u64,
-    pub kind: &'static str,
-    pub score: f32,
-    pub text: String,
-    pub scope: Scope,
-    pub ts: Timestamp,
-    pub provenance: Vec<ProvenanceRef>,
 }
 
 /// The memory of one agent of one swarm.
@@ -76,6 +84,8 @@ pub struct AgentMemory {
     pub(crate) seen_ids: HashMap<EventId, u64>,
     pub(crate) working: WorkingTier,
     pub(crate) bm25: Bm25Index,
+    pub(crate) vectors: VectorIndex,
+    pub(crate) graph: FactGraph,
     /// Forgotten items still in the BM25 index; searches over-fetch by this.
     pub(crate) forgotten_count: usize,
 }
@@ -85,14 +95,16 @@ impl AgentMemory {
         Ok(AgentMemory {
             swarm: swarm.to_string(),
             agent: agent.to_string(),
-            config,
             checkpoint: 0,
             items: BTreeMap::new(),
             seq_by_item_id: HashMap::new(),
             seen_ids: HashMap::new(),
             working: WorkingTier::new(config.working_tier_tokens, config.working_item_max_tokens),
             bm25: Bm25Index::new()?,
+            vectors: VectorIndex::new(config.embedder.dimensions()),
+            graph: FactGraph::new(),
             forgotten_count: 0,
+            config,
         })
     }
 
@@ -104,8 +116,8 @@ impl AgentMemory {
         &self.agent
     }
 
-    pub fn config(&self) -> MemoryConfig {
-        self.config
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
     }
 
     /// The highest sequence applied or skipped.
@@ -126,6 +138,31 @@ impl AgentMemory {
         self.items.values()
     }
 
+    /// The events behind an item, a graph node or a graph edge, in log
+    /// order: the one that created it and every one that changed it.
+    /// Forgotten items keep their provenance.
+    pub fn provenance_of(&self, item_id: &str) -> Option<Vec<ProvenanceRef>> {
+        if let Some(item) = self.item(item_id) {
+            return Some(item.provenance.clone());
+        }
+        if let Some(node) = self.graph.node(item_id) {
+            return Some(node.provenance.clone());
+        }
+        self.graph.edges().into_iter().find(|edge| edge.id == item_id).map(|edge| edge.provenance)
+    }
+
+    /// The fact graph around an entity given by id or name; `None` when the
+    /// memory knows no such entity.
+    pub fn neighbourhood(&self, query: &GraphQuery) -> Option<Subgraph> {
+        let entity = self.resolve_entity(&query.entity).into_iter().next()?;
+        self.graph.neighbourhood(&GraphQuery { entity, ..query.clone() })
+    }
+
+    /// The fact graph, for inspection.
+    pub fn graph(&self) -> &FactGraph {
+        &self.graph
+    }
+
     /// Applies the event at `seq`. Refuses a seq at or below the checkpoint,
     /// so redelivery cannot apply anything twice.
     pub fn apply(&mut self, seq: u64, event: &Event) -> Result<AppliedEvent, ProjectionError> {
@@ -143,6 +180,7 @@ impl AgentMemory {
             return Ok(AppliedEvent::DuplicateId { original_seq });
         }
         let provenance = ProvenanceRef { seq, event_id: event.id };
+        self.graph.apply(seq, event);
         match render::render(event) {
             Some(text) => self.remember(seq, event, text)?,
             None => self.apply_change(provenance, &event.kind),
@@ -170,6 +208,8 @@ impl AgentMemory {
     fn remember(&mut self, seq: u64, event: &Event, text: String) -> Result<(), ProjectionError> {
         let kind = event.kind_name();
         self.bm25.add(seq, kind, &text)?;
+        let vector = self.config.embedder.embed(embedded_text(&text));
+        self.vectors.insert(seq, &vector);
         if render::is_turn(&event.kind) {
             self.working.push(seq, &text);
         }
@@ -256,34 +296,6 @@ impl AgentMemory {
         self.bm25.commit()
     }
 
-    /// BM25 search over the items that are not forgotten.
-    pub fn search(&mut self, request: &SearchRequest) -> Result<Vec<SearchHit>, ProjectionError> {
-        if request.k == 0 || request.query.trim().is_empty() {
-            return Ok(Vec::new());
-        }
-        // Forgotten items are still in the index: over-fetch by their number
-        // so that k hits survive the filter.
-        let fetch = request.k.saturating_add(self.forgotten_count);
-        let scored = self.bm25.search(&request.query, fetch, &request.kinds)?;
-        let hits = scored
-            .into_iter()
-            .filter_map(|(score, seq)| self.items.get(&seq).map(|item| (score, item)))
-            .filter(|(_, item)| item.state != ItemState::Forgotten)
-            .take(request.k)
-            .map(|(score, item)| SearchHit {
-                item_id: item.item_id.clone(),
-                seq: item.seq,
-                kind: item.kind,
-                score,
-                text: item.text.clone(),
-                scope: item.scope,
-                ts: item.ts,
-                provenance: item.provenance.clone(),
-            })
-            .collect();
-        Ok(hits)
-    }
-
     /// A stable hash of the memory's logical content: items, their state and
     /// provenance, the working tier and the ids seen. Index files, segment
     /// layout and map iteration order do not enter it, so a rebuild by replay
@@ -292,6 +304,10 @@ impl AgentMemory {
         let mut hasher = ContentHasher::default();
         hasher.text(&self.swarm);
         hasher.text(&self.agent);
+        // Vectors are a function of item text and model: the model's id
+        // stands for them. The graph hashes its own content.
+        hasher.text(self.config.embedder.model_id());
+        hasher.text(&self.graph.digest());
         hasher.number(self.items.len() as u64);
         for item in self.items.values() {
             hasher.text(&item.item_id);

@@ -12,13 +12,15 @@ use rkyv::util::AlignedVec;
 
 use crate::bm25::Bm25Index;
 use crate::error::ProjectionError;
+use crate::graph::FactGraph;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig};
+use crate::vector::VectorIndex;
 use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 1;
+pub const SNAPSHOT_FORMAT: u32 = 2;
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct MemorySnapshot {
@@ -27,10 +29,16 @@ struct MemorySnapshot {
     agent: String,
     working_tier_tokens: u64,
     working_item_max_tokens: u64,
+    embedder_model_id: String,
     checkpoint: u64,
     items: Vec<ItemRecord>,
     working: Vec<WorkingRecord>,
     seen_ids: Vec<(u128, u64)>,
+    /// (seq, vector) in seq order; re-inserted in that order on restore, so
+    /// the vector index is rebuilt exactly.
+    vectors: Vec<(u64, Vec<f32>)>,
+    /// The fact graph's own snapshot.
+    graph: Vec<u8>,
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -65,6 +73,7 @@ impl AgentMemory {
             agent: self.agent.clone(),
             working_tier_tokens: self.config.working_tier_tokens as u64,
             working_item_max_tokens: self.config.working_item_max_tokens as u64,
+            embedder_model_id: self.config.embedder.model_id().to_string(),
             checkpoint: self.checkpoint,
             items: self.items.values().map(item_record).collect(),
             working: self
@@ -73,6 +82,8 @@ impl AgentMemory {
                 .map(|entry| WorkingRecord { seq: entry.seq, text: entry.text.clone(), tokens: entry.tokens as u64 })
                 .collect(),
             seen_ids: self.seen_ids.iter().map(|(id, seq)| (id.0, *seq)).collect(),
+            vectors: self.vectors.vectors(),
+            graph: self.graph.to_snapshot()?,
         };
         let bytes = rkyv::to_bytes::<rancor::Error>(&snapshot)
             .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode: {error}")))?;
@@ -91,7 +102,7 @@ impl AgentMemory {
         aligned.extend_from_slice(bytes);
         let snapshot = rkyv::from_bytes::<MemorySnapshot, rancor::Error>(&aligned)
             .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot decode: {error}")))?;
-        check_compatible(&snapshot, swarm, agent, config)?;
+        check_compatible(&snapshot, swarm, agent, &config)?;
         let mut bm25 = Bm25Index::new()?;
         let mut items = BTreeMap::new();
         let mut seq_by_item_id = HashMap::new();
@@ -107,6 +118,18 @@ impl AgentMemory {
             items.insert(item.seq, item);
         }
         bm25.commit()?;
+        let mut vectors = VectorIndex::new(config.embedder.dimensions());
+        for (seq, vector) in &snapshot.vectors {
+            if vector.len() != config.embedder.dimensions() {
+                return Err(ProjectionError::CorruptSnapshot(format!(
+                    "vector of seq {seq} has {} dimensions, the model {}",
+                    vector.len(),
+                    config.embedder.dimensions()
+                )));
+            }
+            vectors.insert(*seq, vector);
+        }
+        let graph = FactGraph::from_snapshot(&snapshot.graph)?;
         let working_entries = snapshot
             .working
             .into_iter()
@@ -115,14 +138,16 @@ impl AgentMemory {
         Ok(AgentMemory {
             swarm: snapshot.swarm,
             agent: snapshot.agent,
-            config,
             checkpoint: snapshot.checkpoint,
             items,
             seq_by_item_id,
             seen_ids: snapshot.seen_ids.into_iter().map(|(id, seq)| (EventId(id), seq)).collect(),
             working: WorkingTier::restore(config.working_tier_tokens, config.working_item_max_tokens, working_entries),
             bm25,
+            vectors,
+            graph,
             forgotten_count,
+            config,
         })
     }
 }
@@ -131,7 +156,7 @@ fn check_compatible(
     snapshot: &MemorySnapshot,
     swarm: &str,
     agent: &str,
-    config: MemoryConfig,
+    config: &MemoryConfig,
 ) -> Result<(), ProjectionError> {
     if snapshot.format != SNAPSHOT_FORMAT {
         return Err(ProjectionError::CorruptSnapshot(format!(
@@ -151,6 +176,13 @@ fn check_compatible(
         return Err(ProjectionError::CorruptSnapshot(format!(
             "snapshot was taken with working tier (budget, item max) {snapshot_config:?}, \
              the configuration now says {wanted_config:?}"
+        )));
+    }
+    if snapshot.embedder_model_id != config.embedder.model_id() {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "snapshot was embedded with {}, the configured model is {}",
+            snapshot.embedder_model_id,
+            config.embedder.model_id()
         )));
     }
     Ok(())

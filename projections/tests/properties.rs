@@ -8,7 +8,7 @@ use mneme_events::{
     DecisionMade, Event, EventId, EventKind, FactAsserted, JsonText, MemoryArchived, MemoryCited, MemoryForgotten,
     MessageRecorded, Scope, Timestamp, ToolResultRecorded,
 };
-use mneme_projections::{AgentMemory, ContextRequest, MemoryConfig, ProjectionError, SearchRequest};
+use mneme_projections::{AgentMemory, ContextRequest, MemoryConfig, ProjectionError, SearchMode, SearchRequest};
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[
@@ -142,7 +142,7 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
 }
 
 fn config() -> MemoryConfig {
-    MemoryConfig { working_tier_tokens: 120, working_item_max_tokens: 40 }
+    MemoryConfig { working_tier_tokens: 120, working_item_max_tokens: 40, ..MemoryConfig::default() }
 }
 
 fn rebuild(log: &[(u64, Event)]) -> AgentMemory {
@@ -155,12 +155,13 @@ fn rebuild(log: &[(u64, Event)]) -> AgentMemory {
 }
 
 fn hit_ids(memory: &mut AgentMemory, query: &str) -> BTreeSet<String> {
-    let request = SearchRequest { query: query.to_string(), k: 10_000, kinds: Vec::new() };
+    let request = SearchRequest::new(query, 10_000).with_mode(SearchMode::Bm25);
     memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
-fn top_ids(memory: &mut AgentMemory, query: &str, k: usize, kinds: &[String]) -> Vec<String> {
-    let request = SearchRequest { query: query.to_string(), k, kinds: kinds.to_vec() };
+fn top_ids(memory: &mut AgentMemory, query: &str, k: usize, kinds: &[String], mode: SearchMode) -> Vec<String> {
+    let mut request = SearchRequest::new(query, k).with_mode(mode);
+    request.filters.kinds = kinds.to_vec();
     memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
@@ -179,7 +180,7 @@ proptest! {
             if position % commit_every == 0 {
                 live.commit().unwrap();
                 // Queries between applies must not change state.
-                let _ = live.search(&SearchRequest { query: "token".into(), k: 3, kinds: vec![] }).unwrap();
+                let _ = live.search(&SearchRequest::new("token", 3)).unwrap();
             }
         }
         let mut rebuilt = rebuild(&log);
@@ -187,10 +188,13 @@ proptest! {
         prop_assert_eq!(live.checkpoint(), rebuilt.checkpoint());
         for word in ["token", "cargo test", "TokenExpiredError", "src/auth/token.rs"] {
             prop_assert_eq!(hit_ids(&mut live, word), hit_ids(&mut rebuilt, word));
-            // The cut at k must not depend on segment layout, ties included.
-            prop_assert_eq!(top_ids(&mut live, word, 3, &[]), top_ids(&mut rebuilt, word, 3, &[]));
+            // The cut at k must not depend on segment layout, ties included,
+            // in every mode.
             let kinds = ["decision_made".to_string(), "fact_asserted".to_string()];
-            prop_assert_eq!(top_ids(&mut live, word, 2, &kinds), top_ids(&mut rebuilt, word, 2, &kinds));
+            for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
+                prop_assert_eq!(top_ids(&mut live, word, 3, &[], mode), top_ids(&mut rebuilt, word, 3, &[], mode));
+                prop_assert_eq!(top_ids(&mut live, word, 2, &kinds, mode), top_ids(&mut rebuilt, word, 2, &kinds, mode));
+            }
         }
     }
 
@@ -210,8 +214,11 @@ proptest! {
         }
         let mut full = rebuild(&log);
         prop_assert_eq!(restored.digest(), full.digest());
-        for word in ["token", "panic", "review"] {
+        for word in ["token", "panic", "review", "TokenExpiredError src/auth/token.rs"] {
             prop_assert_eq!(hit_ids(&mut restored, word), hit_ids(&mut full, word));
+            for mode in [SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
+                prop_assert_eq!(top_ids(&mut restored, word, 5, &[], mode), top_ids(&mut full, word, 5, &[], mode));
+            }
         }
         let request = ContextRequest { query: "token refresh".into(), budget_tokens: 300 };
         prop_assert_eq!(restored.context(&request).unwrap().text, full.context(&request).unwrap().text);
@@ -264,7 +271,8 @@ fn a_kind_filter_returns_k_hits_of_that_kind_even_when_rare() {
         log.push((counter + 1, event(counter, kind)));
     }
     let mut memory = rebuild(&log);
-    let request = SearchRequest { query: "token".into(), k: 4, kinds: vec!["decision_made".into()] };
+    let mut request = SearchRequest::new("token", 4).with_mode(SearchMode::Bm25);
+    request.filters.kinds = vec!["decision_made".into()];
     let hits = memory.search(&request).unwrap();
     assert_eq!(hits.len(), 4);
     assert!(hits.iter().all(|hit| hit.kind == "decision_made"));
@@ -315,6 +323,18 @@ fn a_snapshot_under_another_configuration_is_refused() {
     let memory = rebuild(&[]);
     let snapshot = memory.to_snapshot().unwrap();
     let other = MemoryConfig { working_tier_tokens: 999, ..config() };
+    assert!(matches!(
+        AgentMemory::from_snapshot(
+            &snapshot,
+            "demo",
+            "coder",
+            MemoryConfig {
+                embedder: std::sync::Arc::new(mneme_projections::embed::HashedNgramEmbedder::new(64)),
+                ..config()
+            }
+        ),
+        Err(ProjectionError::CorruptSnapshot(_))
+    ));
     assert!(matches!(
         AgentMemory::from_snapshot(&snapshot, "demo", "coder", other),
         Err(ProjectionError::CorruptSnapshot(_))

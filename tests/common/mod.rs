@@ -153,3 +153,13 @@ pub fn stdout_of(output: &Output) -> String {
 pub fn last_seq_of_publish(stdout: &str) -> u64 {
     stdout.rsplit("last seq ").next().unwrap().trim().parse().unwrap()
 }
+
+/// Percent-encoding for a path segment or query value.
+pub fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (byte as char).to_string(),
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,93 @@
+//! Sentence embeddings for the vector index.
+//!
+//! An [`Embedder`] turns text into an L2-normalised vector, deterministically:
+//! the same model and text always give the same vector, so a replay rebuilds
+//! the same vector index. The model's identity is part of a memory's digest.
+//!
+//! Models are handed in as bytes (read by the caller): this crate does no IO.
+
+mod distill;
+mod hashed;
+mod minilm;
+mod static_model;
+
+pub use distill::{
+    DistillOptions, DistillProgress, VocabularySelection, distill_static_model, distill_static_model_with_progress,
+};
+pub use hashed::HashedNgramEmbedder;
+pub use minilm::MiniLmEmbedder;
+pub use static_model::{STATIC_MODEL_FORMAT, StaticEmbedder, StaticModelFiles};
+
+/// Text in, unit vector out.
+pub trait Embedder: Send + Sync {
+    /// Names the model and its exact weights, e.g.
+    /// `static-minilm-l6-256@sha256:1a2b…`; it enters the memory digest, so
+    /// two memories built with different models never compare equal.
+    fn model_id(&self) -> &str;
+
+    /// Length of every vector this embedder returns.
+    fn dimensions(&self) -> usize;
+
+    /// The L2-normalised embedding of `text` (all zeros for empty text).
+    fn embed(&self, text: &str) -> Vec<f32>;
+
+    /// Embeddings of several texts; models that batch override this.
+    fn embed_batch(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        texts.iter().map(|text| self.embed(text)).collect()
+    }
+}
+
+/// Scales `vector` to unit length in place; leaves a zero vector alone.
+pub fn normalize(vector: &mut [f32]) {
+    let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for value in vector.iter_mut() {
+            *value /= norm;
+        }
+    }
+}
+
+/// Cosine similarity of two unit vectors.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Lower-case hex of the SHA-256 of `bytes`: model ids and file checks name
+/// weights by their hash.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    use std::fmt::Write;
+    let digest = sha2::Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        // Writing to a String cannot fail.
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// JSON for the two documents this module reads and writes: the model's
+/// `config.json` and the header of a safetensors file.
+pub(crate) mod json {
+    pub(crate) use serde_json::Value;
+
+    pub(crate) fn parse(text: &str) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Appends `text` as a JSON string literal.
+    pub(crate) fn write_string(out: &mut String, text: &str) {
+        out.push_str(&serde_json::to_string(text).expect("a string always serialises"));
+    }
+
+    /// `as_u64` that fits the platform's `usize`.
+    pub(crate) trait AsUsize {
+        fn as_usize(&self) -> Option<usize>;
+    }
+
+    impl AsUsize for Value {
+        fn as_usize(&self) -> Option<usize> {
+            self.as_u64().and_then(|number| usize::try_from(number).ok())
+        }
+    }
+}

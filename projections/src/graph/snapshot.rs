@@ -1,0 +1,412 @@
+//! The graph as bytes (rkyv, behind a header naming the format) and as a
+//! digest of its logical content.
+//!
+//! Only the primary state is saved — nodes, relation names, edges, the
+//! events of the provenance (seq, time, id; provenance itself is stored as
+//! seqs), asserted facts and the fix tracker; the id, name, triple and
+//! adjacency indexes and the entity → event links are rebuilt on restore,
+//! since they follow from the rest.
+
+use std::collections::BTreeMap;
+
+use mneme_events::{EventId, Timestamp};
+use rkyv::rancor;
+use rkyv::util::AlignedVec;
+use sha2::{Digest, Sha256};
+
+use super::fixes::{ErrorWatch, FailureTracker, WatchedCommand};
+use super::model::{EntityKind, Node};
+use super::store::{EdgeIndex, EdgeRecord, EventStamp, FactGraph, NodeIndex};
+use crate::error::ProjectionError;
+use crate::item::ProvenanceRef;
+
+/// Bumped whenever the snapshot layout or the meaning of its fields, or an
+/// extraction rule, changes; other formats are refused and the graph is
+/// rebuilt from the log.
+pub const GRAPH_SNAPSHOT_FORMAT: u32 = 1;
+
+/// First bytes of every graph snapshot, before the format number.
+const MAGIC: &[u8; 8] = b"MNEMEFG\0";
+
+/// Provenance is stored as seqs; each seq's event id and time are stored
+/// once, in `events`.
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct GraphSnapshot {
+    nodes: Vec<NodeRecord>,
+    relations: Vec<String>,
+    edges: Vec<EdgeSnapshot>,
+    /// (seq, event time in nanoseconds, event id).
+    events: Vec<(u64, i64, u128)>,
+    facts: Vec<FactRecord>,
+    watched: Vec<WatchedRecord>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct NodeRecord {
+    id: String,
+    kind: String,
+    name: String,
+    attributes: Vec<(String, String)>,
+    valid_from: Option<i64>,
+    valid_to: Option<i64>,
+    provenance: Vec<u64>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct EdgeSnapshot {
+    from: u32,
+    to: u32,
+    relation: u32,
+    interval: u32,
+    valid_from: Option<i64>,
+    valid_to: Option<i64>,
+    recorded_seq: u64,
+    confidence: Option<f32>,
+    provenance: Vec<u64>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct FactRecord {
+    subject: String,
+    relation: String,
+    object: String,
+    edge: u32,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct WatchedRecord {
+    command: u32,
+    last_failure_seq: u64,
+    errors: Vec<ErrorWatchRecord>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct ErrorWatchRecord {
+    error: u32,
+    fails_with: u32,
+    edits: Vec<(u32, Vec<u64>)>,
+}
+
+impl FactGraph {
+    /// Snapshot bytes: a header (magic, format) and the rkyv record.
+    pub fn to_snapshot(&self) -> Result<Vec<u8>, ProjectionError> {
+        let snapshot = GraphSnapshot {
+            nodes: self.nodes.iter().map(node_record).collect(),
+            relations: self.relations.clone(),
+            edges: self.edges.iter().map(edge_snapshot).collect(),
+            events: self.events.iter().map(|(seq, event)| (*seq, event.ts.unix_nanos(), event.id.0)).collect(),
+            facts: self
+                .facts
+                .iter()
+                .map(|((subject, relation, object), edge)| FactRecord {
+                    subject: subject.clone(),
+                    relation: relation.clone(),
+                    object: object.clone(),
+                    edge: *edge,
+                })
+                .collect(),
+            watched: self.failures.watched.iter().map(|(command, watched)| watched_record(*command, watched)).collect(),
+        };
+        let body = rkyv::to_bytes::<rancor::Error>(&snapshot)
+            .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode the fact graph: {error}")))?;
+        let mut bytes = Vec::with_capacity(MAGIC.len() + 4 + body.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&GRAPH_SNAPSHOT_FORMAT.to_le_bytes());
+        bytes.extend_from_slice(&body);
+        Ok(bytes)
+    }
+
+    /// Restores a graph from [`FactGraph::to_snapshot`] bytes. Refuses bytes
+    /// that are not a graph snapshot, of another format, or inconsistent.
+    pub fn from_snapshot(bytes: &[u8]) -> Result<FactGraph, ProjectionError> {
+        let corrupt = |why: String| ProjectionError::CorruptSnapshot(why);
+        let header_length = MAGIC.len() + 4;
+        if bytes.len() < header_length || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(corrupt("not a fact graph snapshot".to_string()));
+        }
+        let format = u32::from_le_bytes(bytes[MAGIC.len()..header_length].try_into().expect("four bytes"));
+        if format != GRAPH_SNAPSHOT_FORMAT {
+            return Err(corrupt(format!("fact graph snapshot format {format} is not {GRAPH_SNAPSHOT_FORMAT}")));
+        }
+        let mut aligned: AlignedVec<16> = AlignedVec::with_capacity(bytes.len() - header_length);
+        aligned.extend_from_slice(&bytes[header_length..]);
+        let snapshot = rkyv::from_bytes::<GraphSnapshot, rancor::Error>(&aligned)
+            .map_err(|error| corrupt(format!("cannot decode the fact graph: {error}")))?;
+        restore(snapshot)
+    }
+
+    /// Stable hash of the logical content (sha256 hex, `sha256:` prefixed
+    /// like the memory digest): nodes and edges by id, with their
+    /// attributes, validity and provenance; the asserted facts, the fix
+    /// tracker and the event times. Storage order does not enter it.
+    pub fn digest(&self) -> String {
+        let mut hasher = ContentHasher::default();
+        hasher.text("mneme-fact-graph");
+        hasher.number(u64::from(GRAPH_SNAPSHOT_FORMAT));
+        hasher.number(self.nodes.len() as u64);
+        for node in self.nodes() {
+            hash_node(&mut hasher, node);
+        }
+        // Edges by id, hashed from their records: materialising them would
+        // copy every provenance list.
+        let mut edge_order: Vec<(String, EdgeIndex)> =
+            (0..self.edges.len() as EdgeIndex).map(|edge| (self.edge_id(edge), edge)).collect();
+        edge_order.sort_unstable();
+        hasher.number(edge_order.len() as u64);
+        for (id, edge) in &edge_order {
+            let record = &self.edges[*edge as usize];
+            hasher.text(id);
+            hasher.time(record.valid_from);
+            hasher.time(record.valid_to);
+            hasher.number(record.recorded_seq);
+            hasher.number(record.confidence.map_or(u64::MAX, |confidence| u64::from(confidence.to_bits())));
+            hasher.provenance(&record.provenance);
+        }
+        hasher.number(self.facts.len() as u64);
+        for ((subject, relation, object), edge) in &self.facts {
+            hasher.text(subject);
+            hasher.text(relation);
+            hasher.text(object);
+            hasher.text(&self.edge_id(*edge));
+        }
+        self.hash_tracker(&mut hasher);
+        hasher.number(self.events.len() as u64);
+        for (seq, event) in &self.events {
+            hasher.number(*seq);
+            hasher.number(event.ts.unix_nanos() as u64);
+            hasher.bytes(&event.id.0.to_be_bytes());
+        }
+        hasher.finish()
+    }
+
+    /// The fix tracker by entity ids rather than storage indexes.
+    fn hash_tracker(&self, hasher: &mut ContentHasher) {
+        let id = |node: NodeIndex| self.node_at(node).id.as_str();
+        let watched: BTreeMap<&str, &WatchedCommand> =
+            self.failures.watched.iter().map(|(command, watched)| (id(*command), watched)).collect();
+        hasher.number(watched.len() as u64);
+        for (command, watched) in watched {
+            hasher.text(command);
+            hasher.number(watched.last_failure_seq);
+            let errors: BTreeMap<&str, &ErrorWatch> =
+                watched.errors.iter().map(|(error, watch)| (id(*error), watch)).collect();
+            hasher.number(errors.len() as u64);
+            for (error, watch) in errors {
+                hasher.text(error);
+                hasher.text(&self.edge_id(watch.fails_with));
+                let edits: BTreeMap<&str, &Vec<ProvenanceRef>> =
+                    watch.edits.iter().map(|(file, edits)| (id(*file), edits)).collect();
+                hasher.number(edits.len() as u64);
+                for (file, edits) in edits {
+                    hasher.text(file);
+                    hasher.provenance(edits);
+                }
+            }
+        }
+    }
+}
+
+fn hash_node(hasher: &mut ContentHasher, node: &Node) {
+    hasher.text(&node.id);
+    hasher.text(node.kind.as_str());
+    hasher.text(&node.name);
+    hasher.number(node.attributes.len() as u64);
+    for (key, value) in &node.attributes {
+        hasher.text(key);
+        hasher.text(value);
+    }
+    hasher.time(node.valid_from);
+    hasher.time(node.valid_to);
+    hasher.provenance(&node.provenance);
+}
+
+fn node_record(node: &Node) -> NodeRecord {
+    NodeRecord {
+        id: node.id.clone(),
+        kind: node.kind.as_str().to_string(),
+        name: node.name.clone(),
+        attributes: node.attributes.iter().map(|(key, value)| (key.clone(), value.clone())).collect(),
+        valid_from: node.valid_from.map(Timestamp::unix_nanos),
+        valid_to: node.valid_to.map(Timestamp::unix_nanos),
+        provenance: provenance_record(&node.provenance),
+    }
+}
+
+fn edge_snapshot(edge: &EdgeRecord) -> EdgeSnapshot {
+    EdgeSnapshot {
+        from: edge.from,
+        to: edge.to,
+        relation: edge.relation,
+        interval: edge.interval,
+        valid_from: edge.valid_from.map(Timestamp::unix_nanos),
+        valid_to: edge.valid_to.map(Timestamp::unix_nanos),
+        recorded_seq: edge.recorded_seq,
+        confidence: edge.confidence,
+        provenance: provenance_record(&edge.provenance),
+    }
+}
+
+fn watched_record(command: NodeIndex, watched: &WatchedCommand) -> WatchedRecord {
+    WatchedRecord {
+        command,
+        last_failure_seq: watched.last_failure_seq,
+        errors: watched
+            .errors
+            .iter()
+            .map(|(error, watch)| ErrorWatchRecord {
+                error: *error,
+                fails_with: watch.fails_with,
+                edits: watch.edits.iter().map(|(file, edits)| (*file, provenance_record(edits))).collect(),
+            })
+            .collect(),
+    }
+}
+
+fn provenance_record(provenance: &[ProvenanceRef]) -> Vec<u64> {
+    provenance.iter().map(|reference| reference.seq).collect()
+}
+
+/// Provenance seqs back to references, through the graph's event table.
+fn provenance_refs(events: &BTreeMap<u64, EventStamp>, seqs: Vec<u64>) -> Result<Vec<ProvenanceRef>, ProjectionError> {
+    seqs.into_iter()
+        .map(|seq| match events.get(&seq) {
+            Some(event) => Ok(ProvenanceRef { seq, event_id: event.id }),
+            None => Err(ProjectionError::CorruptSnapshot(format!("provenance names seq {seq}, which has no event"))),
+        })
+        .collect()
+}
+
+/// Builds the graph from a decoded snapshot, checking that every index in
+/// it points where it should.
+fn restore(snapshot: GraphSnapshot) -> Result<FactGraph, ProjectionError> {
+    let corrupt = |why: String| Err(ProjectionError::CorruptSnapshot(why));
+    let node_count = snapshot.nodes.len() as u64;
+    let relation_count = snapshot.relations.len() as u64;
+    let edge_count = snapshot.edges.len() as u64;
+    let mut graph = FactGraph::new();
+    graph.events = snapshot
+        .events
+        .into_iter()
+        .map(|(seq, nanos, id)| (seq, EventStamp { ts: Timestamp(nanos), id: EventId(id) }))
+        .collect();
+    for record in snapshot.nodes {
+        let Some(kind) = EntityKind::from_name(&record.kind) else {
+            return corrupt(format!("unknown entity kind {:?}", record.kind));
+        };
+        if !record.id.strip_prefix(kind.as_str()).is_some_and(|key| key.starts_with(':')) {
+            return corrupt(format!("node {:?} is not of kind {}", record.id, kind.as_str()));
+        }
+        graph.nodes.push(Node {
+            id: record.id,
+            kind,
+            name: record.name,
+            attributes: record.attributes.into_iter().collect(),
+            valid_from: record.valid_from.map(Timestamp),
+            valid_to: record.valid_to.map(Timestamp),
+            provenance: provenance_refs(&graph.events, record.provenance)?,
+        });
+    }
+    graph.relations = snapshot.relations;
+    for edge in snapshot.edges {
+        let in_range = u64::from(edge.from) < node_count && u64::from(edge.to) < node_count;
+        if !in_range || u64::from(edge.relation) >= relation_count {
+            return corrupt("an edge points outside the graph".to_string());
+        }
+        graph.edges.push(EdgeRecord {
+            from: edge.from,
+            to: edge.to,
+            relation: edge.relation,
+            interval: edge.interval,
+            valid_from: edge.valid_from.map(Timestamp),
+            valid_to: edge.valid_to.map(Timestamp),
+            recorded_seq: edge.recorded_seq,
+            confidence: edge.confidence,
+            provenance: provenance_refs(&graph.events, edge.provenance)?,
+        });
+    }
+    for fact in snapshot.facts {
+        if u64::from(fact.edge) >= edge_count {
+            return corrupt("a fact points outside the graph".to_string());
+        }
+        graph.facts.insert((fact.subject, fact.relation, fact.object), fact.edge);
+    }
+    graph.failures = restore_tracker(&graph.events, snapshot.watched, node_count, edge_count)?;
+    graph.rebuild_indexes();
+    if graph.node_index.len() != graph.nodes.len() {
+        return corrupt("two nodes share an id".to_string());
+    }
+    Ok(graph)
+}
+
+fn restore_tracker(
+    events: &BTreeMap<u64, EventStamp>,
+    records: Vec<WatchedRecord>,
+    node_count: u64,
+    edge_count: u64,
+) -> Result<FailureTracker, ProjectionError> {
+    let mut tracker = FailureTracker::default();
+    let node_ok = |node: u32| u64::from(node) < node_count;
+    for record in records {
+        let mut watched = WatchedCommand { last_failure_seq: record.last_failure_seq, errors: BTreeMap::new() };
+        for error in record.errors {
+            let files_ok = error.edits.iter().all(|(file, _)| node_ok(*file));
+            if !node_ok(error.error) || u64::from(error.fails_with) >= edge_count || !files_ok {
+                return Err(ProjectionError::CorruptSnapshot("the fix tracker points outside the graph".to_string()));
+            }
+            let mut edits = BTreeMap::new();
+            for (file, seqs) in error.edits {
+                edits.insert(file, provenance_refs(events, seqs)?);
+            }
+            watched.errors.insert(error.error, ErrorWatch { fails_with: error.fails_with, edits });
+        }
+        if !node_ok(record.command) {
+            return Err(ProjectionError::CorruptSnapshot("the fix tracker points outside the graph".to_string()));
+        }
+        tracker.watched.insert(record.command, watched);
+    }
+    Ok(tracker)
+}
+
+/// SHA-256 over length-prefixed fields, so that no two different contents
+/// can be concatenated into the same byte stream.
+#[derive(Default)]
+struct ContentHasher(Sha256);
+
+impl ContentHasher {
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.0.update((bytes.len() as u64).to_be_bytes());
+        self.0.update(bytes);
+    }
+
+    fn text(&mut self, text: &str) {
+        self.bytes(text.as_bytes());
+    }
+
+    fn number(&mut self, number: u64) {
+        self.0.update(number.to_be_bytes());
+    }
+
+    fn time(&mut self, time: Option<Timestamp>) {
+        match time {
+            Some(time) => {
+                self.0.update([1]);
+                self.number(time.unix_nanos() as u64);
+            }
+            None => self.0.update([0]),
+        }
+    }
+
+    fn provenance(&mut self, provenance: &[ProvenanceRef]) {
+        self.number(provenance.len() as u64);
+        for reference in provenance {
+            self.number(reference.seq);
+            self.bytes(&reference.event_id.0.to_be_bytes());
+        }
+    }
+
+    fn finish(self) -> String {
+        let digest = self.0.finalize();
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("sha256:{hex}")
+    }
+}

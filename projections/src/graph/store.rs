@@ -1,0 +1,548 @@
+//! The graph's storage: nodes and edges in arrays addressed by index, the
+//! maps that find them by id, name and triple, the adjacency lists queries
+//! walk, and the entity → event index retrieval reads.
+//!
+//! Everything is kept in insertion order or in ordered maps, so the state
+//! is a pure function of the events applied, in order.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mneme_events::{Event, EventId, Timestamp};
+
+use super::fixes::FailureTracker;
+use super::model::{Edge, EntityKind, Node, entity_id, relation};
+use crate::item::ProvenanceRef;
+
+/// Index of a node in [`FactGraph::nodes`].
+pub(crate) type NodeIndex = u32;
+/// Index of an edge in [`FactGraph::edges`].
+pub(crate) type EdgeIndex = u32;
+/// Index of a relation name in [`FactGraph::relations`].
+pub(crate) type RelationIndex = u32;
+
+/// The event being applied, as extraction sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EventContext<'a> {
+    pub seq: u64,
+    pub event_id: EventId,
+    pub ts: Timestamp,
+    pub agent: &'a str,
+    /// Wire name of the event's kind.
+    pub kind: &'static str,
+}
+
+impl<'a> EventContext<'a> {
+    pub(crate) fn new(seq: u64, event: &'a Event) -> EventContext<'a> {
+        EventContext { seq, event_id: event.id, ts: event.ts, agent: &event.agent, kind: event.kind_name() }
+    }
+
+    pub(crate) fn provenance(&self) -> ProvenanceRef {
+        ProvenanceRef { seq: self.seq, event_id: self.event_id }
+    }
+}
+
+/// An edge as stored: endpoints and relation by index; the public [`Edge`]
+/// is built from it on the way out.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EdgeRecord {
+    pub from: NodeIndex,
+    pub to: NodeIndex,
+    pub relation: RelationIndex,
+    /// 0 for the first validity interval of this (from, relation, to), 1 for
+    /// the second...
+    pub interval: u32,
+    pub valid_from: Option<Timestamp>,
+    pub valid_to: Option<Timestamp>,
+    pub recorded_seq: u64,
+    pub confidence: Option<f32>,
+    pub provenance: Vec<ProvenanceRef>,
+}
+
+/// Validity and confidence of an asserted fact; extracted relations use
+/// the defaults (valid from the event's time, open, no confidence).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct EdgeTerms {
+    pub valid_from: Option<Timestamp>,
+    pub valid_to: Option<Timestamp>,
+    pub confidence: Option<f32>,
+}
+
+/// The edges at a node, both directions, in creation order. Mentions
+/// (`references` from an item node) are kept apart so that a file named in
+/// a thousand messages still shows its structural edges first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Adjacency {
+    pub facts: Vec<EdgeIndex>,
+    pub mentions: Vec<EdgeIndex>,
+}
+
+/// How an event is linked to an entity, for ranking retrieval: it created,
+/// changed or related the entity, or only mentioned it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum LinkStrength {
+    Mention,
+    Direct,
+}
+
+/// When an event happened and what its id is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventStamp {
+    pub ts: Timestamp,
+    pub id: EventId,
+}
+
+/// One event linked to an entity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub seq: u64,
+    pub strength: LinkStrength,
+}
+
+/// (subject, relation, object) of an asserted fact as written (whitespace
+/// collapsed, lowercased), so that a retraction finds the assertion even if
+/// the names would resolve to other entities by then.
+pub(crate) type FactKey = (String, String, String);
+
+/// The fact graph: entities and relations extracted from events, valid in
+/// event time, recorded in log time, each traced to its events.
+///
+/// Build it by [`FactGraph::apply`]ing events in log order; query it with
+/// [`FactGraph::neighbourhood`], [`FactGraph::items_near`] and
+/// [`FactGraph::entities_in_text`]. See the [module documentation](super)
+/// for the extraction rules.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FactGraph {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) node_index: BTreeMap<String, NodeIndex>,
+    pub(crate) edges: Vec<EdgeRecord>,
+    /// (from, relation, to) → the edge of its latest validity interval.
+    pub(crate) edge_index: BTreeMap<(NodeIndex, RelationIndex, NodeIndex), EdgeIndex>,
+    pub(crate) relations: Vec<String>,
+    pub(crate) relation_index: BTreeMap<String, RelationIndex>,
+    pub(crate) adjacency: Vec<Adjacency>,
+    /// Lowercased name → nodes of that name (item nodes excluded).
+    pub(crate) names: BTreeMap<String, BTreeSet<NodeIndex>>,
+    /// Lowercased first word of multi-word names → the most words such a
+    /// name has: bounds the phrases looked up when scanning text.
+    pub(crate) phrase_heads: BTreeMap<String, usize>,
+    /// File name without directories → file nodes, so that `token.rs`
+    /// resolves to `src/auth/token.rs` when that is the only one.
+    pub(crate) file_names: BTreeMap<String, BTreeSet<NodeIndex>>,
+    /// Per node, the events linked to it, by ascending seq.
+    pub(crate) links: Vec<Vec<Link>>,
+    /// Every event that entered the graph's provenance, by seq: its time
+    /// (for `as_of` filtering of items) and its id (so that snapshots store
+    /// provenance as seqs alone).
+    pub(crate) events: BTreeMap<u64, EventStamp>,
+    /// Asserted facts → the edge of their latest interval.
+    pub(crate) facts: BTreeMap<FactKey, EdgeIndex>,
+    pub(crate) failures: FailureTracker,
+}
+
+impl FactGraph {
+    pub fn new() -> FactGraph {
+        FactGraph::default()
+    }
+
+    /// The node with this id.
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.node_index.get(id).map(|&index| &self.nodes[index as usize])
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.edges.len()
+    }
+
+    /// Every node, sorted by id.
+    pub fn nodes(&self) -> Vec<&Node> {
+        self.node_index.values().map(|&index| &self.nodes[index as usize]).collect()
+    }
+
+    /// Every edge (every validity interval), sorted by id.
+    pub fn edges(&self) -> Vec<Edge> {
+        self.sorted_edges((0..self.edges.len() as EdgeIndex).collect())
+    }
+
+    /// The edges at these indexes, sorted by id.
+    pub(crate) fn sorted_edges(&self, indexes: Vec<EdgeIndex>) -> Vec<Edge> {
+        let mut order: Vec<(String, EdgeIndex)> = indexes.into_iter().map(|edge| (self.edge_id(edge), edge)).collect();
+        order.sort();
+        order.into_iter().map(|(id, edge)| self.edge_view(edge, id)).collect()
+    }
+
+    /// The edges at a node (both directions, every interval), sorted by id;
+    /// empty if the node is unknown.
+    pub fn edges_of(&self, id: &str) -> Vec<Edge> {
+        let Some(&index) = self.node_index.get(id) else { return Vec::new() };
+        let adjacency = &self.adjacency[index as usize];
+        self.sorted_edges(adjacency.facts.iter().chain(&adjacency.mentions).copied().collect())
+    }
+
+    /// The events (seqs, ascending) that created, changed, related or
+    /// mentioned the entity; empty if it is unknown.
+    pub fn items_of(&self, id: &str) -> Vec<u64> {
+        self.node_index
+            .get(id)
+            .map(|&index| self.links[index as usize].iter().map(|link| link.seq).collect())
+            .unwrap_or_default()
+    }
+
+    // ------------------------------------------------------------ nodes
+
+    pub(crate) fn node_at(&self, index: NodeIndex) -> &Node {
+        &self.nodes[index as usize]
+    }
+
+    pub(crate) fn find(&self, kind: EntityKind, key: &str) -> Option<NodeIndex> {
+        self.node_index.get(&entity_id(kind, key)).copied()
+    }
+
+    /// The node `kind:key`, created with `name` if it does not exist.
+    pub(crate) fn entity(&mut self, kind: EntityKind, key: &str, name: &str, context: &EventContext) -> NodeIndex {
+        let id = entity_id(kind, key);
+        if let Some(&index) = self.node_index.get(&id) {
+            return index;
+        }
+        let index = self.nodes.len() as NodeIndex;
+        let provenance = self.note(context);
+        self.nodes.push(Node {
+            id: id.clone(),
+            kind,
+            name: name.to_string(),
+            attributes: BTreeMap::new(),
+            valid_from: None,
+            valid_to: None,
+            provenance: vec![provenance],
+        });
+        self.node_index.insert(id, index);
+        self.adjacency.push(Adjacency::default());
+        self.links.push(Vec::new());
+        self.add_link(index, context.seq, LinkStrength::Direct);
+        self.index_name(index);
+        index
+    }
+
+    /// The agent node of the event's publisher.
+    pub(crate) fn publisher(&mut self, context: &EventContext) -> NodeIndex {
+        self.entity(EntityKind::Agent, context.agent, context.agent, context)
+    }
+
+    /// Records that the event changed the node.
+    pub(crate) fn touch(&mut self, node: NodeIndex, context: &EventContext) {
+        let provenance = self.note(context);
+        let provenance_list = &mut self.nodes[node as usize].provenance;
+        if provenance_list.last().is_none_or(|last| last.seq != provenance.seq) {
+            provenance_list.push(provenance);
+        }
+        self.add_link(node, context.seq, LinkStrength::Direct);
+    }
+
+    /// Sets an attribute; a change is recorded in the node's provenance.
+    pub(crate) fn set_attribute(&mut self, node: NodeIndex, key: &str, value: &str, context: &EventContext) {
+        let attributes = &mut self.nodes[node as usize].attributes;
+        if attributes.get(key).is_some_and(|current| current == value) {
+            return;
+        }
+        attributes.insert(key.to_string(), value.to_string());
+        self.touch(node, context);
+    }
+
+    /// Renames a node (a placeholder decision learning its title).
+    pub(crate) fn rename(&mut self, node: NodeIndex, name: &str, context: &EventContext) {
+        if self.nodes[node as usize].name == name {
+            return;
+        }
+        self.unindex_name(node);
+        self.nodes[node as usize].name = name.to_string();
+        self.index_name(node);
+        self.touch(node, context);
+    }
+
+    /// Opens the node's validity at `from` (if it had no start).
+    pub(crate) fn start_validity(&mut self, node: NodeIndex, from: Timestamp, context: &EventContext) {
+        if self.nodes[node as usize].valid_from.is_none() {
+            self.nodes[node as usize].valid_from = Some(from);
+            self.touch(node, context);
+        }
+    }
+
+    /// Closes the node's validity at `to` (never reopening it, never moving
+    /// an earlier end later).
+    pub(crate) fn close_validity(&mut self, node: NodeIndex, to: Timestamp, context: &EventContext) {
+        let current = &mut self.nodes[node as usize];
+        let to = current.valid_from.map_or(to, |from| to.max(from));
+        if current.valid_to.is_none_or(|end| to < end) {
+            current.valid_to = Some(to);
+        }
+        self.touch(node, context);
+    }
+
+    fn index_name(&mut self, node: NodeIndex) {
+        let current = &self.nodes[node as usize];
+        if current.kind == EntityKind::Item {
+            return;
+        }
+        let lowered = current.name.to_lowercase();
+        let word_count = lowered.split_whitespace().count();
+        if word_count > 1 {
+            let head = lowered.split_whitespace().next().unwrap_or_default().to_string();
+            let longest = self.phrase_heads.entry(head).or_insert(0);
+            *longest = (*longest).max(word_count);
+        }
+        if current.kind == EntityKind::File {
+            let file_name = current.name.rsplit('/').next().unwrap_or(&current.name).to_string();
+            self.file_names.entry(file_name).or_default().insert(node);
+        }
+        self.names.entry(lowered).or_default().insert(node);
+    }
+
+    fn unindex_name(&mut self, node: NodeIndex) {
+        let lowered = self.nodes[node as usize].name.to_lowercase();
+        if let Some(nodes) = self.names.get_mut(&lowered) {
+            nodes.remove(&node);
+            if nodes.is_empty() {
+                self.names.remove(&lowered);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ edges
+
+    fn relation(&mut self, name: &str) -> RelationIndex {
+        if let Some(&index) = self.relation_index.get(name) {
+            return index;
+        }
+        let index = self.relations.len() as RelationIndex;
+        self.relations.push(name.to_string());
+        self.relation_index.insert(name.to_string(), index);
+        index
+    }
+
+    /// An extracted relation: confirms the open edge `from —relation→ to`,
+    /// or opens a new one valid from the event's time.
+    pub(crate) fn link(&mut self, from: NodeIndex, relation: &str, to: NodeIndex, context: &EventContext) -> EdgeIndex {
+        self.link_with(from, relation, to, context, &[], EdgeTerms::default())
+    }
+
+    /// Like [`FactGraph::link`], with explicit validity and confidence and
+    /// with earlier events that support the edge (the edits behind a fix).
+    ///
+    /// The latest interval of the triple is confirmed (provenance added,
+    /// confidence updated) when it is still open or has exactly the
+    /// requested bounds; otherwise a new interval starts.
+    pub(crate) fn link_with(
+        &mut self,
+        from: NodeIndex,
+        relation: &str,
+        to: NodeIndex,
+        context: &EventContext,
+        supporting: &[ProvenanceRef],
+        terms: EdgeTerms,
+    ) -> EdgeIndex {
+        let relation_index = self.relation(relation);
+        let key = (from, relation_index, to);
+        let valid_from = terms.valid_from.unwrap_or(context.ts);
+        if let Some(&latest) = self.edge_index.get(&key) {
+            let record = &self.edges[latest as usize];
+            let same_bounds = record.valid_from == Some(valid_from) && record.valid_to == terms.valid_to;
+            if record.valid_to.is_none() || same_bounds {
+                if terms.confidence.is_some() {
+                    self.edges[latest as usize].confidence = terms.confidence;
+                }
+                self.extend_edge(latest, context, supporting);
+                return latest;
+            }
+        }
+        let interval = self.edge_index.get(&key).map_or(0, |&latest| self.edges[latest as usize].interval + 1);
+        let index = self.edges.len() as EdgeIndex;
+        self.edges.push(EdgeRecord {
+            from,
+            to,
+            relation: relation_index,
+            interval,
+            valid_from: Some(valid_from),
+            valid_to: terms.valid_to.map(|to| to.max(valid_from)),
+            recorded_seq: context.seq,
+            confidence: terms.confidence,
+            provenance: Vec::new(),
+        });
+        self.edge_index.insert(key, index);
+        let is_mention = relation == relation::REFERENCES && self.nodes[from as usize].kind == EntityKind::Item;
+        for endpoint in [from, to] {
+            let adjacency = &mut self.adjacency[endpoint as usize];
+            let list = if is_mention { &mut adjacency.mentions } else { &mut adjacency.facts };
+            if list.last() != Some(&index) {
+                list.push(index);
+            }
+        }
+        self.extend_edge(index, context, supporting);
+        index
+    }
+
+    /// Adds the supporting events and the current one to an edge's
+    /// provenance and to its endpoints' links.
+    fn extend_edge(&mut self, edge: EdgeIndex, context: &EventContext, supporting: &[ProvenanceRef]) {
+        let current = self.note(context);
+        let record = &mut self.edges[edge as usize];
+        let mut added = Vec::with_capacity(supporting.len() + 1);
+        for reference in supporting.iter().chain(std::iter::once(&current)) {
+            if insert_provenance(&mut record.provenance, *reference) {
+                added.push(reference.seq);
+            }
+        }
+        let (from, to) = (record.from, record.to);
+        let target_strength = if self.relations[record.relation as usize] == relation::REFERENCES {
+            LinkStrength::Mention
+        } else {
+            LinkStrength::Direct
+        };
+        for seq in added {
+            self.add_link(from, seq, LinkStrength::Direct);
+            self.add_link(to, seq, target_strength);
+        }
+    }
+
+    /// Ends an edge's validity at `to` (clamped to its start) and records the
+    /// event that ended it. An edge already ending earlier keeps its end.
+    pub(crate) fn close_edge(&mut self, edge: EdgeIndex, to: Timestamp, context: &EventContext) {
+        let record = &mut self.edges[edge as usize];
+        let to = record.valid_from.map_or(to, |from| to.max(from));
+        if record.valid_to.is_none_or(|end| to < end) {
+            record.valid_to = Some(to);
+        }
+        self.extend_edge(edge, context, &[]);
+    }
+
+    pub(crate) fn relation_name(&self, edge: &EdgeRecord) -> &str {
+        &self.relations[edge.relation as usize]
+    }
+
+    /// The id of an edge: `<from> -<relation>-> <to>`, then `#n` for its
+    /// n-th validity interval from the second on.
+    pub(crate) fn edge_id(&self, edge: EdgeIndex) -> String {
+        let record = &self.edges[edge as usize];
+        let from = &self.nodes[record.from as usize].id;
+        let to = &self.nodes[record.to as usize].id;
+        let relation = self.relation_name(record);
+        let mut id = String::with_capacity(from.len() + relation.len() + to.len() + 8);
+        id.push_str(from);
+        id.push_str(" -");
+        id.push_str(relation);
+        id.push_str("-> ");
+        id.push_str(to);
+        if record.interval > 0 {
+            id.push('#');
+            id.push_str(&(record.interval + 1).to_string());
+        }
+        id
+    }
+
+    /// The public form of an edge whose id (see [`FactGraph::edge_id`]) is
+    /// already computed.
+    fn edge_view(&self, edge: EdgeIndex, id: String) -> Edge {
+        let record = &self.edges[edge as usize];
+        let from = &self.nodes[record.from as usize].id;
+        let to = &self.nodes[record.to as usize].id;
+        Edge {
+            id,
+            from: from.clone(),
+            to: to.clone(),
+            relation: self.relation_name(record).to_string(),
+            valid_from: record.valid_from,
+            valid_to: record.valid_to,
+            recorded_seq: record.recorded_seq,
+            confidence: record.confidence,
+            provenance: record.provenance.clone(),
+        }
+    }
+
+    // ------------------------------------------------------------ links
+
+    /// Remembers the event's time and returns its provenance reference.
+    fn note(&mut self, context: &EventContext) -> ProvenanceRef {
+        self.events.insert(context.seq, EventStamp { ts: context.ts, id: context.event_id });
+        context.provenance()
+    }
+
+    fn add_link(&mut self, node: NodeIndex, seq: u64, strength: LinkStrength) {
+        let links = &mut self.links[node as usize];
+        match links.last_mut() {
+            Some(last) if last.seq == seq => last.strength = last.strength.max(strength),
+            Some(last) if last.seq > seq => match links.binary_search_by_key(&seq, |link| link.seq) {
+                Ok(found) => links[found].strength = links[found].strength.max(strength),
+                Err(position) => links.insert(position, Link { seq, strength }),
+            },
+            _ => links.push(Link { seq, strength }),
+        }
+    }
+
+    /// Whether event `seq` created, changed or related `node` (more than
+    /// mentioned it).
+    pub(crate) fn is_directly_linked(&self, node: NodeIndex, seq: u64) -> bool {
+        self.links[node as usize].last().is_some_and(|link| link.seq == seq && link.strength == LinkStrength::Direct)
+    }
+
+    /// Rebuilds every derived index from nodes and edges (after a restore).
+    pub(crate) fn rebuild_indexes(&mut self) {
+        self.node_index =
+            self.nodes.iter().enumerate().map(|(index, node)| (node.id.clone(), index as NodeIndex)).collect();
+        self.relation_index =
+            self.relations.iter().enumerate().map(|(index, name)| (name.clone(), index as RelationIndex)).collect();
+        self.adjacency = vec![Adjacency::default(); self.nodes.len()];
+        self.links = vec![Vec::new(); self.nodes.len()];
+        self.names.clear();
+        self.phrase_heads.clear();
+        self.file_names.clear();
+        self.edge_index.clear();
+        for index in 0..self.nodes.len() as NodeIndex {
+            self.index_name(index);
+            let seqs: Vec<u64> = self.nodes[index as usize].provenance.iter().map(|reference| reference.seq).collect();
+            for seq in seqs {
+                self.add_link(index, seq, LinkStrength::Direct);
+            }
+        }
+        for index in 0..self.edges.len() as EdgeIndex {
+            let record = &self.edges[index as usize];
+            let (from, to) = (record.from, record.to);
+            self.edge_index.insert((from, record.relation, to), index);
+            let is_reference = self.relations[record.relation as usize] == relation::REFERENCES;
+            let is_mention = is_reference && self.nodes[from as usize].kind == EntityKind::Item;
+            let target_strength = if is_reference { LinkStrength::Mention } else { LinkStrength::Direct };
+            let seqs: Vec<u64> = record.provenance.iter().map(|reference| reference.seq).collect();
+            for endpoint in [from, to] {
+                let adjacency = &mut self.adjacency[endpoint as usize];
+                let list = if is_mention { &mut adjacency.mentions } else { &mut adjacency.facts };
+                if list.last() != Some(&index) {
+                    list.push(index);
+                }
+            }
+            for seq in seqs {
+                self.add_link(from, seq, LinkStrength::Direct);
+                self.add_link(to, seq, target_strength);
+            }
+        }
+    }
+}
+
+/// Inserts `reference` in seq order unless an entry with its seq is there;
+/// returns whether it was inserted.
+fn insert_provenance(provenance: &mut Vec<ProvenanceRef>, reference: ProvenanceRef) -> bool {
+    match provenance.last() {
+        Some(last) if last.seq == reference.seq => false,
+        Some(last) if last.seq > reference.seq => match provenance.binary_search_by_key(&reference.seq, |r| r.seq) {
+            Ok(_) => false,
+            Err(position) => {
+                provenance.insert(position, reference);
+                true
+            }
+        },
+        _ => {
+            provenance.push(reference);
+            true
+        }
+    }
+}

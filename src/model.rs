@@ -1,0 +1,180 @@
+//! Embedding models on the binary's side: `mneme distill`, and choosing and
+//! loading the embedder a swarm runs with. `mneme-projections` does no IO, so
+//! the files are read (and written) here.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use mneme_actors::SwarmConfig;
+use mneme_actors::swarm_config::EmbedderKind;
+use mneme_projections::embed::{
+    DistillOptions, Embedder, HashedNgramEmbedder, MiniLmEmbedder, StaticEmbedder, StaticModelFiles,
+    distill_static_model_with_progress,
+};
+
+/// The files of the all-MiniLM-L6-v2 directory `scripts/fetch-model.sh` fills.
+const MINILM_WEIGHTS_FILE: &str = "model.safetensors";
+const MINILM_TOKENIZER_FILE: &str = "tokenizer.json";
+const MINILM_CONFIG_FILE: &str = "config.json";
+
+#[derive(Args, Debug, Clone)]
+pub struct DistillArgs {
+    /// Directory holding all-MiniLM-L6-v2 (model.safetensors, tokenizer.json,
+    /// config.json), as downloaded by scripts/fetch-model.sh.
+    #[arg(long, default_value = "models/all-MiniLM-L6-v2")]
+    pub minilm: PathBuf,
+    /// Directory to write the static model into (created if missing; its
+    /// model files are replaced).
+    #[arg(long, default_value = "models/static-minilm-l6-256")]
+    pub out: PathBuf,
+}
+
+/// `mneme distill`: builds the static model from MiniLM (about a minute) and
+/// writes its two files into `args.out`, each atomically.
+pub fn run_distill(args: &DistillArgs) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let teacher = load_minilm(&args.minilm)?;
+    eprintln!(
+        "loaded {} from {} in {:.1}s",
+        teacher.model_id(),
+        args.minilm.display(),
+        started.elapsed().as_secs_f64()
+    );
+
+    let distill_started = Instant::now();
+    let mut reported_tenth = 0;
+    let files = distill_static_model_with_progress(&teacher, &DistillOptions::default(), &mut |progress| {
+        // One line per tenth of the vocabulary: enough to see it move.
+        let tenth = progress.tokens_done * 10 / progress.tokens_total.max(1);
+        if tenth > reported_tenth {
+            reported_tenth = tenth;
+            eprintln!(
+                "  {}/{} vocabulary tokens through MiniLM ({:.0}s)",
+                progress.tokens_done,
+                progress.tokens_total,
+                distill_started.elapsed().as_secs_f64()
+            );
+        }
+    })
+    .with_context(|| format!("distilling a static model from {}", args.minilm.display()))?;
+    let distill_seconds = distill_started.elapsed().as_secs_f64();
+
+    write_static_model(&args.out, &files)?;
+    out!("distilled {} in {distill_seconds:.1}s into {}", files.model_id, args.out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Which embedder to run; `swarm.toml`'s `[embedder] kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedderChoice {
+    /// The static model if its files exist, else the hashed fallback (with a
+    /// warning).
+    Auto,
+    /// The static model; an error if it cannot be loaded.
+    Static,
+    /// all-MiniLM-L6-v2 itself; an error if it cannot be loaded.
+    MiniLm,
+    /// Hashed n-grams: no model, no semantics.
+    Hashed,
+}
+
+impl From<EmbedderKind> for EmbedderChoice {
+    fn from(kind: EmbedderKind) -> Self {
+        match kind {
+            EmbedderKind::Auto => EmbedderChoice::Auto,
+            EmbedderKind::Static => EmbedderChoice::Static,
+            EmbedderKind::Minilm => EmbedderChoice::MiniLm,
+            EmbedderKind::Hashed => EmbedderChoice::Hashed,
+        }
+    }
+}
+
+/// The embedder `config`'s `[embedder]` section asks for.
+pub fn load_configured_embedder(config: &SwarmConfig) -> anyhow::Result<Arc<dyn Embedder>> {
+    let section = &config.embedder;
+    load_embedder(section.kind.into(), &section.static_model_dir, &section.minilm_dir)
+}
+
+/// Loads the chosen embedder from its directory.
+///
+/// With [`EmbedderChoice::Auto`], a static model whose files exist but do not
+/// load is an error, not a reason to fall back: a broken model should be
+/// fixed, not silently replaced by one without semantics.
+pub fn load_embedder(kind: EmbedderChoice, static_dir: &Path, minilm_dir: &Path) -> anyhow::Result<Arc<dyn Embedder>> {
+    let embedder: Arc<dyn Embedder> = match kind {
+        EmbedderChoice::Static => Arc::new(load_static(static_dir)?),
+        EmbedderChoice::MiniLm => Arc::new(load_minilm(minilm_dir)?),
+        EmbedderChoice::Hashed => Arc::new(HashedNgramEmbedder::default()),
+        EmbedderChoice::Auto => {
+            let present = [StaticModelFiles::EMBEDDINGS_FILE, StaticModelFiles::TOKENIZER_FILE]
+                .iter()
+                .any(|name| static_dir.join(name).exists());
+            if present {
+                Arc::new(load_static(static_dir)?)
+            } else {
+                tracing::warn!(
+                    "NO EMBEDDING MODEL in {}: vector search falls back to hashed word n-grams, which match \
+                     spellings, not meaning. Run scripts/fetch-model.sh, then `mneme distill`, then restart. \
+                     (The model id is part of every memory's digest: memories built now will not compare equal \
+                     to ones built with the model.)",
+                    static_dir.display()
+                );
+                Arc::new(HashedNgramEmbedder::default())
+            }
+        }
+    };
+    tracing::info!(model = embedder.model_id(), dimensions = embedder.dimensions(), "embedder loaded");
+    Ok(embedder)
+}
+
+fn load_static(directory: &Path) -> anyhow::Result<StaticEmbedder> {
+    let embeddings = read_model_file(directory, StaticModelFiles::EMBEDDINGS_FILE, "mneme distill")?;
+    let tokenizer = read_model_file(directory, StaticModelFiles::TOKENIZER_FILE, "mneme distill")?;
+    StaticEmbedder::from_bytes(&embeddings, &tokenizer)
+        .with_context(|| format!("loading the static embedding model in {}", directory.display()))
+}
+
+fn load_minilm(directory: &Path) -> anyhow::Result<MiniLmEmbedder> {
+    let fetch = "scripts/fetch-model.sh";
+    let weights = read_model_file(directory, MINILM_WEIGHTS_FILE, fetch)?;
+    let tokenizer = read_model_file(directory, MINILM_TOKENIZER_FILE, fetch)?;
+    let config = read_model_file(directory, MINILM_CONFIG_FILE, fetch)?;
+    MiniLmEmbedder::from_bytes(&weights, &tokenizer, &config)
+        .with_context(|| format!("loading all-MiniLM-L6-v2 from {}", directory.display()))
+}
+
+fn read_model_file(directory: &Path, name: &str, how_to_create: &str) -> anyhow::Result<Vec<u8>> {
+    let path = directory.join(name);
+    std::fs::read(&path).with_context(|| format!("reading {} (created by {how_to_create})", path.display()))
+}
+
+/// Writes each file to a temporary name in `directory`, syncs it and renames
+/// it over the old one, so a reader sees the old file or the new one, never
+/// half of one. The tokenizer goes first: if the process dies between the two
+/// renames, the loader's tokenizer hash check reports the mismatch.
+fn write_static_model(directory: &Path, files: &StaticModelFiles) -> anyhow::Result<()> {
+    use std::io::Write;
+    std::fs::create_dir_all(directory).with_context(|| format!("creating {}", directory.display()))?;
+    let mut ordered = files.files();
+    ordered.sort_by_key(|(name, _)| *name != StaticModelFiles::TOKENIZER_FILE);
+    for (name, bytes) in ordered {
+        let path = directory.join(name);
+        let temporary = directory.join(format!(".{name}.tmp-{}", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut file = std::fs::File::create(&temporary)?;
+            file.write_all(bytes)?;
+            file.sync_all()
+        };
+        if let Err(error) = write() {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(error).with_context(|| format!("writing {}", temporary.display()));
+        }
+        std::fs::rename(&temporary, &path)
+            .with_context(|| format!("renaming {} to {}", temporary.display(), path.display()))?;
+    }
+    Ok(())
+}
