@@ -38,6 +38,11 @@ pub struct BenchArgs {
     /// Queries per measurement in `bench search`.
     #[arg(long, default_value_t = 1000)]
     queries: usize,
+    /// Text of the events in `bench search`: `zipf`, a 20,000-word vocabulary
+    /// with realistic word frequencies; `narrow`, 40 words only (every query
+    /// matches nearly every item).
+    #[arg(long, value_enum, default_value = "zipf")]
+    vocabulary: Vocabulary,
     /// Snapshot each memory after this many events (as `memory.checkpoint_every_events`).
     #[arg(long, default_value_t = SwarmConfig::with_name(SWARM).memory.checkpoint_every_events)]
     checkpoint_every_events: u64,
@@ -49,6 +54,12 @@ enum Suite {
     Ingest,
     /// Search, graph and embedding speed in one agent's memory of `--items` items.
     Search,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Vocabulary {
+    Zipf,
+    Narrow,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,7 +79,7 @@ struct Measured {
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Suite::Search = args.suite {
-        return crate::bench_search::run(args.items, args.queries);
+        return crate::bench_search::run(args.items, args.queries, args.vocabulary);
     }
     let agents: Vec<String> = (0..args.agents.max(1)).map(|index| format!("agent-{index}")).collect();
     let json_events = synthetic_events(args.events, &agents);
@@ -308,7 +319,11 @@ const WORDS: &[&str] = &[
 /// Deterministic synthetic events: messages, tool results, decisions and
 /// facts with realistic lengths, spread round-robin over the agents.
 pub(crate) fn synthetic_events(count: usize, agents: &[String]) -> Vec<String> {
-    let mut words = WordStream::default();
+    synthetic_events_from(count, agents, &mut WordStream::default())
+}
+
+/// Synthetic events whose text comes from `words`.
+pub(crate) fn synthetic_events_from(count: usize, agents: &[String], words: &mut WordStream) -> Vec<String> {
     (0..count)
         .map(|index| {
             let id = EventId::from_parts(1_767_000_000_000 + index as u64, index as u128);
@@ -332,24 +347,94 @@ pub(crate) fn synthetic_events(count: usize, agents: &[String]) -> Vec<String> {
 }
 
 /// A deterministic stream of words (xorshift): no dependency, and good
-/// enough for word choice.
-pub(crate) struct WordStream(u64);
+/// enough for word choice. The narrow stream draws uniformly from the 40
+/// domain words; the Zipfian one from a large vocabulary with word
+/// frequencies like real text's, the domain words among the common ones.
+pub(crate) struct WordStream {
+    state: u64,
+    zipf: Option<ZipfVocabulary>,
+}
 
 impl Default for WordStream {
     fn default() -> Self {
-        WordStream(0x5eed)
+        WordStream { state: 0x5eed, zipf: None }
     }
 }
 
 impl WordStream {
-    fn next_word(&mut self) -> &'static str {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        WORDS[(self.0 % WORDS.len() as u64) as usize]
+    /// Words drawn from `size` words with frequency ∝ 1 / rank.
+    pub(crate) fn zipf(size: usize) -> WordStream {
+        WordStream { state: 0x5eed, zipf: Some(ZipfVocabulary::new(size)) }
+    }
+
+    fn next_random(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
+    }
+
+    fn next_word(&mut self) -> &str {
+        let random = self.next_random();
+        match &self.zipf {
+            Some(vocabulary) => vocabulary.pick((random >> 11) as f64 / (1u64 << 53) as f64),
+            None => WORDS[(random % WORDS.len() as u64) as usize],
+        }
     }
 
     pub(crate) fn sentence(&mut self, words: usize) -> String {
-        (0..words).map(|_| self.next_word()).collect::<Vec<_>>().join(" ")
+        let mut sentence = String::new();
+        for index in 0..words {
+            if index > 0 {
+                sentence.push(' ');
+            }
+            sentence.push_str(self.next_word());
+        }
+        sentence
     }
+}
+
+struct ZipfVocabulary {
+    words: Vec<String>,
+    /// Cumulative probability of ranks `0..=i`.
+    cumulative: Vec<f64>,
+}
+
+impl ZipfVocabulary {
+    fn new(size: usize) -> ZipfVocabulary {
+        let size = size.max(WORDS.len() * 25 + 20);
+        let mut words: Vec<String> = (0..size).map(pseudo_word).collect();
+        // Domain words at ranks 20, 45, 70, …: common, but not stop words.
+        for (index, word) in WORDS.iter().enumerate() {
+            words[20 + index * 25] = (*word).to_string();
+        }
+        let mut total = 0.0;
+        let mut cumulative = Vec::with_capacity(size);
+        for rank in 0..size {
+            total += 1.0 / (rank + 1) as f64;
+            cumulative.push(total);
+        }
+        for value in &mut cumulative {
+            *value /= total;
+        }
+        ZipfVocabulary { words, cumulative }
+    }
+
+    fn pick(&self, uniform: f64) -> &str {
+        let rank = self.cumulative.partition_point(|&value| value < uniform).min(self.words.len() - 1);
+        &self.words[rank]
+    }
+}
+
+/// A pronounceable, unique word for a vocabulary rank.
+fn pseudo_word(rank: usize) -> String {
+    const SYLLABLES: [&str; 16] =
+        ["ka", "lo", "mi", "ra", "ten", "vo", "shi", "du", "pel", "zor", "an", "qui", "bre", "fo", "gu", "ne"];
+    let mut word = String::new();
+    let mut rest = rank + 16;
+    while rest > 0 {
+        word.push_str(SYLLABLES[rest % 16]);
+        rest /= 16;
+    }
+    word
 }

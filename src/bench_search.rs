@@ -11,7 +11,12 @@ use mneme_events::{DecodeLimits, decode_json};
 use mneme_projections::graph::GraphQuery;
 use mneme_projections::{AgentMemory, SearchMode, SearchRequest};
 
+use crate::bench::{Vocabulary, WordStream};
+
 const AGENT: &str = "agent-0";
+/// Words in the Zipfian vocabulary: about what a year of a project's agent
+/// chatter and tool output uses, identifiers included.
+const ZIPF_VOCABULARY: usize = 20_000;
 
 /// Queries: single words, identifiers, paths and short phrases, as agents ask.
 const QUERIES: &[&str] = &[
@@ -27,17 +32,25 @@ const QUERIES: &[&str] = &[
     "session expired before deploy",
 ];
 
-pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
+pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Result<ExitCode> {
     let config = SwarmConfig::with_name("bench");
     let embedder = crate::model::load_configured_embedder(&config)?;
     out!("{}", crate::bench::machine_description());
-    out!("command: mneme bench search --items {items} --queries {queries}");
+    let vocabulary_name = match vocabulary {
+        Vocabulary::Zipf => "zipf",
+        Vocabulary::Narrow => "narrow",
+    };
+    out!("command: mneme bench search --items {items} --queries {queries} --vocabulary {vocabulary_name}");
     out!("embedder: {}", embedder.model_id());
 
     let agents = vec![AGENT.to_string()];
-    let events = crate::bench::synthetic_events(items, &agents);
+    let mut event_words = match vocabulary {
+        Vocabulary::Zipf => WordStream::zipf(ZIPF_VOCABULARY),
+        Vocabulary::Narrow => WordStream::default(),
+    };
+    let events = crate::bench::synthetic_events_from(items, &agents, &mut event_words);
     let limits = DecodeLimits::default();
-    let mut words = crate::bench::WordStream::default();
+    let mut words = WordStream::default();
     let texts: Vec<String> = (0..items).map(|index| words.sentence(5 + index % 11)).collect();
     let started = Instant::now();
     for text in &texts {

@@ -23,7 +23,6 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let store = SnapshotStore::open(&snapshot_dir)
         .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))?;
     let embedder = model::load_configured_embedder(&config)?;
-    tracing::info!(model = embedder.model_id(), "embedder loaded");
     let memory_config = config.memory_config(embedder.clone());
     let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
     let supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).start();

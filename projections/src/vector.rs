@@ -82,17 +82,18 @@ impl VectorIndex {
         self.len += 1;
     }
 
-    /// The `limit` nearest items accepted by `accept`, as (cosine similarity,
-    /// seq), best first; equal similarities rank the newer item first.
-    pub fn search(&self, query: &[f32], limit: usize, accept: &dyn Fn(u64) -> bool) -> Vec<(f32, u64)> {
+    /// The `limit` nearest items accepted by `accept` (all when `None`), as
+    /// (cosine similarity, seq), best first; equal similarities rank the
+    /// newer item first.
+    pub fn search(&self, query: &[f32], limit: usize, accept: Option<&dyn Fn(u64) -> bool>) -> Vec<(f32, u64)> {
         if self.len == 0 || limit == 0 {
             return Vec::new();
         }
         let ef_search = (limit * 2).max(MIN_EF_SEARCH);
-        let filter = SeqFilter(accept);
+        let filter = accept.map(SeqFilter);
         let mut hits: Vec<(f32, u64)> = self
             .hnsw
-            .search_filter(query, limit, ef_search, Some(&filter))
+            .search_filter(query, limit, ef_search, filter.as_ref().map(|filter| filter as &dyn FilterT))
             .into_iter()
             .map(|neighbour| (1.0 - neighbour.distance, neighbour.d_id as u64))
             .collect();
@@ -138,10 +139,10 @@ mod tests {
         let (index, embedder) =
             index_of(&["token refresh failed", "database migration done", "the token refresh failed again"]);
         let query = embedder.embed("token refresh failure");
-        let hits = index.search(&query, 2, &|_| true);
+        let hits = index.search(&query, 2, None);
         assert_eq!(hits.len(), 2);
         assert!(hits.iter().all(|(_, seq)| *seq != 2), "{hits:?}");
-        let only_second = index.search(&query, 2, &|seq| seq == 2);
+        let only_second = index.search(&query, 2, Some(&|seq| seq == 2));
         assert_eq!(only_second.iter().map(|(_, seq)| *seq).collect::<Vec<_>>(), vec![2]);
     }
 
@@ -154,7 +155,7 @@ mod tests {
         let (second, _) = index_of(&texts);
         for query in ["cache 3", "token 5", "note 42"] {
             let query = embedder.embed(query);
-            assert_eq!(first.search(&query, 10, &|_| true), second.search(&query, 10, &|_| true));
+            assert_eq!(first.search(&query, 10, None), second.search(&query, 10, None));
         }
         assert_eq!(first.vectors().len(), 300);
     }
@@ -172,12 +173,12 @@ mod tests {
     fn an_empty_index_has_no_vectors_and_finds_nothing() {
         let (index, embedder) = index_of(&[]);
         assert!(index.vectors().is_empty());
-        assert!(index.search(&embedder.embed("anything"), 3, &|_| true).is_empty());
+        assert!(index.search(&embedder.embed("anything"), 3, None).is_empty());
     }
 
     #[test]
     fn an_empty_text_vector_does_not_panic() {
         let (index, embedder) = index_of(&["", "something"]);
-        assert_eq!(index.search(&embedder.embed(""), 5, &|_| true).len(), 2);
+        assert_eq!(index.search(&embedder.embed(""), 5, None).len(), 2);
     }
 }
