@@ -53,6 +53,9 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
     let relations: Vec<&str> =
         graph["edges"].as_array().unwrap().iter().map(|edge| edge["relation"].as_str().unwrap()).collect();
     assert!(relations.contains(&"modifies") && relations.contains(&"fixes"), "{relations:?}");
+    let printed = stdout_of(&server.cli(&["graph", "--agent", "coder", "src/auth/token.rs", "--hops", "1"]));
+    assert!(printed.starts_with("file:src/auth/token.rs\n"), "{printed}");
+    assert!(printed.contains("-[fixes]->") && printed.contains("valid "), "{printed}");
     let graph_provenance = graph["edges"][0]["provenance"][0]["seq"].as_u64().unwrap();
     assert!(graph_provenance >= 1 && graph_provenance <= last_seq);
     let edge_id = graph["edges"][0]["id"].as_str().unwrap();
