@@ -6,6 +6,7 @@
 
 mod bm25;
 mod context;
+mod digest;
 pub mod embed;
 mod error;
 pub mod graph;

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use mneme_events::{Event, EventId, EventKind};
-use sha2::{Digest, Sha256};
 
 use crate::bm25::Bm25Index;
+use crate::digest::ContentHasher;
 use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, Subgraph};
@@ -321,11 +321,7 @@ impl AgentMemory {
             hasher.text(item.state.as_str());
             hasher.number(u64::from(item.citations));
             hasher.number(u64::from(item.ignored));
-            hasher.number(item.provenance.len() as u64);
-            for reference in &item.provenance {
-                hasher.number(reference.seq);
-                hasher.bytes(&reference.event_id.0.to_be_bytes());
-            }
+            hasher.provenance(&item.provenance);
         }
         hasher.number(self.working.entries().len() as u64);
         for entry in self.working.entries() {
@@ -340,31 +336,5 @@ impl AgentMemory {
             hasher.number(seq);
         }
         hasher.finish()
-    }
-}
-
-/// SHA-256 over length-prefixed fields, so that no two different contents
-/// can be concatenated into the same byte stream.
-#[derive(Default)]
-struct ContentHasher(Sha256);
-
-impl ContentHasher {
-    fn bytes(&mut self, bytes: &[u8]) {
-        self.0.update((bytes.len() as u64).to_be_bytes());
-        self.0.update(bytes);
-    }
-
-    fn text(&mut self, text: &str) {
-        self.bytes(text.as_bytes());
-    }
-
-    fn number(&mut self, number: u64) {
-        self.0.update(number.to_be_bytes());
-    }
-
-    fn finish(self) -> String {
-        let digest = self.0.finalize();
-        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-        format!("sha256:{hex}")
     }
 }

@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 use mneme_events::{EventId, Timestamp};
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
-use sha2::{Digest, Sha256};
 
 use super::fixes::{ErrorWatch, FailureTracker, WatchedCommand};
 use super::model::{EntityKind, Node};
 use super::store::{EdgeIndex, EdgeRecord, EventStamp, FactGraph, NodeIndex};
+use crate::digest::ContentHasher;
 use crate::error::ProjectionError;
 use crate::item::ProvenanceRef;
 
@@ -365,48 +365,4 @@ fn restore_tracker(
         tracker.watched.insert(record.command, watched);
     }
     Ok(tracker)
-}
-
-/// SHA-256 over length-prefixed fields, so that no two different contents
-/// can be concatenated into the same byte stream.
-#[derive(Default)]
-struct ContentHasher(Sha256);
-
-impl ContentHasher {
-    fn bytes(&mut self, bytes: &[u8]) {
-        self.0.update((bytes.len() as u64).to_be_bytes());
-        self.0.update(bytes);
-    }
-
-    fn text(&mut self, text: &str) {
-        self.bytes(text.as_bytes());
-    }
-
-    fn number(&mut self, number: u64) {
-        self.0.update(number.to_be_bytes());
-    }
-
-    fn time(&mut self, time: Option<Timestamp>) {
-        match time {
-            Some(time) => {
-                self.0.update([1]);
-                self.number(time.unix_nanos() as u64);
-            }
-            None => self.0.update([0]),
-        }
-    }
-
-    fn provenance(&mut self, provenance: &[ProvenanceRef]) {
-        self.number(provenance.len() as u64);
-        for reference in provenance {
-            self.number(reference.seq);
-            self.bytes(&reference.event_id.0.to_be_bytes());
-        }
-    }
-
-    fn finish(self) -> String {
-        let digest = self.0.finalize();
-        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-        format!("sha256:{hex}")
-    }
 }
