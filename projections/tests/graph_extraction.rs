@@ -4,13 +4,14 @@
 use std::collections::BTreeSet;
 
 use mneme_events::{
-    DecodeLimits, Event, EventId, EventKind, HandoffSent, JsonText, MessageRecorded, Scope, Timestamp,
-    ToolResultRecorded, decode_json,
+    Event, EventId, EventKind, HandoffSent, JsonText, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
 };
 use mneme_projections::graph::{EntityKind, FactGraph, GraphQuery};
 use serde_json::json;
 
-const TRAJECTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/trajectory.jsonl");
+mod common;
+
+use common::trajectory_graph;
 
 /// 2026-01-06T09:00:00Z.
 const START_MS: i64 = 1_767_690_000_000;
@@ -706,25 +707,6 @@ fn handoffs_link_agents_tasks_artifacts_and_decisions() {
 }
 
 // ------------------------------------------------- the example trajectory
-
-fn trajectory() -> Vec<Event> {
-    let text = std::fs::read_to_string(TRAJECTORY).unwrap_or_else(|error| panic!("cannot read {TRAJECTORY}: {error}"));
-    text.lines()
-        .enumerate()
-        .map(|(index, line)| {
-            decode_json(line.as_bytes(), &DecodeLimits::default())
-                .unwrap_or_else(|error| panic!("line {} does not decode: {error}", index + 1))
-        })
-        .collect()
-}
-
-fn trajectory_graph() -> FactGraph {
-    let mut graph = FactGraph::new();
-    for (index, event) in trajectory().iter().enumerate() {
-        graph.apply(index as u64 + 1, event);
-    }
-    graph
-}
 
 #[test]
 fn trajectory_failures_and_their_fixes() {

@@ -4,14 +4,16 @@
 //! digests and rebuilds agree.
 
 use mneme_events::{
-    DecisionMade, DecodeLimits, Event, EventId, EventKind, FactAsserted, FactRetracted, JsonText, Scope, TaskStatus,
-    TaskUpdated, Timestamp, ToolResultRecorded, decode_json,
+    DecisionMade, Event, EventId, EventKind, FactAsserted, FactRetracted, JsonText, Scope, TaskStatus, TaskUpdated,
+    Timestamp, ToolResultRecorded,
 };
 use mneme_projections::ProjectionError;
 use mneme_projections::graph::{Edge, FactGraph, GRAPH_SNAPSHOT_FORMAT, GraphQuery, MAX_HOPS};
 use serde_json::json;
 
-const TRAJECTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/trajectory.jsonl");
+mod common;
+
+use common::{trajectory, trajectory_graph};
 
 /// 2026-01-06T09:00:00Z.
 const START_MS: i64 = 1_767_690_000_000;
@@ -336,25 +338,6 @@ fn neighbourhoods_resolve_names_and_clamp_hops() {
 }
 
 // ------------------------------------------------- snapshots and rebuilds
-
-fn trajectory() -> Vec<Event> {
-    let text = std::fs::read_to_string(TRAJECTORY).unwrap_or_else(|error| panic!("cannot read {TRAJECTORY}: {error}"));
-    text.lines()
-        .enumerate()
-        .map(|(index, line)| {
-            decode_json(line.as_bytes(), &DecodeLimits::default())
-                .unwrap_or_else(|error| panic!("line {} does not decode: {error}", index + 1))
-        })
-        .collect()
-}
-
-fn trajectory_graph() -> FactGraph {
-    let mut graph = FactGraph::new();
-    for (index, event) in trajectory().iter().enumerate() {
-        graph.apply(index as u64 + 1, event);
-    }
-    graph
-}
 
 #[test]
 fn applying_one_by_one_equals_a_rebuild_and_a_snapshot_plus_the_tail() {
