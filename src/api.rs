@@ -18,11 +18,12 @@ use mneme_events::{Scope, Timestamp};
 use mneme_nats::{EventLog, LogEntry, LogError};
 use mneme_projections::graph::{Edge, GraphQuery, Node};
 use mneme_projections::{
-    ContextRequest, ContextResponse, MemoryConfig, ProvenanceRef, RetrievalWeights, SearchFilters, SearchHit,
-    SearchMode, SearchRequest,
+    MemoryConfig, ProvenanceRef, RetrievalWeights, SearchFilters, SearchHit, SearchMode, SearchRequest,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::api_context;
 
 /// Limits on query parameters; each over-limit request is refused with the
 /// limit named.
@@ -60,7 +61,10 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/v1/swarms/{swarm}/agents", web::get().to(get_agents))
         .route("/v1/swarms/{swarm}/provenance/{item_id}", web::get().to(provenance))
         .route("/v1/swarms/{swarm}/agents/{agent}/search", web::get().to(search))
-        .route("/v1/swarms/{swarm}/agents/{agent}/context", web::get().to(context))
+        .route("/v1/swarms/{swarm}/agents/{agent}/context", web::get().to(api_context::get_context))
+        .route("/v1/swarms/{swarm}/agents/{agent}/context", web::post().to(api_context::post_context))
+        .route("/v1/swarms/{swarm}/agents/{agent}/phases", web::get().to(api_context::list_phases))
+        .route("/v1/swarms/{swarm}/agents/{agent}/phases/{phase_id}", web::get().to(api_context::get_phase))
         .route("/v1/swarms/{swarm}/agents/{agent}/graph", web::get().to(graph))
         .route("/v1/swarms/{swarm}/agents/{agent}/digest", web::get().to(digest))
         .route("/v1/swarms/{swarm}/agents/{agent}/replay", web::post().to(replay));
@@ -77,7 +81,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: &str, field: Option<&str>, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(status: StatusCode, code: &str, field: Option<&str>, message: impl Into<String>) -> ApiError {
         ApiError { status, code: code.to_string(), field: field.map(str::to_string), message: message.into() }
     }
 
@@ -236,7 +240,7 @@ fn check_swarm(state: &AppState, swarm: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-async fn agent_handle(
+pub(crate) async fn agent_handle(
     state: &AppState,
     swarm: &str,
     agent: &str,
@@ -250,7 +254,7 @@ async fn agent_handle(
     Ok(handle)
 }
 
-async fn ask(handle: &AgentHandle, query: Query) -> Result<QueryAnswer, ApiError> {
+pub(crate) async fn ask(handle: &AgentHandle, query: Query) -> Result<QueryAnswer, ApiError> {
     Ok(handle.addr.send(query).await.map_err(|_| stopped(&handle.agent))??)
 }
 
@@ -283,14 +287,14 @@ pub struct SearchParams {
 }
 
 /// Refuses a count parameter outside `1..=max`, naming the limit.
-fn check_between(field: &str, value: usize, max: usize) -> Result<(), ApiError> {
+pub(crate) fn check_between(field: &str, value: usize, max: usize) -> Result<(), ApiError> {
     if value == 0 || value > max {
         return Err(ApiError::bad_parameter(field, format!("{field} must be between 1 and {max}, got {value}")));
     }
     Ok(())
 }
 
-fn check_query_text(query: &str) -> Result<(), ApiError> {
+pub(crate) fn check_query_text(query: &str) -> Result<(), ApiError> {
     if query.len() > MAX_QUERY_BYTES {
         return Err(ApiError::bad_parameter(
             "q",
@@ -460,56 +464,6 @@ async fn graph(
         "nodes": subgraph.nodes.iter().map(node_json).collect::<Vec<_>>(),
         "edges": subgraph.edges.iter().map(edge_json).collect::<Vec<_>>(),
     })))
-}
-
-#[derive(Deserialize)]
-pub struct ContextParams {
-    #[serde(default)]
-    q: String,
-    budget: Option<usize>,
-    min_seq: Option<u64>,
-}
-
-pub fn context_json(context: &ContextResponse) -> Value {
-    let items: Vec<Value> = context
-        .items
-        .iter()
-        .map(|item| {
-            json!({
-                "tier": item.tier.as_str(),
-                "item_id": item.item_id,
-                "seq": item.seq,
-                "kind": item.kind,
-                "text": item.text,
-                "tokens": item.tokens,
-                "provenance": provenance_json(&item.provenance),
-            })
-        })
-        .collect();
-    json!({
-        "text": context.text,
-        "tokens": context.tokens,
-        "budget": context.budget_tokens,
-        "as_of_seq": context.as_of_seq,
-        "items": items,
-    })
-}
-
-async fn context(
-    state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
-    params: web::Query<ContextParams>,
-) -> Result<HttpResponse, ApiError> {
-    let (swarm, agent) = path.into_inner();
-    check_query_text(&params.q)?;
-    let budget = params.budget.unwrap_or(8000);
-    check_between("budget", budget, MAX_BUDGET_TOKENS)?;
-    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
-    let request = ContextRequest { query: params.q.clone(), budget_tokens: budget };
-    let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
-        unreachable!("a context query answers with context")
-    };
-    Ok(HttpResponse::Ok().json(context_json(&context)))
 }
 
 #[derive(Deserialize)]

@@ -175,21 +175,94 @@ pub fn graph(
     Ok(ExitCode::SUCCESS)
 }
 
+/// What an agent tells about its situation, for `mneme context`.
+#[derive(clap::Args, Debug, Default)]
+pub struct SignalArgs {
+    /// The file the agent has open.
+    #[arg(long = "file")]
+    pub current_file: Option<String>,
+    /// An error the agent just saw; repeat for several.
+    #[arg(long = "error")]
+    pub recent_errors: Vec<String>,
+    /// coding, debugging, reviewing, planning...
+    #[arg(long)]
+    pub activity: Option<String>,
+    /// The current phase, by id or name.
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// 0..1: conservative below 1/3, expansive from 2/3.
+    #[arg(long = "thinking")]
+    pub thinking_budget: Option<f32>,
+}
+
 pub fn context(
     server: &str,
     swarm: &str,
     agent: &str,
     query: &str,
     budget: usize,
+    signals: &SignalArgs,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let url = format!("{}?q={}&budget={budget}", agent_url(server, swarm, agent, "context"), encode(query));
-    let response = call(ureq::get(&url), None)?;
+    let url = agent_url(server, swarm, agent, "context");
+    let body = serde_json::json!({
+        "query": query,
+        "budget": budget,
+        "signals": {
+            "current_file": signals.current_file,
+            "recent_errors": signals.recent_errors,
+            "activity": signals.activity,
+            "phase": signals.phase,
+            "thinking_budget": signals.thinking_budget,
+        },
+    });
+    let response = call(ureq::post(&url), Some(&body.to_string()))?;
     if json {
         out!("{}", serde_json::to_string_pretty(&response)?);
     } else {
         print!("{}", response["text"].as_str().unwrap_or(""));
-        eprintln!("({} of {} tokens)", response["tokens"], response["budget"]);
+        eprintln!("({} of {} tokens, {} policy)", response["tokens"], response["budget"], response["policy"]);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn phase(
+    server: &str,
+    swarm: &str,
+    agent: &str,
+    phase_id: Option<&str>,
+    level: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let Some(phase_id) = phase_id else {
+        let response = call(ureq::get(&agent_url(server, swarm, agent, "phases")), None)?;
+        if json {
+            out!("{}", serde_json::to_string_pretty(&response)?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        for phase in response["phases"].as_array().into_iter().flatten() {
+            out!(
+                "{}  {:<9}  {:<8}  seq {}–{}  {}",
+                phase["phase_id"].as_str().unwrap_or("?"),
+                phase["status"].as_str().unwrap_or("?"),
+                phase["boundary"].as_str().unwrap_or("?"),
+                phase["started_seq"],
+                phase["completed_seq"].as_u64().map_or("…".to_string(), |seq| seq.to_string()),
+                phase["index"].as_str().or(phase["name"].as_str()).unwrap_or(""),
+            );
+        }
+        if let Some(summary) = response["session_summary"].as_str().filter(|summary| !summary.is_empty()) {
+            out!("\n{summary}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let url = format!("{}/{}?level={}", agent_url(server, swarm, agent, "phases"), encode(phase_id), encode(level));
+    let response = call(ureq::get(&url), None)?;
+    if json || level == "full" || level == "original" {
+        out!("{}", serde_json::to_string_pretty(&response)?);
+    } else {
+        out!("{}", response["text"].as_str().unwrap_or(""));
+        eprintln!("({} tokens, at most {})", response["tokens"], response["bound"]);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -8,6 +8,7 @@
 mod error;
 mod feed;
 pub mod memory_actor;
+pub mod phase_summarizer;
 pub mod replay;
 pub mod snapshot_store;
 pub mod supervisor;
@@ -15,9 +16,10 @@ pub mod swarm_config;
 
 pub use error::ActorsError;
 pub use memory_actor::{
-    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, DeadLettersFiled, MemoryActor, Query, QueryAnswer,
-    TakeSnapshot,
+    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, DeadLettersFiled, MemoryActor, PhaseListing, Query,
+    QueryAnswer, TakeSnapshot,
 };
+pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};
 pub use replay::{ReplayReport, continue_from_log, rebuild_from_log, verify_against_log};
 pub use snapshot_store::SnapshotStore;
 pub use supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, SnapshotAll, Supervisor};

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use mneme_nats::{DeadLetter, LogEntry};
 use mneme_projections::graph::{GraphQuery, Subgraph};
+use mneme_projections::phases::{Phase, TaskSummary};
 use mneme_projections::{
     AgentMemory, AppliedEvent, ContextRequest, ContextResponse, ProjectionError, ProvenanceRef, SearchHit,
     SearchRequest,
@@ -215,6 +216,10 @@ pub enum Query {
     Provenance(String),
     /// The fact graph around an entity.
     Graph(GraphQuery),
+    /// Every phase, the task roll-ups and the session summary.
+    Phases,
+    /// One phase by id.
+    Phase(String),
 }
 
 #[derive(Debug)]
@@ -224,6 +229,17 @@ pub enum QueryAnswer {
     Status(AgentStatus),
     Provenance(Option<Vec<ProvenanceRef>>),
     Graph(Option<Subgraph>),
+    Phases(PhaseListing),
+    Phase(Option<Phase>),
+}
+
+/// The phases of one memory, as `Query::Phases` answers.
+#[derive(Debug, Clone)]
+pub struct PhaseListing {
+    pub phases: Vec<Phase>,
+    /// Task roll-ups, the most recently completed first.
+    pub tasks: Vec<TaskSummary>,
+    pub session_summary: String,
 }
 
 /// Where an agent's memory stands.
@@ -244,6 +260,8 @@ impl Query {
             Query::Status => "status",
             Query::Provenance(_) => "provenance",
             Query::Graph(_) => "graph",
+            Query::Phases => "phases",
+            Query::Phase(_) => "phase",
         }
     }
 }
@@ -268,6 +286,15 @@ impl Handler<Query> for MemoryActor {
             }),
             Query::Provenance(item_id) => QueryAnswer::Provenance(self.memory.provenance_of(&item_id)),
             Query::Graph(query) => QueryAnswer::Graph(self.memory.neighbourhood(&query)),
+            Query::Phases => {
+                let tracker = self.memory.phases();
+                QueryAnswer::Phases(PhaseListing {
+                    phases: tracker.phases().to_vec(),
+                    tasks: tracker.tasks_newest_first().cloned().collect(),
+                    session_summary: tracker.session_summary().to_string(),
+                })
+            }
+            Query::Phase(phase_id) => QueryAnswer::Phase(self.memory.phases().phase(&phase_id).cloned()),
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
         Ok(answer)

@@ -12,6 +12,7 @@ mod error;
 pub mod graph;
 mod item;
 mod memory;
+pub mod phases;
 mod render;
 mod retrieval;
 mod snapshot;
@@ -19,9 +20,12 @@ pub mod tokens;
 mod vector;
 mod working;
 
-pub use context::{ContextItem, ContextRequest, ContextResponse, ContextTier};
+pub use context::{
+    Activity, ContextItem, ContextRequest, ContextResponse, ContextSignals, ContextTier, ThinkingPolicy, TierShares,
+    TierUsage, allocate,
+};
 pub use error::ProjectionError;
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
-pub use memory::{AgentMemory, AppliedEvent, MemoryConfig};
+pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction};
 pub use retrieval::{RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest};
 pub use snapshot::SNAPSHOT_FORMAT;

@@ -12,6 +12,7 @@ use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, Subgraph};
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
+use crate::phases::PhaseTracker;
 use crate::render;
 use crate::retrieval::embedded_text;
 use crate::vector::VectorIndex;
@@ -28,6 +29,10 @@ pub struct MemoryConfig {
     pub working_item_max_tokens: usize,
     /// Embeds items for the vector index; its model id enters the digest.
     pub embedder: Arc<dyn Embedder>,
+    /// Tool outputs longer than this many bytes stay whole only in the log;
+    /// the item keeps their head, their error lines, their tail and a
+    /// pointer to the event.
+    pub large_output_bytes: usize,
 }
 
 impl Default for MemoryConfig {
@@ -36,6 +41,7 @@ impl Default for MemoryConfig {
             working_tier_tokens: 2000,
             working_item_max_tokens: 400,
             embedder: Arc::new(HashedNgramEmbedder::default()),
+            large_output_bytes: 16 * 1024,
         }
     }
 }
@@ -46,6 +52,7 @@ impl std::fmt::Debug for MemoryConfig {
             .field("working_tier_tokens", &self.working_tier_tokens)
             .field("working_item_max_tokens", &self.working_item_max_tokens)
             .field("embedder", &self.embedder.model_id())
+            .field("large_output_bytes", &self.large_output_bytes)
             .finish()
     }
 }
@@ -55,6 +62,7 @@ impl PartialEq for MemoryConfig {
         self.working_tier_tokens == other.working_tier_tokens
             && self.working_item_max_tokens == other.working_item_max_tokens
             && self.embedder.model_id() == other.embedder.model_id()
+            && self.large_output_bytes == other.large_output_bytes
     }
 }
 
@@ -88,6 +96,23 @@ pub struct AgentMemory {
     pub(crate) graph: FactGraph,
     /// Forgotten items still in the BM25 index; searches over-fetch by this.
     pub(crate) forgotten_count: usize,
+    pub(crate) phases: PhaseTracker,
+    /// Item seqs by kind, ascending: derived from `items`, rebuilt on
+    /// restore. Context finds decisions and preferences without a scan.
+    pub(crate) seqs_by_kind: HashMap<&'static str, Vec<u64>>,
+    /// Contradictions reported by consolidation and not yet resolved, by id.
+    pub(crate) open_contradictions: BTreeMap<String, OpenContradiction>,
+}
+
+/// A contradiction between two items that nobody has resolved yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenContradiction {
+    pub contradiction_id: String,
+    /// The item ids of the two sides.
+    pub a: String,
+    pub b: String,
+    pub reason: String,
+    pub provenance: ProvenanceRef,
 }
 
 impl AgentMemory {
@@ -104,6 +129,9 @@ impl AgentMemory {
             vectors: VectorIndex::new(config.embedder.dimensions()),
             graph: FactGraph::new(),
             forgotten_count: 0,
+            phases: PhaseTracker::default(),
+            seqs_by_kind: HashMap::new(),
+            open_contradictions: BTreeMap::new(),
             config,
         })
     }
@@ -163,6 +191,16 @@ impl AgentMemory {
         &self.graph
     }
 
+    /// Phases, their task roll-ups and the session summary.
+    pub fn phases(&self) -> &PhaseTracker {
+        &self.phases
+    }
+
+    /// Contradictions not yet resolved, by id.
+    pub fn open_contradictions(&self) -> impl Iterator<Item = &OpenContradiction> {
+        self.open_contradictions.values()
+    }
+
     /// Applies the event at `seq`. Refuses a seq at or below the checkpoint,
     /// so redelivery cannot apply anything twice.
     pub fn apply(&mut self, seq: u64, event: &Event) -> Result<AppliedEvent, ProjectionError> {
@@ -181,7 +219,10 @@ impl AgentMemory {
         }
         let provenance = ProvenanceRef { seq, event_id: event.id };
         self.graph.apply(seq, event);
-        match render::render(event) {
+        let touched = self.graph.take_touched();
+        let rendered = render::render(event, self.config.large_output_bytes);
+        self.phases.observe(seq, event, &touched, rendered.as_deref());
+        match rendered {
             Some(text) => self.remember(seq, event, text)?,
             None => self.apply_change(provenance, &event.kind),
         }
@@ -215,6 +256,7 @@ impl AgentMemory {
         }
         let item_id = event.id.to_string();
         self.seq_by_item_id.insert(item_id.clone(), seq);
+        self.seqs_by_kind.entry(kind).or_default().push(seq);
         self.items.insert(
             seq,
             MemoryItem {
@@ -259,9 +301,24 @@ impl AgentMemory {
                     item.provenance.push(provenance);
                 }
             }
-            // Consolidation outcomes and compressed phases get projections of
-            // their own (issues 4 and 5); until then they are kept on the log
-            // only.
+            EventKind::ContradictionDetected(detected) => {
+                self.open_contradictions.insert(
+                    detected.contradiction_id.clone(),
+                    OpenContradiction {
+                        contradiction_id: detected.contradiction_id.clone(),
+                        a: detected.a.clone(),
+                        b: detected.b.clone(),
+                        reason: detected.reason.clone(),
+                        provenance,
+                    },
+                );
+            }
+            EventKind::ContradictionResolved(resolved) => {
+                self.open_contradictions.remove(&resolved.contradiction_id);
+            }
+            // Compressed phases are the phase tracker's; merges and decay
+            // get projections of their own with the consolidation actor
+            // (issue 5). Until then they are kept on the log only.
             _ => {}
         }
     }
@@ -308,6 +365,16 @@ impl AgentMemory {
         // stands for them. The graph hashes its own content.
         hasher.text(self.config.embedder.model_id());
         hasher.text(&self.graph.digest());
+        hasher.number(self.config.large_output_bytes as u64);
+        self.phases.hash_into(&mut hasher);
+        hasher.number(self.open_contradictions.len() as u64);
+        for contradiction in self.open_contradictions.values() {
+            hasher.text(&contradiction.contradiction_id);
+            hasher.text(&contradiction.a);
+            hasher.text(&contradiction.b);
+            hasher.text(&contradiction.reason);
+            hasher.provenance(std::slice::from_ref(&contradiction.provenance));
+        }
         hasher.number(self.items.len() as u64);
         for item in self.items.values() {
             hasher.text(&item.item_id);

@@ -3,9 +3,18 @@
 
 use mneme_events::{Event, EventKind, TaskStatus};
 
+/// Lines of a large output kept from its start and from its end.
+const LARGE_OUTPUT_EDGE_LINES: usize = 15;
+/// Error-looking lines kept from the middle of a large output.
+const LARGE_OUTPUT_ERROR_LINES: usize = 20;
+/// Any kept line is cut to this many bytes.
+const LARGE_OUTPUT_LINE_BYTES: usize = 240;
+
 /// The readable text of an event that becomes a memory item, or `None` for
 /// events that only change other items (usage, forgetting, consolidation).
-pub(crate) fn render(event: &Event) -> Option<String> {
+/// Tool outputs over `large_output_bytes` are compressed (see
+/// [`compress_large_output`]); the whole output stays in the log.
+pub(crate) fn render(event: &Event, large_output_bytes: usize) -> Option<String> {
     let text = match &event.kind {
         EventKind::MessageRecorded(message) => format!("[{}] {}", message.role, message.text),
         EventKind::ToolResultRecorded(result) => {
@@ -18,7 +27,12 @@ pub(crate) fn render(event: &Event) -> Option<String> {
                 Some(code) => format!(" → exit {code}"),
                 None => String::new(),
             };
-            format!("$ {}{args}{status}\n{}", result.tool, result.output)
+            if result.output.len() > large_output_bytes {
+                let output = compress_large_output(&result.output, &event.id.to_string());
+                format!("$ {}{args}{status}\n{output}", result.tool)
+            } else {
+                format!("$ {}{args}{status}\n{}", result.tool, result.output)
+            }
         }
         EventKind::DecisionMade(decision) => {
             let mut text = format!("Decision: {} — {}", decision.title, decision.choice);
@@ -77,6 +91,56 @@ pub(crate) fn render(event: &Event) -> Option<String> {
         | EventKind::PhaseCompressed(_) => return None,
     };
     Some(text)
+}
+
+/// A large output's first and last lines and the error-looking lines
+/// between them, with a pointer to the event that holds it whole. Search
+/// still finds the failure; context never carries a megabyte of log.
+pub(crate) fn compress_large_output(output: &str, event_id: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    let cut = |line: &str| -> String {
+        if line.len() <= LARGE_OUTPUT_LINE_BYTES {
+            line.to_string()
+        } else {
+            let mut end = LARGE_OUTPUT_LINE_BYTES;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}…", &line[..end])
+        }
+    };
+    let mut kept: Vec<String> = Vec::new();
+    if lines.len() <= 2 * LARGE_OUTPUT_EDGE_LINES {
+        // Few but very long lines: cutting each is the compression.
+        kept.extend(lines.iter().map(|line| cut(line)));
+    } else {
+        kept.extend(lines[..LARGE_OUTPUT_EDGE_LINES].iter().map(|line| cut(line)));
+        let middle = &lines[LARGE_OUTPUT_EDGE_LINES..lines.len() - LARGE_OUTPUT_EDGE_LINES];
+        let errors: Vec<String> = middle
+            .iter()
+            .filter(|line| looks_like_error(line))
+            .take(LARGE_OUTPUT_ERROR_LINES)
+            .map(|line| cut(line))
+            .collect();
+        kept.push(format!(
+            "[… {} lines omitted, {} of them shown because they look like errors …]",
+            middle.len(),
+            errors.len()
+        ));
+        kept.extend(errors);
+        kept.extend(lines[lines.len() - LARGE_OUTPUT_EDGE_LINES..].iter().map(|line| cut(line)));
+    }
+    kept.push(format!(
+        "[output of {} bytes compressed; the whole output is event {event_id} in the log]",
+        output.len()
+    ));
+    kept.join("\n")
+}
+
+fn looks_like_error(line: &str) -> bool {
+    const MARKERS: [&str; 9] =
+        ["error", "Error", "ERROR", "FAILED", "FAIL:", "panicked", "Traceback", "Exception", "assert"];
+    MARKERS.iter().any(|marker| line.contains(marker))
 }
 
 fn push_section(text: &mut String, title: &str, lines: &[String]) {

@@ -14,13 +14,14 @@ use crate::bm25::Bm25Index;
 use crate::error::ProjectionError;
 use crate::graph::FactGraph;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
-use crate::memory::{AgentMemory, MemoryConfig};
+use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction};
+use crate::phases::{PhaseTracker, PhaseTrackerRecord};
 use crate::vector::VectorIndex;
 use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 2;
+pub const SNAPSHOT_FORMAT: u32 = 3;
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct MemorySnapshot {
@@ -30,6 +31,7 @@ struct MemorySnapshot {
     working_tier_tokens: u64,
     working_item_max_tokens: u64,
     embedder_model_id: String,
+    large_output_bytes: u64,
     checkpoint: u64,
     items: Vec<ItemRecord>,
     working: Vec<WorkingRecord>,
@@ -39,6 +41,9 @@ struct MemorySnapshot {
     vectors: Vec<(u64, Vec<f32>)>,
     /// The fact graph's own snapshot.
     graph: Vec<u8>,
+    phases: PhaseTrackerRecord,
+    /// Open contradictions: (id, a, b, reason, seq, event id).
+    open_contradictions: Vec<(String, String, String, String, u64, u128)>,
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -74,6 +79,7 @@ impl AgentMemory {
             working_tier_tokens: self.config.working_tier_tokens as u64,
             working_item_max_tokens: self.config.working_item_max_tokens as u64,
             embedder_model_id: self.config.embedder.model_id().to_string(),
+            large_output_bytes: self.config.large_output_bytes as u64,
             checkpoint: self.checkpoint,
             items: self.items.values().map(item_record).collect(),
             working: self
@@ -84,6 +90,21 @@ impl AgentMemory {
             seen_ids: self.seen_ids.iter().map(|(id, seq)| (id.0, *seq)).collect(),
             vectors: self.vectors.vectors(),
             graph: self.graph.to_snapshot()?,
+            phases: self.phases.to_record(),
+            open_contradictions: self
+                .open_contradictions
+                .values()
+                .map(|open| {
+                    (
+                        open.contradiction_id.clone(),
+                        open.a.clone(),
+                        open.b.clone(),
+                        open.reason.clone(),
+                        open.provenance.seq,
+                        open.provenance.event_id.0,
+                    )
+                })
+                .collect(),
         };
         let bytes = rkyv::to_bytes::<rancor::Error>(&snapshot)
             .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode: {error}")))?;
@@ -107,6 +128,7 @@ impl AgentMemory {
         let mut items = BTreeMap::new();
         let mut seq_by_item_id = HashMap::new();
         let mut forgotten_count = 0;
+        let mut seqs_by_kind: HashMap<&'static str, Vec<u64>> = HashMap::new();
         for record in snapshot.items {
             let item = memory_item(record)?;
             // Forgotten items stay indexed (see `AgentMemory::change_state`).
@@ -115,6 +137,7 @@ impl AgentMemory {
                 forgotten_count += 1;
             }
             seq_by_item_id.insert(item.item_id.clone(), item.seq);
+            seqs_by_kind.entry(item.kind).or_default().push(item.seq);
             items.insert(item.seq, item);
         }
         bm25.commit()?;
@@ -130,6 +153,15 @@ impl AgentMemory {
             vectors.insert(*seq, vector);
         }
         let graph = FactGraph::from_snapshot(&snapshot.graph)?;
+        let phases = PhaseTracker::from_record(snapshot.phases).map_err(ProjectionError::CorruptSnapshot)?;
+        let open_contradictions = snapshot
+            .open_contradictions
+            .into_iter()
+            .map(|(contradiction_id, a, b, reason, seq, event_id)| {
+                let provenance = ProvenanceRef { seq, event_id: EventId(event_id) };
+                (contradiction_id.clone(), OpenContradiction { contradiction_id, a, b, reason, provenance })
+            })
+            .collect();
         let working_entries = snapshot
             .working
             .into_iter()
@@ -147,6 +179,9 @@ impl AgentMemory {
             vectors,
             graph,
             forgotten_count,
+            phases,
+            seqs_by_kind,
+            open_contradictions,
             config,
         })
     }
@@ -176,6 +211,12 @@ fn check_compatible(
         return Err(ProjectionError::CorruptSnapshot(format!(
             "snapshot was taken with working tier (budget, item max) {snapshot_config:?}, \
              the configuration now says {wanted_config:?}"
+        )));
+    }
+    if snapshot.large_output_bytes != config.large_output_bytes as u64 {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "snapshot was taken with large outputs over {} bytes compressed, the configuration now says {}",
+            snapshot.large_output_bytes, config.large_output_bytes
         )));
     }
     if snapshot.embedder_model_id != config.embedder.model_id() {

@@ -220,7 +220,7 @@ proptest! {
                 prop_assert_eq!(top_ids(&mut restored, word, 5, &[], mode), top_ids(&mut full, word, 5, &[], mode));
             }
         }
-        let request = ContextRequest { query: "token refresh".into(), budget_tokens: 300 };
+        let request = ContextRequest::new("token refresh", 300);
         prop_assert_eq!(restored.context(&request).unwrap().text, full.context(&request).unwrap().text);
     }
 
@@ -248,7 +248,7 @@ proptest! {
         budget in 0usize..600,
     ) {
         let mut memory = rebuild(&log_of(&ops));
-        let context = memory.context(&ContextRequest { query: "token auth cargo".into(), budget_tokens: budget }).unwrap();
+        let context = memory.context(&ContextRequest::new("token auth cargo", budget)).unwrap();
         prop_assert!(context.tokens <= budget, "{} > {}", context.tokens, budget);
         prop_assert_eq!(context.tokens, mneme_projections::tokens::count(&context.text));
     }

@@ -33,6 +33,7 @@ impl FactGraph {
     /// of the log; refusing an already applied seq is the caller's job (the
     /// memory's checkpoint).
     pub fn apply(&mut self, seq: u64, event: &Event) {
+        self.touched.0.clear();
         let context = EventContext::new(seq, event);
         match &event.kind {
             EventKind::MessageRecorded(message) => self.link_prose(MentionSource::Item, &message.text, &context),

@@ -112,3 +112,4 @@ pub use query::{
 };
 pub use snapshot::GRAPH_SNAPSHOT_FORMAT;
 pub use store::FactGraph;
+pub(crate) use store::TouchedEdge;

@@ -98,6 +98,19 @@ pub(crate) struct Link {
     pub strength: LinkStrength,
 }
 
+/// An edge one event created, confirmed or closed (see
+/// [`FactGraph::take_touched`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TouchedEdge {
+    pub relation: String,
+    pub from_kind: EntityKind,
+    pub from_name: String,
+    pub to_kind: EntityKind,
+    pub to_name: String,
+    /// Whether the edge still holds after the event.
+    pub open: bool,
+}
+
 /// (subject, relation, object) of an asserted fact as written (whitespace
 /// collapsed, lowercased), so that a retraction finds the assertion even if
 /// the names would resolve to other entities by then.
@@ -137,6 +150,21 @@ pub struct FactGraph {
     /// Asserted facts → the edge of their latest interval.
     pub(crate) facts: BTreeMap<FactKey, EdgeIndex>,
     pub(crate) failures: FailureTracker,
+    /// Edges created, confirmed or closed by the event being applied;
+    /// emptied at the start of every apply and taken by the memory, which
+    /// notes what a phase touched without scanning the graph.
+    pub(crate) touched: TouchedScratch,
+}
+
+/// Scratch space, not state: two graphs with the same content are equal
+/// whatever their last apply touched.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TouchedScratch(pub Vec<EdgeIndex>);
+
+impl PartialEq for TouchedScratch {
+    fn eq(&self, _: &TouchedScratch) -> bool {
+        true
+    }
 }
 
 impl FactGraph {
@@ -387,6 +415,9 @@ impl FactGraph {
     /// provenance and to its endpoints' links.
     fn extend_edge(&mut self, edge: EdgeIndex, context: &EventContext, supporting: &[ProvenanceRef]) {
         let current = self.note(context);
+        if self.touched.0.last() != Some(&edge) {
+            self.touched.0.push(edge);
+        }
         let record = &mut self.edges[edge as usize];
         let mut added = Vec::with_capacity(supporting.len() + 1);
         for reference in supporting.iter().chain(std::iter::once(&current)) {
@@ -415,6 +446,27 @@ impl FactGraph {
             record.valid_to = Some(to);
         }
         self.extend_edge(edge, context, &[]);
+    }
+
+    /// The edges the last applied event created, confirmed or closed, by
+    /// their endpoints' kinds and names, and empties the list.
+    pub(crate) fn take_touched(&mut self) -> Vec<TouchedEdge> {
+        let touched = std::mem::take(&mut self.touched.0);
+        touched
+            .into_iter()
+            .map(|edge| {
+                let record = &self.edges[edge as usize];
+                let (from, to) = (&self.nodes[record.from as usize], &self.nodes[record.to as usize]);
+                TouchedEdge {
+                    relation: self.relations[record.relation as usize].clone(),
+                    from_kind: from.kind,
+                    from_name: from.name.clone(),
+                    to_kind: to.kind,
+                    to_name: to.name.clone(),
+                    open: record.valid_to.is_none(),
+                }
+            })
+            .collect()
     }
 
     pub(crate) fn relation_name(&self, edge: &EdgeRecord) -> &str {

@@ -1,0 +1,502 @@
+//! What each tier could show, best first, before the budget decides.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::error::ProjectionError;
+use crate::graph::{EntityKind, relation};
+use crate::item::{ItemState, ProvenanceRef};
+use crate::memory::AgentMemory;
+use crate::phases::{Phase, PhaseLevel};
+use crate::retrieval::{SearchFilters, SearchRequest};
+use crate::tokens;
+
+use super::{ContextItem, ContextRequest, ContextTier, MIN_TRUNCATED_TOKENS, ThinkingPolicy, line};
+
+/// Items of the newest this-many tool results looked at for failures when
+/// the agent names no error.
+const RECENT_FAILURE_WINDOW: usize = 50;
+const RECENT_FAILURES: usize = 3;
+/// Hits per error named by the agent.
+const HITS_PER_ERROR: usize = 3;
+const DECISIONS: usize = 8;
+const FILE_ITEMS: usize = 8;
+const PHASES: usize = 12;
+const POINTERS: usize = 12;
+/// A contradiction's sides are cut to this many tokens each.
+const SIDE_TOKENS: usize = 40;
+/// Predicates of facts that read as conventions.
+const CONVENTION_WORDS: [&str; 8] = ["convention", "style", "prefer", "must", "should", "always", "never", "rule"];
+
+/// One line a tier could show, at one or more levels of detail.
+#[derive(Debug, Clone)]
+pub(super) struct Candidate {
+    pub tier: ContextTier,
+    pub reason: &'static str,
+    /// Shown at most once per context: `seq:<n>`, a phase id...
+    pub key: String,
+    pub item_id: String,
+    pub seq: u64,
+    pub kind: &'static str,
+    /// Texts from most to least detailed, with the tokens of their lines.
+    pub texts: Vec<(String, usize)>,
+    /// Whether the least detailed text may be cut to fit.
+    pub truncatable: bool,
+    pub provenance: Vec<ProvenanceRef>,
+}
+
+impl Candidate {
+    fn new(
+        tier: ContextTier,
+        reason: &'static str,
+        key: String,
+        item_id: String,
+        seq: u64,
+        kind: &'static str,
+        texts: Vec<String>,
+        provenance: Vec<ProvenanceRef>,
+    ) -> Candidate {
+        let texts = texts
+            .into_iter()
+            .filter(|text| !text.trim().is_empty())
+            .map(|text| {
+                let tokens = tokens::count(&line(seq, kind, &item_id, &text));
+                (text, tokens)
+            })
+            .collect();
+        Candidate { tier, reason, key, item_id, seq, kind, texts, truncatable: true, provenance }
+    }
+
+    /// Tokens of the preferred text's line.
+    pub fn wanted_tokens(&self) -> usize {
+        self.texts.first().map_or(0, |(_, tokens)| *tokens)
+    }
+
+    /// The most detailed text whose line fits `room`, or the least
+    /// detailed one cut to fit; `None` if nothing fits or it is shown.
+    pub fn fit(&self, room: usize, shown: &HashSet<String>) -> Option<ContextItem> {
+        if shown.contains(&self.key) || self.texts.is_empty() {
+            return None;
+        }
+        if let Some((text, tokens)) = self.texts.iter().find(|(_, tokens)| *tokens <= room) {
+            return Some(self.item(text.clone(), *tokens));
+        }
+        if !self.truncatable || room < MIN_TRUNCATED_TOKENS {
+            return None;
+        }
+        let (text, _) = self.texts.last().expect("texts is not empty");
+        let frame = tokens::count(&line(self.seq, self.kind, &self.item_id, ""));
+        let (cut, _) = tokens::truncate(text, room.saturating_sub(frame + 1));
+        let cut_tokens = tokens::count(&line(self.seq, self.kind, &self.item_id, &cut));
+        (cut_tokens <= room).then(|| self.item(cut, cut_tokens))
+    }
+
+    fn item(&self, text: String, tokens: usize) -> ContextItem {
+        ContextItem {
+            tier: self.tier,
+            reason: self.reason,
+            item_id: self.item_id.clone(),
+            seq: self.seq,
+            kind: self.kind,
+            text,
+            tokens,
+            provenance: self.provenance.clone(),
+        }
+    }
+}
+
+impl AgentMemory {
+    /// Every tier's candidates, in tier order.
+    pub(super) fn candidates(
+        &mut self,
+        request: &ContextRequest,
+        policy: ThinkingPolicy,
+    ) -> Result<[Vec<Candidate>; 4], ProjectionError> {
+        let current_task = self.current_task(request);
+        let critical = self.critical_candidates(request, current_task.as_deref())?;
+        let relevant = self.relevant_candidates(request, policy)?;
+        let background = self.background_candidates(policy, current_task.as_deref());
+        let index = self.index_candidates();
+        Ok([critical, relevant, background, index])
+    }
+
+    /// The task of the phase the agent names, else of its latest item.
+    fn current_task(&self, request: &ContextRequest) -> Option<String> {
+        if let Some(phase) = &request.signals.phase {
+            let named = self
+                .phases
+                .phase(phase)
+                .or_else(|| self.phases.phases().iter().rev().find(|candidate| candidate.name == *phase));
+            if let Some(found) = named {
+                return found.task.clone();
+            }
+        }
+        self.items.values().next_back().and_then(|item| item.correlation_id.clone())
+    }
+
+    fn item_candidate(
+        &self,
+        tier: ContextTier,
+        reason: &'static str,
+        seq: u64,
+        text: Option<String>,
+    ) -> Option<Candidate> {
+        let item = self.items.get(&seq)?;
+        if item.state != ItemState::Active {
+            return None;
+        }
+        Some(Candidate::new(
+            tier,
+            reason,
+            format!("seq:{seq}"),
+            item.item_id.clone(),
+            seq,
+            item.kind,
+            vec![text.unwrap_or_else(|| item.text.clone())],
+            item.provenance.clone(),
+        ))
+    }
+
+    fn critical_candidates(
+        &mut self,
+        request: &ContextRequest,
+        current_task: Option<&str>,
+    ) -> Result<Vec<Candidate>, ProjectionError> {
+        let tier = ContextTier::Critical;
+        let mut candidates = Vec::new();
+        for open in self.open_contradictions.values() {
+            let side = |item_id: &str| {
+                self.item(item_id)
+                    .map_or_else(|| format!("item {item_id}"), |item| tokens::truncate(&item.text, SIDE_TOKENS).0)
+            };
+            let text = format!("Unresolved: {} ⟂ {} — {}", side(&open.a), side(&open.b), open.reason);
+            let mut provenance = vec![open.provenance];
+            for item_id in [&open.a, &open.b] {
+                if let Some(item) = self.item(item_id) {
+                    provenance.extend(item.provenance.first().copied());
+                }
+            }
+            candidates.push(Candidate::new(
+                tier,
+                "open contradiction",
+                format!("contradiction:{}", open.contradiction_id),
+                open.contradiction_id.clone(),
+                open.provenance.seq,
+                "contradiction",
+                vec![text],
+                provenance,
+            ));
+        }
+        // Errors the agent names, else its latest failures.
+        let mut failures: Vec<u64> = Vec::new();
+        for error in &request.signals.recent_errors {
+            let mut search = SearchRequest::new(error.clone(), HITS_PER_ERROR);
+            search.filters =
+                SearchFilters { kinds: vec!["tool_result_recorded".to_string()], ..SearchFilters::default() };
+            failures.extend(self.search(&search)?.into_iter().map(|hit| hit.seq));
+        }
+        if request.signals.recent_errors.is_empty() {
+            let recent = self.seqs_of_kind("tool_result_recorded").iter().rev().take(RECENT_FAILURE_WINDOW);
+            failures.extend(
+                recent
+                    .filter(|seq| {
+                        self.items[seq].text.contains("→ exit ") && !self.items[seq].text.contains("→ exit 0\n")
+                    })
+                    .take(RECENT_FAILURES),
+            );
+        }
+        let mut seen = HashSet::new();
+        for seq in failures {
+            if !seen.insert(seq) {
+                continue;
+            }
+            candidates.extend(self.item_candidate(tier, "recent error", seq, None));
+            candidates.extend(self.fix_candidates(seq));
+        }
+        candidates.extend(self.decision_candidates(request, current_task));
+        Ok(candidates)
+    }
+
+    /// What fixed the errors of a failing run, from the graph's `fixes`
+    /// edges: the files whose edits made the command pass again.
+    fn fix_candidates(&self, failing_seq: u64) -> Vec<Candidate> {
+        let Some(item) = self.items.get(&failing_seq) else { return Vec::new() };
+        let mut fixes: BTreeMap<String, (Vec<String>, Vec<ProvenanceRef>)> = BTreeMap::new();
+        for error_id in self.graph.entities_in_text(&item.text) {
+            if !error_id.starts_with("error:") {
+                continue;
+            }
+            for edge in self.graph.edges_of(&error_id) {
+                if edge.relation == relation::FIXES && edge.to == error_id {
+                    let entry = fixes.entry(error_id.clone()).or_default();
+                    entry.0.push(edge.from.trim_start_matches("file:").to_string());
+                    entry.1.extend(edge.provenance.iter().copied());
+                }
+            }
+        }
+        fixes
+            .into_iter()
+            .map(|(error_id, (mut files, mut provenance))| {
+                files.sort();
+                files.dedup();
+                provenance.sort();
+                provenance.dedup();
+                let last_seq = provenance.last().map_or(failing_seq, |reference| reference.seq);
+                let error = error_id.trim_start_matches("error:");
+                Candidate::new(
+                    ContextTier::Critical,
+                    "fix",
+                    format!("fix:{error_id}"),
+                    error_id.clone(),
+                    last_seq,
+                    "fix",
+                    vec![format!("{error} was fixed by editing {} (seq {last_seq})", files.join(", "))],
+                    provenance,
+                )
+            })
+            .collect()
+    }
+
+    /// Decisions still in force: touching the current file or task first,
+    /// then the newest.
+    fn decision_candidates(&self, request: &ContextRequest, current_task: Option<&str>) -> Vec<Candidate> {
+        let file = request.signals.current_file.as_deref().filter(|file| !file.is_empty());
+        let file_name = file.map(|file| file.rsplit('/').next().unwrap_or(file));
+        let mut touching = Vec::new();
+        let mut others = Vec::new();
+        for &seq in self.seqs_of_kind("decision_made").iter().rev() {
+            let item = &self.items[&seq];
+            let superseded =
+                self.graph.node(&format!("decision:{}", item.item_id)).is_some_and(|node| node.valid_to.is_some());
+            if item.state != ItemState::Active || superseded {
+                continue;
+            }
+            let touches_file = file_name.is_some_and(|name| item.text.contains(name));
+            let touches_task = current_task.is_some() && item.correlation_id.as_deref() == current_task;
+            if touches_file || touches_task { touching.push(seq) } else { others.push(seq) }
+        }
+        touching
+            .into_iter()
+            .chain(others)
+            .take(DECISIONS)
+            .filter_map(|seq| self.item_candidate(ContextTier::Critical, "active decision", seq, None))
+            .collect()
+    }
+
+    fn relevant_candidates(
+        &mut self,
+        request: &ContextRequest,
+        policy: ThinkingPolicy,
+    ) -> Result<Vec<Candidate>, ProjectionError> {
+        let tier = ContextTier::Relevant;
+        let mut candidates = Vec::new();
+        let turns: Vec<(u64, String)> =
+            self.working.entries().rev().map(|entry| (entry.seq, entry.text.clone())).collect();
+        for (seq, text) in turns {
+            candidates.extend(self.item_candidate(tier, "recent turn", seq, Some(text)));
+        }
+        if !request.query.trim().is_empty() {
+            for hit in self.search(&SearchRequest::new(request.query.clone(), policy.hits()))? {
+                candidates.extend(self.item_candidate(tier, "query match", hit.seq, None));
+            }
+        }
+        if let Some(file) = request.signals.current_file.as_deref().filter(|file| !file.is_empty()) {
+            let mut entities = self.graph.entities_in_text(file);
+            entities.retain(|id| id.starts_with("file:"));
+            for (seq, _) in self.graph.items_near(&entities, 1, None).into_iter().take(FILE_ITEMS) {
+                candidates.extend(self.item_candidate(tier, "current file", seq, None));
+            }
+        }
+        for error in &request.signals.recent_errors {
+            for hit in self.search(&SearchRequest::new(error.clone(), HITS_PER_ERROR))? {
+                candidates.extend(self.item_candidate(tier, "similar error", hit.seq, None));
+            }
+        }
+        Ok(candidates)
+    }
+
+    fn background_candidates(&self, policy: ThinkingPolicy, current_task: Option<&str>) -> Vec<Candidate> {
+        let tier = ContextTier::Background;
+        let mut candidates = Vec::new();
+        let session = self.phases.session_summary();
+        if !session.is_empty() {
+            let first_seq = self.phases.phases().first().map_or(0, |phase| phase.started_seq);
+            candidates.push(Candidate::new(
+                tier,
+                "session summary",
+                "session".to_string(),
+                "session".to_string(),
+                first_seq,
+                "session",
+                vec![session.to_string()],
+                Vec::new(),
+            ));
+        }
+        // Preferences (the latest value per key) and conventions.
+        let mut latest_preference: BTreeMap<String, u64> = BTreeMap::new();
+        for &seq in self.seqs_of_kind("preference_set") {
+            let text = &self.items[&seq].text;
+            let key = text.split(" = ").next().unwrap_or(text).to_string();
+            latest_preference.insert(key, seq);
+        }
+        let mut preference_seqs: Vec<u64> = latest_preference.into_values().collect();
+        preference_seqs.sort_unstable_by(|a, b| b.cmp(a));
+        for seq in preference_seqs {
+            candidates.extend(self.item_candidate(tier, "preference", seq, None));
+        }
+        for &seq in self.seqs_of_kind("fact_asserted").iter().rev() {
+            let text = self.items[&seq].text.to_lowercase();
+            if CONVENTION_WORDS.iter().any(|word| text.contains(word)) {
+                candidates.extend(self.item_candidate(tier, "convention", seq, None));
+            }
+        }
+        // The current task's summary, then completed phases newest first,
+        // those of the current task before others.
+        if let Some(task) = current_task.and_then(|task| self.phases.task(task)) {
+            candidates.push(task_candidate(task, &self.phases));
+        }
+        let mut completed: Vec<&Phase> = self.phases.phases().iter().filter(|phase| phase.is_completed()).collect();
+        completed.sort_by_key(|phase| {
+            (phase.task.as_deref() != current_task || current_task.is_none(), std::cmp::Reverse(phase.completed_seq))
+        });
+        for phase in completed.into_iter().take(PHASES) {
+            candidates.push(phase_candidate(tier, "phase", phase, policy.phase_level()));
+        }
+        for task in self.phases.tasks_newest_first().take(PHASES) {
+            if Some(task.task.as_str()) != current_task {
+                candidates.push(task_candidate(task, &self.phases));
+            }
+        }
+        candidates.extend(self.workflow_candidate());
+        candidates
+    }
+
+    /// The commands run most across completed phases, and how often they
+    /// failed: how this swarm builds and tests.
+    fn workflow_candidate(&self) -> Option<Candidate> {
+        let mut runs: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
+        let mut provenance = Vec::new();
+        for phase in self.phases.phases().iter().filter(|phase| phase.is_completed()) {
+            for (command, note) in &phase.notes.commands {
+                let entry = runs.entry(command.as_str()).or_default();
+                entry.0 += note.runs;
+                entry.1 += note.failures;
+            }
+            if !phase.notes.commands.is_empty() {
+                provenance.extend(phase.provenance.first().copied());
+            }
+        }
+        if runs.is_empty() {
+            return None;
+        }
+        let mut ranked: Vec<(&str, (u32, u32))> = runs.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.0.cmp(&a.1.0).then_with(|| a.0.cmp(b.0)));
+        let shown: Vec<String> = ranked
+            .iter()
+            .take(5)
+            .map(|(command, (runs, failures))| format!("`{command}` ×{runs} ({failures} failed)"))
+            .collect();
+        Some(Candidate::new(
+            ContextTier::Background,
+            "workflow",
+            "workflow".to_string(),
+            "workflow".to_string(),
+            provenance.first().map_or(0, |reference: &ProvenanceRef| reference.seq),
+            "workflow",
+            vec![format!("Commands this agent runs most: {}", shown.join(", "))],
+            provenance,
+        ))
+    }
+
+    /// Pointers: phases by their index line, newest first, then the
+    /// entities with the most memories linked to them.
+    fn index_candidates(&self) -> Vec<Candidate> {
+        let tier = ContextTier::Index;
+        let mut candidates: Vec<Candidate> = self
+            .phases
+            .phases()
+            .iter()
+            .rev()
+            .filter(|phase| phase.is_completed())
+            .take(POINTERS)
+            .map(|phase| phase_candidate(tier, "pointer", phase, PhaseLevel::Index))
+            .collect();
+        let mut busiest: Vec<(usize, &str, &str)> = self
+            .graph
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, node)| {
+                matches!(
+                    node.kind,
+                    EntityKind::File | EntityKind::Symbol | EntityKind::Error | EntityKind::Concept | EntityKind::Task
+                )
+            })
+            .map(|(index, node)| (self.graph.links[index].len(), node.id.as_str(), node.name.as_str()))
+            .filter(|(links, _, _)| *links > 1)
+            .collect();
+        busiest.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        for (links, id, name) in busiest.into_iter().take(POINTERS) {
+            let latest = self.graph.items_of(id).into_iter().max().unwrap_or(0);
+            let provenance = self.items.get(&latest).map(|item| item.provenance[..1].to_vec()).unwrap_or_default();
+            let mut candidate = Candidate::new(
+                tier,
+                "pointer",
+                format!("entity:{id}"),
+                id.to_string(),
+                latest,
+                "entity",
+                vec![format!("{name}: {links} memories")],
+                provenance,
+            );
+            candidate.truncatable = false;
+            candidates.push(candidate);
+        }
+        candidates
+    }
+
+    pub(crate) fn seqs_of_kind(&self, kind: &str) -> &[u64] {
+        self.seqs_by_kind.get(kind).map_or(&[], Vec::as_slice)
+    }
+}
+
+fn phase_candidate(tier: ContextTier, reason: &'static str, phase: &Phase, level: PhaseLevel) -> Candidate {
+    let levels = phase.levels.as_ref().expect("completed phases have levels");
+    let texts: Vec<String> = [PhaseLevel::Findings, PhaseLevel::Summary, PhaseLevel::Compressed, PhaseLevel::Index]
+        .into_iter()
+        .filter(|candidate| *candidate <= level)
+        .filter_map(|candidate| levels.text(candidate).map(str::to_string))
+        .collect();
+    let mut candidate = Candidate::new(
+        tier,
+        reason,
+        format!("phase:{}", phase.phase_id),
+        phase.phase_id.clone(),
+        phase.started_seq,
+        "phase",
+        texts,
+        phase.provenance.clone(),
+    );
+    candidate.truncatable = false;
+    candidate
+}
+
+fn task_candidate(task: &crate::phases::TaskSummary, tracker: &crate::phases::PhaseTracker) -> Candidate {
+    let provenance: Vec<ProvenanceRef> = task
+        .phase_ids
+        .iter()
+        .filter_map(|id| tracker.phase(id))
+        .flat_map(|phase| phase.provenance.iter().copied())
+        .collect();
+    let mut candidate = Candidate::new(
+        ContextTier::Background,
+        "task summary",
+        format!("task:{}", task.task),
+        task.task.clone(),
+        provenance.first().map_or(0, |reference| reference.seq),
+        "task",
+        vec![task.summary.clone(), task.index.clone()],
+        provenance,
+    );
+    candidate.truncatable = false;
+    candidate
+}

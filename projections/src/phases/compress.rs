@@ -1,0 +1,215 @@
+//! The deterministic, extractive compressor: each level is built from the
+//! phase's notes by fixed rules, most important lines first, and cut to its
+//! token bound. No model, so replay recomputes it exactly.
+
+use super::{EXTRACTIVE_COMPRESSOR, Phase, PhaseLevel, PhaseLevels};
+use crate::tokens;
+
+/// At most this many files or symbols are named on one line; the rest are
+/// counted.
+const NAMES_PER_LINE: usize = 8;
+/// Rationales are cut to this many tokens in `findings`.
+const RATIONALE_TOKENS: usize = 50;
+
+pub(crate) fn extractive_levels(phase: &Phase) -> PhaseLevels {
+    PhaseLevels {
+        compressor: EXTRACTIVE_COMPRESSOR.to_string(),
+        index: fit_to_tokens(&index_text(phase), PhaseLevel::Index),
+        compressed: fit_to_tokens(&compressed_text(phase), PhaseLevel::Compressed),
+        summary: fit_lines(&summary_lines(phase), PhaseLevel::Summary),
+        findings: fit_lines(&findings_lines(phase), PhaseLevel::Findings),
+    }
+}
+
+/// What the phase came to: its outcome, else its goal, else its name.
+fn gist(phase: &Phase) -> &str {
+    phase.outcome.as_deref().or(phase.goal.as_deref()).unwrap_or("")
+}
+
+fn index_text(phase: &Phase) -> String {
+    let gist = gist(phase);
+    if gist.is_empty() { phase.name.clone() } else { format!("{}: {gist}", phase.name) }
+}
+
+fn compressed_text(phase: &Phase) -> String {
+    let notes = &phase.notes;
+    let mut text = index_text(phase);
+    let fixed = notes.errors.iter().filter(|error| error.fixed_seq.is_some()).count();
+    let mut counts = vec![format!("{} events", notes.event_count())];
+    if !notes.decisions.is_empty() {
+        counts.push(format!("{} decisions", notes.decisions.len()));
+    }
+    if !notes.errors.is_empty() {
+        counts.push(format!("{} errors, {fixed} fixed", notes.errors.len()));
+    }
+    text.push_str(&format!(" ({})", counts.join("; ")));
+    if !notes.files_modified.is_empty() {
+        text.push_str(&format!("; changed {}", names(notes.files_modified.iter(), 3)));
+    }
+    text
+}
+
+fn summary_lines(phase: &Phase) -> Vec<String> {
+    let notes = &phase.notes;
+    let mut lines = vec![headline(phase)];
+    if let Some(goal) = &phase.goal {
+        lines.push(format!("Goal: {goal}"));
+    }
+    if let Some(outcome) = &phase.outcome {
+        lines.push(format!("Outcome: {outcome}"));
+    }
+    for decision in &notes.decisions {
+        lines.push(format!("Decided: {} — {}", decision.title, decision.choice));
+    }
+    if !notes.files_modified.is_empty() {
+        lines.push(format!("Changed: {}", names(notes.files_modified.iter(), NAMES_PER_LINE)));
+    }
+    for error in &notes.errors {
+        lines.push(error_line(error));
+    }
+    lines
+}
+
+fn findings_lines(phase: &Phase) -> Vec<String> {
+    let notes = &phase.notes;
+    let mut lines = vec![headline(phase)];
+    if let Some(goal) = &phase.goal {
+        lines.push(format!("Goal: {goal}"));
+    }
+    if let Some(outcome) = &phase.outcome {
+        lines.push(format!("Outcome: {outcome}"));
+    }
+    if !notes.decisions.is_empty() {
+        lines.push("Decisions:".to_string());
+        for decision in &notes.decisions {
+            let mut line = format!("- {} — {} [item {}]", decision.title, decision.choice, decision.item_id);
+            if !decision.rationale.is_empty() {
+                line.push_str(&format!(". Why: {}", tokens::truncate(&decision.rationale, RATIONALE_TOKENS).0));
+            }
+            lines.push(line);
+        }
+    }
+    if !notes.errors.is_empty() {
+        lines.push("Errors and fixes:".to_string());
+        for error in &notes.errors {
+            lines.push(format!("- {}", error_line(error)));
+        }
+    }
+    if !notes.files_modified.is_empty() {
+        lines.push(format!("Files changed: {}", names(notes.files_modified.iter(), NAMES_PER_LINE * 2)));
+    }
+    if !notes.symbols.is_empty() {
+        lines.push(format!("Symbols: {}", names(notes.symbols.iter(), NAMES_PER_LINE * 2)));
+    }
+    let only_read: Vec<&String> =
+        notes.files_read.iter().filter(|file| !notes.files_modified.contains(*file)).collect();
+    if !only_read.is_empty() {
+        lines.push(format!("Files read: {}", names(only_read.into_iter(), NAMES_PER_LINE)));
+    }
+    if !notes.facts.is_empty() {
+        lines.push(format!("Facts: {}", notes.facts.join("; ")));
+    }
+    if !notes.handoffs.is_empty() {
+        lines.push(format!("Handoffs: {}", notes.handoffs.join("; ")));
+    }
+    if !notes.commands.is_empty() {
+        let mut commands: Vec<(&String, &super::CommandNote)> = notes.commands.iter().collect();
+        // Most run first; ties by name, so the order is fixed.
+        commands.sort_by(|a, b| b.1.runs.cmp(&a.1.runs).then_with(|| a.0.cmp(b.0)));
+        let shown: Vec<String> = commands
+            .iter()
+            .take(NAMES_PER_LINE)
+            .map(|(command, note)| {
+                if note.failures > 0 {
+                    format!("`{command}` ×{} ({} failed)", note.runs, note.failures)
+                } else {
+                    format!("`{command}` ×{}", note.runs)
+                }
+            })
+            .collect();
+        lines.push(format!("Commands: {}", shown.join(", ")));
+    }
+    let messages: Vec<String> =
+        notes.kept_messages().map(|message| format!("- [{}] {}", message.role, message.text)).collect();
+    if !messages.is_empty() {
+        lines.push("Key messages:".to_string());
+        lines.extend(messages);
+    }
+    lines
+}
+
+fn headline(phase: &Phase) -> String {
+    let notes = &phase.notes;
+    let task = phase.task.as_deref().map(|task| format!(" of task {task}")).unwrap_or_default();
+    let end = phase.completed_seq.unwrap_or(phase.started_seq);
+    format!(
+        "Phase {}{task} [{}], seq {}–{end}, {} events.",
+        phase.name,
+        phase.phase_id,
+        phase.started_seq,
+        notes.event_count()
+    )
+}
+
+fn error_line(error: &super::ErrorNote) -> String {
+    match (error.fixed_seq, error.fixed_by.is_empty()) {
+        (Some(seq), false) => format!(
+            "{} (`{}`) fixed by editing {} (passing run seq {seq})",
+            error.error,
+            error.command,
+            error.fixed_by.join(", ")
+        ),
+        (Some(seq), true) => format!("{} (`{}`) passed again at seq {seq}", error.error, error.command),
+        (None, _) => format!("{} (`{}`) still failing", error.error, error.command),
+    }
+}
+
+fn names<'a>(names: impl Iterator<Item = &'a String>, shown: usize) -> String {
+    let all: Vec<&String> = names.collect();
+    let mut text = all.iter().take(shown).map(|name| name.as_str()).collect::<Vec<_>>().join(", ");
+    if all.len() > shown {
+        text.push_str(&format!(" and {} more", all.len() - shown));
+    }
+    text
+}
+
+/// `text` cut to the level's token bound.
+pub(crate) fn fit_to_tokens(text: &str, level: PhaseLevel) -> String {
+    let bound = level.token_bound().expect("only text levels have a bound");
+    fit_text(text.trim(), bound)
+}
+
+pub(crate) fn fit_text(text: &str, bound: usize) -> String {
+    if tokens::count(text) <= bound {
+        return text.to_string();
+    }
+    tokens::truncate(text, bound).0
+}
+
+/// Whole lines, in order, while they fit; then the first line that does not
+/// fit, cut, if enough room is left for it to say something.
+fn fit_lines(lines: &[String], level: PhaseLevel) -> String {
+    let bound = level.token_bound().expect("only text levels have a bound");
+    fit_lines_to(lines, bound)
+}
+
+pub(crate) fn fit_lines_to(lines: &[String], bound: usize) -> String {
+    let mut text = String::new();
+    for line in lines {
+        let candidate = if text.is_empty() { line.clone() } else { format!("{text}\n{line}") };
+        if tokens::count(&candidate) <= bound {
+            text = candidate;
+            continue;
+        }
+        let remaining = bound.saturating_sub(tokens::count(&text) + 1);
+        if remaining >= 12 {
+            let cut = tokens::truncate(line, remaining).0;
+            let candidate = if text.is_empty() { cut } else { format!("{text}\n{cut}") };
+            if tokens::count(&candidate) <= bound {
+                text = candidate;
+            }
+        }
+        break;
+    }
+    text
+}

@@ -1,0 +1,198 @@
+//! What happened in a phase, noted event by event: the `full` level and the
+//! material of the extractive compressor.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mneme_events::{Event, EventKind};
+
+use crate::graph::{EntityKind, TouchedEdge, relation};
+use crate::tokens;
+
+/// Messages are noted cut to this many tokens: the `full` record points at
+/// the original for the rest.
+const MESSAGE_NOTE_TOKENS: usize = 60;
+/// The first messages of a phase (usually the ask) kept in the notes...
+const FIRST_MESSAGES: usize = 2;
+/// ...and the latest ones (usually the conclusion).
+const LAST_MESSAGES: usize = 3;
+
+#[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct DecisionNote {
+    pub seq: u64,
+    pub item_id: String,
+    pub title: String,
+    pub choice: String,
+    pub rationale: String,
+    pub supersedes: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CommandNote {
+    pub runs: u32,
+    pub failures: u32,
+}
+
+/// An error seen in the phase and what fixed it, from the fact graph's
+/// `fails_with` and `fixes` relations.
+#[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct ErrorNote {
+    /// The error entity's name: a failure signature or an error type.
+    pub error: String,
+    /// The command that failed with it.
+    pub command: String,
+    pub first_seq: u64,
+    /// Files whose edits fixed it, sorted.
+    pub fixed_by: Vec<String>,
+    /// The passing run that settled it.
+    pub fixed_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct MessageNote {
+    pub seq: u64,
+    pub role: String,
+    pub text: String,
+}
+
+/// The structured record of a phase (`full` level). Sets are sorted, lists
+/// are in log order, so the record is a function of the phase's events.
+#[derive(Debug, Clone, Default, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct PhaseNotes {
+    /// Events by kind name.
+    pub kinds: BTreeMap<String, u32>,
+    /// Tokens of the phase's items as memory renders them.
+    pub item_tokens: u64,
+    pub decisions: Vec<DecisionNote>,
+    pub files_read: BTreeSet<String>,
+    pub files_modified: BTreeSet<String>,
+    /// Definitions shown by the phase's edits.
+    pub symbols: BTreeSet<String>,
+    /// Normalised commands run, with their runs and failures.
+    pub commands: BTreeMap<String, CommandNote>,
+    pub errors: Vec<ErrorNote>,
+    /// Facts asserted or retracted, as rendered.
+    pub facts: Vec<String>,
+    /// Handoffs sent or received, as rendered (first line).
+    pub handoffs: Vec<String>,
+    /// The first [`FIRST_MESSAGES`] messages and the latest [`LAST_MESSAGES`].
+    pub first_messages: Vec<MessageNote>,
+    pub last_messages: Vec<MessageNote>,
+    /// Messages seen, including those not kept.
+    pub message_count: u32,
+}
+
+impl PhaseNotes {
+    pub(crate) fn observe(&mut self, seq: u64, event: &Event, touched: &[TouchedEdge], item_text: Option<&str>) {
+        *self.kinds.entry(event.kind_name().to_string()).or_default() += 1;
+        if let Some(text) = item_text {
+            self.item_tokens += tokens::count(text) as u64;
+        }
+        match &event.kind {
+            EventKind::MessageRecorded(message) => {
+                self.message_count += 1;
+                let note = MessageNote {
+                    seq,
+                    role: message.role.clone(),
+                    text: tokens::truncate(message.text.trim(), MESSAGE_NOTE_TOKENS).0,
+                };
+                if self.first_messages.len() < FIRST_MESSAGES {
+                    self.first_messages.push(note);
+                } else {
+                    self.last_messages.push(note);
+                    if self.last_messages.len() > LAST_MESSAGES {
+                        self.last_messages.remove(0);
+                    }
+                }
+            }
+            EventKind::ToolResultRecorded(result) => {
+                let failed = result.exit_code.is_some_and(|code| code != 0);
+                for edge in touched.iter().filter(|edge| edge.relation == relation::RUNS) {
+                    let note = self.commands.entry(edge.to_name.clone()).or_default();
+                    note.runs += 1;
+                    if failed {
+                        note.failures += 1;
+                    }
+                }
+            }
+            EventKind::DecisionMade(decision) => self.decisions.push(DecisionNote {
+                seq,
+                item_id: event.id.to_string(),
+                title: decision.title.clone(),
+                choice: decision.choice.clone(),
+                rationale: decision.rationale.clone(),
+                supersedes: decision.supersedes.map(|id| id.to_string()),
+            }),
+            EventKind::FactAsserted(fact) => {
+                self.facts.push(format!("{} {} {}", fact.subject, fact.predicate, fact.object));
+            }
+            EventKind::FactRetracted(fact) => {
+                self.facts.push(format!("no longer: {} {} {}", fact.subject, fact.predicate, fact.object));
+            }
+            EventKind::HandoffSent(handoff) => self.handoffs.push(format!("to {}: {}", handoff.to, handoff.task)),
+            EventKind::HandoffReceived(received) => {
+                self.handoffs.push(format!("from {}: handoff {}", received.from, received.handoff_id))
+            }
+            _ => {}
+        }
+        self.note_graph_changes(seq, touched);
+    }
+
+    fn note_graph_changes(&mut self, seq: u64, touched: &[TouchedEdge]) {
+        let edits_something = touched.iter().any(|edge| edge.relation == relation::MODIFIES);
+        for edge in touched {
+            match edge.relation.as_str() {
+                relation::READS if edge.to_kind == EntityKind::File => {
+                    self.files_read.insert(edge.to_name.clone());
+                }
+                relation::MODIFIES if edge.to_kind == EntityKind::File => {
+                    self.files_modified.insert(edge.to_name.clone());
+                }
+                relation::DEFINES if edits_something && edge.to_kind == EntityKind::Symbol => {
+                    self.symbols.insert(edge.to_name.clone());
+                }
+                relation::FAILS_WITH if edge.open => {
+                    let known = self.errors.iter().any(|note| {
+                        note.error == edge.to_name && note.command == edge.from_name && note.fixed_seq.is_none()
+                    });
+                    if !known {
+                        self.errors.push(ErrorNote {
+                            error: edge.to_name.clone(),
+                            command: edge.from_name.clone(),
+                            first_seq: seq,
+                            fixed_by: Vec::new(),
+                            fixed_seq: None,
+                        });
+                    }
+                }
+                relation::FAILS_WITH => {
+                    // Closed by a passing run of the same command.
+                    for note in self.errors.iter_mut().filter(|note| {
+                        note.error == edge.to_name && note.command == edge.from_name && note.fixed_seq.is_none()
+                    }) {
+                        note.fixed_seq = Some(seq);
+                    }
+                }
+                relation::FIXES => {
+                    for note in self.errors.iter_mut().filter(|note| note.error == edge.to_name) {
+                        if !note.fixed_by.contains(&edge.from_name) {
+                            note.fixed_by.push(edge.from_name.clone());
+                            note.fixed_by.sort();
+                        }
+                        note.fixed_seq.get_or_insert(seq);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Events in the phase.
+    pub fn event_count(&self) -> u32 {
+        self.kinds.values().sum()
+    }
+
+    /// Messages kept, in log order.
+    pub fn kept_messages(&self) -> impl Iterator<Item = &MessageNote> {
+        self.first_messages.iter().chain(self.last_messages.iter())
+    }
+}

@@ -1,0 +1,348 @@
+//! HTTP for what an agent should know: tiered context (`GET`/`POST
+//! …/context`) and compressed phases (`GET …/phases`, `GET
+//! …/phases/{phase_id}?level=…`).
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use mneme_actors::{Query, QueryAnswer};
+use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
+use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::api::{
+    ApiError, AppState, MAX_BUDGET_TOKENS, MAX_QUERY_BYTES, agent_handle, ask, check_between, check_query_text,
+    entry_json, provenance_json,
+};
+
+/// The default context budget in tokens.
+const DEFAULT_BUDGET: usize = 8000;
+/// At most this many errors may be named in one request.
+const MAX_RECENT_ERRORS: usize = 16;
+
+/// `GET …/context` parameters. `recent_errors` is newline-separated.
+#[derive(Deserialize)]
+pub struct ContextParams {
+    #[serde(default)]
+    q: String,
+    budget: Option<usize>,
+    current_file: Option<String>,
+    recent_errors: Option<String>,
+    activity: Option<String>,
+    phase: Option<String>,
+    thinking_budget: Option<f32>,
+    min_seq: Option<u64>,
+}
+
+/// `POST …/context` body: the same as the query parameters, with
+/// `recent_errors` a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextBody {
+    #[serde(default, alias = "q")]
+    query: String,
+    budget: Option<usize>,
+    #[serde(default)]
+    signals: SignalsBody,
+    min_seq: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SignalsBody {
+    current_file: Option<String>,
+    #[serde(default)]
+    recent_errors: Vec<String>,
+    activity: Option<String>,
+    phase: Option<String>,
+    thinking_budget: Option<f32>,
+}
+
+pub async fn get_context(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<ContextParams>,
+) -> Result<HttpResponse, ApiError> {
+    let params = params.into_inner();
+    let recent_errors = params
+        .recent_errors
+        .map(|errors| errors.lines().map(str::trim).filter(|line| !line.is_empty()).map(str::to_string).collect())
+        .unwrap_or_default();
+    let signals = SignalsBody {
+        current_file: params.current_file,
+        recent_errors,
+        activity: params.activity,
+        phase: params.phase,
+        thinking_budget: params.thinking_budget,
+    };
+    answer_context(&state, path.into_inner(), params.q, params.budget, signals, params.min_seq).await
+}
+
+pub async fn post_context(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let body: ContextBody = serde_json::from_slice(&body)
+        .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))?;
+    answer_context(&state, path.into_inner(), body.query, body.budget, body.signals, body.min_seq).await
+}
+
+async fn answer_context(
+    state: &AppState,
+    (swarm, agent): (String, String),
+    query: String,
+    budget: Option<usize>,
+    signals: SignalsBody,
+    min_seq: Option<u64>,
+) -> Result<HttpResponse, ApiError> {
+    check_query_text(&query)?;
+    let budget = budget.unwrap_or(DEFAULT_BUDGET);
+    check_between("budget", budget, MAX_BUDGET_TOKENS)?;
+    let signals = checked_signals(signals)?;
+    let handle = agent_handle(state, &swarm, &agent, min_seq).await?;
+    let request = ContextRequest::new(query, budget).with_signals(signals);
+    let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
+        unreachable!("a context query answers with context")
+    };
+    Ok(HttpResponse::Ok().json(context_json(&context)))
+}
+
+fn checked_signals(signals: SignalsBody) -> Result<ContextSignals, ApiError> {
+    if let Some(thinking) = signals.thinking_budget
+        && !(0.0..=1.0).contains(&thinking)
+    {
+        return Err(ApiError::bad_parameter(
+            "thinking_budget",
+            format!("thinking_budget must be between 0 and 1, got {thinking}"),
+        ));
+    }
+    if signals.recent_errors.len() > MAX_RECENT_ERRORS {
+        return Err(ApiError::bad_parameter(
+            "recent_errors",
+            format!("at most {MAX_RECENT_ERRORS} recent errors, got {}", signals.recent_errors.len()),
+        ));
+    }
+    let texts = signals.recent_errors.iter().chain(signals.current_file.iter()).chain(signals.phase.iter());
+    for text in texts {
+        if text.len() > MAX_QUERY_BYTES {
+            return Err(ApiError::bad_parameter(
+                "signals",
+                format!("a signal is {} bytes, the limit is {MAX_QUERY_BYTES}", text.len()),
+            ));
+        }
+    }
+    Ok(ContextSignals {
+        current_file: signals.current_file,
+        recent_errors: signals.recent_errors,
+        activity: Activity::from_name(signals.activity.as_deref().unwrap_or("")),
+        phase: signals.phase,
+        thinking_budget: signals.thinking_budget,
+    })
+}
+
+pub fn context_json(context: &ContextResponse) -> Value {
+    let items: Vec<Value> = context
+        .items
+        .iter()
+        .map(|item| {
+            json!({
+                "tier": item.tier.as_str(),
+                "reason": item.reason,
+                "item_id": item.item_id,
+                "seq": item.seq,
+                "kind": item.kind,
+                "text": item.text,
+                "tokens": item.tokens,
+                "provenance": provenance_json(&item.provenance),
+            })
+        })
+        .collect();
+    let tiers: serde_json::Map<String, Value> = context
+        .tiers
+        .iter()
+        .map(|usage| {
+            (
+                usage.tier.as_str().to_string(),
+                json!({
+                    "share": usage.share_tokens,
+                    "allocated": usage.allocated_tokens,
+                    "used": usage.used_tokens,
+                    "wanted": usage.wanted_tokens,
+                }),
+            )
+        })
+        .collect();
+    json!({
+        "text": context.text,
+        "tokens": context.tokens,
+        "budget": context.budget_tokens,
+        "policy": context.policy.as_str(),
+        "tiers": tiers,
+        "as_of_seq": context.as_of_seq,
+        "items": items,
+    })
+}
+
+#[derive(Deserialize)]
+pub struct PhasesParams {
+    min_seq: Option<u64>,
+}
+
+/// `GET …/phases`: every phase (open ones too), the task roll-ups and the
+/// session summary.
+pub async fn list_phases(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<PhasesParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent) = path.into_inner();
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let QueryAnswer::Phases(listing) = ask(&handle, Query::Phases).await? else {
+        unreachable!("a phases query answers with phases")
+    };
+    let phases: Vec<Value> = listing.phases.iter().map(phase_heading_json).collect();
+    let tasks: Vec<Value> = listing.tasks.iter().map(task_json).collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "agent": agent,
+        "phases": phases,
+        "tasks": tasks,
+        "session_summary": listing.session_summary,
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct PhaseParams {
+    level: Option<String>,
+    min_seq: Option<u64>,
+}
+
+/// `GET …/phases/{phase_id}?level=index|compressed|summary|findings|full|original`
+/// (default `summary`).
+pub async fn get_phase(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, String)>,
+    params: web::Query<PhaseParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent, phase_id) = path.into_inner();
+    let level_name = params.level.as_deref().unwrap_or("summary");
+    let level = PhaseLevel::from_name(level_name).ok_or_else(|| {
+        ApiError::bad_parameter(
+            "level",
+            format!("unknown level {level_name:?}; expected index, compressed, summary, findings, full or original"),
+        )
+    })?;
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let QueryAnswer::Phase(found) = ask(&handle, Query::Phase(phase_id.clone())).await? else {
+        unreachable!("a phase query answers with a phase")
+    };
+    let Some(phase) = found else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_phase",
+            Some("phase_id"),
+            format!("the memory of {agent:?} knows no phase {phase_id:?}"),
+        ));
+    };
+    let mut body = phase_heading_json(&phase);
+    let object = body.as_object_mut().expect("a phase heading is an object");
+    object.insert("level".to_string(), json!(level.as_str()));
+    match level {
+        PhaseLevel::Original => {
+            let entries = state.log.read_seqs(&phase.event_seqs).await?;
+            object.insert("events".to_string(), json!(entries.iter().map(entry_json).collect::<Vec<_>>()));
+        }
+        PhaseLevel::Full => {
+            object.insert("full".to_string(), full_json(&phase));
+        }
+        text_level => {
+            let Some(levels) = &phase.levels else {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "phase_open",
+                    Some("level"),
+                    format!("phase {phase_id:?} is still open: only `full` and `original` exist before it completes"),
+                ));
+            };
+            let text = levels.text(text_level).expect("a text level");
+            object.insert("text".to_string(), json!(text));
+            object.insert("tokens".to_string(), json!(mneme_projections::tokens::count(text)));
+            object.insert("bound".to_string(), json!(text_level.token_bound()));
+        }
+    }
+    Ok(HttpResponse::Ok().json(body))
+}
+
+fn phase_heading_json(phase: &Phase) -> Value {
+    json!({
+        "phase_id": phase.phase_id,
+        "name": phase.name,
+        "boundary": phase.boundary.as_str(),
+        "task": phase.task,
+        "status": if phase.is_completed() { "completed" } else { "open" },
+        "goal": phase.goal,
+        "outcome": phase.outcome,
+        "started_seq": phase.started_seq,
+        "started_at": phase.started_at.to_string(),
+        "completed_seq": phase.completed_seq,
+        "completed_at": phase.completed_at.map(|at| at.to_string()),
+        "events": phase.event_seqs.len(),
+        "compressor": phase.levels.as_ref().map(|levels| levels.compressor.clone()),
+        "index": phase.levels.as_ref().map(|levels| levels.index.clone()),
+        "provenance": provenance_json(&phase.provenance),
+    })
+}
+
+fn task_json(task: &TaskSummary) -> Value {
+    json!({
+        "task": task.task,
+        "title": task.title,
+        "phase_ids": task.phase_ids,
+        "index": task.index,
+        "summary": task.summary,
+    })
+}
+
+/// The `full` level: the phase's structured record.
+fn full_json(phase: &Phase) -> Value {
+    let notes: &PhaseNotes = &phase.notes;
+    json!({
+        "event_seqs": phase.event_seqs,
+        "kinds": notes.kinds,
+        "item_tokens": notes.item_tokens,
+        "decisions": notes.decisions.iter().map(|decision| json!({
+            "seq": decision.seq,
+            "item_id": decision.item_id,
+            "title": decision.title,
+            "choice": decision.choice,
+            "rationale": decision.rationale,
+            "supersedes": decision.supersedes,
+        })).collect::<Vec<_>>(),
+        "files_read": notes.files_read,
+        "files_modified": notes.files_modified,
+        "symbols": notes.symbols,
+        "commands": notes.commands.iter().map(|(command, note)| json!({
+            "command": command, "runs": note.runs, "failures": note.failures,
+        })).collect::<Vec<_>>(),
+        "errors": notes.errors.iter().map(|error| json!({
+            "error": error.error,
+            "command": error.command,
+            "first_seq": error.first_seq,
+            "fixed_by": error.fixed_by,
+            "fixed_seq": error.fixed_seq,
+        })).collect::<Vec<_>>(),
+        "facts": notes.facts,
+        "handoffs": notes.handoffs,
+        "messages": notes.kept_messages().map(|message| json!({
+            "seq": message.seq, "role": message.role, "text": message.text,
+        })).collect::<Vec<_>>(),
+        "message_count": notes.message_count,
+        "levels": phase.levels.as_ref().map(|levels| json!({
+            "compressor": levels.compressor,
+            "index": levels.index,
+            "compressed": levels.compressed,
+            "summary": levels.summary,
+            "findings": levels.findings,
+        })),
+    })
+}
