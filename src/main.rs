@@ -6,10 +6,12 @@ macro_rules! out {
 }
 
 mod api;
+mod api_context;
 mod backend;
 mod bench;
 mod bench_search;
 mod client;
+mod llm;
 mod model;
 mod offline;
 mod serve;
@@ -107,6 +109,23 @@ enum Command {
         /// Token budget (cl100k_base tokens).
         #[arg(long, default_value_t = 8000)]
         budget: usize,
+        #[command(flatten)]
+        signals: client::SignalArgs,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List an agent's phases, or show one at a level of compression.
+    Phase {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// The phase's id (the id of its phase_started event); without it,
+        /// every phase, the task roll-ups and the session summary.
+        phase_id: Option<String>,
+        /// index, compressed, summary, findings, full or original.
+        #[arg(long, default_value = "summary")]
+        level: String,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -293,8 +312,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             client::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
         }
         Command::Distill(args) => model::run_distill(&args),
-        Command::Context { target, query, budget, json, server } => {
-            client::context(&server.server, &target.swarm, &target.agent, &query, budget, json)
+        Command::Context { target, query, budget, signals, json, server } => {
+            client::context(&server.server, &target.swarm, &target.agent, &query, budget, &signals, json)
+        }
+        Command::Phase { target, phase_id, level, json, server } => {
+            client::phase(&server.server, &target.swarm, &target.agent, phase_id.as_deref(), &level, json)
         }
         Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
             Some(data_dir) => {

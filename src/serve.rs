@@ -1,6 +1,8 @@
 //! `mneme serve`: the log, the supervisor and its memory actors, and the
 //! HTTP API, in one process.
 
+use std::sync::Arc;
+
 use actix::Actor;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
@@ -25,7 +27,13 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let embedder = model::load_configured_embedder(&config)?;
     let memory_config = config.memory_config(embedder.clone());
     let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
-    let supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).start();
+    let mut supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder);
+    if let Some(llm) = &config.compression.llm {
+        let summarizer = crate::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
+        tracing::info!(endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");
+        supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens);
+    }
+    let supervisor = supervisor.start();
     let bind = config.http.bind;
     let state = web::Data::new(AppState {
         config: config.clone(),

@@ -67,8 +67,48 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
     ));
     let tokens = context["tokens"].as_u64().unwrap();
     assert!(tokens > 0 && tokens <= 700, "{tokens}");
-    assert!(context["items"].as_array().unwrap().iter().any(|item| item["tier"] == "relevant"));
-    assert!(context["items"].as_array().unwrap().iter().any(|item| item["tier"] == "working"));
+    let items = context["items"].as_array().unwrap();
+    assert!(items.iter().any(|item| item["tier"] == "relevant" && item["reason"] == "query match"), "{context}");
+    assert!(items.iter().any(|item| item["tier"] == "relevant" && item["reason"] == "recent turn"), "{context}");
+    assert!(items.iter().all(|item| !item["provenance"].as_array().unwrap().is_empty()), "{context}");
+
+    // Signals over POST: debugging with an error widens the critical tier,
+    // which then carries the failing run.
+    let (status, debugging) = server.post(
+        "/v1/swarms/demo/agents/coder/context",
+        &json!({"query": "refresh token", "budget": 900, "signals": {
+            "activity": "debugging", "current_file": "src/auth/token.rs",
+            "recent_errors": ["reuse_revokes_newer_token_in_family panicked"], "thinking_budget": 0.2}})
+        .to_string(),
+    );
+    assert_eq!(status, 200, "{debugging}");
+    assert_eq!(debugging["policy"], "conservative");
+    assert!(debugging["tokens"].as_u64().unwrap() <= 900);
+    assert!(
+        debugging["tiers"]["critical"]["share"].as_u64().unwrap()
+            > context["tiers"]["critical"]["share"].as_u64().unwrap() * 900 / 700,
+        "{debugging}"
+    );
+    assert!(debugging["items"].as_array().unwrap().iter().any(|item| item["reason"] == "recent error"), "{debugging}");
+    let (status, refused) = server.post(
+        "/v1/swarms/demo/agents/coder/context",
+        &json!({"query": "x", "signals": {"thinking_budget": 3.0}}).to_string(),
+    );
+    assert_eq!(status, 400);
+    assert_eq!(refused["error"]["field"], "thinking_budget", "{refused}");
+    let printed = stdout_of(&server.cli(&[
+        "context",
+        "--agent",
+        "coder",
+        "refresh token",
+        "--budget",
+        "600",
+        "--activity",
+        "debugging",
+        "--file",
+        "src/auth/token.rs",
+    ]));
+    assert!(printed.contains("## Critical"), "{printed}");
 
     // Provenance: the events behind a hit, in log order, and the audit view of them.
     let item_id = found[0]["item_id"].as_str().unwrap();
@@ -253,4 +293,96 @@ fn nats_example_is_searchable_replays_identically_and_dead_letters_foreign_bytes
     assert_eq!(before["digest"], after["digest"]);
     let verified = stdout_of(&server.cli(&["replay", "--swarm", "demo", "--agent", "coder", "--verify"]));
     assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
+}
+
+/// Phases completed while live are summarised by the configured model, once;
+/// its summaries are on the log, so a replay with the model switched off
+/// rebuilds the same memory.
+#[test]
+fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
+    let mut llm = common::llm_server::FakeLlmServer::start();
+    let work = tempfile::tempdir().unwrap();
+    let extra = format!("\n[compression.llm]\nurl = \"{}\"\nmodel = \"fake\"\ntimeout_ms = 5000\n", llm.url());
+    let mut server = MnemeServer::start_with(work.path(), None, &extra);
+    let published = stdout_of(&server.cli(&["publish", example_path().to_str().unwrap()]));
+    let last_seq = last_seq_of_publish(&published);
+
+    // Every completed phase of every agent gets one phase_compressed event.
+    let completed = |server: &MnemeServer| -> usize {
+        ["planner", "coder", "reviewer"]
+            .iter()
+            .map(|agent| {
+                let listing = server.get(&format!("/v1/swarms/demo/agents/{agent}/phases?min_seq={last_seq}"));
+                listing["phases"].as_array().unwrap().iter().filter(|phase| phase["status"] == "completed").count()
+            })
+            .sum()
+    };
+    let expected = completed(&server);
+    assert!(expected >= 10, "{expected} completed phases");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let summaries = loop {
+        let events = server.get(&format!("/v1/swarms/demo/events?from_seq={}", last_seq + 1));
+        let summaries: Vec<Value> = events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|event| event["kind"] == "phase_compressed")
+            .cloned()
+            .collect();
+        if summaries.len() >= expected || std::time::Instant::now() > deadline {
+            break summaries;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(summaries.len(), expected, "one summary per completed phase");
+    assert_eq!(llm.request_count(), expected, "the model was asked once per phase");
+    let summary_seq = summaries.iter().map(|event| event["seq"].as_u64().unwrap()).max().unwrap();
+
+    let listing = server.get(&format!("/v1/swarms/demo/agents/planner/phases?min_seq={summary_seq}"));
+    let phase = listing["phases"].as_array().unwrap().iter().find(|phase| phase["name"] == "investigate").unwrap();
+    assert_eq!(phase["compressor"], "llm:fake", "{phase}");
+    let phase_id = phase["phase_id"].as_str().unwrap();
+    assert_eq!(phase_id, "01KE98KZ003SQZDANB75N9T00F", "a phase's id is its phase_started event's");
+    let index = server.get(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=index"));
+    assert!(index["text"].as_str().unwrap().starts_with("LLM"), "{index}");
+    assert!(index["tokens"].as_u64().unwrap() <= 8);
+    // `original` is exactly the phase's events, from the log.
+    let full = server.get(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=full"));
+    let original = server.get(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=original"));
+    let original_seqs: Vec<Value> = original["events"].as_array().unwrap().iter().map(|e| e["seq"].clone()).collect();
+    assert_eq!(Value::Array(original_seqs), full["full"]["event_seqs"]);
+    assert_eq!(original["events"][0]["id"], phase_id);
+    assert_eq!(original["events"][0]["kind"], "phase_started");
+    let last = original["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["kind"], "phase_completed");
+    let bad_level =
+        ureq::get(&format!("{}/v1/swarms/demo/agents/planner/phases/{phase_id}?level=gist", server.url)).call();
+    assert!(matches!(bad_level, Err(ureq::Error::Status(400, _))));
+    let printed = stdout_of(&server.cli(&["phase", "--agent", "planner"]));
+    assert!(printed.contains(phase_id) && printed.contains("completed"), "{printed}");
+    let printed = stdout_of(&server.cli(&["phase", "--agent", "planner", phase_id, "--level", "compressed"]));
+    assert!(printed.starts_with("LLM compressed"), "{printed}");
+
+    let before: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, summary_seq)).collect();
+    server.stop();
+    llm.stop();
+    let asked = llm.request_count();
+    for agent in ["planner", "coder", "reviewer"] {
+        let offline = std::process::Command::new(common::MNEME)
+            .args(["replay", "--swarm", "demo", "--agent", agent, "--verify", "--data-dir"])
+            .arg(&server.data_dir)
+            .arg("--config")
+            .arg(&server.config_path)
+            .output()
+            .unwrap();
+        let offline = stdout_of(&offline);
+        assert!(offline.contains("MATCH") && !offline.contains("MISMATCH"), "{offline}");
+    }
+    // Restarting replays nothing to the model: the summaries are on the log.
+    server.restart();
+    let after: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, summary_seq)).collect();
+    for (before, after) in before.iter().zip(&after) {
+        assert_eq!(before["digest"], after["digest"]);
+    }
+    assert_eq!(llm.request_count(), asked);
 }

@@ -8,6 +8,7 @@
 mod error;
 mod feed;
 pub mod memory_actor;
+pub mod phase_compressor;
 pub mod phase_summarizer;
 pub mod replay;
 pub mod snapshot_store;

@@ -8,9 +8,11 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
+use mneme_events::{EventId, Scope};
 use mneme_nats::{DeadLetter, LogEntry};
 use mneme_projections::graph::{GraphQuery, Subgraph};
-use mneme_projections::phases::{Phase, TaskSummary};
+use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
+use mneme_projections::tokens;
 use mneme_projections::{
     AgentMemory, AppliedEvent, ContextRequest, ContextResponse, ProjectionError, ProvenanceRef, SearchHit,
     SearchRequest,
@@ -18,6 +20,8 @@ use mneme_projections::{
 use tokio::sync::watch;
 
 use crate::error::ActorsError;
+use crate::phase_compressor::{PhaseCompletedNotice, PhaseCompressor};
+use crate::phase_summarizer::PhaseSummaryRequest;
 use crate::snapshot_store::SnapshotStore;
 
 /// When a memory actor writes a snapshot.
@@ -43,6 +47,19 @@ pub struct MemoryActor {
     unfiled_dead_letters: BTreeSet<u64>,
     /// Tells waiting queries how far this memory has applied the log.
     applied_seq: watch::Sender<u64>,
+    /// Where phases that complete while live are sent to be summarised.
+    summaries: Option<SummaryLink>,
+}
+
+/// A memory actor's link to the phase compressor.
+#[derive(Clone)]
+pub struct SummaryLink {
+    pub compressor: Addr<PhaseCompressor>,
+    /// Phases completed at or below this seq were completed before this
+    /// process started: they are not summarised again on catch-up.
+    pub live_after_seq: u64,
+    /// The transcript sent with a phase is cut to this many tokens.
+    pub max_transcript_tokens: usize,
 }
 
 impl MemoryActor {
@@ -63,7 +80,54 @@ impl MemoryActor {
             first_unsaved_at: None,
             unfiled_dead_letters: BTreeSet::new(),
             applied_seq,
+            summaries: None,
         }
+    }
+
+    /// Summarise phases that complete from now on with a model.
+    pub fn with_summaries(mut self, link: Option<SummaryLink>) -> MemoryActor {
+        self.summaries = link;
+        self
+    }
+
+    /// Sends the phase the last applied event completed to the compressor,
+    /// if a model is configured, the phase completed live, and no summary of
+    /// it is recorded yet.
+    fn notify_completed_phase(&self, seq: u64, event_id: EventId, scope: Scope) {
+        let Some(link) = &self.summaries else { return };
+        let Some(phase) = self.memory.phases().completed_by_last_event() else { return };
+        if phase.completed_seq != Some(seq) {
+            return;
+        }
+        let extractive = phase.levels.as_ref().is_some_and(|levels| levels.compressor == EXTRACTIVE_COMPRESSOR);
+        if seq <= link.live_after_seq || !extractive {
+            return;
+        }
+        let Ok(phase_id) = phase.phase_id.parse::<EventId>() else { return };
+        let transcript_lines: Vec<String> = phase
+            .event_seqs
+            .iter()
+            .filter_map(|seq| self.memory.item_at(*seq))
+            .map(|item| format!("[seq {} {}] {}", item.seq, item.kind, item.text))
+            .collect();
+        let (transcript, _) = tokens::truncate(&transcript_lines.join("\n"), link.max_transcript_tokens);
+        let request = PhaseSummaryRequest {
+            swarm: self.memory.swarm().to_string(),
+            agent: self.memory.agent().to_string(),
+            phase_id: phase.phase_id.clone(),
+            phase_name: phase.name.clone(),
+            goal: phase.goal.clone(),
+            outcome: phase.outcome.clone(),
+            extractive_findings: phase.levels.as_ref().map(|levels| levels.findings.clone()).unwrap_or_default(),
+            transcript,
+        };
+        link.compressor.do_send(PhaseCompletedNotice {
+            request,
+            phase_id,
+            completed_by: event_id,
+            correlation_id: phase.task.clone(),
+            scope,
+        });
     }
 
     /// Takes a snapshot if the policy says one is due; errors are logged,
@@ -166,10 +230,14 @@ impl Handler<ApplyBatch> for MemoryActor {
         let mut report = ApplyReport::default();
         for entry in batch.0 {
             let seq = entry.seq;
+            let identity = entry.record.as_ref().ok().map(|event| (event.id, event.scope));
             if let Err(error) = apply_log_entry(&mut self.memory, entry, &mut report) {
                 tracing::error!(agent = %self.memory.agent(), seq, %error, "applying stalled; will retry");
                 report.stalled = Some(format!("seq {seq}: {error}"));
                 break;
+            }
+            if let Some((event_id, scope)) = identity {
+                self.notify_completed_phase(seq, event_id, scope);
             }
         }
         self.unfiled_dead_letters.extend(report.dead_letters.iter().map(|letter| letter.seq));
@@ -230,7 +298,7 @@ pub enum QueryAnswer {
     Provenance(Option<Vec<ProvenanceRef>>),
     Graph(Option<Subgraph>),
     Phases(PhaseListing),
-    Phase(Option<Phase>),
+    Phase(Option<Box<Phase>>),
 }
 
 /// The phases of one memory, as `Query::Phases` answers.
@@ -294,7 +362,7 @@ impl Handler<Query> for MemoryActor {
                     session_summary: tracker.session_summary().to_string(),
                 })
             }
-            Query::Phase(phase_id) => QueryAnswer::Phase(self.memory.phases().phase(&phase_id).cloned()),
+            Query::Phase(phase_id) => QueryAnswer::Phase(self.memory.phases().phase(&phase_id).cloned().map(Box::new)),
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
         Ok(answer)

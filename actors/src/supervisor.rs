@@ -13,7 +13,9 @@ use mneme_projections::{AgentMemory, MemoryConfig};
 use tokio::sync::watch;
 
 use crate::error::ActorsError;
-use crate::memory_actor::{CheckpointPolicy, MemoryActor, TakeSnapshot, restore_or_new};
+use crate::memory_actor::{CheckpointPolicy, MemoryActor, SummaryLink, TakeSnapshot, restore_or_new};
+use crate::phase_compressor::PhaseCompressor;
+use crate::phase_summarizer::PhaseSummarizer;
 use crate::snapshot_store::SnapshotStore;
 use crate::swarm_config::SwarmConfig;
 
@@ -74,6 +76,8 @@ pub struct Supervisor {
     /// [`restore_or_new`].
     log_end_at_start: Seq,
     memory_config: MemoryConfig,
+    /// Set when a model summarises phases.
+    summaries: Option<SummaryLink>,
 }
 
 impl Supervisor {
@@ -98,7 +102,21 @@ impl Supervisor {
             agents: BTreeMap::new(),
             discovering: false,
             log_end_at_start,
+            summaries: None,
         }
+    }
+
+    /// Summarise phases that complete while this process runs with a model;
+    /// its summaries enter the log as `phase_compressed` events. Must be
+    /// called inside a running actix system.
+    pub fn with_phase_summaries(
+        mut self,
+        summarizer: Arc<dyn PhaseSummarizer>,
+        max_transcript_tokens: usize,
+    ) -> Supervisor {
+        let compressor = PhaseCompressor::new(summarizer, self.log.clone()).start();
+        self.summaries = Some(SummaryLink { compressor, live_after_seq: self.log_end_at_start, max_transcript_tokens });
+        self
     }
 
     /// The running memory of `agent`, started if it is not running: a memory
@@ -121,6 +139,7 @@ impl Supervisor {
         let agent_name = agent.to_string();
         let memory_config = self.memory_config.clone();
         let log_end = self.log_end_at_start;
+        let summaries = self.summaries.clone();
         let policy = CheckpointPolicy {
             every_events: self.config.memory.checkpoint_every_events,
             interval: self.config.checkpoint_interval(),
@@ -134,7 +153,7 @@ impl Supervisor {
                     AgentMemory::new(&swarm, &agent_name, memory_config).expect("an empty in-RAM index can be created")
                 },
             );
-            MemoryActor::new(memory, store, policy, applied_sender)
+            MemoryActor::new(memory, store, policy, applied_sender).with_summaries(summaries)
         });
         tracing::info!(agent, "memory actor started");
         metrics::gauge!("mneme_agents").increment(1.0);

@@ -161,6 +161,11 @@ impl AgentMemory {
         self.seq_by_item_id.get(item_id).and_then(|seq| self.items.get(seq))
     }
 
+    /// The item created by the event at `seq`.
+    pub fn item_at(&self, seq: u64) -> Option<&MemoryItem> {
+        self.items.get(&seq)
+    }
+
     /// Items in log order.
     pub fn items(&self) -> impl Iterator<Item = &MemoryItem> {
         self.items.values()

@@ -137,6 +137,31 @@ pub(crate) fn compress_large_output(output: &str, event_id: &str) -> String {
     kept.join("\n")
 }
 
+/// Lines of a failing run's text kept in an excerpt.
+const ERROR_EXCERPT_LINES: usize = 12;
+
+/// A failing run as context shows it: the command line, the lines that
+/// look like errors, and the last lines (where test runners summarise).
+pub(crate) fn error_excerpt(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some((first, rest)) = lines.split_first() else { return String::new() };
+    let tail_start = rest.len().saturating_sub(3);
+    let mut kept: Vec<&str> = vec![first];
+    let mut omitted = 0;
+    for (position, line) in rest.iter().enumerate() {
+        let wanted = position >= tail_start || looks_like_error(line);
+        if wanted && kept.len() < ERROR_EXCERPT_LINES + 1 {
+            kept.push(line);
+        } else {
+            omitted += 1;
+        }
+    }
+    if omitted > 0 {
+        kept.insert(1, "[… error lines and the end of the output; the rest is in the log …]");
+    }
+    kept.join("\n")
+}
+
 fn looks_like_error(line: &str) -> bool {
     const MARKERS: [&str; 9] =
         ["error", "Error", "ERROR", "FAILED", "FAIL:", "panicked", "Traceback", "Exception", "assert"];

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part of this module
 
+pub mod llm_server;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -35,6 +37,11 @@ impl MnemeServer {
     /// the model-free embedder: these tests are about the system, and must
     /// not depend on whether a distilled model happens to be on the machine.
     pub fn start(work_dir: &Path, nats_url: Option<&str>) -> MnemeServer {
+        MnemeServer::start_with(work_dir, nats_url, "")
+    }
+
+    /// Like [`MnemeServer::start`], with more `swarm.toml` appended.
+    pub fn start_with(work_dir: &Path, nats_url: Option<&str>, extra_config: &str) -> MnemeServer {
         let config_path = work_dir.join("swarm.toml");
         let mut config = String::from(
             "[swarm]\nname = \"demo\"\nadmit_unknown_agents = true\n\n[memory]\ncheckpoint_interval_ms = 200\n\
@@ -44,6 +51,7 @@ impl MnemeServer {
         if nats_url.is_some() {
             config.push_str("\n[log]\nbackend = \"nats\"\nduplicate_window_secs = 60\n");
         }
+        config.push_str(extra_config);
         std::fs::write(&config_path, config).unwrap();
         let mut server = MnemeServer {
             child: None,

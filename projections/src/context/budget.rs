@@ -43,10 +43,7 @@ impl ThinkingPolicy {
 /// more, in proportion to their shares, until every tier is satisfied or
 /// the budget is spent. Never hands out more than `available` in total.
 pub fn allocate(available: usize, shares: &TierShares, demands: [usize; 4]) -> [usize; 4] {
-    let mut allocation = [0usize; 4];
-    for tier in 0..4 {
-        allocation[tier] = (available as f64 * shares.0[tier]).floor() as usize;
-    }
+    let mut allocation: [usize; 4] = std::array::from_fn(|tier| (available as f64 * shares.0[tier]).floor() as usize);
     // Rounding leaves a few tokens over; they start as surplus.
     let mut surplus = available - allocation.iter().sum::<usize>();
     loop {

@@ -16,8 +16,10 @@ use super::{ContextItem, ContextRequest, ContextTier, MIN_TRUNCATED_TOKENS, Thin
 /// the agent names no error.
 const RECENT_FAILURE_WINDOW: usize = 50;
 const RECENT_FAILURES: usize = 3;
-/// Hits per error named by the agent.
+/// Failing runs shown per error named by the agent...
 const HITS_PER_ERROR: usize = 3;
+/// ...found among this many tool results that match it.
+const ERROR_SEARCH_DEPTH: usize = 20;
 const DECISIONS: usize = 8;
 const FILE_ITEMS: usize = 8;
 const PHASES: usize = 12;
@@ -25,7 +27,7 @@ const POINTERS: usize = 12;
 /// A contradiction's sides are cut to this many tokens each.
 const SIDE_TOKENS: usize = 40;
 /// Predicates of facts that read as conventions.
-const CONVENTION_WORDS: [&str; 8] = ["convention", "style", "prefer", "must", "should", "always", "never", "rule"];
+const CONVENTION_WORDS: [&str; 6] = ["convention", "style", "prefer", "rule", "policy", "guideline"];
 
 /// One line a tier could show, at one or more levels of detail.
 #[derive(Debug, Clone)]
@@ -45,6 +47,7 @@ pub(super) struct Candidate {
 }
 
 impl Candidate {
+    #[allow(clippy::too_many_arguments)] // one line's every field, named at each call
     fn new(
         tier: ContextTier,
         reason: &'static str,
@@ -85,9 +88,22 @@ impl Candidate {
         }
         let (text, _) = self.texts.last().expect("texts is not empty");
         let frame = tokens::count(&line(self.seq, self.kind, &self.item_id, ""));
-        let (cut, _) = tokens::truncate(text, room.saturating_sub(frame + 1));
-        let cut_tokens = tokens::count(&line(self.seq, self.kind, &self.item_id, &cut));
-        (cut_tokens <= room).then(|| self.item(cut, cut_tokens))
+        // Lines after the first are indented in the rendered text, which
+        // adds tokens the cut did not see: shrink by the overshoot and retry.
+        let mut target = room.saturating_sub(frame + 1);
+        for _ in 0..4 {
+            let (cut, _) = tokens::truncate(text, target);
+            let cut_tokens = tokens::count(&line(self.seq, self.kind, &self.item_id, &cut));
+            if cut_tokens <= room {
+                return Some(self.item(cut, cut_tokens));
+            }
+            let overshoot = cut_tokens - room;
+            if target <= overshoot + MIN_TRUNCATED_TOKENS / 2 {
+                return None;
+            }
+            target -= overshoot + 1;
+        }
+        None
     }
 
     fn item(&self, text: String, tokens: usize) -> ContextItem {
@@ -189,27 +205,26 @@ impl AgentMemory {
         // Errors the agent names, else its latest failures.
         let mut failures: Vec<u64> = Vec::new();
         for error in &request.signals.recent_errors {
-            let mut search = SearchRequest::new(error.clone(), HITS_PER_ERROR);
+            // Runs that failed like this, not edits or reads that mention it.
+            let mut search = SearchRequest::new(error.clone(), ERROR_SEARCH_DEPTH);
             search.filters =
                 SearchFilters { kinds: vec!["tool_result_recorded".to_string()], ..SearchFilters::default() };
-            failures.extend(self.search(&search)?.into_iter().map(|hit| hit.seq));
+            let hits = self.search(&search)?;
+            failures.extend(
+                hits.into_iter().map(|hit| hit.seq).filter(|seq| self.is_failed_run(*seq)).take(HITS_PER_ERROR),
+            );
         }
         if request.signals.recent_errors.is_empty() {
             let recent = self.seqs_of_kind("tool_result_recorded").iter().rev().take(RECENT_FAILURE_WINDOW);
-            failures.extend(
-                recent
-                    .filter(|seq| {
-                        self.items[seq].text.contains("→ exit ") && !self.items[seq].text.contains("→ exit 0\n")
-                    })
-                    .take(RECENT_FAILURES),
-            );
+            failures.extend(recent.copied().filter(|seq| self.is_failed_run(*seq)).take(RECENT_FAILURES));
         }
         let mut seen = HashSet::new();
         for seq in failures {
             if !seen.insert(seq) {
                 continue;
             }
-            candidates.extend(self.item_candidate(tier, "recent error", seq, None));
+            let excerpt = self.items.get(&seq).map(|item| crate::render::error_excerpt(&item.text));
+            candidates.extend(self.item_candidate(tier, "recent error", seq, excerpt));
             candidates.extend(self.fix_candidates(seq));
         }
         candidates.extend(self.decision_candidates(request, current_task));
@@ -319,7 +334,15 @@ impl AgentMemory {
         let mut candidates = Vec::new();
         let session = self.phases.session_summary();
         if !session.is_empty() {
-            let first_seq = self.phases.phases().first().map_or(0, |phase| phase.started_seq);
+            // The session summary stands on the completions it rolls up.
+            let provenance: Vec<ProvenanceRef> = self
+                .phases
+                .phases()
+                .iter()
+                .filter(|phase| phase.is_completed())
+                .filter_map(|phase| phase.provenance.last().copied())
+                .collect();
+            let first_seq = provenance.first().map_or(0, |reference| reference.seq);
             candidates.push(Candidate::new(
                 tier,
                 "session summary",
@@ -328,7 +351,7 @@ impl AgentMemory {
                 first_seq,
                 "session",
                 vec![session.to_string()],
-                Vec::new(),
+                provenance,
             ));
         }
         // Preferences (the latest value per key) and conventions.
@@ -437,7 +460,7 @@ impl AgentMemory {
         busiest.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
         for (links, id, name) in busiest.into_iter().take(POINTERS) {
             let latest = self.graph.items_of(id).into_iter().max().unwrap_or(0);
-            let provenance = self.items.get(&latest).map(|item| item.provenance[..1].to_vec()).unwrap_or_default();
+            let Some(provenance) = self.items.get(&latest).map(|item| item.provenance[..1].to_vec()) else { continue };
             let mut candidate = Candidate::new(
                 tier,
                 "pointer",
@@ -452,6 +475,15 @@ impl AgentMemory {
             candidates.push(candidate);
         }
         candidates
+    }
+
+    /// Whether the item is a tool run that exited non-zero (its rendering
+    /// says `→ exit N` at the end of its first line).
+    fn is_failed_run(&self, seq: u64) -> bool {
+        let Some(item) = self.items.get(&seq) else { return false };
+        let first_line = item.text.lines().next().unwrap_or("");
+        item.kind == "tool_result_recorded"
+            && first_line.rsplit_once("→ exit ").is_some_and(|(_, code)| code.trim() != "0")
     }
 
     pub(crate) fn seqs_of_kind(&self, kind: &str) -> &[u64] {

@@ -26,14 +26,29 @@ fn gist(phase: &Phase) -> &str {
     phase.outcome.as_deref().or(phase.goal.as_deref()).unwrap_or("")
 }
 
+/// Names longer than this many tokens (a task id like
+/// `task-214-rust-refresh`) leave no room for the gist at the `index` level.
+const SHORT_NAME_TOKENS: usize = 4;
+
 fn index_text(phase: &Phase) -> String {
+    let gist = gist(phase);
+    if gist.is_empty() {
+        phase.name.clone()
+    } else if tokens::count(&phase.name) <= SHORT_NAME_TOKENS {
+        format!("{}: {gist}", phase.name)
+    } else {
+        gist.to_string()
+    }
+}
+
+fn named_gist(phase: &Phase) -> String {
     let gist = gist(phase);
     if gist.is_empty() { phase.name.clone() } else { format!("{}: {gist}", phase.name) }
 }
 
 fn compressed_text(phase: &Phase) -> String {
     let notes = &phase.notes;
-    let mut text = index_text(phase);
+    let mut text = named_gist(phase);
     let fixed = notes.errors.iter().filter(|error| error.fixed_seq.is_some()).count();
     let mut counts = vec![format!("{} events", notes.event_count())];
     if !notes.decisions.is_empty() {
@@ -173,17 +188,37 @@ fn names<'a>(names: impl Iterator<Item = &'a String>, shown: usize) -> String {
     text
 }
 
-/// `text` cut to the level's token bound.
+/// `text` cut to the level's token bound: at a word, with an ellipsis, for
+/// the short levels, where a `…[truncated]` marker would take half the room.
 pub(crate) fn fit_to_tokens(text: &str, level: PhaseLevel) -> String {
     let bound = level.token_bound().expect("only text levels have a bound");
-    fit_text(text.trim(), bound)
-}
-
-pub(crate) fn fit_text(text: &str, bound: usize) -> String {
+    let text = text.trim();
     if tokens::count(text) <= bound {
         return text.to_string();
     }
+    if bound <= PhaseLevel::Compressed.token_bound().expect("a bound") {
+        return cut_at_word(text, bound);
+    }
     tokens::truncate(text, bound).0
+}
+
+/// The longest run of whole words, plus `…`, within `bound` tokens.
+pub(crate) fn cut_at_word(text: &str, bound: usize) -> String {
+    let mut kept = String::new();
+    // No word is shorter than a token, so more words than the bound never fit.
+    for word in text.split_whitespace().take(bound) {
+        let candidate = if kept.is_empty() { word.to_string() } else { format!("{kept} {word}") };
+        if tokens::count(&format!("{candidate}…")) > bound {
+            break;
+        }
+        kept = candidate;
+    }
+    if kept.is_empty() {
+        // One word longer than the bound: cut inside it.
+        return tokens::truncate(text, bound).0;
+    }
+    let kept = kept.trim_end_matches([',', ';', ':', '.', '-', '—']).to_string();
+    format!("{kept}…")
 }
 
 /// Whole lines, in order, while they fit; then the first line that does not

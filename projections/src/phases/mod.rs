@@ -196,9 +196,19 @@ pub struct PhaseTracker {
     /// Tasks by their latest phase completion, oldest first.
     pub(crate) task_order: Vec<String>,
     pub(crate) session_summary: String,
+    /// Set by the agent's first `phase_started`: from then on its phases
+    /// are delimited explicitly and no task phase opens.
+    pub(crate) uses_explicit_phases: bool,
+    /// The phase the last observed event completed: scratch, not state.
+    pub(crate) completed_by_last_event: Option<usize>,
 }
 
 impl PhaseTracker {
+    /// The phase the last applied event completed, if any.
+    pub fn completed_by_last_event(&self) -> Option<&Phase> {
+        self.completed_by_last_event.map(|index| &self.phases[index])
+    }
+
     pub fn phases(&self) -> &[Phase] {
         &self.phases
     }
@@ -227,6 +237,7 @@ impl PhaseTracker {
     /// `item_text` its rendering as a memory item, if it has one.
     pub(crate) fn observe(&mut self, seq: u64, event: &Event, touched: &[TouchedEdge], item_text: Option<&str>) {
         let provenance = ProvenanceRef { seq, event_id: event.id };
+        self.completed_by_last_event = None;
         if let EventKind::TaskUpdated(task) = &event.kind
             && let Some(title) = &task.title
         {
@@ -244,6 +255,7 @@ impl PhaseTracker {
                 phase.provenance.push(provenance);
                 phase.notes.observe(seq, event, touched, item_text);
                 self.open_explicit.push(index);
+                self.uses_explicit_phases = true;
                 return;
             }
             EventKind::PhaseCompleted(completed) => {
@@ -280,6 +292,9 @@ impl PhaseTracker {
         let Some(task) = event.correlation_id.clone() else { return };
         let index = match self.open_by_task.get(&task) {
             Some(&index) => index,
+            // Opening or assigning a task is not work on it; and an agent
+            // that delimits its phases explicitly gets no task phases.
+            None if self.uses_explicit_phases || is_task_opening(&event.kind) => return,
             None => {
                 let name = self.task_titles.get(&task).cloned().unwrap_or_else(|| task.clone());
                 let index = self.open_phase(seq, event, PhaseBoundary::Task, name);
@@ -331,6 +346,7 @@ impl PhaseTracker {
     }
 
     fn complete(&mut self, index: usize, seq: u64, at: Timestamp) {
+        self.completed_by_last_event = Some(index);
         let phase = &mut self.phases[index];
         phase.completed_seq = Some(seq);
         phase.completed_at = Some(at);
@@ -430,5 +446,10 @@ impl PhaseTracker {
             hasher.text(&format!("{:?}", self.tasks.get(task)));
         }
         hasher.text(&self.session_summary);
+        hasher.number(u64::from(self.uses_explicit_phases));
     }
+}
+
+fn is_task_opening(kind: &EventKind) -> bool {
+    matches!(kind, EventKind::TaskUpdated(update) if update.status == TaskStatus::Open)
 }

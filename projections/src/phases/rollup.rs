@@ -6,6 +6,10 @@
 use super::compress::fit_lines_to;
 use super::{Phase, PhaseLevel, PhaseTracker, SESSION_SUMMARY_TOKENS};
 
+/// Tasks the session summary shows at their latest phase's `compressed`
+/// level; older tasks get their index line.
+const DETAILED_TASKS: usize = 3;
+
 /// The task of phases that have no correlation id.
 pub(crate) const NO_TASK: &str = "(no task)";
 
@@ -62,9 +66,11 @@ pub(crate) fn task_summary(task: &str, title: Option<&String>, phases: &[Phase])
     if shown < levels.len() {
         lines.push(format!("(+{} earlier phases)", levels.len() - shown));
     }
-    let index_line = match (title, completed.last().and_then(|phase| phase.levels.as_ref())) {
-        (Some(title), _) => format!("{task}: {title}"),
-        (None, Some(levels)) => format!("{task}: {}", levels.index),
+    // A task's index line is what its latest phase came to: its id is
+    // shown beside it wherever it is listed.
+    let index_line = match (completed.last().and_then(|phase| phase.levels.as_ref()), title) {
+        (Some(levels), _) => levels.index.clone(),
+        (None, Some(title)) => title.clone(),
         (None, None) => task.to_string(),
     };
     TaskSummary {
@@ -81,9 +87,20 @@ pub(crate) fn session_summary(tracker: &PhaseTracker) -> String {
     let tasks = tracker.tasks.len();
     let mut lines = vec![format!("Session so far: {tasks} tasks, {phases} completed phases. Latest first:")];
     let mut shown = 0;
-    for task in tracker.tasks_newest_first() {
+    // The newest tasks by their latest phase's compressed line, older ones
+    // by their index line, while the bound holds (room is kept for the
+    // count of the rest).
+    for (position, task) in tracker.tasks_newest_first().enumerate() {
+        let latest = task.phase_ids.last().and_then(|id| tracker.phase(id)).and_then(|phase| phase.levels.as_ref());
+        let line = match latest {
+            Some(levels) if position < DETAILED_TASKS && levels.compressed.starts_with(&task.task) => {
+                format!("- {}", levels.compressed)
+            }
+            Some(levels) if position < DETAILED_TASKS => format!("- {}: {}", task.task, levels.compressed),
+            _ => format!("- {}: {}", task.task, task.index),
+        };
         let mut candidate = lines.clone();
-        candidate.push(format!("- {}", task.index));
+        candidate.push(line);
         if crate::tokens::count(&candidate.join("\n")) + 8 > SESSION_SUMMARY_TOKENS {
             break;
         }

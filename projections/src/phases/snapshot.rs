@@ -17,6 +17,7 @@ pub(crate) struct PhaseTrackerRecord {
     tasks: Vec<TaskSummary>,
     task_order: Vec<String>,
     session_summary: String,
+    uses_explicit_phases: bool,
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -70,6 +71,7 @@ impl PhaseTracker {
             tasks: self.tasks.values().cloned().collect(),
             task_order: self.task_order.clone(),
             session_summary: self.session_summary.clone(),
+            uses_explicit_phases: self.uses_explicit_phases,
         }
     }
 
@@ -115,6 +117,8 @@ impl PhaseTracker {
             tasks: record.tasks.into_iter().map(|task| (task.task.clone(), task)).collect::<BTreeMap<_, _>>(),
             task_order: record.task_order,
             session_summary: record.session_summary,
+            uses_explicit_phases: record.uses_explicit_phases,
+            completed_by_last_event: None,
         };
         tracker.rebuild_index();
         Ok(tracker)

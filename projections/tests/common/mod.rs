@@ -27,3 +27,17 @@ pub fn trajectory_graph() -> FactGraph {
     }
     graph
 }
+
+/// One agent's memory of the trajectory (seq = line number), with the
+/// hashed embedder so that no model files are needed.
+pub fn trajectory_memory(agent: &str) -> mneme_projections::AgentMemory {
+    let mut memory = mneme_projections::AgentMemory::new("demo", agent, mneme_projections::MemoryConfig::default())
+        .expect("a memory");
+    for (index, event) in trajectory().iter().enumerate() {
+        if event.agent == agent {
+            memory.apply(index as u64 + 1, event).expect("applies");
+        }
+    }
+    memory.commit().expect("commits");
+    memory
+}

@@ -1,0 +1,121 @@
+//! The phase compressor: asks a model to summarise each phase that
+//! completes while the service is live, and appends the answer to the log as
+//! a `phase_compressed` event. Memory applies that event like any other, so
+//! a replay (with no model configured) rebuilds the same levels.
+//!
+//! Runs on the arbiter that does log and network IO; at most
+//! [`CONCURRENT_SUMMARIES`] model calls are in flight, and a notice that
+//! finds them all busy waits in the mailbox.
+
+use std::sync::Arc;
+
+use actix::{Actor, Context, Handler, Message, ResponseFuture};
+use mneme_events::{CURRENT_SCHEMA_VERSION, Event, EventId, EventKind, PhaseCompressed, Scope, Timestamp};
+use mneme_nats::EventLog;
+
+use crate::phase_summarizer::{PhaseSummarizer, PhaseSummaryRequest};
+
+/// Model calls in flight at once.
+pub const CONCURRENT_SUMMARIES: usize = 2;
+/// Flips the random part of a phase id into the id of its
+/// `phase_compressed` event: the same phase always gets the same id, so a
+/// summary published twice (after a restart) is deduplicated by the log and
+/// by memory, and the first one wins.
+const COMPRESSED_ID_MASK: u128 = 0x5a5a_5a5a_5a5a_5a5a_5a5a;
+
+/// The event id of the `phase_compressed` event of a phase.
+pub fn compressed_event_id(phase_id: EventId) -> EventId {
+    EventId(phase_id.0 ^ COMPRESSED_ID_MASK)
+}
+
+/// A phase completed while live; summarise it.
+#[derive(Message, Debug, Clone)]
+#[rtype(result = "()")]
+pub struct PhaseCompletedNotice {
+    pub request: PhaseSummaryRequest,
+    pub phase_id: EventId,
+    /// The event that completed the phase: the cause of the summary.
+    pub completed_by: EventId,
+    pub correlation_id: Option<String>,
+    pub scope: Scope,
+}
+
+pub struct PhaseCompressor {
+    summarizer: Arc<dyn PhaseSummarizer>,
+    log: Arc<dyn EventLog>,
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+impl PhaseCompressor {
+    pub fn new(summarizer: Arc<dyn PhaseSummarizer>, log: Arc<dyn EventLog>) -> PhaseCompressor {
+        PhaseCompressor { summarizer, log, permits: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_SUMMARIES)) }
+    }
+}
+
+impl Actor for PhaseCompressor {
+    type Context = Context<Self>;
+}
+
+impl Handler<PhaseCompletedNotice> for PhaseCompressor {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, notice: PhaseCompletedNotice, _: &mut Self::Context) -> Self::Result {
+        let summarizer = self.summarizer.clone();
+        let log = self.log.clone();
+        let permits = self.permits.clone();
+        Box::pin(async move {
+            let Ok(_permit) = permits.acquire().await else { return };
+            let agent = notice.request.agent.clone();
+            let phase = notice.request.phase_id.clone();
+            let summary = match summarizer.summarize(&notice.request).await {
+                Ok(summary) => summary,
+                Err(reason) => {
+                    // The phase keeps its extractive levels; nothing is lost.
+                    tracing::warn!(%agent, %phase, %reason, "phase summary failed; keeping the extractive levels");
+                    metrics::counter!("mneme_phase_summaries_total", "result" => "failed").increment(1);
+                    return;
+                }
+            };
+            let event = Event {
+                id: compressed_event_id(notice.phase_id),
+                swarm: notice.request.swarm.clone(),
+                agent: agent.clone(),
+                ts: now(),
+                correlation_id: notice.correlation_id,
+                causation_id: Some(notice.completed_by),
+                scope: notice.scope,
+                importance: None,
+                schema_version: CURRENT_SCHEMA_VERSION,
+                kind: EventKind::PhaseCompressed(PhaseCompressed {
+                    phase_id: notice.phase_id,
+                    compressor: summarizer.compressor_name(),
+                    index: summary.index,
+                    compressed: summary.compressed,
+                    summary: summary.summary,
+                    findings: summary.findings,
+                }),
+            };
+            if let Err(error) = event.validate() {
+                tracing::warn!(%agent, %phase, %error, "the model's summary is not a valid event; keeping the extractive levels");
+                metrics::counter!("mneme_phase_summaries_total", "result" => "invalid").increment(1);
+                return;
+            }
+            match log.append(std::slice::from_ref(&event)).await {
+                Ok(_) => {
+                    tracing::info!(%agent, %phase, "phase summary recorded");
+                    metrics::counter!("mneme_phase_summaries_total", "result" => "recorded").increment(1);
+                }
+                Err(error) => {
+                    tracing::warn!(%agent, %phase, %error, "could not append the phase summary");
+                    metrics::counter!("mneme_phase_summaries_total", "result" => "append_failed").increment(1);
+                }
+            }
+        })
+    }
+}
+
+/// Event time of the summary: when the model answered.
+fn now() -> Timestamp {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
+    Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
+}
