@@ -52,8 +52,10 @@ pub struct BenchArgs {
 enum Suite {
     /// End-to-end ingest (decoded, appended, applied, searchable) against raw log append + read.
     Ingest,
-    /// Search, graph and embedding speed in one agent's memory of `--items` items.
+    /// Search, context, graph and embedding speed in one agent's memory of `--items` items.
     Search,
+    /// Compression of the example trajectory's completed phases: original tokens / each level's tokens.
+    Phases,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -78,8 +80,10 @@ struct Measured {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    if let Suite::Search = args.suite {
-        return crate::bench_search::run(args.items, args.queries, args.vocabulary);
+    match args.suite {
+        Suite::Search => return crate::bench_search::run(args.items, args.queries, args.vocabulary),
+        Suite::Phases => return crate::bench_search::phases(),
+        Suite::Ingest => {}
     }
     let agents: Vec<String> = (0..args.agents.max(1)).map(|index| format!("agent-{index}")).collect();
     let json_events = synthetic_events(args.events, &agents);

@@ -2,6 +2,8 @@
 //! queries and of embedding, in one agent's memory of N items, in process.
 //! BM25 search is the baseline every other latency is compared with.
 
+use mneme_projections::tokens;
+use mneme_projections::{Activity, ContextRequest, ContextSignals};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -93,6 +95,28 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
         std::hint::black_box(memory.neighbourhood(&query));
     });
     rows.push(("graph 2 hops".to_string(), latencies));
+    for (budget, label, signals) in [
+        (2000, "context 2,000 tokens", ContextSignals::default()),
+        (8000, "context 8,000 tokens", ContextSignals::default()),
+        (
+            8000,
+            "context 8,000 tokens, debugging a file and an error",
+            ContextSignals {
+                current_file: Some("src/auth/token.rs".to_string()),
+                recent_errors: vec!["TokenExpiredError: token expired".to_string()],
+                activity: Activity::Debugging,
+                ..ContextSignals::default()
+            },
+        ),
+    ] {
+        let latencies = measure(queries, |index| {
+            let request = ContextRequest::new(QUERIES[index % QUERIES.len()], budget).with_signals(signals.clone());
+            let context = memory.context(&request).expect("context works");
+            assert!(context.tokens <= budget);
+            std::hint::black_box(context);
+        });
+        rows.push((label.to_string(), latencies));
+    }
 
     let baseline_p99 = percentile(&rows[0].1, 0.99);
     out!("");
@@ -130,4 +154,76 @@ fn measure(count: usize, mut operation: impl FnMut(usize)) -> Vec<Duration> {
 fn percentile(sorted: &[Duration], quantile: f64) -> Duration {
     let index = ((sorted.len() as f64 * quantile).ceil() as usize).saturating_sub(1).min(sorted.len() - 1);
     sorted[index]
+}
+
+/// `mneme bench phases`: how much the example trajectory's completed phases
+/// shrink at each level, counted in cl100k_base tokens. Original tokens are
+/// the phase's events as memory renders them.
+pub fn phases() -> anyhow::Result<ExitCode> {
+    let path = std::path::Path::new("examples/trajectory.jsonl");
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let limits = DecodeLimits::default();
+    let events: Vec<mneme_events::Event> = text
+        .lines()
+        .map(|line| decode_json(line.as_bytes(), &limits).context("decoding the example trajectory"))
+        .collect::<anyhow::Result<_>>()?;
+    out!("{}", crate::bench::machine_description());
+    out!("command: mneme bench phases (examples/trajectory.jsonl, {} events)", events.len());
+    out!("");
+    out!("| agent | phase | events | original | findings | summary | compressed | index | original / findings |");
+    out!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut totals = [0usize; 5];
+    let mut ratios = Vec::new();
+    for agent in ["planner", "coder", "reviewer"] {
+        let mut memory = AgentMemory::new("demo", agent, mneme_projections::MemoryConfig::default())?;
+        for (index, event) in events.iter().enumerate().filter(|(_, event)| event.agent == agent) {
+            memory.apply(index as u64 + 1, event)?;
+        }
+        for phase in memory.phases().phases().iter().filter(|phase| phase.is_completed()) {
+            let levels = phase.levels.as_ref().expect("completed phases have levels");
+            let original = phase.notes.item_tokens as usize;
+            let counts = [
+                original,
+                tokens::count(&levels.findings),
+                tokens::count(&levels.summary),
+                tokens::count(&levels.compressed),
+                tokens::count(&levels.index),
+            ];
+            for (total, count) in totals.iter_mut().zip(counts) {
+                *total += count;
+            }
+            let ratio = counts[0] as f64 / counts[1].max(1) as f64;
+            ratios.push(ratio);
+            out!(
+                "| {agent} | {} | {} | {} | {} | {} | {} | {} | {ratio:.1}× |",
+                phase.name,
+                phase.event_seqs.len(),
+                counts[0],
+                counts[1],
+                counts[2],
+                counts[3],
+                counts[4]
+            );
+        }
+    }
+    let ratio = |level: usize| totals[0] as f64 / totals[level].max(1) as f64;
+    out!(
+        "| all | {} phases | | {} | {} | {} | {} | {} | {:.1}× |",
+        ratios.len(),
+        totals[0],
+        totals[1],
+        totals[2],
+        totals[3],
+        totals[4],
+        ratio(1)
+    );
+    out!("");
+    out!(
+        "original / level, all phases: findings {:.1}×, summary {:.1}×, compressed {:.1}×, index {:.1}×",
+        ratio(1),
+        ratio(2),
+        ratio(3),
+        ratio(4)
+    );
+    Ok(ExitCode::SUCCESS)
 }
