@@ -7,7 +7,7 @@ use crate::graph::{EntityKind, relation};
 use crate::item::{ItemState, ProvenanceRef};
 use crate::memory::AgentMemory;
 use crate::phases::{Phase, PhaseLevel};
-use crate::retrieval::{SearchFilters, SearchRequest};
+use crate::retrieval::{SearchFilters, SearchMode, SearchRequest};
 use crate::tokens;
 
 use super::{ContextItem, ContextRequest, ContextTier, MIN_TRUNCATED_TOKENS, ThinkingPolicy, line};
@@ -21,6 +21,10 @@ const HITS_PER_ERROR: usize = 3;
 /// ...found among this many tool results that match it.
 const ERROR_SEARCH_DEPTH: usize = 20;
 const DECISIONS: usize = 8;
+/// Decisions, preferences and facts are looked for among the newest this
+/// many of their kind, so context costs the same at 10,000 items and at
+/// 1,000,000; older ones reach context through search and phase summaries.
+const SCAN_NEWEST: usize = 500;
 const FILE_ITEMS: usize = 8;
 const PHASES: usize = 12;
 const POINTERS: usize = 12;
@@ -206,7 +210,10 @@ impl AgentMemory {
         let mut failures: Vec<u64> = Vec::new();
         for error in &request.signals.recent_errors {
             // Runs that failed like this, not edits or reads that mention it.
-            let mut search = SearchRequest::new(error.clone(), ERROR_SEARCH_DEPTH);
+            // Lexical: an error is matched by its words and identifiers, and
+            // a kind filter would send vector search down hnsw_rs's slow
+            // filtered path.
+            let mut search = SearchRequest::new(error.clone(), ERROR_SEARCH_DEPTH).with_mode(SearchMode::Bm25);
             search.filters =
                 SearchFilters { kinds: vec!["tool_result_recorded".to_string()], ..SearchFilters::default() };
             let hits = self.search(&search)?;
@@ -278,7 +285,7 @@ impl AgentMemory {
         let file_name = file.map(|file| file.rsplit('/').next().unwrap_or(file));
         let mut touching = Vec::new();
         let mut others = Vec::new();
-        for &seq in self.seqs_of_kind("decision_made").iter().rev() {
+        for &seq in self.seqs_of_kind("decision_made").iter().rev().take(SCAN_NEWEST) {
             let item = &self.items[&seq];
             let superseded =
                 self.graph.node(&format!("decision:{}", item.item_id)).is_some_and(|node| node.valid_to.is_some());
@@ -356,7 +363,8 @@ impl AgentMemory {
         }
         // Preferences (the latest value per key) and conventions.
         let mut latest_preference: BTreeMap<String, u64> = BTreeMap::new();
-        for &seq in self.seqs_of_kind("preference_set") {
+        let preferences = self.seqs_of_kind("preference_set");
+        for &seq in &preferences[preferences.len().saturating_sub(SCAN_NEWEST)..] {
             let text = &self.items[&seq].text;
             let key = text.split(" = ").next().unwrap_or(text).to_string();
             latest_preference.insert(key, seq);
@@ -366,7 +374,7 @@ impl AgentMemory {
         for seq in preference_seqs {
             candidates.extend(self.item_candidate(tier, "preference", seq, None));
         }
-        for &seq in self.seqs_of_kind("fact_asserted").iter().rev() {
+        for &seq in self.seqs_of_kind("fact_asserted").iter().rev().take(SCAN_NEWEST) {
             let text = self.items[&seq].text.to_lowercase();
             if CONVENTION_WORDS.iter().any(|word| text.contains(word)) {
                 candidates.extend(self.item_candidate(tier, "convention", seq, None));
@@ -457,7 +465,13 @@ impl AgentMemory {
             .map(|(index, node)| (self.graph.links[index].len(), node.id.as_str(), node.name.as_str()))
             .filter(|(links, _, _)| *links > 1)
             .collect();
-        busiest.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        // Only the top few are shown: select them, then sort those.
+        let order = |a: &(usize, &str, &str), b: &(usize, &str, &str)| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1));
+        if busiest.len() > POINTERS {
+            busiest.select_nth_unstable_by(POINTERS, order);
+            busiest.truncate(POINTERS);
+        }
+        busiest.sort_by(order);
         for (links, id, name) in busiest.into_iter().take(POINTERS) {
             let latest = self.graph.items_of(id).into_iter().max().unwrap_or(0);
             let Some(provenance) = self.items.get(&latest).map(|item| item.provenance[..1].to_vec()) else { continue };
