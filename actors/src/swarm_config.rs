@@ -340,9 +340,18 @@ impl CompressionSection {
             ));
         }
         let Some(llm) = &self.llm else { return Ok(()) };
-        if !(llm.url.starts_with("http://") || llm.url.starts_with("https://")) {
+        if llm.url.starts_with("https://") {
+            // The HTTP client is built without TLS to keep the build lean;
+            // refusing here beats failing on the first completed phase.
             return Err(format!(
-                "compression.llm.url = {:?}; expected an http:// or https:// URL such as \"http://127.0.0.1:8080/v1\"",
+                "compression.llm.url = {:?}; this build speaks plain http:// only: point it at a local \
+                 OpenAI-compatible gateway such as \"http://127.0.0.1:8080/v1\"",
+                llm.url
+            ));
+        }
+        if !llm.url.starts_with("http://") {
+            return Err(format!(
+                "compression.llm.url = {:?}; expected an http:// URL such as \"http://127.0.0.1:8080/v1\"",
                 llm.url
             ));
         }
@@ -592,6 +601,14 @@ mod tests {
     fn a_small_large_output_threshold_is_refused() {
         let message = error_of("[swarm]\nname = \"s\"\n[compression]\nlarge_output_bytes = 100\n");
         assert!(message.contains("compression.large_output_bytes = 100") && message.contains("1024"), "{message}");
+    }
+
+    #[test]
+    fn an_https_llm_url_is_refused_naming_the_reason() {
+        let message = error_of(
+            "[swarm]\nname = \"demo\"\n[compression.llm]\nurl = \"https://api.example.com/v1\"\nmodel = \"m\"\n",
+        );
+        assert!(message.contains("compression.llm.url") && message.contains("plain http://"), "{message}");
     }
 
     #[test]
