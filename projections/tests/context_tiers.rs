@@ -124,6 +124,7 @@ fn every_level_of_every_phase_is_within_its_bound() {
 fn a_models_summary_replaces_the_levels_cut_to_their_bounds() {
     let events = trajectory();
     let mut memory = trajectory_memory("planner");
+    let newest_task_before = memory.phases().tasks_newest_first().next().unwrap().task.clone();
     let phase_id: EventId = "01KE98KZ003SQZDANB75N9T00F".parse().unwrap();
     let long = "word ".repeat(2000);
     let mut compressed = events.iter().find(|event| event.agent == "planner").unwrap().clone();
@@ -144,6 +145,9 @@ fn a_models_summary_replaces_the_levels_cut_to_their_bounds() {
         assert!(tokens::count(levels.text(level).unwrap()) <= level.token_bound().unwrap());
     }
     assert_eq!(phase.provenance.last().unwrap().seq, events.len() as u64 + 1);
+    // A late summary of an old phase does not make its task the newest.
+    assert_eq!(memory.phases().tasks_newest_first().next().unwrap().task, newest_task_before);
+    assert_ne!(newest_task_before, "task-214-investigate");
 }
 
 /// The events of each phase, computed independently of the tracker: for

@@ -97,6 +97,9 @@ impl Candidate {
         let mut target = room.saturating_sub(frame + 1);
         for _ in 0..4 {
             let (cut, _) = tokens::truncate(text, target);
+            if cut.trim().is_empty() || cut.trim_start().starts_with("…[truncated]") {
+                return None;
+            }
             let cut_tokens = tokens::count(&line(self.seq, self.kind, &self.item_id, &cut));
             if cut_tokens <= room {
                 return Some(self.item(cut, cut_tokens));
@@ -282,7 +285,7 @@ impl AgentMemory {
     /// then the newest.
     fn decision_candidates(&self, request: &ContextRequest, current_task: Option<&str>) -> Vec<Candidate> {
         let file = request.signals.current_file.as_deref().filter(|file| !file.is_empty());
-        let file_name = file.map(|file| file.rsplit('/').next().unwrap_or(file));
+        let file_name = file.and_then(|file| file.rsplit('/').next()).filter(|name| !name.is_empty());
         let mut touching = Vec::new();
         let mut others = Vec::new();
         for &seq in self.seqs_of_kind("decision_made").iter().rev().take(SCAN_NEWEST) {
@@ -341,14 +344,18 @@ impl AgentMemory {
         let mut candidates = Vec::new();
         let session = self.phases.session_summary();
         if !session.is_empty() {
-            // The session summary stands on the completions it rolls up.
-            let provenance: Vec<ProvenanceRef> = self
+            // The session summary stands on the completions it rolls up:
+            // those of the newest phases, as many as it can name.
+            let mut provenance: Vec<ProvenanceRef> = self
                 .phases
                 .phases()
                 .iter()
+                .rev()
                 .filter(|phase| phase.is_completed())
+                .take(PHASES)
                 .filter_map(|phase| phase.provenance.last().copied())
                 .collect();
+            provenance.sort();
             let first_seq = provenance.first().map_or(0, |reference| reference.seq);
             candidates.push(Candidate::new(
                 tier,
@@ -474,7 +481,11 @@ impl AgentMemory {
         busiest.sort_by(order);
         for (links, id, name) in busiest.into_iter().take(POINTERS) {
             let latest = self.graph.items_of(id).into_iter().max().unwrap_or(0);
-            let Some(provenance) = self.items.get(&latest).map(|item| item.provenance[..1].to_vec()) else { continue };
+            let Some(provenance) =
+                self.items.get(&latest).and_then(|item| item.provenance.first()).map(|first| vec![*first])
+            else {
+                continue;
+            };
             let mut candidate = Candidate::new(
                 tier,
                 "pointer",

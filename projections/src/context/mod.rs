@@ -34,6 +34,8 @@ use candidates::Candidate;
 /// A hit is cut to fit what remains only if at least this much remains;
 /// a dozen tokens of a stack trace helps nobody.
 const MIN_TRUNCATED_TOKENS: usize = 24;
+/// The largest budget honoured; larger ones are treated as this.
+pub const MAX_BUDGET_TOKENS: usize = 1 << 32;
 
 /// What the agent is doing, as far as it says.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -238,7 +240,9 @@ pub struct ContextResponse {
 impl AgentMemory {
     /// Assembles context for a request within its budget.
     pub fn context(&mut self, request: &ContextRequest) -> Result<ContextResponse, ProjectionError> {
-        let budget = request.budget_tokens;
+        // No context is longer than this; it keeps the budget arithmetic
+        // far from overflow whatever a caller asks.
+        let budget = request.budget_tokens.min(MAX_BUDGET_TOKENS);
         let policy = ThinkingPolicy::from_thinking_budget(request.signals.thinking_budget);
         let header = format!("# Memory of {} (swarm {}), as of seq {}\n", self.agent, self.swarm, self.checkpoint);
         let header_tokens = tokens::count(&header);
@@ -268,7 +272,7 @@ impl AgentMemory {
                     items: chosen,
                     text,
                     tokens: total,
-                    budget_tokens: budget,
+                    budget_tokens: request.budget_tokens,
                     tiers,
                     policy,
                     as_of_seq: self.checkpoint,

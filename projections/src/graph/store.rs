@@ -415,7 +415,7 @@ impl FactGraph {
     /// provenance and to its endpoints' links.
     fn extend_edge(&mut self, edge: EdgeIndex, context: &EventContext, supporting: &[ProvenanceRef]) {
         let current = self.note(context);
-        if self.touched.0.last() != Some(&edge) {
+        if !self.touched.0.contains(&edge) {
             self.touched.0.push(edge);
         }
         let record = &mut self.edges[edge as usize];

@@ -118,7 +118,7 @@ impl PhaseTracker {
             task_order: record.task_order,
             session_summary: record.session_summary,
             uses_explicit_phases: record.uses_explicit_phases,
-            completed_by_last_event: None,
+            completed_by_last_event: Default::default(),
         };
         tracker.rebuild_index();
         Ok(tracker)
