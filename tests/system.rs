@@ -23,6 +23,22 @@ fn digest(server: &MnemeServer, agent: &str, min_seq: u64) -> Value {
     server.get(&format!("/v1/swarms/demo/agents/{agent}/digest?min_seq={min_seq}"))
 }
 
+/// `mneme replay --verify` on the stopped server's data dir matches the
+/// memory it left, for every agent of the example.
+fn assert_offline_replay_matches(server: &MnemeServer) {
+    for agent in ["planner", "coder", "reviewer"] {
+        let offline = std::process::Command::new(common::MNEME)
+            .args(["replay", "--swarm", "demo", "--agent", agent, "--verify", "--data-dir"])
+            .arg(&server.data_dir)
+            .arg("--config")
+            .arg(&server.config_path)
+            .output()
+            .unwrap();
+        let offline = stdout_of(&offline);
+        assert!(offline.contains("MATCH") && !offline.contains("MISMATCH"), "{offline}");
+    }
+}
+
 /// Publishes the example, checks queries, and verifies replay for every
 /// agent against the live memory. Returns the last seq.
 fn publish_and_check_example(server: &MnemeServer) -> u64 {
@@ -168,17 +184,7 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
     assert!(again.contains("published 572 events (572 already on the log); last seq 572"), "{again}");
 
     server.stop();
-    for agent in ["planner", "coder", "reviewer"] {
-        let offline = std::process::Command::new(common::MNEME)
-            .args(["replay", "--swarm", "demo", "--agent", agent, "--verify", "--data-dir"])
-            .arg(&server.data_dir)
-            .arg("--config")
-            .arg(&server.config_path)
-            .output()
-            .unwrap();
-        let offline = stdout_of(&offline);
-        assert!(offline.contains("MATCH") && !offline.contains("MISMATCH"), "{offline}");
-    }
+    assert_offline_replay_matches(&server);
 
     server.restart();
     let after: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
@@ -367,17 +373,7 @@ fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
     server.stop();
     llm.stop();
     let asked = llm.request_count();
-    for agent in ["planner", "coder", "reviewer"] {
-        let offline = std::process::Command::new(common::MNEME)
-            .args(["replay", "--swarm", "demo", "--agent", agent, "--verify", "--data-dir"])
-            .arg(&server.data_dir)
-            .arg("--config")
-            .arg(&server.config_path)
-            .output()
-            .unwrap();
-        let offline = stdout_of(&offline);
-        assert!(offline.contains("MATCH") && !offline.contains("MISMATCH"), "{offline}");
-    }
+    assert_offline_replay_matches(&server);
     // Restarting replays nothing to the model: the summaries are on the log.
     server.restart();
     let after: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, summary_seq)).collect();

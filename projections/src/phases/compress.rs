@@ -66,13 +66,7 @@ fn compressed_text(phase: &Phase) -> String {
 
 fn summary_lines(phase: &Phase) -> Vec<String> {
     let notes = &phase.notes;
-    let mut lines = vec![headline(phase)];
-    if let Some(goal) = &phase.goal {
-        lines.push(format!("Goal: {goal}"));
-    }
-    if let Some(outcome) = &phase.outcome {
-        lines.push(format!("Outcome: {outcome}"));
-    }
+    let mut lines = opening_lines(phase);
     for decision in &notes.decisions {
         lines.push(format!("Decided: {} — {}", decision.title, decision.choice));
     }
@@ -87,13 +81,7 @@ fn summary_lines(phase: &Phase) -> Vec<String> {
 
 fn findings_lines(phase: &Phase) -> Vec<String> {
     let notes = &phase.notes;
-    let mut lines = vec![headline(phase)];
-    if let Some(goal) = &phase.goal {
-        lines.push(format!("Goal: {goal}"));
-    }
-    if let Some(outcome) = &phase.outcome {
-        lines.push(format!("Outcome: {outcome}"));
-    }
+    let mut lines = opening_lines(phase);
     if !notes.decisions.is_empty() {
         lines.push("Decisions:".to_string());
         for decision in &notes.decisions {
@@ -150,6 +138,14 @@ fn findings_lines(phase: &Phase) -> Vec<String> {
         lines.push("Key messages:".to_string());
         lines.extend(messages);
     }
+    lines
+}
+
+/// The headline, the goal and the outcome: how `summary` and `findings` begin.
+fn opening_lines(phase: &Phase) -> Vec<String> {
+    let mut lines = vec![headline(phase)];
+    lines.extend(phase.goal.as_ref().map(|goal| format!("Goal: {goal}")));
+    lines.extend(phase.outcome.as_ref().map(|outcome| format!("Outcome: {outcome}")));
     lines
 }
 
