@@ -10,8 +10,8 @@ use actix_web::{HttpResponse, ResponseError, web};
 use metrics_exporter_prometheus::PrometheusHandle;
 use mneme_actors::swarm_config::RetrievalSection;
 use mneme_actors::{
-    ActorsError, AgentHandle, AgentsWritten, GetAgent, ListAgents, Query, QueryAnswer, Supervisor, SwarmConfig,
-    verify_against_log,
+    ActorsError, AgentHandle, AgentsWritten, Consolidator, GetAgent, ListAgents, Query, QueryAnswer, Supervisor,
+    SwarmConfig, verify_against_log,
 };
 use mneme_events::{ErrorCode, ValidationError, decode_json_batch};
 use mneme_events::{Scope, Timestamp};
@@ -23,7 +23,7 @@ use mneme_projections::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::api_context;
+use crate::{api_consolidation, api_context};
 
 /// Limits on query parameters; each over-limit request is refused with the
 /// limit named.
@@ -45,6 +45,7 @@ pub struct AppState {
     pub replay_permits: tokio::sync::Semaphore,
     /// Memory settings and embedder, for replays.
     pub memory_config: MemoryConfig,
+    pub consolidator: Addr<Consolidator>,
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {
@@ -67,7 +68,14 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/v1/swarms/{swarm}/agents/{agent}/phases/{phase_id}", web::get().to(api_context::get_phase))
         .route("/v1/swarms/{swarm}/agents/{agent}/graph", web::get().to(graph))
         .route("/v1/swarms/{swarm}/agents/{agent}/digest", web::get().to(digest))
-        .route("/v1/swarms/{swarm}/agents/{agent}/replay", web::post().to(replay));
+        .route("/v1/swarms/{swarm}/agents/{agent}/replay", web::post().to(replay))
+        .route("/v1/swarms/{swarm}/consolidate", web::post().to(api_consolidation::consolidate))
+        .route("/v1/swarms/{swarm}/contradictions", web::get().to(api_consolidation::list_contradictions))
+        .route(
+            "/v1/swarms/{swarm}/contradictions/{contradiction_id}/resolve",
+            web::post().to(api_consolidation::resolve_contradiction),
+        )
+        .route("/v1/swarms/{swarm}/purge", web::post().to(api_consolidation::purge));
 }
 
 /// An error as every endpoint reports it:
@@ -153,7 +161,7 @@ impl From<LogError> for ApiError {
     }
 }
 
-fn stopped(agent: &str) -> ApiError {
+pub(crate) fn stopped(agent: &str) -> ApiError {
     ApiError::from(ActorsError::ActorStopped { agent: agent.to_string() })
 }
 
@@ -228,7 +236,7 @@ async fn read_body(mut payload: web::Payload, limit: usize) -> Result<web::Bytes
     Ok(body.freeze())
 }
 
-fn check_swarm(state: &AppState, swarm: &str) -> Result<(), ApiError> {
+pub(crate) fn check_swarm(state: &AppState, swarm: &str) -> Result<(), ApiError> {
     if swarm != state.config.swarm.name {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -282,6 +290,7 @@ pub struct SearchParams {
     vector_weight: Option<f32>,
     graph_weight: Option<f32>,
     recency_weight: Option<f32>,
+    usage_weight: Option<f32>,
     /// Wait until the agent has applied its events up to this seq.
     min_seq: Option<u64>,
 }
@@ -353,6 +362,7 @@ impl SearchParams {
             vector: weight_parameter("vector_weight", self.vector_weight, defaults.vector_weight)?,
             graph: weight_parameter("graph_weight", self.graph_weight, defaults.graph_weight)?,
             recency: weight_parameter("recency_weight", self.recency_weight, defaults.recency_weight)?,
+            usage: weight_parameter("usage_weight", self.usage_weight, defaults.usage_weight)?,
         };
         Ok(SearchRequest { query: self.q.clone(), k, mode, filters, weights, explain: self.explain })
     }

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 /// Query-string encoding for the few characters that matter in a query.
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     let mut encoded = String::with_capacity(text.len());
     for byte in text.bytes() {
         match byte {
@@ -21,7 +21,7 @@ fn encode(text: &str) -> String {
 
 /// Sends a request and returns the JSON body; an error response becomes an
 /// error naming its code, field and message.
-fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
+pub(crate) fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
     let url = request.url().to_string();
     let response = match body {
         Some(body) => request.set("content-type", "application/json").send_string(body),

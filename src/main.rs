@@ -6,11 +6,13 @@ macro_rules! out {
 }
 
 mod api;
+mod api_consolidation;
 mod api_context;
 mod backend;
 mod bench;
 mod bench_search;
 mod client;
+mod client_consolidation;
 mod llm;
 mod model;
 mod offline;
@@ -184,6 +186,60 @@ enum Command {
     },
     /// Measure ingest throughput against the raw log, in one run.
     Bench(bench::BenchArgs),
+    /// Run consolidation now (dedup, forgetting, contradictions, links); its verdicts go to the log as events.
+    Consolidate {
+        /// Report what it would do; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Only this agent's memory.
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List open and resolved contradictions.
+    Contradictions {
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Resolve a contradiction: a_wins, b_wins, both_valid or merged.
+    Resolve {
+        contradiction_id: String,
+        resolution: String,
+        #[arg(long)]
+        note: Option<String>,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Erase memories from projections and snapshots (an erasure request); the log keeps a tombstone.
+    Purge {
+        /// Items to erase (repeatable); held by any agent unless --agent says whose.
+        #[arg(long = "item")]
+        items: Vec<String>,
+        #[arg(long)]
+        agent: Option<String>,
+        /// Erase every item of --agent with an event time before this RFC 3339 time.
+        #[arg(long)]
+        before: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -338,5 +394,27 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             client::audit(&server.server, &swarm, item_id.as_deref(), agent.as_deref(), since.as_deref(), format)
         }
         Command::Bench(args) => actix::System::new().block_on(bench::run(args)),
+        Command::Consolidate { dry_run, agent, swarm, json, server } => {
+            client_consolidation::consolidate(&server.server, &swarm, agent.as_deref(), dry_run, json)
+        }
+        Command::Contradictions { agent, swarm, json, server } => {
+            client_consolidation::contradictions(&server.server, &swarm, agent.as_deref(), json)
+        }
+        Command::Resolve { contradiction_id, resolution, note, swarm, server } => {
+            client_consolidation::resolve(&server.server, &swarm, &contradiction_id, &resolution, note.as_deref())
+        }
+        Command::Purge { items, agent, before, reason, swarm, server } => {
+            if items.is_empty() && before.is_none() {
+                anyhow::bail!("mneme purge needs --item ID (repeatable) or --agent A --before TIME");
+            }
+            client_consolidation::purge(
+                &server.server,
+                &swarm,
+                agent.as_deref(),
+                &items,
+                before.as_deref(),
+                reason.as_deref(),
+            )
+        }
     }
 }

@@ -7,7 +7,7 @@ use actix::Actor;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::PrometheusBuilder;
-use mneme_actors::{SnapshotAll, SnapshotStore, Supervisor, SwarmConfig};
+use mneme_actors::{ConsolidationSchedule, Consolidator, SnapshotAll, SnapshotStore, Supervisor, SwarmConfig};
 
 use crate::api::{self, AppState};
 use crate::{backend, model};
@@ -34,6 +34,13 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens);
     }
     let supervisor = supervisor.start();
+    let schedule = ConsolidationSchedule {
+        interval: config.consolidation_interval(),
+        every_events: config.consolidation_every_events(),
+    };
+    let consolidator =
+        Consolidator::new(&config.swarm.name, log.clone(), supervisor.clone(), config.consolidation_policy(), schedule)
+            .start();
     let bind = config.http.bind;
     let state = web::Data::new(AppState {
         config: config.clone(),
@@ -42,6 +49,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         metrics,
         replay_permits: tokio::sync::Semaphore::new(1),
         memory_config,
+        consolidator,
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.

@@ -382,3 +382,120 @@ fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
     }
     assert_eq!(llm.request_count(), asked);
 }
+
+/// Events of the coder that consolidation must act on: a near duplicate, a
+/// single-valued fact with two values, a secret to purge.
+fn consolidation_events(first_id_ms: u64) -> String {
+    let event = |offset: u64, kind: &str, data: Value| {
+        json!({
+            "id": ulid::Ulid::from_parts(first_id_ms + offset, u128::from(offset)).to_string(),
+            "swarm": "demo",
+            "agent": "coder",
+            "ts": "2026-11-22T12:00:00Z",
+            "kind": kind,
+            "data": data,
+            "scope": "shared",
+            "correlation_id": "task-consolidation",
+        })
+    };
+    let events = vec![
+        event(
+            1,
+            "message_recorded",
+            json!({"role": "assistant", "text": "The nightly build uses the release profile with LTO."}),
+        ),
+        event(
+            2,
+            "message_recorded",
+            json!({"role": "assistant", "text": "the nightly build uses the release profile with LTO"}),
+        ),
+        event(3, "fact_asserted", json!({"subject": "token_store", "predicate": "backed_by", "object": "redis"})),
+        event(4, "fact_asserted", json!({"subject": "token_store", "predicate": "backed_by", "object": "postgres"})),
+        event(
+            5,
+            "message_recorded",
+            json!({"role": "user", "text": "My personal access token is zq-secret-7781, use it for the registry."}),
+        ),
+    ];
+    serde_json::to_string(&events).unwrap()
+}
+
+#[test]
+fn consolidation_writes_verdicts_as_events_and_replay_applies_them_without_scanning() {
+    let work = tempfile::tempdir().unwrap();
+    let mut server = MnemeServer::start_with(work.path(), None, "\n[consolidation]\nenabled = false\n");
+    let example_last_seq = publish_and_check_example(&server);
+    let (status, accepted) = server.post("/v1/events", &consolidation_events(1_790_000_000_000));
+    assert_eq!(status, 202, "{accepted}");
+    let secret_id = accepted["accepted"][4]["id"].as_str().unwrap().to_string();
+    let last_seq = accepted["accepted"][4]["seq"].as_u64().unwrap();
+    assert!(last_seq > example_last_seq);
+    assert!(!hits(&server, "coder", "registry", last_seq).is_empty());
+
+    // A dry run reports and writes nothing.
+    let (status, dry) = server.post("/v1/swarms/demo/consolidate?dry_run=true", "");
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["events_written"], 0);
+    let coder = dry["agents"].as_array().unwrap().iter().find(|agent| agent["agent"] == "coder").unwrap().clone();
+    assert!(coder["counts"]["merges"].as_u64().unwrap() >= 1, "{coder}");
+    assert!(coder["counts"]["contradictions"].as_u64().unwrap() >= 1, "{coder}");
+    let after_dry_run = server.get(&format!("/v1/swarms/demo/events?from_seq={}", last_seq + 1));
+    assert_eq!(after_dry_run["events"].as_array().unwrap().len(), 0, "{after_dry_run}");
+
+    // The CLI's dry run says the same.
+    let cli = stdout_of(&server.cli(&["consolidate", "--dry-run", "--agent", "coder"]));
+    assert!(cli.contains("dry run") && cli.contains("coder"), "{cli}");
+
+    // A real run writes verdicts as events of each agent.
+    let (status, run) = server.post("/v1/swarms/demo/consolidate?dry_run=false", "");
+    assert_eq!(status, 200, "{run}");
+    assert!(run["events_written"].as_u64().unwrap() > 0, "{run}");
+    let written = server.get(&format!("/v1/swarms/demo/events?from_seq={}&limit=10000", last_seq + 1));
+    let kinds: Vec<&str> =
+        written["events"].as_array().unwrap().iter().map(|event| event["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"memories_merged") && kinds.contains(&"contradiction_detected"), "{kinds:?}");
+    // The search above was counted, and recorded before the scan.
+    assert!(kinds.contains(&"memories_retrieved"), "{kinds:?}");
+
+    // The contradiction is listed, and resolved once.
+    let listing = server.get("/v1/swarms/demo/contradictions?agent=coder");
+    let open = listing["open"].as_array().unwrap();
+    let backed_by = open.iter().find(|open| open["reason"].as_str().unwrap().contains("backed_by")).expect("listed");
+    let contradiction_id = backed_by["contradiction_id"].as_str().unwrap().to_string();
+    let resolved = stdout_of(&server.cli(&["resolve", &contradiction_id, "b_wins", "--note", "moved to postgres"]));
+    assert!(resolved.contains("resolved"), "{resolved}");
+    let (status, again) = server
+        .post(&format!("/v1/swarms/demo/contradictions/{contradiction_id}/resolve"), r#"{"resolution": "a_wins"}"#);
+    assert_eq!(status, 409, "{again}");
+    let (status, bad) = server
+        .post(&format!("/v1/swarms/demo/contradictions/{contradiction_id}/resolve"), r#"{"resolution": "coin_toss"}"#);
+    assert_eq!((status, bad["error"]["field"].as_str()), (400, Some("resolution")), "{bad}");
+    let graph = server.get("/v1/swarms/demo/agents/coder/graph?entity=token_store&hops=1");
+    let edges = graph["edges"].as_array().unwrap();
+    let redis =
+        edges.iter().find(|edge| edge["relation"] == "backed_by" && edge["to"].as_str().unwrap().contains("redis"));
+    assert!(redis.unwrap()["valid_to"].is_string(), "the losing side's validity is closed: {graph}");
+
+    // A second run finds nothing new to merge or report.
+    let (_, second) = server.post("/v1/swarms/demo/consolidate?dry_run=true&agent=coder", "");
+    assert_eq!(second["agents"][0]["counts"]["merges"], 0, "{second}");
+    assert_eq!(second["agents"][0]["counts"]["contradictions"], 0, "{second}");
+
+    // Purge: the secret leaves memory and the snapshot.
+    let purged = stdout_of(&server.cli(&["purge", "--item", &secret_id, "--reason", "erasure request"]));
+    assert!(purged.contains("purged from coder"), "{purged}");
+    let search = server.get("/v1/swarms/demo/agents/coder/search?q=zq-secret-7781%20registry&k=10&mode=bm25");
+    assert!(search["hits"].as_array().unwrap().iter().all(|hit| hit["item_id"] != secret_id.as_str()), "{search}");
+
+    let tail = server.get(&format!("/v1/swarms/demo/events?from_seq={}&limit=10000", last_seq + 1));
+    let final_seq = tail["next_seq"].as_u64().unwrap() - 1;
+    let before: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, final_seq)).collect();
+    server.stop();
+    // Replay with no consolidation at all rebuilds the same memory.
+    assert_offline_replay_matches(&server);
+    server.restart();
+    for (agent, before) in ["planner", "coder", "reviewer"].iter().zip(&before) {
+        assert_eq!(digest(&server, agent, final_seq)["digest"], before["digest"], "{agent}");
+    }
+}

@@ -16,6 +16,8 @@ pub enum ActorsError {
     UnknownAgent { swarm: String, agent: String },
     #[error("the memory actor of {agent:?} is not running")]
     ActorStopped { agent: String },
+    #[error("consolidation of {agent:?} failed: {message}")]
+    Consolidation { agent: String, message: String },
     #[error("timed out after {waited_ms} ms waiting for {agent:?} to apply seq {seq}")]
     CatchUpTimeout { agent: String, seq: u64, waited_ms: u64 },
 }

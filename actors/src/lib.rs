@@ -5,6 +5,7 @@
 //! query never mutates memory. Snapshot IO happens on the memory actors'
 //! worker arbiters, log IO on the arbiter that runs the feeds.
 
+pub mod consolidator;
 mod error;
 mod feed;
 pub mod memory_actor;
@@ -15,10 +16,13 @@ pub mod snapshot_store;
 pub mod supervisor;
 pub mod swarm_config;
 
+pub use consolidator::{
+    AgentConsolidation, ConsolidationReport, ConsolidationRequest, ConsolidationSchedule, Consolidator,
+};
 pub use error::ActorsError;
 pub use memory_actor::{
-    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, DeadLettersFiled, MemoryActor, PhaseListing, Query,
-    QueryAnswer, TakeSnapshot,
+    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled, ItemListing,
+    MemoryActor, PhaseListing, Query, QueryAnswer, TakeRetrievals, TakeSnapshot,
 };
 pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};
 pub use replay::{ReplayReport, continue_from_log, rebuild_from_log, verify_against_log};

@@ -4,18 +4,19 @@
 //! Memory actors run on worker arbiters, never on the arbiter that drives
 //! log and network IO: indexing and tantivy commits take milliseconds.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mneme_events::{EventId, Scope};
 use mneme_nats::{DeadLetter, LogEntry};
+use mneme_projections::consolidation::ConsolidationView;
 use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
 use mneme_projections::tokens;
 use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, ProjectionError, ProvenanceRef, SearchHit,
-    SearchRequest,
+    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, MemoryItem, OpenContradiction, ProjectionError,
+    ProvenanceRef, ResolvedContradiction, SearchHit, SearchRequest,
 };
 use tokio::sync::watch;
 
@@ -49,6 +50,11 @@ pub struct MemoryActor {
     applied_seq: watch::Sender<u64>,
     /// Where phases that complete while live are sent to be summarised.
     summaries: Option<SummaryLink>,
+    /// Times each item was returned by a search or a context since the
+    /// consolidator last took the counts. Query traffic is not on the log,
+    /// so these change nothing until the consolidator records them as a
+    /// `memories_retrieved` event.
+    retrievals: BTreeMap<String, u32>,
 }
 
 /// A memory actor's link to the phase compressor.
@@ -81,6 +87,7 @@ impl MemoryActor {
             unfiled_dead_letters: BTreeSet::new(),
             applied_seq,
             summaries: None,
+            retrievals: BTreeMap::new(),
         }
     }
 
@@ -288,6 +295,12 @@ pub enum Query {
     Phases,
     /// One phase by id.
     Phase(String),
+    /// A copy of what consolidation reads.
+    ConsolidationView,
+    /// Open and resolved contradictions.
+    Contradictions,
+    /// How many items are in each state, and the item if one is named.
+    Items(Option<String>),
 }
 
 #[derive(Debug)]
@@ -299,6 +312,23 @@ pub enum QueryAnswer {
     Graph(Option<Subgraph>),
     Phases(PhaseListing),
     Phase(Option<Box<Phase>>),
+    ConsolidationView(Box<ConsolidationView>),
+    Contradictions(ContradictionListing),
+    Items(ItemListing),
+}
+
+/// The contradictions of one memory.
+#[derive(Debug, Clone)]
+pub struct ContradictionListing {
+    pub open: Vec<OpenContradiction>,
+    pub resolved: Vec<ResolvedContradiction>,
+}
+
+/// Item counts by state, and one item when asked for.
+#[derive(Debug, Clone)]
+pub struct ItemListing {
+    pub states: BTreeMap<&'static str, usize>,
+    pub item: Option<MemoryItem>,
 }
 
 /// The phases of one memory, as `Query::Phases` answers.
@@ -330,6 +360,9 @@ impl Query {
             Query::Graph(_) => "graph",
             Query::Phases => "phases",
             Query::Phase(_) => "phase",
+            Query::ConsolidationView => "consolidation_view",
+            Query::Contradictions => "contradictions",
+            Query::Items(_) => "items",
         }
     }
 }
@@ -343,8 +376,23 @@ impl Handler<Query> for MemoryActor {
         let _entered = span.enter();
         let started = Instant::now();
         let answer = match query {
-            Query::Search(request) => QueryAnswer::Search(self.memory.search(&request)?),
-            Query::Context(request) => QueryAnswer::Context(self.memory.context(&request)?),
+            Query::Search(request) => {
+                let hits = self.memory.search(&request)?;
+                self.count_retrievals(hits.iter().map(|hit| hit.item_id.as_str()));
+                QueryAnswer::Search(hits)
+            }
+            Query::Context(request) => {
+                let response = self.memory.context(&request)?;
+                let memory = &self.memory;
+                let items: Vec<String> = response
+                    .items
+                    .iter()
+                    .filter(|item| memory.item(&item.item_id).is_some())
+                    .map(|item| item.item_id.clone())
+                    .collect();
+                self.count_retrievals(items.iter().map(String::as_str));
+                QueryAnswer::Context(response)
+            }
             Query::Status => QueryAnswer::Status(AgentStatus {
                 agent: self.memory.agent().to_string(),
                 checkpoint: self.memory.checkpoint(),
@@ -363,9 +411,45 @@ impl Handler<Query> for MemoryActor {
                 })
             }
             Query::Phase(phase_id) => QueryAnswer::Phase(self.memory.phases().phase(&phase_id).cloned().map(Box::new)),
+            Query::ConsolidationView => QueryAnswer::ConsolidationView(Box::new(self.memory.consolidation_view())),
+            Query::Contradictions => QueryAnswer::Contradictions(ContradictionListing {
+                open: self.memory.open_contradictions().cloned().collect(),
+                resolved: self.memory.resolved_contradictions().cloned().collect(),
+            }),
+            Query::Items(item_id) => QueryAnswer::Items(ItemListing {
+                states: self.memory.state_counts(),
+                item: item_id.and_then(|item_id| self.memory.item(&item_id).cloned()),
+            }),
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
         Ok(answer)
+    }
+}
+
+impl MemoryActor {
+    fn count_retrievals<'a>(&mut self, item_ids: impl Iterator<Item = &'a str>) {
+        for item_id in item_ids {
+            match self.retrievals.get_mut(item_id) {
+                Some(count) => *count = count.saturating_add(1),
+                None => {
+                    self.retrievals.insert(item_id.to_string(), 1);
+                }
+            }
+        }
+    }
+}
+
+/// Hands the retrieval counts to the consolidator and starts counting
+/// afresh; sorted by item id.
+#[derive(Message)]
+#[rtype(result = "Vec<(String, u32)>")]
+pub struct TakeRetrievals;
+
+impl Handler<TakeRetrievals> for MemoryActor {
+    type Result = MessageResult<TakeRetrievals>;
+
+    fn handle(&mut self, _: TakeRetrievals, _: &mut Self::Context) -> Self::Result {
+        MessageResult(std::mem::take(&mut self.retrievals).into_iter().collect())
     }
 }
 

@@ -98,6 +98,16 @@ event_kinds! {
     /// A completed phase was compressed; replay applies this instead of
     /// compressing again.
     PhaseCompressed(PhaseCompressed) = "phase_compressed",
+    /// Queries returned these memories this many times since the last count.
+    MemoriesRetrieved(MemoriesRetrieved) = "memories_retrieved",
+    /// A memory was pinned: never decayed or forgotten by consolidation.
+    MemoryPinned(MemoryPinned) = "memory_pinned",
+    /// A pin was taken off a memory.
+    MemoryUnpinned(MemoryUnpinned) = "memory_unpinned",
+    /// Consolidation linked memories that share entities or a task.
+    MemoriesLinked(MemoriesLinked) = "memories_linked",
+    /// Memories were erased from projections on request (a tombstone).
+    MemoryPurged(MemoryPurged) = "memory_purged",
 }
 
 fn parse_payload<T: serde::de::DeserializeOwned>(data: serde_json::Value) -> Result<T, ValidationError> {
@@ -506,11 +516,16 @@ impl MemoryDecayed {
 }
 
 payload! {
+    /// `a` and `b` are the item ids of the two sides; `a` is the older.
     pub struct ContradictionDetected {
         pub contradiction_id: String,
         pub a: String,
         pub b: String,
         pub reason: String,
+        /// Which check found it: `single_valued_fact`, `decision_reversed`,
+        /// `negated_fact`, or a publisher's own name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub rule: Option<String>,
     }
 }
 
@@ -566,5 +581,127 @@ impl PhaseCompressed {
     fn validate(&self) -> Result<(), ValidationError> {
         require_text("compressor", &self.compressor)?;
         require_text("index", &self.index)
+    }
+}
+
+payload! {
+    /// How often one memory was returned by queries.
+    pub struct RetrievalCount {
+        pub item_id: String,
+        pub count: u32,
+    }
+}
+
+payload! {
+    /// Retrieval counts are query traffic, which the log does not see; the
+    /// consolidation actor records them as this event before they may change
+    /// ranking or decay, so that replay counts the same.
+    pub struct MemoriesRetrieved {
+        pub counts: Vec<RetrievalCount>,
+    }
+}
+
+impl MemoriesRetrieved {
+    fn validate(&self) -> Result<(), ValidationError> {
+        if self.counts.is_empty() {
+            return Err(ValidationError::at(ErrorCode::EmptyField, "counts", "counts must name at least one item"));
+        }
+        for (index, count) in self.counts.iter().enumerate() {
+            require_text(&format!("counts[{index}].item_id"), &count.item_id)?;
+        }
+        Ok(())
+    }
+}
+
+payload! {
+    pub struct MemoryPinned {
+        pub item_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+    }
+}
+
+impl MemoryPinned {
+    fn validate(&self) -> Result<(), ValidationError> {
+        require_text("item_id", &self.item_id)
+    }
+}
+
+payload! {
+    pub struct MemoryUnpinned {
+        pub item_id: String,
+    }
+}
+
+impl MemoryUnpinned {
+    fn validate(&self) -> Result<(), ValidationError> {
+        require_text("item_id", &self.item_id)
+    }
+}
+
+payload! {
+    /// Two memories that belong together; `reason` says why (the entities
+    /// they share, or the task they share).
+    pub struct MemoryLink {
+        pub a: String,
+        pub b: String,
+        pub reason: String,
+    }
+}
+
+payload! {
+    pub struct MemoriesLinked {
+        pub links: Vec<MemoryLink>,
+    }
+}
+
+impl MemoriesLinked {
+    fn validate(&self) -> Result<(), ValidationError> {
+        if self.links.is_empty() {
+            return Err(ValidationError::at(ErrorCode::EmptyField, "links", "links must name at least one pair"));
+        }
+        for (index, link) in self.links.iter().enumerate() {
+            require_text(&format!("links[{index}].a"), &link.a)?;
+            require_text(&format!("links[{index}].b"), &link.b)?;
+            if link.a == link.b {
+                return Err(ValidationError::at(
+                    ErrorCode::OutOfRange,
+                    &format!("links[{index}].b"),
+                    "a memory cannot be linked to itself",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+payload! {
+    /// Erases the content of the named items, and of every item of the agent
+    /// whose event time is before `before`, from projections and snapshots.
+    /// The events themselves stay in the log until its retention drops them
+    /// or they are purged there (see README, "Erasure").
+    pub struct MemoryPurged {
+        #[serde(default)]
+        pub item_ids: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub before: Option<Timestamp>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub reason: Option<String>,
+    }
+}
+
+impl MemoryPurged {
+    fn validate(&self) -> Result<(), ValidationError> {
+        if self.item_ids.is_empty() && self.before.is_none() {
+            return Err(ValidationError::at(
+                ErrorCode::EmptyField,
+                "item_ids",
+                "a purge names item_ids, a before time, or both",
+            ));
+        }
+        for (index, item_id) in self.item_ids.iter().enumerate() {
+            require_text(&format!("item_ids[{index}]"), item_id)?;
+        }
+        Ok(())
     }
 }

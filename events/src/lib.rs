@@ -16,7 +16,8 @@ pub use error::{Error, ErrorCode, ValidationError};
 pub use json::{BatchError, DecodeLimits, decode_json, decode_json_batch, decode_json_value};
 pub use kinds::{
     ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, EventKind, FactAsserted,
-    FactRetracted, HandoffAcknowledged, HandoffReceived, HandoffSent, JsonText, MemoriesMerged, MemoryArchived,
-    MemoryCited, MemoryDecayed, MemoryForgotten, MemoryIgnored, MessageRecorded, PhaseCompleted, PhaseCompressed,
-    PhaseStarted, PreferenceSet, TaskStatus, TaskUpdated, ToolResultRecorded,
+    FactRetracted, HandoffAcknowledged, HandoffReceived, HandoffSent, JsonText, MemoriesLinked, MemoriesMerged,
+    MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten, MemoryIgnored, MemoryLink,
+    MemoryPinned, MemoryPurged, MemoryUnpinned, MessageRecorded, PhaseCompleted, PhaseCompressed, PhaseStarted,
+    PreferenceSet, RetrievalCount, TaskStatus, TaskUpdated, ToolResultRecorded,
 };

@@ -6,19 +6,51 @@ use mneme_events::{EventId, Scope, Timestamp};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ItemState {
     Active,
-    /// Out of the working tier and context, still searchable.
+    /// Archived by its agent: out of the working tier and context, still
+    /// searchable.
     Archived,
+    /// Demoted by consolidation: out of the working tier and context, still
+    /// searchable. A citation makes it active again.
+    Decayed,
     /// Out of every query; still in provenance and audit.
     Forgotten,
+    /// Merged into a near duplicate, which answers for it: out of every
+    /// query, still in provenance.
+    Merged,
+    /// Erased on request: its text is gone from memory and snapshots; only
+    /// its id, kind, time and provenance remain.
+    Purged,
 }
 
 impl ItemState {
+    pub const ALL: [ItemState; 6] = [
+        ItemState::Active,
+        ItemState::Archived,
+        ItemState::Decayed,
+        ItemState::Forgotten,
+        ItemState::Merged,
+        ItemState::Purged,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ItemState::Active => "active",
             ItemState::Archived => "archived",
+            ItemState::Decayed => "decayed",
             ItemState::Forgotten => "forgotten",
+            ItemState::Merged => "merged",
+            ItemState::Purged => "purged",
         }
+    }
+
+    /// Whether searches may return the item.
+    pub fn is_searchable(self) -> bool {
+        matches!(self, ItemState::Active | ItemState::Archived | ItemState::Decayed)
+    }
+
+    /// Whether nothing but a purge changes the state any more.
+    pub fn is_final(self) -> bool {
+        matches!(self, ItemState::Forgotten | ItemState::Merged | ItemState::Purged)
     }
 }
 
@@ -45,9 +77,22 @@ pub struct MemoryItem {
     /// The searchable, readable rendering of the event.
     pub text: String,
     pub state: ItemState,
+    /// Pinned items are never decayed or forgotten by consolidation.
+    pub pinned: bool,
+    /// How often queries returned it, as recorded by `memories_retrieved`.
+    pub retrievals: u32,
     pub citations: u32,
     pub ignored: u32,
     /// The creating event first, then every event that changed the item, in
     /// log order.
     pub provenance: Vec<ProvenanceRef>,
+}
+
+impl MemoryItem {
+    /// How useful the item proved: citations count most, being ignored
+    /// counts against, retrievals a little (they show it matched, not that
+    /// it helped). Feeds the usage prior of search and the decay score.
+    pub fn usage_score(&self) -> f32 {
+        self.citations as f32 - 0.5 * self.ignored as f32 + 0.25 * (1.0 + self.retrievals as f32).ln()
+    }
 }

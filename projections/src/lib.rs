@@ -5,6 +5,7 @@
 //! log order, so replaying the log rebuilds it.
 
 mod bm25;
+pub mod consolidation;
 mod context;
 mod digest;
 pub mod embed;
@@ -26,6 +27,6 @@ pub use context::{
 };
 pub use error::ProjectionError;
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
-pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction};
+pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction};
 pub use retrieval::{RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest};
 pub use snapshot::SNAPSHOT_FORMAT;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use mneme_events::{Event, EventId, EventKind};
+use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged};
 
 use crate::bm25::Bm25Index;
 use crate::digest::ContentHasher;
@@ -94,14 +94,29 @@ pub struct AgentMemory {
     pub(crate) bm25: Bm25Index,
     pub(crate) vectors: VectorIndex,
     pub(crate) graph: FactGraph,
-    /// Forgotten items still in the BM25 index; searches over-fetch by this.
-    pub(crate) forgotten_count: usize,
+    /// Items still in the BM25 and vector indexes that no search may
+    /// return (forgotten, merged); searches over-fetch by this.
+    pub(crate) hidden_count: usize,
     pub(crate) phases: PhaseTracker,
     /// Item seqs by kind, ascending: derived from `items`, rebuilt on
     /// restore. Context finds decisions and preferences without a scan.
     pub(crate) seqs_by_kind: HashMap<&'static str, Vec<u64>>,
     /// Contradictions reported by consolidation and not yet resolved, by id.
     pub(crate) open_contradictions: BTreeMap<String, OpenContradiction>,
+    /// Contradictions settled, by id: consolidation does not report a
+    /// settled pair again.
+    pub(crate) resolved_contradictions: BTreeMap<String, ResolvedContradiction>,
+}
+
+/// A contradiction somebody settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedContradiction {
+    pub contradiction_id: String,
+    pub a: String,
+    pub b: String,
+    pub resolution: ContradictionResolution,
+    /// The `contradiction_resolved` event.
+    pub provenance: ProvenanceRef,
 }
 
 /// A contradiction between two items that nobody has resolved yet.
@@ -128,10 +143,11 @@ impl AgentMemory {
             bm25: Bm25Index::new()?,
             vectors: VectorIndex::new(config.embedder.dimensions()),
             graph: FactGraph::new(),
-            forgotten_count: 0,
+            hidden_count: 0,
             phases: PhaseTracker::default(),
             seqs_by_kind: HashMap::new(),
             open_contradictions: BTreeMap::new(),
+            resolved_contradictions: BTreeMap::new(),
             config,
         })
     }
@@ -167,7 +183,7 @@ impl AgentMemory {
     }
 
     /// Items in log order.
-    pub fn items(&self) -> impl Iterator<Item = &MemoryItem> {
+    pub fn items(&self) -> impl DoubleEndedIterator<Item = &MemoryItem> {
         self.items.values()
     }
 
@@ -206,6 +222,26 @@ impl AgentMemory {
         self.open_contradictions.values()
     }
 
+    /// An open contradiction by id.
+    pub fn open_contradiction(&self, contradiction_id: &str) -> Option<&OpenContradiction> {
+        self.open_contradictions.get(contradiction_id)
+    }
+
+    /// Contradictions settled, by id.
+    pub fn resolved_contradictions(&self) -> impl Iterator<Item = &ResolvedContradiction> {
+        self.resolved_contradictions.values()
+    }
+
+    /// How many items are in each state.
+    pub fn state_counts(&self) -> BTreeMap<&'static str, usize> {
+        let mut counts: BTreeMap<&'static str, usize> =
+            ItemState::ALL.iter().map(|state| (state.as_str(), 0)).collect();
+        for item in self.items.values() {
+            *counts.entry(item.state.as_str()).or_default() += 1;
+        }
+        counts
+    }
+
     /// Applies the event at `seq`. Refuses a seq at or below the checkpoint,
     /// so redelivery cannot apply anything twice.
     pub fn apply(&mut self, seq: u64, event: &Event) -> Result<AppliedEvent, ProjectionError> {
@@ -229,7 +265,7 @@ impl AgentMemory {
         self.phases.observe(seq, event, &touched, rendered.as_deref());
         match rendered {
             Some(text) => self.remember(seq, event, text)?,
-            None => self.apply_change(provenance, &event.kind),
+            None => self.apply_change(provenance, event)?,
         }
         self.seen_ids.insert(event.id, seq);
         self.checkpoint = seq;
@@ -274,6 +310,8 @@ impl AgentMemory {
                 importance: event.importance,
                 text,
                 state: ItemState::Active,
+                pinned: false,
+                retrievals: 0,
                 citations: 0,
                 ignored: 0,
                 provenance: vec![ProvenanceRef { seq, event_id: event.id }],
@@ -284,28 +322,43 @@ impl AgentMemory {
 
     /// Events that change existing items rather than create one. An event
     /// naming an item this memory does not hold changes nothing: the item
-    /// may belong to another agent, or may arrive with a later issue's
-    /// projections; the event itself stays on the log.
-    fn apply_change(&mut self, provenance: ProvenanceRef, kind: &EventKind) {
-        match kind {
+    /// may belong to another agent; the event itself stays on the log.
+    fn apply_change(&mut self, provenance: ProvenanceRef, event: &Event) -> Result<(), ProjectionError> {
+        match &event.kind {
             EventKind::MemoryForgotten(forgotten) => {
                 self.change_state(&forgotten.item_id, provenance, ItemState::Forgotten)
             }
             EventKind::MemoryArchived(archived) => {
                 self.change_state(&archived.item_id, provenance, ItemState::Archived)
             }
+            EventKind::MemoryDecayed(decayed) => self.change_state(&decayed.item_id, provenance, ItemState::Decayed),
             EventKind::MemoryCited(cited) => {
                 if let Some(item) = self.item_mut(&cited.item_id) {
-                    item.citations += 1;
+                    item.citations = item.citations.saturating_add(1);
                     item.provenance.push(provenance);
+                    // Used again: a demoted memory is back in play.
+                    if item.state == ItemState::Decayed {
+                        item.state = ItemState::Active;
+                    }
                 }
             }
             EventKind::MemoryIgnored(ignored) => {
                 if let Some(item) = self.item_mut(&ignored.item_id) {
-                    item.ignored += 1;
+                    item.ignored = item.ignored.saturating_add(1);
                     item.provenance.push(provenance);
                 }
             }
+            EventKind::MemoriesRetrieved(retrieved) => {
+                for count in &retrieved.counts {
+                    if let Some(item) = self.item_mut(&count.item_id) {
+                        item.retrievals = item.retrievals.saturating_add(count.count);
+                        item.provenance.push(provenance);
+                    }
+                }
+            }
+            EventKind::MemoryPinned(pinned) => self.set_pinned(&pinned.item_id, provenance, true),
+            EventKind::MemoryUnpinned(unpinned) => self.set_pinned(&unpinned.item_id, provenance, false),
+            EventKind::MemoriesMerged(merged) => self.merge(&merged.survivor, &merged.merged, provenance),
             EventKind::ContradictionDetected(detected) => {
                 self.open_contradictions.insert(
                     detected.contradiction_id.clone(),
@@ -318,14 +371,13 @@ impl AgentMemory {
                     },
                 );
             }
-            EventKind::ContradictionResolved(resolved) => {
-                self.open_contradictions.remove(&resolved.contradiction_id);
-            }
-            // Compressed phases are the phase tracker's; merges and decay
-            // get projections of their own with the consolidation actor
-            // (issue 5). Until then they are kept on the log only.
+            EventKind::ContradictionResolved(resolved) => self.resolve_contradiction(resolved, provenance, event),
+            EventKind::MemoryPurged(purged) => self.purge(purged, provenance)?,
+            // Compressed phases are the phase tracker's and links the
+            // graph's; both were applied before this.
             _ => {}
         }
+        Ok(())
     }
 
     fn item_mut(&mut self, item_id: &str) -> Option<&mut MemoryItem> {
@@ -335,22 +387,156 @@ impl AgentMemory {
 
     fn change_state(&mut self, item_id: &str, provenance: ProvenanceRef, new_state: ItemState) {
         let Some(item) = self.item_mut(item_id) else { return };
-        // Forgetting is final; archiving a forgotten item does not revive it.
-        if item.state == ItemState::Forgotten {
-            item.provenance.push(provenance);
+        item.provenance.push(provenance);
+        // Forgetting, merging and purging are final; archiving a forgotten
+        // item does not revive it.
+        if item.state.is_final() || item.state == new_state {
             return;
         }
         item.state = new_state;
-        item.provenance.push(provenance);
         let seq = item.seq;
         self.working.remove(seq);
-        // Forgotten items stay in the BM25 index and are filtered out of
-        // results: a tantivy delete keeps counting in term statistics until
-        // segments merge, so scores would depend on commit history and replay
-        // would rank differently from live.
-        if new_state == ItemState::Forgotten {
-            self.forgotten_count += 1;
+        // Hidden items stay in the BM25 and vector indexes and are filtered
+        // out of results: a tantivy delete keeps counting in term statistics
+        // until segments merge, so scores would depend on commit history and
+        // replay would rank differently from live.
+        if !new_state.is_searchable() {
+            self.hidden_count += 1;
         }
+    }
+
+    fn set_pinned(&mut self, item_id: &str, provenance: ProvenanceRef, pinned: bool) {
+        if let Some(item) = self.item_mut(item_id) {
+            item.pinned = pinned;
+            item.provenance.push(provenance);
+        }
+    }
+
+    /// `memories_merged`: the merged items leave every query and the
+    /// survivor answers for them, with the union of their provenance. A
+    /// survivor this memory does not hold, or one no longer searchable,
+    /// merges nothing: the merged items would vanish without an heir.
+    fn merge(&mut self, survivor_id: &str, merged_ids: &[String], provenance: ProvenanceRef) {
+        let Some(survivor_seq) = self.seq_by_item_id.get(survivor_id).copied() else { return };
+        if !self.items[&survivor_seq].state.is_searchable() {
+            return;
+        }
+        let mut inherited: Vec<ProvenanceRef> = Vec::new();
+        for merged_id in merged_ids {
+            let Some(&seq) = self.seq_by_item_id.get(merged_id) else { continue };
+            if seq == survivor_seq || self.items[&seq].state.is_final() {
+                continue;
+            }
+            inherited.extend(self.items[&seq].provenance.iter().copied());
+            self.change_state(merged_id, provenance, ItemState::Merged);
+        }
+        let survivor = self.items.get_mut(&survivor_seq).expect("the survivor's seq was just looked up");
+        survivor.provenance.extend(inherited);
+        survivor.provenance.push(provenance);
+        survivor.provenance.sort_unstable();
+        survivor.provenance.dedup();
+    }
+
+    /// `contradiction_resolved`: the contradiction is settled, and the
+    /// losing side's fact or decision stops being valid at the resolution's
+    /// time. `merged` keeps the newer side (`b`) and merges the older into
+    /// it; `both_valid` closes nothing.
+    fn resolve_contradiction(&mut self, resolved: &ContradictionResolved, provenance: ProvenanceRef, event: &Event) {
+        let Some(open) = self.open_contradictions.remove(&resolved.contradiction_id) else { return };
+        let losers: Vec<&str> = match resolved.resolution {
+            ContradictionResolution::AWins => vec![open.b.as_str()],
+            ContradictionResolution::BWins | ContradictionResolution::Merged => vec![open.a.as_str()],
+            ContradictionResolution::BothValid => Vec::new(),
+        };
+        for loser in losers {
+            let Some(item) = self.item(loser) else { continue };
+            let created = item.provenance[0];
+            self.graph.close_asserted_by(created, event.ts, provenance.seq, event);
+            if let Some(item) = self.item_mut(loser) {
+                item.provenance.push(provenance);
+            }
+        }
+        if resolved.resolution == ContradictionResolution::Merged {
+            self.merge(&open.b, std::slice::from_ref(&open.a), provenance);
+        }
+        self.resolved_contradictions.insert(
+            open.contradiction_id.clone(),
+            ResolvedContradiction {
+                contradiction_id: open.contradiction_id,
+                a: open.a,
+                b: open.b,
+                resolution: resolved.resolution,
+                provenance,
+            },
+        );
+    }
+
+    /// `memory_purged`: erases the text of the named items, and of every
+    /// item with an event time before `before`, from memory: item text,
+    /// working tier, phase notes and levels (see `PhaseTracker::redact`),
+    /// BM25 and vector indexes (rebuilt without them, so that no posting or
+    /// embedding of the text survives, and so that a replay, which rebuilds
+    /// them the same way, ranks the same). Snapshots written from now on do
+    /// not hold the text either. What the fact graph extracted from the
+    /// events (entity names, fact triples) stays: see README, "Erasure".
+    fn purge(&mut self, purged: &MemoryPurged, provenance: ProvenanceRef) -> Result<(), ProjectionError> {
+        let mut targets: Vec<u64> =
+            purged.item_ids.iter().filter_map(|item_id| self.seq_by_item_id.get(item_id.trim()).copied()).collect();
+        if let Some(before) = purged.before {
+            targets.extend(self.items.values().filter(|item| item.ts < before).map(|item| item.seq));
+        }
+        targets.sort_unstable();
+        targets.dedup();
+        let mut erased: BTreeMap<u64, &'static str> = BTreeMap::new();
+        for seq in targets {
+            let item = self.items.get_mut(&seq).expect("targets are seqs of items");
+            item.provenance.push(provenance);
+            if item.state == ItemState::Purged {
+                continue;
+            }
+            if item.state.is_searchable() {
+                self.hidden_count += 1;
+            }
+            item.state = ItemState::Purged;
+            item.text = String::new();
+            item.pinned = false;
+            self.working.remove(seq);
+            erased.insert(seq, item.kind);
+        }
+        if !erased.is_empty() {
+            self.phases.redact(&erased);
+            self.rebuild_indexes_without_purged()?;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the BM25 and vector indexes from every item not purged, in
+    /// seq order: what a restore from snapshot builds, so live, restored and
+    /// replayed memories rank alike.
+    fn rebuild_indexes_without_purged(&mut self) -> Result<(), ProjectionError> {
+        let mut bm25 = Bm25Index::new()?;
+        let mut hidden = 0;
+        for item in self.items.values().filter(|item| item.state != ItemState::Purged) {
+            bm25.add(item.seq, item.kind, &item.text)?;
+            if !item.state.is_searchable() {
+                hidden += 1;
+            }
+        }
+        bm25.commit()?;
+        let kept: Vec<(u64, Vec<f32>)> = self
+            .vectors
+            .vectors()
+            .into_iter()
+            .filter(|(seq, _)| self.items.get(seq).is_some_and(|item| item.state != ItemState::Purged))
+            .collect();
+        let mut vectors = VectorIndex::new(self.config.embedder.dimensions());
+        for (seq, vector) in &kept {
+            vectors.insert(*seq, vector);
+        }
+        self.bm25 = bm25;
+        self.vectors = vectors;
+        self.hidden_count = hidden;
+        Ok(())
     }
 
     /// Makes every applied item searchable. Cheap when nothing changed.
@@ -372,6 +558,14 @@ impl AgentMemory {
         hasher.text(&self.graph.digest());
         hasher.number(self.config.large_output_bytes as u64);
         self.phases.hash_into(&mut hasher);
+        hasher.number(self.resolved_contradictions.len() as u64);
+        for resolved in self.resolved_contradictions.values() {
+            hasher.text(&resolved.contradiction_id);
+            hasher.text(&resolved.a);
+            hasher.text(&resolved.b);
+            hasher.text(resolution_name(resolved.resolution));
+            hasher.provenance(std::slice::from_ref(&resolved.provenance));
+        }
         hasher.number(self.open_contradictions.len() as u64);
         for contradiction in self.open_contradictions.values() {
             hasher.text(&contradiction.contradiction_id);
@@ -391,6 +585,8 @@ impl AgentMemory {
             hasher.number(item.importance.map_or(u64::MAX, |value| u64::from(value.to_bits())));
             hasher.text(&item.text);
             hasher.text(item.state.as_str());
+            hasher.number(u64::from(item.pinned));
+            hasher.number(u64::from(item.retrievals));
             hasher.number(u64::from(item.citations));
             hasher.number(u64::from(item.ignored));
             hasher.provenance(&item.provenance);
@@ -408,5 +604,15 @@ impl AgentMemory {
             hasher.number(seq);
         }
         hasher.finish()
+    }
+}
+
+/// The wire name of a resolution.
+pub(crate) fn resolution_name(resolution: ContradictionResolution) -> &'static str {
+    match resolution {
+        ContradictionResolution::AWins => "a_wins",
+        ContradictionResolution::BWins => "b_wins",
+        ContradictionResolution::BothValid => "both_valid",
+        ContradictionResolution::Merged => "merged",
     }
 }

@@ -88,7 +88,12 @@ pub(crate) fn render(event: &Event, large_output_bytes: usize) -> Option<String>
         | EventKind::MemoryDecayed(_)
         | EventKind::ContradictionDetected(_)
         | EventKind::ContradictionResolved(_)
-        | EventKind::PhaseCompressed(_) => return None,
+        | EventKind::PhaseCompressed(_)
+        | EventKind::MemoriesRetrieved(_)
+        | EventKind::MemoryPinned(_)
+        | EventKind::MemoryUnpinned(_)
+        | EventKind::MemoriesLinked(_)
+        | EventKind::MemoryPurged(_) => return None,
     };
     Some(text)
 }

@@ -13,7 +13,7 @@ use std::str::FromStr;
 use mneme_events::{Scope, Timestamp};
 
 use crate::error::ProjectionError;
-use crate::item::{ItemState, MemoryItem, ProvenanceRef};
+use crate::item::{MemoryItem, ProvenanceRef};
 use crate::memory::AgentMemory;
 
 /// How many candidates each retriever contributes per requested hit. Under
@@ -86,11 +86,14 @@ pub struct RetrievalWeights {
     pub vector: f32,
     pub graph: f32,
     pub recency: f32,
+    /// Weight of the usage prior: candidates that were cited more than
+    /// ignored (and retrieved often) ranked by how useful they proved.
+    pub usage: f32,
 }
 
 impl Default for RetrievalWeights {
     fn default() -> Self {
-        RetrievalWeights { rrf_k: 60.0, bm25: 1.0, vector: 1.0, graph: 1.0, recency: 0.25 }
+        RetrievalWeights { rrf_k: 60.0, bm25: 1.0, vector: 1.0, graph: 1.0, recency: 0.25, usage: 0.25 }
     }
 }
 
@@ -128,7 +131,7 @@ impl SearchRequest {
 /// Where one retriever ranked a hit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetrieverRank {
-    /// `bm25`, `vector`, `graph` or `recency`.
+    /// `bm25`, `vector`, `graph`, `usage` or `recency`.
     pub retriever: &'static str,
     /// 1 for the retriever's best candidate.
     pub rank: usize,
@@ -183,7 +186,13 @@ impl AgentMemory {
             SearchMode::Vector => vec![("vector", 1.0, vector)],
             SearchMode::Graph => vec![("graph", 1.0, graph)],
             SearchMode::Hybrid => {
-                vec![("bm25", weights.bm25, bm25), ("vector", weights.vector, vector), ("graph", weights.graph, graph)]
+                let usage = if weights.usage > 0.0 { self.usage_ranking([&bm25, &vector, &graph]) } else { Vec::new() };
+                vec![
+                    ("bm25", weights.bm25, bm25),
+                    ("vector", weights.vector, vector),
+                    ("graph", weights.graph, graph),
+                    ("usage", weights.usage, usage),
+                ]
             }
         };
         let fused = if request.mode == SearchMode::Hybrid {
@@ -196,6 +205,24 @@ impl AgentMemory {
             .take(request.k)
             .map(|(score, seq, ranks)| self.hit(seq, score, if request.explain { ranks } else { Vec::new() }))
             .collect())
+    }
+
+    /// The candidates that proved useful (positive usage score), most
+    /// useful first; equal scores rank the newer first. Only candidates
+    /// already found rank here: usage reorders, it never adds.
+    fn usage_ranking(&self, rankings: [&Ranking; 3]) -> Ranking {
+        let mut seqs: Vec<u64> = rankings.iter().flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq)).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let mut useful: Ranking = seqs
+            .into_iter()
+            .filter_map(|seq| {
+                let score = self.items.get(&seq)?.usage_score();
+                (score > 0.0).then_some((score, seq))
+            })
+            .collect();
+        useful.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        useful
     }
 
     fn hit(&self, seq: u64, score: f32, explain: Vec<RetrieverRank>) -> SearchHit {
@@ -231,7 +258,7 @@ impl AgentMemory {
 
     fn accepts(&self, seq: u64, filters: &SearchFilters, entity_items: Option<&HashSet<u64>>) -> bool {
         let Some(item) = self.items.get(&seq) else { return false };
-        item.state != ItemState::Forgotten
+        item.state.is_searchable()
             && item_passes(item, filters)
             && entity_items.is_none_or(|allowed| allowed.contains(&seq))
     }
@@ -250,7 +277,7 @@ impl AgentMemory {
             || request.filters.entity.is_some()
             || request.filters.correlation_id.is_some();
         let widened = if others_filter { candidates * 8 } else { candidates };
-        let fetch = widened.saturating_add(self.forgotten_count);
+        let fetch = widened.saturating_add(self.hidden_count);
         let scored = self.bm25.search(&request.query, fetch, &request.filters.kinds)?;
         Ok(scored.into_iter().filter(|(_, seq)| accept(*seq)).take(candidates).collect())
     }
@@ -265,7 +292,7 @@ impl AgentMemory {
         let query_vector = self.config.embedder.embed(embedded_text(query));
         // With nothing to filter out, the index searches without calling
         // back for every candidate it visits.
-        let unfiltered = self.forgotten_count == 0 && *filters == SearchFilters::default();
+        let unfiltered = self.hidden_count == 0 && *filters == SearchFilters::default();
         self.vectors.search(&query_vector, candidates, if unfiltered { None } else { Some(accept) })
     }
 

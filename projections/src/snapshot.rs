@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mneme_events::{EventId, EventKind, Scope, Timestamp};
+use mneme_events::{ContradictionResolution, EventId, EventKind, Scope, Timestamp};
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
@@ -14,14 +14,14 @@ use crate::bm25::Bm25Index;
 use crate::error::ProjectionError;
 use crate::graph::FactGraph;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
-use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction};
+use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction};
 use crate::phases::{PhaseTracker, PhaseTrackerRecord};
 use crate::vector::VectorIndex;
 use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 3;
+pub const SNAPSHOT_FORMAT: u32 = 4;
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct MemorySnapshot {
@@ -44,6 +44,8 @@ struct MemorySnapshot {
     phases: PhaseTrackerRecord,
     /// Open contradictions: (id, a, b, reason, seq, event id).
     open_contradictions: Vec<(String, String, String, String, u64, u128)>,
+    /// Resolved contradictions: (id, a, b, resolution, seq, event id).
+    resolved_contradictions: Vec<(String, String, String, u8, u64, u128)>,
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -57,6 +59,8 @@ struct ItemRecord {
     importance: Option<f32>,
     text: String,
     state: u8,
+    pinned: bool,
+    retrievals: u32,
     citations: u32,
     ignored: u32,
     provenance: Vec<(u64, u128)>,
@@ -105,6 +109,20 @@ impl AgentMemory {
                     )
                 })
                 .collect(),
+            resolved_contradictions: self
+                .resolved_contradictions
+                .values()
+                .map(|resolved| {
+                    (
+                        resolved.contradiction_id.clone(),
+                        resolved.a.clone(),
+                        resolved.b.clone(),
+                        resolution_code(resolved.resolution),
+                        resolved.provenance.seq,
+                        resolved.provenance.event_id.0,
+                    )
+                })
+                .collect(),
         };
         let bytes = rkyv::to_bytes::<rancor::Error>(&snapshot)
             .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode: {error}")))?;
@@ -127,14 +145,17 @@ impl AgentMemory {
         let mut bm25 = Bm25Index::new()?;
         let mut items = BTreeMap::new();
         let mut seq_by_item_id = HashMap::new();
-        let mut forgotten_count = 0;
+        let mut hidden_count = 0;
         let mut seqs_by_kind: HashMap<&'static str, Vec<u64>> = HashMap::new();
         for record in snapshot.items {
             let item = memory_item(record)?;
-            // Forgotten items stay indexed (see `AgentMemory::change_state`).
-            bm25.add(item.seq, item.kind, &item.text)?;
-            if item.state == ItemState::Forgotten {
-                forgotten_count += 1;
+            // Hidden items stay indexed (see `AgentMemory::change_state`);
+            // purged ones do not (see `AgentMemory::purge`).
+            if item.state != ItemState::Purged {
+                bm25.add(item.seq, item.kind, &item.text)?;
+                if !item.state.is_searchable() {
+                    hidden_count += 1;
+                }
             }
             seq_by_item_id.insert(item.item_id.clone(), item.seq);
             seqs_by_kind.entry(item.kind).or_default().push(item.seq);
@@ -162,6 +183,15 @@ impl AgentMemory {
                 (contradiction_id.clone(), OpenContradiction { contradiction_id, a, b, reason, provenance })
             })
             .collect();
+        let mut resolved_contradictions = BTreeMap::new();
+        for (contradiction_id, a, b, resolution, seq, event_id) in snapshot.resolved_contradictions {
+            let provenance = ProvenanceRef { seq, event_id: EventId(event_id) };
+            let resolution = resolution_from_code(resolution)?;
+            resolved_contradictions.insert(
+                contradiction_id.clone(),
+                ResolvedContradiction { contradiction_id, a, b, resolution, provenance },
+            );
+        }
         let working_entries = snapshot
             .working
             .into_iter()
@@ -178,10 +208,11 @@ impl AgentMemory {
             bm25,
             vectors,
             graph,
-            forgotten_count,
+            hidden_count,
             phases,
             seqs_by_kind,
             open_contradictions,
+            resolved_contradictions,
             config,
         })
     }
@@ -243,7 +274,12 @@ fn item_record(item: &MemoryItem) -> ItemRecord {
             ItemState::Active => 0,
             ItemState::Archived => 1,
             ItemState::Forgotten => 2,
+            ItemState::Decayed => 3,
+            ItemState::Merged => 4,
+            ItemState::Purged => 5,
         },
+        pinned: item.pinned,
+        retrievals: item.retrievals,
         citations: item.citations,
         ignored: item.ignored,
         provenance: item.provenance.iter().map(|reference| (reference.seq, reference.event_id.0)).collect(),
@@ -260,6 +296,9 @@ fn memory_item(record: ItemRecord) -> Result<MemoryItem, ProjectionError> {
         0 => ItemState::Active,
         1 => ItemState::Archived,
         2 => ItemState::Forgotten,
+        3 => ItemState::Decayed,
+        4 => ItemState::Merged,
+        5 => ItemState::Purged,
         other => return Err(ProjectionError::CorruptSnapshot(format!("unknown item state {other}"))),
     };
     Ok(MemoryItem {
@@ -272,6 +311,8 @@ fn memory_item(record: ItemRecord) -> Result<MemoryItem, ProjectionError> {
         importance: record.importance,
         text: record.text,
         state,
+        pinned: record.pinned,
+        retrievals: record.retrievals,
         citations: record.citations,
         ignored: record.ignored,
         provenance: record
@@ -279,5 +320,24 @@ fn memory_item(record: ItemRecord) -> Result<MemoryItem, ProjectionError> {
             .into_iter()
             .map(|(seq, event_id)| ProvenanceRef { seq, event_id: EventId(event_id) })
             .collect(),
+    })
+}
+
+fn resolution_code(resolution: ContradictionResolution) -> u8 {
+    match resolution {
+        ContradictionResolution::AWins => 0,
+        ContradictionResolution::BWins => 1,
+        ContradictionResolution::BothValid => 2,
+        ContradictionResolution::Merged => 3,
+    }
+}
+
+fn resolution_from_code(code: u8) -> Result<ContradictionResolution, ProjectionError> {
+    Ok(match code {
+        0 => ContradictionResolution::AWins,
+        1 => ContradictionResolution::BWins,
+        2 => ContradictionResolution::BothValid,
+        3 => ContradictionResolution::Merged,
+        other => return Err(ProjectionError::CorruptSnapshot(format!("unknown contradiction resolution {other}"))),
     })
 }

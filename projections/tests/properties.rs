@@ -5,8 +5,10 @@
 use std::collections::BTreeSet;
 
 use mneme_events::{
-    DecisionMade, Event, EventId, EventKind, FactAsserted, JsonText, MemoryArchived, MemoryCited, MemoryForgotten,
-    MessageRecorded, Scope, Timestamp, ToolResultRecorded,
+    ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind,
+    FactAsserted, JsonText, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited,
+    MemoryDecayed, MemoryForgotten, MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, RetrievalCount, Scope,
+    Timestamp, ToolResultRecorded,
 };
 use mneme_projections::{AgentMemory, ContextRequest, MemoryConfig, ProjectionError, SearchMode, SearchRequest};
 use proptest::prelude::*;
@@ -43,6 +45,16 @@ enum Op {
     /// Re-publish an earlier event with the same id (after the log's dedup
     /// window): it must not be applied twice.
     Republish(usize),
+    // Consolidation's verdicts and the events around them.
+    Decay(usize),
+    Merge(usize, usize),
+    Pin(usize),
+    Retrieved(usize, u32),
+    Contradiction(usize, usize),
+    /// Resolve an earlier contradiction (by position) with a resolution.
+    Resolve(usize, u8),
+    Link(usize, usize),
+    Purge(usize),
 }
 
 fn words() -> impl Strategy<Value = Vec<usize>> {
@@ -59,6 +71,14 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::Archive),
         1 => any::<usize>().prop_map(Op::Cite),
         1 => any::<usize>().prop_map(Op::Republish),
+        1 => any::<usize>().prop_map(Op::Decay),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Merge(a, b)),
+        1 => any::<usize>().prop_map(Op::Pin),
+        1 => (any::<usize>(), 1..5u32).prop_map(|(pick, count)| Op::Retrieved(pick, count)),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Contradiction(a, b)),
+        1 => (any::<usize>(), 0..4u8).prop_map(|(pick, resolution)| Op::Resolve(pick, resolution)),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Link(a, b)),
+        1 => any::<usize>().prop_map(Op::Purge),
     ]
 }
 
@@ -84,6 +104,7 @@ fn event(counter: u64, kind: EventKind) -> Event {
 /// Turns operations into the log: (seq, event) pairs as a consumer sees them.
 fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
     let mut log: Vec<(u64, Event)> = Vec::new();
+    let mut contradictions: Vec<String> = Vec::new();
     for (position, op) in ops.iter().enumerate() {
         let counter = position as u64;
         let earlier_id =
@@ -123,6 +144,68 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
             },
             Op::Cite(pick) => match earlier_id(*pick) {
                 Some(item_id) => EventKind::MemoryCited(MemoryCited { item_id }),
+                None => continue,
+            },
+            Op::Decay(pick) => match earlier_id(*pick) {
+                Some(item_id) => EventKind::MemoryDecayed(MemoryDecayed { item_id, score: 0.1 }),
+                None => continue,
+            },
+            Op::Merge(a, b) => match (earlier_id(*a), earlier_id(*b)) {
+                (Some(survivor), Some(merged)) => {
+                    EventKind::MemoriesMerged(MemoriesMerged { survivor, merged: vec![merged], similarity: Some(0.95) })
+                }
+                _ => continue,
+            },
+            Op::Pin(pick) => match earlier_id(*pick) {
+                Some(item_id) => EventKind::MemoryPinned(MemoryPinned { item_id, reason: None }),
+                None => continue,
+            },
+            Op::Retrieved(pick, count) => match earlier_id(*pick) {
+                Some(item_id) => EventKind::MemoriesRetrieved(MemoriesRetrieved {
+                    counts: vec![RetrievalCount { item_id, count: *count }],
+                }),
+                None => continue,
+            },
+            Op::Contradiction(a, b) => match (earlier_id(*a), earlier_id(*b)) {
+                (Some(a), Some(b)) => {
+                    let contradiction_id = format!("contradiction-{counter}");
+                    contradictions.push(contradiction_id.clone());
+                    EventKind::ContradictionDetected(ContradictionDetected {
+                        contradiction_id,
+                        a,
+                        b,
+                        reason: "generated".into(),
+                        rule: None,
+                    })
+                }
+                _ => continue,
+            },
+            Op::Resolve(pick, resolution) => {
+                if contradictions.is_empty() {
+                    continue;
+                }
+                let resolution = [
+                    ContradictionResolution::AWins,
+                    ContradictionResolution::BWins,
+                    ContradictionResolution::BothValid,
+                    ContradictionResolution::Merged,
+                ][usize::from(*resolution)];
+                EventKind::ContradictionResolved(ContradictionResolved {
+                    contradiction_id: contradictions[pick % contradictions.len()].clone(),
+                    resolution,
+                    note: None,
+                })
+            }
+            Op::Link(a, b) => match (earlier_id(*a), earlier_id(*b)) {
+                (Some(a), Some(b)) if a != b => EventKind::MemoriesLinked(MemoriesLinked {
+                    links: vec![MemoryLink { a, b, reason: "generated".into() }],
+                }),
+                _ => continue,
+            },
+            Op::Purge(pick) => match earlier_id(*pick) {
+                Some(item_id) => {
+                    EventKind::MemoryPurged(MemoryPurged { item_ids: vec![item_id], before: None, reason: None })
+                }
                 None => continue,
             },
             Op::Republish(pick) => {

@@ -3,8 +3,8 @@
 //! text mentions.
 
 use mneme_events::{
-    DecisionMade, Event, EventId, EventKind, FactAsserted, FactRetracted, HandoffSent, PreferenceSet, TaskStatus,
-    TaskUpdated,
+    DecisionMade, Event, EventId, EventKind, FactAsserted, FactRetracted, HandoffSent, MemoriesLinked, PreferenceSet,
+    TaskStatus, TaskUpdated, Timestamp,
 };
 
 use super::lookup::NameScope;
@@ -14,6 +14,7 @@ use super::mentions::{
 use super::model::{EntityKind, relation};
 use super::names::{bounded_key, collapse_whitespace, concept_key, snake_case};
 use super::store::{EdgeTerms, EventContext, FactGraph, FactKey, NodeIndex};
+use crate::item::ProvenanceRef;
 
 /// Where the `references` edges of a text start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,7 @@ impl FactGraph {
             }
             EventKind::TaskUpdated(task) => self.apply_task(task, &context),
             EventKind::PreferenceSet(preference) => self.apply_preference(preference, &context),
+            EventKind::MemoriesLinked(linked) => self.apply_links(linked, &context),
             // A received handoff repeats the sent one; usage feedback,
             // forgetting and consolidation outcomes change items, not facts;
             // a compressed phase restates what its events already said.
@@ -70,8 +72,54 @@ impl FactGraph {
             | EventKind::MemoryDecayed(_)
             | EventKind::ContradictionDetected(_)
             | EventKind::ContradictionResolved(_)
-            | EventKind::PhaseCompressed(_) => {}
+            | EventKind::PhaseCompressed(_)
+            | EventKind::MemoriesRetrieved(_)
+            | EventKind::MemoryPinned(_)
+            | EventKind::MemoryUnpinned(_)
+            | EventKind::MemoryPurged(_) => {}
         }
+    }
+
+    /// `memories_linked`: item `related_to` item for each pair, so that a
+    /// walk from one memory reaches the other.
+    fn apply_links(&mut self, linked: &MemoriesLinked, context: &EventContext) {
+        for link in &linked.links {
+            let from = self.item_node_of(&link.a, context);
+            let to = self.item_node_of(&link.b, context);
+            self.link(from, relation::RELATED_TO, to, context);
+        }
+    }
+
+    /// The item node of the memory `item_id` (an event id).
+    fn item_node_of(&mut self, item_id: &str, context: &EventContext) -> NodeIndex {
+        // The same spelling as the node the item's own event made.
+        let key = item_id.trim().parse::<EventId>().map_or_else(|_| item_id.trim().to_string(), |id| id.to_string());
+        let name = format!("memory {key}");
+        self.entity(EntityKind::Item, &key, &name, context)
+    }
+
+    /// Ends, at `to`, what the event at `created` asserted: its fact's edge
+    /// (`fact_asserted`) or its decision (`decision_made`). Used when a
+    /// contradiction is resolved against that side.
+    pub(crate) fn close_asserted_by(
+        &mut self,
+        created: ProvenanceRef,
+        to: Timestamp,
+        closing_seq: u64,
+        closing: &Event,
+    ) {
+        let context = EventContext::new(closing_seq, closing);
+        let fact_edge =
+            self.facts.values().copied().find(|&edge| {
+                self.edges[edge as usize].provenance.iter().any(|reference| reference.seq == created.seq)
+            });
+        if let Some(edge) = fact_edge {
+            self.close_edge(edge, to, &context);
+        }
+        if let Some(decision) = self.find(EntityKind::Decision, &created.event_id.to_string()) {
+            self.close_validity(decision, to, &context);
+        }
+        self.touched.0.clear();
     }
 
     /// The item node of the event being applied.

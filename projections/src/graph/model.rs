@@ -243,4 +243,7 @@ pub mod relation {
     /// failure signature → its error type (`error:python:KeyError:…` →
     /// `error:KeyError`).
     pub const INSTANCE_OF: &str = "instance_of";
+    /// memory —related_to→ memory: consolidation found they share entities
+    /// or a task.
+    pub const RELATED_TO: &str = "related_to";
 }

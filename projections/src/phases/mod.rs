@@ -395,6 +395,38 @@ impl PhaseTracker {
         self.session_summary = rollup::session_summary(self);
     }
 
+    /// A purge: drops from every phase what the purged events said — their
+    /// messages and decisions, and the phase's fact and handoff notes when
+    /// one of them was a fact or a handoff (those notes carry no seq) — and
+    /// re-derives the levels of completed phases extractively from what is
+    /// left, because a model's levels may quote the purged text.
+    pub(crate) fn redact(&mut self, purged: &BTreeMap<u64, &'static str>) {
+        let mut touched = Vec::new();
+        for (index, phase) in self.phases.iter_mut().enumerate() {
+            let hit: Vec<&str> = phase.event_seqs.iter().filter_map(|seq| purged.get(seq).copied()).collect();
+            if hit.is_empty() {
+                continue;
+            }
+            let notes = &mut phase.notes;
+            notes.first_messages.retain(|note| !purged.contains_key(&note.seq));
+            notes.last_messages.retain(|note| !purged.contains_key(&note.seq));
+            notes.decisions.retain(|note| !purged.contains_key(&note.seq));
+            if hit.iter().any(|kind| matches!(*kind, "fact_asserted" | "fact_retracted")) {
+                notes.facts.clear();
+            }
+            if hit.iter().any(|kind| matches!(*kind, "handoff_sent" | "handoff_received")) {
+                notes.handoffs.clear();
+            }
+            if phase.is_completed() {
+                phase.levels = Some(compress::extractive_levels(phase));
+                touched.push(index);
+            }
+        }
+        for index in touched {
+            self.summarise(index);
+        }
+    }
+
     /// Rebuilds the lookup maps after a restore.
     pub(crate) fn rebuild_index(&mut self) {
         self.index_by_id =

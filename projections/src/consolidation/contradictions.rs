@@ -1,0 +1,135 @@
+//! Contradictions: two memories that cannot both be true.
+//!
+//! - `single_valued_fact`: the same subject and single-valued predicate
+//!   holding different objects over overlapping validity;
+//! - `negated_fact`: a fact and its explicit negation (`uses` /
+//!   `does_not_use`, or an object and `not` that object) over overlapping
+//!   validity, whatever the predicate;
+//! - `decision_reversed`: two active decisions on the same question (their
+//!   titles say the same thing) with different choices, the later one not
+//!   superseding the earlier.
+
+use std::collections::BTreeMap;
+
+use mneme_events::Timestamp;
+
+use super::lexical::{content_terms, lexically_equivalent, objects_negate, predicate_polarity};
+use super::policy::ConsolidationPolicy;
+use super::view::{ConsolidationView, FactView, is_live, ordered_pair};
+
+/// Each fact is compared with at most this many earlier facts of its group,
+/// so a value rewritten a thousand times costs linear work.
+const MAX_COMPARISONS_PER_FACT: usize = 8;
+/// Each active decision is compared with at most this many earlier active
+/// ones: a reversal comes within a working session, not thousands of
+/// decisions later.
+const MAX_EARLIER_DECISIONS: usize = 500;
+
+/// A contradiction found by a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContradictionVerdict {
+    pub contradiction_id: String,
+    /// The older side's item id.
+    pub a: String,
+    /// The newer side's item id.
+    pub b: String,
+    pub rule: &'static str,
+    pub reason: String,
+}
+
+fn overlaps(a: &FactView, b: &FactView) -> bool {
+    let starts_before_end = |from: Option<Timestamp>, to: Option<Timestamp>| match (from, to) {
+        (Some(from), Some(to)) => from < to,
+        _ => true,
+    };
+    starts_before_end(a.valid_from, b.valid_to) && starts_before_end(b.valid_from, a.valid_to)
+}
+
+/// The id of the contradiction between two items by a rule: the same pair
+/// always gets the same id.
+pub fn contradiction_id(rule: &str, a: &str, b: &str) -> String {
+    let (first, second) = ordered_pair(a, b);
+    let id = super::view::verdict_event_id("", rule, &format!("{first}\n{second}"));
+    format!("contradiction-{:032x}", id.0)
+}
+
+pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Vec<ContradictionVerdict> {
+    let mut verdicts = Vec::new();
+    let live = |seq: u64| view.item_at(seq).filter(|item| is_live(item));
+    let report = |verdicts: &mut Vec<ContradictionVerdict>, older: u64, newer: u64, rule, reason: String| {
+        let (Some(a), Some(b)) = (live(older), live(newer)) else { return };
+        if view.reported_pairs.contains(&ordered_pair(&a.item_id, &b.item_id)) {
+            return;
+        }
+        verdicts.push(ContradictionVerdict {
+            contradiction_id: contradiction_id(rule, &a.item_id, &b.item_id),
+            a: a.item_id.clone(),
+            b: b.item_id.clone(),
+            rule,
+            reason,
+        });
+    };
+    // Facts, grouped by subject and base predicate (negation stripped).
+    let mut groups: BTreeMap<(String, String), Vec<(&FactView, bool)>> = BTreeMap::new();
+    for fact in view.facts.iter().filter(|fact| live(fact.seq).is_some()) {
+        let (base, negated) = predicate_polarity(&fact.predicate);
+        groups.entry((fact.subject.clone(), base)).or_default().push((fact, negated));
+    }
+    for ((subject, base), facts) in &groups {
+        for (position, &(newer, newer_negated)) in facts.iter().enumerate() {
+            let earlier = facts[..position].iter().rev().take(MAX_COMPARISONS_PER_FACT);
+            for &(older, older_negated) in earlier {
+                if older.seq == newer.seq || !overlaps(older, newer) {
+                    continue;
+                }
+                let same_object = older.object == newer.object;
+                if same_object && older_negated != newer_negated {
+                    let reason = format!(
+                        "{subject} {} {} and {subject} {} {} hold at the same time",
+                        older.predicate, older.object, newer.predicate, newer.object
+                    );
+                    report(&mut verdicts, older.seq, newer.seq, "negated_fact", reason);
+                } else if older_negated == newer_negated && objects_negate(&older.object, &newer.object) {
+                    let reason =
+                        format!("{subject} {base}: {:?} negates {:?} at the same time", newer.object, older.object);
+                    report(&mut verdicts, older.seq, newer.seq, "negated_fact", reason);
+                } else if !same_object
+                    && !older_negated
+                    && !newer_negated
+                    && older.predicate == newer.predicate
+                    && policy.is_single_valued(&newer.predicate)
+                {
+                    let reason = format!(
+                        "{subject} {} is single-valued but holds both {:?} and {:?} at the same time",
+                        newer.predicate, older.object, newer.object
+                    );
+                    report(&mut verdicts, older.seq, newer.seq, "single_valued_fact", reason);
+                }
+            }
+        }
+    }
+    // Decisions: active ones on the same question with different choices.
+    let active: Vec<_> = view
+        .decisions
+        .iter()
+        .filter(|decision| !decision.closed && live(decision.seq).is_some())
+        .map(|decision| (decision, content_terms(&decision.title), content_terms(&decision.choice)))
+        .collect();
+    for (position, (newer, newer_title, newer_choice)) in active.iter().enumerate() {
+        let window = position.saturating_sub(MAX_EARLIER_DECISIONS)..position;
+        for (older, older_title, older_choice) in &active[window] {
+            if !lexically_equivalent(older_title, newer_title) || lexically_equivalent(older_choice, newer_choice) {
+                continue;
+            }
+            let reason = format!(
+                "decision {:?} chose {:?}, a later one chose {:?} without superseding it",
+                older.title, older.choice, newer.choice
+            );
+            report(&mut verdicts, older.seq, newer.seq, "decision_reversed", reason);
+        }
+    }
+    // One verdict per pair, whichever rule found it first.
+    let mut seen = std::collections::BTreeSet::new();
+    verdicts.retain(|verdict| seen.insert(ordered_pair(&verdict.a, &verdict.b)));
+    verdicts
+}

@@ -1,0 +1,67 @@
+//! Links: memories that share entities, or share one and a task, get a
+//! `related_to` edge, so that a walk from one reaches the other.
+
+use std::collections::BTreeMap;
+
+use super::policy::ConsolidationPolicy;
+use super::view::{ConsolidationView, is_live, ordered_pair};
+
+/// Two memories sharing this many entities are related; sharing one
+/// suffices within the same task.
+const SHARED_ENTITIES_FOR_LINK: usize = 2;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkVerdict {
+    pub a: String,
+    pub b: String,
+    pub reason: String,
+}
+
+pub fn link_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Vec<LinkVerdict> {
+    let mut items_by_entity: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for (seq, entities) in &view.entities_by_seq {
+        for entity in entities {
+            items_by_entity.entry(*entity).or_default().push(*seq);
+        }
+    }
+    let mut verdicts = Vec::new();
+    let mut emitted = std::collections::BTreeSet::new();
+    for (&seq, entities) in &view.entities_by_seq {
+        let Some(item) = view.item_at(seq).filter(|item| is_live(item)) else { continue };
+        // Other items by the entities they share with this one.
+        let mut shared: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+        for entity in entities {
+            for &other in &items_by_entity[entity] {
+                if other != seq {
+                    shared.entry(other).or_default().push(*entity);
+                }
+            }
+        }
+        let mut related: Vec<(usize, u64, Vec<u32>, bool)> = shared
+            .into_iter()
+            .filter_map(|(other, common)| {
+                let other_item = view.item_at(other).filter(|other_item| is_live(other_item))?;
+                let same_task = item.correlation_id.is_some() && item.correlation_id == other_item.correlation_id;
+                let related = common.len() >= SHARED_ENTITIES_FOR_LINK || same_task;
+                related.then_some((common.len() + usize::from(same_task), other, common, same_task))
+            })
+            .collect();
+        // Most in common first; then the nearest in the log.
+        related.sort_by_key(|(strength, other, _, _)| (std::cmp::Reverse(*strength), other.abs_diff(seq)));
+        for (_, other, common, same_task) in related.into_iter().take(policy.max_links_per_item) {
+            let other_item = view.item_at(other).expect("filtered above");
+            let pair = ordered_pair(&item.item_id, &other_item.item_id);
+            if view.linked_pairs.contains(&pair) || !emitted.insert(pair.clone()) {
+                continue;
+            }
+            let names: Vec<&str> = common.iter().map(|entity| view.entity_names[*entity as usize].as_str()).collect();
+            let reason = if same_task {
+                format!("same task; share {}", names.join(", "))
+            } else {
+                format!("share {}", names.join(", "))
+            };
+            verdicts.push(LinkVerdict { a: pair.0, b: pair.1, reason });
+        }
+    }
+    verdicts
+}

@@ -1,0 +1,213 @@
+//! Consolidation: scans an agent's memory for contradictions, near
+//! duplicates, memories to demote or forget, and related memories, and
+//! answers with verdicts. Nothing here changes memory: the consolidation
+//! actor writes the verdicts to the log as events ([`ConsolidationPlan::events`])
+//! and memory applies them like any other event, so a replay applies the
+//! same verdicts without deciding again.
+//!
+//! A scan reads a [`ConsolidationView`], a copy taken in one query, so that
+//! it runs away from the actor that answers queries. It is a pure function
+//! of the view and the policy.
+
+mod contradictions;
+mod decay;
+mod dedup;
+pub mod lexical;
+mod links;
+mod policy;
+mod view;
+
+use std::collections::BTreeSet;
+
+use mneme_events::{
+    CURRENT_SCHEMA_VERSION, ContradictionDetected, Event, EventKind, MemoriesLinked, MemoriesMerged, MemoryDecayed,
+    MemoryForgotten, MemoryLink, Scope, Timestamp,
+};
+
+pub use contradictions::{ContradictionVerdict, contradiction_id};
+pub use decay::{DecayVerdict, decay_score};
+pub use dedup::MergeVerdict;
+pub use links::LinkVerdict;
+pub use policy::{BUILT_IN_MULTI_VALUED_PREDICATES, ConsolidationPolicy};
+pub use view::{ConsolidationView, DecisionView, FactView, MAX_LINK_ENTITY_ITEMS, verdict_event_id};
+
+/// Links per `memories_linked` event.
+const LINKS_PER_EVENT: usize = 256;
+
+/// Everything one scan decided about one agent's memory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConsolidationPlan {
+    pub swarm: String,
+    pub agent: String,
+    /// The memory's checkpoint when it was read.
+    pub checkpoint: u64,
+    pub contradictions: Vec<ContradictionVerdict>,
+    pub merges: Vec<MergeVerdict>,
+    /// Demotions and forgettings.
+    pub decays: Vec<DecayVerdict>,
+    pub links: Vec<LinkVerdict>,
+    /// Verdicts left for the next run because of `max_outcomes_per_run`.
+    pub deferred: usize,
+}
+
+impl ConsolidationPlan {
+    pub fn is_empty(&self) -> bool {
+        self.contradictions.is_empty() && self.merges.is_empty() && self.decays.is_empty() && self.links.is_empty()
+    }
+
+    pub fn forgotten_count(&self) -> usize {
+        self.decays.iter().filter(|verdict| verdict.forget).count()
+    }
+
+    pub fn decayed_count(&self) -> usize {
+        self.decays.iter().filter(|verdict| !verdict.forget).count()
+    }
+
+    /// The verdicts as events of the agent, stamped `ts` (the run's time).
+    /// Ids are derived from the verdict and the checkpoint read, so the same
+    /// run written twice is deduplicated.
+    pub fn events(&self, ts: Timestamp) -> Vec<Event> {
+        let checkpoint = self.checkpoint;
+        let event = |kind_key: String, kind: EventKind| Event {
+            id: verdict_event_id(&self.agent, kind.name(), &kind_key),
+            swarm: self.swarm.clone(),
+            agent: self.agent.clone(),
+            ts,
+            correlation_id: None,
+            causation_id: None,
+            scope: Scope::Private,
+            importance: None,
+            schema_version: CURRENT_SCHEMA_VERSION,
+            kind,
+        };
+        let mut events = Vec::new();
+        for verdict in &self.contradictions {
+            events.push(event(
+                verdict.contradiction_id.clone(),
+                EventKind::ContradictionDetected(ContradictionDetected {
+                    contradiction_id: verdict.contradiction_id.clone(),
+                    a: verdict.a.clone(),
+                    b: verdict.b.clone(),
+                    reason: verdict.reason.clone(),
+                    rule: Some(verdict.rule.to_string()),
+                }),
+            ));
+        }
+        for verdict in &self.merges {
+            events.push(event(
+                format!("{checkpoint}\n{}\n{}", verdict.survivor, verdict.merged.join("\n")),
+                EventKind::MemoriesMerged(MemoriesMerged {
+                    survivor: verdict.survivor.clone(),
+                    merged: verdict.merged.clone(),
+                    similarity: Some(verdict.similarity),
+                }),
+            ));
+        }
+        for verdict in &self.decays {
+            let key = format!("{checkpoint}\n{}", verdict.item_id);
+            events.push(if verdict.forget {
+                event(
+                    key,
+                    EventKind::MemoryForgotten(MemoryForgotten {
+                        item_id: verdict.item_id.clone(),
+                        reason: Some(format!("consolidation: {}", verdict.reason)),
+                    }),
+                )
+            } else {
+                event(
+                    key,
+                    EventKind::MemoryDecayed(MemoryDecayed { item_id: verdict.item_id.clone(), score: verdict.score }),
+                )
+            });
+        }
+        for (batch, links) in self.links.chunks(LINKS_PER_EVENT).enumerate() {
+            let links: Vec<MemoryLink> = links
+                .iter()
+                .map(|link| MemoryLink { a: link.a.clone(), b: link.b.clone(), reason: link.reason.clone() })
+                .collect();
+            events.push(event(
+                format!("{checkpoint}\n{batch}\n{}\n{}", links[0].a, links[0].b),
+                EventKind::MemoriesLinked(MemoriesLinked { links }),
+            ));
+        }
+        events
+    }
+}
+
+/// Scans one memory. Contradictions come first and protect their sides
+/// from the other passes of the same run; merged items are neither decayed
+/// nor linked; at most `max_outcomes_per_run` verdicts are kept, in that
+/// order of priority (contradictions, merges, forgetting, demotion, links).
+pub fn consolidate(view: &ConsolidationView, policy: &ConsolidationPolicy) -> ConsolidationPlan {
+    let contradictions = contradictions::contradiction_verdicts(view, policy);
+    let mut protected_view;
+    let view = if contradictions.is_empty() {
+        view
+    } else {
+        protected_view = view.clone();
+        for verdict in &contradictions {
+            protected_view.in_open_contradictions.insert(verdict.a.clone());
+            protected_view.in_open_contradictions.insert(verdict.b.clone());
+        }
+        &protected_view
+    };
+    let merges = dedup::merge_verdicts(view, policy);
+    let merged: BTreeSet<&str> = merges.iter().flat_map(|verdict| verdict.merged.iter().map(String::as_str)).collect();
+    let superseded: BTreeSet<u64> = view
+        .decisions
+        .iter()
+        .filter(|decision| decision.closed)
+        .map(|decision| decision.seq)
+        .chain(view.facts.iter().filter(|fact| fact.valid_to.is_some()).map(|fact| fact.seq))
+        .collect();
+    let valid_facts: BTreeSet<u64> =
+        view.facts.iter().filter(|fact| fact.valid_to.is_none()).map(|fact| fact.seq).collect();
+    let active_decisions: BTreeSet<u64> =
+        view.decisions.iter().filter(|decision| !decision.closed).map(|decision| decision.seq).collect();
+    let mut decays = decay::decay_verdicts(view, policy, &superseded, &valid_facts, &active_decisions);
+    decays.retain(|verdict| !merged.contains(verdict.item_id.as_str()));
+    // Forgetting before demotion when the budget runs out.
+    decays.sort_by_key(|verdict| (!verdict.forget, verdict.seq));
+    let gone: BTreeSet<&str> = merged
+        .iter()
+        .copied()
+        .chain(decays.iter().filter(|verdict| verdict.forget).map(|verdict| verdict.item_id.as_str()))
+        .collect();
+    let mut links = links::link_verdicts(view, policy);
+    links.retain(|link| !gone.contains(link.a.as_str()) && !gone.contains(link.b.as_str()));
+    let mut plan = ConsolidationPlan {
+        swarm: view.swarm.clone(),
+        agent: view.agent.clone(),
+        checkpoint: view.checkpoint,
+        contradictions,
+        merges,
+        decays,
+        links,
+        deferred: 0,
+    };
+    plan.keep_at_most(policy.max_outcomes_per_run);
+    plan
+}
+
+impl ConsolidationPlan {
+    fn keep_at_most(&mut self, limit: usize) {
+        let mut room = limit;
+        let mut take = |length: usize| {
+            let kept = length.min(room);
+            room -= kept;
+            kept
+        };
+        let contradictions = take(self.contradictions.len());
+        let merges = take(self.merges.len());
+        let decays = take(self.decays.len());
+        let links = take(self.links.len());
+        self.deferred = (self.contradictions.len() - contradictions)
+            + (self.merges.len() - merges)
+            + (self.decays.len() - decays)
+            + (self.links.len() - links);
+        self.contradictions.truncate(contradictions);
+        self.merges.truncate(merges);
+        self.decays.truncate(decays);
+        self.links.truncate(links);
+    }
+}

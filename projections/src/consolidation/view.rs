@@ -1,0 +1,216 @@
+//! What consolidation reads of a memory: a copy of the items and of the
+//! graph's facts, decisions and entity links, taken in one query so that the
+//! scan itself runs away from the actor that answers queries.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use mneme_events::{EventId, Timestamp};
+
+use crate::embed::Embedder;
+use crate::graph::{EntityKind, relation};
+use crate::item::{ItemState, MemoryItem};
+use crate::memory::AgentMemory;
+
+/// An entity linked to more items than this is a hub (the agent, `bash`,
+/// `README.md`): sharing it says nothing about two memories.
+pub const MAX_LINK_ENTITY_ITEMS: usize = 50;
+
+/// One asserted fact as the graph holds it now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FactView {
+    /// The `fact_asserted` item.
+    pub seq: u64,
+    /// As written, whitespace collapsed, lowercased.
+    pub subject: String,
+    /// snake_case.
+    pub predicate: String,
+    pub object: String,
+    pub valid_from: Option<Timestamp>,
+    /// `None`: still valid.
+    pub valid_to: Option<Timestamp>,
+}
+
+/// One decision as the graph holds it now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionView {
+    /// The `decision_made` item.
+    pub seq: u64,
+    pub title: String,
+    pub choice: String,
+    /// Superseded, or closed by a resolved contradiction.
+    pub closed: bool,
+}
+
+/// An agent's memory as consolidation sees it.
+#[derive(Clone)]
+pub struct ConsolidationView {
+    pub swarm: String,
+    pub agent: String,
+    pub checkpoint: u64,
+    /// Every item, in seq order.
+    pub items: Vec<MemoryItem>,
+    pub facts: Vec<FactView>,
+    pub decisions: Vec<DecisionView>,
+    /// Item ids on either side of an open contradiction.
+    pub in_open_contradictions: BTreeSet<String>,
+    /// (older, newer) item id pairs already reported, open or resolved.
+    pub reported_pairs: BTreeSet<(String, String)>,
+    /// Per item seq, the non-hub entities linked to it (entity indexes).
+    pub entities_by_seq: BTreeMap<u64, Vec<u32>>,
+    /// Entity names by index, for the reasons of links.
+    pub entity_names: Vec<String>,
+    /// (smaller, larger) item id pairs already `related_to`.
+    pub linked_pairs: BTreeSet<(String, String)>,
+    /// Embeds texts for the duplicate check, as the vector index does.
+    pub embedder: Arc<dyn Embedder>,
+}
+
+impl std::fmt::Debug for ConsolidationView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsolidationView")
+            .field("agent", &self.agent)
+            .field("checkpoint", &self.checkpoint)
+            .field("items", &self.items.len())
+            .field("facts", &self.facts.len())
+            .field("decisions", &self.decisions.len())
+            .finish()
+    }
+}
+
+impl ConsolidationView {
+    pub fn item_at(&self, seq: u64) -> Option<&MemoryItem> {
+        self.items.binary_search_by_key(&seq, |item| item.seq).ok().map(|index| &self.items[index])
+    }
+}
+
+/// An unordered pair in a canonical order.
+pub(crate) fn ordered_pair(a: &str, b: &str) -> (String, String) {
+    if a <= b { (a.to_string(), b.to_string()) } else { (b.to_string(), a.to_string()) }
+}
+
+impl AgentMemory {
+    /// A copy of what consolidation reads. Purged items come without text
+    /// (they have none); the copy costs one pass over items and graph.
+    pub fn consolidation_view(&self) -> ConsolidationView {
+        let graph = &self.graph;
+        let item_kind = |seq: u64| self.items.get(&seq).map(|item| item.kind);
+        let mut facts = Vec::new();
+        for ((subject, predicate, object), &edge) in &graph.facts {
+            let record = &graph.edges[edge as usize];
+            for reference in &record.provenance {
+                if item_kind(reference.seq) == Some("fact_asserted") {
+                    facts.push(FactView {
+                        seq: reference.seq,
+                        subject: subject.clone(),
+                        predicate: predicate.clone(),
+                        object: object.clone(),
+                        valid_from: record.valid_from,
+                        valid_to: record.valid_to,
+                    });
+                }
+            }
+        }
+        facts.sort_by_key(|fact| fact.seq);
+        facts.dedup_by_key(|fact| fact.seq);
+        let decisions = self
+            .seqs_by_kind
+            .get("decision_made")
+            .into_iter()
+            .flatten()
+            .filter_map(|&seq| {
+                let item = self.items.get(&seq)?;
+                let node = graph.node(&format!("decision:{}", item.provenance[0].event_id))?;
+                Some(DecisionView {
+                    seq,
+                    title: node.name.clone(),
+                    choice: node.attributes.get("choice").cloned().unwrap_or_default(),
+                    closed: node.valid_to.is_some(),
+                })
+            })
+            .collect();
+        let mut in_open_contradictions = BTreeSet::new();
+        let mut reported_pairs = BTreeSet::new();
+        for open in self.open_contradictions.values() {
+            in_open_contradictions.insert(open.a.clone());
+            in_open_contradictions.insert(open.b.clone());
+            reported_pairs.insert(ordered_pair(&open.a, &open.b));
+        }
+        for resolved in self.resolved_contradictions.values() {
+            reported_pairs.insert(ordered_pair(&resolved.a, &resolved.b));
+        }
+        let (entities_by_seq, entity_names) = self.item_entities();
+        let related_to = graph.relation_index.get(relation::RELATED_TO).copied();
+        let mut linked_pairs = BTreeSet::new();
+        if let Some(related_to) = related_to {
+            for record in graph.edges.iter().filter(|record| record.relation == related_to) {
+                let (from, to) = (&graph.nodes[record.from as usize], &graph.nodes[record.to as usize]);
+                let key = |id: &str| id.strip_prefix("item:").unwrap_or(id).to_string();
+                linked_pairs.insert(ordered_pair(&key(&from.id), &key(&to.id)));
+            }
+        }
+        ConsolidationView {
+            swarm: self.swarm.clone(),
+            agent: self.agent.clone(),
+            checkpoint: self.checkpoint,
+            items: self.items.values().cloned().collect(),
+            facts,
+            decisions,
+            in_open_contradictions,
+            reported_pairs,
+            entities_by_seq,
+            entity_names,
+            linked_pairs,
+            embedder: self.config.embedder.clone(),
+        }
+    }
+
+    /// Per item, the entities (not agents, tools, items or hubs) linked to it.
+    fn item_entities(&self) -> (BTreeMap<u64, Vec<u32>>, Vec<String>) {
+        let graph = &self.graph;
+        let mut by_seq: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+        let mut names = Vec::new();
+        for (index, node) in graph.nodes.iter().enumerate() {
+            if matches!(node.kind, EntityKind::Agent | EntityKind::Tool | EntityKind::Item) {
+                continue;
+            }
+            let mut seqs: Vec<u64> = graph.links[index]
+                .iter()
+                .map(|link| link.seq)
+                .filter(|seq| self.items.get(seq).is_some_and(|item| item.state.is_searchable()))
+                .collect();
+            seqs.dedup();
+            if seqs.len() < 2 || seqs.len() > MAX_LINK_ENTITY_ITEMS {
+                continue;
+            }
+            let entity = names.len() as u32;
+            names.push(node.id.clone());
+            for seq in seqs {
+                by_seq.entry(seq).or_default().push(entity);
+            }
+        }
+        (by_seq, names)
+    }
+}
+
+/// A deterministic event id for a verdict: the same verdict about the same
+/// items gets the same id, so a verdict written twice (two runs racing, a
+/// retry after a crash) is deduplicated by the log and by memory.
+pub fn verdict_event_id(agent: &str, kind: &str, key: &str) -> EventId {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(agent)
+        .chain_update([0])
+        .chain_update(kind)
+        .chain_update([0])
+        .chain_update(key)
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    EventId(u128::from_be_bytes(bytes))
+}
+
+/// Whether an item may still change state under consolidation.
+pub(crate) fn is_live(item: &MemoryItem) -> bool {
+    item.state.is_searchable() && item.state != ItemState::Purged
+}

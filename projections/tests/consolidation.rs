@@ -1,0 +1,513 @@
+//! Consolidation, given / when / then: given these events, when
+//! consolidation scans the memory, then these verdicts — and once the
+//! verdicts are applied as events, memory changes accordingly, the same
+//! live and on replay.
+
+use mneme_events::{
+    ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind, FactAsserted, MemoryCited,
+    MemoryPinned, MemoryPurged, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
+};
+use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, consolidate};
+use mneme_projections::graph::GraphQuery;
+use mneme_projections::{AgentMemory, ContextRequest, ItemState, MemoryConfig, SearchMode, SearchRequest};
+
+const START_MS: i64 = 1_760_000_000_000;
+
+/// A log under construction: events get seq = position + 1 and a second
+/// of event time each.
+#[derive(Default)]
+struct Given {
+    log: Vec<(u64, Event)>,
+}
+
+impl Given {
+    fn push(&mut self, kind: EventKind) -> String {
+        self.push_with(kind, None)
+    }
+
+    fn push_with(&mut self, kind: EventKind, importance: Option<f32>) -> String {
+        let seq = self.log.len() as u64 + 1;
+        let event = Event {
+            id: EventId::from_parts((START_MS as u64) + seq * 1000, u128::from(seq)),
+            swarm: "demo".to_string(),
+            agent: "coder".to_string(),
+            ts: Timestamp::from_unix_millis(START_MS + seq as i64 * 1000),
+            correlation_id: Some("task-1".to_string()),
+            causation_id: None,
+            scope: Scope::Shared,
+            importance,
+            schema_version: 1,
+            kind,
+        };
+        let id = event.id.to_string();
+        self.log.push((seq, event));
+        id
+    }
+
+    fn say(&mut self, text: &str) -> String {
+        self.push(EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() }))
+    }
+
+    fn fact(&mut self, subject: &str, predicate: &str, object: &str) -> String {
+        self.push(EventKind::FactAsserted(FactAsserted {
+            subject: subject.into(),
+            predicate: predicate.into(),
+            object: object.into(),
+            confidence: 1.0,
+            valid_from: None,
+            valid_to: None,
+        }))
+    }
+
+    fn decide(&mut self, title: &str, choice: &str, supersedes: Option<&str>) -> String {
+        self.push(EventKind::DecisionMade(DecisionMade {
+            title: title.into(),
+            choice: choice.into(),
+            rationale: String::new(),
+            supersedes: supersedes.map(|id| id.parse().unwrap()),
+        }))
+    }
+
+    fn memory(&self) -> AgentMemory {
+        let mut memory = AgentMemory::new("demo", "coder", MemoryConfig::default()).unwrap();
+        for (seq, event) in &self.log {
+            memory.apply(*seq, event).unwrap();
+        }
+        memory.commit().unwrap();
+        memory
+    }
+
+    /// When consolidation runs: its plan, whose events are appended to the
+    /// log as the consolidation actor would.
+    fn consolidate(&mut self, policy: &ConsolidationPolicy) -> ConsolidationPlan {
+        let memory = self.memory();
+        let plan = consolidate(&memory.consolidation_view(), policy);
+        let ts = Timestamp::from_unix_millis(START_MS + (self.log.len() as i64 + 1) * 1000);
+        for event in plan.events(ts) {
+            let seq = self.log.len() as u64 + 1;
+            self.log.push((seq, event));
+        }
+        plan
+    }
+}
+
+fn hybrid_ids(memory: &mut AgentMemory, query: &str) -> Vec<String> {
+    let request = SearchRequest::new(query, 20).with_mode(SearchMode::Hybrid);
+    memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+}
+
+#[test]
+fn near_duplicates_merge_and_the_survivor_keeps_every_provenance() {
+    let mut given = Given::default();
+    let first = given.say("The integration tests pass after fixing the token refresh.");
+    let second = given.say("the integration tests pass after fixing the token refresh");
+    let fail = given.say("The integration tests fail after fixing the token refresh.");
+    let plan = given.consolidate(&ConsolidationPolicy::default());
+    assert_eq!(plan.merges.len(), 1, "{plan:#?}");
+    assert_eq!(plan.merges[0].survivor, first);
+    assert_eq!(plan.merges[0].merged, vec![second.clone()]);
+    let mut memory = given.memory();
+    assert_eq!(memory.item(&second).unwrap().state, ItemState::Merged);
+    assert_eq!(memory.item(&fail).unwrap().state, ItemState::Active, "pass and fail never merge");
+    let survivor = memory.item(&first).unwrap();
+    let provenance_seqs: Vec<u64> = survivor.provenance.iter().map(|reference| reference.seq).collect();
+    assert_eq!(provenance_seqs, vec![1, 2, 4], "its own event, the merged one's, and the merge");
+    let hits = hybrid_ids(&mut memory, "integration tests pass");
+    assert!(hits.contains(&first) && !hits.contains(&second));
+    // Provenance of the merged item is still there.
+    assert_eq!(memory.provenance_of(&second).unwrap().len(), 2);
+}
+
+#[test]
+fn a_second_run_finds_nothing_new() {
+    let mut given = Given::default();
+    given.say("Deploy the staging cluster on Friday.");
+    given.say("deploy the staging cluster on friday");
+    given.fact("auth_service", "uses_database", "postgres");
+    given.fact("auth_service", "uses_database", "mysql");
+    let policy = ConsolidationPolicy::default();
+    let first = given.consolidate(&policy);
+    assert!(!first.merges.is_empty() && !first.contradictions.is_empty());
+    let second = given.consolidate(&policy);
+    assert!(second.merges.is_empty() && second.contradictions.is_empty(), "{second:#?}");
+}
+
+#[test]
+fn a_single_valued_predicate_with_two_objects_is_a_contradiction_and_resolution_closes_validity() {
+    let mut given = Given::default();
+    let postgres = given.fact("auth_service", "uses_database", "postgres");
+    let mysql = given.fact("auth_service", "uses_database", "mysql");
+    // Multi-valued: two dependencies are no contradiction.
+    given.fact("auth_service", "depends_on", "redis");
+    given.fact("auth_service", "depends_on", "kafka");
+    let plan = given.consolidate(&ConsolidationPolicy::default());
+    assert_eq!(plan.contradictions.len(), 1, "{plan:#?}");
+    let contradiction = &plan.contradictions[0];
+    assert_eq!((contradiction.a.as_str(), contradiction.b.as_str()), (postgres.as_str(), mysql.as_str()));
+    assert_eq!(contradiction.rule, "single_valued_fact");
+    let mut memory = given.memory();
+    assert_eq!(memory.open_contradictions().count(), 1);
+    // Open contradictions are in the critical tier of context.
+    let context = memory.context(&ContextRequest::new("database", 800)).unwrap();
+    assert!(
+        context.text.contains(&contradiction.contradiction_id) || context.text.contains("mysql"),
+        "{}",
+        context.text
+    );
+    // Resolution: b wins, so postgres stops being valid.
+    given.push(EventKind::ContradictionResolved(ContradictionResolved {
+        contradiction_id: contradiction.contradiction_id.clone(),
+        resolution: ContradictionResolution::BWins,
+        note: Some("we moved to mysql".into()),
+    }));
+    let memory = given.memory();
+    assert_eq!(memory.open_contradictions().count(), 0);
+    assert_eq!(memory.resolved_contradictions().count(), 1);
+    let subgraph = memory.neighbourhood(&GraphQuery::new("auth_service", 1)).unwrap();
+    let database_edges: Vec<_> = subgraph.edges.iter().filter(|edge| edge.relation == "uses_database").collect();
+    assert_eq!(database_edges.len(), 2);
+    for edge in database_edges {
+        let closed = edge.valid_to.is_some();
+        assert_eq!(closed, edge.to.contains("postgres"), "only the losing side is closed: {edge:?}");
+    }
+    // Resolved pairs are not reported again.
+    let again = given.consolidate(&ConsolidationPolicy::default());
+    assert!(again.contradictions.is_empty());
+}
+
+#[test]
+fn swarm_toml_can_make_a_predicate_multi_valued() {
+    let mut given = Given::default();
+    given.fact("auth_service", "owner", "alice");
+    given.fact("auth_service", "owner", "bob");
+    let mut policy = ConsolidationPolicy::default();
+    policy.multi_valued_predicates.insert("owner".to_string());
+    assert!(given.consolidate(&policy).contradictions.is_empty());
+    let mut given = Given::default();
+    given.fact("auth_service", "depends_on", "redis");
+    given.fact("auth_service", "depends_on", "kafka");
+    let mut policy = ConsolidationPolicy::default();
+    policy.single_valued_predicates.insert("depends_on".to_string());
+    assert_eq!(given.consolidate(&policy).contradictions.len(), 1);
+}
+
+#[test]
+fn a_fact_and_its_negation_contradict() {
+    let mut given = Given::default();
+    let uses = given.fact("token_service", "uses", "redis");
+    let not_uses = given.fact("token_service", "does_not_use", "redis");
+    let plan = given.consolidate(&ConsolidationPolicy::default());
+    assert_eq!(plan.contradictions.len(), 1, "{plan:#?}");
+    assert_eq!(plan.contradictions[0].rule, "negated_fact");
+    assert_eq!((plan.contradictions[0].a.clone(), plan.contradictions[0].b.clone()), (uses, not_uses));
+}
+
+#[test]
+fn a_reversed_decision_without_supersedes_contradicts_but_a_superseding_one_does_not() {
+    let mut given = Given::default();
+    let first = given.decide("Session storage", "keep sessions in redis", None);
+    let reversal = given.decide("Session storage", "keep sessions in postgres", None);
+    let plan = given.consolidate(&ConsolidationPolicy::default());
+    assert_eq!(plan.contradictions.len(), 1, "{plan:#?}");
+    assert_eq!(plan.contradictions[0].rule, "decision_reversed");
+    assert_eq!((plan.contradictions[0].a.clone(), plan.contradictions[0].b.clone()), (first, reversal));
+
+    let mut given = Given::default();
+    let first = given.decide("Session storage", "keep sessions in redis", None);
+    given.decide("Session storage", "keep sessions in postgres", Some(&first));
+    assert!(given.consolidate(&ConsolidationPolicy::default()).contradictions.is_empty());
+}
+
+#[test]
+fn old_unused_items_decay_then_are_forgotten_but_pinned_important_and_active_decisions_survive() {
+    let mut given = Given::default();
+    let policy = ConsolidationPolicy {
+        decay_half_life_items: 10,
+        keep_newest_items: 5,
+        decay_below: 0.25,
+        forget_below: 0.02,
+        ..ConsolidationPolicy::default()
+    };
+    let pinned = given.say("The staging password rotates every Monday.");
+    let important = given.push_with(
+        EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: "Never push to main.".into() }),
+        Some(0.9),
+    );
+    let decision = given.decide("Branching", "trunk based with short branches", None);
+    let cited = given.say("The flaky test is auth::refresh_rotates.");
+    let plain = given.say("Looked at the CI dashboard.");
+    given.push(EventKind::MemoryPinned(MemoryPinned { item_id: pinned.clone(), reason: None }));
+    for _ in 0..3 {
+        given.push(EventKind::MemoryCited(MemoryCited { item_id: cited.clone() }));
+    }
+    for index in 0..80 {
+        given.push(EventKind::ToolResultRecorded(ToolResultRecorded {
+            tool: "bash".into(),
+            args: Default::default(),
+            output: format!("step {index} done"),
+            exit_code: Some(0),
+            duration_ms: None,
+        }));
+    }
+    let plan = given.consolidate(&policy);
+    let forgotten: Vec<&str> =
+        plan.decays.iter().filter(|verdict| verdict.forget).map(|verdict| verdict.item_id.as_str()).collect();
+    assert!(forgotten.contains(&plain.as_str()), "{plan:#?}");
+    for kept in [&pinned, &important, &decision, &cited] {
+        assert!(!plan.decays.iter().any(|verdict| &verdict.item_id == kept), "{kept} must be kept");
+    }
+    let mut memory = given.memory();
+    assert_eq!(memory.item(&plain).unwrap().state, ItemState::Forgotten);
+    assert!(!hybrid_ids(&mut memory, "CI dashboard").contains(&plain));
+    assert!(memory.provenance_of(&plain).is_some(), "forgotten items keep provenance");
+    // The newest items are neither decayed nor forgotten.
+    let newest: Vec<u64> = memory.items().rev().take(policy.keep_newest_items).map(|item| item.seq).collect();
+    assert!(plan.decays.iter().all(|verdict| !newest.contains(&verdict.seq)));
+    // Demoted items stay searchable but leave context.
+    let decayed = plan.decays.iter().find(|verdict| !verdict.forget).expect("some items are only demoted");
+    assert_eq!(memory.item(&decayed.item_id).unwrap().state, ItemState::Decayed);
+}
+
+#[test]
+fn a_dry_run_plan_writes_nothing_until_its_events_are_applied() {
+    let mut given = Given::default();
+    given.say("We ship on Thursday.");
+    given.say("we ship on thursday");
+    let memory = given.memory();
+    let digest = memory.digest();
+    let plan = consolidate(&memory.consolidation_view(), &ConsolidationPolicy::default());
+    assert_eq!(plan.merges.len(), 1);
+    // Scanning is a read: the memory is unchanged.
+    assert_eq!(memory.digest(), digest);
+}
+
+#[test]
+fn replay_of_the_log_with_verdicts_equals_the_live_memory_without_scanning() {
+    let mut given = Given::default();
+    given.say("The cache must be invalidated on deploy.");
+    given.say("the cache must be invalidated on deploy!");
+    given.fact("gateway", "timeout_ms", "3000");
+    given.fact("gateway", "timeout_ms", "5000");
+    given.decide("Queue", "use kafka", None);
+    given.decide("Queue", "use rabbitmq", None);
+    let policy =
+        ConsolidationPolicy { decay_half_life_items: 2, keep_newest_items: 1, ..ConsolidationPolicy::default() };
+    // Live: apply the events one by one, consolidating in between.
+    let mut live = AgentMemory::new("demo", "coder", MemoryConfig::default()).unwrap();
+    for (seq, event) in &given.log {
+        live.apply(*seq, event).unwrap();
+    }
+    let plan = given.consolidate(&policy);
+    assert!(!plan.is_empty());
+    let applied = live.checkpoint();
+    for (seq, event) in given.log.iter().filter(|(seq, _)| *seq > applied) {
+        live.apply(*seq, event).unwrap();
+    }
+    live.commit().unwrap();
+    // Replay with consolidation switched off: just the log.
+    let replayed = given.memory();
+    assert_eq!(live.digest(), replayed.digest());
+    // And a snapshot of it restores to the same digest.
+    let restored =
+        AgentMemory::from_snapshot(&live.to_snapshot().unwrap(), "demo", "coder", MemoryConfig::default()).unwrap();
+    assert_eq!(restored.digest(), live.digest());
+}
+
+#[test]
+fn a_purge_erases_text_from_memory_indexes_and_snapshots() {
+    let mut given = Given::default();
+    let secret = given.say("The customer's card number is 4111 1111 1111 1111 for order 99.");
+    let kept = given.say("The order service retries three times.");
+    given.push(EventKind::MemoryPurged(MemoryPurged {
+        item_ids: vec![secret.clone()],
+        before: None,
+        reason: Some("erasure request".into()),
+    }));
+    let mut memory = given.memory();
+    let item = memory.item(&secret).unwrap();
+    assert_eq!(item.state, ItemState::Purged);
+    assert!(item.text.is_empty());
+    assert!(!hybrid_ids(&mut memory, "card number 4111").contains(&secret));
+    let exact = SearchRequest::new("card number 4111", 10).with_mode(SearchMode::Bm25);
+    assert!(memory.search(&exact).unwrap().is_empty(), "no posting of the purged text is left");
+    let bm25 = SearchRequest::new("order", 10).with_mode(SearchMode::Bm25);
+    let hits: Vec<String> = memory.search(&bm25).unwrap().into_iter().map(|hit| hit.item_id).collect();
+    assert_eq!(hits, vec![kept]);
+    let snapshot = memory.to_snapshot().unwrap();
+    let needle = b"4111 1111";
+    assert!(!snapshot.windows(needle.len()).any(|window| window == needle), "the snapshot holds no purged text");
+    // The tombstone is the purge event, in the item's provenance.
+    assert_eq!(memory.provenance_of(&secret).unwrap().len(), 2);
+}
+
+#[test]
+fn a_purge_by_time_erases_everything_before_it() {
+    let mut given = Given::default();
+    let old = given.say("old note about the migration");
+    let newer = given.say("newer note about the migration");
+    let cutoff = given.log[1].1.ts;
+    given.push(EventKind::MemoryPurged(MemoryPurged { item_ids: vec![], before: Some(cutoff), reason: None }));
+    let memory = given.memory();
+    assert_eq!(memory.item(&old).unwrap().state, ItemState::Purged);
+    assert_eq!(memory.item(&newer).unwrap().state, ItemState::Active);
+}
+
+#[test]
+fn memories_sharing_entities_are_linked_once() {
+    let mut given = Given::default();
+    let a = given.say("Changed `refresh_access_token` in src/auth/token.rs to rotate keys.");
+    let b = given.say("Reviewed src/auth/token.rs: `refresh_access_token` now rotates.");
+    given.say("Lunch menu says pasta today.");
+    let policy = ConsolidationPolicy::default();
+    let plan = given.consolidate(&policy);
+    let pair = if a < b { (a.clone(), b.clone()) } else { (b.clone(), a.clone()) };
+    assert!(plan.links.iter().any(|link| (link.a.clone(), link.b.clone()) == pair), "{:#?}", plan.links);
+    let memory = given.memory();
+    let edges = memory.graph().edges_of(&format!("item:{a}"));
+    assert!(edges.iter().any(|edge| edge.relation == "related_to"), "{edges:#?}");
+    assert!(given.consolidate(&policy).links.is_empty(), "links are made once");
+}
+
+/// The designed set of issue 5: duplicates that must merge, near misses
+/// that must not, contradictions and look-alikes that are none, and items
+/// that must be kept while old filler is forgotten. Prints the figures.
+#[test]
+fn designed_set_meets_the_precision_recall_and_forgetting_targets() {
+    const SUBJECTS: &[&str] = &[
+        "the billing worker",
+        "the auth gateway",
+        "the search indexer",
+        "the payment queue",
+        "the session cache",
+        "the audit logger",
+        "the report builder",
+        "the email sender",
+        "the upload service",
+        "the metrics agent",
+        "the rate limiter",
+        "the schema registry",
+    ];
+    const CLAIMS: &[(&str, &str)] = &[
+        ("integration tests pass on the main branch", "integration tests fail on the main branch"),
+        ("retries are enabled for transient errors", "retries are disabled for transient errors"),
+        ("the health check answers within budget", "the health check does not answer within budget"),
+        ("writes go through the primary database", "reads go through the primary database"),
+        ("the deploy starts before the migration", "the deploy starts after the migration"),
+    ];
+    let mut given = Given::default();
+    let mut true_duplicates = std::collections::BTreeSet::new();
+    let mut must_not_merge = Vec::new();
+    let mut must_keep = Vec::new();
+    for (index, subject) in SUBJECTS.iter().enumerate() {
+        for (claim_index, (claim, near_miss)) in CLAIMS.iter().enumerate() {
+            let original = given.say(&format!("{subject} says {claim}."));
+            let duplicate = given.say(&format!("{}: {}!", subject.to_uppercase(), claim));
+            true_duplicates.insert((original.clone(), duplicate.clone()));
+            if (index + claim_index) % 2 == 0 {
+                let miss = given.say(&format!("{subject} says {near_miss}."));
+                must_not_merge.push((original.clone(), miss));
+            }
+            if (index + claim_index) % 5 == 0 {
+                given.push(EventKind::MemoryPinned(MemoryPinned { item_id: original.clone(), reason: None }));
+                must_keep.push(original);
+            }
+        }
+    }
+    // Contradictions, and look-alikes that are none.
+    let mut expected_contradictions = std::collections::BTreeSet::new();
+    for (index, subject) in SUBJECTS.iter().enumerate() {
+        let component = subject.trim_start_matches("the ").replace(' ', "_");
+        let a = given.fact(&component, "runs_in_region", "eu-west");
+        let b = given.fact(&component, "runs_in_region", "us-east");
+        expected_contradictions.insert((a, b));
+        given.fact(&component, "depends_on", "postgres");
+        given.fact(&component, "depends_on", "redis");
+        // The same fact said twice: no contradiction, and a duplicate.
+        let owner = given.fact(&component, "owned_by", "platform team");
+        let owner_again = given.fact(&component, "owned_by", "Platform  Team");
+        true_duplicates.insert((owner, owner_again));
+        let title = format!("Deployment strategy for {component}");
+        if index % 2 == 0 {
+            let first = given.decide(&title, "blue green deployment", None);
+            let reversal = given.decide(&title, "rolling deployment", None);
+            expected_contradictions.insert((first.clone(), reversal.clone()));
+            must_keep.push(first);
+            must_keep.push(reversal);
+        } else {
+            let first = given.decide(&title, "blue green deployment", None);
+            let next = given.decide(&title, "rolling deployment", Some(&first));
+            must_keep.push(next);
+        }
+        if index % 3 == 0 {
+            let uses = given.fact(&component, "uses", "kafka");
+            let negated = given.fact(&component, "does_not_use", "kafka");
+            expected_contradictions.insert((uses, negated));
+        }
+        let important = given.push_with(
+            EventKind::MessageRecorded(MessageRecorded {
+                role: "user".into(),
+                text: format!("Never restart {component} during business hours."),
+            }),
+            Some(0.95),
+        );
+        must_keep.push(important);
+    }
+    // Old filler that may go.
+    for index in 0..600 {
+        given.push(EventKind::ToolResultRecorded(ToolResultRecorded {
+            tool: "bash".into(),
+            args: Default::default(),
+            output: format!("poll {index}: queue depth nominal"),
+            exit_code: Some(0),
+            duration_ms: None,
+        }));
+    }
+    let policy =
+        ConsolidationPolicy { decay_half_life_items: 100, keep_newest_items: 50, ..ConsolidationPolicy::default() };
+    let plan = given.consolidate(&policy);
+
+    let merged_pairs: std::collections::BTreeSet<(String, String)> = plan
+        .merges
+        .iter()
+        .flat_map(|merge| merge.merged.iter().map(|merged| (merge.survivor.clone(), merged.clone())))
+        .collect();
+    let correct_merges = merged_pairs.iter().filter(|pair| true_duplicates.contains(*pair)).count();
+    let dedup_precision = correct_merges as f64 / merged_pairs.len().max(1) as f64;
+    let dedup_recall = correct_merges as f64 / true_duplicates.len() as f64;
+    let wrongly_merged = must_not_merge
+        .iter()
+        .filter(|(a, b)| merged_pairs.iter().any(|(x, y)| (x == a && y == b) || (x == b && y == a)))
+        .count();
+    let found: std::collections::BTreeSet<(String, String)> =
+        plan.contradictions.iter().map(|verdict| (verdict.a.clone(), verdict.b.clone())).collect();
+    let correct_contradictions = found.intersection(&expected_contradictions).count();
+    let contradiction_precision = correct_contradictions as f64 / found.len().max(1) as f64;
+    let contradiction_recall = correct_contradictions as f64 / expected_contradictions.len() as f64;
+    let forgotten: std::collections::BTreeSet<&str> =
+        plan.decays.iter().filter(|verdict| verdict.forget).map(|verdict| verdict.item_id.as_str()).collect();
+    let falsely_forgotten = must_keep.iter().filter(|item| forgotten.contains(item.as_str())).count();
+    let false_forgetting = falsely_forgotten as f64 / must_keep.len() as f64;
+    println!(
+        "designed set: {} items; dedup precision {dedup_precision:.3} recall {dedup_recall:.3} \
+         ({correct_merges}/{} true pairs merged, {} merged pairs, {wrongly_merged} of {} near misses merged); \
+         contradictions precision {contradiction_precision:.3} recall {contradiction_recall:.3} \
+         ({correct_contradictions} of {} found, {} reported); false forgetting {false_forgetting:.4} \
+         ({falsely_forgotten} of {} kept items; {} items forgotten, {} demoted)",
+        given.memory().item_count(),
+        true_duplicates.len(),
+        merged_pairs.len(),
+        must_not_merge.len(),
+        expected_contradictions.len(),
+        found.len(),
+        must_keep.len(),
+        forgotten.len(),
+        plan.decayed_count(),
+    );
+    assert!(dedup_precision >= 0.95, "dedup precision {dedup_precision}");
+    assert_eq!(wrongly_merged, 0);
+    assert!(dedup_recall >= 0.9, "dedup recall {dedup_recall}");
+    assert!(contradiction_precision >= 0.9, "contradiction precision {contradiction_precision}");
+    assert!(contradiction_recall >= 0.9, "contradiction recall {contradiction_recall}");
+    assert!(false_forgetting < 0.01, "false forgetting {false_forgetting}");
+    assert!(forgotten.len() > 100, "old filler is forgotten");
+}

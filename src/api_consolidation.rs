@@ -1,0 +1,396 @@
+//! Consolidation over HTTP: run it (or a dry run), list and resolve
+//! contradictions, purge memories. Every change goes to the log as an event
+//! first; the response comes once the agent's memory has applied it.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use mneme_actors::{ConsolidationReport, ConsolidationRequest, ListAgents, Query, QueryAnswer, TakeSnapshot};
+use mneme_events::{
+    CURRENT_SCHEMA_VERSION, ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged,
+    Scope, Timestamp,
+};
+use mneme_projections::consolidation::ConsolidationPlan;
+use mneme_projections::{OpenContradiction, ResolvedContradiction};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::api::{ApiError, AppState, agent_handle, ask, check_swarm, provenance_json, stopped};
+
+/// Verdicts listed per kind in a report; counts are always complete.
+const MAX_LISTED_VERDICTS: usize = 1000;
+/// How long a change waits for the agent to apply it.
+const APPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsolidateParams {
+    #[serde(default)]
+    dry_run: bool,
+    /// Only this agent.
+    agent: Option<String>,
+}
+
+/// `POST /v1/swarms/{swarm}/consolidate?dry_run=true|false[&agent=A]`.
+pub async fn consolidate(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    params: web::Query<ConsolidateParams>,
+) -> Result<HttpResponse, ApiError> {
+    let swarm = path.into_inner();
+    check_swarm(&state, &swarm)?;
+    if let Some(agent) = &params.agent {
+        agent_handle(&state, &swarm, agent, None).await?;
+    }
+    let request = ConsolidationRequest { dry_run: params.dry_run, agent: params.agent.clone() };
+    let report = state.consolidator.send(request).await.map_err(|_| stopped("consolidator"))??;
+    Ok(HttpResponse::Ok().json(report_json(&report)))
+}
+
+fn report_json(report: &ConsolidationReport) -> Value {
+    let agents: Vec<Value> = report
+        .agents
+        .iter()
+        .map(|agent| {
+            let mut value = plan_json(&agent.plan);
+            value["agent"] = json!(agent.agent);
+            value["items"] = json!(agent.items);
+            value["retrievals_recorded"] = json!(agent.retrievals_recorded);
+            value["events_written"] = json!(agent.events_written);
+            value["scan_ms"] = json!((agent.scan_seconds * 1000.0 * 10.0).round() / 10.0);
+            value
+        })
+        .collect();
+    json!({
+        "swarm": report.swarm,
+        "dry_run": report.dry_run,
+        "elapsed_ms": report.elapsed.as_millis() as u64,
+        "events_written": report.events_written(),
+        "agents": agents,
+    })
+}
+
+fn plan_json(plan: &ConsolidationPlan) -> Value {
+    let listed = |count: usize| count.min(MAX_LISTED_VERDICTS);
+    let forgotten: Vec<Value> = plan
+        .decays
+        .iter()
+        .filter(|verdict| verdict.forget)
+        .take(MAX_LISTED_VERDICTS)
+        .map(|verdict| json!({"item_id": verdict.item_id, "score": verdict.score, "reason": verdict.reason}))
+        .collect();
+    let decayed: Vec<Value> = plan
+        .decays
+        .iter()
+        .filter(|verdict| !verdict.forget)
+        .take(MAX_LISTED_VERDICTS)
+        .map(|verdict| json!({"item_id": verdict.item_id, "score": verdict.score}))
+        .collect();
+    json!({
+        "checkpoint": plan.checkpoint,
+        "counts": {
+            "contradictions": plan.contradictions.len(),
+            "merges": plan.merges.len(),
+            "merged_items": plan.merges.iter().map(|merge| merge.merged.len()).sum::<usize>(),
+            "forgotten": plan.forgotten_count(),
+            "decayed": plan.decayed_count(),
+            "links": plan.links.len(),
+            "deferred": plan.deferred,
+        },
+        "contradictions": plan.contradictions.iter().take(listed(plan.contradictions.len())).map(|verdict| json!({
+            "contradiction_id": verdict.contradiction_id,
+            "a": verdict.a,
+            "b": verdict.b,
+            "rule": verdict.rule,
+            "reason": verdict.reason,
+        })).collect::<Vec<_>>(),
+        "merges": plan.merges.iter().take(listed(plan.merges.len())).map(|merge| json!({
+            "survivor": merge.survivor,
+            "merged": merge.merged,
+            "similarity": merge.similarity,
+        })).collect::<Vec<_>>(),
+        "forgotten": forgotten,
+        "decayed": decayed,
+        "links": plan.links.iter().take(listed(plan.links.len())).map(|link| json!({
+            "a": link.a,
+            "b": link.b,
+            "reason": link.reason,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContradictionParams {
+    agent: Option<String>,
+}
+
+fn open_json(agent: &str, open: &OpenContradiction) -> Value {
+    json!({
+        "contradiction_id": open.contradiction_id,
+        "agent": agent,
+        "status": "open",
+        "a": open.a,
+        "b": open.b,
+        "reason": open.reason,
+        "provenance": provenance_json(std::slice::from_ref(&open.provenance)),
+    })
+}
+
+fn resolved_json(agent: &str, resolved: &ResolvedContradiction) -> Value {
+    json!({
+        "contradiction_id": resolved.contradiction_id,
+        "agent": agent,
+        "status": "resolved",
+        "a": resolved.a,
+        "b": resolved.b,
+        "resolution": resolution_name(resolved.resolution),
+        "provenance": provenance_json(std::slice::from_ref(&resolved.provenance)),
+    })
+}
+
+fn resolution_name(resolution: ContradictionResolution) -> &'static str {
+    match resolution {
+        ContradictionResolution::AWins => "a_wins",
+        ContradictionResolution::BWins => "b_wins",
+        ContradictionResolution::BothValid => "both_valid",
+        ContradictionResolution::Merged => "merged",
+    }
+}
+
+/// The agents to look in: the one named, or every running one.
+async fn agents_of(state: &AppState, swarm: &str, agent: Option<&str>) -> Result<Vec<String>, ApiError> {
+    match agent {
+        Some(agent) => {
+            agent_handle(state, swarm, agent, None).await?;
+            Ok(vec![agent.to_string()])
+        }
+        None => Ok(state.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?),
+    }
+}
+
+/// `GET /v1/swarms/{swarm}/contradictions[?agent=A]`: open ones first.
+pub async fn list_contradictions(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    params: web::Query<ContradictionParams>,
+) -> Result<HttpResponse, ApiError> {
+    let swarm = path.into_inner();
+    check_swarm(&state, &swarm)?;
+    let mut open = Vec::new();
+    let mut resolved = Vec::new();
+    for agent in agents_of(&state, &swarm, params.agent.as_deref()).await? {
+        let handle = agent_handle(&state, &swarm, &agent, None).await?;
+        if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
+            open.extend(listing.open.iter().map(|item| open_json(&agent, item)));
+            resolved.extend(listing.resolved.iter().map(|item| resolved_json(&agent, item)));
+        }
+    }
+    Ok(HttpResponse::Ok().json(json!({"open": open, "resolved": resolved})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveBody {
+    /// `a_wins`, `b_wins`, `both_valid` or `merged`.
+    resolution: String,
+    note: Option<String>,
+}
+
+fn parse_resolution(text: &str) -> Result<ContradictionResolution, ApiError> {
+    match text {
+        "a_wins" => Ok(ContradictionResolution::AWins),
+        "b_wins" => Ok(ContradictionResolution::BWins),
+        "both_valid" => Ok(ContradictionResolution::BothValid),
+        "merged" => Ok(ContradictionResolution::Merged),
+        other => Err(ApiError::bad_parameter(
+            "resolution",
+            format!("unknown resolution {other:?}; expected a_wins, b_wins, both_valid or merged"),
+        )),
+    }
+}
+
+fn body_error(error: serde_json::Error) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, format!("the request body is not valid: {error}"))
+}
+
+/// `POST /v1/swarms/{swarm}/contradictions/{id}/resolve` with
+/// `{"resolution": "a_wins" | "b_wins" | "both_valid" | "merged", "note": …}`:
+/// appends `contradiction_resolved` to the log of the agent that holds the
+/// contradiction, and answers once its memory applied it (validity closed).
+pub async fn resolve_contradiction(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, contradiction_id) = path.into_inner();
+    check_swarm(&state, &swarm)?;
+    let body: ResolveBody = serde_json::from_slice(&body).map_err(body_error)?;
+    let resolution = parse_resolution(&body.resolution)?;
+    let mut holder = None;
+    for agent in agents_of(&state, &swarm, None).await? {
+        let handle = agent_handle(&state, &swarm, &agent, None).await?;
+        if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
+            if listing.open.iter().any(|open| open.contradiction_id == contradiction_id) {
+                holder = Some((handle, None));
+                break;
+            }
+            if let Some(resolved) =
+                listing.resolved.iter().find(|resolved| resolved.contradiction_id == contradiction_id)
+            {
+                holder = Some((handle, Some(resolved.clone())));
+                break;
+            }
+        }
+    }
+    let Some((handle, already)) = holder else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_contradiction",
+            Some("contradiction_id"),
+            format!("no memory of swarm {swarm:?} holds a contradiction {contradiction_id:?}"),
+        ));
+    };
+    if let Some(resolved) = already {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_resolved",
+            Some("contradiction_id"),
+            format!(
+                "contradiction {contradiction_id:?} was already resolved ({}) at seq {}",
+                resolution_name(resolved.resolution),
+                resolved.provenance.seq
+            ),
+        ));
+    }
+    let event = agent_event(
+        &swarm,
+        &handle.agent,
+        EventKind::ContradictionResolved(ContradictionResolved {
+            contradiction_id: contradiction_id.clone(),
+            resolution,
+            note: body.note.filter(|note| !note.trim().is_empty()),
+        }),
+    );
+    let appended = state.log.append(std::slice::from_ref(&event)).await?;
+    let seq = appended[0].seq;
+    handle.caught_up(state.log.as_ref(), seq, APPLY_TIMEOUT).await?;
+    let mut resolved = Value::Null;
+    if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
+        if let Some(found) = listing.resolved.iter().find(|resolved| resolved.contradiction_id == contradiction_id) {
+            resolved = resolved_json(&handle.agent, found);
+        }
+    }
+    Ok(HttpResponse::Ok().json(json!({"event_id": event.id.to_string(), "seq": seq, "contradiction": resolved})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PurgeBody {
+    /// Whose memory; without it, every memory that holds one of `item_ids`.
+    agent: Option<String>,
+    #[serde(default)]
+    item_ids: Vec<String>,
+    /// Every item of `agent` with an event time before this (RFC 3339).
+    before: Option<String>,
+    reason: Option<String>,
+}
+
+/// `POST /v1/swarms/{swarm}/purge`: erases memories' content from
+/// projections and snapshots, and records a `memory_purged` tombstone on the
+/// log. The events themselves stay in the log (see README, "Erasure").
+pub async fn purge(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let swarm = path.into_inner();
+    check_swarm(&state, &swarm)?;
+    let body: PurgeBody = serde_json::from_slice(&body).map_err(body_error)?;
+    let before =
+        match &body.before {
+            Some(text) => Some(text.parse::<Timestamp>().map_err(|error| {
+                ApiError::bad_parameter("before", format!("before is not an RFC 3339 time: {error}"))
+            })?),
+            None => None,
+        };
+    if before.is_some() && body.agent.is_none() {
+        return Err(ApiError::bad_parameter("agent", "a purge with before names the agent whose memories it erases"));
+    }
+    if body.item_ids.is_empty() && before.is_none() {
+        return Err(ApiError::bad_parameter("item_ids", "a purge names item_ids, or an agent and a before time"));
+    }
+    // Which memories hold the items.
+    let mut targets: Vec<(String, Vec<String>)> = Vec::new();
+    for agent in agents_of(&state, &swarm, body.agent.as_deref()).await? {
+        let handle = agent_handle(&state, &swarm, &agent, None).await?;
+        let mut held = Vec::new();
+        for item_id in &body.item_ids {
+            if let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.clone()))).await? {
+                if listing.item.is_some() {
+                    held.push(item_id.clone());
+                }
+            }
+        }
+        if !held.is_empty() || before.is_some() {
+            targets.push((agent, held));
+        }
+    }
+    if targets.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_item",
+            Some("item_ids"),
+            format!("no memory of swarm {swarm:?} holds any of {:?}", body.item_ids),
+        ));
+    }
+    let mut results = Vec::new();
+    for (agent, item_ids) in targets {
+        let event = agent_event(
+            &swarm,
+            &agent,
+            EventKind::MemoryPurged(MemoryPurged { item_ids: item_ids.clone(), before, reason: body.reason.clone() }),
+        );
+        event.validate().map_err(|error| ApiError::bad_parameter("item_ids", error.message))?;
+        let appended = state.log.append(std::slice::from_ref(&event)).await?;
+        let seq = appended[0].seq;
+        let handle = agent_handle(&state, &swarm, &agent, None).await?;
+        handle.caught_up(state.log.as_ref(), seq, APPLY_TIMEOUT).await?;
+        // The snapshot on disk still holds the text until the next one is
+        // written: write it now.
+        let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;
+        let purged = match ask(&handle, Query::Items(None)).await? {
+            QueryAnswer::Items(listing) => listing.states.get("purged").copied().unwrap_or(0),
+            _ => 0,
+        };
+        results.push(json!({
+            "agent": agent,
+            "event_id": event.id.to_string(),
+            "seq": seq,
+            "item_ids": item_ids,
+            "before": body.before,
+            "purged_items_in_memory": purged,
+            "snapshot_seq": snapshot_seq,
+        }));
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "purged": results,
+        "log": "the original events are still in the log: drop them by log retention (log.max_age_secs) or, on JetStream, by purging their messages; see README, Erasure",
+    })))
+}
+
+/// An event of `agent` written by the service itself.
+fn agent_event(swarm: &str, agent: &str, kind: EventKind) -> Event {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
+    Event {
+        id: EventId::new(),
+        swarm: swarm.to_string(),
+        agent: agent.to_string(),
+        ts: Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX)),
+        correlation_id: None,
+        causation_id: None,
+        scope: Scope::Private,
+        importance: None,
+        schema_version: CURRENT_SCHEMA_VERSION,
+        kind,
+    }
+}
