@@ -56,6 +56,8 @@ enum Suite {
     Search,
     /// Compression of the example trajectory's completed phases: original tokens / each level's tokens.
     Phases,
+    /// Consolidation of one agent's memory of `--items` items, and search latency while it scans.
+    Consolidate,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -83,6 +85,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.suite {
         Suite::Search => return crate::bench_search::run(args.items, args.queries, args.vocabulary),
         Suite::Phases => return crate::bench_search::phases(),
+        Suite::Consolidate => return crate::bench_consolidate::run(args.items, args.queries),
         Suite::Ingest => {}
     }
     let agents: Vec<String> = (0..args.agents.max(1)).map(|index| format!("agent-{index}")).collect();

@@ -151,7 +151,7 @@ fn measure(count: usize, mut operation: impl FnMut(usize)) -> Vec<Duration> {
     latencies
 }
 
-fn percentile(sorted: &[Duration], quantile: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], quantile: f64) -> Duration {
     let index = ((sorted.len() as f64 * quantile).ceil() as usize).saturating_sub(1).min(sorted.len() - 1);
     sorted[index]
 }

@@ -10,6 +10,7 @@ mod api_consolidation;
 mod api_context;
 mod backend;
 mod bench;
+mod bench_consolidate;
 mod bench_search;
 mod client;
 mod client_consolidation;

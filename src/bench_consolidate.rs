@@ -1,0 +1,166 @@
+//! `mneme bench consolidate`: how long consolidation takes over one agent's
+//! memory of N items — the copy the memory actor hands over (the only part
+//! that holds up its queries), the scan, and applying the verdicts — and
+//! what a scan running on another thread does to search latency. The
+//! baseline is the same memory's apply rate and its search latency with
+//! nothing else running, measured in the same run.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use mneme_actors::SwarmConfig;
+use mneme_events::{DecodeLimits, EventKind, FactAsserted, Timestamp, decode_json};
+use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
+use mneme_projections::{AgentMemory, SearchMode, SearchRequest};
+
+use crate::bench::WordStream;
+use crate::bench_search::percentile;
+
+const AGENT: &str = "agent-0";
+const QUERIES: &[&str] = &["token refresh", "database migration fails", "cargo test panic", "retry after timeout"];
+
+pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
+    let config = SwarmConfig::with_name("bench");
+    let embedder = crate::model::load_configured_embedder(&config)?;
+    out!("{}", crate::bench::machine_description());
+    out!("command: mneme bench consolidate --items {items} --queries {queries}");
+    out!("embedder: {}", embedder.model_id());
+    let agents = vec![AGENT.to_string()];
+    let events = crate::bench::synthetic_events_from(items, &agents, &mut WordStream::zipf(20_000));
+    let limits = DecodeLimits::default();
+    let mut memory = AgentMemory::new("bench", AGENT, config.memory_config(embedder.clone()))?;
+    let mut recent_messages: Vec<String> = Vec::new();
+    let (mut duplicates, mut conflicting) = (0usize, 0usize);
+    let started = Instant::now();
+    for (index, json) in events.iter().enumerate() {
+        let mut event = decode_json(json.as_bytes(), &limits).context("decoding a synthetic event")?;
+        // Every 20th message repeats one said shortly before (shouted), and
+        // every 100th fact gives a component a second region: work for
+        // dedup and for contradiction detection.
+        if let EventKind::MessageRecorded(message) = &mut event.kind {
+            if index % 20 == 10 && !recent_messages.is_empty() {
+                message.text = recent_messages[index % recent_messages.len()].to_uppercase();
+                duplicates += 1;
+            } else {
+                recent_messages.push(message.text.clone());
+                if recent_messages.len() > 50 {
+                    recent_messages.remove(0);
+                }
+            }
+        }
+        if let EventKind::FactAsserted(fact) = &mut event.kind {
+            if index % 100 == 9 {
+                let component = format!("component-{}", index / 200);
+                let region = if index % 200 == 9 { "eu-west" } else { "us-east" };
+                *fact = FactAsserted {
+                    subject: component,
+                    predicate: "runs_in_region".into(),
+                    object: region.into(),
+                    confidence: 1.0,
+                    valid_from: None,
+                    valid_to: None,
+                };
+                conflicting += 1;
+            }
+        }
+        memory.apply(index as u64 + 1, &event)?;
+    }
+    memory.commit()?;
+    let apply_seconds = started.elapsed().as_secs_f64();
+    out!(
+        "memory: {} items applied in {apply_seconds:.1} s ({:.0} items/s); {duplicates} planted repeats, {conflicting} region facts",
+        memory.item_count(),
+        items as f64 / apply_seconds
+    );
+
+    let policy = ConsolidationPolicy::default();
+    let started = Instant::now();
+    let view = memory.consolidation_view();
+    let view_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let plan = consolidate(&view, &policy);
+    let scan_seconds = started.elapsed().as_secs_f64();
+    let events = plan.events(Timestamp::from_unix_millis(1_800_000_000_000));
+    out!(
+        "plan: {} contradictions, {} merges ({} items), {} forgotten, {} demoted, {} links, {} deferred -> {} events",
+        plan.contradictions.len(),
+        plan.merges.len(),
+        plan.merges.iter().map(|merge| merge.merged.len()).sum::<usize>(),
+        plan.forgotten_count(),
+        plan.decayed_count(),
+        plan.links.len(),
+        plan.deferred,
+        events.len()
+    );
+
+    // Search latency alone, then with a scan running on another thread, as
+    // the consolidator runs it (a blocking thread, not a worker arbiter).
+    let alone = search_latencies(&mut memory, queries)?;
+    let scanning = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let scanner = {
+        let view = view.clone();
+        let scanning = scanning.clone();
+        std::thread::spawn(move || {
+            let mut scans = 0;
+            while scanning.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::black_box(consolidate(&view, &ConsolidationPolicy::default()));
+                scans += 1;
+            }
+            scans
+        })
+    };
+    let during = search_latencies(&mut memory, queries)?;
+    scanning.store(false, std::sync::atomic::Ordering::Relaxed);
+    let scans = scanner.join().expect("the scan thread does not panic");
+
+    let checkpoint = memory.checkpoint();
+    let started = Instant::now();
+    for (offset, event) in events.iter().enumerate() {
+        memory.apply(checkpoint + 1 + offset as u64, event)?;
+    }
+    memory.commit()?;
+    let verdict_apply_seconds = started.elapsed().as_secs_f64();
+    let total = view_seconds + scan_seconds + verdict_apply_seconds;
+    out!("");
+    out!("| step | seconds | items/s | ratio to apply (items/s) |");
+    out!("|---|---|---|---|");
+    let apply_rate = items as f64 / apply_seconds;
+    for (step, seconds) in [
+        ("copy for the scan (memory actor busy)", view_seconds),
+        ("scan (off the query arbiters)", scan_seconds),
+        ("apply the verdict events", verdict_apply_seconds),
+        ("consolidation in all", total),
+    ] {
+        let rate = items as f64 / seconds;
+        out!("| {step} | {seconds:.2} | {rate:.0} | {:.1}x |", rate / apply_rate);
+    }
+    out!("");
+    out!("| hybrid search, k=10 | p50 ms | p99 ms |");
+    out!("|---|---|---|");
+    for (label, latencies) in [("alone", &alone), (&*format!("while scanning ({scans} scans ran)"), &during)] {
+        out!(
+            "| {label} | {:.2} | {:.2} |",
+            percentile(latencies, 0.5).as_secs_f64() * 1000.0,
+            percentile(latencies, 0.99).as_secs_f64() * 1000.0
+        );
+    }
+    out!(
+        "p99 while scanning / alone: {:.2}",
+        percentile(&during, 0.99).as_secs_f64() / percentile(&alone, 0.99).as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn search_latencies(memory: &mut AgentMemory, queries: usize) -> anyhow::Result<Vec<Duration>> {
+    let mut latencies = Vec::with_capacity(queries);
+    for index in 0..queries {
+        let request = SearchRequest::new(QUERIES[index % QUERIES.len()], 10).with_mode(SearchMode::Hybrid);
+        let started = Instant::now();
+        std::hint::black_box(memory.search(&request)?);
+        latencies.push(started.elapsed());
+    }
+    latencies.sort();
+    Ok(latencies)
+}
