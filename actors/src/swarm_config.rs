@@ -699,8 +699,6 @@ impl SwarmConfig {
             graph: self.retrieval.graph_weight,
             recency: self.retrieval.recency_weight,
             usage: self.retrieval.usage_weight,
-            // Weights `[retrieval]` has no key for yet keep their defaults.
-            ..mneme_projections::RetrievalWeights::default()
         }
     }
 
