@@ -18,7 +18,7 @@ use mneme_events::{
     CURRENT_SCHEMA_VERSION, Event, EventId, EventKind, MemoriesRetrieved, RetrievalCount, Scope, Timestamp,
 };
 use mneme_nats::{EventLog, Seq};
-use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, consolidate};
+use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, ConsolidationView, consolidate};
 
 use crate::error::ActorsError;
 use crate::memory_actor::{Query, QueryAnswer, TakeRetrievals};
@@ -33,6 +33,11 @@ const APPLY_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often the event-count trigger looks at the log.
 const EVENT_TRIGGER_POLL: Duration = Duration::from_secs(1);
 
+/// The scan a run performs on the copy of a memory: [`consolidate`] in
+/// production. A seam so that tests can hold a scan open and show that the
+/// agent's queries still answer meanwhile.
+pub type Scanner = Arc<dyn Fn(&ConsolidationView, &ConsolidationPolicy) -> ConsolidationPlan + Send + Sync>;
+
 /// When the consolidator runs by itself.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ConsolidationSchedule {
@@ -46,10 +51,13 @@ pub struct Consolidator {
     supervisor: Addr<Supervisor>,
     policy: ConsolidationPolicy,
     schedule: ConsolidationSchedule,
+    scanner: Scanner,
     /// One run at a time; a scheduled run that finds one going is skipped.
     running: Arc<tokio::sync::Mutex<()>>,
-    /// The log's last seq when the last run started.
-    last_run_log_seq: Seq,
+    /// Events after this seq count toward `every_events`: the log's last
+    /// seq when the first poll looked, then after each run, so that a run's
+    /// own verdicts never trigger the next one.
+    events_counted_after: Option<Seq>,
     checking_events: bool,
 }
 
@@ -67,10 +75,17 @@ impl Consolidator {
             supervisor,
             policy,
             schedule,
+            scanner: Arc::new(consolidate),
             running: Arc::new(tokio::sync::Mutex::new(())),
-            last_run_log_seq: 0,
+            events_counted_after: None,
             checking_events: false,
         }
+    }
+
+    /// Scans with `scanner` instead of [`consolidate`].
+    pub fn with_scanner(mut self, scanner: Scanner) -> Consolidator {
+        self.scanner = scanner;
+        self
     }
 
     fn run_scheduled(&mut self, ctx: &mut Context<Self>, trigger: &'static str) {
@@ -82,18 +97,52 @@ impl Consolidator {
         ctx.spawn(
             async move {
                 let _guard = guard;
-                match run.await {
-                    Ok(report) => tracing::info!(
+                run.await
+            }
+            .into_actor(self)
+            .map(move |result, consolidator, _| match result {
+                Ok(report) => {
+                    consolidator.finished(&report);
+                    tracing::info!(
                         trigger,
                         agents = report.agents.len(),
                         events = report.events_written(),
                         "consolidation run finished"
-                    ),
-                    Err(error) => tracing::warn!(trigger, %error, "consolidation run failed"),
+                    );
                 }
-            }
-            .into_actor(self),
+                Err(error) => tracing::warn!(trigger, %error, "consolidation run failed"),
+            }),
         );
+    }
+
+    /// What a run that wrote to the log leaves behind: its own events do
+    /// not count toward the next run.
+    fn finished(&mut self, report: &ConsolidationReport) {
+        if !report.dry_run {
+            self.events_counted_after = self.events_counted_after.max(Some(report.log_seq_at_end));
+        }
+    }
+
+    /// The event-count trigger: runs once `every_events` events arrived
+    /// after the last run (or after start-up).
+    fn check_event_count(&mut self, ctx: &mut Context<Self>, every_events: u64) {
+        if self.checking_events {
+            return;
+        }
+        self.checking_events = true;
+        let log = self.log.clone();
+        ctx.spawn(async move { log.last_seq().await }.into_actor(self).map(move |last_seq, consolidator, ctx| {
+            consolidator.checking_events = false;
+            let Ok(last_seq) = last_seq else { return };
+            let Some(counted_after) = consolidator.events_counted_after else {
+                consolidator.events_counted_after = Some(last_seq);
+                return;
+            };
+            if last_seq.saturating_sub(counted_after) >= every_events {
+                consolidator.events_counted_after = Some(last_seq);
+                consolidator.run_scheduled(ctx, "events");
+            }
+        }));
     }
 
     /// The run itself, as a future that needs nothing of the actor.
@@ -105,6 +154,7 @@ impl Consolidator {
         let supervisor = self.supervisor.clone();
         let policy = self.policy.clone();
         let swarm = self.swarm.clone();
+        let scanner = self.scanner.clone();
         async move {
             let started = Instant::now();
             let log_seq_at_start = log.last_seq().await?;
@@ -118,13 +168,16 @@ impl Consolidator {
                 agents: Vec::new(),
                 elapsed: Duration::ZERO,
                 log_seq_at_start,
+                log_seq_at_end: log_seq_at_start,
             };
             for agent in agents {
                 let handle = supervisor.send(GetAgent(agent.clone())).await.map_err(|_| stopped("supervisor"))??;
-                let outcome = consolidate_agent(&swarm, &handle, log.as_ref(), &policy, request.dry_run).await?;
+                let outcome =
+                    consolidate_agent(&swarm, &handle, log.as_ref(), &policy, &scanner, request.dry_run).await?;
                 report.agents.push(outcome);
             }
             report.elapsed = started.elapsed();
+            report.log_seq_at_end = log.last_seq().await?;
             metrics::counter!("mneme_consolidation_runs_total", "dry_run" => request.dry_run.to_string()).increment(1);
             metrics::histogram!("mneme_consolidation_seconds").record(report.elapsed.as_secs_f64());
             Ok(report)
@@ -142,6 +195,7 @@ async fn consolidate_agent(
     handle: &AgentHandle,
     log: &dyn EventLog,
     policy: &ConsolidationPolicy,
+    scanner: &Scanner,
     dry_run: bool,
 ) -> Result<AgentConsolidation, ActorsError> {
     let agent = handle.agent.clone();
@@ -166,7 +220,8 @@ async fn consolidate_agent(
     let items = view.items.len();
     let scan_started = Instant::now();
     let scan_policy = policy.clone();
-    let plan = tokio::task::spawn_blocking(move || consolidate(&view, &scan_policy))
+    let scanner = scanner.clone();
+    let plan = tokio::task::spawn_blocking(move || scanner(&view, &scan_policy))
         .await
         .map_err(|error| ActorsError::Consolidation { agent: agent.clone(), message: error.to_string() })?;
     let scan_seconds = scan_started.elapsed().as_secs_f64();
@@ -238,22 +293,9 @@ impl Actor for Consolidator {
             ctx.run_interval(interval, |consolidator, ctx| consolidator.run_scheduled(ctx, "interval"));
         }
         if let Some(every_events) = self.schedule.every_events {
+            self.check_event_count(ctx, every_events);
             ctx.run_interval(EVENT_TRIGGER_POLL, move |consolidator, ctx| {
-                if consolidator.checking_events {
-                    return;
-                }
-                consolidator.checking_events = true;
-                let log = consolidator.log.clone();
-                ctx.spawn(async move { log.last_seq().await }.into_actor(consolidator).map(
-                    move |last_seq, consolidator, ctx| {
-                        consolidator.checking_events = false;
-                        let Ok(last_seq) = last_seq else { return };
-                        if last_seq.saturating_sub(consolidator.last_run_log_seq) >= every_events {
-                            consolidator.last_run_log_seq = last_seq;
-                            consolidator.run_scheduled(ctx, "events");
-                        }
-                    },
-                ));
+                consolidator.check_event_count(ctx, every_events)
             });
         }
     }
@@ -268,17 +310,26 @@ pub struct ConsolidationRequest {
 }
 
 impl Handler<ConsolidationRequest> for Consolidator {
-    type Result = ResponseFuture<Result<ConsolidationReport, ActorsError>>;
+    type Result = ResponseActFuture<Self, Result<ConsolidationReport, ActorsError>>;
 
     fn handle(&mut self, request: ConsolidationRequest, _: &mut Self::Context) -> Self::Result {
         let running = self.running.clone();
         let run = self.run(request);
-        Box::pin(async move {
-            // An on-demand run waits for a scheduled one to finish rather
-            // than scanning a memory that is about to change.
-            let _guard = running.lock().await;
-            run.await
-        })
+        Box::pin(
+            async move {
+                // An on-demand run waits for a scheduled one to finish rather
+                // than scanning a memory that is about to change.
+                let _guard = running.lock().await;
+                run.await
+            }
+            .into_actor(self)
+            .map(|result, consolidator, _| {
+                if let Ok(report) = &result {
+                    consolidator.finished(report);
+                }
+                result
+            }),
+        )
     }
 }
 
@@ -290,6 +341,8 @@ pub struct ConsolidationReport {
     pub agents: Vec<AgentConsolidation>,
     pub elapsed: Duration,
     pub log_seq_at_start: Seq,
+    /// The log's last seq when the run ended, its own events included.
+    pub log_seq_at_end: Seq,
 }
 
 impl ConsolidationReport {

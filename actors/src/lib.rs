@@ -17,7 +17,7 @@ pub mod supervisor;
 pub mod swarm_config;
 
 pub use consolidator::{
-    AgentConsolidation, ConsolidationReport, ConsolidationRequest, ConsolidationSchedule, Consolidator,
+    AgentConsolidation, ConsolidationReport, ConsolidationRequest, ConsolidationSchedule, Consolidator, Scanner,
 };
 pub use error::ActorsError;
 pub use memory_actor::{

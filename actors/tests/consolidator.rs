@@ -1,0 +1,247 @@
+//! The consolidator over a real embedded log and real memory actors: given
+//! events, when consolidation runs, then its verdicts are events on the log
+//! that memory applies; a dry run writes nothing; the agent's queries answer
+//! while a scan is under way; a count of new events starts a run by itself;
+//! and a rebuild from the log, which never scans, matches the live memory.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use actix::{Actor, Addr};
+use mneme_actors::swarm_config::AgentConfig;
+use mneme_actors::{
+    AgentHandle, ConsolidationRequest, ConsolidationSchedule, Consolidator, GetAgent, Query, QueryAnswer, Scanner,
+    SnapshotStore, Supervisor, SwarmConfig, rebuild_from_log,
+};
+use mneme_events::{Event, EventId, EventKind, FactAsserted, MessageRecorded, Scope, Timestamp};
+use mneme_nats::{EventLog, SledLog, SledOptions};
+use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
+use mneme_projections::{SearchMode, SearchRequest};
+
+const SWARM: &str = "demo";
+const AGENT: &str = "coder";
+
+fn event(counter: u64, kind: EventKind) -> Event {
+    Event {
+        id: EventId::from_parts(1_767_000_000_000 + counter, u128::from(counter)),
+        swarm: SWARM.to_string(),
+        agent: AGENT.to_string(),
+        ts: Timestamp::from_unix_millis(1_767_000_000_000 + counter as i64 * 1000),
+        correlation_id: None,
+        causation_id: None,
+        scope: Scope::Shared,
+        importance: None,
+        schema_version: 1,
+        kind,
+    }
+}
+
+fn message(counter: u64, text: &str) -> Event {
+    event(counter, EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() }))
+}
+
+fn fact(counter: u64, subject: &str, predicate: &str, object: &str) -> Event {
+    event(
+        counter,
+        EventKind::FactAsserted(FactAsserted {
+            subject: subject.into(),
+            predicate: predicate.into(),
+            object: object.into(),
+            confidence: 1.0,
+            valid_from: None,
+            valid_to: None,
+        }),
+    )
+}
+
+/// Given: a near duplicate, a near miss that must not merge, a
+/// single-valued fact with two objects, and filler.
+fn given_events() -> Vec<Event> {
+    let mut events = vec![
+        message(1, "The nightly build uses the release profile with LTO."),
+        message(2, "the nightly build uses the release profile with LTO"),
+        message(3, "The integration tests pass on the eu cluster."),
+        message(4, "The integration tests fail on the eu cluster."),
+        fact(5, "token_store", "backed_by", "redis"),
+        fact(6, "token_store", "backed_by", "postgres"),
+    ];
+    events.extend((7..60).map(|counter| message(counter, &format!("step {counter}: refactored module {counter}"))));
+    events
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    log: Arc<dyn EventLog>,
+    supervisor: Addr<Supervisor>,
+    config: SwarmConfig,
+}
+
+fn embedder() -> Arc<dyn mneme_projections::embed::Embedder> {
+    Arc::new(mneme_projections::embed::HashedNgramEmbedder::default())
+}
+
+async fn fixture(events: &[Event]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let log: Arc<dyn EventLog> =
+        Arc::new(SledLog::open(&dir.path().join("log"), SWARM, SledOptions::default()).unwrap());
+    let store = SnapshotStore::open(&dir.path().join("snapshots")).unwrap();
+    let mut config = SwarmConfig::with_name(SWARM);
+    config.agents = vec![AgentConfig { name: AGENT.to_string(), role: String::new() }];
+    log.append(events).await.unwrap();
+    let log_end = log.last_seq().await.unwrap();
+    let supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end, embedder()).start();
+    Fixture { _dir: dir, log, supervisor, config }
+}
+
+impl Fixture {
+    fn consolidator(&self, schedule: ConsolidationSchedule, scanner: Option<Scanner>) -> Addr<Consolidator> {
+        let consolidator = Consolidator::new(
+            SWARM,
+            self.log.clone(),
+            self.supervisor.clone(),
+            ConsolidationPolicy::default(),
+            schedule,
+        );
+        match scanner {
+            Some(scanner) => consolidator.with_scanner(scanner),
+            None => consolidator,
+        }
+        .start()
+    }
+
+    async fn caught_up(&self) -> AgentHandle {
+        let handle = self.supervisor.send(GetAgent(AGENT.to_string())).await.unwrap().unwrap();
+        let last_seq = self.log.last_seq().await.unwrap();
+        handle.caught_up(self.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
+        handle
+    }
+
+    /// The kinds of the events at and after `from_seq`.
+    async fn kinds_from(&self, from_seq: u64) -> Vec<&'static str> {
+        let entries = self.log.read(from_seq, None, 100_000).await.unwrap();
+        entries.into_iter().map(|entry| entry.record.expect("verdicts are valid events").kind_name()).collect()
+    }
+}
+
+async fn status(handle: &AgentHandle) -> mneme_actors::AgentStatus {
+    match handle.addr.send(Query::Status).await.unwrap().unwrap() {
+        QueryAnswer::Status(status) => status,
+        _ => unreachable!("a status query answers with a status"),
+    }
+}
+
+async fn search(handle: &AgentHandle, query: &str) -> Vec<String> {
+    let request = SearchRequest::new(query, 10).with_mode(SearchMode::Bm25);
+    match handle.addr.send(Query::Search(request)).await.unwrap().unwrap() {
+        QueryAnswer::Search(hits) => hits.into_iter().map(|hit| hit.item_id).collect(),
+        _ => unreachable!("a search answers with hits"),
+    }
+}
+
+#[actix_rt::test]
+async fn a_dry_run_writes_nothing_and_a_real_run_writes_verdicts_that_memory_applies() {
+    let events = given_events();
+    let fixture = fixture(&events).await;
+    let handle = fixture.caught_up().await;
+    let consolidator = fixture.consolidator(ConsolidationSchedule::default(), None);
+    let end_before = fixture.log.last_seq().await.unwrap();
+
+    let dry = consolidator.send(ConsolidationRequest { dry_run: true, agent: None }).await.unwrap().unwrap();
+    assert!(dry.dry_run);
+    assert_eq!(dry.events_written(), 0);
+    let plan = &dry.agents[0].plan;
+    assert_eq!(plan.merges.len(), 1, "{plan:#?}");
+    assert_eq!(plan.contradictions.len(), 1, "{plan:#?}");
+    assert_eq!(fixture.log.last_seq().await.unwrap(), end_before, "a dry run appends nothing");
+
+    let run = consolidator.send(ConsolidationRequest { dry_run: false, agent: None }).await.unwrap().unwrap();
+    assert_eq!(run.events_written(), 2);
+    assert_eq!(fixture.kinds_from(end_before + 1).await, ["contradiction_detected", "memories_merged"]);
+    // The run answered after memory applied its verdicts: the near
+    // duplicate is gone from search, the near miss is not.
+    let [kept, merged, passing, failing] = [1, 2, 3, 4].map(|counter| events[counter - 1].id.to_string());
+    let hits = search(&handle, "nightly build release profile").await;
+    assert!(hits.contains(&kept) && !hits.contains(&merged), "{hits:?}");
+    let hits = search(&handle, "integration tests eu cluster").await;
+    assert!(hits.contains(&passing) && hits.contains(&failing), "{hits:?}");
+    assert_eq!(status(&handle).await.checkpoint, fixture.log.last_seq().await.unwrap());
+
+    // Then nothing new: the second run reports nothing.
+    let again = consolidator.send(ConsolidationRequest { dry_run: false, agent: None }).await.unwrap().unwrap();
+    assert!(again.agents[0].plan.is_empty(), "{:#?}", again.agents[0].plan);
+
+    // A rebuild from the log, which never scans, equals the live memory.
+    let (_, rebuilt) =
+        rebuild_from_log(fixture.log.as_ref(), AGENT, fixture.config.memory_config(embedder()), None).await.unwrap();
+    let live = status(&handle).await;
+    assert_eq!((rebuilt.checkpoint, rebuilt.digest), (live.checkpoint, live.digest));
+}
+
+#[actix_rt::test]
+async fn queries_answer_while_a_scan_is_under_way() {
+    let fixture = fixture(&given_events()).await;
+    let handle = fixture.caught_up().await;
+    // A scanner that says when it started and then waits to be released.
+    let (started_sender, started) = mpsc::channel::<()>();
+    let (release, released) = mpsc::channel::<()>();
+    let started_sender = Mutex::new(started_sender);
+    let released = Mutex::new(released);
+    let scanner: Scanner = Arc::new(move |view, policy| {
+        started_sender.lock().unwrap().send(()).unwrap();
+        released.lock().unwrap().recv().unwrap();
+        consolidate(view, policy)
+    });
+    let consolidator = fixture.consolidator(ConsolidationSchedule::default(), Some(scanner));
+    let run = consolidator.send(ConsolidationRequest { dry_run: false, agent: None });
+    let run = tokio::spawn(run);
+    tokio::task::spawn_blocking(move || started.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the scan started");
+
+    // The scan is held open: the memory actor answers anyway.
+    let hits = search(&handle, "nightly build release profile").await;
+    assert_eq!(hits.len(), 2, "both copies, not yet merged: {hits:?}");
+    assert!(!run.is_finished());
+
+    release.send(()).unwrap();
+    let report = run.await.unwrap().unwrap().unwrap();
+    assert_eq!(report.agents[0].plan.merges.len(), 1);
+    assert_eq!(search(&handle, "nightly build release profile").await.len(), 1);
+}
+
+#[actix_rt::test]
+async fn a_run_starts_by_itself_after_every_n_events_and_its_own_verdicts_do_not_start_another() {
+    let fixture = fixture(&given_events()).await;
+    let handle = fixture.caught_up().await;
+    let scans = Arc::new(AtomicUsize::new(0));
+    let counting_scanner: Scanner = {
+        let scans = scans.clone();
+        Arc::new(move |view, policy| {
+            scans.fetch_add(1, Ordering::SeqCst);
+            consolidate(view, policy)
+        })
+    };
+    // Every 2 events: the run below writes 2 verdicts, which must not count.
+    let schedule = ConsolidationSchedule { interval: None, every_events: Some(2) };
+    let _consolidator = fixture.consolidator(schedule, Some(counting_scanner));
+    // The trigger counts from start-up: the events already there do not.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(scans.load(Ordering::SeqCst), 0);
+    let end_before = fixture.log.last_seq().await.unwrap();
+    let more: Vec<Event> = (100..103).map(|counter| message(counter, &format!("later note {counter}"))).collect();
+    fixture.log.append(&more).await.unwrap();
+    let verdicts_after = end_before + more.len() as u64;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while fixture.log.last_seq().await.unwrap() < verdicts_after + 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no run wrote its verdicts after 3 new events");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Let the poll look again a few times.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(fixture.kinds_from(verdicts_after + 1).await, ["contradiction_detected", "memories_merged"]);
+    assert_eq!(scans.load(Ordering::SeqCst), 1, "one run, not a run set off by its own verdicts");
+    let last_seq = fixture.log.last_seq().await.unwrap();
+    handle.caught_up(fixture.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
+}
