@@ -5,9 +5,9 @@
 
 use mneme_events::{
     ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind, FactAsserted, MemoryCited,
-    MemoryPinned, MemoryPurged, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
+    MemoryIgnored, MemoryPinned, MemoryPurged, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
 };
-use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, consolidate};
+use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, consolidate, decay_score};
 use mneme_projections::graph::GraphQuery;
 use mneme_projections::{AgentMemory, ContextRequest, ItemState, MemoryConfig, SearchMode, SearchRequest};
 
@@ -510,4 +510,45 @@ fn designed_set_meets_the_precision_recall_and_forgetting_targets() {
     assert!(contradiction_recall >= 0.9, "contradiction recall {contradiction_recall}");
     assert!(false_forgetting < 0.01, "false forgetting {false_forgetting}");
     assert!(forgotten.len() > 100, "old filler is forgotten");
+}
+
+#[test]
+fn citations_raise_an_item_in_hybrid_search_and_being_ignored_does_not() {
+    let mut given = Given::default();
+    let older = given.say("The retry budget of the uploader is five attempts.");
+    let newer = given.say("The retry budget of the downloader is five attempts.");
+    let top = |given: &Given| hybrid_ids(&mut given.memory(), "retry budget five attempts")[0].clone();
+    // Equal matches: the recency prior puts the newer first.
+    assert_eq!(top(&given), newer);
+    given.push(EventKind::MemoryIgnored(MemoryIgnored { item_id: older.clone() }));
+    assert_eq!(top(&given), newer, "being ignored never helps");
+    for _ in 0..2 {
+        given.push(EventKind::MemoryCited(MemoryCited { item_id: older.clone() }));
+    }
+    assert_eq!(top(&given), older, "cited more than ignored: the usage prior lifts it");
+    // Without the prior, the order is the recency prior's again.
+    let mut memory = given.memory();
+    let mut request = SearchRequest::new("retry budget five attempts", 20).with_mode(SearchMode::Hybrid);
+    request.weights.usage = 0.0;
+    assert_eq!(memory.search(&request).unwrap()[0].item_id, newer);
+}
+
+#[test]
+fn retrievals_and_citations_raise_the_decay_score() {
+    let policy = ConsolidationPolicy::default();
+    let mut given = Given::default();
+    let item_id = given.say("The deploy key lives in the vault.");
+    let memory = given.memory();
+    let plain = memory.item(&item_id).unwrap().clone();
+    let score = |item: &mneme_projections::MemoryItem| decay_score(item, 10_000, false, &policy);
+    let retrieved = mneme_projections::MemoryItem { retrievals: 20, ..plain.clone() };
+    let cited = mneme_projections::MemoryItem { citations: 2, ..plain.clone() };
+    let ignored = mneme_projections::MemoryItem { ignored: 2, ..plain.clone() };
+    assert!(score(&retrieved) > score(&plain));
+    assert!(score(&cited) > score(&retrieved));
+    assert!(score(&ignored) < score(&plain) || score(&plain) == 0.0);
+    // Superseded counts half; importance counts.
+    assert!(decay_score(&plain, 1000, true, &policy) < decay_score(&plain, 1000, false, &policy));
+    let important = mneme_projections::MemoryItem { importance: Some(0.9), ..plain.clone() };
+    assert!(decay_score(&important, 1000, false, &policy) > decay_score(&plain, 1000, false, &policy));
 }
