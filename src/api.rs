@@ -97,7 +97,7 @@ impl ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "invalid_parameter", Some(field), message)
     }
 
-    fn from_validation(error: ValidationError) -> ApiError {
+    pub(crate) fn from_validation(error: ValidationError) -> ApiError {
         let status = if error.code == ErrorCode::PayloadTooLarge {
             StatusCode::PAYLOAD_TOO_LARGE
         } else {

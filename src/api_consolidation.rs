@@ -271,16 +271,40 @@ pub async fn resolve_contradiction(
             note: body.note.filter(|note| !note.trim().is_empty()),
         }),
     );
+    event.validate().map_err(ApiError::from_validation)?;
     let appended = state.log.append(std::slice::from_ref(&event)).await?;
     let seq = appended[0].seq;
     handle.caught_up(state.log.as_ref(), seq, APPLY_TIMEOUT).await?;
-    let mut resolved = Value::Null;
+    let mut resolved = None;
     if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
-        if let Some(found) = listing.resolved.iter().find(|resolved| resolved.contradiction_id == contradiction_id) {
-            resolved = resolved_json(&handle.agent, found);
-        }
+        resolved = listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
     }
-    Ok(HttpResponse::Ok().json(json!({"event_id": event.id.to_string(), "seq": seq, "contradiction": resolved})))
+    match resolved {
+        Some(resolved) if resolved.provenance.seq == seq => Ok(HttpResponse::Ok().json(json!({
+            "event_id": event.id.to_string(),
+            "seq": seq,
+            "contradiction": resolved_json(&handle.agent, &resolved),
+        }))),
+        // Another resolution of the same contradiction was applied first:
+        // ours is on the log but changed nothing.
+        Some(resolved) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_resolved",
+            Some("contradiction_id"),
+            format!(
+                "contradiction {contradiction_id:?} was resolved ({}) at seq {} before this resolution (seq {seq}) \
+                 was applied; this one changed nothing",
+                resolution_name(resolved.resolution),
+                resolved.provenance.seq
+            ),
+        )),
+        None => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "not_applied",
+            Some("contradiction_id"),
+            format!("the resolution at seq {seq} was applied but contradiction {contradiction_id:?} is not resolved"),
+        )),
+    }
 }
 
 #[derive(Deserialize)]
@@ -343,14 +367,20 @@ pub async fn purge(
             format!("no memory of swarm {swarm:?} holds any of {:?}", body.item_ids),
         ));
     }
-    let mut results = Vec::new();
+    // Every tombstone is checked before any is appended: a bad request
+    // appends nothing.
+    let mut tombstones = Vec::new();
     for (agent, item_ids) in targets {
         let event = agent_event(
             &swarm,
             &agent,
             EventKind::MemoryPurged(MemoryPurged { item_ids: item_ids.clone(), before, reason: body.reason.clone() }),
         );
-        event.validate().map_err(|error| ApiError::bad_parameter("item_ids", error.message))?;
+        event.validate().map_err(ApiError::from_validation)?;
+        tombstones.push((agent, item_ids, event));
+    }
+    let mut results = Vec::new();
+    for (agent, item_ids, event) in tombstones {
         let appended = state.log.append(std::slice::from_ref(&event)).await?;
         let seq = appended[0].seq;
         let handle = agent_handle(&state, &swarm, &agent, None).await?;
@@ -370,6 +400,11 @@ pub async fn purge(
             "before": body.before,
             "purged_items_in_memory": purged,
             "snapshot_seq": snapshot_seq,
+            "snapshot": match snapshot_seq {
+                Some(_) => "rewritten without the purged content",
+                None => "not rewritten yet: dead letters of this agent wait to be filed; the previous snapshot \
+                         still holds the purged content until the next one is written",
+            },
         }));
     }
     Ok(HttpResponse::Ok().json(json!({

@@ -21,7 +21,7 @@ use mneme_nats::{EventLog, Seq};
 use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, ConsolidationView, consolidate};
 
 use crate::error::ActorsError;
-use crate::memory_actor::{Query, QueryAnswer, TakeRetrievals};
+use crate::memory_actor::{Query, QueryAnswer, ReturnRetrievals, TakeRetrievals};
 use crate::supervisor::{AgentHandle, GetAgent, ListAgents, Supervisor};
 
 /// Events per append: a first run over a large memory writes many verdicts.
@@ -206,7 +206,14 @@ async fn consolidate_agent(
         retrievals_recorded = counts.len();
         let events = retrieval_events(swarm, &agent, &counts);
         if !events.is_empty() {
-            let appended = log.append(&events).await?;
+            let appended = match log.append(&events).await {
+                Ok(appended) => appended,
+                Err(error) => {
+                    // Not recorded: the counts go back, for the next run.
+                    handle.addr.do_send(ReturnRetrievals(counts));
+                    return Err(error.into());
+                }
+            };
             last_written = appended.iter().map(|appended| appended.seq).max();
             if let Some(seq) = last_written {
                 handle.caught_up(log, seq, APPLY_TIMEOUT).await?;

@@ -453,6 +453,23 @@ impl Handler<TakeRetrievals> for MemoryActor {
     }
 }
 
+/// Gives back retrieval counts the consolidator took but could not record
+/// (the append failed): they are added to what was counted since.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct ReturnRetrievals(pub Vec<(String, u32)>);
+
+impl Handler<ReturnRetrievals> for MemoryActor {
+    type Result = ();
+
+    fn handle(&mut self, ReturnRetrievals(counts): ReturnRetrievals, _: &mut Self::Context) {
+        for (item_id, count) in counts {
+            let total = self.retrievals.entry(item_id).or_default();
+            *total = total.saturating_add(count);
+        }
+    }
+}
+
 /// Write a snapshot now (before shutdown, or on demand). Answers the
 /// snapshot's sequence, or `None` while dead letters wait to be filed.
 #[derive(Message)]

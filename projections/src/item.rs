@@ -48,6 +48,12 @@ impl ItemState {
         matches!(self, ItemState::Active | ItemState::Archived | ItemState::Decayed)
     }
 
+    /// Whether the state takes an item out of context: what consolidation
+    /// decides (demoted, forgotten, merged), which a pin forbids.
+    pub fn removes_from_context(self) -> bool {
+        matches!(self, ItemState::Decayed | ItemState::Forgotten | ItemState::Merged)
+    }
+
     /// Whether nothing but a purge changes the state any more.
     pub fn is_final(self) -> bool {
         matches!(self, ItemState::Forgotten | ItemState::Merged | ItemState::Purged)
@@ -89,6 +95,13 @@ pub struct MemoryItem {
 }
 
 impl MemoryItem {
+    /// The event that created the item. Merges add the provenance of the
+    /// items merged into this one, older events among them, so the creating
+    /// event is found by its seq rather than by position.
+    pub fn creating_event(&self) -> ProvenanceRef {
+        self.provenance.iter().find(|reference| reference.seq == self.seq).copied().unwrap_or(self.provenance[0])
+    }
+
     /// How useful the item proved: citations count most, being ignored
     /// counts against, retrievals a little (they show it matched, not that
     /// it helped). Feeds the usage prior of search and the decay score.

@@ -1,7 +1,7 @@
 //! `AgentMemory`: everything one agent remembers, as a pure function of the
 //! events applied to it in log order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged};
@@ -12,7 +12,7 @@ use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, Subgraph};
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
-use crate::phases::PhaseTracker;
+use crate::phases::{PhaseTracker, PurgedEvent};
 use crate::render;
 use crate::retrieval::embedded_text;
 use crate::vector::VectorIndex;
@@ -118,6 +118,9 @@ pub struct ResolvedContradiction {
     /// The `contradiction_resolved` event.
     pub provenance: ProvenanceRef,
 }
+
+/// What is left of a contradiction's reason once a side is purged.
+const PURGED_CONTRADICTION_REASON: &str = "(a side was purged)";
 
 /// A contradiction between two items that nobody has resolved yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -393,6 +396,12 @@ impl AgentMemory {
         if item.state.is_final() || item.state == new_state {
             return;
         }
+        // A pin holds whoever asks: a verdict scanned before the pin was
+        // applied, or an agent's own forget, changes nothing until the item
+        // is unpinned (a purge is not a state change and erases anyway).
+        if item.pinned && new_state.removes_from_context() {
+            return;
+        }
         item.state = new_state;
         let seq = item.seq;
         self.working.remove(seq);
@@ -424,17 +433,23 @@ impl AgentMemory {
         let mut inherited: Vec<ProvenanceRef> = Vec::new();
         for merged_id in merged_ids {
             let Some(&seq) = self.seq_by_item_id.get(merged_id) else { continue };
-            if seq == survivor_seq || self.items[&seq].state.is_final() {
+            let merged = &self.items[&seq];
+            if seq == survivor_seq || merged.state.is_final() || merged.pinned {
                 continue;
             }
             inherited.extend(self.items[&seq].provenance.iter().copied());
             self.change_state(merged_id, provenance, ItemState::Merged);
         }
         let survivor = self.items.get_mut(&survivor_seq).expect("the survivor's seq was just looked up");
+        // The creating event stays first; what it inherits joins the events
+        // that changed it, in log order.
+        let created = survivor.creating_event();
         survivor.provenance.extend(inherited);
         survivor.provenance.push(provenance);
+        survivor.provenance.retain(|reference| *reference != created);
         survivor.provenance.sort_unstable();
         survivor.provenance.dedup();
+        survivor.provenance.insert(0, created);
     }
 
     /// `contradiction_resolved`: the contradiction is settled, and the
@@ -450,7 +465,7 @@ impl AgentMemory {
         };
         for loser in losers {
             let Some(item) = self.item(loser) else { continue };
-            let created = item.provenance[0];
+            let created = item.creating_event();
             self.graph.close_asserted_by(created, event.ts, provenance.seq, event);
             if let Some(item) = self.item_mut(loser) {
                 item.provenance.push(provenance);
@@ -471,23 +486,33 @@ impl AgentMemory {
         );
     }
 
-    /// `memory_purged`: erases the text of the named items, and of every
-    /// item with an event time before `before`, from memory: item text,
-    /// working tier, phase notes and levels (see `PhaseTracker::redact`),
-    /// BM25 and vector indexes (rebuilt without them, so that no posting or
-    /// embedding of the text survives, and so that a replay, which rebuilds
-    /// them the same way, ranks the same). Snapshots written from now on do
-    /// not hold the text either. What the fact graph extracted from the
-    /// events (entity names, fact triples) stays: see README, "Erasure".
+    /// `memory_purged`: erases the named items, every item with an event
+    /// time before `before`, and the near duplicates merged into any of
+    /// them (they said the same thing), from memory: item text, working
+    /// tier, what the fact graph extracted from their events (see
+    /// `FactGraph::redact`), phase notes and levels (see
+    /// `PhaseTracker::redact`), the reasons of contradictions they are a
+    /// side of, and the BM25 and vector indexes (rebuilt without them, so
+    /// that no posting or embedding of the text survives, and so that a
+    /// replay, which rebuilds them the same way, ranks the same). Snapshots
+    /// written from now on hold none of it; the log still holds the events
+    /// (README, "Erasure").
     fn purge(&mut self, purged: &MemoryPurged, provenance: ProvenanceRef) -> Result<(), ProjectionError> {
         let mut targets: Vec<u64> =
             purged.item_ids.iter().filter_map(|item_id| self.seq_by_item_id.get(item_id.trim()).copied()).collect();
         if let Some(before) = purged.before {
             targets.extend(self.items.values().filter(|item| item.ts < before).map(|item| item.seq));
         }
+        let merged_into_targets: Vec<u64> = targets
+            .iter()
+            .flat_map(|seq| self.items[seq].provenance.iter().map(|reference| reference.seq))
+            .filter(|seq| self.items.get(seq).is_some_and(|item| item.state == ItemState::Merged))
+            .collect();
+        targets.extend(merged_into_targets);
         targets.sort_unstable();
         targets.dedup();
-        let mut erased: BTreeMap<u64, &'static str> = BTreeMap::new();
+        let mut erased: BTreeMap<u64, PurgedEvent> = BTreeMap::new();
+        let mut erased_ids: BTreeSet<String> = BTreeSet::new();
         for seq in targets {
             let item = self.items.get_mut(&seq).expect("targets are seqs of items");
             item.provenance.push(provenance);
@@ -501,13 +526,26 @@ impl AgentMemory {
             item.text = String::new();
             item.pinned = false;
             self.working.remove(seq);
-            erased.insert(seq, item.kind);
+            erased.insert(seq, PurgedEvent { kind: item.kind, task: item.correlation_id.clone() });
+            erased_ids.insert(item.item_id.clone());
         }
         if !erased.is_empty() {
-            self.phases.redact(&erased);
+            self.graph.redact(&erased.keys().copied().collect());
+            self.phases.redact(&erased, &self.graph);
+            self.redact_contradictions(&erased_ids);
             self.rebuild_indexes_without_purged()?;
         }
         Ok(())
+    }
+
+    /// The reason of a contradiction quotes both sides: with one purged,
+    /// only the fact that there was one remains.
+    fn redact_contradictions(&mut self, erased_ids: &BTreeSet<String>) {
+        for open in self.open_contradictions.values_mut() {
+            if erased_ids.contains(&open.a) || erased_ids.contains(&open.b) {
+                open.reason = PURGED_CONTRADICTION_REASON.to_string();
+            }
+        }
     }
 
     /// Rebuilds the BM25 and vector indexes from every item not purged, in

@@ -10,6 +10,7 @@ use mneme_events::{
     MemoryDecayed, MemoryForgotten, MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, RetrievalCount, Scope,
     Timestamp, ToolResultRecorded,
 };
+use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
 use mneme_projections::{AgentMemory, ContextRequest, MemoryConfig, ProjectionError, SearchMode, SearchRequest};
 use proptest::prelude::*;
 
@@ -279,6 +280,25 @@ proptest! {
                 prop_assert_eq!(top_ids(&mut live, word, 2, &kinds, mode), top_ids(&mut rebuilt, word, 2, &kinds, mode));
             }
         }
+    }
+
+    /// Consolidation decides on the live memory; its verdicts, appended to
+    /// the log, leave the live memory and a rebuild from the log (which
+    /// never scans) equal, and the scan is a function of the memory alone.
+    #[test]
+    fn consolidating_live_equals_replaying_the_verdicts(ops in prop::collection::vec(op(), 1..60)) {
+        let mut log = log_of(&ops);
+        let mut live = rebuild(&log);
+        let policy = ConsolidationPolicy { decay_half_life_items: 4, keep_newest_items: 2, ..ConsolidationPolicy::default() };
+        let plan = consolidate(&live.consolidation_view(), &policy);
+        prop_assert_eq!(&plan, &consolidate(&rebuild(&log).consolidation_view(), &policy));
+        for event in plan.events(Timestamp::from_unix_millis(1_800_000_000_000)) {
+            let seq = log.len() as u64 + 1;
+            live.apply(seq, &event).unwrap();
+            log.push((seq, event));
+        }
+        live.commit().unwrap();
+        prop_assert_eq!(live.digest(), rebuild(&log).digest());
     }
 
     #[test]

@@ -7,13 +7,16 @@
 //!   validity, whatever the predicate;
 //! - `decision_reversed`: two active decisions on the same question (their
 //!   titles say the same thing) with different choices, the later one not
-//!   superseding the earlier.
+//!   superseding the earlier; a choice that only adds to the other
+//!   ("postgres", then "postgres with pgvector") refines it, and is none.
 
 use std::collections::BTreeMap;
 
 use mneme_events::Timestamp;
 
-use super::lexical::{content_terms, lexically_equivalent, objects_negate, predicate_polarity};
+use super::lexical::{
+    content_terms, lexically_equivalent, objects_explicitly_negate, objects_negate, predicate_polarity, refines,
+};
 use super::policy::ConsolidationPolicy;
 use super::view::{ConsolidationView, FactView, is_live, ordered_pair};
 
@@ -69,6 +72,21 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
             reason,
         });
     };
+    // `is_located_in` and `located_in` are one predicate (they share a
+    // base); it is single-valued only if neither spelling is multi-valued.
+    let single_valued = |fact: &FactView| {
+        policy.is_single_valued(&fact.predicate) && policy.is_single_valued(&predicate_polarity(&fact.predicate).0)
+    };
+    // Opposite objects ("enabled" / "disabled") contradict under a
+    // single-valued predicate; under a multi-valued one ("contains frontend"
+    // / "contains backend") only an explicit negation does.
+    let objects_contradict = |older: &FactView, newer: &FactView| {
+        if single_valued(older) && single_valued(newer) {
+            objects_negate(&older.object, &newer.object)
+        } else {
+            objects_explicitly_negate(&older.object, &newer.object)
+        }
+    };
     // Facts, grouped by subject and base predicate (negation stripped).
     let mut groups: BTreeMap<(String, String), Vec<(&FactView, bool)>> = BTreeMap::new();
     for fact in view.facts.iter().filter(|fact| live(fact.seq).is_some()) {
@@ -89,15 +107,15 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
                         older.predicate, older.object, newer.predicate, newer.object
                     );
                     report(&mut verdicts, older.seq, newer.seq, "negated_fact", reason);
-                } else if older_negated == newer_negated && objects_negate(&older.object, &newer.object) {
+                } else if older_negated == newer_negated && objects_contradict(older, newer) {
                     let reason =
                         format!("{subject} {base}: {:?} negates {:?} at the same time", newer.object, older.object);
                     report(&mut verdicts, older.seq, newer.seq, "negated_fact", reason);
                 } else if !same_object
                     && !older_negated
                     && !newer_negated
-                    && older.predicate == newer.predicate
-                    && policy.is_single_valued(&newer.predicate)
+                    && single_valued(older)
+                    && single_valued(newer)
                 {
                     let reason = format!(
                         "{subject} {} is single-valued but holds both {:?} and {:?} at the same time",
@@ -118,7 +136,9 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
     for (position, (newer, newer_title, newer_choice)) in active.iter().enumerate() {
         let window = position.saturating_sub(MAX_EARLIER_DECISIONS)..position;
         for (older, older_title, older_choice) in &active[window] {
-            if !lexically_equivalent(older_title, newer_title) || lexically_equivalent(older_choice, newer_choice) {
+            let same_question = lexically_equivalent(older_title, newer_title);
+            if !same_question || lexically_equivalent(older_choice, newer_choice) || refines(older_choice, newer_choice)
+            {
                 continue;
             }
             let reason = format!(

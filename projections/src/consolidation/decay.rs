@@ -61,6 +61,20 @@ pub fn decay_score(item: &MemoryItem, newer_items: usize, superseded: bool, poli
     (recency * importance * superseded_factor + usage).max(0.0)
 }
 
+/// Where in the memory an item was last said: its own position, or that of
+/// the newest near duplicate merged into it. A memory said again is as
+/// recent as its last saying, so that a merge never hands a recent
+/// statement to an old survivor that is then forgotten for its age.
+fn last_said_position(view: &ConsolidationView, position: usize, item: &MemoryItem) -> usize {
+    let restated = item
+        .provenance
+        .iter()
+        .map(|reference| reference.seq)
+        .filter(|&seq| seq > item.seq && view.item_at(seq).is_some_and(|other| other.state == ItemState::Merged))
+        .max();
+    restated.and_then(|seq| view.items.binary_search_by_key(&seq, |other| other.seq).ok()).unwrap_or(position)
+}
+
 /// Demotes live items whose score fell below `decay_below` and forgets
 /// those below `forget_below` (never a protected one, never one of the
 /// newest `keep_newest_items`, and only kinds that can be forgotten, which
@@ -75,7 +89,7 @@ pub fn decay_verdicts(
     let total = view.items.len();
     let mut verdicts = Vec::new();
     for (position, item) in view.items.iter().enumerate() {
-        let newer_items = total - position - 1;
+        let newer_items = total - last_said_position(view, position, item) - 1;
         if newer_items < policy.keep_newest_items || !is_live(item) {
             continue;
         }

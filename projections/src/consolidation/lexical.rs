@@ -57,14 +57,16 @@ pub const LSH_ROWS_PER_BAND: usize = 4;
 pub const MAX_BUCKET: usize = 64;
 
 /// In a bucket larger than [`MAX_BUCKET`], each member is paired only with
-/// this many members that follow it in key order.
+/// this many members that follow it in key order, and with this many of the
+/// bucket's first members.
 ///
 /// Such buckets come from many copies of one text (a status line repeated
 /// all day) or from texts with a single common term. Pairing every member
-/// would be quadratic; a chain of neighbours is linear and still connects
-/// every copy of a repeated text to the next, so a consolidation that
-/// merges transitively merges them all. Neighbours in key (log) order are
-/// also the likeliest repeats of one another.
+/// would be quadratic; neighbours and first members are linear. Neighbours
+/// in key (log) order are the likeliest repeats of one another; the first
+/// members give every copy of a repeated text a pair with its oldest copy,
+/// so that a merge, which groups duplicates as a star around one survivor,
+/// folds all the copies into it in one run.
 pub const OVERSIZED_BUCKET_NEIGHBOURS: usize = 4;
 
 /// The words of a text that carry its meaning, normalised for comparison.
@@ -803,6 +805,13 @@ fn pair_bucket_members(bucket: &[(u64, u64)], pairs: &mut Vec<(u64, u64)>) {
                 pairs.push((*key, *later_key));
             }
         }
+        // Beyond the neighbours' reach, the bucket's first members too.
+        let first_members = index.saturating_sub(reach).min(reach);
+        for (_, first_key) in &bucket[..first_members] {
+            if first_key != key {
+                pairs.push((*first_key, *key));
+            }
+        }
     }
 }
 
@@ -925,6 +934,36 @@ pub fn objects_negate(a: &str, b: &str) -> bool {
         return !terms_a.is_empty() || terms_a.particles != 0;
     }
     (negations.0 == negations.1 && differ_by_one_opposite(&terms_a, &terms_b)) || is_no_against_yes(&terms_a, &terms_b)
+}
+
+/// Whether one object is the explicit negation of the other: the same
+/// words, numbers and identifiers, one side negated ("cached" / "not
+/// cached"), or a bare "no" against "yes". Unlike [`objects_negate`], two
+/// opposite words ("frontend" / "backend") do not count: under a
+/// multi-valued predicate both can hold.
+pub fn objects_explicitly_negate(a: &str, b: &str) -> bool {
+    let (terms_a, terms_b) = (content_terms(a), content_terms(b));
+    if terms_a.numbers != terms_b.numbers || terms_a.code_tokens != terms_b.code_tokens {
+        return false;
+    }
+    let same_words = terms_a.words == terms_b.words && terms_a.particles == terms_b.particles;
+    let negations = (terms_a.negations.min(terms_b.negations), terms_a.negations.max(terms_b.negations));
+    (same_words && negations == (0, 1) && (!terms_a.is_empty() || terms_a.particles != 0))
+        || is_no_against_yes(&terms_a, &terms_b)
+}
+
+/// Whether one text only adds to the other: the same negation, and every
+/// word, number and identifier of the shorter is in the longer ("postgres"
+/// and "postgres with the pgvector extension"). A decision that refines
+/// another does not reverse it.
+pub fn refines(a: &ContentTerms, b: &ContentTerms) -> bool {
+    let within = |small: &ContentTerms, large: &ContentTerms| {
+        !small.is_empty()
+            && small.words.iter().all(|word| large.words.binary_search(word).is_ok())
+            && small.numbers.iter().all(|number| large.numbers.binary_search(number).is_ok())
+            && small.code_tokens.iter().all(|token| large.code_tokens.binary_search(token).is_ok())
+    };
+    a.negations == b.negations && (within(a, b) || within(b, a))
 }
 
 /// The same terms but for one word, or one particle, on each side, and the
@@ -1478,10 +1517,12 @@ mod tests {
         let signature = minhash(&content_terms("build finished, all checks green"));
         let signatures: Vec<(u64, MinHashSignature)> = (0..500u64).map(|key| (key * 10, signature.clone())).collect();
         let pairs = candidate_pairs(&signatures);
-        assert!(pairs.len() <= signatures.len() * OVERSIZED_BUCKET_NEIGHBOURS, "{} pairs", pairs.len());
-        // A chain links every copy to the next one in key order.
+        assert!(pairs.len() <= signatures.len() * 2 * OVERSIZED_BUCKET_NEIGHBOURS, "{} pairs", pairs.len());
+        // A chain links every copy to the next one in key order, and every
+        // copy is paired with the first (the star a merge groups around).
         for key in 0..499u64 {
             assert!(pairs.binary_search(&(key * 10, key * 10 + 10)).is_ok());
+            assert!(pairs.binary_search(&(0, key * 10 + 10)).is_ok());
         }
         // A small bucket is paired all-to-all.
         let pairs = candidate_pairs(&signatures[..MAX_BUCKET]);

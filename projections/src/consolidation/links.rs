@@ -1,7 +1,10 @@
 //! Links: memories that share entities, or share one and a task, get a
-//! `related_to` edge, so that a walk from one reaches the other.
+//! `related_to` edge, so that a walk from one reaches the other; and each
+//! memory of a task is linked to the one before it in that task.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::item::MemoryItem;
 
 use super::policy::ConsolidationPolicy;
 use super::view::{ConsolidationView, is_live, ordered_pair};
@@ -17,7 +20,14 @@ pub struct LinkVerdict {
     pub reason: String,
 }
 
-pub fn link_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Vec<LinkVerdict> {
+/// `gone`: items this run merges or forgets, which get no links and are
+/// stepped over.
+pub fn link_verdicts(
+    view: &ConsolidationView,
+    policy: &ConsolidationPolicy,
+    gone: &BTreeSet<&str>,
+) -> Vec<LinkVerdict> {
+    let is_linkable = |item: &MemoryItem| is_live(item) && !gone.contains(item.item_id.as_str());
     let mut items_by_entity: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     for (seq, entities) in &view.entities_by_seq {
         for entity in entities {
@@ -25,9 +35,9 @@ pub fn link_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> 
         }
     }
     let mut verdicts = Vec::new();
-    let mut emitted = std::collections::BTreeSet::new();
+    let mut emitted = BTreeSet::new();
     for (&seq, entities) in &view.entities_by_seq {
-        let Some(item) = view.item_at(seq).filter(|item| is_live(item)) else { continue };
+        let Some(item) = view.item_at(seq).filter(|item| is_linkable(item)) else { continue };
         // Other items by the entities they share with this one.
         let mut shared: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
         for entity in entities {
@@ -40,7 +50,7 @@ pub fn link_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> 
         let mut related: Vec<(usize, u64, Vec<u32>, bool)> = shared
             .into_iter()
             .filter_map(|(other, common)| {
-                let other_item = view.item_at(other).filter(|other_item| is_live(other_item))?;
+                let other_item = view.item_at(other).filter(|other_item| is_linkable(other_item))?;
                 let same_task = item.correlation_id.is_some() && item.correlation_id == other_item.correlation_id;
                 let related = common.len() >= SHARED_ENTITIES_FOR_LINK || same_task;
                 related.then_some((common.len() + usize::from(same_task), other, common, same_task))
@@ -63,5 +73,28 @@ pub fn link_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> 
             verdicts.push(LinkVerdict { a: pair.0, b: pair.1, reason });
         }
     }
+    link_task_neighbours(view, &is_linkable, &mut emitted, &mut verdicts);
     verdicts
+}
+
+/// Memories that co-occur in a task: each live item is linked to the live
+/// item of its task just before it, so that a walk from any memory of a
+/// task reaches the rest of it in order. One link per item, whatever it
+/// shares.
+fn link_task_neighbours(
+    view: &ConsolidationView,
+    is_linkable: &dyn Fn(&MemoryItem) -> bool,
+    emitted: &mut BTreeSet<(String, String)>,
+    verdicts: &mut Vec<LinkVerdict>,
+) {
+    let mut previous_in_task: BTreeMap<&str, &str> = BTreeMap::new();
+    for item in view.items.iter().filter(|item| is_linkable(item)) {
+        let Some(task) = item.correlation_id.as_deref() else { continue };
+        if let Some(previous) = previous_in_task.insert(task, &item.item_id) {
+            let pair = ordered_pair(previous, &item.item_id);
+            if !view.linked_pairs.contains(&pair) && emitted.insert(pair.clone()) {
+                verdicts.push(LinkVerdict { a: pair.0, b: pair.1, reason: format!("next in task {task}") });
+            }
+        }
+    }
 }

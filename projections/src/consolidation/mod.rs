@@ -153,19 +153,28 @@ pub fn consolidate(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Co
     };
     let merges = dedup::merge_verdicts(view, policy);
     let merged: BTreeSet<&str> = merges.iter().flat_map(|verdict| verdict.merged.iter().map(String::as_str)).collect();
+    // A fact stops holding at its valid_to; "now" is the latest event time
+    // in the memory (no clock: a replay judges the same), so a fact valid
+    // until a later date still holds.
+    let latest_event_time = view.items.iter().map(|item| item.ts).max();
+    let still_holds = |fact: &&FactView| fact.valid_to.is_none_or(|to| Some(to) > latest_event_time);
     let superseded: BTreeSet<u64> = view
         .decisions
         .iter()
         .filter(|decision| decision.closed)
         .map(|decision| decision.seq)
-        .chain(view.facts.iter().filter(|fact| fact.valid_to.is_some()).map(|fact| fact.seq))
+        .chain(view.facts.iter().filter(|fact| !still_holds(fact)).map(|fact| fact.seq))
         .collect();
-    let valid_facts: BTreeSet<u64> =
-        view.facts.iter().filter(|fact| fact.valid_to.is_none()).map(|fact| fact.seq).collect();
+    let valid_facts: BTreeSet<u64> = view.facts.iter().filter(still_holds).map(|fact| fact.seq).collect();
     let active_decisions: BTreeSet<u64> =
         view.decisions.iter().filter(|decision| !decision.closed).map(|decision| decision.seq).collect();
     let mut decays = decay::decay_verdicts(view, policy, &superseded, &valid_facts, &active_decisions);
-    decays.retain(|verdict| !merged.contains(verdict.item_id.as_str()));
+    // Neither the merged nor their survivors: a survivor answers for what
+    // was merged into it, and its age is judged again by the next run, which
+    // sees when it was last said.
+    let survivors: BTreeSet<&str> = merges.iter().map(|verdict| verdict.survivor.as_str()).collect();
+    decays
+        .retain(|verdict| !merged.contains(verdict.item_id.as_str()) && !survivors.contains(verdict.item_id.as_str()));
     // Forgetting before demotion when the budget runs out.
     decays.sort_by_key(|verdict| (!verdict.forget, verdict.seq));
     let gone: BTreeSet<&str> = merged
@@ -173,8 +182,7 @@ pub fn consolidate(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Co
         .copied()
         .chain(decays.iter().filter(|verdict| verdict.forget).map(|verdict| verdict.item_id.as_str()))
         .collect();
-    let mut links = links::link_verdicts(view, policy);
-    links.retain(|link| !gone.contains(link.a.as_str()) && !gone.contains(link.b.as_str()));
+    let links = links::link_verdicts(view, policy, &gone);
     let mut plan = ConsolidationPlan {
         swarm: view.swarm.clone(),
         agent: view.agent.clone(),

@@ -120,7 +120,7 @@ impl AgentMemory {
             .flatten()
             .filter_map(|&seq| {
                 let item = self.items.get(&seq)?;
-                let node = graph.node(&format!("decision:{}", item.provenance[0].event_id))?;
+                let node = graph.node(&format!("decision:{}", item.creating_event().event_id))?;
                 Some(DecisionView {
                     seq,
                     title: node.name.clone(),

@@ -187,6 +187,14 @@ impl AgentMemory {
         let tier = ContextTier::Critical;
         let mut candidates = Vec::new();
         for open in self.open_contradictions.values() {
+            // A side forgotten or purged since takes its text out of every
+            // query, this one included.
+            let gone = |item_id: &str| {
+                self.item(item_id).is_some_and(|item| matches!(item.state, ItemState::Forgotten | ItemState::Purged))
+            };
+            if gone(&open.a) || gone(&open.b) {
+                continue;
+            }
             let side = |item_id: &str| {
                 self.item(item_id)
                     .map_or_else(|| format!("item {item_id}"), |item| tokens::truncate(&item.text, SIDE_TOKENS).0)

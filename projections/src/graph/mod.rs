@@ -100,6 +100,7 @@ mod mentions;
 mod model;
 mod names;
 mod query;
+mod redact;
 mod signature;
 mod snapshot;
 mod source;

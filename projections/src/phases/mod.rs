@@ -42,7 +42,7 @@ use std::collections::{BTreeMap, HashMap};
 use mneme_events::{Event, EventKind, PhaseCompressed, TaskStatus, Timestamp};
 
 use crate::digest::ContentHasher;
-use crate::graph::TouchedEdge;
+use crate::graph::{EntityKind, FactGraph, TouchedEdge};
 use crate::item::ProvenanceRef;
 use crate::tokens;
 
@@ -171,6 +171,43 @@ pub struct Phase {
     pub levels: Option<PhaseLevels>,
     /// The events that started, completed and compressed it.
     pub provenance: Vec<ProvenanceRef>,
+    /// A purge erased some of its events: its levels are extractive from
+    /// now on.
+    pub redacted: bool,
+}
+
+/// What a purge tells the phases about one purged event.
+#[derive(Debug, Clone)]
+pub(crate) struct PurgedEvent {
+    pub kind: &'static str,
+    /// Its correlation id: the task a purged task update was about.
+    pub task: Option<String>,
+}
+
+/// The name of an explicit phase whose opening event was purged.
+const PURGED_PHASE_NAME: &str = "(purged)";
+
+/// Drops from a phase's notes what the purged events said; see
+/// [`PhaseTracker::redact`].
+fn redact_notes(notes: &mut PhaseNotes, purged: &BTreeMap<u64, PurgedEvent>, hit: &[&PurgedEvent], graph: &FactGraph) {
+    notes.first_messages.retain(|note| !purged.contains_key(&note.seq));
+    notes.last_messages.retain(|note| !purged.contains_key(&note.seq));
+    notes.decisions.retain(|note| !purged.contains_key(&note.seq));
+    if hit.iter().any(|purged_event| matches!(purged_event.kind, "fact_asserted" | "fact_retracted")) {
+        notes.facts.clear();
+    }
+    if hit.iter().any(|purged_event| matches!(purged_event.kind, "handoff_sent" | "handoff_received")) {
+        notes.handoffs.clear();
+    }
+    let known = |kind: EntityKind, name: &str| graph.has_entity_named(kind, name);
+    notes.files_read.retain(|file| known(EntityKind::File, file));
+    notes.files_modified.retain(|file| known(EntityKind::File, file));
+    notes.symbols.retain(|symbol| known(EntityKind::Symbol, symbol));
+    notes.commands.retain(|command, _| known(EntityKind::Command, command));
+    notes.errors.retain(|error| known(EntityKind::Error, &error.error) && known(EntityKind::Command, &error.command));
+    for error in &mut notes.errors {
+        error.fixed_by.retain(|file| known(EntityKind::File, file));
+    }
 }
 
 impl Phase {
@@ -341,6 +378,7 @@ impl PhaseTracker {
             notes: PhaseNotes::default(),
             levels: None,
             provenance: Vec::new(),
+            redacted: false,
         });
         index
     }
@@ -361,6 +399,12 @@ impl PhaseTracker {
     fn apply_compressed(&mut self, compressed: &PhaseCompressed, provenance: ProvenanceRef) {
         let Some(&index) = self.index_by_id.get(&compressed.phase_id.to_string()) else { return };
         let phase = &mut self.phases[index];
+        // Written from the phase before its purge, a model's levels may
+        // quote what was erased.
+        if phase.redacted {
+            phase.provenance.push(provenance);
+            return;
+        }
         phase.levels = Some(PhaseLevels {
             compressor: compressed.compressor.clone(),
             index: fit_to_tokens(&compressed.index, PhaseLevel::Index),
@@ -395,27 +439,41 @@ impl PhaseTracker {
         self.session_summary = rollup::session_summary(self);
     }
 
-    /// A purge: drops from every phase what the purged events said — their
-    /// messages and decisions, and the phase's fact and handoff notes when
-    /// one of them was a fact or a handoff (those notes carry no seq) — and
-    /// re-derives the levels of completed phases extractively from what is
-    /// left, because a model's levels may quote the purged text.
-    pub(crate) fn redact(&mut self, purged: &BTreeMap<u64, &'static str>) {
+    /// A purge: drops from every phase what the purged events said. Notes
+    /// that carry a seq (messages, decisions) lose the purged ones; names
+    /// noted without one (files, symbols, commands, errors) stay only if the
+    /// purged graph still knows them, that is if another event says them;
+    /// fact and handoff notes go whole when one of their events is purged.
+    /// A phase's name and goal go with a purged opening event, its outcome
+    /// with a purged closing one, a task's title with a purged task update.
+    /// Completed phases get extractive levels again, because a model's may
+    /// quote the purged text, and a model summary that arrives later for a
+    /// redacted phase is not applied.
+    pub(crate) fn redact(&mut self, purged: &BTreeMap<u64, PurgedEvent>, graph: &FactGraph) {
+        for purged_event in purged.values().filter(|purged_event| purged_event.kind == "task_updated") {
+            if let Some(task) = &purged_event.task {
+                self.task_titles.remove(task);
+            }
+        }
         let mut touched = Vec::new();
         for (index, phase) in self.phases.iter_mut().enumerate() {
-            let hit: Vec<&str> = phase.event_seqs.iter().filter_map(|seq| purged.get(seq).copied()).collect();
+            let hit: Vec<&PurgedEvent> = phase.event_seqs.iter().filter_map(|seq| purged.get(seq)).collect();
             if hit.is_empty() {
                 continue;
             }
-            let notes = &mut phase.notes;
-            notes.first_messages.retain(|note| !purged.contains_key(&note.seq));
-            notes.last_messages.retain(|note| !purged.contains_key(&note.seq));
-            notes.decisions.retain(|note| !purged.contains_key(&note.seq));
-            if hit.iter().any(|kind| matches!(*kind, "fact_asserted" | "fact_retracted")) {
-                notes.facts.clear();
+            phase.redacted = true;
+            if hit.iter().any(|purged_event| purged_event.kind == "task_updated") {
+                if let Some(task) = &phase.task {
+                    self.task_titles.remove(task);
+                }
             }
-            if hit.iter().any(|kind| matches!(*kind, "handoff_sent" | "handoff_received")) {
-                notes.handoffs.clear();
+            redact_notes(&mut phase.notes, purged, &hit, graph);
+            if purged.contains_key(&phase.started_seq) {
+                phase.name = phase.task.clone().unwrap_or_else(|| PURGED_PHASE_NAME.to_string());
+                phase.goal = None;
+            }
+            if phase.completed_seq.is_some_and(|seq| purged.contains_key(&seq)) {
+                phase.outcome = None;
             }
             if phase.is_completed() {
                 phase.levels = Some(compress::extractive_levels(phase));
@@ -449,6 +507,7 @@ impl PhaseTracker {
             hasher.text(phase.task.as_deref().unwrap_or(""));
             hasher.text(phase.goal.as_deref().unwrap_or(""));
             hasher.text(phase.outcome.as_deref().unwrap_or(""));
+            hasher.number(u64::from(phase.redacted));
             hasher.number(phase.started_seq);
             hasher.time(Some(phase.started_at));
             hasher.number(phase.completed_seq.unwrap_or(0));

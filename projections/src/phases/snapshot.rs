@@ -36,6 +36,7 @@ struct PhaseRecord {
     notes: PhaseNotes,
     levels: Option<PhaseLevels>,
     provenance: Vec<(u64, u128)>,
+    redacted: bool,
 }
 
 impl PhaseTracker {
@@ -63,6 +64,7 @@ impl PhaseTracker {
                         .iter()
                         .map(|reference| (reference.seq, reference.event_id.0))
                         .collect(),
+                    redacted: phase.redacted,
                 })
                 .collect(),
             open_explicit: self.open_explicit.iter().map(|&index| index as u64).collect(),
@@ -108,6 +110,7 @@ impl PhaseTracker {
                         .into_iter()
                         .map(|(seq, id)| ProvenanceRef { seq, event_id: EventId(id) })
                         .collect(),
+                    redacted: phase.redacted,
                 })
                 .collect(),
             index_by_id: Default::default(),
