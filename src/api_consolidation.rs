@@ -409,7 +409,7 @@ pub async fn purge(
     }
     Ok(HttpResponse::Ok().json(json!({
         "purged": results,
-        "log": "the original events are still in the log: drop them by log retention (log.max_age_secs) or, on JetStream, by purging their messages; see README, Erasure",
+        "log": "the original events are still in the log: on JetStream, drop them by retention (log.max_age_secs) or by deleting their messages; the embedded log keeps them; see README, Erasure",
     })))
 }
 
