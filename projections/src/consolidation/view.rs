@@ -174,12 +174,22 @@ impl AgentMemory {
             if matches!(node.kind, EntityKind::Agent | EntityKind::Tool | EntityKind::Item) {
                 continue;
             }
-            let mut seqs: Vec<u64> = graph.links[index]
-                .iter()
-                .map(|link| link.seq)
-                .filter(|seq| self.items.get(seq).is_some_and(|item| item.state.is_searchable()))
-                .collect();
-            seqs.dedup();
+            // Links are in seq order. A hub is known as soon as it has one
+            // item too many: the rest of its (often very long) list is not
+            // looked at, which keeps the copy, the one step that holds up
+            // the agent's queries, short.
+            let mut seqs: Vec<u64> = Vec::new();
+            for link in &graph.links[index] {
+                if seqs.last() == Some(&link.seq) {
+                    continue;
+                }
+                if self.items.get(&link.seq).is_some_and(|item| item.state.is_searchable()) {
+                    seqs.push(link.seq);
+                    if seqs.len() > MAX_LINK_ENTITY_ITEMS {
+                        break;
+                    }
+                }
+            }
             if seqs.len() < 2 || seqs.len() > MAX_LINK_ENTITY_ITEMS {
                 continue;
             }
