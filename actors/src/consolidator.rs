@@ -30,6 +30,9 @@ const EVENTS_PER_APPEND: usize = 1000;
 const COUNTS_PER_EVENT: usize = 1000;
 /// How long a run waits for an agent to apply what it wrote.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(120);
+/// Requests waiting for the consolidator (on-demand runs queue behind the
+/// one under way).
+const MAILBOX_CAPACITY: usize = 16;
 /// How often the event-count trigger looks at the log.
 const EVENT_TRIGGER_POLL: Duration = Duration::from_secs(1);
 
@@ -296,6 +299,7 @@ impl Actor for Consolidator {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         if let Some(interval) = self.schedule.interval {
             ctx.run_interval(interval, |consolidator, ctx| consolidator.run_scheduled(ctx, "interval"));
         }
