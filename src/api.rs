@@ -379,6 +379,7 @@ fn hit_json(hit: &SearchHit, explain: bool) -> Value {
         "kind": hit.kind,
         "score": hit.score,
         "text": hit.text,
+        "agent": hit.agent,
         "scope": hit.scope.as_str(),
         "ts": hit.ts.to_string(),
         "provenance": provenance_json(&hit.provenance),

@@ -129,7 +129,9 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
     // Provenance: the events behind a hit, in log order, and the audit view of them.
     let item_id = found[0]["item_id"].as_str().unwrap();
     let provenance = server.get(&format!("/v1/swarms/demo/provenance/{item_id}"));
-    assert_eq!(provenance["holders"], json!(["coder"]));
+    // A shared item is in the memory of every agent that may see it.
+    assert_eq!(found[0]["scope"], "shared");
+    assert_eq!(provenance["holders"], json!(["coder", "planner", "reviewer"]));
     let events = provenance["events"].as_array().unwrap();
     assert_eq!(events[0]["id"], item_id);
     assert_eq!(events[0]["seq"], found[0]["seq"]);
@@ -170,7 +172,18 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
     let before: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
 
     let metrics = ureq::get(&format!("{}/metrics", server.url)).call().unwrap().into_string().unwrap();
-    assert!(metrics.contains("mneme_events_applied_total{agent=\"coder\"} 363"), "{metrics}");
+    // The coder's memory applied its own events and every other agent's
+    // that are not private.
+    let log = server.get(&format!("/v1/swarms/demo/events?from_seq=1&limit={last_seq}"));
+    let visible_to_coder = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["agent"] == "coder" || event["scope"] != "private")
+        .count();
+    assert!(visible_to_coder > 363, "the coder sees others' shared events too");
+    let applied = format!("mneme_events_applied_total{{agent=\"coder\"}} {visible_to_coder}");
+    assert!(metrics.contains(&applied), "{applied} in {metrics}");
     assert!(metrics.contains("mneme_events_dead_lettered_total"), "{metrics}");
     assert!(metrics.contains("mneme_query_seconds"), "{metrics}");
 

@@ -51,7 +51,9 @@ impl Feed {
                 Ok(_) => unreachable!("a status query answers with a status"),
                 Err(_) => return,
             };
-            let subscription = match self.log.subscribe(checkpoint + 1, Some(&self.agent)).await {
+            // The whole swarm: a memory holds the other agents' shared
+            // events too, and decides itself what it may see.
+            let subscription = match self.log.subscribe(checkpoint + 1, None).await {
                 Ok(subscription) => subscription,
                 Err(error) => {
                     tracing::warn!(agent = %self.agent, %error, "cannot follow the log; retrying");

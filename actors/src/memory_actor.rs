@@ -217,6 +217,9 @@ pub struct ApplyReport {
     pub applied: usize,
     pub duplicates: usize,
     pub redelivered: usize,
+    /// Records of other agents this memory may not see (private, not
+    /// admitted, or not valid events), skipped.
+    pub not_visible: usize,
     pub dead_letters: Vec<DeadLetter>,
     /// The checkpoint after the batch.
     pub checkpoint: u64,
@@ -541,8 +544,18 @@ pub(crate) fn apply_log_entry(
         return Ok(());
     }
     let outcome = match entry.record {
+        // Another agent's bad record is its memory's to dead-letter.
+        Err(_) if entry.agent != memory.agent() => {
+            memory.skip(seq).expect("seq was checked to be above the checkpoint");
+            report.not_visible += 1;
+            return Ok(());
+        }
         Ok(event) => match memory.apply(seq, &event) {
             Ok(AppliedEvent::Applied) => Ok(()),
+            Ok(AppliedEvent::NotVisible) => {
+                report.not_visible += 1;
+                return Ok(());
+            }
             Ok(AppliedEvent::DuplicateId { .. }) => {
                 report.duplicates += 1;
                 Ok(())

@@ -31,7 +31,7 @@ impl ReplayReport {
     }
 }
 
-/// Builds a fresh memory of `agent` from its events with `seq <= up_to`
+/// Builds a fresh memory of `agent` from the swarm's events with `seq <= up_to`
 /// (all of them when `None`). Applying runs on blocking threads, page by
 /// page, so a long replay does not stall the async runtime.
 pub async fn rebuild_from_log(
@@ -56,7 +56,7 @@ pub async fn continue_from_log(
     let mut entries_read = 0;
     loop {
         let from = memory.checkpoint() + 1;
-        let mut page = log.read(from, Some(&agent), PAGE).await?;
+        let mut page = log.read(from, None, PAGE).await?;
         let exhausted = page.len() < PAGE;
         if let Some(limit) = up_to {
             page.retain(|entry| entry.seq <= limit);

@@ -31,19 +31,17 @@ pub struct AgentHandle {
 }
 
 impl AgentHandle {
-    /// Waits until this agent has applied every one of its events with
-    /// `seq <= min_seq` ("read your writes"). Events of other agents do not
-    /// count, so the log is asked whether any of this agent's remain.
+    /// Waits until this agent's memory has applied the log up to `min_seq`
+    /// ("read your writes"), or up to the log's end when `min_seq` is past
+    /// it. A memory follows the whole swarm's log (it holds the other
+    /// agents' shared events), so every seq counts.
     pub async fn caught_up(&self, log: &dyn EventLog, min_seq: Seq, timeout: Duration) -> Result<(), ActorsError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut applied_seq = self.applied_seq.clone();
+        let target = min_seq.min(log.last_seq().await?);
         loop {
             let applied = *applied_seq.borrow_and_update();
-            if applied >= min_seq {
-                return Ok(());
-            }
-            let next = log.read(applied + 1, Some(&self.agent), 1).await?;
-            if next.first().is_none_or(|entry| entry.seq > min_seq) {
+            if applied >= target {
                 return Ok(());
             }
             match tokio::time::timeout_at(deadline, applied_seq.changed()).await {

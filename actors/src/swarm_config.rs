@@ -687,6 +687,8 @@ impl SwarmConfig {
             working_item_max_tokens: self.memory.working_item_max_tokens,
             embedder,
             large_output_bytes: self.compression.large_output_bytes,
+            admitted_agents: (!self.swarm.admit_unknown_agents)
+                .then(|| self.agents.iter().map(|agent| agent.name.clone()).collect()),
         }
     }
 

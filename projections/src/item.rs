@@ -76,6 +76,9 @@ pub struct MemoryItem {
     pub seq: u64,
     /// Wire name of the creating event's kind.
     pub kind: &'static str,
+    /// The agent whose event created it: the memory's own, or another
+    /// agent's `shared` or `system` event.
+    pub agent: String,
     pub scope: Scope,
     pub ts: Timestamp,
     pub correlation_id: Option<String>,
@@ -95,6 +98,12 @@ pub struct MemoryItem {
 }
 
 impl MemoryItem {
+    /// Whether `agent` may see the item: its author, or anyone when it is
+    /// not private.
+    pub fn is_visible_to(&self, agent: &str) -> bool {
+        self.scope != Scope::Private || self.agent == agent
+    }
+
     /// The event that created the item. Merges add the provenance of the
     /// items merged into this one, older events among them, so the creating
     /// event is found by its seq rather than by position.

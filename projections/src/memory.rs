@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged};
+use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged, Scope};
 
 use crate::bm25::Bm25Index;
 use crate::digest::ContentHasher;
@@ -33,6 +33,10 @@ pub struct MemoryConfig {
     /// the item keeps their head, their error lines, their tail and a
     /// pointer to the event.
     pub large_output_bytes: usize,
+    /// Besides its own agent, whose `shared` and `system` events this memory
+    /// takes in; `None`: every agent's. Another agent's `private` events
+    /// never enter it. See [`AgentMemory::apply`].
+    pub admitted_agents: Option<BTreeSet<String>>,
 }
 
 impl Default for MemoryConfig {
@@ -42,6 +46,7 @@ impl Default for MemoryConfig {
             working_item_max_tokens: 400,
             embedder: Arc::new(HashedNgramEmbedder::default()),
             large_output_bytes: 16 * 1024,
+            admitted_agents: None,
         }
     }
 }
@@ -53,6 +58,7 @@ impl std::fmt::Debug for MemoryConfig {
             .field("working_item_max_tokens", &self.working_item_max_tokens)
             .field("embedder", &self.embedder.model_id())
             .field("large_output_bytes", &self.large_output_bytes)
+            .field("admitted_agents", &self.admitted_agents)
             .finish()
     }
 }
@@ -63,6 +69,7 @@ impl PartialEq for MemoryConfig {
             && self.working_item_max_tokens == other.working_item_max_tokens
             && self.embedder.model_id() == other.embedder.model_id()
             && self.large_output_bytes == other.large_output_bytes
+            && self.admitted_agents == other.admitted_agents
     }
 }
 
@@ -75,6 +82,9 @@ pub enum AppliedEvent {
     /// re-published after the log's dedup window); nothing changed but the
     /// checkpoint.
     DuplicateId { original_seq: u64 },
+    /// Another agent's event this memory may not see (private, or from an
+    /// agent not admitted): nothing changed but the checkpoint.
+    NotVisible,
 }
 
 /// The memory of one agent of one swarm.
@@ -247,15 +257,27 @@ impl AgentMemory {
 
     /// Applies the event at `seq`. Refuses a seq at or below the checkpoint,
     /// so redelivery cannot apply anything twice.
+    ///
+    /// A memory is what its agent may see of the swarm's log: all of its own
+    /// events, and the `shared` and `system` events of the other (admitted)
+    /// agents. Those become items, facts and changes here as they do in
+    /// their author's memory, but not turns of this agent's working tier
+    /// nor part of its phases. Scope is thereby enforced for every query
+    /// that reads this memory: nothing private to another agent is in it.
     pub fn apply(&mut self, seq: u64, event: &Event) -> Result<AppliedEvent, ProjectionError> {
         self.check_sequence(seq)?;
-        if event.swarm != self.swarm || event.agent != self.agent {
+        if event.swarm != self.swarm {
             return Err(ProjectionError::WrongOwner {
                 swarm: event.swarm.clone(),
                 agent: event.agent.clone(),
                 expected_swarm: self.swarm.clone(),
                 expected_agent: self.agent.clone(),
             });
+        }
+        let own = event.agent == self.agent;
+        if !own && !self.sees_event_of_another(event) {
+            self.checkpoint = seq;
+            return Ok(AppliedEvent::NotVisible);
         }
         if let Some(&original_seq) = self.seen_ids.get(&event.id) {
             self.checkpoint = seq;
@@ -265,7 +287,9 @@ impl AgentMemory {
         self.graph.apply(seq, event);
         let touched = self.graph.take_touched();
         let rendered = render::render(event, self.config.large_output_bytes);
-        self.phases.observe(seq, event, &touched, rendered.as_deref());
+        if own {
+            self.phases.observe(seq, event, &touched, rendered.as_deref());
+        }
         match rendered {
             Some(text) => self.remember(seq, event, text)?,
             None => self.apply_change(provenance, event)?,
@@ -273,6 +297,13 @@ impl AgentMemory {
         self.seen_ids.insert(event.id, seq);
         self.checkpoint = seq;
         Ok(AppliedEvent::Applied)
+    }
+
+    /// Whether an event of another agent enters this memory: not private,
+    /// and from an admitted agent.
+    pub fn sees_event_of_another(&self, event: &Event) -> bool {
+        event.scope != Scope::Private
+            && self.config.admitted_agents.as_ref().is_none_or(|admitted| admitted.contains(&event.agent))
     }
 
     /// Moves the checkpoint past a record that was dead-lettered instead of
@@ -292,10 +323,13 @@ impl AgentMemory {
 
     fn remember(&mut self, seq: u64, event: &Event, text: String) -> Result<(), ProjectionError> {
         let kind = event.kind_name();
+        let own = event.agent == self.agent;
+        // Another agent's item says whose it is, in search and in context.
+        let text = if own { text } else { format!("(from {}) {text}", event.agent) };
         self.bm25.add(seq, kind, &text)?;
         let vector = self.config.embedder.embed(embedded_text(&text));
         self.vectors.insert(seq, &vector);
-        if render::is_turn(&event.kind) {
+        if own && render::is_turn(&event.kind) {
             self.working.push(seq, &text);
         }
         let item_id = event.id.to_string();
@@ -307,6 +341,7 @@ impl AgentMemory {
                 item_id,
                 seq,
                 kind,
+                agent: event.agent.clone(),
                 scope: event.scope,
                 ts: event.ts,
                 correlation_id: event.correlation_id.clone(),
@@ -617,6 +652,7 @@ impl AgentMemory {
             hasher.text(&item.item_id);
             hasher.number(item.seq);
             hasher.text(item.kind);
+            hasher.text(&item.agent);
             hasher.text(item.scope.as_str());
             hasher.number(item.ts.unix_nanos() as u64);
             hasher.text(item.correlation_id.as_deref().unwrap_or(""));

@@ -149,6 +149,8 @@ pub struct SearchHit {
     /// The fused score in hybrid mode, else the retriever's score.
     pub score: f32,
     pub text: String,
+    /// Whose event the item came from.
+    pub agent: String,
     pub scope: Scope,
     pub ts: Timestamp,
     pub provenance: Vec<ProvenanceRef>,
@@ -233,6 +235,7 @@ impl AgentMemory {
             kind: item.kind,
             score,
             text: item.text.clone(),
+            agent: item.agent.clone(),
             scope: item.scope,
             ts: item.ts,
             provenance: item.provenance.clone(),

@@ -32,6 +32,8 @@ struct MemorySnapshot {
     working_item_max_tokens: u64,
     embedder_model_id: String,
     large_output_bytes: u64,
+    /// Sorted; `None`: every agent's shared events were taken in.
+    admitted_agents: Option<Vec<String>>,
     checkpoint: u64,
     items: Vec<ItemRecord>,
     working: Vec<WorkingRecord>,
@@ -53,6 +55,7 @@ struct ItemRecord {
     item_id: String,
     seq: u64,
     kind: String,
+    agent: String,
     scope: Scope,
     ts: Timestamp,
     correlation_id: Option<String>,
@@ -84,6 +87,7 @@ impl AgentMemory {
             working_item_max_tokens: self.config.working_item_max_tokens as u64,
             embedder_model_id: self.config.embedder.model_id().to_string(),
             large_output_bytes: self.config.large_output_bytes as u64,
+            admitted_agents: self.config.admitted_agents.as_ref().map(|admitted| admitted.iter().cloned().collect()),
             checkpoint: self.checkpoint,
             items: self.items.values().map(item_record).collect(),
             working: self
@@ -250,6 +254,18 @@ fn check_compatible(
             snapshot.large_output_bytes, config.large_output_bytes
         )));
     }
+    let wanted_admitted: Option<Vec<String>> =
+        config.admitted_agents.as_ref().map(|admitted| admitted.iter().cloned().collect());
+    let snapshot_admitted: Option<Vec<String>> = snapshot
+        .admitted_agents
+        .as_ref()
+        .map(|admitted| admitted.iter().map(|agent| agent.as_str().to_string()).collect());
+    if snapshot_admitted != wanted_admitted {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "snapshot took in the shared events of {snapshot_admitted:?} (None: every agent), the \
+             configuration now admits {wanted_admitted:?}"
+        )));
+    }
     if snapshot.embedder_model_id != config.embedder.model_id() {
         return Err(ProjectionError::CorruptSnapshot(format!(
             "snapshot was embedded with {}, the configured model is {}",
@@ -265,6 +281,7 @@ fn item_record(item: &MemoryItem) -> ItemRecord {
         item_id: item.item_id.clone(),
         seq: item.seq,
         kind: item.kind.to_string(),
+        agent: item.agent.clone(),
         scope: item.scope,
         ts: item.ts,
         correlation_id: item.correlation_id.clone(),
@@ -305,6 +322,7 @@ fn memory_item(record: ItemRecord) -> Result<MemoryItem, ProjectionError> {
         item_id: record.item_id,
         seq: record.seq,
         kind,
+        agent: record.agent,
         scope: record.scope,
         ts: record.ts,
         correlation_id: record.correlation_id,

@@ -56,6 +56,8 @@ enum Op {
     Resolve(usize, u8),
     Link(usize, usize),
     Purge(usize),
+    /// The same, published by the other agent of the swarm.
+    ByReviewer(Box<Op>),
 }
 
 fn words() -> impl Strategy<Value = Vec<usize>> {
@@ -63,6 +65,13 @@ fn words() -> impl Strategy<Value = Vec<usize>> {
 }
 
 fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => own_op(),
+        2 => own_op().prop_map(|op| Op::ByReviewer(Box::new(op))),
+    ]
+}
+
+fn own_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => words().prop_map(Op::Message),
         3 => (words(), prop_oneof![Just(0), Just(1), Just(101)]).prop_map(|(w, code)| Op::ToolResult(w, code)),
@@ -108,6 +117,10 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
     let mut contradictions: Vec<String> = Vec::new();
     for (position, op) in ops.iter().enumerate() {
         let counter = position as u64;
+        let (op, author) = match op {
+            Op::ByReviewer(inner) => (&**inner, "reviewer"),
+            own => (own, "coder"),
+        };
         let earlier_id =
             |pick: usize| -> Option<String> { (!log.is_empty()).then(|| log[pick % log.len()].1.id.to_string()) };
         let kind = match op {
@@ -209,6 +222,7 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
                 }
                 None => continue,
             },
+            Op::ByReviewer(_) => continue,
             Op::Republish(pick) => {
                 if log.is_empty() {
                     continue;
@@ -220,7 +234,9 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
             }
         };
         let seq = log.len() as u64 + 1;
-        log.push((seq, event(counter, kind)));
+        let mut event = event(counter, kind);
+        event.agent = author.to_string();
+        log.push((seq, event));
     }
     log
 }
@@ -230,7 +246,11 @@ fn config() -> MemoryConfig {
 }
 
 fn rebuild(log: &[(u64, Event)]) -> AgentMemory {
-    let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
+    rebuild_as("coder", log)
+}
+
+fn rebuild_as(agent: &str, log: &[(u64, Event)]) -> AgentMemory {
+    let mut memory = AgentMemory::new("demo", agent, config()).unwrap();
     for (seq, event) in log {
         memory.apply(*seq, event).unwrap();
     }
@@ -278,6 +298,37 @@ proptest! {
             for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
                 prop_assert_eq!(top_ids(&mut live, word, 3, &[], mode), top_ids(&mut rebuilt, word, 3, &[], mode));
                 prop_assert_eq!(top_ids(&mut live, word, 2, &kinds, mode), top_ids(&mut rebuilt, word, 2, &kinds, mode));
+            }
+        }
+    }
+
+    /// A memory holds its agent's events and the other agents' shared ones,
+    /// never another agent's private event: not as an item, not in any
+    /// provenance, not in the graph, not in its phases.
+    #[test]
+    fn no_memory_holds_another_agents_private_events(ops in prop::collection::vec(op(), 1..60)) {
+        let log = log_of(&ops);
+        for agent in ["coder", "reviewer"] {
+            let memory = rebuild_as(agent, &log);
+            let visible: BTreeSet<u64> = log
+                .iter()
+                .filter(|(_, event)| event.agent == agent || event.scope != Scope::Private)
+                .map(|(seq, _)| *seq)
+                .collect();
+            for item in memory.items() {
+                prop_assert!(item.is_visible_to(agent), "{agent} holds {item:?}");
+                prop_assert!(item.provenance.iter().all(|reference| visible.contains(&reference.seq)));
+            }
+            for node in memory.graph().nodes() {
+                prop_assert!(node.provenance.iter().all(|reference| visible.contains(&reference.seq)), "{node:?}");
+            }
+            for edge in memory.graph().edges() {
+                prop_assert!(edge.provenance.iter().all(|reference| visible.contains(&reference.seq)), "{edge:?}");
+            }
+            let own: BTreeSet<u64> =
+                log.iter().filter(|(_, event)| event.agent == agent).map(|(seq, _)| *seq).collect();
+            for phase in memory.phases().phases() {
+                prop_assert!(phase.event_seqs.iter().all(|seq| own.contains(seq)), "{phase:?}");
             }
         }
     }
@@ -413,12 +464,42 @@ fn forgotten_items_leave_search_but_keep_provenance() {
 }
 
 #[test]
-fn events_of_another_agent_are_refused() {
+fn events_of_another_swarm_are_refused() {
     let mut stranger = event(1, EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: "hi".into() }));
-    stranger.agent = "reviewer".to_string();
+    stranger.swarm = "other".to_string();
     let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
     assert!(matches!(memory.apply(1, &stranger), Err(ProjectionError::WrongOwner { .. })));
     assert_eq!(memory.checkpoint(), 0);
+}
+
+#[test]
+fn another_agents_shared_event_is_remembered_as_theirs_and_a_private_one_is_not_seen() {
+    let message = |counter: u64, scope: Scope, text: &str| {
+        let mut event =
+            event(counter, EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: text.into() }));
+        event.agent = "reviewer".to_string();
+        event.scope = scope;
+        event
+    };
+    let shared = message(1, Scope::Shared, "the release branch is cut on friday");
+    let private = message(2, Scope::Private, "my scratch note: zebra password hunter2");
+    let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
+    assert_eq!(memory.apply(1, &shared).unwrap(), mneme_projections::AppliedEvent::Applied);
+    assert_eq!(memory.apply(2, &private).unwrap(), mneme_projections::AppliedEvent::NotVisible);
+    memory.commit().unwrap();
+    assert_eq!(memory.checkpoint(), 2);
+    let item = memory.item(&shared.id.to_string()).unwrap();
+    assert_eq!(item.agent, "reviewer");
+    assert!(item.text.starts_with("(from reviewer)"), "{}", item.text);
+    assert!(memory.item(&private.id.to_string()).is_none());
+    assert!(hit_ids(&mut memory, "zebra hunter2").is_empty());
+    assert_eq!(hit_ids(&mut memory, "release branch").len(), 1);
+    // Not a turn of the coder's, nor part of its phases.
+    assert!(memory.phases().phases().is_empty());
+    // A memory that admits only named agents does not take in the others.
+    let config = MemoryConfig { admitted_agents: Some(["planner".to_string()].into()), ..config() };
+    let mut strict = AgentMemory::new("demo", "coder", config).unwrap();
+    assert_eq!(strict.apply(1, &shared).unwrap(), mneme_projections::AppliedEvent::NotVisible);
 }
 
 #[test]
