@@ -87,7 +87,7 @@ async fn fixture(events: &[Event]) -> Fixture {
         Arc::new(SledLog::open(&dir.path().join("log"), SWARM, SledOptions::default()).unwrap());
     let store = SnapshotStore::open(&dir.path().join("snapshots")).unwrap();
     let mut config = SwarmConfig::with_name(SWARM);
-    config.agents = vec![AgentConfig { name: AGENT.to_string(), role: String::new() }];
+    config.agents = vec![AgentConfig::named(AGENT)];
     log.append(events).await.unwrap();
     let log_end = log.last_seq().await.unwrap();
     let supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end, embedder()).start();

@@ -63,7 +63,7 @@ fn memory_config(config: &SwarmConfig) -> mneme_projections::MemoryConfig {
 fn config(agents: &[&str], admit: bool) -> SwarmConfig {
     let mut config = SwarmConfig::with_name("demo");
     config.swarm.admit_unknown_agents = admit;
-    config.agents = agents.iter().map(|name| AgentConfig { name: name.to_string(), role: String::new() }).collect();
+    config.agents = agents.iter().map(|name| AgentConfig::named(name)).collect();
     config.memory.checkpoint_interval_ms = 60_000;
     config.memory.checkpoint_every_events = 1_000_000;
     config

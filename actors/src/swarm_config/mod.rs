@@ -1,17 +1,26 @@
 //! `swarm.toml`: one file that configures a swarm. Unknown keys are errors,
-//! so a misspelt setting never silently falls back to a default.
+//! so a misspelt setting never silently falls back to a default; secrets may
+//! come from the environment instead, so a shared file need not hold any.
+//!
+//! Agents are in `agents.rs`, consolidation in `consolidation.rs`, API
+//! tokens and NATS credentials in `access.rs`.
 
-use std::collections::BTreeSet;
+mod access;
+mod agents;
+mod consolidation;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
-
 use mneme_projections::MemoryConfig;
-use mneme_projections::consolidation::{BUILT_IN_MULTI_VALUED_PREDICATES, ConsolidationPolicy};
 use mneme_projections::embed::Embedder;
 use serde::Deserialize;
+
+pub use access::{ApiToken, HttpTokenEntry, Secret, api_token_environment_variable};
+pub use agents::AgentConfig;
+pub use consolidation::ConsolidationSection;
 
 use crate::error::ActorsError;
 
@@ -34,7 +43,13 @@ pub struct SwarmConfig {
     #[serde(default)]
     pub consolidation: ConsolidationSection,
     #[serde(default)]
+    pub handoffs: HandoffsSection,
+    #[serde(default)]
     pub agents: Vec<AgentConfig>,
+    /// `http.tokens` with their secrets from the file or the environment,
+    /// resolved and checked at load.
+    #[serde(skip)]
+    api_tokens: Vec<ApiToken>,
 }
 
 /// Which sentence-embedding model the vector index uses.
@@ -101,54 +116,6 @@ pub struct CompressionSection {
     pub llm: Option<LlmSection>,
 }
 
-/// When consolidation runs on its own, and what it looks for. Every run
-/// writes its verdicts to the log as events, so the settings decide what
-/// future runs do, never how replay reads past ones.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ConsolidationSection {
-    /// Scheduled runs. On-demand runs (HTTP, `mneme consolidate`) work
-    /// either way.
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// Run every this many ms; 0: no timer.
-    #[serde(default = "default_consolidation_interval_ms")]
-    pub interval_ms: u64,
-    /// Also run after every this many new events in the swarm; 0: not by
-    /// count.
-    #[serde(default = "default_consolidation_every_events")]
-    pub every_events: u64,
-    #[serde(default = "default_dedup_cosine")]
-    pub dedup_cosine: f32,
-    /// Wire names of the item kinds that may be merged; see
-    /// [`MERGEABLE_ITEM_KINDS`].
-    #[serde(default = "default_dedup_kinds")]
-    pub dedup_kinds: Vec<String>,
-    #[serde(default = "default_decay_half_life_items")]
-    pub decay_half_life_items: u64,
-    #[serde(default = "default_decay_below")]
-    pub decay_below: f32,
-    #[serde(default = "default_forget_below")]
-    pub forget_below: f32,
-    #[serde(default = "default_important_from")]
-    pub important_from: f32,
-    #[serde(default = "default_keep_newest_items")]
-    pub keep_newest_items: usize,
-    /// Predicates that hold one object at a time even if the built-in list
-    /// calls them multi-valued.
-    #[serde(default)]
-    pub single_valued_predicates: Vec<String>,
-    /// Predicates added to [`BUILT_IN_MULTI_VALUED_PREDICATES`]; the
-    /// built-ins cannot be removed here, only overridden one by one through
-    /// `single_valued_predicates`.
-    #[serde(default)]
-    pub multi_valued_predicates: Vec<String>,
-    #[serde(default = "default_max_outcomes_per_run")]
-    pub max_outcomes_per_run: usize,
-    #[serde(default = "default_max_links_per_item")]
-    pub max_links_per_item: usize,
-}
-
 /// An OpenAI-compatible chat completion endpoint that summarises phases.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -208,6 +175,15 @@ pub struct LogSection {
     /// Events older than this are dropped by JetStream; 0 keeps them forever.
     #[serde(default)]
     pub max_age_secs: u64,
+    /// Log in to NATS as this user, with `nats_password`; or with
+    /// `nats_token`; or neither. `MNEME_NATS_USER`, `MNEME_NATS_PASSWORD` and
+    /// `MNEME_NATS_TOKEN` override these; see [`SwarmConfig::nats_credentials`].
+    #[serde(default)]
+    pub nats_user: Option<String>,
+    #[serde(default)]
+    pub nats_password: Option<Secret>,
+    #[serde(default)]
+    pub nats_token: Option<Secret>,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -218,6 +194,20 @@ pub struct HttpSection {
     /// Largest request body accepted by `POST /v1/events`.
     #[serde(default = "default_max_request_bytes")]
     pub max_request_bytes: usize,
+    /// Bearer tokens the API accepts, as written in the file; the secrets
+    /// after environment overrides are in [`SwarmConfig::api_tokens`].
+    #[serde(default)]
+    pub tokens: Vec<HttpTokenEntry>,
+}
+
+/// What Mneme assembles when one agent hands work to another.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffsSection {
+    /// Token budget of the context bundle packed into a handoff: what the
+    /// receiving agent reads first, so small enough to leave it room to work.
+    #[serde(default = "default_bundle_tokens")]
+    pub bundle_tokens: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -242,14 +232,6 @@ pub struct MemorySection {
     /// Threads that run memory actors (indexing, queries, snapshots).
     #[serde(default = "default_worker_threads")]
     pub worker_threads: usize,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct AgentConfig {
-    pub name: String,
-    #[serde(default)]
-    pub role: String,
 }
 
 fn yes() -> bool {
@@ -325,60 +307,16 @@ fn default_llm_timeout_ms() -> u64 {
 fn default_max_transcript_tokens() -> usize {
     6000
 }
-fn default_consolidation_interval_ms() -> u64 {
-    600_000
+fn default_bundle_tokens() -> usize {
+    2000
 }
-fn default_consolidation_every_events() -> u64 {
-    10_000
-}
-// The policy's own defaults, so that a file without `[consolidation]` and a
-// caller that builds `ConsolidationPolicy::default()` run the same
-// consolidation.
-fn default_dedup_cosine() -> f32 {
-    ConsolidationPolicy::default().dedup_cosine
-}
-fn default_dedup_kinds() -> Vec<String> {
-    ConsolidationPolicy::default().dedup_kinds
-}
-fn default_decay_half_life_items() -> u64 {
-    ConsolidationPolicy::default().decay_half_life_items
-}
-fn default_decay_below() -> f32 {
-    ConsolidationPolicy::default().decay_below
-}
-fn default_forget_below() -> f32 {
-    ConsolidationPolicy::default().forget_below
-}
-fn default_important_from() -> f32 {
-    ConsolidationPolicy::default().important_from
-}
-fn default_keep_newest_items() -> usize {
-    ConsolidationPolicy::default().keep_newest_items
-}
-fn default_max_outcomes_per_run() -> usize {
-    ConsolidationPolicy::default().max_outcomes_per_run
-}
-fn default_max_links_per_item() -> usize {
-    ConsolidationPolicy::default().max_links_per_item
-}
-
 /// Below this, "large" would catch ordinary tool outputs, and their pointers
 /// would cost about as much as the outputs they replace.
 const MIN_LARGE_OUTPUT_BYTES: usize = 1024;
 
-/// Kinds whose items consolidation may merge: those whose events become
-/// memory items (`mneme_projections` `render`) and whose items are knowledge
-/// that can be said twice. Left out: `decision_made`, and the phase and
-/// handoff markers; [`ConsolidationSection::check`] says why.
-const MERGEABLE_ITEM_KINDS: &[&str] = &[
-    "message_recorded",
-    "tool_result_recorded",
-    "fact_asserted",
-    "fact_retracted",
-    "handoff_sent",
-    "preference_set",
-    "task_updated",
-];
+/// Beyond this a handoff bundle would crowd out the receiver's own context
+/// in any model Mneme targets.
+const MAX_BUNDLE_TOKENS: usize = 100_000;
 
 impl Default for LogSection {
     fn default() -> Self {
@@ -390,6 +328,9 @@ impl Default for LogSection {
             max_event_bytes: default_max_event_bytes(),
             replicas: default_replicas(),
             max_age_secs: 0,
+            nats_user: None,
+            nats_password: None,
+            nats_token: None,
         }
     }
 }
@@ -419,7 +360,13 @@ impl Default for RetrievalSection {
 
 impl Default for HttpSection {
     fn default() -> Self {
-        HttpSection { bind: default_bind(), max_request_bytes: default_max_request_bytes() }
+        HttpSection { bind: default_bind(), max_request_bytes: default_max_request_bytes(), tokens: Vec::new() }
+    }
+}
+
+impl Default for HandoffsSection {
+    fn default() -> Self {
+        HandoffsSection { bundle_tokens: default_bundle_tokens() }
     }
 }
 
@@ -439,110 +386,6 @@ impl Default for MemorySection {
 impl Default for CompressionSection {
     fn default() -> Self {
         CompressionSection { large_output_bytes: default_large_output_bytes(), llm: None }
-    }
-}
-
-impl Default for ConsolidationSection {
-    fn default() -> Self {
-        ConsolidationSection {
-            enabled: true,
-            interval_ms: default_consolidation_interval_ms(),
-            every_events: default_consolidation_every_events(),
-            dedup_cosine: default_dedup_cosine(),
-            dedup_kinds: default_dedup_kinds(),
-            decay_half_life_items: default_decay_half_life_items(),
-            decay_below: default_decay_below(),
-            forget_below: default_forget_below(),
-            important_from: default_important_from(),
-            keep_newest_items: default_keep_newest_items(),
-            single_valued_predicates: Vec::new(),
-            multi_valued_predicates: Vec::new(),
-            max_outcomes_per_run: default_max_outcomes_per_run(),
-            max_links_per_item: default_max_links_per_item(),
-        }
-    }
-}
-
-impl ConsolidationSection {
-    fn check(&self) -> Result<(), String> {
-        // Written so that NaN fails too: every comparison with NaN is false.
-        if !(self.dedup_cosine > 0.0 && self.dedup_cosine <= 1.0) {
-            return Err(format!(
-                "consolidation.dedup_cosine = {}; expected a number above 0 and at most 1",
-                self.dedup_cosine
-            ));
-        }
-        let fractions = [
-            ("consolidation.decay_below", self.decay_below),
-            ("consolidation.forget_below", self.forget_below),
-            ("consolidation.important_from", self.important_from),
-        ];
-        for (key, value) in fractions {
-            if !(0.0..=1.0).contains(&value) {
-                return Err(format!("{key} = {value}; expected a number from 0 to 1"));
-            }
-        }
-        if self.forget_below > self.decay_below {
-            return Err(format!(
-                "consolidation.forget_below = {} is above consolidation.decay_below = {}; expected at most \
-                 decay_below: an item is demoted before it is forgotten",
-                self.forget_below, self.decay_below
-            ));
-        }
-        let positive = [
-            ("consolidation.decay_half_life_items", self.decay_half_life_items),
-            ("consolidation.max_outcomes_per_run", self.max_outcomes_per_run as u64),
-        ];
-        for (key, value) in positive {
-            if value == 0 {
-                return Err(format!("{key} = 0; expected a positive number"));
-            }
-        }
-        for kind in &self.dedup_kinds {
-            if MERGEABLE_ITEM_KINDS.contains(&kind.as_str()) {
-                continue;
-            }
-            let reason = match kind.as_str() {
-                "decision_made" => {
-                    "decisions are never merged: a decision supersedes an earlier one explicitly, and merging \
-                     two would lose which one stands"
-                }
-                "phase_started" | "phase_completed" | "handoff_received" | "handoff_acknowledged" => {
-                    "phase and handoff markers record that something happened: two alike are two occurrences, \
-                     not one memory said twice"
-                }
-                known if mneme_events::EventKind::NAMES.contains(&known) => {
-                    "events of this kind do not become memory items"
-                }
-                _ => "no event kind has this name",
-            };
-            return Err(format!(
-                "consolidation.dedup_kinds contains {kind:?}; {reason}; expected some of {}",
-                MERGEABLE_ITEM_KINDS.join(", ")
-            ));
-        }
-        let predicate_lists = [
-            ("consolidation.single_valued_predicates", &self.single_valued_predicates),
-            ("consolidation.multi_valued_predicates", &self.multi_valued_predicates),
-        ];
-        for (key, predicates) in predicate_lists {
-            for predicate in predicates {
-                let snake_case = !predicate.is_empty()
-                    && predicate.bytes().all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_');
-                if !snake_case {
-                    return Err(format!("{key} contains {predicate:?}; expected a snake_case predicate ([a-z0-9_]+)"));
-                }
-            }
-        }
-        if let Some(predicate) =
-            self.single_valued_predicates.iter().find(|predicate| self.multi_valued_predicates.contains(predicate))
-        {
-            return Err(format!(
-                "consolidation.single_valued_predicates and consolidation.multi_valued_predicates both list \
-                 {predicate:?}; expected each predicate in at most one of them"
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -607,38 +450,50 @@ impl SwarmConfig {
             retrieval: RetrievalSection::default(),
             compression: CompressionSection::default(),
             consolidation: ConsolidationSection::default(),
+            handoffs: HandoffsSection::default(),
             agents: Vec::new(),
+            api_tokens: Vec::new(),
         }
     }
 
+    /// Reads, parses and checks `path`, with secrets overridden from the
+    /// process environment.
     pub fn load(path: &Path) -> Result<SwarmConfig, ActorsError> {
         let text = std::fs::read_to_string(path).map_err(|error| ActorsError::Config {
             path: path.display().to_string(),
             message: format!("cannot read the file: {error}"),
         })?;
-        SwarmConfig::parse(&text, &path.display().to_string())
+        let process_environment = |variable: &str| std::env::var(variable).ok();
+        SwarmConfig::parse_with_environment(&text, &path.display().to_string(), &process_environment)
     }
 
-    /// Parses and checks a configuration; `origin` names it in errors.
+    /// Parses and checks a configuration as written, without environment
+    /// overrides; `origin` names it in errors.
     pub fn parse(text: &str, origin: &str) -> Result<SwarmConfig, ActorsError> {
-        let config: SwarmConfig = toml::from_str(text)
-            .map_err(|error| ActorsError::Config { path: origin.to_string(), message: error.to_string() })?;
-        config.check().map_err(|message| ActorsError::Config { path: origin.to_string(), message })?;
+        SwarmConfig::parse_with_environment(text, origin, &|_| None)
+    }
+
+    /// Parses a configuration, lets `environment` override its secrets
+    /// (`MNEME_HTTP_TOKEN_<NAME>`, `MNEME_NATS_*`), then checks the result: a
+    /// secret given only in the environment is checked like one in the file.
+    pub fn parse_with_environment(
+        text: &str,
+        origin: &str,
+        environment: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<SwarmConfig, ActorsError> {
+        let config_error = |message: String| ActorsError::Config { path: origin.to_string(), message };
+        let mut config: SwarmConfig =
+            toml::from_str(text).map_err(|error| config_error(describe_toml_error(text, &error)))?;
+        config.apply_environment(environment);
+        config.check().map_err(config_error)?;
+        config.api_tokens = config.resolve_api_tokens().map_err(config_error)?;
         Ok(config)
     }
 
     fn check(&self) -> Result<(), String> {
-        let name_error = |key: &str, value: &str, error: mneme_events::ValidationError| {
-            format!("{key} = {value:?} is not a valid name: {}", error.message)
-        };
-        mneme_events::validate_name(&self.swarm.name).map_err(|e| name_error("swarm.name", &self.swarm.name, e))?;
-        let mut seen = std::collections::BTreeSet::new();
-        for agent in &self.agents {
-            mneme_events::validate_name(&agent.name).map_err(|e| name_error("agents.name", &agent.name, e))?;
-            if !seen.insert(agent.name.as_str()) {
-                return Err(format!("agents.name = {:?} is listed twice; agent names must be unique", agent.name));
-            }
-        }
+        mneme_events::validate_name(&self.swarm.name)
+            .map_err(|error| name_error("swarm.name", &self.swarm.name, error))?;
+        agents::check_agents(&self.agents)?;
         let positive = [
             ("memory.working_tier_tokens", self.memory.working_tier_tokens as u64),
             ("memory.working_item_max_tokens", self.memory.working_item_max_tokens as u64),
@@ -677,7 +532,19 @@ impl SwarmConfig {
         }
         self.compression.check()?;
         self.consolidation.check()?;
+        if !(1..=MAX_BUNDLE_TOKENS).contains(&self.handoffs.bundle_tokens) {
+            return Err(format!(
+                "handoffs.bundle_tokens = {}; expected a number of tokens from 1 to {MAX_BUNDLE_TOKENS}",
+                self.handoffs.bundle_tokens
+            ));
+        }
+        self.check_nats_credentials()?;
         Ok(())
+    }
+
+    /// Token budget of the context bundle Mneme packs into a handoff.
+    pub fn handoff_bundle_tokens(&self) -> usize {
+        self.handoffs.bundle_tokens
     }
 
     /// The memory settings, with the embedder the caller loaded.
@@ -704,42 +571,6 @@ impl SwarmConfig {
         }
     }
 
-    /// What a consolidation run looks for: the configured thresholds, with
-    /// the configured multi-valued predicates added to the built-in ones.
-    pub fn consolidation_policy(&self) -> ConsolidationPolicy {
-        let section = &self.consolidation;
-        let mut multi_valued_predicates: BTreeSet<String> =
-            BUILT_IN_MULTI_VALUED_PREDICATES.iter().map(|predicate| predicate.to_string()).collect();
-        multi_valued_predicates.extend(section.multi_valued_predicates.iter().cloned());
-        ConsolidationPolicy {
-            dedup_cosine: section.dedup_cosine,
-            dedup_kinds: section.dedup_kinds.clone(),
-            decay_half_life_items: section.decay_half_life_items,
-            decay_below: section.decay_below,
-            forget_below: section.forget_below,
-            important_from: section.important_from,
-            keep_newest_items: section.keep_newest_items,
-            single_valued_predicates: section.single_valued_predicates.iter().cloned().collect(),
-            multi_valued_predicates,
-            max_outcomes_per_run: section.max_outcomes_per_run,
-            max_links_per_item: section.max_links_per_item,
-        }
-    }
-
-    /// How often consolidation runs on a timer; `None` when scheduled runs
-    /// are off or `interval_ms` is 0.
-    pub fn consolidation_interval(&self) -> Option<Duration> {
-        let section = &self.consolidation;
-        (section.enabled && section.interval_ms > 0).then(|| Duration::from_millis(section.interval_ms))
-    }
-
-    /// After how many new events in the swarm consolidation runs; `None`
-    /// when scheduled runs are off or `every_events` is 0.
-    pub fn consolidation_every_events(&self) -> Option<u64> {
-        let section = &self.consolidation;
-        (section.enabled && section.every_events > 0).then_some(section.every_events)
-    }
-
     pub fn checkpoint_interval(&self) -> Duration {
         Duration::from_millis(self.memory.checkpoint_interval_ms)
     }
@@ -749,17 +580,68 @@ impl SwarmConfig {
     }
 }
 
+fn name_error(key: &str, value: &str, error: mneme_events::ValidationError) -> String {
+    format!("{key} = {value:?} is not a valid name: {}", error.message)
+}
+
+/// Says where a TOML or type error is, by line and key, with toml's message.
+/// toml's own rendering quotes the offending line, and that line may hold a
+/// secret (a token pasted without quotes, say); this one never quotes it,
+/// and for a key that holds a secret it drops toml's message too, which can
+/// repeat a mistyped value.
+fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim_end();
+    // toml gives an error about the whole document (a missing `[swarm]`) an
+    // empty span at its start: there is no line to name.
+    let span = error.span().filter(|span| span.end > 0);
+    let Some(before) = span.and_then(|span| text.get(..span.start)) else {
+        return message.to_string();
+    };
+    let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+    let line_number = before.matches('\n').count() + 1;
+    let column = before[line_start..].chars().count() + 1;
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let table = table_of_header(line).or_else(|| before[..line_start].lines().rev().find_map(table_of_header));
+    let key = line.split_once('=').map(|(key, _)| key.trim()).filter(|key| is_plain_key(key));
+    let location = match (table, key) {
+        (Some(table), Some(key)) => format!("{table}.{key} at line {line_number}, column {column}"),
+        (None, Some(key)) => format!("{key} at line {line_number}, column {column}"),
+        (Some(table), None) => format!("[{table}] at line {line_number}, column {column}"),
+        (None, None) => format!("line {line_number}, column {column}"),
+    };
+    if key.is_some_and(|key| access::SECRET_KEYS.contains(&key)) {
+        return format!("{location}: the value is not shown because this key holds a secret; expected a quoted string");
+    }
+    format!("{location}: {message}")
+}
+
+/// `log` for a line `[log]`, `agents` for `[[agents]]`; `None` for any other
+/// line.
+fn table_of_header(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let header = line.strip_prefix('[')?;
+    let end = header.rfind(']')?;
+    Some(header[..end].trim_matches(['[', ']']).trim()).filter(|table| is_plain_key(table))
+}
+
+fn is_plain_key(key: &str) -> bool {
+    !key.is_empty() && key.bytes().all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'-' | b'.'))
+}
+
+/// The message of the error `text` fails with, for tests of every part of
+/// the file.
+#[cfg(test)]
+fn error_of(text: &str) -> String {
+    SwarmConfig::parse(text, "swarm.toml").unwrap_err().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn error_of(text: &str) -> String {
-        SwarmConfig::parse(text, "swarm.toml").unwrap_err().to_string()
-    }
-
     #[test]
     fn the_shipped_swarm_toml_is_valid() {
-        let text = include_str!("../../swarm.toml");
+        let text = include_str!("../../../swarm.toml");
         let config = SwarmConfig::parse(text, "swarm.toml").unwrap();
         assert_eq!(config.swarm.name, "demo");
         assert!(!config.agents.is_empty());
@@ -770,7 +652,7 @@ mod tests {
     /// uncomments it.
     #[test]
     fn the_commented_llm_example_in_swarm_toml_is_valid() {
-        let text = include_str!("../../swarm.toml");
+        let text = include_str!("../../../swarm.toml");
         let mut uncommented = String::new();
         let mut in_example = false;
         for line in text.lines() {
@@ -802,21 +684,40 @@ mod tests {
     }
 
     #[test]
-    fn duplicate_agents_are_refused() {
-        let message = error_of("[swarm]\nname = \"s\"\n[[agents]]\nname = \"a\"\n[[agents]]\nname = \"a\"\n");
-        assert!(message.contains("listed twice"), "{message}");
-    }
-
-    #[test]
     fn zero_budgets_are_refused() {
         let message = error_of("[swarm]\nname = \"s\"\n[memory]\nworking_tier_tokens = 0\n");
         assert!(message.contains("memory.working_tier_tokens = 0"), "{message}");
     }
 
     #[test]
-    fn an_unknown_backend_is_refused() {
+    fn an_unknown_backend_is_refused_naming_key_value_and_expected() {
         let message = error_of("[swarm]\nname = \"s\"\n[log]\nbackend = \"kafka\"\n");
-        assert!(message.contains("kafka"), "{message}");
+        assert!(
+            message.contains("log.backend at line 4") && message.contains("kafka") && message.contains("`nats`"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_missing_key_names_its_table_and_a_missing_table_the_key() {
+        let message = error_of("[swarm]\nname = \"s\"\n[compression.llm]\nurl = \"http://h/v1\"\n");
+        assert!(message.contains("[compression.llm] at line 3") && message.contains("`model`"), "{message}");
+        let message = error_of("[log]\nbackend = \"nats\"\n");
+        assert!(message.ends_with("swarm.toml: missing field `swarm`"), "{message}");
+    }
+
+    #[test]
+    fn handoff_bundles_default_to_2000_tokens_and_stay_in_range() {
+        assert_eq!(SwarmConfig::with_name("s").handoff_bundle_tokens(), 2000);
+        let config = SwarmConfig::parse("[swarm]\nname = \"s\"\n[handoffs]\nbundle_tokens = 500\n", "swarm.toml");
+        assert_eq!(config.unwrap().handoff_bundle_tokens(), 500);
+        for (value, shown) in [("0", "0"), ("100_001", "100001")] {
+            let message = error_of(&format!("[swarm]\nname = \"s\"\n[handoffs]\nbundle_tokens = {value}\n"));
+            assert!(
+                message.contains(&format!("handoffs.bundle_tokens = {shown};")) && message.contains("1 to 100000"),
+                "{message}"
+            );
+        }
     }
 
     const LLM: &str = "[swarm]\nname = \"s\"\n[compression.llm]\nurl = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n";
@@ -905,209 +806,5 @@ mod tests {
     fn a_negative_temperature_is_refused() {
         let message = error_of(&format!("{LLM}temperature = -0.5\n"));
         assert!(message.contains("compression.llm.temperature = -0.5"), "{message}");
-    }
-
-    const CONSOLIDATION: &str = "[swarm]\nname = \"s\"\n[consolidation]\n";
-
-    fn consolidation_error(keys: &str) -> String {
-        error_of(&format!("{CONSOLIDATION}{keys}\n"))
-    }
-
-    #[test]
-    fn the_shipped_consolidation_section_states_the_defaults() {
-        let config = SwarmConfig::parse(include_str!("../../swarm.toml"), "swarm.toml").unwrap();
-        assert_eq!(config.consolidation, ConsolidationSection::default());
-    }
-
-    #[test]
-    fn consolidation_defaults_are_the_policy_defaults() {
-        for text in ["[swarm]\nname = \"s\"\n", CONSOLIDATION] {
-            let config = SwarmConfig::parse(text, "swarm.toml").unwrap();
-            assert_eq!(config.consolidation_policy(), ConsolidationPolicy::default());
-            assert_eq!(config.consolidation_interval(), Some(Duration::from_secs(600)));
-            assert_eq!(config.consolidation_every_events(), Some(10_000));
-        }
-    }
-
-    #[test]
-    fn a_full_consolidation_section_becomes_the_policy() {
-        let config = SwarmConfig::parse(
-            &format!(
-                "{CONSOLIDATION}enabled = true\ninterval_ms = 5000\nevery_events = 300\ndedup_cosine = 0.97\n\
-                 dedup_kinds = [\"tool_result_recorded\", \"preference_set\"]\ndecay_half_life_items = 50\n\
-                 decay_below = 0.4\nforget_below = 0.1\nimportant_from = 0.9\nkeep_newest_items = 10\n\
-                 single_valued_predicates = [\"owns\"]\nmulti_valued_predicates = [\"reviewed_by\"]\n\
-                 max_outcomes_per_run = 500\nmax_links_per_item = 0\n"
-            ),
-            "swarm.toml",
-        )
-        .unwrap();
-        let mut multi_valued_predicates: BTreeSet<String> =
-            BUILT_IN_MULTI_VALUED_PREDICATES.iter().map(|predicate| predicate.to_string()).collect();
-        multi_valued_predicates.insert("reviewed_by".to_string());
-        let expected = ConsolidationPolicy {
-            dedup_cosine: 0.97,
-            dedup_kinds: vec!["tool_result_recorded".to_string(), "preference_set".to_string()],
-            decay_half_life_items: 50,
-            decay_below: 0.4,
-            forget_below: 0.1,
-            important_from: 0.9,
-            keep_newest_items: 10,
-            single_valued_predicates: BTreeSet::from(["owns".to_string()]),
-            multi_valued_predicates,
-            max_outcomes_per_run: 500,
-            max_links_per_item: 0,
-        };
-        let policy = config.consolidation_policy();
-        assert_eq!(policy, expected);
-        // The configured single-valued list overrides a built-in
-        // multi-valued predicate.
-        assert!(policy.is_single_valued("owns"));
-        assert!(!policy.is_single_valued("reviewed_by"));
-        assert_eq!(config.consolidation_interval(), Some(Duration::from_millis(5000)));
-        assert_eq!(config.consolidation_every_events(), Some(300));
-    }
-
-    #[test]
-    fn disabled_consolidation_has_no_schedule_but_keeps_its_policy() {
-        let config = SwarmConfig::parse(&format!("{CONSOLIDATION}enabled = false\n"), "swarm.toml").unwrap();
-        assert_eq!(config.consolidation_interval(), None);
-        assert_eq!(config.consolidation_every_events(), None);
-        assert_eq!(config.consolidation_policy(), ConsolidationPolicy::default());
-    }
-
-    #[test]
-    fn a_zero_interval_or_count_turns_that_trigger_off() {
-        let config =
-            SwarmConfig::parse(&format!("{CONSOLIDATION}interval_ms = 0\nevery_events = 0\n"), "swarm.toml").unwrap();
-        assert_eq!(config.consolidation_interval(), None);
-        assert_eq!(config.consolidation_every_events(), None);
-    }
-
-    #[test]
-    fn a_misspelt_consolidation_key_is_named() {
-        let message = consolidation_error("dedup_cosin = 0.9");
-        assert!(message.contains("dedup_cosin"), "{message}");
-    }
-
-    #[test]
-    fn a_dedup_cosine_outside_zero_to_one_is_refused() {
-        for (value, shown) in [("1.5", "1.5"), ("0.0", "0"), ("-0.2", "-0.2"), ("nan", "NaN")] {
-            let message = consolidation_error(&format!("dedup_cosine = {value}"));
-            assert!(
-                message.contains(&format!("consolidation.dedup_cosine = {shown};"))
-                    && message.contains("above 0 and at most 1"),
-                "{message}"
-            );
-        }
-        assert!(SwarmConfig::parse(&format!("{CONSOLIDATION}dedup_cosine = 1.0\n"), "swarm.toml").is_ok());
-    }
-
-    #[test]
-    fn thresholds_outside_zero_to_one_are_refused() {
-        for key in ["decay_below", "forget_below", "important_from"] {
-            // The range is checked before forget_below <= decay_below, so a
-            // high forget_below alone is named for its range.
-            let message = consolidation_error(&format!("{key} = 1.5"));
-            assert!(
-                message.contains(&format!("consolidation.{key} = 1.5;")) && message.contains("0 to 1"),
-                "{message}"
-            );
-            let message = consolidation_error(&format!("{key} = -0.1"));
-            assert!(message.contains(&format!("consolidation.{key} = -0.1;")), "{message}");
-        }
-    }
-
-    #[test]
-    fn forget_below_above_decay_below_is_refused_naming_both() {
-        let message = consolidation_error("decay_below = 0.2\nforget_below = 0.3");
-        assert!(
-            message.contains("consolidation.forget_below = 0.3") && message.contains("consolidation.decay_below = 0.2"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn a_zero_half_life_is_refused() {
-        let message = consolidation_error("decay_half_life_items = 0");
-        assert!(
-            message.contains("consolidation.decay_half_life_items = 0") && message.contains("positive"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn a_zero_outcome_budget_is_refused() {
-        let message = consolidation_error("max_outcomes_per_run = 0");
-        assert!(
-            message.contains("consolidation.max_outcomes_per_run = 0") && message.contains("positive"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn decisions_are_never_deduplicated() {
-        let message = consolidation_error("dedup_kinds = [\"message_recorded\", \"decision_made\"]");
-        assert!(
-            message.contains("consolidation.dedup_kinds")
-                && message.contains("\"decision_made\"")
-                && message.contains("supersedes"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn markers_kinds_without_items_and_unknown_kinds_are_refused_from_dedup_kinds() {
-        let cases = [
-            ("phase_started", "markers"),
-            ("handoff_received", "markers"),
-            ("memory_forgotten", "do not become memory items"),
-            ("messages_recorded", "no event kind"),
-        ];
-        for (kind, reason) in cases {
-            let message = consolidation_error(&format!("dedup_kinds = [\"{kind}\"]"));
-            assert!(
-                message.contains(&format!("consolidation.dedup_kinds contains \"{kind}\"")) && message.contains(reason),
-                "{message}"
-            );
-        }
-    }
-
-    #[test]
-    fn every_mergeable_item_kind_is_an_event_kind() {
-        for kind in MERGEABLE_ITEM_KINDS {
-            assert!(mneme_events::EventKind::NAMES.contains(kind), "{kind}");
-            assert!(
-                SwarmConfig::parse(&format!("{CONSOLIDATION}dedup_kinds = [\"{kind}\"]\n"), "swarm.toml").is_ok(),
-                "{kind}"
-            );
-        }
-    }
-
-    #[test]
-    fn predicates_that_are_not_snake_case_are_refused() {
-        for key in ["single_valued_predicates", "multi_valued_predicates"] {
-            for predicate in ["Owned-By", ""] {
-                let message = consolidation_error(&format!("{key} = [\"{predicate}\"]"));
-                assert!(
-                    message.contains(&format!("consolidation.{key} contains {predicate:?}"))
-                        && message.contains("snake_case"),
-                    "{message}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn a_predicate_both_single_and_multi_valued_is_refused() {
-        let message = consolidation_error(
-            "single_valued_predicates = [\"assigned_to\"]\nmulti_valued_predicates = [\"assigned_to\"]",
-        );
-        assert!(
-            message.contains("consolidation.single_valued_predicates")
-                && message.contains("consolidation.multi_valued_predicates")
-                && message.contains("\"assigned_to\""),
-            "{message}"
-        );
     }
 }
