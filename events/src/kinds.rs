@@ -325,16 +325,101 @@ impl HandoffSent {
 }
 
 payload! {
-    /// `handoff_id` is the id of the `handoff_sent` event.
+    /// `handoff_id` is the id of the `handoff_sent` event. Mneme writes this
+    /// event into the recipient's log with the package it delivered; a
+    /// package assembled once is replayed, never assembled again.
     pub struct HandoffReceived {
         pub from: String,
         pub handoff_id: EventId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub package: Option<HandoffPackage>,
     }
 }
 
 impl HandoffReceived {
     fn validate(&self) -> Result<(), ValidationError> {
-        crate::envelope::validate_name(&self.from).map_err(|e| e.under("from"))
+        crate::envelope::validate_name(&self.from).map_err(|e| e.under("from"))?;
+        if let Some(package) = &self.package {
+            package.validate().map_err(|e| e.under("package"))?;
+        }
+        Ok(())
+    }
+}
+
+payload! {
+    /// What the recipient of a handoff gets: the sender's fields, and a
+    /// context bundle from the sender's memory for the task, within a token
+    /// budget, holding only what the recipient may see.
+    pub struct HandoffPackage {
+        pub task: String,
+        #[serde(default)]
+        pub summary: String,
+        #[serde(default)]
+        pub artifacts: Vec<String>,
+        #[serde(default)]
+        pub decisions: Vec<String>,
+        #[serde(default)]
+        pub constraints: Vec<String>,
+        /// The `handoff_sent` event's seq and time.
+        pub sent_seq: u64,
+        pub sent_at: Timestamp,
+        pub bundle: HandoffBundle,
+    }
+}
+
+impl HandoffPackage {
+    fn validate(&self) -> Result<(), ValidationError> {
+        require_text("task", &self.task)?;
+        for (index, item) in self.bundle.items.iter().enumerate() {
+            if !BUNDLE_SECTIONS.contains(&item.section.as_str()) {
+                return Err(ValidationError::at(
+                    ErrorCode::OutOfRange,
+                    &format!("bundle.items[{index}].section"),
+                    format!("unknown section {:?}; expected one of {}", item.section, BUNDLE_SECTIONS.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The sections of a handoff bundle, in the order they are filled.
+pub const BUNDLE_SECTIONS: &[&str] = &["contradiction", "decision", "finding"];
+
+payload! {
+    /// The sender's memory for the task, cut to a token budget.
+    pub struct HandoffBundle {
+        pub budget_tokens: u32,
+        /// Tokens of the items' texts and the file names, as counted by
+        /// Mneme's tokenizer.
+        pub used_tokens: u32,
+        pub items: Vec<BundleItem>,
+        /// Files the task's visible events touched, sorted.
+        #[serde(default)]
+        pub files: Vec<String>,
+    }
+}
+
+payload! {
+    /// One memory in a handoff bundle, with the events behind it.
+    pub struct BundleItem {
+        /// `contradiction`, `decision` or `finding`.
+        pub section: String,
+        /// The item id, or the contradiction id.
+        pub item_id: String,
+        pub kind: String,
+        /// Whose event it came from.
+        pub agent: String,
+        pub text: String,
+        pub provenance: Vec<BundleProvenance>,
+    }
+}
+
+payload! {
+    /// An event behind a bundle item: its seq on the log and its id.
+    pub struct BundleProvenance {
+        pub seq: u64,
+        pub event_id: EventId,
     }
 }
 

@@ -15,9 +15,10 @@ pub use envelope::{CURRENT_SCHEMA_VERSION, Event, EventId, MAX_NAME_LEN, Scope, 
 pub use error::{Error, ErrorCode, ValidationError};
 pub use json::{BatchError, DecodeLimits, decode_json, decode_json_batch, decode_json_value};
 pub use kinds::{
-    ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, EventKind, FactAsserted,
-    FactRetracted, HandoffAcknowledged, HandoffReceived, HandoffSent, JsonText, MemoriesLinked, MemoriesMerged,
-    MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten, MemoryIgnored, MemoryLink,
-    MemoryPinned, MemoryPurged, MemoryUnpinned, MessageRecorded, PhaseCompleted, PhaseCompressed, PhaseStarted,
-    PreferenceSet, RetrievalCount, TaskStatus, TaskUpdated, ToolResultRecorded,
+    BUNDLE_SECTIONS, BundleItem, BundleProvenance, ContradictionDetected, ContradictionResolution,
+    ContradictionResolved, DecisionMade, EventKind, FactAsserted, FactRetracted, HandoffAcknowledged, HandoffBundle,
+    HandoffPackage, HandoffReceived, HandoffSent, JsonText, MemoriesLinked, MemoriesMerged, MemoriesRetrieved,
+    MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten, MemoryIgnored, MemoryLink, MemoryPinned, MemoryPurged,
+    MemoryUnpinned, MessageRecorded, PhaseCompleted, PhaseCompressed, PhaseStarted, PreferenceSet, RetrievalCount,
+    TaskStatus, TaskUpdated, ToolResultRecorded,
 };

@@ -11,6 +11,7 @@ mod digest;
 pub mod embed;
 mod error;
 pub mod graph;
+mod handoffs;
 mod item;
 mod memory;
 pub mod phases;
@@ -26,6 +27,7 @@ pub use context::{
     TierUsage, allocate,
 };
 pub use error::ProjectionError;
+pub use handoffs::HandoffRecord;
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
 pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction};
 pub use retrieval::{RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest};

@@ -11,6 +11,7 @@ use crate::digest::ContentHasher;
 use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, Subgraph};
+use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
 use crate::phases::{PhaseTracker, PurgedEvent};
 use crate::render;
@@ -116,6 +117,8 @@ pub struct AgentMemory {
     /// Contradictions settled, by id: consolidation does not report a
     /// settled pair again.
     pub(crate) resolved_contradictions: BTreeMap<String, ResolvedContradiction>,
+    /// Handoffs this agent received, by the id of their `handoff_sent`.
+    pub(crate) handoffs: BTreeMap<EventId, HandoffRecord>,
 }
 
 /// A contradiction somebody settled.
@@ -161,6 +164,7 @@ impl AgentMemory {
             seqs_by_kind: HashMap::new(),
             open_contradictions: BTreeMap::new(),
             resolved_contradictions: BTreeMap::new(),
+            handoffs: BTreeMap::new(),
             config,
         })
     }
@@ -293,6 +297,15 @@ impl AgentMemory {
         match rendered {
             Some(text) => self.remember(seq, event, text)?,
             None => self.apply_change(provenance, event)?,
+        }
+        if own {
+            match &event.kind {
+                EventKind::HandoffReceived(received) => self.record_handoff_received(received, provenance),
+                EventKind::HandoffAcknowledged(acknowledged) => {
+                    self.record_handoff_acknowledged(acknowledged.handoff_id, provenance)
+                }
+                _ => {}
+            }
         }
         self.seen_ids.insert(event.id, seq);
         self.checkpoint = seq;
@@ -646,6 +659,20 @@ impl AgentMemory {
             hasher.text(&contradiction.b);
             hasher.text(&contradiction.reason);
             hasher.provenance(std::slice::from_ref(&contradiction.provenance));
+        }
+        hasher.number(self.handoffs.len() as u64);
+        for record in self.handoffs.values() {
+            hasher.bytes(&record.handoff_id.0.to_be_bytes());
+            hasher.text(&record.from);
+            hasher.provenance(std::slice::from_ref(&record.received));
+            hasher.provenance(record.acknowledged.as_slice());
+            // The package is an events type: its JSON is canonical (fields
+            // in declaration order).
+            let package = record
+                .package
+                .as_ref()
+                .map(|package| serde_json::to_string(package).expect("a handoff package always serialises to JSON"));
+            hasher.text(package.as_deref().unwrap_or(""));
         }
         hasher.number(self.items.len() as u64);
         for item in self.items.values() {

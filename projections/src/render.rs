@@ -60,7 +60,13 @@ pub(crate) fn render(event: &Event, large_output_bytes: usize) -> Option<String>
             text
         }
         EventKind::HandoffReceived(received) => {
-            format!("Handoff {} received from {}", received.handoff_id, received.from)
+            let mut text = format!("Handoff {} received from {}", received.handoff_id, received.from);
+            if let Some(package) = &received.package {
+                text.push_str(&format!(": {}", package.task));
+                push_section(&mut text, "Summary", std::slice::from_ref(&package.summary));
+                push_section(&mut text, "Constraints", &package.constraints);
+            }
+            text
         }
         EventKind::HandoffAcknowledged(ack) => {
             let note = ack.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default();

@@ -6,13 +6,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mneme_events::{ContradictionResolution, EventId, EventKind, Scope, Timestamp};
+use mneme_events::{ContradictionResolution, EventId, EventKind, HandoffPackage, Scope, Timestamp};
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
 use crate::bm25::Bm25Index;
 use crate::error::ProjectionError;
 use crate::graph::FactGraph;
+use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction};
 use crate::phases::{PhaseTracker, PhaseTrackerRecord};
@@ -48,6 +49,16 @@ struct MemorySnapshot {
     open_contradictions: Vec<(String, String, String, String, u64, u128)>,
     /// Resolved contradictions: (id, a, b, resolution, seq, event id).
     resolved_contradictions: Vec<(String, String, String, u8, u64, u128)>,
+    handoffs: Vec<HandoffSnapshotRecord>,
+}
+
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct HandoffSnapshotRecord {
+    handoff_id: u128,
+    from: String,
+    received: (u64, u128),
+    package: Option<HandoffPackage>,
+    acknowledged: Option<(u64, u128)>,
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -127,6 +138,17 @@ impl AgentMemory {
                     )
                 })
                 .collect(),
+            handoffs: self
+                .handoffs
+                .values()
+                .map(|record| HandoffSnapshotRecord {
+                    handoff_id: record.handoff_id.0,
+                    from: record.from.clone(),
+                    received: (record.received.seq, record.received.event_id.0),
+                    package: record.package.clone(),
+                    acknowledged: record.acknowledged.map(|reference| (reference.seq, reference.event_id.0)),
+                })
+                .collect(),
         };
         let bytes = rkyv::to_bytes::<rancor::Error>(&snapshot)
             .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode: {error}")))?;
@@ -196,6 +218,22 @@ impl AgentMemory {
                 ResolvedContradiction { contradiction_id, a, b, resolution, provenance },
             );
         }
+        let reference = |(seq, event_id): (u64, u128)| ProvenanceRef { seq, event_id: EventId(event_id) };
+        let handoffs = snapshot
+            .handoffs
+            .into_iter()
+            .map(|record| {
+                let handoff_id = EventId(record.handoff_id);
+                let record = HandoffRecord {
+                    handoff_id,
+                    from: record.from,
+                    received: reference(record.received),
+                    package: record.package,
+                    acknowledged: record.acknowledged.map(reference),
+                };
+                (handoff_id, record)
+            })
+            .collect();
         let working_entries = snapshot
             .working
             .into_iter()
@@ -217,6 +255,7 @@ impl AgentMemory {
             seqs_by_kind,
             open_contradictions,
             resolved_contradictions,
+            handoffs,
             config,
         })
     }

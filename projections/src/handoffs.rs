@@ -1,0 +1,261 @@
+//! Handoffs: what a recipient's memory records of the handoffs it received,
+//! and the context bundle a sender's memory gives a handoff.
+//!
+//! The bundle holds only what the recipient may see: items of the sender
+//! that are not private, and other agents' shared items (the only foreign
+//! items a memory holds). Phase levels and notes, which may quote private
+//! events, enter it only from phases whose every event the recipient may see.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mneme_events::{BundleItem, BundleProvenance, EventId, HandoffBundle, HandoffPackage};
+
+use crate::graph::EntityKind;
+use crate::item::{ItemState, MemoryItem, ProvenanceRef};
+use crate::memory::AgentMemory;
+use crate::tokens;
+
+/// A bundle item's text is cut to this many tokens, so that one long tool
+/// output cannot take the whole budget.
+const BUNDLE_ITEM_TOKENS: usize = 200;
+/// Files listed in a bundle at most.
+const BUNDLE_FILES: usize = 50;
+
+/// A handoff this memory's agent received.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffRecord {
+    /// The id of the `handoff_sent` event.
+    pub handoff_id: EventId,
+    pub from: String,
+    /// The `handoff_received` event.
+    pub received: ProvenanceRef,
+    pub package: Option<HandoffPackage>,
+    /// The agent's `handoff_acknowledged` event, once there is one.
+    pub acknowledged: Option<ProvenanceRef>,
+}
+
+impl HandoffRecord {
+    pub fn is_pending(&self) -> bool {
+        self.acknowledged.is_none()
+    }
+}
+
+impl AgentMemory {
+    /// The handoffs this agent received, pending ones first, each group in
+    /// the order they were received.
+    pub fn handoffs(&self) -> Vec<&HandoffRecord> {
+        let mut records: Vec<&HandoffRecord> = self.handoffs.values().collect();
+        records.sort_by_key(|record| (!record.is_pending(), record.received.seq));
+        records
+    }
+
+    pub fn handoff(&self, handoff_id: EventId) -> Option<&HandoffRecord> {
+        self.handoffs.get(&handoff_id)
+    }
+
+    /// `handoff_received` of this memory's own agent.
+    pub(crate) fn record_handoff_received(
+        &mut self,
+        received: &mneme_events::HandoffReceived,
+        provenance: ProvenanceRef,
+    ) {
+        self.handoffs.entry(received.handoff_id).or_insert_with(|| HandoffRecord {
+            handoff_id: received.handoff_id,
+            from: received.from.clone(),
+            received: provenance,
+            package: received.package.clone(),
+            acknowledged: None,
+        });
+    }
+
+    /// `handoff_acknowledged` of this memory's own agent: the first one
+    /// counts.
+    pub(crate) fn record_handoff_acknowledged(&mut self, handoff_id: EventId, provenance: ProvenanceRef) {
+        if let Some(record) = self.handoffs.get_mut(&handoff_id) {
+            record.acknowledged.get_or_insert(provenance);
+        }
+    }
+
+    /// The context bundle of a handoff to `recipient` about the task named
+    /// `tasks` (the handoff's task and its correlation id): open
+    /// contradictions first, then decisions (those the handoff names, then
+    /// the task's active ones, newest first), then findings (the task's
+    /// facts still valid, and the findings of its completed phases), within
+    /// `budget_tokens`, and the files the task touched.
+    pub fn handoff_bundle(
+        &self,
+        tasks: &[&str],
+        named_decisions: &[EventId],
+        recipient: &str,
+        budget_tokens: usize,
+    ) -> HandoffBundle {
+        let mut bundle = BundleBuilder::new(budget_tokens);
+        let in_task = |item: &MemoryItem| item.correlation_id.as_deref().is_some_and(|task| tasks.contains(&task));
+        let usable = |item: &MemoryItem| item.is_visible_to(recipient) && item.state.is_searchable();
+        let task_items: BTreeSet<u64> =
+            self.items.values().filter(|item| in_task(item) && usable(item)).map(|item| item.seq).collect();
+
+        for open in self.open_contradictions.values() {
+            let (Some(a), Some(b)) = (self.item(&open.a), self.item(&open.b)) else { continue };
+            if !usable(a) || !usable(b) || !(task_items.contains(&a.seq) || task_items.contains(&b.seq)) {
+                continue;
+            }
+            let text = format!("{} ⟂ {} — {}", a.text, b.text, open.reason);
+            let provenance = [a.creating_event(), b.creating_event()];
+            bundle.push("contradiction", &open.contradiction_id, "contradiction", &a.agent, &text, &provenance);
+        }
+
+        let mut decisions: Vec<&MemoryItem> = named_decisions
+            .iter()
+            .filter_map(|id| self.item(&id.to_string()))
+            .filter(|item| item.kind == "decision_made" && usable(item))
+            .collect();
+        let active_in_task = self.seqs_by_kind.get("decision_made").into_iter().flatten().rev().filter_map(|seq| {
+            let item = &self.items[seq];
+            (task_items.contains(seq) && self.is_active_decision(item)).then_some(item)
+        });
+        for item in active_in_task {
+            if !decisions.iter().any(|chosen| chosen.seq == item.seq) {
+                decisions.push(item);
+            }
+        }
+        for item in decisions {
+            bundle.push_item("decision", item, &self.visible_provenance(item, recipient));
+        }
+
+        for seq in self.seqs_by_kind.get("fact_asserted").into_iter().flatten().rev() {
+            if task_items.contains(seq) && self.is_valid_fact(*seq) {
+                let item = &self.items[seq];
+                bundle.push_item("finding", item, &self.visible_provenance(item, recipient));
+            }
+        }
+        for phase in self.phases.phases() {
+            let of_task = phase.task.as_deref().is_some_and(|task| tasks.contains(&task));
+            let fully_visible =
+                phase.event_seqs.iter().all(|seq| self.items.get(seq).is_none_or(|item| item.is_visible_to(recipient)));
+            let Some(levels) = phase.levels.as_ref().filter(|_| of_task && fully_visible && !phase.redacted) else {
+                continue;
+            };
+            if levels.findings.trim().is_empty() {
+                continue;
+            }
+            let provenance: Vec<ProvenanceRef> =
+                phase.event_seqs.iter().filter_map(|seq| self.items.get(seq)).map(MemoryItem::creating_event).collect();
+            bundle.push("finding", &phase.phase_id, "phase", &self.agent, &levels.findings, &provenance);
+        }
+
+        bundle.files = self.files_touched(&task_items);
+        bundle.finish()
+    }
+
+    /// The events behind an item that the recipient may know of: those that
+    /// created it or a copy merged into it. Other events that changed it
+    /// (usage, consolidation) may be private to the sender.
+    fn visible_provenance(&self, item: &MemoryItem, recipient: &str) -> Vec<ProvenanceRef> {
+        item.provenance
+            .iter()
+            .copied()
+            .filter(|reference| {
+                self.items
+                    .get(&reference.seq)
+                    .is_some_and(|creator| creator.creating_event() == *reference && creator.is_visible_to(recipient))
+            })
+            .collect()
+    }
+
+    fn is_active_decision(&self, item: &MemoryItem) -> bool {
+        self.graph
+            .node(&format!("decision:{}", item.creating_event().event_id))
+            .is_some_and(|node| node.valid_to.is_none())
+    }
+
+    fn is_valid_fact(&self, seq: u64) -> bool {
+        self.graph.facts.values().any(|&edge| {
+            let record = &self.graph.edges[edge as usize];
+            record.valid_to.is_none() && record.provenance.iter().any(|reference| reference.seq == seq)
+        })
+    }
+
+    /// Files linked to any of `seqs` in the fact graph.
+    fn files_touched(&self, seqs: &BTreeSet<u64>) -> Vec<String> {
+        let mut files = BTreeSet::new();
+        for (index, node) in self.graph.nodes.iter().enumerate() {
+            if node.kind == EntityKind::File && self.graph.links[index].iter().any(|link| seqs.contains(&link.seq)) {
+                files.insert(node.name.clone());
+            }
+        }
+        files.into_iter().take(BUNDLE_FILES).collect()
+    }
+}
+
+/// Fills a bundle in order until its budget is spent.
+struct BundleBuilder {
+    budget_tokens: usize,
+    used_tokens: usize,
+    items: Vec<BundleItem>,
+    seen: BTreeMap<String, ()>,
+    files: Vec<String>,
+}
+
+impl BundleBuilder {
+    fn new(budget_tokens: usize) -> BundleBuilder {
+        BundleBuilder { budget_tokens, used_tokens: 0, items: Vec::new(), seen: BTreeMap::new(), files: Vec::new() }
+    }
+
+    fn push_item(&mut self, section: &str, item: &MemoryItem, provenance: &[ProvenanceRef]) {
+        if item.state == ItemState::Purged {
+            return;
+        }
+        self.push(section, &item.item_id, item.kind, &item.agent, &item.text, provenance);
+    }
+
+    fn push(
+        &mut self,
+        section: &str,
+        item_id: &str,
+        kind: &str,
+        agent: &str,
+        text: &str,
+        provenance: &[ProvenanceRef],
+    ) {
+        if self.seen.insert(item_id.to_string(), ()).is_some() {
+            return;
+        }
+        let (text, tokens) = tokens::truncate(text, BUNDLE_ITEM_TOKENS);
+        if self.used_tokens + tokens > self.budget_tokens {
+            return;
+        }
+        self.used_tokens += tokens;
+        self.items.push(BundleItem {
+            section: section.to_string(),
+            item_id: item_id.to_string(),
+            kind: kind.to_string(),
+            agent: agent.to_string(),
+            text,
+            provenance: provenance
+                .iter()
+                .map(|reference| BundleProvenance { seq: reference.seq, event_id: reference.event_id })
+                .collect(),
+        });
+    }
+
+    /// Lists the files that fit in what is left of the budget.
+    fn finish(mut self) -> HandoffBundle {
+        let candidates = std::mem::take(&mut self.files);
+        let mut files = Vec::new();
+        for file in candidates {
+            let tokens = tokens::count(&file);
+            if self.used_tokens + tokens > self.budget_tokens {
+                break;
+            }
+            self.used_tokens += tokens;
+            files.push(file);
+        }
+        HandoffBundle {
+            budget_tokens: u32::try_from(self.budget_tokens).unwrap_or(u32::MAX),
+            used_tokens: u32::try_from(self.used_tokens).unwrap_or(u32::MAX),
+            items: self.items,
+            files,
+        }
+    }
+}
