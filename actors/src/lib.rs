@@ -8,6 +8,7 @@
 pub mod consolidator;
 mod error;
 mod feed;
+pub mod handoff_router;
 pub mod memory_actor;
 pub mod phase_compressor;
 pub mod phase_summarizer;
@@ -20,9 +21,11 @@ pub use consolidator::{
     AgentConsolidation, ConsolidationReport, ConsolidationRequest, ConsolidationSchedule, Consolidator, Scanner,
 };
 pub use error::ActorsError;
+pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery_json};
 pub use memory_actor::{
-    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled, ItemListing,
-    MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals, TakeSnapshot,
+    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled,
+    HandoffBundleRequest, ItemListing, MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals,
+    TakeSnapshot,
 };
 pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};
 pub use replay::{ReplayReport, continue_from_log, rebuild_from_log, verify_against_log};

@@ -8,15 +8,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use mneme_events::{EventId, Scope};
+use mneme_events::{EventId, HandoffBundle, Scope};
 use mneme_nats::{DeadLetter, LogEntry};
 use mneme_projections::consolidation::ConsolidationView;
 use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
 use mneme_projections::tokens;
 use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, MemoryItem, OpenContradiction, ProjectionError,
-    ProvenanceRef, ResolvedContradiction, SearchHit, SearchRequest,
+    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, HandoffRecord, MemoryItem, OpenContradiction,
+    ProjectionError, ProvenanceRef, ResolvedContradiction, SearchHit, SearchRequest,
 };
 use tokio::sync::watch;
 
@@ -304,6 +304,22 @@ pub enum Query {
     Contradictions,
     /// How many items are in each state, and the item if one is named.
     Items(Option<String>),
+    /// The handoffs this agent received, pending first.
+    Handoffs,
+    /// The context bundle of a handoff from this agent; see
+    /// [`AgentMemory::handoff_bundle`].
+    HandoffBundle(HandoffBundleRequest),
+}
+
+/// What a handoff bundle is assembled for.
+#[derive(Debug, Clone)]
+pub struct HandoffBundleRequest {
+    /// The handoff's task and its correlation id.
+    pub tasks: Vec<String>,
+    /// Decisions the handoff names by id.
+    pub named_decisions: Vec<EventId>,
+    pub recipient: String,
+    pub budget_tokens: usize,
 }
 
 #[derive(Debug)]
@@ -318,6 +334,8 @@ pub enum QueryAnswer {
     ConsolidationView(Box<ConsolidationView>),
     Contradictions(ContradictionListing),
     Items(ItemListing),
+    Handoffs(Vec<HandoffRecord>),
+    HandoffBundle(HandoffBundle),
 }
 
 /// The contradictions of one memory.
@@ -366,6 +384,8 @@ impl Query {
             Query::ConsolidationView => "consolidation_view",
             Query::Contradictions => "contradictions",
             Query::Items(_) => "items",
+            Query::Handoffs => "handoffs",
+            Query::HandoffBundle(_) => "handoff_bundle",
         }
     }
 }
@@ -423,6 +443,16 @@ impl Handler<Query> for MemoryActor {
                 states: self.memory.state_counts(),
                 item: item_id.and_then(|item_id| self.memory.item(&item_id).cloned()),
             }),
+            Query::Handoffs => QueryAnswer::Handoffs(self.memory.handoffs().into_iter().cloned().collect()),
+            Query::HandoffBundle(request) => {
+                let tasks: Vec<&str> = request.tasks.iter().map(String::as_str).collect();
+                QueryAnswer::HandoffBundle(self.memory.handoff_bundle(
+                    &tasks,
+                    &request.named_decisions,
+                    &request.recipient,
+                    request.budget_tokens,
+                ))
+            }
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
         Ok(answer)

@@ -168,6 +168,15 @@ pub struct JetStreamLog {
 }
 
 impl JetStreamLog {
+    /// The connection, for core NATS beside the log (see `broker.rs`).
+    pub(crate) fn client(&self) -> async_nats::Client {
+        self.context.client()
+    }
+
+    pub(crate) fn swarm_name(&self) -> &str {
+        &self.swarm
+    }
+
     /// Connects to the server at `url` and opens (creating if needed) the
     /// streams and bucket of `swarm`.
     pub async fn connect(url: &str, swarm: &str, options: JetStreamOptions) -> Result<JetStreamLog, LogError> {

@@ -8,6 +8,7 @@
 //!
 //! This crate is the only one that touches the network or the log's storage.
 
+mod broker;
 mod error;
 mod jetstream;
 pub mod server;
@@ -18,6 +19,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 use mneme_events::{Event, EventId};
 
+pub use broker::{Broker, QueryRequest};
 pub use error::LogError;
 pub use jetstream::{Credentials, JetStreamLog, JetStreamOptions};
 pub use sled_log::{SledLog, SledOptions};

@@ -56,6 +56,20 @@ pub fn agent_of_subject<'a>(swarm: &str, subject: &'a str) -> Option<&'a str> {
     (tokens.next()? == "events").then_some(agent)
 }
 
+/// The agent and verb of a query subject, if it is one of `swarm`'s.
+pub fn query_of_subject<'a>(swarm: &str, subject: &'a str) -> Option<(&'a str, &'a str)> {
+    let mut tokens = subject.split('.');
+    if tokens.next()? != "mneme" || tokens.next()? != swarm {
+        return None;
+    }
+    let agent = tokens.next()?;
+    if tokens.next()? != "query" {
+        return None;
+    }
+    let verb = tokens.next()?;
+    tokens.next().is_none().then_some((agent, verb))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +80,14 @@ mod tests {
         assert_eq!(agent_of_subject("demo", &subject), Some("coder"));
         assert_eq!(agent_of_subject("other", &subject), None);
         assert_eq!(agent_of_subject("demo", "mneme.demo.deadletter"), None);
+    }
+
+    #[test]
+    fn agent_and_verb_are_read_back_from_a_query_subject() {
+        let subject = query_subject("demo", "coder", "search");
+        assert_eq!(query_of_subject("demo", &subject), Some(("coder", "search")));
+        assert_eq!(query_of_subject("other", &subject), None);
+        assert_eq!(query_of_subject("demo", "mneme.demo.coder.events.message_recorded"), None);
+        assert_eq!(query_of_subject("demo", "mneme.demo.coder.query.search.extra"), None);
     }
 }

@@ -1,0 +1,310 @@
+//! The handoff router: one per swarm. It follows the log, and for every
+//! `handoff_sent` from A to B it asks A's memory for a context bundle of the
+//! task (only what B may see), appends `handoff_received` with the package
+//! to B's log, and on NATS publishes the package to
+//! `mneme.<swarm>.<B>.handoff`.
+//!
+//! Delivery is durable: the package is an event on the log, so B's memory
+//! and every replay have it; the router's position on the log is stored,
+//! so a handoff sent while it was down is delivered when it is back; and
+//! after a restart every handoff not yet acknowledged is published again.
+//! Subscribers deduplicate by `handoff_id`. The id of `handoff_received` is
+//! derived from the handoff's, so a delivery repeated after a crash is
+//! stored once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::StreamExt;
+use mneme_events::{
+    CURRENT_SCHEMA_VERSION, Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, Scope, Timestamp,
+};
+use mneme_nats::{Broker, EventLog, LogEntry, Seq};
+use mneme_projections::HandoffRecord;
+use mneme_projections::consolidation::verdict_event_id;
+use serde_json::{Value, json};
+
+use crate::error::ActorsError;
+use crate::memory_actor::{HandoffBundleRequest, Query, QueryAnswer};
+use crate::supervisor::{AgentHandle, GetAgent, ListAgents, Supervisor};
+
+/// The router's durable position on the log.
+const CONSUMER: &str = "handoff-router";
+/// The position is stored after every handoff and at least this often
+/// otherwise, so that a restart does not re-read the whole log.
+const STORE_POSITION_EVERY_ENTRIES: u64 = 1000;
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+/// How long the router waits for the sender's memory to apply the handoff
+/// before it assembles the bundle.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct HandoffRouter {
+    swarm: String,
+    log: Arc<dyn EventLog>,
+    supervisor: Addr<Supervisor>,
+    broker: Option<Arc<dyn Broker>>,
+    bundle_tokens: usize,
+}
+
+impl HandoffRouter {
+    /// `broker`: where packages are published on NATS; `None` on the
+    /// embedded log, where recipients read them over HTTP.
+    pub fn new(
+        swarm: &str,
+        log: Arc<dyn EventLog>,
+        supervisor: Addr<Supervisor>,
+        broker: Option<Arc<dyn Broker>>,
+        bundle_tokens: usize,
+    ) -> HandoffRouter {
+        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, bundle_tokens }
+    }
+
+    fn routing(&self) -> Routing {
+        Routing {
+            swarm: self.swarm.clone(),
+            log: self.log.clone(),
+            supervisor: self.supervisor.clone(),
+            broker: self.broker.clone(),
+            bundle_tokens: self.bundle_tokens,
+        }
+    }
+}
+
+impl Actor for HandoffRouter {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let routing = self.routing();
+        ctx.spawn(
+            async move {
+                routing.redeliver_pending().await;
+                routing.follow().await;
+            }
+            .into_actor(self),
+        );
+    }
+}
+
+/// Stops the router (its task with it), as at shutdown.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopRouting;
+
+impl Handler<StopRouting> for HandoffRouter {
+    type Result = ();
+
+    fn handle(&mut self, _: StopRouting, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+/// What the router's task needs, apart from the actor.
+#[derive(Clone)]
+struct Routing {
+    swarm: String,
+    log: Arc<dyn EventLog>,
+    supervisor: Addr<Supervisor>,
+    broker: Option<Arc<dyn Broker>>,
+    bundle_tokens: usize,
+}
+
+impl Routing {
+    /// Publishes again every handoff received and not yet acknowledged: the
+    /// subscriber may have missed it while this process was down.
+    async fn redeliver_pending(&self) {
+        let Some(broker) = &self.broker else { return };
+        let agents = match self.supervisor.send(ListAgents).await {
+            Ok(agents) => agents,
+            Err(_) => return,
+        };
+        let log_end = self.log.last_seq().await.unwrap_or(0);
+        for agent in agents {
+            let Ok(Ok(handle)) = self.supervisor.send(GetAgent(agent.clone())).await else { continue };
+            if let Err(error) = handle.caught_up(self.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await {
+                tracing::warn!(%agent, %error, "cannot redeliver pending handoffs yet");
+                continue;
+            }
+            let Ok(Ok(QueryAnswer::Handoffs(records))) = handle.addr.send(Query::Handoffs).await else { continue };
+            for record in records.iter().filter(|record| record.is_pending()) {
+                let body = handoff_delivery_json(&self.swarm, &agent, record).to_string().into_bytes();
+                match broker.publish_handoff(&agent, body).await {
+                    Ok(()) => tracing::info!(%agent, handoff_id = %record.handoff_id, "pending handoff redelivered"),
+                    Err(error) => tracing::warn!(%agent, %error, "cannot redeliver a pending handoff"),
+                }
+            }
+        }
+    }
+
+    /// Follows the log from the stored position until the process ends;
+    /// after a failure, from the stored position again.
+    async fn follow(&self) {
+        loop {
+            let from = match self.log.load_position(CONSUMER).await {
+                Ok(position) => position.map_or(1, |seq| seq + 1),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the handoff router's position; retrying");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    continue;
+                }
+            };
+            let mut entries = match self.log.subscribe(from, None).await {
+                Ok(entries) => entries,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot follow the log for handoffs; retrying");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    continue;
+                }
+            };
+            let mut unstored = 0u64;
+            while let Some(entry) = entries.next().await {
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(error) => {
+                        tracing::warn!(%error, "handoff subscription failed; resubscribing");
+                        break;
+                    }
+                };
+                let seq = entry.seq;
+                let was_handoff = match self.route(entry).await {
+                    Ok(was_handoff) => was_handoff,
+                    Err(error) => {
+                        // Not delivered: the position stays before it, and
+                        // it is tried again.
+                        tracing::warn!(seq, %error, "handoff not delivered yet; retrying");
+                        break;
+                    }
+                };
+                unstored += 1;
+                if was_handoff || unstored >= STORE_POSITION_EVERY_ENTRIES {
+                    if let Err(error) = self.log.store_position(CONSUMER, seq).await {
+                        tracing::warn!(%error, "cannot store the handoff router's position");
+                    }
+                    unstored = 0;
+                }
+            }
+            tokio::time::sleep(RETRY_AFTER).await;
+        }
+    }
+
+    /// Delivers the entry if it is a handoff; answers whether it was one.
+    async fn route(&self, entry: LogEntry) -> Result<bool, ActorsError> {
+        let Ok(event) = entry.record else { return Ok(false) };
+        let EventKind::HandoffSent(handoff) = &event.kind else { return Ok(false) };
+        self.deliver(entry.seq, &event, handoff).await?;
+        Ok(true)
+    }
+
+    async fn deliver(&self, sent_seq: Seq, sent: &Event, handoff: &HandoffSent) -> Result<(), ActorsError> {
+        let recipient_name = handoff.to.trim();
+        let recipient = match self.supervisor.send(GetAgent(recipient_name.to_string())).await {
+            Ok(Ok(handle)) => handle,
+            Ok(Err(ActorsError::UnknownAgent { .. })) => {
+                tracing::warn!(to = recipient_name, from = %sent.agent, "handoff to an agent this swarm does not admit; not delivered");
+                return Ok(());
+            }
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err(ActorsError::ActorStopped { agent: "supervisor".to_string() }),
+        };
+        let sender = self.handle_of(&sent.agent).await?;
+        sender.caught_up(self.log.as_ref(), sent_seq, CATCH_UP_TIMEOUT).await?;
+        let bundle = match sender.addr.send(Query::HandoffBundle(self.bundle_request(sent, handoff))).await {
+            Ok(Ok(QueryAnswer::HandoffBundle(bundle))) => bundle,
+            Ok(Ok(_)) => unreachable!("a handoff bundle query answers with a bundle"),
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err(ActorsError::ActorStopped { agent: sent.agent.clone() }),
+        };
+        let package = HandoffPackage {
+            task: handoff.task.clone(),
+            summary: handoff.summary.clone(),
+            artifacts: handoff.artifacts.clone(),
+            decisions: handoff.decisions.clone(),
+            constraints: handoff.constraints.clone(),
+            sent_seq,
+            sent_at: sent.ts,
+            bundle,
+        };
+        let received = received_event(&self.swarm, recipient_name, sent, package.clone());
+        received.validate().map_err(|error| ActorsError::Handoff {
+            handoff_id: sent.id.to_string(),
+            message: format!("the package is not a valid event: {error}"),
+        })?;
+        let appended = self.log.append(std::slice::from_ref(&received)).await?;
+        let received_seq = appended[0].seq;
+        tracing::info!(from = %sent.agent, to = recipient_name, handoff_id = %sent.id, received_seq, "handoff delivered");
+        metrics::counter!("mneme_handoffs_delivered_total").increment(1);
+        if let Some(broker) = &self.broker {
+            let record = HandoffRecord {
+                handoff_id: sent.id,
+                from: sent.agent.clone(),
+                received: mneme_projections::ProvenanceRef { seq: received_seq, event_id: received.id },
+                package: Some(package),
+                acknowledged: None,
+            };
+            let body = handoff_delivery_json(&self.swarm, &recipient.agent, &record).to_string().into_bytes();
+            broker.publish_handoff(&recipient.agent, body).await?;
+        }
+        Ok(())
+    }
+
+    async fn handle_of(&self, agent: &str) -> Result<AgentHandle, ActorsError> {
+        self.supervisor
+            .send(GetAgent(agent.to_string()))
+            .await
+            .map_err(|_| ActorsError::ActorStopped { agent: "supervisor".to_string() })?
+    }
+
+    fn bundle_request(&self, sent: &Event, handoff: &HandoffSent) -> HandoffBundleRequest {
+        let mut tasks = vec![handoff.task.trim().to_string()];
+        tasks.extend(sent.correlation_id.iter().cloned());
+        tasks.dedup();
+        HandoffBundleRequest {
+            tasks,
+            named_decisions: handoff.decisions.iter().filter_map(|decision| decision.trim().parse().ok()).collect(),
+            recipient: handoff.to.trim().to_string(),
+            budget_tokens: self.bundle_tokens,
+        }
+    }
+}
+
+/// `handoff_received` for the recipient, caused by the `handoff_sent`. Its
+/// id derives from the handoff's, so a second delivery is a duplicate.
+fn received_event(swarm: &str, recipient: &str, sent: &Event, package: HandoffPackage) -> Event {
+    Event {
+        id: verdict_event_id(recipient, "handoff_received", &sent.id.to_string()),
+        swarm: swarm.to_string(),
+        agent: recipient.to_string(),
+        ts: now(),
+        correlation_id: sent.correlation_id.clone(),
+        causation_id: Some(sent.id),
+        scope: Scope::Private,
+        importance: sent.importance,
+        schema_version: CURRENT_SCHEMA_VERSION,
+        kind: EventKind::HandoffReceived(HandoffReceived {
+            from: sent.agent.clone(),
+            handoff_id: sent.id,
+            package: Some(package),
+        }),
+    }
+}
+
+fn now() -> Timestamp {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
+    Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
+}
+
+/// A handoff as its recipient reads it, on NATS and over HTTP: who sent it
+/// to whom, whether it is acknowledged, and the package.
+pub fn handoff_delivery_json(swarm: &str, recipient: &str, record: &HandoffRecord) -> Value {
+    json!({
+        "handoff_id": record.handoff_id.to_string(),
+        "swarm": swarm,
+        "from": record.from,
+        "to": recipient,
+        "status": if record.is_pending() { "pending" } else { "acknowledged" },
+        "received_seq": record.received.seq,
+        "received_event_id": record.received.event_id.to_string(),
+        "acknowledged_seq": record.acknowledged.map(|reference| reference.seq),
+        "package": record.package,
+    })
+}

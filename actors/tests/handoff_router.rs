@@ -1,0 +1,172 @@
+//! The handoff router over a real embedded log: a `handoff_sent` from the
+//! planner to the coder becomes a `handoff_received` in the coder's log with
+//! a package that holds the planner's shared work on the task and none of
+//! its private notes; a restarted router delivers nothing twice; a handoff
+//! to an agent the swarm does not admit is not delivered and does not stop
+//! the router.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Addr};
+use mneme_actors::swarm_config::AgentConfig;
+use mneme_actors::{
+    AgentHandle, GetAgent, HandoffRouter, Query, QueryAnswer, SnapshotStore, StopRouting, Supervisor, SwarmConfig,
+};
+use mneme_events::{DecisionMade, Event, EventId, EventKind, HandoffSent, MessageRecorded, Scope, Timestamp};
+use mneme_nats::{EventLog, SledLog, SledOptions};
+use mneme_projections::HandoffRecord;
+
+const SWARM: &str = "demo";
+
+fn event(counter: u64, agent: &str, scope: Scope, kind: EventKind) -> Event {
+    Event {
+        id: EventId::from_parts(1_768_000_000_000 + counter, u128::from(counter)),
+        swarm: SWARM.to_string(),
+        agent: agent.to_string(),
+        ts: Timestamp::from_unix_millis(1_768_000_000_000 + counter as i64 * 1000),
+        correlation_id: Some("task-7".to_string()),
+        causation_id: None,
+        scope,
+        importance: None,
+        schema_version: 1,
+        kind,
+    }
+}
+
+fn handoff(counter: u64, to: &str) -> Event {
+    event(
+        counter,
+        "planner",
+        Scope::Shared,
+        EventKind::HandoffSent(HandoffSent {
+            to: to.to_string(),
+            task: "task-7".to_string(),
+            summary: "token storage is decided; implement it".to_string(),
+            artifacts: vec!["src/auth/store.rs".to_string()],
+            decisions: Vec::new(),
+            constraints: vec!["no redis".to_string()],
+        }),
+    )
+}
+
+fn planner_work() -> Vec<Event> {
+    vec![
+        event(
+            1,
+            "planner",
+            Scope::Shared,
+            EventKind::DecisionMade(DecisionMade {
+                title: "Token storage".into(),
+                choice: "keep refresh tokens in postgres".into(),
+                rationale: String::new(),
+                supersedes: None,
+            }),
+        ),
+        event(
+            2,
+            "planner",
+            Scope::Private,
+            EventKind::MessageRecorded(MessageRecorded {
+                role: "assistant".into(),
+                text: "private: the staging password is walrus-42".into(),
+            }),
+        ),
+    ]
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    log: Arc<dyn EventLog>,
+    supervisor: Addr<Supervisor>,
+}
+
+async fn fixture(events: &[Event]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let log: Arc<dyn EventLog> =
+        Arc::new(SledLog::open(&dir.path().join("log"), SWARM, SledOptions::default()).unwrap());
+    let store = SnapshotStore::open(&dir.path().join("snapshots")).unwrap();
+    let mut config = SwarmConfig::with_name(SWARM);
+    config.swarm.admit_unknown_agents = false;
+    config.agents = ["planner", "coder"].iter().map(|name| AgentConfig::named(name)).collect();
+    log.append(events).await.unwrap();
+    let log_end = log.last_seq().await.unwrap();
+    let embedder = Arc::new(mneme_projections::embed::HashedNgramEmbedder::default());
+    let supervisor = Supervisor::new(config, log.clone(), store, log_end, embedder).start();
+    Fixture { _dir: dir, log, supervisor }
+}
+
+impl Fixture {
+    fn router(&self) -> Addr<HandoffRouter> {
+        HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), None, 2000).start()
+    }
+
+    async fn handle(&self, agent: &str) -> AgentHandle {
+        self.supervisor.send(GetAgent(agent.to_string())).await.unwrap().unwrap()
+    }
+
+    /// The coder's handoffs once there are `count`, waiting for the router.
+    async fn coder_handoffs(&self, count: usize) -> Vec<HandoffRecord> {
+        let coder = self.handle("coder").await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let last_seq = self.log.last_seq().await.unwrap();
+            coder.caught_up(self.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
+            let QueryAnswer::Handoffs(records) = coder.addr.send(Query::Handoffs).await.unwrap().unwrap() else {
+                unreachable!("a handoffs query answers with handoffs")
+            };
+            if records.len() >= count {
+                return records;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{} handoffs, waiting for {count}", records.len());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn kinds(&self) -> Vec<&'static str> {
+        let entries = self.log.read(1, None, 10_000).await.unwrap();
+        entries.into_iter().map(|entry| entry.record.unwrap().kind_name()).collect()
+    }
+}
+
+#[actix_rt::test]
+async fn a_handoff_is_delivered_once_with_the_senders_shared_work_and_none_of_its_private_notes() {
+    let mut events = planner_work();
+    events.push(handoff(3, "coder"));
+    let fixture = fixture(&events).await;
+    let router = fixture.router();
+    let records = fixture.coder_handoffs(1).await;
+    let record = &records[0];
+    assert_eq!(record.handoff_id, events[2].id);
+    assert_eq!(record.from, "planner");
+    assert!(record.is_pending());
+    let package = record.package.as_ref().unwrap();
+    assert_eq!(package.task, "task-7");
+    assert_eq!(package.constraints, ["no redis"]);
+    let bundle_text: String = package.bundle.items.iter().map(|item| item.text.clone()).collect();
+    assert!(bundle_text.contains("keep refresh tokens in postgres"), "{bundle_text}");
+    assert!(!bundle_text.contains("walrus"), "{bundle_text}");
+    assert_eq!(package.bundle.items[0].provenance[0].event_id, events[0].id);
+
+    // A router started again re-reads from its stored position and
+    // delivers nothing twice.
+    router.send(StopRouting).await.unwrap();
+    let _again = fixture.router();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let received = fixture.kinds().await.into_iter().filter(|kind| *kind == "handoff_received").count();
+    assert_eq!(received, 1);
+    assert_eq!(fixture.coder_handoffs(1).await.len(), 1);
+}
+
+#[actix_rt::test]
+async fn a_handoff_to_an_agent_the_swarm_does_not_admit_is_skipped_and_the_next_is_delivered() {
+    let mut events = planner_work();
+    events.push(handoff(3, "stranger"));
+    events.push(handoff(4, "coder"));
+    let fixture = fixture(&events).await;
+    let _router = fixture.router();
+    let records = fixture.coder_handoffs(1).await;
+    assert_eq!(records[0].handoff_id, events[3].id);
+    let received = fixture.kinds().await.into_iter().filter(|kind| *kind == "handoff_received").count();
+    assert_eq!(received, 1, "nothing for the stranger");
+}

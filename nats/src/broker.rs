@@ -1,0 +1,80 @@
+//! Core NATS beside the log: handoff packages published to their
+//! recipients and query requests answered by request/reply. Only a log on
+//! NATS has a broker; the embedded log serves the same over HTTP alone.
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
+use crate::LogError;
+use crate::jetstream::JetStreamLog;
+use crate::subjects;
+
+/// Queue group of the query responders: several Mneme processes of one
+/// swarm share the requests, each answered once.
+const QUERY_QUEUE_GROUP: &str = "mneme-queries";
+
+/// A query request received on `mneme.<swarm>.<agent>.query.<verb>`.
+#[derive(Debug, Clone)]
+pub struct QueryRequest {
+    pub agent: String,
+    pub verb: String,
+    /// The JSON request body, as sent.
+    pub body: Vec<u8>,
+    /// Where the answer goes; `None` when the sender wants none.
+    pub reply_to: Option<String>,
+}
+
+/// Messages on NATS that are not events.
+#[async_trait]
+pub trait Broker: Send + Sync + 'static {
+    /// Publishes a handoff package (JSON) to `mneme.<swarm>.<agent>.handoff`.
+    async fn publish_handoff(&self, agent: &str, package_json: Vec<u8>) -> Result<(), LogError>;
+
+    /// Every query request to any agent of the swarm, until the connection
+    /// closes.
+    async fn query_requests(&self) -> Result<BoxStream<'static, QueryRequest>, LogError>;
+
+    /// Answers a request.
+    async fn reply(&self, reply_to: String, body: Vec<u8>) -> Result<(), LogError>;
+}
+
+#[async_trait]
+impl Broker for JetStreamLog {
+    async fn publish_handoff(&self, agent: &str, package_json: Vec<u8>) -> Result<(), LogError> {
+        let client = self.client();
+        client
+            .publish(subjects::handoff_subject(self.swarm_name(), agent), package_json.into())
+            .await
+            .map_err(|error| LogError::Nats(format!("could not publish a handoff to {agent}: {error}")))?;
+        // A publish is buffered; flushing makes "delivered" mean "on the
+        // server" before the caller moves on.
+        client.flush().await.map_err(|error| LogError::Nats(format!("could not flush a handoff to {agent}: {error}")))
+    }
+
+    async fn query_requests(&self) -> Result<BoxStream<'static, QueryRequest>, LogError> {
+        let swarm = self.swarm_name().to_string();
+        let subscriber = self
+            .client()
+            .queue_subscribe(subjects::query_subject(&swarm, "*", "*"), QUERY_QUEUE_GROUP.to_string())
+            .await
+            .map_err(|error| LogError::Nats(format!("could not subscribe to the query subjects: {error}")))?;
+        let requests = subscriber.filter_map(move |message| {
+            let request = subjects::query_of_subject(&swarm, &message.subject).map(|(agent, verb)| QueryRequest {
+                agent: agent.to_string(),
+                verb: verb.to_string(),
+                body: message.payload.to_vec(),
+                reply_to: message.reply.as_ref().map(|reply| reply.to_string()),
+            });
+            futures::future::ready(request)
+        });
+        Ok(requests.boxed())
+    }
+
+    async fn reply(&self, reply_to: String, body: Vec<u8>) -> Result<(), LogError> {
+        self.client()
+            .publish(reply_to, body.into())
+            .await
+            .map_err(|error| LogError::Nats(format!("could not answer a query: {error}")))
+    }
+}
