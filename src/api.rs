@@ -23,7 +23,8 @@ use mneme_projections::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{api_consolidation, api_context};
+use crate::auth::Caller;
+use crate::{api_consolidation, api_context, api_handoffs};
 
 /// Limits on query parameters; each over-limit request is refused with the
 /// limit named.
@@ -67,6 +68,12 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/v1/swarms/{swarm}/agents/{agent}/phases", web::get().to(api_context::list_phases))
         .route("/v1/swarms/{swarm}/agents/{agent}/phases/{phase_id}", web::get().to(api_context::get_phase))
         .route("/v1/swarms/{swarm}/agents/{agent}/graph", web::get().to(graph))
+        .route("/v1/swarms/{swarm}/agents/{agent}/provenance/{item_id}", web::get().to(agent_provenance))
+        .route("/v1/swarms/{swarm}/agents/{agent}/handoffs", web::get().to(api_handoffs::list_handoffs))
+        .route(
+            "/v1/swarms/{swarm}/agents/{agent}/handoffs/{handoff_id}/ack",
+            web::post().to(api_handoffs::acknowledge_handoff),
+        )
         .route("/v1/swarms/{swarm}/agents/{agent}/digest", web::get().to(digest))
         .route("/v1/swarms/{swarm}/agents/{agent}/replay", web::post().to(replay))
         .route("/v1/swarms/{swarm}/consolidate", web::post().to(api_consolidation::consolidate))
@@ -78,8 +85,9 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/v1/swarms/{swarm}/purge", web::post().to(api_consolidation::purge));
 }
 
-/// An error as every endpoint reports it:
-/// `{"error": {"code": ..., "field": ..., "message": ...}}`.
+/// An error as every endpoint reports it, over HTTP and NATS alike:
+/// `{"error": {"status": ..., "code": ..., "field": ..., "message": ...}}`,
+/// `status` being the HTTP status.
 #[derive(Debug)]
 pub struct ApiError {
     status: StatusCode,
@@ -107,7 +115,7 @@ impl ApiError {
     }
 
     pub fn body(&self) -> Value {
-        json!({"error": {"code": self.code, "field": self.field, "message": self.message}})
+        json!({"error": {"status": self.status.as_u16(), "code": self.code, "field": self.field, "message": self.message}})
     }
 }
 
@@ -192,8 +200,13 @@ struct Accepted {
 
 /// `POST /v1/events`: one event or an array. Every event is validated
 /// before any is appended: an invalid one refuses the whole request.
-async fn post_events(state: web::Data<AppState>, payload: web::Payload) -> Result<HttpResponse, ApiError> {
+async fn post_events(
+    state: web::Data<AppState>,
+    caller: Option<web::ReqData<Caller>>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
     let body = read_body(payload, state.config.http.max_request_bytes).await?;
+    let body = with_default_scopes(&state.config, body)?;
     let limits = state.config.decode_limits();
     let events = decode_json_batch(&body, &limits).map_err(|batch| ApiError::from_validation(batch.error))?;
     let swarm = &state.config.swarm.name;
@@ -205,6 +218,17 @@ async fn post_events(state: web::Data<AppState>, payload: web::Payload) -> Resul
             format!("this server holds swarm {swarm:?}, not {:?}", event.swarm),
         ));
     }
+    if let Some(caller) = caller {
+        let refused = events.iter().enumerate().find(|(_, event)| !caller.may_act_as(&event.agent));
+        if let Some((index, event)) = refused {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                Some(&format!("[{index}].agent")),
+                format!("{} may not publish events of agent {:?}", *caller, event.agent),
+            ));
+        }
+    }
     let appended = state.log.append(&events).await?;
     let mut agents: Vec<String> = events.iter().map(|event| event.agent.clone()).collect();
     agents.sort();
@@ -214,6 +238,42 @@ async fn post_events(state: web::Data<AppState>, payload: web::Payload) -> Resul
     let accepted: Vec<Accepted> =
         appended.iter().map(|a| Accepted { id: a.id.to_string(), seq: a.seq, duplicate: a.duplicate }).collect();
     Ok(HttpResponse::Accepted().json(json!({"accepted": accepted})))
+}
+
+/// The request body with `scope` set, on every event that leaves it out,
+/// to its agent's `default_scope` from `swarm.toml`. The envelope's own
+/// default is `private`, so when every agent's default is `private` the body
+/// is passed on as it came, without a second parse. A body that is not JSON
+/// is passed on too: the decoder names what is wrong with it.
+fn with_default_scopes(config: &SwarmConfig, body: web::Bytes) -> Result<web::Bytes, ApiError> {
+    if config.agents.iter().all(|agent| agent.default_scope == Scope::Private) {
+        return Ok(body);
+    }
+    let Ok(mut document) = serde_json::from_slice::<Value>(&body) else { return Ok(body) };
+    let events: Vec<&mut Value> = match &mut document {
+        Value::Array(events) => events.iter_mut().collect(),
+        event => vec![event],
+    };
+    let mut changed = false;
+    for event in events {
+        let Some(fields) = event.as_object_mut() else { continue };
+        if fields.contains_key("scope") {
+            continue;
+        }
+        let Some(agent) = fields.get("agent").and_then(Value::as_str).and_then(|name| config.agent(name)) else {
+            continue;
+        };
+        if agent.default_scope != Scope::Private {
+            fields.insert("scope".to_string(), json!(agent.default_scope.as_str()));
+            changed = true;
+        }
+    }
+    if !changed {
+        return Ok(body);
+    }
+    let body = serde_json::to_vec(&document)
+        .map_err(|error| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, error.to_string()))?;
+    Ok(web::Bytes::from(body))
 }
 
 /// Reads a request body, refusing it as soon as it passes `limit` bytes.
@@ -401,15 +461,25 @@ async fn search(
     params: web::Query<SearchParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent) = path.into_inner();
+    Ok(HttpResponse::Ok().json(search_answer(&state, &swarm, &agent, &params).await?))
+}
+
+/// A search as HTTP and NATS answer it.
+pub async fn search_answer(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    params: &SearchParams,
+) -> Result<Value, ApiError> {
     let request = params.to_request(&state.config.retrieval)?;
-    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
     let explain = request.explain;
     let mode = request.mode;
     let QueryAnswer::Search(hits) = ask(&handle, Query::Search(request)).await? else {
         unreachable!("a search query answers with hits")
     };
     let hits: Vec<Value> = hits.iter().map(|hit| hit_json(hit, explain)).collect();
-    Ok(HttpResponse::Ok().json(json!({"swarm": swarm, "agent": agent, "mode": mode.as_str(), "hits": hits})))
+    Ok(json!({"swarm": swarm, "agent": agent, "mode": mode.as_str(), "hits": hits}))
 }
 
 #[derive(Deserialize)]
@@ -449,6 +519,11 @@ async fn graph(
     params: web::Query<GraphParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent) = path.into_inner();
+    Ok(HttpResponse::Ok().json(graph_answer(&state, &swarm, &agent, &params).await?))
+}
+
+/// A graph neighbourhood as HTTP and NATS answer it.
+pub async fn graph_answer(state: &AppState, swarm: &str, agent: &str, params: &GraphParams) -> Result<Value, ApiError> {
     check_query_text(&params.entity).map_err(|_| ApiError::bad_parameter("entity", "entity is too long"))?;
     let hops = params.hops.unwrap_or(2);
     check_between("hops", hops, MAX_HOPS)?;
@@ -458,7 +533,7 @@ async fn graph(
         relations: comma_separated(params.relations.as_deref()),
         as_of: timestamp_parameter("as_of", params.as_of.as_deref())?,
     };
-    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
     let QueryAnswer::Graph(subgraph) = ask(&handle, Query::Graph(query)).await? else {
         unreachable!("a graph query answers with a subgraph")
     };
@@ -470,11 +545,11 @@ async fn graph(
             format!("the memory of {agent:?} knows no entity {:?}", params.entity),
         ));
     };
-    Ok(HttpResponse::Ok().json(json!({
+    Ok(json!({
         "center": subgraph.center,
         "nodes": subgraph.nodes.iter().map(node_json).collect::<Vec<_>>(),
         "edges": subgraph.edges.iter().map(edge_json).collect::<Vec<_>>(),
-    })))
+    }))
 }
 
 #[derive(Deserialize)]
@@ -610,7 +685,8 @@ async fn get_agents(state: web::Data<AppState>, path: web::Path<String>) -> Resu
 }
 
 /// `GET /v1/swarms/{swarm}/provenance/{item_id}`: the full events behind an
-/// item, in log order, from every memory that holds it.
+/// item, in log order, from every memory that holds it. For operators: a
+/// token bound to an agent asks `…/agents/{agent}/provenance/{item_id}`.
 async fn provenance(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result<HttpResponse, ApiError> {
     let (swarm, item_id) = path.into_inner();
     check_swarm(&state, &swarm)?;
@@ -636,4 +712,74 @@ async fn provenance(state: web::Data<AppState>, path: web::Path<(String, String)
     let entries = state.log.read_seqs(&seqs).await?;
     let events: Vec<Value> = entries.iter().map(entry_json).collect();
     Ok(HttpResponse::Ok().json(json!({"item_id": item_id, "holders": holders, "events": events})))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceParams {
+    pub item_id: String,
+    pub min_seq: Option<u64>,
+}
+
+#[derive(Deserialize)]
+pub struct MinSeqParams {
+    min_seq: Option<u64>,
+}
+
+/// `GET /v1/swarms/{swarm}/agents/{agent}/provenance/{item_id}`: the events
+/// behind an item of the agent's memory, in log order.
+async fn agent_provenance(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, String)>,
+    params: web::Query<MinSeqParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent, item_id) = path.into_inner();
+    let params = ProvenanceParams { item_id, min_seq: params.min_seq };
+    Ok(HttpResponse::Ok().json(agent_provenance_answer(&state, &swarm, &agent, &params).await?))
+}
+
+/// The events behind an item of one agent's memory, as HTTP and NATS answer
+/// it. A memory holds only what its agent may see, so its provenance points
+/// only at such events; the events read are checked again all the same, so
+/// that a bug in a projection cannot turn into a leak here.
+pub async fn agent_provenance_answer(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    params: &ProvenanceParams,
+) -> Result<Value, ApiError> {
+    check_query_text(&params.item_id).map_err(|_| ApiError::bad_parameter("item_id", "item_id is too long"))?;
+    let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
+    let unknown = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_item",
+            Some("item_id"),
+            format!("the memory of {agent:?} holds no item {:?}", params.item_id),
+        )
+    };
+    let QueryAnswer::Provenance(found) = ask(&handle, Query::Provenance(params.item_id.clone())).await? else {
+        unreachable!("a provenance query answers with provenance")
+    };
+    let references = found.ok_or_else(unknown)?;
+    let mut seqs: Vec<u64> = references.iter().map(|reference| reference.seq).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    let entries = state.log.read_seqs(&seqs).await?;
+    let visible: Vec<Value> = entries.iter().filter(|entry| entry_visible_to(entry, agent)).map(entry_json).collect();
+    let hidden = entries.len() - visible.len();
+    if hidden > 0 {
+        tracing::error!(%agent, item_id = %params.item_id, hidden, "provenance pointed at events the agent may not see; withheld");
+    }
+    Ok(json!({"item_id": params.item_id, "agent": agent, "events": visible}))
+}
+
+/// Whether `agent` may read a log entry: its own, or another agent's event
+/// that is not private. A record that is not a valid event has no scope: only
+/// its own agent sees it.
+pub fn entry_visible_to(entry: &LogEntry, agent: &str) -> bool {
+    match &entry.record {
+        Ok(event) => event.agent == agent || event.scope != Scope::Private,
+        Err(_) => entry.agent == agent,
+    }
 }

@@ -414,7 +414,7 @@ pub async fn purge(
 }
 
 /// An event of `agent` written by the service itself.
-fn agent_event(swarm: &str, agent: &str, kind: EventKind) -> Event {
+pub(crate) fn agent_event(swarm: &str, agent: &str, kind: EventKind) -> Event {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
     Event {
         id: EventId::new(),

@@ -4,7 +4,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use mneme_actors::{Query, QueryAnswer};
+use mneme_actors::{AgentConfig, Query, QueryAnswer};
 use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
 use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
 use serde::Deserialize;
@@ -15,8 +15,6 @@ use crate::api::{
     entry_json, provenance_json,
 };
 
-/// The default context budget in tokens.
-const DEFAULT_BUDGET: usize = 8000;
 /// At most this many errors may be named in one request.
 const MAX_RECENT_ERRORS: usize = 16;
 
@@ -40,22 +38,22 @@ pub struct ContextParams {
 #[serde(deny_unknown_fields)]
 pub struct ContextBody {
     #[serde(default, alias = "q")]
-    query: String,
-    budget: Option<usize>,
+    pub query: String,
+    pub budget: Option<usize>,
     #[serde(default)]
-    signals: SignalsBody,
-    min_seq: Option<u64>,
+    pub signals: SignalsBody,
+    pub min_seq: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SignalsBody {
-    current_file: Option<String>,
+    pub current_file: Option<String>,
     #[serde(default)]
-    recent_errors: Vec<String>,
-    activity: Option<String>,
-    phase: Option<String>,
-    thinking_budget: Option<f32>,
+    pub recent_errors: Vec<String>,
+    pub activity: Option<String>,
+    pub phase: Option<String>,
+    pub thinking_budget: Option<f32>,
 }
 
 pub async fn get_context(
@@ -75,7 +73,9 @@ pub async fn get_context(
         phase: params.phase,
         thinking_budget: params.thinking_budget,
     };
-    answer_context(&state, path.into_inner(), params.q, params.budget, signals, params.min_seq).await
+    let (swarm, agent) = path.into_inner();
+    let body = ContextBody { query: params.q, budget: params.budget, signals, min_seq: params.min_seq };
+    Ok(HttpResponse::Ok().json(context_answer(&state, &swarm, &agent, body).await?))
 }
 
 pub async fn post_context(
@@ -85,27 +85,28 @@ pub async fn post_context(
 ) -> Result<HttpResponse, ApiError> {
     let body: ContextBody = serde_json::from_slice(&body)
         .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))?;
-    answer_context(&state, path.into_inner(), body.query, body.budget, body.signals, body.min_seq).await
+    let (swarm, agent) = path.into_inner();
+    Ok(HttpResponse::Ok().json(context_answer(&state, &swarm, &agent, body).await?))
 }
 
-async fn answer_context(
-    state: &AppState,
-    (swarm, agent): (String, String),
-    query: String,
-    budget: Option<usize>,
-    signals: SignalsBody,
-    min_seq: Option<u64>,
-) -> Result<HttpResponse, ApiError> {
-    check_query_text(&query)?;
-    let budget = budget.unwrap_or(DEFAULT_BUDGET);
+/// Context as HTTP and NATS answer it. A request that gives no budget (or
+/// no thinking budget) gets the agent's from `swarm.toml`; an agent not
+/// listed there gets the defaults of one that is listed without them.
+pub async fn context_answer(state: &AppState, swarm: &str, agent: &str, body: ContextBody) -> Result<Value, ApiError> {
+    check_query_text(&body.query)?;
+    let unlisted = AgentConfig::named(agent);
+    let agent_config = state.config.agent(agent).unwrap_or(&unlisted);
+    let budget = body.budget.unwrap_or(agent_config.context_budget);
     check_between("budget", budget, MAX_BUDGET_TOKENS)?;
+    let mut signals = body.signals;
+    signals.thinking_budget = signals.thinking_budget.or(agent_config.thinking_budget);
     let signals = checked_signals(signals)?;
-    let handle = agent_handle(state, &swarm, &agent, min_seq).await?;
-    let request = ContextRequest::new(query, budget).with_signals(signals);
+    let handle = agent_handle(state, swarm, agent, body.min_seq).await?;
+    let request = ContextRequest::new(body.query, budget).with_signals(signals);
     let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
         unreachable!("a context query answers with context")
     };
-    Ok(HttpResponse::Ok().json(context_json(&context)))
+    Ok(context_json(&context))
 }
 
 fn checked_signals(signals: SignalsBody) -> Result<ContextSignals, ApiError> {
@@ -186,7 +187,7 @@ pub fn context_json(context: &ContextResponse) -> Value {
 
 #[derive(Deserialize)]
 pub struct PhasesParams {
-    min_seq: Option<u64>,
+    pub min_seq: Option<u64>,
 }
 
 /// `GET …/phases`: every phase (open ones too), the task roll-ups and the
@@ -197,24 +198,34 @@ pub async fn list_phases(
     params: web::Query<PhasesParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent) = path.into_inner();
-    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    Ok(HttpResponse::Ok().json(phases_answer(&state, &swarm, &agent, params.min_seq).await?))
+}
+
+/// The phase listing as HTTP and NATS answer it.
+pub async fn phases_answer(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    min_seq: Option<u64>,
+) -> Result<Value, ApiError> {
+    let handle = agent_handle(state, swarm, agent, min_seq).await?;
     let QueryAnswer::Phases(listing) = ask(&handle, Query::Phases).await? else {
         unreachable!("a phases query answers with phases")
     };
     let phases: Vec<Value> = listing.phases.iter().map(phase_heading_json).collect();
     let tasks: Vec<Value> = listing.tasks.iter().map(task_json).collect();
-    Ok(HttpResponse::Ok().json(json!({
+    Ok(json!({
         "agent": agent,
         "phases": phases,
         "tasks": tasks,
         "session_summary": listing.session_summary,
-    })))
+    }))
 }
 
 #[derive(Deserialize)]
 pub struct PhaseParams {
-    level: Option<String>,
-    min_seq: Option<u64>,
+    pub level: Option<String>,
+    pub min_seq: Option<u64>,
 }
 
 /// `GET …/phases/{phase_id}?level=index|compressed|summary|findings|full|original`
@@ -225,6 +236,17 @@ pub async fn get_phase(
     params: web::Query<PhaseParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent, phase_id) = path.into_inner();
+    Ok(HttpResponse::Ok().json(phase_answer(&state, &swarm, &agent, &phase_id, &params).await?))
+}
+
+/// One phase at one level as HTTP and NATS answer it.
+pub async fn phase_answer(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    phase_id: &str,
+    params: &PhaseParams,
+) -> Result<Value, ApiError> {
     let level_name = params.level.as_deref().unwrap_or("summary");
     let level = PhaseLevel::from_name(level_name).ok_or_else(|| {
         ApiError::bad_parameter(
@@ -232,8 +254,8 @@ pub async fn get_phase(
             format!("unknown level {level_name:?}; expected index, compressed, summary, findings, full or original"),
         )
     })?;
-    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
-    let QueryAnswer::Phase(found) = ask(&handle, Query::Phase(phase_id.clone())).await? else {
+    let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
+    let QueryAnswer::Phase(found) = ask(&handle, Query::Phase(phase_id.to_string())).await? else {
         unreachable!("a phase query answers with a phase")
     };
     let Some(phase) = found else {
@@ -270,7 +292,7 @@ pub async fn get_phase(
             object.insert("bound".to_string(), json!(text_level.token_bound()));
         }
     }
-    Ok(HttpResponse::Ok().json(body))
+    Ok(body)
 }
 
 fn phase_heading_json(phase: &Phase) -> Value {

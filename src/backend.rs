@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use mneme_actors::{LogBackend, SwarmConfig};
-use mneme_nats::{EventLog, JetStreamLog, JetStreamOptions, SledLog, SledOptions};
+use mneme_nats::{Broker, EventLog, JetStreamLog, JetStreamOptions, SledLog, SledOptions};
 
 /// The embedded log's folder under the data dir.
 pub fn embedded_log_dir(config: &SwarmConfig) -> std::path::PathBuf {
@@ -17,7 +17,18 @@ pub fn snapshot_dir(config: &SwarmConfig) -> std::path::PathBuf {
     config.log.data_dir.join("snapshots")
 }
 
+/// The log a configuration names and, on NATS, the broker beside it: the
+/// same connection carries events, handoff packages and query requests.
+pub struct OpenedLog {
+    pub log: Arc<dyn EventLog>,
+    pub broker: Option<Arc<dyn Broker>>,
+}
+
 pub async fn open_log(config: &SwarmConfig) -> anyhow::Result<Arc<dyn EventLog>> {
+    Ok(open_log_and_broker(config).await?.log)
+}
+
+pub async fn open_log_and_broker(config: &SwarmConfig) -> anyhow::Result<OpenedLog> {
     let swarm = &config.swarm.name;
     let limits = config.decode_limits();
     match config.log.backend {
@@ -25,7 +36,7 @@ pub async fn open_log(config: &SwarmConfig) -> anyhow::Result<Arc<dyn EventLog>>
             let dir = embedded_log_dir(config);
             let log = SledLog::open(&dir, swarm, SledOptions { limits, ..SledOptions::default() })
                 .with_context(|| format!("opening the embedded log in {}", dir.display()))?;
-            Ok(Arc::new(log))
+            Ok(OpenedLog { log: Arc::new(log), broker: None })
         }
         LogBackend::Nats => {
             let options = JetStreamOptions {
@@ -33,12 +44,14 @@ pub async fn open_log(config: &SwarmConfig) -> anyhow::Result<Arc<dyn EventLog>>
                 max_age: (config.log.max_age_secs > 0).then(|| Duration::from_secs(config.log.max_age_secs)),
                 replicas: config.log.replicas,
                 limits,
+                credentials: config.nats_credentials(),
                 ..JetStreamOptions::default()
             };
             let log = JetStreamLog::connect(&config.log.nats_url, swarm, options)
                 .await
                 .with_context(|| format!("connecting to NATS JetStream at {}", config.log.nats_url))?;
-            Ok(Arc::new(log))
+            let log = Arc::new(log);
+            Ok(OpenedLog { log: log.clone(), broker: Some(log) })
         }
     }
 }

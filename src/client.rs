@@ -19,27 +19,51 @@ pub(crate) fn encode(text: &str) -> String {
     encoded
 }
 
+/// The API token every request of this process sends (`--token` or
+/// `MNEME_TOKEN`), set once at start-up.
+static API_TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+pub fn use_api_token(token: Option<String>) {
+    if let Some(token) = token.filter(|token| !token.is_empty()) {
+        let _ = API_TOKEN.set(token);
+    }
+}
+
+fn authorized(request: ureq::Request) -> ureq::Request {
+    match API_TOKEN.get() {
+        Some(token) => request.set("authorization", &format!("Bearer {token}")),
+        None => request,
+    }
+}
+
 /// Sends a request and returns the JSON body; an error response becomes an
 /// error naming its code, field and message.
 pub(crate) fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
     let url = request.url().to_string();
+    let request = authorized(request);
     let response = match body {
         Some(body) => request.set("content-type", "application/json").send_string(body),
         None => request.call(),
     };
     match response {
         Ok(response) => response.into_json().with_context(|| format!("reading the response of {url}")),
-        Err(ureq::Error::Status(status, response)) => {
+        Err(error) => Err(describe_error(&url, error)),
+    }
+}
+
+fn describe_error(url: &str, error: ureq::Error) -> anyhow::Error {
+    match error {
+        ureq::Error::Status(status, response) => {
             let body: Value = response.into_json().unwrap_or(Value::Null);
             let error = &body["error"];
             let field = error["field"].as_str().map(|field| format!(" (field {field})")).unwrap_or_default();
-            bail!(
+            anyhow::anyhow!(
                 "{url} answered {status}: {}: {}{field}",
                 error["code"].as_str().unwrap_or("error"),
                 error["message"].as_str().unwrap_or("no message")
             )
         }
-        Err(error) => Err(error).with_context(|| format!("calling {url} (is `mneme serve` running?)")),
+        error => anyhow::Error::new(error).context(format!("calling {url} (is `mneme serve` running?)")),
     }
 }
 
@@ -420,4 +444,72 @@ mod tests {
     fn query_text_is_percent_encoded() {
         assert_eq!(encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
     }
+}
+
+/// `mneme handoffs`: the handoffs an agent received, pending first; with
+/// `follow`, the pending ones and then each new one as it is delivered, one
+/// JSON line each; with `acknowledge`, acknowledges that one.
+pub fn handoffs(
+    server: &str,
+    swarm: &str,
+    agent: &str,
+    follow: bool,
+    acknowledge: Option<&str>,
+    note: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    if let Some(handoff_id) = acknowledge {
+        let url = format!("{}/{}/ack", agent_url(server, swarm, agent, "handoffs"), encode(handoff_id));
+        let body = serde_json::json!({"note": note}).to_string();
+        let response = call(ureq::post(&url), Some(&body))?;
+        out!("acknowledged {handoff_id} at seq {}", response["seq"]);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !follow {
+        let response = call(ureq::get(&agent_url(server, swarm, agent, "handoffs")), None)?;
+        let handoffs = response["handoffs"].as_array().cloned().unwrap_or_default();
+        if json {
+            out!("{response}");
+        } else if handoffs.is_empty() {
+            eprintln!("{agent} has received no handoff");
+        }
+        if !json {
+            for handoff in &handoffs {
+                out!("{}", handoff_line(handoff));
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let url = format!("{}?follow=true", agent_url(server, swarm, agent, "handoffs"));
+    // ureq's agents have no read timeout unless given one: the stream may
+    // stay quiet for hours.
+    let request = authorized(ureq::AgentBuilder::new().build().get(&url).set("accept", "text/event-stream"));
+    let response = request.call().map_err(|error| describe_error(&url, error))?;
+    let reader = std::io::BufReader::new(response.into_reader());
+    for line in std::io::BufRead::lines(reader) {
+        let line = line.with_context(|| format!("reading the handoff stream of {url}"))?;
+        let Some(data) = line.strip_prefix("data: ") else { continue };
+        if json {
+            out!("{data}");
+        } else {
+            let handoff: Value = serde_json::from_str(data).with_context(|| format!("a handoff from {url}"))?;
+            out!("{}", handoff_line(&handoff));
+        }
+    }
+    bail!("the handoff stream of {url} ended; is `mneme serve` still running?")
+}
+
+/// One line per handoff: id, status, sender, task, summary, bundle size.
+fn handoff_line(handoff: &Value) -> String {
+    let package = &handoff["package"];
+    format!(
+        "{}  {:<12}  from {:<12}  {}: {}  ({} bundle items, {} files)",
+        handoff["handoff_id"].as_str().unwrap_or("?"),
+        handoff["status"].as_str().unwrap_or("?"),
+        handoff["from"].as_str().unwrap_or("?"),
+        package["task"].as_str().unwrap_or("?"),
+        package["summary"].as_str().unwrap_or(""),
+        package["bundle"]["items"].as_array().map_or(0, Vec::len),
+        package["bundle"]["files"].as_array().map_or(0, Vec::len),
+    )
 }

@@ -8,6 +8,8 @@ macro_rules! out {
 mod api;
 mod api_consolidation;
 mod api_context;
+mod api_handoffs;
+mod auth;
 mod backend;
 mod bench;
 mod bench_consolidate;
@@ -16,6 +18,7 @@ mod client;
 mod client_consolidation;
 mod llm;
 mod model;
+mod nats_queries;
 mod offline;
 mod serve;
 
@@ -33,6 +36,9 @@ struct Cli {
     /// Log filter, e.g. `info` or `mneme=debug,info`.
     #[arg(long, env = "MNEME_LOG", default_value = "info,hnsw_rs=warn,tantivy=warn", global = true)]
     log: String,
+    /// API token for a server with `[[http.tokens]]` (sent as a bearer token).
+    #[arg(long, env = "MNEME_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -185,6 +191,25 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Handoffs an agent received, pending first; --follow streams new ones, --ack acknowledges one.
+    Handoffs {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// Keep printing handoffs as they are delivered.
+        #[arg(long, conflicts_with = "ack")]
+        follow: bool,
+        /// Acknowledge this handoff (its `handoff_id`).
+        #[arg(long)]
+        ack: Option<String>,
+        /// A note to record with --ack.
+        #[arg(long, requires = "ack")]
+        note: Option<String>,
+        /// Print JSON (one handoff per line with --follow).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
     /// Measure ingest throughput against the raw log, in one run.
     Bench(bench::BenchArgs),
     /// Run consolidation now (dedup, forgetting, contradictions, links); its verdicts go to the log as events.
@@ -320,6 +345,7 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
+    client::use_api_token(cli.token);
     match run(cli.command) {
         Ok(code) => code,
         Err(error) => {
@@ -375,6 +401,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Phase { target, phase_id, level, json, server } => {
             client::phase(&server.server, &target.swarm, &target.agent, phase_id.as_deref(), &level, json)
         }
+        Command::Handoffs { target, follow, ack, note, json, server } => client::handoffs(
+            &server.server,
+            &target.swarm,
+            &target.agent,
+            follow,
+            ack.as_deref(),
+            note.as_deref(),
+            json,
+        ),
         Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
             Some(data_dir) => {
                 actix::System::new().block_on(offline::tail(&data_dir, &swarm, agent.as_deref(), from_seq, follow))

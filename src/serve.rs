@@ -4,13 +4,17 @@
 use std::sync::Arc;
 
 use actix::Actor;
+use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::PrometheusBuilder;
-use mneme_actors::{ConsolidationSchedule, Consolidator, SnapshotAll, SnapshotStore, Supervisor, SwarmConfig};
+use mneme_actors::{
+    ConsolidationSchedule, Consolidator, HandoffRouter, SnapshotAll, SnapshotStore, StopRouting, Supervisor,
+    SwarmConfig,
+};
 
 use crate::api::{self, AppState};
-use crate::{backend, model};
+use crate::{auth, backend, model, nats_queries};
 
 /// HTTP worker threads. Queries are answered by memory actors on their own
 /// workers, so the HTTP side needs few threads.
@@ -20,7 +24,8 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let metrics = PrometheusBuilder::new().install_recorder().context("installing the metrics recorder")?;
     std::fs::create_dir_all(&config.log.data_dir)
         .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
-    let log = backend::open_log(&config).await?;
+    let opened = backend::open_log_and_broker(&config).await?;
+    let log = opened.log;
     let snapshot_dir = backend::snapshot_dir(&config);
     let store = SnapshotStore::open(&snapshot_dir)
         .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))?;
@@ -41,7 +46,18 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let consolidator =
         Consolidator::new(&config.swarm.name, log.clone(), supervisor.clone(), config.consolidation_policy(), schedule)
             .start();
+    let router = HandoffRouter::new(
+        &config.swarm.name,
+        log.clone(),
+        supervisor.clone(),
+        opened.broker.clone(),
+        config.handoff_bundle_tokens(),
+    )
+    .start();
     let bind = config.http.bind;
+    if config.api_tokens().is_empty() && !bind.ip().is_loopback() {
+        tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
+    }
     let state = web::Data::new(AppState {
         config: config.clone(),
         log,
@@ -53,11 +69,16 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
-    let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(api::routes))
-        .workers(HTTP_WORKERS)
-        .disable_signals()
-        .bind(bind)
-        .with_context(|| format!("binding the HTTP API to {bind}"))?;
+    if let Some(broker) = opened.broker.clone() {
+        actix_web::rt::spawn(nats_queries::serve_queries(state.clone().into_inner(), broker));
+    }
+    let server = HttpServer::new(move || {
+        App::new().app_data(state.clone()).wrap(from_fn(auth::require_token)).configure(api::routes)
+    })
+    .workers(HTTP_WORKERS)
+    .disable_signals()
+    .bind(bind)
+    .with_context(|| format!("binding the HTTP API to {bind}"))?;
     for address in server.addrs() {
         tracing::info!(swarm = %config.swarm.name, backend = ?config.log.backend, "listening on http://{address}");
     }
@@ -68,6 +89,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     tracing::info!("shutting down: finishing requests, then writing snapshots");
     server_handle.stop(true).await;
     server_task.await.context("joining the HTTP server")?.context("running the HTTP server")?;
+    router.send(StopRouting).await.context("stopping the handoff router")?;
     supervisor.send(SnapshotAll).await.context("asking memory actors for snapshots")?;
     actix::System::current().stop();
     Ok(())

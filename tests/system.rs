@@ -39,13 +39,32 @@ fn assert_offline_replay_matches(server: &MnemeServer) {
     }
 }
 
+/// Handoffs in the example: Mneme delivers each with a `handoff_received`
+/// of its own, appended after the example's events.
+const EXAMPLE_HANDOFFS: u64 = 4;
+
+/// Waits until the log holds `seq` events; panics after 30 s.
+fn wait_for_log_end(server: &MnemeServer, seq: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.get("/healthz")["last_seq"].as_u64().unwrap() < seq {
+        assert!(std::time::Instant::now() < deadline, "the log never reached seq {seq}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Publishes the example, checks queries, and verifies replay for every
-/// agent against the live memory. Returns the last seq.
+/// agent against the live memory. Returns the last seq, once the example's
+/// handoffs are delivered.
 fn publish_and_check_example(server: &MnemeServer) -> u64 {
     let published = stdout_of(&server.cli(&["publish", example_path().to_str().unwrap()]));
     assert!(published.contains("published 572 events (0 already on the log)"), "{published}");
-    let last_seq = last_seq_of_publish(&published);
-    assert_eq!(last_seq, 572);
+    assert_eq!(last_seq_of_publish(&published), 572);
+    let last_seq = 572 + EXAMPLE_HANDOFFS;
+    wait_for_log_end(server, last_seq);
+    let handoffs = server.get(&format!("/v1/swarms/demo/agents/coder/handoffs?min_seq={last_seq}"));
+    let handoffs = handoffs["handoffs"].as_array().unwrap();
+    assert_eq!(handoffs.len(), 3, "{handoffs:?}");
+    assert!(handoffs.iter().all(|handoff| handoff["package"]["bundle"]["budget_tokens"] == 2000), "{handoffs:?}");
 
     let found = hits(server, "coder", "TokenExpiredError", last_seq);
     assert!(!found.is_empty());

@@ -59,13 +59,19 @@ impl AgentMemory {
         received: &mneme_events::HandoffReceived,
         provenance: ProvenanceRef,
     ) {
-        self.handoffs.entry(received.handoff_id).or_insert_with(|| HandoffRecord {
+        let record = self.handoffs.entry(received.handoff_id).or_insert_with(|| HandoffRecord {
             handoff_id: received.handoff_id,
             from: received.from.clone(),
             received: provenance,
-            package: received.package.clone(),
+            package: None,
             acknowledged: None,
         });
+        // An agent's runtime may record the receipt itself, before Mneme
+        // delivers the package: the first receipt counts, the first package
+        // fills it.
+        if record.package.is_none() {
+            record.package = received.package.clone();
+        }
     }
 
     /// `handoff_acknowledged` of this memory's own agent: the first one

@@ -1,0 +1,204 @@
+//! HTTP for handoffs an agent received: the list (pending first), a
+//! server-sent-event stream of them (`?follow=true`), and acknowledging one.
+//! The same packages go out on NATS at `mneme.<swarm>.<agent>.handoff`
+//! (see the handoff router); this is how an agent gets them on the embedded
+//! log, or without a NATS client.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use mneme_actors::{AgentsWritten, Query, QueryAnswer, handoff_delivery_json};
+use mneme_events::{EventId, EventKind, HandoffAcknowledged};
+use mneme_nats::LogEntry;
+use mneme_projections::consolidation::verdict_event_id;
+use mneme_projections::{HandoffRecord, ProvenanceRef};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::api::{ApiError, AppState, agent_handle, ask};
+use crate::api_consolidation::agent_event;
+
+/// A comment line goes down an idle stream this often, so that proxies and
+/// clients can tell a quiet stream from a dead one.
+const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(15);
+/// Frames queued for a slow reader before the stream waits for it.
+const STREAM_BUFFER_FRAMES: usize = 16;
+/// How long an acknowledgement waits for the memory to apply the log, so
+/// that a handoff delivered a moment ago can be acknowledged.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Deserialize)]
+pub struct HandoffsParams {
+    #[serde(default)]
+    follow: bool,
+    min_seq: Option<u64>,
+}
+
+/// `GET …/agents/{agent}/handoffs`: the handoffs the agent received, pending
+/// first. With `follow=true`, a `text/event-stream`: the pending ones, then
+/// each new one as it is delivered, until the client goes away.
+pub async fn list_handoffs(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<HandoffsParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent) = path.into_inner();
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    // The checkpoint first, then the list: a handoff applied in between is
+    // in the list and also after the checkpoint, and is sent once.
+    let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
+        unreachable!("a status query answers with a status")
+    };
+    let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
+        unreachable!("a handoffs query answers with handoffs")
+    };
+    if !params.follow {
+        let handoffs: Vec<Value> = records.iter().map(|record| handoff_delivery_json(&swarm, &agent, record)).collect();
+        return Ok(HttpResponse::Ok().json(json!({"agent": agent, "handoffs": handoffs})));
+    }
+    let pending: Vec<HandoffRecord> = records.into_iter().filter(HandoffRecord::is_pending).collect();
+    let (frames, stream) = mpsc::channel::<Result<web::Bytes, actix_web::Error>>(STREAM_BUFFER_FRAMES);
+    actix_web::rt::spawn(stream_handoffs(state.into_inner(), swarm, agent, status.checkpoint, pending, frames));
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .streaming(stream))
+}
+
+/// Sends `pending`, then follows the agent's part of the log after
+/// `checkpoint` for new deliveries, until the reader hangs up or the log
+/// fails (the client reconnects and gets the pending ones again).
+async fn stream_handoffs(
+    state: std::sync::Arc<AppState>,
+    swarm: String,
+    agent: String,
+    checkpoint: u64,
+    pending: Vec<HandoffRecord>,
+    mut frames: mpsc::Sender<Result<web::Bytes, actix_web::Error>>,
+) {
+    let mut sent: BTreeSet<EventId> = BTreeSet::new();
+    for record in &pending {
+        sent.insert(record.handoff_id);
+        if frames.send(Ok(handoff_frame(&swarm, &agent, record))).await.is_err() {
+            return;
+        }
+    }
+    let mut entries = match state.log.subscribe(checkpoint + 1, Some(&agent)).await {
+        Ok(entries) => entries,
+        Err(error) => {
+            tracing::warn!(%agent, %error, "cannot follow the log for handoffs");
+            return;
+        }
+    };
+    let mut keep_alive = tokio::time::interval(KEEP_ALIVE_EVERY);
+    keep_alive.tick().await;
+    loop {
+        let frame = tokio::select! {
+            entry = entries.next() => match entry {
+                Some(Ok(entry)) => match received_record(&entry) {
+                    Some(record) if sent.insert(record.handoff_id) => handoff_frame(&swarm, &agent, &record),
+                    _ => continue,
+                },
+                Some(Err(error)) => {
+                    tracing::warn!(%agent, %error, "handoff stream ended by a log error");
+                    return;
+                }
+                None => return,
+            },
+            _ = keep_alive.tick() => web::Bytes::from_static(b": keep-alive\n\n"),
+        };
+        if frames.send(Ok(frame)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The record of a `handoff_received` entry, as the memory will hold it.
+fn received_record(entry: &LogEntry) -> Option<HandoffRecord> {
+    let event = entry.record.as_ref().ok()?;
+    let EventKind::HandoffReceived(received) = &event.kind else { return None };
+    Some(HandoffRecord {
+        handoff_id: received.handoff_id,
+        from: received.from.clone(),
+        received: ProvenanceRef { seq: entry.seq, event_id: event.id },
+        package: received.package.clone(),
+        acknowledged: None,
+    })
+}
+
+/// One server-sent event: `event: handoff`, the handoff id as the event id,
+/// and the delivery JSON on one `data:` line.
+fn handoff_frame(swarm: &str, agent: &str, record: &HandoffRecord) -> web::Bytes {
+    let data = handoff_delivery_json(swarm, agent, record);
+    web::Bytes::from(format!("event: handoff\nid: {}\ndata: {data}\n\n", record.handoff_id))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct AcknowledgeBody {
+    note: Option<String>,
+}
+
+/// `POST …/agents/{agent}/handoffs/{handoff_id}/ack`, optionally with
+/// `{"note": "..."}`: appends `handoff_acknowledged`. 404 for a handoff the
+/// agent did not receive, 409 for one already acknowledged. The event's id
+/// derives from the handoff's, so two racing acknowledgements store one.
+pub async fn acknowledge_handoff(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent, handoff_id_text) = path.into_inner();
+    let handoff_id: EventId = handoff_id_text.parse().map_err(|_| {
+        ApiError::bad_parameter("handoff_id", format!("{handoff_id_text:?} is not an event id (a ULID)"))
+    })?;
+    let body: AcknowledgeBody = if body.iter().all(u8::is_ascii_whitespace) {
+        AcknowledgeBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))?
+    };
+    let handle = agent_handle(&state, &swarm, &agent, None).await?;
+    let log_end = state.log.last_seq().await?;
+    handle.caught_up(state.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
+    let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
+        unreachable!("a handoffs query answers with handoffs")
+    };
+    let Some(record) = records.iter().find(|record| record.handoff_id == handoff_id) else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_handoff",
+            Some("handoff_id"),
+            format!("{agent:?} has received no handoff {handoff_id}"),
+        ));
+    };
+    if let Some(acknowledged) = record.acknowledged {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "already_acknowledged",
+            Some("handoff_id"),
+            format!("handoff {handoff_id} was acknowledged at seq {}", acknowledged.seq),
+        ));
+    }
+    let mut event = agent_event(
+        &swarm,
+        &agent,
+        EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note: body.note }),
+    );
+    event.id = verdict_event_id(&agent, "handoff_acknowledged", &handoff_id.to_string());
+    event.causation_id = Some(record.received.event_id);
+    event.validate().map_err(ApiError::from_validation)?;
+    let appended = state.log.append(std::slice::from_ref(&event)).await?;
+    state.supervisor.do_send(AgentsWritten(vec![agent.clone()]));
+    Ok(HttpResponse::Ok().json(json!({
+        "handoff_id": handoff_id.to_string(),
+        "agent": agent,
+        "event_id": event.id.to_string(),
+        "seq": appended[0].seq,
+        "duplicate": appended[0].duplicate,
+    })))
+}

@@ -1,0 +1,117 @@
+//! Queries over NATS request/reply: a request on
+//! `mneme.<swarm>.<agent>.query.<verb>` with a JSON body gets the same JSON
+//! answer as the HTTP route of that verb, and an error in the same shape as
+//! an HTTP error (`{"error": {"status", "code", "field", "message"}}`).
+//!
+//! | verb         | body                                     | HTTP twin                           |
+//! |--------------|------------------------------------------|-------------------------------------|
+//! | `search`     | `{"q", "k", "mode", ...}`                | `GET …/search?…`                    |
+//! | `context`    | `{"query", "budget", "signals", ...}`    | `POST …/context`                    |
+//! | `graph`      | `{"entity", "hops", "relations", ...}`   | `GET …/graph?…`                     |
+//! | `provenance` | `{"item_id"}`                            | `GET …/provenance/{item_id}`        |
+//! | `phase`      | `{"phase_id", "level"}`; `{}` lists them | `GET …/phases/{id}`, `GET …/phases` |
+//!
+//! NATS carries no API token: who may publish on an agent's query subjects
+//! is the NATS server's authorization (per-user subject permissions).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use futures::StreamExt;
+use mneme_nats::{Broker, QueryRequest};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::api::{self, ApiError, AppState, GraphParams, ProvenanceParams, SearchParams};
+use crate::api_context::{self, ContextBody, PhaseParams};
+
+/// The verbs a query subject may end in.
+pub const QUERY_VERBS: [&str; 5] = ["search", "context", "graph", "provenance", "phase"];
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Answers query requests until the process ends; after the subscription
+/// fails, subscribes again.
+pub async fn serve_queries(state: Arc<AppState>, broker: Arc<dyn Broker>) {
+    loop {
+        match broker.query_requests().await {
+            Ok(mut requests) => {
+                tracing::info!(swarm = %state.config.swarm.name, "answering queries on NATS request/reply");
+                while let Some(request) = requests.next().await {
+                    // Each request on its own task: a slow context
+                    // assembly must not hold up another agent's search.
+                    actix_web::rt::spawn(answer_and_reply(state.clone(), broker.clone(), request));
+                }
+                tracing::warn!("the NATS query subscription ended; subscribing again");
+            }
+            Err(error) => tracing::warn!(%error, "cannot subscribe to the query subjects; retrying"),
+        }
+        tokio::time::sleep(RETRY_AFTER).await;
+    }
+}
+
+async fn answer_and_reply(state: Arc<AppState>, broker: Arc<dyn Broker>, request: QueryRequest) {
+    let Some(reply_to) = request.reply_to.clone() else {
+        tracing::debug!(agent = %request.agent, verb = %request.verb, "query without a reply subject ignored");
+        return;
+    };
+    metrics::counter!("mneme_nats_queries_total", "verb" => verb_label(&request.verb)).increment(1);
+    let body = match answer(&state, &request).await {
+        Ok(answer) => answer,
+        Err(error) => error.body(),
+    };
+    if let Err(error) = broker.reply(reply_to, body.to_string().into_bytes()).await {
+        tracing::warn!(agent = %request.agent, verb = %request.verb, %error, "cannot answer a NATS query");
+    }
+}
+
+/// A fixed label, so that junk verbs cannot grow the metric's label set.
+fn verb_label(verb: &str) -> &'static str {
+    QUERY_VERBS.iter().find(|known| **known == verb).copied().unwrap_or("unknown")
+}
+
+/// The answer to one request, exactly as the HTTP route would give it.
+pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, ApiError> {
+    let swarm = state.config.swarm.name.as_str();
+    let agent = request.agent.as_str();
+    mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
+    match request.verb.as_str() {
+        "search" => api::search_answer(state, swarm, agent, &body_of::<SearchParams>(&request.body)?).await,
+        "context" => api_context::context_answer(state, swarm, agent, body_of::<ContextBody>(&request.body)?).await,
+        "graph" => api::graph_answer(state, swarm, agent, &body_of::<GraphParams>(&request.body)?).await,
+        "provenance" => {
+            api::agent_provenance_answer(state, swarm, agent, &body_of::<ProvenanceParams>(&request.body)?).await
+        }
+        "phase" => {
+            let body: PhaseRequest = body_of(&request.body)?;
+            match &body.phase_id {
+                Some(phase_id) => {
+                    let params = PhaseParams { level: body.level, min_seq: body.min_seq };
+                    api_context::phase_answer(state, swarm, agent, phase_id, &params).await
+                }
+                None => api_context::phases_answer(state, swarm, agent, body.min_seq).await,
+            }
+        }
+        verb => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_verb",
+            Some("verb"),
+            format!("no query {verb:?}; expected one of {}", QUERY_VERBS.join(", ")),
+        )),
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PhaseRequest {
+    phase_id: Option<String>,
+    level: Option<String>,
+    min_seq: Option<u64>,
+}
+
+/// The request body as `T`; an empty body is `{}`.
+fn body_of<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let body = if body.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { body };
+    serde_json::from_slice(body)
+        .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))
+}
