@@ -47,6 +47,9 @@ pub struct AppState {
     /// Memory settings and embedder, for replays.
     pub memory_config: MemoryConfig,
     pub consolidator: Addr<Consolidator>,
+    /// Turns true when the server begins to shut down: long-lived responses
+    /// (handoff streams) end then, rather than hold the shutdown up.
+    pub shutting_down: tokio::sync::watch::Receiver<bool>,
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {

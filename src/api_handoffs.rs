@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use futures::channel::mpsc;
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use mneme_actors::{AgentsWritten, Query, QueryAnswer, handoff_delivery_json};
 use mneme_events::{EventId, EventKind, HandoffAcknowledged};
 use mneme_nats::LogEntry;
@@ -18,6 +17,7 @@ use mneme_projections::consolidation::verdict_event_id;
 use mneme_projections::{HandoffRecord, ProvenanceRef};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use crate::api::{ApiError, AppState, agent_handle, ask};
 use crate::api_consolidation::agent_event;
@@ -61,8 +61,12 @@ pub async fn list_handoffs(
         return Ok(HttpResponse::Ok().json(json!({"agent": agent, "handoffs": handoffs})));
     }
     let pending: Vec<HandoffRecord> = records.into_iter().filter(HandoffRecord::is_pending).collect();
-    let (frames, stream) = mpsc::channel::<Result<web::Bytes, actix_web::Error>>(STREAM_BUFFER_FRAMES);
+    let (frames, receiver) = mpsc::channel::<web::Bytes>(STREAM_BUFFER_FRAMES);
     actix_web::rt::spawn(stream_handoffs(state.into_inner(), swarm, agent, status.checkpoint, pending, frames));
+    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+        let frame = receiver.recv().await?;
+        Some((Ok::<_, actix_web::Error>(frame), receiver))
+    });
     Ok(HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))
@@ -70,20 +74,22 @@ pub async fn list_handoffs(
 }
 
 /// Sends `pending`, then follows the agent's part of the log after
-/// `checkpoint` for new deliveries, until the reader hangs up or the log
-/// fails (the client reconnects and gets the pending ones again).
+/// `checkpoint` for new deliveries, until the reader hangs up, the server
+/// shuts down, or the log fails (the client reconnects and gets the pending
+/// ones again).
 async fn stream_handoffs(
     state: std::sync::Arc<AppState>,
     swarm: String,
     agent: String,
     checkpoint: u64,
     pending: Vec<HandoffRecord>,
-    mut frames: mpsc::Sender<Result<web::Bytes, actix_web::Error>>,
+    frames: mpsc::Sender<web::Bytes>,
 ) {
+    let mut shutting_down = state.shutting_down.clone();
     let mut sent: BTreeSet<EventId> = BTreeSet::new();
     for record in &pending {
         sent.insert(record.handoff_id);
-        if frames.send(Ok(handoff_frame(&swarm, &agent, record))).await.is_err() {
+        if frames.send(handoff_frame(&swarm, &agent, record)).await.is_err() {
             return;
         }
     }
@@ -110,8 +116,10 @@ async fn stream_handoffs(
                 None => return,
             },
             _ = keep_alive.tick() => web::Bytes::from_static(b": keep-alive\n\n"),
+            () = frames.closed() => return,
+            _ = shutting_down.wait_for(|shutting_down| *shutting_down) => return,
         };
-        if frames.send(Ok(frame)).await.is_err() {
+        if frames.send(frame).await.is_err() {
             return;
         }
     }

@@ -425,27 +425,6 @@ fn summary(event: &Value) -> String {
     if line.chars().count() > 100 { format!("{}…", line.chars().take(99).collect::<String>()) } else { line }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_file_is_read_as_one_document_or_as_json_lines() {
-        let pretty = "{\n  \"id\": 1\n}\n";
-        assert_eq!(events_of_file(pretty), vec![("the document".to_string(), "{\"id\":1}".to_string())]);
-        let array = "[{\"id\": 1},\n {\"id\": 2}]";
-        assert_eq!(events_of_file(array).len(), 2);
-        let lines = "{\"id\": 1}\n\n{\"id\": 2}\n";
-        let events = events_of_file(lines);
-        assert_eq!(events.iter().map(|(place, _)| place.as_str()).collect::<Vec<_>>(), ["line 1", "line 3"]);
-    }
-
-    #[test]
-    fn query_text_is_percent_encoded() {
-        assert_eq!(encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
-    }
-}
-
 /// `mneme handoffs`: the handoffs an agent received, pending first; with
 /// `follow`, the pending ones and then each new one as it is delivered, one
 /// JSON line each; with `acknowledge`, acknowledges that one.
@@ -512,4 +491,25 @@ fn handoff_line(handoff: &Value) -> String {
         package["bundle"]["items"].as_array().map_or(0, Vec::len),
         package["bundle"]["files"].as_array().map_or(0, Vec::len),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_is_read_as_one_document_or_as_json_lines() {
+        let pretty = "{\n  \"id\": 1\n}\n";
+        assert_eq!(events_of_file(pretty), vec![("the document".to_string(), "{\"id\":1}".to_string())]);
+        let array = "[{\"id\": 1},\n {\"id\": 2}]";
+        assert_eq!(events_of_file(array).len(), 2);
+        let lines = "{\"id\": 1}\n\n{\"id\": 2}\n";
+        let events = events_of_file(lines);
+        assert_eq!(events.iter().map(|(place, _)| place.as_str()).collect::<Vec<_>>(), ["line 1", "line 3"]);
+    }
+
+    #[test]
+    fn query_text_is_percent_encoded() {
+        assert_eq!(encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+    }
 }

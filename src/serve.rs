@@ -58,6 +58,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     if config.api_tokens().is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
     }
+    let (shutting_down, shutting_down_receiver) = tokio::sync::watch::channel(false);
     let state = web::Data::new(AppState {
         config: config.clone(),
         log,
@@ -66,6 +67,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         replay_permits: tokio::sync::Semaphore::new(1),
         memory_config,
         consolidator,
+        shutting_down: shutting_down_receiver,
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
@@ -87,6 +89,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let server_task = actix_web::rt::spawn(server);
     shutdown_signal().await?;
     tracing::info!("shutting down: finishing requests, then writing snapshots");
+    let _ = shutting_down.send(true);
     server_handle.stop(true).await;
     server_task.await.context("joining the HTTP server")?.context("running the HTTP server")?;
     router.send(StopRouting).await.context("stopping the handoff router")?;

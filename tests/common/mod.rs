@@ -29,6 +29,8 @@ pub struct MnemeServer {
     pub data_dir: PathBuf,
     pub config_path: PathBuf,
     pub nats_url: Option<String>,
+    /// Sent as a bearer token by `get`, `post` and `cli`.
+    pub token: Option<String>,
     port: u16,
 }
 
@@ -59,6 +61,7 @@ impl MnemeServer {
             data_dir: work_dir.join("data"),
             config_path,
             nats_url: nats_url.map(str::to_string),
+            token: None,
             port: free_port(),
         };
         server.spawn();
@@ -110,6 +113,20 @@ impl MnemeServer {
         }
     }
 
+    /// The same server as a client with another token; dropping it stops
+    /// nothing.
+    pub fn view_with_token(&self, token: &str) -> MnemeServer {
+        MnemeServer {
+            child: None,
+            url: self.url.clone(),
+            data_dir: self.data_dir.clone(),
+            config_path: self.config_path.clone(),
+            nats_url: self.nats_url.clone(),
+            token: Some(token.to_string()),
+            port: self.port,
+        }
+    }
+
     /// Stops and starts again on the same port and data dir.
     pub fn restart(&mut self) {
         self.stop();
@@ -117,16 +134,35 @@ impl MnemeServer {
     }
 
     pub fn get(&self, path_and_query: &str) -> Value {
-        ureq::get(&format!("{}{path_and_query}", self.url))
-            .call()
-            .unwrap_or_else(|error| panic!("GET {path_and_query}: {error}"))
-            .into_json()
-            .unwrap()
+        let (status, body) = self.get_as(self.token.as_deref(), path_and_query);
+        assert_eq!(status, 200, "GET {path_and_query}: {body}");
+        body
+    }
+
+    /// GETs with this bearer token (or none); returns the status and the
+    /// JSON answer, errors included.
+    pub fn get_as(&self, token: Option<&str>, path_and_query: &str) -> (u16, Value) {
+        let mut request = ureq::get(&format!("{}{path_and_query}", self.url));
+        if let Some(token) = token {
+            request = request.set("authorization", &format!("Bearer {token}"));
+        }
+        match request.call() {
+            Ok(response) => (response.status(), response.into_json().unwrap()),
+            Err(ureq::Error::Status(status, response)) => (status, response.into_json().unwrap()),
+            Err(error) => panic!("GET {path_and_query}: {error}"),
+        }
     }
 
     /// POSTs a body; returns the status and the JSON answer, errors included.
     pub fn post(&self, path: &str, body: &str) -> (u16, Value) {
-        let request = ureq::post(&format!("{}{path}", self.url)).set("content-type", "application/json");
+        self.post_as(self.token.as_deref(), path, body)
+    }
+
+    pub fn post_as(&self, token: Option<&str>, path: &str, body: &str) -> (u16, Value) {
+        let mut request = ureq::post(&format!("{}{path}", self.url)).set("content-type", "application/json");
+        if let Some(token) = token {
+            request = request.set("authorization", &format!("Bearer {token}"));
+        }
         match request.send_string(body) {
             Ok(response) => (response.status(), response.into_json().unwrap()),
             Err(ureq::Error::Status(status, response)) => (status, response.into_json().unwrap()),
@@ -136,7 +172,12 @@ impl MnemeServer {
 
     /// Runs a `mneme` command against this server.
     pub fn cli(&self, args: &[&str]) -> Output {
-        Command::new(MNEME).args(args).env("MNEME_SERVER", &self.url).env("MNEME_LOG", "warn").output().unwrap()
+        let mut command = Command::new(MNEME);
+        command.args(args).env("MNEME_SERVER", &self.url).env("MNEME_LOG", "warn").env_remove("MNEME_TOKEN");
+        if let Some(token) = &self.token {
+            command.env("MNEME_TOKEN", token);
+        }
+        command.output().unwrap()
     }
 }
 

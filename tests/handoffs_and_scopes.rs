@@ -1,0 +1,438 @@
+//! Whole-system tests of handoffs, scopes and tokens: an orchestrator
+//! publishes events for three agents, the coder (A) hands a task to the
+//! reviewer (B), and B gets the package and asks for context. On a real
+//! nats-server, B is a plain NATS client (a subscriber on its handoff
+//! subject, request/reply for queries); on the embedded log, B uses HTTP
+//! (the server-sent-event stream and the query routes). In both, nothing
+//! the coder kept private reaches the reviewer, no token reaches past its
+//! agent or swarm.
+
+mod common;
+
+use std::io::BufRead;
+use std::time::Duration;
+
+use common::{MnemeServer, stdout_of};
+use futures::StreamExt;
+use mneme_nats::server::NatsServer;
+use serde_json::{Value, json};
+
+const OPERATOR_TOKEN: &str = "operator-secret-0123456789";
+const REVIEWER_TOKEN: &str = "reviewer-secret-0123456789";
+const CODER_TOKEN: &str = "coder-secret-0123456789ab";
+
+const CONFIG: &str = r#"
+[[agents]]
+name = "reviewer"
+context_budget = 2500
+thinking_budget = 0.25
+
+[[agents]]
+name = "scribe"
+default_scope = "shared"
+
+[handoffs]
+bundle_tokens = 1500
+
+[[http.tokens]]
+name = "operator"
+token = "operator-secret-0123456789"
+
+[[http.tokens]]
+name = "reviewer-key"
+token = "reviewer-secret-0123456789"
+agent = "reviewer"
+
+[[http.tokens]]
+name = "coder-key"
+token = "coder-secret-0123456789ab"
+agent = "coder"
+"#;
+
+/// Every private event of the coder names one of these; none may reach the
+/// reviewer by any path.
+const CODER_SECRETS: [&str; 2] = ["zanzibar", "quokka"];
+const REVIEWER_SECRET: &str = "wombat";
+
+const DECISION_ID: &str = "01KF0000000000000000000002";
+const PRIVATE_NOTE_ID: &str = "01KF0000000000000000000003";
+const HANDOFF_ID: &str = "01KF0000000000000000000009";
+
+fn event(sequence: u32, agent: &str, scope: Option<&str>, kind: &str, data: Value) -> Value {
+    let mut event = json!({
+        "id": format!("01KF00000000000000000000{sequence:02}"),
+        "swarm": "demo",
+        "agent": agent,
+        "ts": format!("2026-03-02T10:00:{sequence:02}Z"),
+        "correlation_id": "task-ledger",
+        "kind": kind,
+        "data": data,
+    });
+    if let Some(scope) = scope {
+        event["scope"] = json!(scope);
+    }
+    event
+}
+
+/// What the orchestrator publishes: shared and private work of the coder, a
+/// private note of the reviewer, a note of the scribe without a scope (its
+/// default is shared), and the coder's handoff to the reviewer.
+fn orchestrated_events() -> Value {
+    json!([
+        event(
+            1,
+            "planner",
+            Some("shared"),
+            "task_updated",
+            json!({"task_id": "task-ledger", "status": "open", "title": "Move the ledger to postgres"})
+        ),
+        event(
+            2,
+            "coder",
+            Some("shared"),
+            "decision_made",
+            json!({"title": "Ledger storage", "choice": "postgres with pgvector",
+                   "rationale": "vector search next to the ledger rows"})
+        ),
+        event(
+            3,
+            "coder",
+            Some("private"),
+            "message_recorded",
+            json!({"role": "assistant", "text": "scratch: zanzibar suspects the flaky ledger migration test"})
+        ),
+        event(
+            4,
+            "coder",
+            Some("shared"),
+            "fact_asserted",
+            json!({"subject": "ledger-service", "predicate": "stores_data_in", "object": "postgres"})
+        ),
+        event(
+            5,
+            "coder",
+            Some("private"),
+            "fact_asserted",
+            json!({"subject": "zanzibar-cache", "predicate": "depends_on", "object": "quokka-db"})
+        ),
+        event(
+            6,
+            "coder",
+            Some("shared"),
+            "tool_result_recorded",
+            json!({"tool": "bash", "args": {"cmd": "sed -i s/sqlite/postgres/ src/ledger/store.rs"}, "output": "ok"})
+        ),
+        event(
+            7,
+            "reviewer",
+            Some("private"),
+            "message_recorded",
+            json!({"role": "assistant", "text": "reviewer scratch: wombat review checklist for the ledger"})
+        ),
+        event(
+            8,
+            "scribe",
+            None,
+            "message_recorded",
+            json!({"role": "assistant", "text": "the ledger runbook lives in docs/ledger-runbook.md"})
+        ),
+        event(
+            9,
+            "coder",
+            Some("shared"),
+            "handoff_sent",
+            json!({"to": "reviewer", "task": "task-ledger",
+                   "summary": "Ledger storage chosen and the store migrated; please review",
+                   "artifacts": ["src/ledger/store.rs"], "decisions": [DECISION_ID],
+                   "constraints": ["do not touch the auth module"]})
+        ),
+    ])
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    for secret in CODER_SECRETS {
+        assert!(!text.contains(secret), "{what} leaks the coder's private {secret:?}: {text}");
+    }
+    assert!(!text.contains(REVIEWER_SECRET) || what.starts_with("reviewer"), "{what} leaks {REVIEWER_SECRET}: {text}");
+}
+
+/// Checks the package the reviewer got, from NATS or from HTTP.
+fn assert_package_for_reviewer(delivery: &Value) {
+    assert_eq!(delivery["handoff_id"], HANDOFF_ID, "{delivery}");
+    assert_eq!(delivery["from"], "coder");
+    assert_eq!(delivery["to"], "reviewer");
+    assert_eq!(delivery["status"], "pending");
+    let package = &delivery["package"];
+    assert_eq!(package["task"], "task-ledger");
+    assert_eq!(package["constraints"], json!(["do not touch the auth module"]));
+    assert_eq!(package["bundle"]["budget_tokens"], 1500);
+    let items = package["bundle"]["items"].as_array().unwrap();
+    let decision = items
+        .iter()
+        .find(|item| item["section"] == "decision" && item["text"].as_str().unwrap().contains("pgvector"))
+        .unwrap_or_else(|| panic!("the bundle has the shared decision: {package}"));
+    assert_eq!(decision["agent"], "coder");
+    assert_eq!(decision["provenance"][0]["event_id"], DECISION_ID, "{decision}");
+    assert!(decision["provenance"][0]["seq"].as_u64().unwrap() >= 1);
+    assert!(items.iter().all(|item| !item["provenance"].as_array().unwrap().is_empty()), "{package}");
+    assert!(package["bundle"]["files"].as_array().unwrap().contains(&json!("src/ledger/store.rs")), "{package}");
+    assert!(package["bundle"]["used_tokens"].as_u64().unwrap() <= 1500);
+    assert_no_secret("the handoff package", &delivery.to_string());
+}
+
+/// The reviewer's queries, answered over NATS request/reply or HTTP: the
+/// two must give the same answers, and neither may leak.
+trait ReviewerQueries {
+    /// `Ok(answer)` or `Err(error body)`.
+    fn query(&self, agent: &str, verb: &str, body: Value) -> Result<Value, Value>;
+}
+
+struct OverHttp<'a> {
+    server: &'a MnemeServer,
+    token: &'a str,
+}
+
+impl ReviewerQueries for OverHttp<'_> {
+    fn query(&self, agent: &str, verb: &str, body: Value) -> Result<Value, Value> {
+        let base = format!("/v1/swarms/demo/agents/{agent}");
+        let min_seq = body["min_seq"].as_u64().unwrap_or(0);
+        let (status, answer) = match verb {
+            "search" => self.server.get_as(
+                Some(self.token),
+                &format!(
+                    "{base}/search?q={}&k=10&mode={}&min_seq={min_seq}",
+                    common::encode(body["q"].as_str().unwrap()),
+                    body["mode"].as_str().unwrap_or("hybrid")
+                ),
+            ),
+            "context" => self.server.post_as(Some(self.token), &format!("{base}/context"), &body.to_string()),
+            "graph" => self.server.get_as(
+                Some(self.token),
+                &format!("{base}/graph?entity={}&min_seq={min_seq}", common::encode(body["entity"].as_str().unwrap())),
+            ),
+            "provenance" => self.server.get_as(
+                Some(self.token),
+                &format!("{base}/provenance/{}?min_seq={min_seq}", body["item_id"].as_str().unwrap()),
+            ),
+            "phase" => self.server.get_as(Some(self.token), &format!("{base}/phases?min_seq={min_seq}")),
+            _ => unreachable!("a verb of the test"),
+        };
+        if status == 200 { Ok(answer) } else { Err(answer) }
+    }
+}
+
+struct OverNats<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    client: async_nats::Client,
+}
+
+impl ReviewerQueries for OverNats<'_> {
+    fn query(&self, agent: &str, verb: &str, body: Value) -> Result<Value, Value> {
+        let subject = format!("mneme.demo.{agent}.query.{verb}");
+        let reply = self.runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), self.client.request(subject, body.to_string().into()))
+                .await
+                .expect("a reply within 30 s")
+                .expect("a reply")
+        });
+        let answer: Value = serde_json::from_slice(&reply.payload).unwrap();
+        if answer.get("error").is_some() { Err(answer) } else { Ok(answer) }
+    }
+}
+
+/// What the reviewer may and may not see, asked through `queries`.
+fn assert_reviewer_sees_shared_work_only(queries: &dyn ReviewerQueries, min_seq: u64) {
+    let context = queries
+        .query(
+            "reviewer",
+            "context",
+            json!({"query": "ledger storage postgres zanzibar quokka", "budget": 3000, "min_seq": min_seq}),
+        )
+        .unwrap();
+    let text = context["text"].as_str().unwrap();
+    assert!(text.contains("pgvector"), "the reviewer sees the coder's shared decision: {text}");
+    assert!(text.contains("ledger-runbook"), "the scribe's note took its default scope, shared: {text}");
+    assert!(text.contains(REVIEWER_SECRET), "the reviewer sees its own private note: {text}");
+    assert_no_secret("reviewer context", text);
+    assert_eq!(context["budget"], 3000);
+
+    for secret in CODER_SECRETS {
+        let exact = queries.query("reviewer", "search", json!({"q": secret, "mode": "bm25", "min_seq": min_seq}));
+        assert_eq!(exact.unwrap()["hits"], json!([]), "bm25 search for {secret}");
+        // Hybrid search always returns the nearest vectors: none may be private.
+        let nearest = queries.query("reviewer", "search", json!({"q": secret, "min_seq": min_seq})).unwrap();
+        assert!(!nearest["hits"].as_array().unwrap().is_empty());
+        assert_no_secret("reviewer hybrid search", &nearest.to_string());
+    }
+    let shared =
+        queries.query("reviewer", "search", json!({"q": "pgvector", "mode": "bm25", "min_seq": min_seq})).unwrap();
+    let hit = shared["hits"].as_array().unwrap().iter().find(|hit| hit["item_id"] == DECISION_ID);
+    assert_eq!(hit.unwrap_or_else(|| panic!("the shared decision: {shared}"))["agent"], "coder");
+
+    let graph = queries.query("reviewer", "graph", json!({"entity": "zanzibar-cache", "min_seq": min_seq}));
+    let error = graph.expect_err("the coder's private entity is not in the reviewer's graph");
+    assert_eq!(error["error"]["code"], "unknown_entity", "{error}");
+    assert_eq!(error["error"]["status"], 404, "{error}");
+    let graph = queries.query("reviewer", "graph", json!({"entity": "ledger-service", "min_seq": min_seq})).unwrap();
+    assert_no_secret("reviewer graph", &graph.to_string());
+
+    let hidden = queries.query("reviewer", "provenance", json!({"item_id": PRIVATE_NOTE_ID, "min_seq": min_seq}));
+    assert_eq!(hidden.expect_err("private provenance")["error"]["code"], "unknown_item");
+    let provenance =
+        queries.query("reviewer", "provenance", json!({"item_id": DECISION_ID, "min_seq": min_seq})).unwrap();
+    assert_eq!(provenance["events"][0]["id"], DECISION_ID, "{provenance}");
+    assert_no_secret("reviewer provenance", &provenance.to_string());
+
+    let phases = queries.query("reviewer", "phase", json!({"min_seq": min_seq})).unwrap();
+    assert_no_secret("reviewer phases", &phases.to_string());
+
+    // The coder's own memory keeps its private note.
+    let own = queries.query("coder", "search", json!({"q": "zanzibar", "mode": "bm25", "min_seq": min_seq})).unwrap();
+    assert_eq!(own["hits"][0]["item_id"], PRIVATE_NOTE_ID, "{own}");
+}
+
+/// Tokens: none, another agent's, another swarm's path, swarm-wide routes.
+fn assert_tokens_hold(server: &MnemeServer) {
+    let path = "/v1/swarms/demo/agents/reviewer/search?q=ledger";
+    assert_eq!(server.get_as(None, path).0, 401);
+    assert_eq!(server.get_as(Some("not-a-token-of-this-swarm-0123"), path).0, 401);
+    assert_eq!(server.get_as(Some(REVIEWER_TOKEN), path).0, 200);
+    assert_eq!(server.get_as(Some(CODER_TOKEN), path).0, 403);
+    let (status, refused) = server.get_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/agents/coder/search?q=zanzibar");
+    assert_eq!(status, 403, "{refused}");
+    assert_no_secret("a refused search", &refused.to_string());
+    assert_eq!(server.get_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/events").0, 403);
+    assert_eq!(server.get_as(Some(REVIEWER_TOKEN), &format!("/v1/swarms/demo/provenance/{PRIVATE_NOTE_ID}")).0, 403);
+    assert_eq!(server.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/other/agents/reviewer/search?q=x").0, 403);
+    assert_eq!(server.get_as(None, "/healthz").0, 200);
+    let forged = event(20, "coder", Some("shared"), "message_recorded", json!({"role": "user", "text": "forged"}));
+    let (status, refused) = server.post_as(Some(REVIEWER_TOKEN), "/v1/events", &forged.to_string());
+    assert_eq!((status, &refused["error"]["field"]), (403, &json!("[0].agent")), "{refused}");
+    // The operator sees the private note's only holder.
+    let (status, provenance) =
+        server.get_as(Some(OPERATOR_TOKEN), &format!("/v1/swarms/demo/provenance/{PRIVATE_NOTE_ID}"));
+    assert_eq!(status, 200);
+    assert_eq!(provenance["holders"], json!(["coder"]));
+}
+
+/// Publishes the orchestrator's events as the operator; returns the seq the
+/// log reaches once the handoff is delivered.
+fn publish_and_wait_for_delivery(server: &MnemeServer) -> u64 {
+    let (status, accepted) = server.post_as(Some(OPERATOR_TOKEN), "/v1/events", &orchestrated_events().to_string());
+    assert_eq!(status, 202, "{accepted}");
+    let published = accepted["accepted"].as_array().unwrap().len() as u64;
+    assert_eq!(published, 9);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, health) = server.get_as(None, "/healthz");
+        if health["last_seq"].as_u64().unwrap() > published {
+            return health["last_seq"].as_u64().unwrap();
+        }
+        assert!(std::time::Instant::now() < deadline, "the handoff was never delivered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The first handoff on B's server-sent-event stream.
+fn first_handoff_on_the_stream(server: &MnemeServer) -> Value {
+    let response = ureq::get(&format!("{}/v1/swarms/demo/agents/reviewer/handoffs?follow=true", server.url))
+        .set("authorization", &format!("Bearer {REVIEWER_TOKEN}"))
+        .call()
+        .unwrap();
+    assert_eq!(response.content_type(), "text/event-stream");
+    let mut lines = std::io::BufReader::new(response.into_reader()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "event: handoff");
+    assert_eq!(lines.next().unwrap().unwrap(), format!("id: {HANDOFF_ID}"));
+    let data = lines.next().unwrap().unwrap();
+    serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap()
+}
+
+/// Acknowledges with the CLI; the list shows it, a second ack is refused.
+fn acknowledge_with_the_cli(server: &MnemeServer, seq: u64) {
+    let reviewer = server.view_with_token(REVIEWER_TOKEN);
+    let listed = stdout_of(&reviewer.cli(&["handoffs", "--agent", "reviewer"]));
+    assert!(listed.contains(HANDOFF_ID) && listed.contains("pending") && listed.contains("from coder"), "{listed}");
+    let acknowledged = stdout_of(&reviewer.cli(&["handoffs", "--agent", "reviewer", "--ack", HANDOFF_ID]));
+    assert!(acknowledged.contains(&format!("acknowledged {HANDOFF_ID}")), "{acknowledged}");
+    let again = reviewer.cli(&["handoffs", "--agent", "reviewer", "--ack", HANDOFF_ID]);
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already_acknowledged"), "{again:?}");
+    let (status, listed) =
+        server.get_as(Some(REVIEWER_TOKEN), &format!("/v1/swarms/demo/agents/reviewer/handoffs?min_seq={seq}"));
+    assert_eq!(status, 200);
+    assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
+    let (status, _) = server.post_as(
+        Some(REVIEWER_TOKEN),
+        "/v1/swarms/demo/agents/reviewer/handoffs/01KF0000000000000000000099/ack",
+        "",
+    );
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_reply() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let nats = runtime.block_on(NatsServer::require());
+    let work = tempfile::tempdir().unwrap();
+    let mut server = MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG);
+    // The reviewer is any NATS client: it subscribes before the handoff.
+    let client = runtime.block_on(async_nats::connect(nats.url())).unwrap();
+    let mut handoffs = runtime.block_on(client.subscribe("mneme.demo.reviewer.handoff")).unwrap();
+    runtime.block_on(client.flush()).unwrap();
+
+    let seq = publish_and_wait_for_delivery(&server);
+    let next_handoff = |handoffs: &mut async_nats::Subscriber| -> Value {
+        let message = runtime
+            .block_on(async { tokio::time::timeout(Duration::from_secs(30), handoffs.next()).await })
+            .expect("a handoff within 30 s")
+            .unwrap();
+        serde_json::from_slice(&message.payload).unwrap()
+    };
+    assert_package_for_reviewer(&next_handoff(&mut handoffs));
+
+    let queries = OverNats { runtime: &runtime, client: client.clone() };
+    assert_reviewer_sees_shared_work_only(&queries, seq);
+    let unknown = queries.query("reviewer", "teleport", json!({})).unwrap_err();
+    assert_eq!(unknown["error"]["code"], "unknown_verb", "{unknown}");
+    let bad = queries.query("reviewer", "search", json!({"q": "x", "k": 0})).unwrap_err();
+    assert_eq!((bad["error"]["status"].clone(), bad["error"]["field"].clone()), (json!(400), json!("k")), "{bad}");
+    assert_tokens_hold(&server);
+
+    // Not acknowledged yet: a restart delivers it again.
+    server.restart();
+    let redelivered = next_handoff(&mut handoffs);
+    assert_eq!(redelivered["handoff_id"], HANDOFF_ID);
+    assert_package_for_reviewer(&redelivered);
+    // ...and no second `handoff_received` is stored.
+    let (_, log) = server.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/events?agent=reviewer");
+    let receipts = log["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "handoff_received");
+    assert_eq!(receipts.count(), 1, "{log}");
+    acknowledge_with_the_cli(&server, seq);
+}
+
+#[test]
+fn on_the_embedded_log_the_reviewer_gets_the_package_over_http_and_nothing_private_leaks() {
+    let work = tempfile::tempdir().unwrap();
+    let mut server = MnemeServer::start_with(work.path(), None, CONFIG);
+    let seq = publish_and_wait_for_delivery(&server);
+    assert_package_for_reviewer(&first_handoff_on_the_stream(&server));
+    let queries = OverHttp { server: &server, token: REVIEWER_TOKEN };
+    assert_reviewer_sees_shared_work_only(&OverHttp { server: &server, token: OPERATOR_TOKEN }, seq);
+    // The reviewer's own token gets the same answers for its own memory.
+    let context = queries.query("reviewer", "context", json!({"query": "ledger", "min_seq": seq})).unwrap();
+    assert_no_secret("reviewer context", context["text"].as_str().unwrap());
+    assert_eq!(context["budget"], 2500, "a request without a budget gets the agent's context_budget");
+    assert_tokens_hold(&server);
+    acknowledge_with_the_cli(&server, seq);
+
+    // Replay rebuilds the same memories, and the handoff stays acknowledged.
+    server.restart();
+    for agent in ["coder", "reviewer", "scribe"] {
+        let verified = stdout_of(
+            &server.view_with_token(OPERATOR_TOKEN).cli(&["replay", "--swarm", "demo", "--agent", agent, "--verify"]),
+        );
+        assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
+    }
+    let (_, listed) = server.get_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/agents/reviewer/handoffs");
+    assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
+}
