@@ -32,6 +32,11 @@ pub struct BenchArgs {
     batch: usize,
     #[arg(long, value_enum, default_value = "both")]
     backend: BenchBackend,
+    /// Scope of the ingest events: `shared` (every agent's memory applies
+    /// every event, so the apply work grows with the number of agents) or
+    /// `private` (each memory applies its own agent's events only).
+    #[arg(long, value_enum, default_value = "shared")]
+    scope: BenchScope,
     /// Items in the memory searched by `bench search`.
     #[arg(long, default_value_t = 100_000)]
     items: usize,
@@ -67,6 +72,12 @@ pub(crate) enum Vocabulary {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BenchScope {
+    Shared,
+    Private,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BenchBackend {
     Embedded,
     Nats,
@@ -89,15 +100,26 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Suite::Ingest => {}
     }
     let agents: Vec<String> = (0..args.agents.max(1)).map(|index| format!("agent-{index}")).collect();
-    let json_events = synthetic_events(args.events, &agents);
+    let mut json_events = synthetic_events(args.events, &agents);
+    if args.scope == BenchScope::Private {
+        for json in &mut json_events {
+            *json = json.replace("\"scope\":\"shared\"", "\"scope\":\"private\"");
+        }
+    }
     let bytes: usize = json_events.iter().map(String::len).sum();
     out!("{}", machine_description());
+    let scope = if args.scope == BenchScope::Shared { "shared" } else { "private" };
     out!(
-        "command: mneme bench ingest --events {} --agents {} --batch {} --checkpoint-every-events {}",
+        "command: mneme bench ingest --events {} --agents {} --scope {scope} --batch {} --checkpoint-every-events {}",
         args.events,
         agents.len(),
         args.batch,
         args.checkpoint_every_events
+    );
+    let applies_per_event = if args.scope == BenchScope::Shared { agents.len() } else { 1 };
+    out!(
+        "applies: each event is applied by {applies_per_event} memory(ies), {} applies in all",
+        args.events * applies_per_event
     );
     out!(
         "events: {} synthetic events, {} bytes of JSON on average",

@@ -397,6 +397,16 @@ fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_r
     let bad = queries.query("reviewer", "search", json!({"q": "x", "k": 0})).unwrap_err();
     assert_eq!((bad["error"]["status"].clone(), bad["error"]["field"].clone()), (json!(400), json!("k")), "{bad}");
     assert_tokens_hold(&server);
+    // Another swarm's subjects: this server answers none of them.
+    let other_swarm = runtime.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            client.request("mneme.other.reviewer.query.search", json!({"q": "ledger"}).to_string().into()),
+        )
+        .await
+    });
+    let error = other_swarm.expect("an answer within 10 s").expect_err("no responder for another swarm");
+    assert_eq!(error.kind(), async_nats::client::RequestErrorKind::NoResponders, "{error}");
 
     // Not acknowledged yet: a restart delivers it again.
     server.restart();
