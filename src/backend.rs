@@ -43,10 +43,10 @@ pub async fn open_log_and_broker(config: &SwarmConfig) -> anyhow::Result<OpenedL
                 duplicate_window: Duration::from_secs(config.log.duplicate_window_secs),
                 max_age: (config.log.max_age_secs > 0).then(|| Duration::from_secs(config.log.max_age_secs)),
                 replicas: config.log.replicas,
-                limits,
                 credentials: config.nats_credentials(),
                 ..JetStreamOptions::default()
-            };
+            }
+            .with_limits(limits);
             let log = JetStreamLog::connect(&config.log.nats_url, swarm, options)
                 .await
                 .with_context(|| format!("connecting to NATS JetStream at {}", config.log.nats_url))?;

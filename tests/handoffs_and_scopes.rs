@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 const OPERATOR_TOKEN: &str = "operator-secret-0123456789";
 const REVIEWER_TOKEN: &str = "reviewer-secret-0123456789";
 const CODER_TOKEN: &str = "coder-secret-0123456789ab";
+const NATS_TOKEN: &str = "nats-secret-of-the-swarm";
 
 const CONFIG: &str = r#"
 [[agents]]
@@ -347,6 +348,23 @@ fn first_handoff_on_the_stream(server: &MnemeServer) -> Value {
     serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap()
 }
 
+/// The first line `mneme handoffs --follow --json` prints, as the reviewer.
+fn first_handoff_of_the_cli(server: &MnemeServer) -> Value {
+    let mut follower = std::process::Command::new(common::MNEME)
+        .args(["handoffs", "--agent", "reviewer", "--follow", "--json"])
+        .env("MNEME_SERVER", &server.url)
+        .env("MNEME_TOKEN", REVIEWER_TOKEN)
+        .env("MNEME_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(follower.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    follower.kill().unwrap();
+    follower.wait().unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|error| panic!("{error}: {line:?}"))
+}
+
 /// Acknowledges with the CLI; the list shows it, a second ack is refused.
 fn acknowledge_with_the_cli(server: &MnemeServer, seq: u64) {
     let reviewer = server.view_with_token(REVIEWER_TOKEN);
@@ -372,11 +390,23 @@ fn acknowledge_with_the_cli(server: &MnemeServer, seq: u64) {
 #[test]
 fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_reply() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let nats = runtime.block_on(NatsServer::require());
+    // A server that wants a token; Mneme's comes from the environment.
+    let nats = runtime.block_on(async {
+        match NatsServer::binary() {
+            Some(_) => NatsServer::start_with_token(NATS_TOKEN).await.expect("nats-server with a token"),
+            None => NatsServer::require().await,
+        }
+    });
     let work = tempfile::tempdir().unwrap();
-    let mut server = MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG);
+    let mut server = MnemeServer::start_with_environment(
+        work.path(),
+        Some(&nats.url()),
+        CONFIG,
+        &[("MNEME_NATS_TOKEN", NATS_TOKEN)],
+    );
     // The reviewer is any NATS client: it subscribes before the handoff.
-    let client = runtime.block_on(async_nats::connect(nats.url())).unwrap();
+    let connect = async_nats::ConnectOptions::with_token(NATS_TOKEN.to_string()).connect(nats.url());
+    let client = runtime.block_on(connect).unwrap();
     let mut handoffs = runtime.block_on(client.subscribe("mneme.demo.reviewer.handoff")).unwrap();
     runtime.block_on(client.flush()).unwrap();
 
@@ -426,6 +456,7 @@ fn on_the_embedded_log_the_reviewer_gets_the_package_over_http_and_nothing_priva
     let mut server = MnemeServer::start_with(work.path(), None, CONFIG);
     let seq = publish_and_wait_for_delivery(&server);
     assert_package_for_reviewer(&first_handoff_on_the_stream(&server));
+    assert_package_for_reviewer(&first_handoff_of_the_cli(&server));
     let queries = OverHttp { server: &server, token: REVIEWER_TOKEN };
     assert_reviewer_sees_shared_work_only(&OverHttp { server: &server, token: OPERATOR_TOKEN }, seq);
     // The reviewer's own token gets the same answers for its own memory.

@@ -103,22 +103,28 @@ pub struct JetStreamOptions {
 
 impl Default for JetStreamOptions {
     fn default() -> Self {
-        let limits = DecodeLimits::default();
-        // Room for the headers beside the largest event the limits accept.
-        let headroom = 4 * 1024;
-        let max_message_bytes = i32::try_from(limits.max_event_bytes + headroom).unwrap_or(i32::MAX);
         JetStreamOptions {
             duplicate_window: Duration::from_secs(120),
-            max_message_bytes,
+            max_message_bytes: 0,
             max_age: None,
             replicas: 1,
-            limits,
+            limits: DecodeLimits::default(),
             credentials: None,
         }
+        .with_limits(DecodeLimits::default())
     }
 }
 
 impl JetStreamOptions {
+    /// Sets the event size limit and sizes the stream's messages to match,
+    /// with room for the headers.
+    pub fn with_limits(mut self, limits: DecodeLimits) -> Self {
+        let headroom = 4 * 1024;
+        self.max_message_bytes = i32::try_from(limits.max_event_bytes + headroom).unwrap_or(i32::MAX);
+        self.limits = limits;
+        self
+    }
+
     /// Authenticates with a user and password.
     pub fn with_user_password(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.credentials = Some(Credentials::UserPassword { user: user.into(), password: password.into() });

@@ -38,6 +38,8 @@ pub struct NatsServer {
     /// Holds the JetStream store and the server's log; removed on drop.
     dir: PathBuf,
     child: Option<Child>,
+    /// The token clients must present, when the server requires one.
+    token: Option<String>,
 }
 
 impl NatsServer {
@@ -65,7 +67,20 @@ impl NatsServer {
         })?;
         let port = free_loopback_port()?;
         let dir = fresh_temp_dir()?;
-        let mut server = NatsServer { binary, port, dir, child: None };
+        let mut server = NatsServer { binary, port, dir, child: None, token: None };
+        server.spawn_and_wait().await?;
+        Ok(server)
+    }
+
+    /// Like [`NatsServer::start`], with a server that refuses clients
+    /// without this token (`--auth`).
+    pub async fn start_with_token(token: &str) -> Result<NatsServer, LogError> {
+        let binary = NatsServer::binary().ok_or_else(|| {
+            LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
+        })?;
+        let port = free_loopback_port()?;
+        let dir = fresh_temp_dir()?;
+        let mut server = NatsServer { binary, port, dir, child: None, token: Some(token.to_string()) };
         server.spawn_and_wait().await?;
         Ok(server)
     }
@@ -125,7 +140,11 @@ impl NatsServer {
             .open(self.log_path())
             .map_err(|error| self.io_error("could not open its log file", error))?;
         let stderr_log = log.try_clone().map_err(|error| self.io_error("could not open its log file", error))?;
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some(token) = &self.token {
+            command.args(["--auth", token]);
+        }
+        let child = command
             .arg("-js")
             .arg("-sd")
             .arg(self.store_dir())
@@ -157,7 +176,11 @@ impl NatsServer {
                     return Err(self.startup_failure(&format!("exited with {status}")));
                 }
             }
-            match async_nats::connect(&url).await {
+            let options = match &self.token {
+                Some(token) => async_nats::ConnectOptions::with_token(token.clone()),
+                None => async_nats::ConnectOptions::new(),
+            };
+            match options.connect(&url).await {
                 Ok(client) => match async_nats::jetstream::new(client).query_account().await {
                     Ok(_) => return Ok(()),
                     Err(error) => last_error = format!("JetStream not ready: {error}"),

@@ -552,6 +552,25 @@ async fn sled_log_subscription_ends_when_its_log_is_dropped() {
 
 // ---- The JetStream log only ----
 
+/// A server that wants a token refuses a log without it, and serves one with
+/// it; the error says why.
+#[tokio::test]
+async fn jetstream_logs_in_with_the_configured_token() {
+    let server = match NatsServer::binary() {
+        Some(_) => NatsServer::start_with_token("s3cret-nats-token").await.expect("a server with a token"),
+        None => NatsServer::require().await,
+    };
+    let refused = JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await;
+    assert!(refused.is_err(), "a server with --auth refuses a client without the token");
+    let wrong = JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default().with_token("wrong")).await;
+    assert!(wrong.is_err());
+    let log = JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default().with_token("s3cret-nats-token"))
+        .await
+        .expect("the token opens the server");
+    let appended = log.append(&[event("coder", "behind a token")]).await.expect("append");
+    assert_eq!(appended[0].seq, 1);
+}
+
 /// The contract needs a duplicate's ack to name the original sequence; the
 /// JetStream log relies on the server for it, so the server's behaviour is
 /// pinned here with a plain client.

@@ -31,6 +31,8 @@ pub struct MnemeServer {
     pub nats_url: Option<String>,
     /// Sent as a bearer token by `get`, `post` and `cli`.
     pub token: Option<String>,
+    /// Environment variables of the `mneme serve` process.
+    environment: Vec<(String, String)>,
     port: u16,
 }
 
@@ -44,6 +46,16 @@ impl MnemeServer {
 
     /// Like [`MnemeServer::start`], with more `swarm.toml` appended.
     pub fn start_with(work_dir: &Path, nats_url: Option<&str>, extra_config: &str) -> MnemeServer {
+        MnemeServer::start_with_environment(work_dir, nats_url, extra_config, &[])
+    }
+
+    /// Like [`MnemeServer::start_with`], with these environment variables.
+    pub fn start_with_environment(
+        work_dir: &Path,
+        nats_url: Option<&str>,
+        extra_config: &str,
+        environment: &[(&str, &str)],
+    ) -> MnemeServer {
         let config_path = work_dir.join("swarm.toml");
         let mut config = String::from(
             "[swarm]\nname = \"demo\"\nadmit_unknown_agents = true\n\n[memory]\ncheckpoint_interval_ms = 200\n\
@@ -62,6 +74,7 @@ impl MnemeServer {
             config_path,
             nats_url: nats_url.map(str::to_string),
             token: None,
+            environment: environment.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect(),
             port: free_port(),
         };
         server.spawn();
@@ -77,6 +90,7 @@ impl MnemeServer {
             .arg(&self.data_dir)
             .args(["--http", &format!("127.0.0.1:{}", self.port)])
             .env("MNEME_LOG", "warn")
+            .envs(self.environment.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null());
         if let Some(url) = &self.nats_url {
             command.args(["--nats", url]);
@@ -123,6 +137,7 @@ impl MnemeServer {
             config_path: self.config_path.clone(),
             nats_url: self.nats_url.clone(),
             token: Some(token.to_string()),
+            environment: self.environment.clone(),
             port: self.port,
         }
     }
