@@ -168,6 +168,13 @@ impl Routing {
                 let seq = entry.seq;
                 let was_handoff = match self.route(entry).await {
                     Ok(was_handoff) => was_handoff,
+                    Err(error) if is_permanent(&error) => {
+                        // Retrying would fail the same way and hold up every
+                        // later handoff: give this one up, loudly.
+                        tracing::error!(seq, %error, "handoff cannot be delivered; skipped");
+                        metrics::counter!("mneme_handoffs_undeliverable_total").increment(1);
+                        true
+                    }
                     Err(error) => {
                         // Not delivered: the position stays before it, and
                         // it is tried again.
@@ -265,6 +272,19 @@ impl Routing {
             budget_tokens: self.bundle_tokens,
         }
     }
+}
+
+/// Whether a failed delivery would fail again however often it is tried:
+/// a sender the swarm does not admit, a package that is not a valid event
+/// or is larger than the log accepts. Anything else (the log or a memory
+/// unavailable, a catch-up timeout) may pass, and is retried.
+fn is_permanent(error: &ActorsError) -> bool {
+    matches!(
+        error,
+        ActorsError::UnknownAgent { .. }
+            | ActorsError::Handoff { .. }
+            | ActorsError::Log(mneme_nats::LogError::EventTooLarge { .. })
+    )
 }
 
 /// `handoff_received` for the recipient, caused by the `handoff_sent`. Its

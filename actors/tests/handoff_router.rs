@@ -2,8 +2,8 @@
 //! planner to the coder becomes a `handoff_received` in the coder's log with
 //! a package that holds the planner's shared work on the task and none of
 //! its private notes; a restarted router delivers nothing twice; a handoff
-//! to an agent the swarm does not admit is not delivered and does not stop
-//! the router.
+//! to or from an agent the swarm does not admit is not delivered and does
+//! not stop the router.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -169,4 +169,19 @@ async fn a_handoff_to_an_agent_the_swarm_does_not_admit_is_skipped_and_the_next_
     assert_eq!(records[0].handoff_id, events[3].id);
     let received = fixture.kinds().await.into_iter().filter(|kind| *kind == "handoff_received").count();
     assert_eq!(received, 1, "nothing for the stranger");
+}
+
+#[actix_rt::test]
+async fn a_handoff_from_a_sender_the_swarm_does_not_admit_is_skipped_and_the_next_is_delivered() {
+    let mut events = planner_work();
+    let mut from_stranger = handoff(3, "coder");
+    from_stranger.agent = "stranger".to_string();
+    events.push(from_stranger);
+    events.push(handoff(4, "coder"));
+    let fixture = fixture(&events).await;
+    let _router = fixture.router();
+    let records = fixture.coder_handoffs(1).await;
+    assert_eq!(records[0].handoff_id, events[3].id, "the router did not stop at the stranger's handoff");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(fixture.coder_handoffs(1).await.len(), 1, "nothing delivered from the stranger");
 }
