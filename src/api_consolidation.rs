@@ -343,12 +343,22 @@ pub async fn purge(
     if body.item_ids.is_empty() && before.is_none() {
         return Err(ApiError::bad_parameter("item_ids", "a purge names item_ids, or an agent and a before time"));
     }
-    // Which memories hold the items.
+    // Which memories hold the items. The agent's items before a time are
+    // in every memory that may see them (its shared ones in all), so a
+    // purge by time goes to every memory, for that agent's items only.
+    let memories = match before {
+        Some(_) => {
+            agents_of(&state, &swarm, body.agent.as_deref()).await?;
+            agents_of(&state, &swarm, None).await?
+        }
+        None => agents_of(&state, &swarm, body.agent.as_deref()).await?,
+    };
     let mut targets: Vec<(String, Vec<String>)> = Vec::new();
-    for agent in agents_of(&state, &swarm, body.agent.as_deref()).await? {
+    for agent in memories {
         let handle = agent_handle(&state, &swarm, &agent, None).await?;
         let mut held = Vec::new();
-        for item_id in &body.item_ids {
+        let item_ids_apply = body.agent.as_deref().is_none_or(|named| named == agent);
+        for item_id in body.item_ids.iter().filter(|_| item_ids_apply) {
             if let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.clone()))).await? {
                 if listing.item.is_some() {
                     held.push(item_id.clone());
@@ -374,7 +384,12 @@ pub async fn purge(
         let event = agent_event(
             &swarm,
             &agent,
-            EventKind::MemoryPurged(MemoryPurged { item_ids: item_ids.clone(), before, reason: body.reason.clone() }),
+            EventKind::MemoryPurged(MemoryPurged {
+                item_ids: item_ids.clone(),
+                before,
+                of_agent: before.and(body.agent.clone()),
+                reason: body.reason.clone(),
+            }),
         );
         event.validate().map_err(ApiError::from_validation)?;
         tombstones.push((agent, item_ids, event));

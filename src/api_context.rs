@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::api::{
     ApiError, AppState, MAX_BUDGET_TOKENS, MAX_QUERY_BYTES, agent_handle, ask, check_between, check_query_text,
-    entry_json, provenance_json,
+    entry_json, entry_visible_to, provenance_json,
 };
 
 /// At most this many errors may be named in one request.
@@ -272,7 +272,10 @@ pub async fn phase_answer(
     match level {
         PhaseLevel::Original => {
             let entries = state.log.read_seqs(&phase.event_seqs).await?;
-            object.insert("events".to_string(), json!(entries.iter().map(entry_json).collect::<Vec<_>>()));
+            // A phase holds only its agent's own events; checked again, as
+            // every path that reads the log directly does.
+            let visible = entries.iter().filter(|entry| entry_visible_to(entry, agent));
+            object.insert("events".to_string(), json!(visible.map(entry_json).collect::<Vec<_>>()));
         }
         PhaseLevel::Full => {
             object.insert("full".to_string(), full_json(&phase));

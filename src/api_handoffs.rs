@@ -4,17 +4,17 @@
 //! (see the handoff router); this is how an agent gets them on the embedded
 //! log, or without a NATS client.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use futures::StreamExt;
-use mneme_actors::{AgentsWritten, Query, QueryAnswer, handoff_delivery_json};
+use mneme_actors::{AgentHandle, AgentsWritten, Query, QueryAnswer, handoff_delivery_json};
 use mneme_events::{EventId, EventKind, HandoffAcknowledged};
 use mneme_nats::LogEntry;
+use mneme_projections::HandoffRecord;
 use mneme_projections::consolidation::verdict_event_id;
-use mneme_projections::{HandoffRecord, ProvenanceRef};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -62,7 +62,7 @@ pub async fn list_handoffs(
     }
     let pending: Vec<HandoffRecord> = records.into_iter().filter(HandoffRecord::is_pending).collect();
     let (frames, receiver) = mpsc::channel::<web::Bytes>(STREAM_BUFFER_FRAMES);
-    actix_web::rt::spawn(stream_handoffs(state.into_inner(), swarm, agent, status.checkpoint, pending, frames));
+    actix_web::rt::spawn(stream_handoffs(state.into_inner(), handle, swarm, status.checkpoint, pending, frames));
     let stream = futures::stream::unfold(receiver, |mut receiver| async move {
         let frame = receiver.recv().await?;
         Some((Ok::<_, actix_web::Error>(frame), receiver))
@@ -76,19 +76,23 @@ pub async fn list_handoffs(
 /// Sends `pending`, then follows the agent's part of the log after
 /// `checkpoint` for new deliveries, until the reader hangs up, the server
 /// shuts down, or the log fails (the client reconnects and gets the pending
-/// ones again).
+/// ones again). What is sent is the memory's record of each handoff, as the
+/// list shows it: a receipt the agent's runtime recorded itself, without a
+/// package, is sent again once Mneme's delivery fills the package in.
 async fn stream_handoffs(
     state: std::sync::Arc<AppState>,
+    handle: AgentHandle,
     swarm: String,
-    agent: String,
     checkpoint: u64,
     pending: Vec<HandoffRecord>,
     frames: mpsc::Sender<web::Bytes>,
 ) {
+    let agent = handle.agent.clone();
     let mut shutting_down = state.shutting_down.clone();
-    let mut sent: BTreeSet<EventId> = BTreeSet::new();
+    // Each handoff sent, and whether it had its package.
+    let mut sent: BTreeMap<EventId, bool> = BTreeMap::new();
     for record in &pending {
-        sent.insert(record.handoff_id);
+        sent.insert(record.handoff_id, record.package.is_some());
         if frames.send(handoff_frame(&swarm, &agent, record)).await.is_err() {
             return;
         }
@@ -105,10 +109,22 @@ async fn stream_handoffs(
     loop {
         let frame = tokio::select! {
             entry = entries.next() => match entry {
-                Some(Ok(entry)) => match received_record(&entry) {
-                    Some(record) if sent.insert(record.handoff_id) => handoff_frame(&swarm, &agent, &record),
-                    _ => continue,
-                },
+                Some(Ok(entry)) => {
+                    let Some(handoff_id) = received_handoff_id(&entry) else { continue };
+                    match memory_record(&state, &handle, entry.seq, handoff_id).await {
+                        Ok(Some(record)) if sent.get(&handoff_id) != Some(&true)
+                            && (record.package.is_some() || !sent.contains_key(&handoff_id)) =>
+                        {
+                            sent.insert(handoff_id, record.package.is_some());
+                            handoff_frame(&swarm, &agent, &record)
+                        }
+                        Ok(_) => continue,
+                        Err(error) => {
+                            tracing::warn!(%agent, %error, "handoff stream ended: the memory did not answer");
+                            return;
+                        }
+                    }
+                }
                 Some(Err(error)) => {
                     tracing::warn!(%agent, %error, "handoff stream ended by a log error");
                     return;
@@ -125,17 +141,25 @@ async fn stream_handoffs(
     }
 }
 
-/// The record of a `handoff_received` entry, as the memory will hold it.
-fn received_record(entry: &LogEntry) -> Option<HandoffRecord> {
+/// The handoff a `handoff_received` entry is about.
+fn received_handoff_id(entry: &LogEntry) -> Option<EventId> {
     let event = entry.record.as_ref().ok()?;
     let EventKind::HandoffReceived(received) = &event.kind else { return None };
-    Some(HandoffRecord {
-        handoff_id: received.handoff_id,
-        from: received.from.clone(),
-        received: ProvenanceRef { seq: entry.seq, event_id: event.id },
-        package: received.package.clone(),
-        acknowledged: None,
-    })
+    Some(received.handoff_id)
+}
+
+/// The memory's record of a handoff, once it has applied `seq`.
+async fn memory_record(
+    state: &AppState,
+    handle: &AgentHandle,
+    seq: u64,
+    handoff_id: EventId,
+) -> Result<Option<HandoffRecord>, ApiError> {
+    handle.caught_up(state.log.as_ref(), seq, CATCH_UP_TIMEOUT).await?;
+    let QueryAnswer::Handoffs(records) = ask(handle, Query::Handoffs).await? else {
+        unreachable!("a handoffs query answers with handoffs")
+    };
+    Ok(records.into_iter().find(|record| record.handoff_id == handoff_id))
 }
 
 /// One server-sent event: `event: handoff`, the handoff id as the event id,

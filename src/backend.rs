@@ -39,6 +39,8 @@ pub async fn open_log_and_broker(config: &SwarmConfig) -> anyhow::Result<OpenedL
             Ok(OpenedLog { log: Arc::new(log), broker: None })
         }
         LogBackend::Nats => {
+            // `--nats` and MNEME_NATS_URL bypass the file's checks.
+            mneme_actors::swarm_config::check_nats_url(&config.log.nats_url).map_err(anyhow::Error::msg)?;
             let options = JetStreamOptions {
                 duplicate_window: Duration::from_secs(config.log.duplicate_window_secs),
                 max_age: (config.log.max_age_secs > 0).then(|| Duration::from_secs(config.log.max_age_secs)),

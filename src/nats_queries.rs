@@ -12,7 +12,10 @@
 //! | `phase`      | `{"phase_id", "level"}`; `{}` lists them | `GET …/phases/{id}`, `GET …/phases` |
 //!
 //! NATS carries no API token: who may publish on an agent's query subjects
-//! is the NATS server's authorization (per-user subject permissions).
+//! is the NATS server's authorization (per-user subject permissions), and
+//! who may read the answers is who may subscribe to the inboxes
+//! (`_INBOX.>`, or per-user inbox prefixes). Answers go only to `_INBOX.`
+//! subjects, never to a subject of the requester's choosing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +32,9 @@ use crate::api_context::{self, ContextBody, PhaseParams};
 /// The verbs a query subject may end in.
 pub const QUERY_VERBS: [&str; 5] = ["search", "context", "graph", "provenance", "phase"];
 const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// Replies go only to subjects under this prefix: NATS clients' default
+/// inboxes.
+const REPLY_PREFIX: &str = "_INBOX.";
 
 /// Answers query requests until the process ends; after the subscription
 /// fails, subscribes again.
@@ -55,6 +61,15 @@ async fn answer_and_reply(state: Arc<AppState>, broker: Arc<dyn Broker>, request
         tracing::debug!(agent = %request.agent, verb = %request.verb, "query without a reply subject ignored");
         return;
     };
+    // Mneme answers with its own credentials: a reply subject a requester
+    // chose freely would let it publish onto the log, the handoff subjects
+    // or the JetStream API through Mneme. Request/reply clients reply to
+    // inboxes.
+    if !reply_to.starts_with(REPLY_PREFIX) {
+        tracing::warn!(agent = %request.agent, verb = %request.verb, %reply_to, "query with a reply subject outside {REPLY_PREFIX}* refused");
+        metrics::counter!("mneme_nats_queries_refused_total").increment(1);
+        return;
+    }
     metrics::counter!("mneme_nats_queries_total", "verb" => verb_label(&request.verb)).increment(1);
     let body = match answer(&state, &request).await {
         Ok(answer) => answer,

@@ -52,6 +52,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         supervisor.clone(),
         opened.broker.clone(),
         config.handoff_bundle_tokens(),
+        config.swarm.admit_unknown_agents,
     )
     .start();
     let bind = config.http.bind;

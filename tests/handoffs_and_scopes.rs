@@ -427,6 +427,24 @@ fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_r
     let bad = queries.query("reviewer", "search", json!({"q": "x", "k": 0})).unwrap_err();
     assert_eq!((bad["error"]["status"].clone(), bad["error"]["field"].clone()), (json!(400), json!("k")), "{bad}");
     assert_tokens_hold(&server);
+    // A reply subject that is not an inbox is refused: Mneme must not
+    // publish where a requester points it.
+    let mut hijacked = runtime.block_on(client.subscribe("mneme.demo.coder.events.message_recorded")).unwrap();
+    runtime.block_on(async {
+        let body = json!({"q": "ledger"}).to_string();
+        client
+            .publish_with_reply(
+                "mneme.demo.reviewer.query.search",
+                "mneme.demo.coder.events.message_recorded",
+                body.into(),
+            )
+            .await
+            .unwrap();
+        client.flush().await.unwrap();
+    });
+    let nothing = runtime.block_on(async { tokio::time::timeout(Duration::from_secs(1), hijacked.next()).await });
+    assert!(nothing.is_err(), "Mneme answered onto an events subject: {nothing:?}");
+
     // Another swarm's subjects: this server answers none of them.
     let other_swarm = runtime.block_on(async {
         tokio::time::timeout(

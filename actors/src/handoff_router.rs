@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 
 use crate::error::ActorsError;
 use crate::memory_actor::{HandoffBundleRequest, Query, QueryAnswer};
-use crate::supervisor::{AgentHandle, GetAgent, ListAgents, Supervisor};
+use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, Supervisor};
 
 /// The router's durable position on the log.
 const CONSUMER: &str = "handoff-router";
@@ -35,6 +35,8 @@ const CONSUMER: &str = "handoff-router";
 /// otherwise, so that a restart does not re-read the whole log.
 const STORE_POSITION_EVERY_ENTRIES: u64 = 1000;
 const RETRY_AFTER: Duration = Duration::from_millis(500);
+/// Redelivery at start-up gives up on an agent after this many attempts.
+const REDELIVERY_ROUNDS: usize = 10;
 /// How long the router waits for the sender's memory to apply the handoff
 /// before it assembles the bundle.
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -45,19 +47,23 @@ pub struct HandoffRouter {
     supervisor: Addr<Supervisor>,
     broker: Option<Arc<dyn Broker>>,
     bundle_tokens: usize,
+    admit_unknown_agents: bool,
 }
 
 impl HandoffRouter {
     /// `broker`: where packages are published on NATS; `None` on the
     /// embedded log, where recipients read them over HTTP.
+    /// `admit_unknown_agents`: as in `swarm.toml`; a handoff to an agent not
+    /// yet seen on the log is then delivered, and starts its memory.
     pub fn new(
         swarm: &str,
         log: Arc<dyn EventLog>,
         supervisor: Addr<Supervisor>,
         broker: Option<Arc<dyn Broker>>,
         bundle_tokens: usize,
+        admit_unknown_agents: bool,
     ) -> HandoffRouter {
-        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, bundle_tokens }
+        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, bundle_tokens, admit_unknown_agents }
     }
 
     fn routing(&self) -> Routing {
@@ -67,6 +73,7 @@ impl HandoffRouter {
             supervisor: self.supervisor.clone(),
             broker: self.broker.clone(),
             bundle_tokens: self.bundle_tokens,
+            admit_unknown_agents: self.admit_unknown_agents,
         }
     }
 }
@@ -75,14 +82,12 @@ impl Actor for HandoffRouter {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        // Side by side: new handoffs need not wait while every memory
+        // catches up for the redelivery of old ones.
         let routing = self.routing();
-        ctx.spawn(
-            async move {
-                routing.redeliver_pending().await;
-                routing.follow().await;
-            }
-            .into_actor(self),
-        );
+        ctx.spawn(async move { routing.follow().await }.into_actor(self));
+        let redelivery = self.routing();
+        ctx.spawn(async move { redelivery.redeliver_pending().await }.into_actor(self));
     }
 }
 
@@ -107,33 +112,53 @@ struct Routing {
     supervisor: Addr<Supervisor>,
     broker: Option<Arc<dyn Broker>>,
     bundle_tokens: usize,
+    admit_unknown_agents: bool,
 }
 
 impl Routing {
     /// Publishes again every handoff received and not yet acknowledged: the
-    /// subscriber may have missed it while this process was down.
+    /// subscriber may have missed it while this process was down. A memory
+    /// still catching up, or a publish that fails, is tried again, up to
+    /// `REDELIVERY_ROUNDS` times.
     async fn redeliver_pending(&self) {
         let Some(broker) = &self.broker else { return };
-        let agents = match self.supervisor.send(ListAgents).await {
+        let mut remaining = match self.supervisor.send(ListAgents).await {
             Ok(agents) => agents,
             Err(_) => return,
         };
-        let log_end = self.log.last_seq().await.unwrap_or(0);
-        for agent in agents {
-            let Ok(Ok(handle)) = self.supervisor.send(GetAgent(agent.clone())).await else { continue };
-            if let Err(error) = handle.caught_up(self.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await {
-                tracing::warn!(%agent, %error, "cannot redeliver pending handoffs yet");
-                continue;
-            }
-            let Ok(Ok(QueryAnswer::Handoffs(records))) = handle.addr.send(Query::Handoffs).await else { continue };
-            for record in records.iter().filter(|record| record.is_pending()) {
-                let body = handoff_delivery_json(&self.swarm, &agent, record).to_string().into_bytes();
-                match broker.publish_handoff(&agent, body).await {
-                    Ok(()) => tracing::info!(%agent, handoff_id = %record.handoff_id, "pending handoff redelivered"),
-                    Err(error) => tracing::warn!(%agent, %error, "cannot redeliver a pending handoff"),
+        for round in 1..=REDELIVERY_ROUNDS {
+            let mut failed = Vec::new();
+            for agent in remaining {
+                if let Err(error) = self.redeliver_pending_of(broker.as_ref(), &agent).await {
+                    tracing::warn!(%agent, %error, round, "cannot redeliver pending handoffs yet");
+                    failed.push(agent);
                 }
             }
+            if failed.is_empty() {
+                return;
+            }
+            remaining = failed;
+            tokio::time::sleep(RETRY_AFTER).await;
         }
+        tracing::error!(agents = ?remaining, "pending handoffs of these agents were not redelivered");
+    }
+
+    async fn redeliver_pending_of(&self, broker: &dyn Broker, agent: &str) -> Result<(), ActorsError> {
+        let handle = self.handle_of(agent).await?;
+        let log_end = self.log.last_seq().await?;
+        handle.caught_up(self.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
+        let records = match handle.addr.send(Query::Handoffs).await {
+            Ok(Ok(QueryAnswer::Handoffs(records))) => records,
+            Ok(Ok(_)) => unreachable!("a handoffs query answers with handoffs"),
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err(ActorsError::ActorStopped { agent: agent.to_string() }),
+        };
+        for record in records.iter().filter(|record| record.is_pending()) {
+            let body = handoff_delivery_json(&self.swarm, agent, record).to_string().into_bytes();
+            broker.publish_handoff(agent, body).await?;
+            tracing::info!(%agent, handoff_id = %record.handoff_id, "pending handoff redelivered");
+        }
+        Ok(())
     }
 
     /// Follows the log from the stored position until the process ends;
@@ -204,15 +229,19 @@ impl Routing {
 
     async fn deliver(&self, sent_seq: Seq, sent: &Event, handoff: &HandoffSent) -> Result<(), ActorsError> {
         let recipient_name = handoff.to.trim();
-        let recipient = match self.supervisor.send(GetAgent(recipient_name.to_string())).await {
-            Ok(Ok(handle)) => handle,
+        match self.supervisor.send(GetAgent(recipient_name.to_string())).await {
+            Ok(Ok(_)) => {}
+            // Not on the log yet, as an agent just spawned to take the
+            // task: its `handoff_received` makes it known.
+            Ok(Err(ActorsError::UnknownAgent { .. })) if self.admit_unknown_agents => {}
             Ok(Err(ActorsError::UnknownAgent { .. })) => {
                 tracing::warn!(to = recipient_name, from = %sent.agent, "handoff to an agent this swarm does not admit; not delivered");
+                metrics::counter!("mneme_handoffs_undeliverable_total").increment(1);
                 return Ok(());
             }
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ActorsError::ActorStopped { agent: "supervisor".to_string() }),
-        };
+        }
         let sender = self.handle_of(&sent.agent).await?;
         sender.caught_up(self.log.as_ref(), sent_seq, CATCH_UP_TIMEOUT).await?;
         let bundle = match sender.addr.send(Query::HandoffBundle(self.bundle_request(sent, handoff))).await {
@@ -238,6 +267,7 @@ impl Routing {
         })?;
         let appended = self.log.append(std::slice::from_ref(&received)).await?;
         let received_seq = appended[0].seq;
+        self.supervisor.do_send(AgentsWritten(vec![recipient_name.to_string()]));
         tracing::info!(from = %sent.agent, to = recipient_name, handoff_id = %sent.id, received_seq, "handoff delivered");
         metrics::counter!("mneme_handoffs_delivered_total").increment(1);
         if let Some(broker) = &self.broker {
@@ -248,8 +278,8 @@ impl Routing {
                 package: Some(package),
                 acknowledged: None,
             };
-            let body = handoff_delivery_json(&self.swarm, &recipient.agent, &record).to_string().into_bytes();
-            broker.publish_handoff(&recipient.agent, body).await?;
+            let body = handoff_delivery_json(&self.swarm, recipient_name, &record).to_string().into_bytes();
+            broker.publish_handoff(recipient_name, body).await?;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use mneme_events::{EventId, HandoffBundle, Scope};
+use mneme_events::{EventId, HandoffBundle};
 use mneme_nats::{DeadLetter, LogEntry};
 use mneme_projections::consolidation::ConsolidationView;
 use mneme_projections::graph::{GraphQuery, Subgraph};
@@ -100,7 +100,7 @@ impl MemoryActor {
     /// Sends the phase the last applied event completed to the compressor,
     /// if a model is configured, the phase completed live, and no summary of
     /// it is recorded yet.
-    fn notify_completed_phase(&self, seq: u64, event_id: EventId, scope: Scope) {
+    fn notify_completed_phase(&self, seq: u64, event_id: EventId) {
         let Some(link) = &self.summaries else { return };
         let Some(phase) = self.memory.phases().completed_by_last_event() else { return };
         if phase.completed_seq != Some(seq) {
@@ -133,7 +133,6 @@ impl MemoryActor {
             phase_id,
             completed_by: event_id,
             correlation_id: phase.task.clone(),
-            scope,
         });
     }
 
@@ -240,14 +239,14 @@ impl Handler<ApplyBatch> for MemoryActor {
         let mut report = ApplyReport::default();
         for entry in batch.0 {
             let seq = entry.seq;
-            let identity = entry.record.as_ref().ok().map(|event| (event.id, event.scope));
+            let event_id = entry.record.as_ref().ok().map(|event| event.id);
             if let Err(error) = apply_log_entry(&mut self.memory, entry, &mut report) {
                 tracing::error!(agent = %self.memory.agent(), seq, %error, "applying stalled; will retry");
                 report.stalled = Some(format!("seq {seq}: {error}"));
                 break;
             }
-            if let Some((event_id, scope)) = identity {
-                self.notify_completed_phase(seq, event_id, scope);
+            if let Some(event_id) = event_id {
+                self.notify_completed_phase(seq, event_id);
             }
         }
         self.unfiled_dead_letters.extend(report.dead_letters.iter().map(|letter| letter.seq));

@@ -37,7 +37,6 @@ pub struct PhaseCompletedNotice {
     /// The event that completed the phase: the cause of the summary.
     pub completed_by: EventId,
     pub correlation_id: Option<String>,
-    pub scope: Scope,
 }
 
 pub struct PhaseCompressor {
@@ -83,7 +82,10 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
                 ts: now(),
                 correlation_id: notice.correlation_id,
                 causation_id: Some(notice.completed_by),
-                scope: notice.scope,
+                // The summary quotes every event of the phase, private
+                // ones included: it is the agent's own, whatever the scope
+                // of the event that completed the phase.
+                scope: Scope::Private,
                 importance: None,
                 schema_version: CURRENT_SCHEMA_VERSION,
                 kind: EventKind::PhaseCompressed(PhaseCompressed {

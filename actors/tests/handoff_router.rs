@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use actix::{Actor, Addr};
 use mneme_actors::swarm_config::AgentConfig;
-use mneme_actors::{
-    AgentHandle, GetAgent, HandoffRouter, Query, QueryAnswer, SnapshotStore, StopRouting, Supervisor, SwarmConfig,
-};
+use mneme_actors::{GetAgent, HandoffRouter, Query, QueryAnswer, SnapshotStore, StopRouting, Supervisor, SwarmConfig};
 use mneme_events::{DecisionMade, Event, EventId, EventKind, HandoffSent, MessageRecorded, Scope, Timestamp};
 use mneme_nats::{EventLog, SledLog, SledOptions};
 use mneme_projections::HandoffRecord;
@@ -79,40 +77,54 @@ struct Fixture {
     _dir: tempfile::TempDir,
     log: Arc<dyn EventLog>,
     supervisor: Addr<Supervisor>,
+    admit_unknown_agents: bool,
 }
 
 async fn fixture(events: &[Event]) -> Fixture {
+    fixture_admitting(events, false).await
+}
+
+async fn fixture_admitting(events: &[Event], admit_unknown_agents: bool) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let log: Arc<dyn EventLog> =
         Arc::new(SledLog::open(&dir.path().join("log"), SWARM, SledOptions::default()).unwrap());
     let store = SnapshotStore::open(&dir.path().join("snapshots")).unwrap();
     let mut config = SwarmConfig::with_name(SWARM);
-    config.swarm.admit_unknown_agents = false;
+    config.swarm.admit_unknown_agents = admit_unknown_agents;
     config.agents = ["planner", "coder"].iter().map(|name| AgentConfig::named(name)).collect();
     log.append(events).await.unwrap();
     let log_end = log.last_seq().await.unwrap();
     let embedder = Arc::new(mneme_projections::embed::HashedNgramEmbedder::default());
     let supervisor = Supervisor::new(config, log.clone(), store, log_end, embedder).start();
-    Fixture { _dir: dir, log, supervisor }
+    Fixture { _dir: dir, log, supervisor, admit_unknown_agents }
 }
 
 impl Fixture {
     fn router(&self) -> Addr<HandoffRouter> {
-        HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), None, 2000).start()
-    }
-
-    async fn handle(&self, agent: &str) -> AgentHandle {
-        self.supervisor.send(GetAgent(agent.to_string())).await.unwrap().unwrap()
+        HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), None, 2000, self.admit_unknown_agents)
+            .start()
     }
 
     /// The coder's handoffs once there are `count`, waiting for the router.
     async fn coder_handoffs(&self, count: usize) -> Vec<HandoffRecord> {
-        let coder = self.handle("coder").await;
+        self.handoffs_of("coder", count).await
+    }
+
+    async fn handoffs_of(&self, agent: &str, count: usize) -> Vec<HandoffRecord> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        let memory = loop {
+            // An agent first seen in its handoff is started once the
+            // supervisor has heard of it.
+            match self.supervisor.send(GetAgent(agent.to_string())).await.unwrap() {
+                Ok(handle) => break handle,
+                Err(error) => assert!(tokio::time::Instant::now() < deadline, "{error}"),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
         loop {
             let last_seq = self.log.last_seq().await.unwrap();
-            coder.caught_up(self.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
-            let QueryAnswer::Handoffs(records) = coder.addr.send(Query::Handoffs).await.unwrap().unwrap() else {
+            memory.caught_up(self.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
+            let QueryAnswer::Handoffs(records) = memory.addr.send(Query::Handoffs).await.unwrap().unwrap() else {
                 unreachable!("a handoffs query answers with handoffs")
             };
             if records.len() >= count {
@@ -184,4 +196,15 @@ async fn a_handoff_from_a_sender_the_swarm_does_not_admit_is_skipped_and_the_nex
     assert_eq!(records[0].handoff_id, events[3].id, "the router did not stop at the stranger's handoff");
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(fixture.coder_handoffs(1).await.len(), 1, "nothing delivered from the stranger");
+}
+
+#[actix_rt::test]
+async fn a_handoff_to_an_agent_not_yet_on_the_log_is_delivered_when_the_swarm_admits_newcomers() {
+    let mut events = planner_work();
+    events.push(handoff(3, "newcomer"));
+    let fixture = fixture_admitting(&events, true).await;
+    let _router = fixture.router();
+    let records = fixture.handoffs_of("newcomer", 1).await;
+    assert_eq!(records[0].handoff_id, events[2].id);
+    assert!(records[0].package.is_some());
 }

@@ -761,15 +761,20 @@ impl MemoriesLinked {
 }
 
 payload! {
-    /// Erases the content of the named items, and of every item of the agent
-    /// whose event time is before `before`, from projections and snapshots.
-    /// The events themselves stay in the log until its retention drops them
-    /// or they are purged there (see README, "Erasure").
+    /// Erases the content of the named items, and of every item written by
+    /// `of_agent` (by default the tombstone's own agent) whose event time is
+    /// before `before`, from the tombstone agent's projections and
+    /// snapshots. An agent's shared items are in every memory that may see
+    /// them, so erasing them takes one tombstone per memory. The events
+    /// themselves stay in the log until its retention drops them or they
+    /// are purged there (see README, "Erasure").
     pub struct MemoryPurged {
         #[serde(default)]
         pub item_ids: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub before: Option<Timestamp>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub of_agent: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub reason: Option<String>,
     }
@@ -786,6 +791,9 @@ impl MemoryPurged {
         }
         for (index, item_id) in self.item_ids.iter().enumerate() {
             require_text(&format!("item_ids[{index}]"), item_id)?;
+        }
+        if let Some(of_agent) = &self.of_agent {
+            crate::envelope::validate_name(of_agent).map_err(|e| e.under("of_agent"))?;
         }
         Ok(())
     }

@@ -283,6 +283,15 @@ impl AgentMemory {
             self.checkpoint = seq;
             return Ok(AppliedEvent::NotVisible);
         }
+        let rendered = render::render(event, self.config.large_output_bytes);
+        // Events without content (forget, purge, merge, pin, cite, decay,
+        // link, consolidation verdicts, phase summaries) manage their
+        // author's own memory. Applied here they would let one agent erase
+        // or reshape every other agent's memory, private items included.
+        if !own && rendered.is_none() {
+            self.checkpoint = seq;
+            return Ok(AppliedEvent::NotVisible);
+        }
         if let Some(&original_seq) = self.seen_ids.get(&event.id) {
             self.checkpoint = seq;
             return Ok(AppliedEvent::DuplicateId { original_seq });
@@ -290,7 +299,6 @@ impl AgentMemory {
         let provenance = ProvenanceRef { seq, event_id: event.id };
         self.graph.apply(seq, event);
         let touched = self.graph.take_touched();
-        let rendered = render::render(event, self.config.large_output_bytes);
         if own {
             self.phases.observe(seq, event, &touched, rendered.as_deref());
         }
@@ -423,7 +431,10 @@ impl AgentMemory {
                 );
             }
             EventKind::ContradictionResolved(resolved) => self.resolve_contradiction(resolved, provenance, event),
-            EventKind::MemoryPurged(purged) => self.purge(purged, provenance)?,
+            EventKind::MemoryPurged(purged) => {
+                let author = purged.of_agent.as_deref().unwrap_or(&event.agent).to_string();
+                self.purge(purged, &author, provenance)?
+            }
             // Compressed phases are the phase tracker's and links the
             // graph's; both were applied before this.
             _ => {}
@@ -545,11 +556,15 @@ impl AgentMemory {
     /// replay, which rebuilds them the same way, ranks the same). Snapshots
     /// written from now on hold none of it; the log still holds the events
     /// (README, "Erasure").
-    fn purge(&mut self, purged: &MemoryPurged, provenance: ProvenanceRef) -> Result<(), ProjectionError> {
+    /// `author`: whose items `before` erases; another agent's items in this
+    /// memory are theirs to erase, not this agent's.
+    fn purge(&mut self, purged: &MemoryPurged, author: &str, provenance: ProvenanceRef) -> Result<(), ProjectionError> {
         let mut targets: Vec<u64> =
             purged.item_ids.iter().filter_map(|item_id| self.seq_by_item_id.get(item_id.trim()).copied()).collect();
         if let Some(before) = purged.before {
-            targets.extend(self.items.values().filter(|item| item.ts < before).map(|item| item.seq));
+            targets.extend(
+                self.items.values().filter(|item| item.ts < before && item.agent == author).map(|item| item.seq),
+            );
         }
         let merged_into_targets: Vec<u64> = targets
             .iter()

@@ -322,6 +322,7 @@ fn a_purge_erases_text_from_memory_indexes_and_snapshots() {
     given.push(EventKind::MemoryPurged(MemoryPurged {
         item_ids: vec![secret.clone()],
         before: None,
+        of_agent: None,
         reason: Some("erasure request".into()),
     }));
     let mut memory = given.memory();
@@ -375,6 +376,7 @@ fn a_purge_leaves_no_trace_in_graph_phases_contradictions_duplicates_or_late_sum
     given.push(EventKind::MemoryPurged(MemoryPurged {
         item_ids: vec![secret.clone(), read.clone(), fact.clone()],
         before: None,
+        of_agent: None,
         reason: Some("erasure request".into()),
     }));
     // A model summary of the phase, written before the purge, lands after.
@@ -416,7 +418,12 @@ fn a_purge_by_time_erases_everything_before_it() {
     let old = given.say("old note about the migration");
     let newer = given.say("newer note about the migration");
     let cutoff = given.log[1].1.ts;
-    given.push(EventKind::MemoryPurged(MemoryPurged { item_ids: vec![], before: Some(cutoff), reason: None }));
+    given.push(EventKind::MemoryPurged(MemoryPurged {
+        item_ids: vec![],
+        before: Some(cutoff),
+        of_agent: None,
+        reason: None,
+    }));
     let memory = given.memory();
     assert_eq!(memory.item(&old).unwrap().state, ItemState::Purged);
     assert_eq!(memory.item(&newer).unwrap().state, ItemState::Active);

@@ -11,7 +11,9 @@ use mneme_events::{
     Timestamp, ToolResultRecorded,
 };
 use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
-use mneme_projections::{AgentMemory, ContextRequest, MemoryConfig, ProjectionError, SearchMode, SearchRequest};
+use mneme_projections::{
+    AgentMemory, ContextRequest, ItemState, MemoryConfig, ProjectionError, SearchMode, SearchRequest,
+};
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[
@@ -217,9 +219,12 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
                 _ => continue,
             },
             Op::Purge(pick) => match earlier_id(*pick) {
-                Some(item_id) => {
-                    EventKind::MemoryPurged(MemoryPurged { item_ids: vec![item_id], before: None, reason: None })
-                }
+                Some(item_id) => EventKind::MemoryPurged(MemoryPurged {
+                    item_ids: vec![item_id],
+                    before: None,
+                    of_agent: None,
+                    reason: None,
+                }),
                 None => continue,
             },
             Op::ByReviewer(_) => continue,
@@ -524,4 +529,55 @@ fn a_snapshot_under_another_configuration_is_refused() {
         Err(ProjectionError::CorruptSnapshot(_))
     ));
     assert!(AgentMemory::from_snapshot(b"not a snapshot", "demo", "coder", config()).is_err());
+}
+
+/// Memory-management events (purge, forget, pin, verdicts…) manage their
+/// author's memory: another agent's, even shared, change nothing here. A
+/// purge of an agent's items by time, sent to this memory, erases that
+/// agent's items and none of this agent's own.
+#[test]
+fn another_agents_purge_changes_nothing_here_and_a_purge_by_time_erases_only_its_agents_items() {
+    let message = |counter: u64, agent: &str, text: &str| {
+        let mut event =
+            event(counter, EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: text.into() }));
+        event.agent = agent.to_string();
+        event.scope = Scope::Shared;
+        event
+    };
+    let mine = message(1, "coder", "the coder keeps the ledger notes");
+    let theirs = message(2, "reviewer", "the reviewer flagged the ledger index");
+    let purge_everything = |counter: u64, agent: &str, of_agent: Option<&str>| {
+        let mut event = event(
+            counter,
+            EventKind::MemoryPurged(MemoryPurged {
+                item_ids: Vec::new(),
+                before: Some(mneme_events::Timestamp::from_unix_millis(i64::MAX / 2_000_000)),
+                of_agent: of_agent.map(str::to_string),
+                reason: None,
+            }),
+        );
+        event.agent = agent.to_string();
+        event.scope = Scope::Shared;
+        event
+    };
+    let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
+    memory.apply(1, &mine).unwrap();
+    memory.apply(2, &theirs).unwrap();
+    let forged = purge_everything(3, "reviewer", None);
+    assert_eq!(memory.apply(3, &forged).unwrap(), mneme_projections::AppliedEvent::NotVisible);
+    assert_eq!(memory.item(&mine.id.to_string()).unwrap().state, ItemState::Active);
+    assert_eq!(memory.item(&theirs.id.to_string()).unwrap().state, ItemState::Active);
+    let forget = {
+        let mut event =
+            event(4, EventKind::MemoryForgotten(MemoryForgotten { item_id: mine.id.to_string(), reason: None }));
+        event.agent = "reviewer".to_string();
+        event.scope = Scope::Shared;
+        event
+    };
+    assert_eq!(memory.apply(4, &forget).unwrap(), mneme_projections::AppliedEvent::NotVisible);
+    assert_eq!(memory.item(&mine.id.to_string()).unwrap().state, ItemState::Active);
+
+    memory.apply(5, &purge_everything(5, "coder", Some("reviewer"))).unwrap();
+    assert_eq!(memory.item(&theirs.id.to_string()).unwrap().state, ItemState::Purged);
+    assert_eq!(memory.item(&mine.id.to_string()).unwrap().state, ItemState::Active);
 }

@@ -539,6 +539,7 @@ impl SwarmConfig {
             ));
         }
         self.check_nats_credentials()?;
+        check_nats_url(&self.log.nats_url)?;
         Ok(())
     }
 
@@ -580,6 +581,20 @@ impl SwarmConfig {
     }
 }
 
+/// A NATS URL with credentials in it (`nats://user:secret@host`) would put
+/// the secret in logs and in `Debug` output; they belong in `log.nats_*`.
+/// The URL is not repeated: it holds the secret.
+pub fn check_nats_url(url: &str) -> Result<(), String> {
+    let authority = url.split_once("://").map_or(url, |(_, rest)| rest);
+    if authority.split('/').next().unwrap_or("").contains('@') {
+        return Err("log.nats_url holds credentials (user:password@ or token@); expected a URL without them, \
+                    with the credentials in log.nats_user and log.nats_password or log.nats_token, or in \
+                    MNEME_NATS_USER, MNEME_NATS_PASSWORD or MNEME_NATS_TOKEN"
+            .to_string());
+    }
+    Ok(())
+}
+
 fn name_error(key: &str, value: &str, error: mneme_events::ValidationError) -> String {
     format!("{key} = {value:?} is not a valid name: {}", error.message)
 }
@@ -609,7 +624,12 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
         (Some(table), None) => format!("[{table}] at line {line_number}, column {column}"),
         (None, None) => format!("line {line_number}, column {column}"),
     };
-    if key.is_some_and(|key| access::SECRET_KEYS.contains(&key)) {
+    // Any secret key on the line (dotted, quoted, or inside an inline
+    // table) is reason enough: toml's message may repeat the value.
+    let names_a_secret = line
+        .split(|character: char| !(character.is_ascii_alphanumeric() || character == '_'))
+        .any(|word| access::SECRET_KEYS.contains(&word));
+    if names_a_secret {
         return format!("{location}: the value is not shown because this key holds a secret; expected a quoted string");
     }
     format!("{location}: {message}")
@@ -704,6 +724,27 @@ mod tests {
         assert!(message.contains("[compression.llm] at line 3") && message.contains("`model`"), "{message}");
         let message = error_of("[log]\nbackend = \"nats\"\n");
         assert!(message.ends_with("swarm.toml: missing field `swarm`"), "{message}");
+    }
+
+    #[test]
+    fn a_secret_on_a_dotted_quoted_or_inline_key_is_never_repeated() {
+        for line in [
+            "log.nats_password = 9876543210123",
+            "\"nats_token\" = 9876543210123",
+            "http.tokens = [{ name = \"a\", token = 9876543210123 }]",
+        ] {
+            let message = error_of(&format!("[swarm]\nname = \"s\"\n{line}\n"));
+            assert!(!message.contains("9876543210123") && message.contains("secret"), "{line}: {message}");
+        }
+    }
+
+    #[test]
+    fn credentials_in_the_nats_url_are_refused_without_repeating_them() {
+        let message =
+            error_of("[swarm]\nname = \"s\"\n[log]\nnats_url = \"nats://mneme:hunter2-secret@127.0.0.1:4222\"\n");
+        assert!(message.contains("log.nats_url holds credentials") && !message.contains("hunter2"), "{message}");
+        assert!(check_nats_url("nats://127.0.0.1:4222").is_ok());
+        assert!(check_nats_url("tls://host.example:4222/path@x").is_ok());
     }
 
     #[test]
