@@ -494,4 +494,21 @@ fn on_the_embedded_log_the_reviewer_gets_the_package_over_http_and_nothing_priva
     }
     let (_, listed) = server.get_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/agents/reviewer/handoffs");
     assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
+
+    // Erasing the coder's memories by time reaches every memory that holds
+    // them, and nothing of anyone else's.
+    let erase = json!({"agent": "coder", "before": "2100-01-01T00:00:00Z", "reason": "erasure request"});
+    let (status, purged) = server.post_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/purge", &erase.to_string());
+    assert_eq!(status, 200, "{purged}");
+    let tombstoned: Vec<&str> =
+        purged["purged"].as_array().unwrap().iter().map(|result| result["agent"].as_str().unwrap()).collect();
+    assert!(tombstoned.contains(&"reviewer") && tombstoned.contains(&"coder"), "{purged}");
+    let search = |agent: &str, query: &str| {
+        let path = format!("/v1/swarms/demo/agents/{agent}/search?q={query}&mode=bm25");
+        server.get_as(Some(OPERATOR_TOKEN), &path).1["hits"].as_array().unwrap().len()
+    };
+    assert_eq!(search("reviewer", "pgvector"), 0, "the coder's shared decision is erased from the reviewer's memory");
+    assert_eq!(search("coder", "zanzibar"), 0);
+    assert_eq!(search("reviewer", REVIEWER_SECRET), 1, "the reviewer's own note stays");
+    assert_eq!(search("reviewer", "runbook"), 1, "the scribe's note stays");
 }
