@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use mneme_events::{
     ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind,
-    FactAsserted, JsonText, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited,
-    MemoryDecayed, MemoryForgotten, MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, RetrievalCount, Scope,
-    Timestamp, ToolResultRecorded,
+    FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, JsonText, MemoriesLinked,
+    MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten, MemoryLink,
+    MemoryPinned, MemoryPurged, MessageRecorded, RetrievalCount, Scope, Timestamp, ToolResultRecorded,
 };
 use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
 use mneme_projections::{
@@ -58,6 +58,11 @@ enum Op {
     Resolve(usize, u8),
     Link(usize, usize),
     Purge(usize),
+    /// A handoff received (of an earlier event, as its `handoff_sent`),
+    /// with a package or without (as an agent's runtime may record it).
+    HandoffReceived(usize, bool),
+    /// Acknowledge a handoff received earlier.
+    HandoffAcknowledged(usize),
     /// The same, published by the other agent of the swarm.
     ByReviewer(Box<Op>),
 }
@@ -91,6 +96,8 @@ fn own_op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), 0..4u8).prop_map(|(pick, resolution)| Op::Resolve(pick, resolution)),
         1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Link(a, b)),
         1 => any::<usize>().prop_map(Op::Purge),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(pick, packaged)| Op::HandoffReceived(pick, packaged)),
+        1 => any::<usize>().prop_map(Op::HandoffAcknowledged),
     ]
 }
 
@@ -117,6 +124,7 @@ fn event(counter: u64, kind: EventKind) -> Event {
 fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
     let mut log: Vec<(u64, Event)> = Vec::new();
     let mut contradictions: Vec<String> = Vec::new();
+    let mut handoffs_received: Vec<EventId> = Vec::new();
     for (position, op) in ops.iter().enumerate() {
         let counter = position as u64;
         let (op, author) = match op {
@@ -227,6 +235,31 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
                 }),
                 None => continue,
             },
+            Op::HandoffReceived(pick, packaged) => {
+                if log.is_empty() {
+                    continue;
+                }
+                let sent = &log[pick % log.len()].1;
+                let package = packaged.then(|| HandoffPackage {
+                    task: "task-1".into(),
+                    summary: "take it from here".into(),
+                    artifacts: Vec::new(),
+                    decisions: Vec::new(),
+                    constraints: vec!["keep the api".into()],
+                    sent_seq: (pick % log.len()) as u64 + 1,
+                    sent_at: sent.ts,
+                    bundle: HandoffBundle { budget_tokens: 100, used_tokens: 0, items: Vec::new(), files: Vec::new() },
+                });
+                handoffs_received.push(sent.id);
+                EventKind::HandoffReceived(HandoffReceived { from: "planner".into(), handoff_id: sent.id, package })
+            }
+            Op::HandoffAcknowledged(pick) => {
+                if handoffs_received.is_empty() {
+                    continue;
+                }
+                let handoff_id = handoffs_received[pick % handoffs_received.len()];
+                EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note: None })
+            }
             Op::ByReviewer(_) => continue,
             Op::Republish(pick) => {
                 if log.is_empty() {
