@@ -16,6 +16,8 @@ mod bench_consolidate;
 mod bench_search;
 mod client;
 mod client_consolidation;
+mod eval_dataset;
+mod eval_generator;
 mod llm;
 mod model;
 mod nats_queries;
