@@ -72,6 +72,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
         .route("/v1/swarms/{swarm}/agents/{agent}/phases/{phase_id}", web::get().to(api_context::get_phase))
         .route("/v1/swarms/{swarm}/agents/{agent}/graph", web::get().to(graph))
         .route("/v1/swarms/{swarm}/agents/{agent}/provenance/{item_id}", web::get().to(agent_provenance))
+        .route("/v1/swarms/{swarm}/agents/{agent}/items", web::get().to(item_states))
+        .route("/v1/swarms/{swarm}/agents/{agent}/items/{item_id}", web::get().to(item))
         .route("/v1/swarms/{swarm}/agents/{agent}/handoffs", web::get().to(api_handoffs::list_handoffs))
         .route(
             "/v1/swarms/{swarm}/agents/{agent}/handoffs/{handoff_id}/ack",
@@ -785,4 +787,58 @@ pub fn entry_visible_to(entry: &LogEntry, agent: &str) -> bool {
         Ok(event) => event.agent == agent || event.scope != Scope::Private,
         Err(_) => entry.agent == agent,
     }
+}
+
+/// `GET …/agents/{agent}/items`: how many of the memory's items are in each
+/// state (active, archived, decayed, forgotten, merged, purged).
+async fn item_states(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<MinSeqParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent) = path.into_inner();
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let QueryAnswer::Items(listing) = ask(&handle, Query::Items(None)).await? else {
+        unreachable!("an items query answers with items")
+    };
+    Ok(HttpResponse::Ok().json(json!({"agent": agent, "states": listing.states})))
+}
+
+/// `GET …/agents/{agent}/items/{item_id}`: one memory and what became of it:
+/// its state (forgotten, merged, decayed…), pin, usage and provenance.
+async fn item(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, String)>,
+    params: web::Query<MinSeqParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (swarm, agent, item_id) = path.into_inner();
+    check_query_text(&item_id).map_err(|_| ApiError::bad_parameter("item_id", "item_id is too long"))?;
+    let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
+    let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.clone()))).await? else {
+        unreachable!("an items query answers with items")
+    };
+    let Some(item) = listing.item else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "unknown_item",
+            Some("item_id"),
+            format!("the memory of {agent:?} holds no item {item_id:?}"),
+        ));
+    };
+    Ok(HttpResponse::Ok().json(json!({
+        "item_id": item.item_id,
+        "seq": item.seq,
+        "kind": item.kind,
+        "agent": item.agent,
+        "scope": item.scope.as_str(),
+        "ts": item.ts.to_string(),
+        "state": item.state.as_str(),
+        "pinned": item.pinned,
+        "importance": item.importance,
+        "retrievals": item.retrievals,
+        "citations": item.citations,
+        "ignored": item.ignored,
+        "text": item.text,
+        "provenance": provenance_json(&item.provenance),
+    })))
 }

@@ -16,6 +16,7 @@ mod bench_consolidate;
 mod bench_search;
 mod client;
 mod client_consolidation;
+mod eval;
 mod eval_dataset;
 mod eval_generator;
 mod llm;
@@ -212,6 +213,8 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Evaluate memory quality on a generated swarm with ground truth: retrieval per mode and question type, contradictions, dedup, forgetting, compression, context budgets.
+    Eval(eval::EvalArgs),
     /// Measure ingest throughput against the raw log, in one run.
     Bench(bench::BenchArgs),
     /// Run consolidation now (dedup, forgetting, contradictions, links); its verdicts go to the log as events.
@@ -403,6 +406,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Phase { target, phase_id, level, json, server } => {
             client::phase(&server.server, &target.swarm, &target.agent, phase_id.as_deref(), &level, json)
         }
+        Command::Eval(args) => eval::run(args),
         Command::Handoffs { target, follow, ack, note, json, server } => client::handoffs(
             &server.server,
             &target.swarm,

@@ -1,0 +1,889 @@
+//! `mneme eval`: the memory-quality evaluation. It generates a synthetic
+//! swarm with ground truth (`eval_generator.rs`), runs a real `mneme serve`
+//! on a scratch embedded log, publishes the events over HTTP, and asks what
+//! the ground truth knows the answers to, through the public API only:
+//! search in each mode, context at several budgets, consolidation, the
+//! contradictions it found, what became of the items that must never be
+//! forgotten, and each phase's compressed levels.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+
+use crate::client::{call, encode};
+use crate::eval_dataset::{Dataset, EVAL_SWARM, GeneratorSize, Question, QuestionKind};
+use crate::eval_generator::generate;
+
+#[derive(Args)]
+pub struct EvalArgs {
+    #[arg(long, value_enum, default_value = "table")]
+    format: EvalFormat,
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// tiny, small (about 2,000 events), medium, large, or agents:tasks:filler.
+    #[arg(long, default_value = "small")]
+    size: String,
+    /// Vector embedder: auto (the distilled static model if present, else
+    /// hashed n-grams), static, minilm or hashed.
+    #[arg(long, default_value = "auto")]
+    embedder: String,
+    /// Context requests per budget in the budget check.
+    #[arg(long, default_value_t = 50)]
+    context_samples: usize,
+    /// Keep the scratch directory (server log, data, dataset.json) here
+    /// instead of deleting it.
+    #[arg(long)]
+    keep: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum EvalFormat {
+    Table,
+    Json,
+}
+
+pub const SEARCH_MODES: [&str; 4] = ["bm25", "vector", "graph", "hybrid"];
+const CONTEXT_BUDGETS: [u64; 3] = [256, 1024, 4096];
+const PHASE_LEVELS: [&str; 4] = ["index", "compressed", "summary", "findings"];
+const PUBLISH_BATCH: usize = 500;
+
+pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
+    let size = GeneratorSize::parse(&args.size).map_err(anyhow::Error::msg)?;
+    let embedder = resolve_embedder(&args.embedder)?;
+    let mut timings = BTreeMap::new();
+    let started = Instant::now();
+    let dataset = generate(args.seed, size);
+    timings.insert("generate_s", started.elapsed().as_secs_f64());
+
+    let scratch = Scratch::new(args.keep.as_deref())?;
+    std::fs::write(scratch.path.join("dataset.json"), serde_json::to_vec(&dataset)?)
+        .context("writing dataset.json")?;
+    let server = ServerProcess::start(&scratch.path, &dataset.agents, embedder)?;
+
+    let started = Instant::now();
+    let last_seq = publish(&server, &dataset.events)?;
+    timings.insert("publish_s", started.elapsed().as_secs_f64());
+    let started = Instant::now();
+    wait_until_applied(&server, &dataset.agents, last_seq)?;
+    timings.insert("apply_wait_s", started.elapsed().as_secs_f64());
+
+    let started = Instant::now();
+    let retrieval = evaluate_retrieval(&server, &dataset, last_seq)?;
+    timings.insert("retrieval_s", started.elapsed().as_secs_f64());
+    let context = evaluate_context_budgets(&server, &dataset.truth.questions, args.context_samples, last_seq)?;
+
+    let started = Instant::now();
+    let consolidation = call(ureq::post(&server.url(&format!("/v1/swarms/{EVAL_SWARM}/consolidate"))), Some("{}"))?;
+    let after_consolidation = last_log_seq(&server)?;
+    wait_until_applied(&server, &dataset.agents, after_consolidation)?;
+    timings.insert("consolidation_s", started.elapsed().as_secs_f64());
+    let contradictions = evaluate_contradictions(&server, &dataset)?;
+    let dedup = evaluate_dedup(&consolidation, &dataset);
+    let forgetting = evaluate_forgetting(&server, &consolidation, &dataset)?;
+    let compression = evaluate_compression(&server, &dataset)?;
+
+    let report = EvalReport {
+        command: format!(
+            "mneme eval --seed {} --size {} --embedder {embedder} --context-samples {}",
+            args.seed, args.size, args.context_samples
+        ),
+        seed: args.seed,
+        size,
+        embedder,
+        events: dataset.events.len(),
+        retrieval,
+        context,
+        contradictions,
+        dedup,
+        forgetting,
+        compression,
+        timings,
+    };
+    drop(server);
+    match args.format {
+        EvalFormat::Json => out!("{}", serde_json::to_string_pretty(&report.to_json())?),
+        EvalFormat::Table => print_table(&report),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `auto` becomes what the server would load, so the report says which
+/// embedder the vector figures belong to.
+fn resolve_embedder(requested: &str) -> anyhow::Result<&'static str> {
+    match requested {
+        "static" => Ok("static"),
+        "minilm" => Ok("minilm"),
+        "hashed" => Ok("hashed"),
+        "auto" => {
+            let model_dir = mneme_actors::SwarmConfig::with_name(EVAL_SWARM).embedder.static_model_dir;
+            Ok(if model_dir.exists() { "static" } else { "hashed" })
+        }
+        other => bail!("--embedder {other:?}: expected auto, static, minilm or hashed"),
+    }
+}
+
+/// The scratch directory: a fresh temporary one removed at the end, or the
+/// one `--keep` names.
+struct Scratch {
+    path: PathBuf,
+    remove: bool,
+}
+
+impl Scratch {
+    fn new(keep: Option<&Path>) -> anyhow::Result<Scratch> {
+        let (path, remove) = match keep {
+            Some(path) => (path.to_path_buf(), false),
+            None => {
+                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
+                (std::env::temp_dir().join(format!("mneme-eval-{}-{nanos}", std::process::id())), true)
+            }
+        };
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(Scratch { path, remove })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// A `mneme serve` child on the embedded log, stopped with SIGTERM when
+/// dropped.
+struct ServerProcess {
+    child: Child,
+    base_url: String,
+}
+
+impl ServerProcess {
+    fn start(dir: &Path, agents: &[String], embedder: &str) -> anyhow::Result<ServerProcess> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        // Consolidation runs when the evaluation asks for it, not on a
+        // timer that would race the measurements.
+        let mut config = format!(
+            "[swarm]\nname = \"{EVAL_SWARM}\"\nadmit_unknown_agents = true\n\n[embedder]\nkind = \"{embedder}\"\n\n\
+             [consolidation]\nenabled = false\n"
+        );
+        for agent in agents {
+            config.push_str(&format!("\n[[agents]]\nname = \"{agent}\"\n"));
+        }
+        let config_path = dir.join("swarm.toml");
+        std::fs::write(&config_path, config)?;
+        let log = std::fs::File::create(dir.join("server.log"))?;
+        let child = Command::new(std::env::current_exe()?)
+            .arg("serve")
+            .arg("--config")
+            .arg(&config_path)
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .args(["--http", &format!("127.0.0.1:{port}")])
+            .env("MNEME_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting mneme serve")?;
+        let mut server = ServerProcess { child, base_url: format!("http://127.0.0.1:{port}") };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while ureq::get(&server.url("/healthz")).call().is_err() {
+            if let Some(status) = server.child.try_wait()? {
+                bail!("mneme serve exited with {status}; see {}", dir.join("server.log").display());
+            }
+            if Instant::now() > deadline {
+                bail!("mneme serve did not answer within 60 s; see {}", dir.join("server.log").display());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(server)
+    }
+
+    fn url(&self, path_and_query: &str) -> String {
+        format!("{}{path_and_query}", self.base_url)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn publish(server: &ServerProcess, events: &[Value]) -> anyhow::Result<u64> {
+    let mut last_seq = 0;
+    for batch in events.chunks(PUBLISH_BATCH) {
+        let body = serde_json::to_string(batch)?;
+        let answer = call(ureq::post(&server.url("/v1/events")), Some(&body))?;
+        let accepted = answer["accepted"].as_array().context("an accepted list")?;
+        last_seq = last_seq.max(accepted.iter().filter_map(|a| a["seq"].as_u64()).max().unwrap_or(0));
+    }
+    Ok(last_seq)
+}
+
+fn last_log_seq(server: &ServerProcess) -> anyhow::Result<u64> {
+    call(ureq::get(&server.url("/healthz")), None)?["last_seq"].as_u64().context("last_seq")
+}
+
+/// Waits until every agent's memory has applied the log up to `seq`.
+fn wait_until_applied(server: &ServerProcess, agents: &[String], seq: u64) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    for agent in agents {
+        loop {
+            let path = format!("/v1/swarms/{EVAL_SWARM}/agents/{agent}/digest");
+            let applied = call(ureq::get(&server.url(&path)), None)?["seq"].as_u64().unwrap_or(0);
+            if applied >= seq {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("{agent} applied the log only to {applied} of {seq} within an hour");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Ok(())
+}
+
+/// Ranks and averages of one set of questions in one mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RankStats {
+    pub questions: usize,
+    pub answered_in_5: usize,
+    pub answered_in_10: usize,
+    pub reciprocal_rank_sum: f64,
+}
+
+impl RankStats {
+    /// Counts a question whose first answer came at `rank` (1-based; `None`:
+    /// not in the hits). MRR is over the top 10, like the recalls.
+    pub fn add(&mut self, rank: Option<usize>) {
+        self.questions += 1;
+        if let Some(rank) = rank.filter(|rank| *rank <= 10) {
+            self.answered_in_10 += 1;
+            self.answered_in_5 += usize::from(rank <= 5);
+            self.reciprocal_rank_sum += 1.0 / rank as f64;
+        }
+    }
+
+    pub fn recall_at_5(&self) -> f64 {
+        ratio(self.answered_in_5, self.questions)
+    }
+
+    pub fn recall_at_10(&self) -> f64 {
+        ratio(self.answered_in_10, self.questions)
+    }
+
+    pub fn mrr(&self) -> f64 {
+        if self.questions == 0 { 0.0 } else { self.reciprocal_rank_sum / self.questions as f64 }
+    }
+
+    fn to_json(self) -> Value {
+        json!({
+            "questions": self.questions,
+            "recall@5": round3(self.recall_at_5()),
+            "recall@10": round3(self.recall_at_10()),
+            "mrr": round3(self.mrr()),
+        })
+    }
+}
+
+fn ratio(part: usize, whole: usize) -> f64 {
+    if whole == 0 { 0.0 } else { part as f64 / whole as f64 }
+}
+
+fn round3(value: f64) -> f64 {
+    (value * 1000.0).round() / 1000.0
+}
+
+/// The 1-based rank of the first hit that stands for one of `answers`. A
+/// hit stands for its own event and every event in its provenance (a
+/// memory that absorbed a near duplicate answers for it too).
+pub fn first_answer_rank(hits: &[BTreeSet<String>], answers: &[String]) -> Option<usize> {
+    hits.iter().position(|events| answers.iter().any(|answer| events.contains(answer))).map(|index| index + 1)
+}
+
+fn hit_events(hit: &Value) -> BTreeSet<String> {
+    let mut events: BTreeSet<String> = hit["item_id"].as_str().map(str::to_string).into_iter().collect();
+    for reference in hit["provenance"].as_array().into_iter().flatten() {
+        if let Some(event_id) = reference["event_id"].as_str() {
+            events.insert(event_id.to_string());
+        }
+    }
+    events
+}
+
+struct Retrieval {
+    by_mode: BTreeMap<&'static str, RankStats>,
+    by_kind: BTreeMap<QuestionKind, BTreeMap<&'static str, RankStats>>,
+}
+
+fn search_path(question: &Question, mode: &str, min_seq: u64) -> String {
+    let mut path = format!(
+        "/v1/swarms/{EVAL_SWARM}/agents/{}/search?q={}&k=10&mode={mode}&min_seq={min_seq}",
+        question.agent,
+        encode(&question.text)
+    );
+    if let Some(as_of) = &question.as_of {
+        path.push_str(&format!("&until={}", encode(as_of)));
+    }
+    path
+}
+
+fn evaluate_retrieval(server: &ServerProcess, dataset: &Dataset, min_seq: u64) -> anyhow::Result<Retrieval> {
+    let mut by_mode: BTreeMap<&'static str, RankStats> = BTreeMap::new();
+    let mut by_kind: BTreeMap<QuestionKind, BTreeMap<&'static str, RankStats>> = BTreeMap::new();
+    for question in &dataset.truth.questions {
+        for mode in SEARCH_MODES {
+            let answer = call(ureq::get(&server.url(&search_path(question, mode, min_seq))), None)
+                .with_context(|| format!("question {}", question.id))?;
+            let hits: Vec<BTreeSet<String>> = answer["hits"].as_array().into_iter().flatten().map(hit_events).collect();
+            let rank = first_answer_rank(&hits, &question.answers);
+            by_mode.entry(mode).or_default().add(rank);
+            by_kind.entry(question.kind).or_default().entry(mode).or_default().add(rank);
+        }
+    }
+    Ok(Retrieval { by_mode, by_kind })
+}
+
+#[derive(Debug, Default)]
+struct ContextCheck {
+    requests: usize,
+    budget_violations: usize,
+    /// Tokens over budget in the worst violation.
+    worst_excess: u64,
+}
+
+/// Context at several budgets for the first `samples` questions: never a
+/// token over.
+fn evaluate_context_budgets(
+    server: &ServerProcess,
+    questions: &[Question],
+    samples: usize,
+    min_seq: u64,
+) -> anyhow::Result<ContextCheck> {
+    let mut check = ContextCheck::default();
+    for question in questions.iter().take(samples) {
+        for budget in CONTEXT_BUDGETS {
+            let path = format!("/v1/swarms/{EVAL_SWARM}/agents/{}/context", question.agent);
+            let body = json!({"query": question.text, "budget": budget, "min_seq": min_seq}).to_string();
+            let context = call(ureq::post(&server.url(&path)), Some(&body))?;
+            let tokens = context["tokens"].as_u64().context("context tokens")?;
+            check.requests += 1;
+            if tokens > budget {
+                check.budget_violations += 1;
+                check.worst_excess = check.worst_excess.max(tokens - budget);
+            }
+        }
+    }
+    Ok(check)
+}
+
+/// An unordered pair, smaller id first.
+pub fn pair(a: &str, b: &str) -> (String, String) {
+    if a <= b { (a.to_string(), b.to_string()) } else { (b.to_string(), a.to_string()) }
+}
+
+/// Precision and recall of `predicted` pairs against `expected`, over the
+/// predicted pairs that `judged` accepts (the rest are counted apart).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PairScores {
+    pub predicted: usize,
+    pub judged: usize,
+    pub correct: usize,
+    pub expected: usize,
+}
+
+impl PairScores {
+    pub fn score(
+        predicted: &BTreeSet<(String, String)>,
+        expected: &BTreeSet<(String, String)>,
+        judged: impl Fn(&(String, String)) -> bool,
+    ) -> PairScores {
+        let judged_pairs: Vec<&(String, String)> = predicted.iter().filter(|pair| judged(pair)).collect();
+        PairScores {
+            predicted: predicted.len(),
+            judged: judged_pairs.len(),
+            correct: judged_pairs.iter().filter(|pair| expected.contains(**pair)).count(),
+            expected: expected.len(),
+        }
+    }
+
+    pub fn precision(&self) -> f64 {
+        if self.judged == 0 { 1.0 } else { self.correct as f64 / self.judged as f64 }
+    }
+
+    pub fn recall(&self) -> f64 {
+        if self.expected == 0 { 1.0 } else { self.correct as f64 / self.expected as f64 }
+    }
+}
+
+struct ContradictionResult {
+    scores: PairScores,
+}
+
+/// Open contradictions in every memory (one pair may be found in several
+/// memories: it counts once) against the generated ones. Every predicted
+/// pair is judged: a contradiction the generator did not make is a false
+/// one.
+fn evaluate_contradictions(server: &ServerProcess, dataset: &Dataset) -> anyhow::Result<ContradictionResult> {
+    let listed = call(ureq::get(&server.url(&format!("/v1/swarms/{EVAL_SWARM}/contradictions"))), None)?;
+    let predicted: BTreeSet<(String, String)> = listed["open"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(listed["resolved"].as_array().into_iter().flatten())
+        .filter_map(|found| Some(pair(found["a"].as_str()?, found["b"].as_str()?)))
+        .collect();
+    let expected: BTreeSet<(String, String)> =
+        dataset.truth.contradictions.iter().map(|(a, b)| pair(a, b)).collect();
+    Ok(ContradictionResult { scores: PairScores::score(&predicted, &expected, |_| true) })
+}
+
+struct DedupResult {
+    scores: PairScores,
+    near_misses_merged: usize,
+    truncated: bool,
+}
+
+/// Every pair a merge joins (survivor with each merged item, and merged
+/// items with each other), across memories, against the generated duplicate
+/// groups. Only pairs of labelled events are judged: filler that repeats
+/// itself (two identical passing test runs) may rightly merge, and the
+/// generator does not label it.
+fn evaluate_dedup(consolidation: &Value, dataset: &Dataset) -> DedupResult {
+    let mut predicted = BTreeSet::new();
+    let mut truncated = false;
+    for agent in consolidation["agents"].as_array().into_iter().flatten() {
+        let merges = agent["merges"].as_array().cloned().unwrap_or_default();
+        truncated |= agent["counts"]["merges"].as_u64().unwrap_or(0) as usize > merges.len();
+        for merge in merges {
+            let mut group: Vec<String> = merge["merged"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|id| id.as_str().map(str::to_string))
+                .collect();
+            group.extend(merge["survivor"].as_str().map(str::to_string));
+            for (index, a) in group.iter().enumerate() {
+                for b in &group[index + 1..] {
+                    predicted.insert(pair(a, b));
+                }
+            }
+        }
+    }
+    let mut expected = BTreeSet::new();
+    for group in &dataset.truth.duplicate_groups {
+        for (index, a) in group.iter().enumerate() {
+            for b in &group[index + 1..] {
+                expected.insert(pair(a, b));
+            }
+        }
+    }
+    let near_misses: BTreeSet<(String, String)> =
+        dataset.truth.near_misses.iter().map(|(a, b)| pair(a, b)).collect();
+    let labelled: BTreeSet<&String> = dataset
+        .truth
+        .duplicate_groups
+        .iter()
+        .flatten()
+        .chain(dataset.truth.near_misses.iter().flat_map(|(a, b)| [a, b]))
+        .collect();
+    let scores = PairScores::score(&predicted, &expected, |(a, b)| labelled.contains(a) && labelled.contains(b));
+    let near_misses_merged = predicted.intersection(&near_misses).count();
+    DedupResult { scores, near_misses_merged, truncated }
+}
+
+struct ForgettingResult {
+    never_forget: usize,
+    falsely_forgotten: Vec<String>,
+    forgotten_total: u64,
+    decayed_total: u64,
+}
+
+/// What became of each item that must never be forgotten, asked of its
+/// author's memory.
+fn evaluate_forgetting(
+    server: &ServerProcess,
+    consolidation: &Value,
+    dataset: &Dataset,
+) -> anyhow::Result<ForgettingResult> {
+    let author: BTreeMap<&str, &str> = dataset
+        .events
+        .iter()
+        .filter_map(|event| Some((event["id"].as_str()?, event["agent"].as_str()?)))
+        .collect();
+    let mut falsely_forgotten = Vec::new();
+    for item_id in &dataset.truth.never_forget {
+        let agent = author.get(item_id.as_str()).with_context(|| format!("never_forget {item_id} is no event"))?;
+        let path = format!("/v1/swarms/{EVAL_SWARM}/agents/{agent}/items/{item_id}");
+        let item = call(ureq::get(&server.url(&path)), None)?;
+        if matches!(item["state"].as_str(), Some("forgotten" | "purged")) {
+            falsely_forgotten.push(item_id.clone());
+        }
+    }
+    let total = |key: &str| {
+        consolidation["agents"].as_array().into_iter().flatten().map(|agent| agent["counts"][key].as_u64().unwrap_or(0)).sum()
+    };
+    Ok(ForgettingResult {
+        never_forget: dataset.truth.never_forget.len(),
+        falsely_forgotten,
+        forgotten_total: total("forgotten"),
+        decayed_total: total("decayed"),
+    })
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct LevelTotals {
+    tokens: u64,
+    key_facts_kept: usize,
+}
+
+struct CompressionResult {
+    phases: usize,
+    original_tokens: u64,
+    key_facts: usize,
+    levels: BTreeMap<&'static str, LevelTotals>,
+}
+
+/// Whether `text` keeps `fact`: case-insensitive containment.
+pub fn keeps_fact(text: &str, fact: &str) -> bool {
+    text.to_lowercase().contains(&fact.to_lowercase())
+}
+
+fn evaluate_compression(server: &ServerProcess, dataset: &Dataset) -> anyhow::Result<CompressionResult> {
+    let mut result = CompressionResult { phases: 0, original_tokens: 0, key_facts: 0, levels: BTreeMap::new() };
+    for phase in &dataset.truth.phases {
+        let base = format!("/v1/swarms/{EVAL_SWARM}/agents/{}/phases/{}", phase.agent, phase.phase_id);
+        let full = call(ureq::get(&server.url(&format!("{base}?level=full"))), None)
+            .with_context(|| format!("phase {} of {}", phase.phase_id, phase.agent))?;
+        if full["status"] != "completed" {
+            continue;
+        }
+        result.phases += 1;
+        result.original_tokens += full["full"]["item_tokens"].as_u64().unwrap_or(0);
+        result.key_facts += phase.key_facts.len();
+        for level in PHASE_LEVELS {
+            let answer = call(ureq::get(&server.url(&format!("{base}?level={level}"))), None)?;
+            let text = answer["text"].as_str().unwrap_or("");
+            let totals = result.levels.entry(level).or_default();
+            totals.tokens += answer["tokens"].as_u64().unwrap_or(0);
+            totals.key_facts_kept += phase.key_facts.iter().filter(|fact| keeps_fact(text, fact)).count();
+        }
+    }
+    Ok(result)
+}
+
+struct EvalReport {
+    command: String,
+    seed: u64,
+    size: GeneratorSize,
+    embedder: &'static str,
+    events: usize,
+    retrieval: Retrieval,
+    context: ContextCheck,
+    contradictions: ContradictionResult,
+    dedup: DedupResult,
+    forgetting: ForgettingResult,
+    compression: CompressionResult,
+    timings: BTreeMap<&'static str, f64>,
+}
+
+/// One target of the issue, met or not.
+struct Target {
+    name: String,
+    target: String,
+    value: f64,
+    met: bool,
+}
+
+impl EvalReport {
+    fn hybrid(&self, kind: QuestionKind) -> Option<RankStats> {
+        self.retrieval.by_kind.get(&kind).and_then(|modes| modes.get("hybrid")).copied()
+    }
+
+    fn compression_ratio(&self, level: &str) -> f64 {
+        let tokens = self.compression.levels.get(level).map_or(0, |totals| totals.tokens);
+        if tokens == 0 { 0.0 } else { self.compression.original_tokens as f64 / tokens as f64 }
+    }
+
+    fn key_fact_retention(&self, level: &str) -> f64 {
+        let kept = self.compression.levels.get(level).map_or(0, |totals| totals.key_facts_kept);
+        ratio(kept, self.compression.key_facts)
+    }
+
+    fn false_forgetting_rate(&self) -> f64 {
+        ratio(self.forgetting.falsely_forgotten.len(), self.forgetting.never_forget)
+    }
+
+    fn targets(&self) -> Vec<Target> {
+        let mut targets = Vec::new();
+        let mut at_least = |name: &str, value: f64, bound: f64| {
+            targets.push(Target { name: name.to_string(), target: format!(">= {bound}"), value, met: value >= bound });
+        };
+        for (kind, bound) in
+            [(QuestionKind::Lexical, 0.95), (QuestionKind::Paraphrase, 0.95), (QuestionKind::MultiHop, 0.80)]
+        {
+            if let Some(stats) = self.hybrid(kind) {
+                at_least(&format!("hybrid recall@10, {}", kind.as_str()), stats.recall_at_10(), bound);
+            }
+        }
+        at_least("contradiction precision", self.contradictions.scores.precision(), 0.90);
+        at_least("contradiction recall", self.contradictions.scores.recall(), 0.90);
+        at_least("compression at findings (x)", self.compression_ratio("findings"), 10.0);
+        at_least("key-fact retention at findings", self.key_fact_retention("findings"), 0.90);
+        let false_forgetting = self.false_forgetting_rate();
+        targets.push(Target {
+            name: "false forgetting".to_string(),
+            target: "< 0.01".to_string(),
+            value: false_forgetting,
+            met: false_forgetting < 0.01,
+        });
+        targets.push(Target {
+            name: "context budget violations".to_string(),
+            target: "= 0".to_string(),
+            value: self.context.budget_violations as f64,
+            met: self.context.budget_violations == 0,
+        });
+        targets
+    }
+
+    fn to_json(&self) -> Value {
+        let retrieval: serde_json::Map<String, Value> =
+            self.retrieval.by_mode.iter().map(|(mode, stats)| (mode.to_string(), stats.to_json())).collect();
+        let by_question_type: serde_json::Map<String, Value> = self
+            .retrieval
+            .by_kind
+            .iter()
+            .map(|(kind, modes)| {
+                let modes: serde_json::Map<String, Value> =
+                    modes.iter().map(|(mode, stats)| (mode.to_string(), stats.to_json())).collect();
+                (kind.as_str().to_string(), Value::Object(modes))
+            })
+            .collect();
+        let levels: serde_json::Map<String, Value> = PHASE_LEVELS
+            .iter()
+            .map(|level| {
+                let tokens = self.compression.levels.get(level).map_or(0, |totals| totals.tokens);
+                let value = json!({
+                    "tokens": tokens,
+                    "ratio": round3(self.compression_ratio(level)),
+                    "key_fact_retention": round3(self.key_fact_retention(level)),
+                });
+                (level.to_string(), value)
+            })
+            .collect();
+        let contradictions = &self.contradictions.scores;
+        let dedup = &self.dedup.scores;
+        json!({
+            "machine": crate::bench::machine_description(),
+            "command": self.command,
+            "seed": self.seed,
+            "size": self.size,
+            "embedder": self.embedder,
+            "events": self.events,
+            "retrieval": retrieval,
+            "by_question_type": by_question_type,
+            "contradictions": {
+                "precision": round3(contradictions.precision()),
+                "recall": round3(contradictions.recall()),
+                "predicted": contradictions.predicted,
+                "correct": contradictions.correct,
+                "expected": contradictions.expected,
+            },
+            "dedup": {
+                "precision": round3(dedup.precision()),
+                "recall": round3(dedup.recall()),
+                "predicted_pairs": dedup.predicted,
+                "judged_pairs": dedup.judged,
+                "correct_pairs": dedup.correct,
+                "expected_pairs": dedup.expected,
+                "near_misses_merged": self.dedup.near_misses_merged,
+                "listing_truncated": self.dedup.truncated,
+            },
+            "forgetting": {
+                "never_forget": self.forgetting.never_forget,
+                "falsely_forgotten": self.forgetting.falsely_forgotten,
+                "false_forgetting_rate": round3(self.false_forgetting_rate()),
+                "forgotten_total": self.forgetting.forgotten_total,
+                "decayed_total": self.forgetting.decayed_total,
+            },
+            "compression": {
+                "phases": self.compression.phases,
+                "original_tokens": self.compression.original_tokens,
+                "key_facts": self.compression.key_facts,
+                "levels": levels,
+            },
+            "context": {
+                "requests": self.context.requests,
+                "budgets": CONTEXT_BUDGETS,
+                "budget_violations": self.context.budget_violations,
+                "worst_excess_tokens": self.context.worst_excess,
+            },
+            "targets": self.targets().iter().map(|target| json!({
+                "name": target.name, "target": target.target, "value": round3(target.value), "met": target.met,
+            })).collect::<Vec<_>>(),
+            "timings_s": self.timings.iter().map(|(name, seconds)| (name.to_string(), json!(round3(*seconds)))).collect::<serde_json::Map<_, _>>(),
+        })
+    }
+}
+
+fn print_table(report: &EvalReport) {
+    out!("{}", crate::bench::machine_description());
+    out!("command: {}", report.command);
+    out!("events: {}, embedder: {}", report.events, report.embedder);
+    out!("");
+    out!("| question type | mode | questions | recall@5 | recall@10 | MRR |");
+    out!("|---|---|---:|---:|---:|---:|");
+    for (kind, modes) in &report.retrieval.by_kind {
+        for mode in SEARCH_MODES {
+            if let Some(stats) = modes.get(mode) {
+                out!(
+                    "| {} | {mode} | {} | {:.3} | {:.3} | {:.3} |",
+                    kind.as_str(),
+                    stats.questions,
+                    stats.recall_at_5(),
+                    stats.recall_at_10(),
+                    stats.mrr()
+                );
+            }
+        }
+    }
+    for mode in SEARCH_MODES {
+        if let Some(stats) = report.retrieval.by_mode.get(mode) {
+            out!(
+                "| **all** | {mode} | {} | {:.3} | {:.3} | {:.3} |",
+                stats.questions,
+                stats.recall_at_5(),
+                stats.recall_at_10(),
+                stats.mrr()
+            );
+        }
+    }
+    out!("");
+    let contradictions = &report.contradictions.scores;
+    out!(
+        "contradictions: precision {:.3}, recall {:.3} ({} found, {} right, {} expected)",
+        contradictions.precision(),
+        contradictions.recall(),
+        contradictions.predicted,
+        contradictions.correct,
+        contradictions.expected
+    );
+    let dedup = &report.dedup.scores;
+    out!(
+        "dedup: precision {:.3}, recall {:.3} ({} pairs merged, {} judged, {} right, {} expected; {} near misses merged{})",
+        dedup.precision(),
+        dedup.recall(),
+        dedup.predicted,
+        dedup.judged,
+        dedup.correct,
+        dedup.expected,
+        report.dedup.near_misses_merged,
+        if report.dedup.truncated { "; merge listing truncated" } else { "" }
+    );
+    out!(
+        "forgetting: {} of {} never-forget items forgotten (rate {:.3}); {} forgotten and {} demoted in all",
+        report.forgetting.falsely_forgotten.len(),
+        report.forgetting.never_forget,
+        report.false_forgetting_rate(),
+        report.forgetting.forgotten_total,
+        report.forgetting.decayed_total
+    );
+    out!(
+        "context: {} requests at budgets {:?}, {} over budget",
+        report.context.requests,
+        CONTEXT_BUDGETS,
+        report.context.budget_violations
+    );
+    out!("");
+    out!(
+        "compression of {} completed phases ({} original tokens, {} key facts):",
+        report.compression.phases,
+        report.compression.original_tokens,
+        report.compression.key_facts
+    );
+    out!("| level | tokens | ratio | key-fact retention |");
+    out!("|---|---:|---:|---:|");
+    for level in PHASE_LEVELS {
+        let tokens = report.compression.levels.get(level).map_or(0, |totals| totals.tokens);
+        out!(
+            "| {level} | {tokens} | {:.1}x | {:.3} |",
+            report.compression_ratio(level),
+            report.key_fact_retention(level)
+        );
+    }
+    out!("");
+    out!("| target | wanted | measured | met |");
+    out!("|---|---|---:|---|");
+    for target in report.targets() {
+        out!("| {} | {} | {:.3} | {} |", target.name, target.target, target.value, if target.met { "yes" } else { "NO" });
+    }
+    let timings: Vec<String> = report.timings.iter().map(|(name, seconds)| format!("{name} {seconds:.1}")).collect();
+    out!("");
+    out!("timings (s): {}", timings.join(", "));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(ids: &[&str]) -> BTreeSet<String> {
+        ids.iter().map(|id| id.to_string()).collect()
+    }
+
+    /// Three questions with known ranks: 1, 4 and not found.
+    #[test]
+    fn recall_and_mrr_on_a_hand_built_case() {
+        let hits = vec![events(&["a"]), events(&["b"]), events(&["c"]), events(&["d", "merged-answer"])];
+        let mut stats = RankStats::default();
+        stats.add(first_answer_rank(&hits, &["a".to_string()]));
+        stats.add(first_answer_rank(&hits, &["merged-answer".to_string()]));
+        stats.add(first_answer_rank(&hits, &["nowhere".to_string()]));
+        assert_eq!(first_answer_rank(&hits, &["merged-answer".to_string()]), Some(4));
+        assert_eq!(stats.questions, 3);
+        assert!((stats.recall_at_5() - 2.0 / 3.0).abs() < 1e-9);
+        assert!((stats.recall_at_10() - 2.0 / 3.0).abs() < 1e-9);
+        assert!((stats.mrr() - (1.0 + 0.25) / 3.0).abs() < 1e-9);
+        // A rank past 10 counts for neither recall nor MRR; past 5, only @10.
+        let mut late = RankStats::default();
+        late.add(Some(7));
+        late.add(Some(11));
+        assert_eq!((late.answered_in_5, late.answered_in_10), (0, 1));
+        assert!((late.mrr() - (1.0 / 7.0) / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn pair_precision_and_recall_on_a_hand_built_case() {
+        let expected: BTreeSet<_> = [pair("a", "b"), pair("c", "d"), pair("e", "f")].into();
+        // One right (in reverse order), one wrong, one unjudged.
+        let predicted: BTreeSet<_> = [pair("b", "a"), pair("a", "c"), pair("x", "y")].into();
+        let scores = PairScores::score(&predicted, &expected, |(a, _)| a != "x");
+        assert_eq!(scores, PairScores { predicted: 3, judged: 2, correct: 1, expected: 3 });
+        assert!((scores.precision() - 0.5).abs() < 1e-9);
+        assert!((scores.recall() - 1.0 / 3.0).abs() < 1e-9);
+        // Nothing predicted is precise; nothing expected is fully recalled.
+        let none = PairScores::score(&BTreeSet::new(), &BTreeSet::new(), |_| true);
+        assert_eq!((none.precision(), none.recall()), (1.0, 1.0));
+    }
+
+    #[test]
+    fn a_fact_is_kept_whatever_its_case() {
+        assert!(keeps_fact("Fixed LedgerOverflowError in src/ledger/apply.rs", "ledgeroverflowerror"));
+        assert!(!keeps_fact("fixed the overflow", "LedgerOverflowError"));
+    }
+}
