@@ -749,7 +749,8 @@ fn print_table(report: &EvalReport) {
     out!("");
     out!("| question type | mode | questions | recall@5 | recall@10 | MRR |");
     out!("|---|---|---:|---:|---:|---:|");
-    for (kind, modes) in &report.retrieval.by_kind {
+    for kind in QuestionKind::ALL {
+        let Some(modes) = report.retrieval.by_kind.get(&kind) else { continue };
         for mode in SEARCH_MODES {
             if let Some(stats) = modes.get(mode) {
                 out!(

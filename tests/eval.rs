@@ -1,0 +1,43 @@
+//! `mneme eval` end to end on the tiny generated swarm: it starts its own
+//! `mneme serve`, and its JSON report has every figure the issue asks for,
+//! in range, with no context over budget.
+
+mod common;
+
+use serde_json::Value;
+
+#[test]
+fn eval_reports_every_metric_for_a_tiny_swarm() {
+    let output = std::process::Command::new(common::MNEME)
+        .args(["eval", "--size", "tiny", "--seed", "3", "--embedder", "hashed", "--format", "json"])
+        .env("MNEME_LOG", "warn")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&common::stdout_of(&output)).unwrap();
+    assert!(report["events"].as_u64().unwrap() > 50, "{report}");
+    for mode in ["bm25", "vector", "graph", "hybrid"] {
+        let stats = &report["retrieval"][mode];
+        for metric in ["recall@5", "recall@10", "mrr"] {
+            let value = stats[metric].as_f64().unwrap_or_else(|| panic!("{mode} {metric}: {report}"));
+            assert!((0.0..=1.0).contains(&value), "{mode} {metric} = {value}");
+        }
+        assert!(stats["recall@5"].as_f64() <= stats["recall@10"].as_f64());
+    }
+    for kind in ["lexical", "paraphrase", "multi_hop", "temporal", "fixed_by"] {
+        assert!(report["by_question_type"][kind]["hybrid"]["questions"].as_u64().unwrap() > 0, "{kind}: {report}");
+    }
+    // Exact words are found by exact search: a floor well below the target,
+    // so that this fails only when retrieval or the evaluation is broken.
+    assert!(report["by_question_type"]["lexical"]["bm25"]["recall@10"].as_f64().unwrap() >= 0.5, "{report}");
+    for section in ["contradictions", "dedup"] {
+        for metric in ["precision", "recall"] {
+            let value = report[section][metric].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&value), "{section} {metric}: {report}");
+        }
+    }
+    assert!(report["forgetting"]["never_forget"].as_u64().unwrap() > 0);
+    assert!(report["compression"]["phases"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["compression"]["levels"]["findings"]["ratio"].as_f64().unwrap() > 1.0, "{report}");
+    assert_eq!(report["context"]["budget_violations"], 0, "{report}");
+    assert!(report["targets"].as_array().unwrap().len() >= 8);
+}
