@@ -458,6 +458,8 @@ struct DedupResult {
     scores: PairScores,
     near_misses_merged: usize,
     truncated: bool,
+    /// The first judged pairs merged that should not have been, to look at.
+    wrong_merges: Vec<(String, String)>,
 }
 
 /// Every pair a merge joins (survivor with each merged item, and merged
@@ -503,9 +505,12 @@ fn evaluate_dedup(consolidation: &Value, dataset: &Dataset) -> DedupResult {
         .flatten()
         .chain(dataset.truth.near_misses.iter().flat_map(|(a, b)| [a, b]))
         .collect();
-    let scores = PairScores::score(&predicted, &expected, |(a, b)| labelled.contains(a) && labelled.contains(b));
+    let judged = |(a, b): &(String, String)| labelled.contains(a) && labelled.contains(b);
+    let scores = PairScores::score(&predicted, &expected, judged);
     let near_misses_merged = predicted.intersection(&near_misses).count();
-    DedupResult { scores, near_misses_merged, truncated }
+    let wrong_merges =
+        predicted.iter().filter(|pair| judged(pair) && !expected.contains(*pair)).take(10).cloned().collect();
+    DedupResult { scores, near_misses_merged, truncated, wrong_merges }
 }
 
 struct ForgettingResult {
@@ -714,6 +719,7 @@ impl EvalReport {
                 "expected_pairs": dedup.expected,
                 "near_misses_merged": self.dedup.near_misses_merged,
                 "listing_truncated": self.dedup.truncated,
+                "wrong_merges": self.dedup.wrong_merges.iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
             },
             "forgetting": {
                 "never_forget": self.forgetting.never_forget,

@@ -83,6 +83,9 @@ pub struct ContentTerms {
     words: Vec<String>,
     numbers: Vec<String>,
     code_tokens: Vec<String>,
+    /// Hyphenated words ("audit-daemon", "read-only"), whole, lowercased;
+    /// their parts are in `words` too. Sorted, unique.
+    hyphenated: Vec<String>,
     negations: u32,
     particles: u16,
 }
@@ -131,7 +134,7 @@ pub fn content_terms(text: &str) -> ContentTerms {
             add_token(&mut terms, token);
         }
     }
-    for list in [&mut terms.words, &mut terms.numbers, &mut terms.code_tokens] {
+    for list in [&mut terms.words, &mut terms.numbers, &mut terms.code_tokens, &mut terms.hyphenated] {
         list.sort_unstable();
         list.dedup();
     }
@@ -169,6 +172,9 @@ fn add_token(terms: &mut ContentTerms, token: &str) {
         // An abbreviation such as "e.g." or "U.S.": one letter between dots.
         add_word(terms, &token.replace('.', ""));
     } else {
+        if token.contains('-') {
+            terms.hyphenated.push(lowercase(token).into_owned());
+        }
         for part in token.split('-') {
             add_word(terms, part);
         }
@@ -675,9 +681,21 @@ pub fn lexically_equivalent(a: &ContentTerms, b: &ContentTerms) -> bool {
     a.negations == b.negations
         && a.numbers == b.numbers
         && a.code_tokens == b.code_tokens
+        && !name_different_things(a, b)
         && word_jaccard(a, b) >= LEXICAL_MIN_JACCARD
         && !holds_opposite_of(a, b)
         && !holds_opposite_of(b, a)
+}
+
+/// Each side has a hyphenated name the other lacks: "the change to
+/// audit-daemon is covered" and "the change to flags-api is covered" are
+/// about two services. One side alone having one is a rewording
+/// ("read-only" / "read only").
+fn name_different_things(a: &ContentTerms, b: &ContentTerms) -> bool {
+    let lacks = |one: &ContentTerms, other: &ContentTerms| {
+        one.hyphenated.iter().any(|name| other.hyphenated.binary_search(name).is_err())
+    };
+    lacks(a, b) && lacks(b, a)
 }
 
 /// A MinHash signature of a text's content words, numbers and code tokens:
@@ -1102,6 +1120,18 @@ mod tests {
             ("retry the request 3 times with backoff", "retry the request with backoff"),
         ]);
         assert_merged(&[("two tests failed in the auth suite", "2 tests failed in the auth suite")]);
+    }
+
+    #[test]
+    fn statements_about_two_hyphenated_names_are_never_duplicates() {
+        assert_never_merged(&[(
+            "The change to audit-daemon is covered by the nightly integration suite.",
+            "The change to flags-api is covered by the nightly integration suite.",
+        )]);
+        assert_merged(&[(
+            "The cache is read-only after the nightly integration suite starts.",
+            "After the nightly integration suite starts the cache is read only.",
+        )]);
     }
 
     #[test]
