@@ -61,8 +61,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     timings.insert("generate_s", started.elapsed().as_secs_f64());
 
     let scratch = Scratch::new(args.keep.as_deref())?;
-    std::fs::write(scratch.path.join("dataset.json"), serde_json::to_vec(&dataset)?)
-        .context("writing dataset.json")?;
+    std::fs::write(scratch.path.join("dataset.json"), serde_json::to_vec(&dataset)?).context("writing dataset.json")?;
     let server = ServerProcess::start(&scratch.path, &dataset.agents, embedder)?;
 
     let started = Instant::now();
@@ -449,8 +448,7 @@ fn evaluate_contradictions(server: &ServerProcess, dataset: &Dataset) -> anyhow:
         .chain(listed["resolved"].as_array().into_iter().flatten())
         .filter_map(|found| Some(pair(found["a"].as_str()?, found["b"].as_str()?)))
         .collect();
-    let expected: BTreeSet<(String, String)> =
-        dataset.truth.contradictions.iter().map(|(a, b)| pair(a, b)).collect();
+    let expected: BTreeSet<(String, String)> = dataset.truth.contradictions.iter().map(|(a, b)| pair(a, b)).collect();
     Ok(ContradictionResult { scores: PairScores::score(&predicted, &expected, |_| true) })
 }
 
@@ -496,8 +494,7 @@ fn evaluate_dedup(consolidation: &Value, dataset: &Dataset) -> DedupResult {
             }
         }
     }
-    let near_misses: BTreeSet<(String, String)> =
-        dataset.truth.near_misses.iter().map(|(a, b)| pair(a, b)).collect();
+    let near_misses: BTreeSet<(String, String)> = dataset.truth.near_misses.iter().map(|(a, b)| pair(a, b)).collect();
     let labelled: BTreeSet<&String> = dataset
         .truth
         .duplicate_groups
@@ -527,11 +524,8 @@ fn evaluate_forgetting(
     consolidation: &Value,
     dataset: &Dataset,
 ) -> anyhow::Result<ForgettingResult> {
-    let author: BTreeMap<&str, &str> = dataset
-        .events
-        .iter()
-        .filter_map(|event| Some((event["id"].as_str()?, event["agent"].as_str()?)))
-        .collect();
+    let author: BTreeMap<&str, &str> =
+        dataset.events.iter().filter_map(|event| Some((event["id"].as_str()?, event["agent"].as_str()?))).collect();
     let mut falsely_forgotten = Vec::new();
     for item_id in &dataset.truth.never_forget {
         let agent = author.get(item_id.as_str()).with_context(|| format!("never_forget {item_id} is no event"))?;
@@ -542,7 +536,12 @@ fn evaluate_forgetting(
         }
     }
     let total = |key: &str| {
-        consolidation["agents"].as_array().into_iter().flatten().map(|agent| agent["counts"][key].as_u64().unwrap_or(0)).sum()
+        consolidation["agents"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|agent| agent["counts"][key].as_u64().unwrap_or(0))
+            .sum()
     };
     Ok(ForgettingResult {
         never_forget: dataset.truth.never_forget.len(),
@@ -838,7 +837,13 @@ fn print_table(report: &EvalReport) {
     out!("| target | wanted | measured | met |");
     out!("|---|---|---:|---|");
     for target in report.targets() {
-        out!("| {} | {} | {:.3} | {} |", target.name, target.target, target.value, if target.met { "yes" } else { "NO" });
+        out!(
+            "| {} | {} | {:.3} | {} |",
+            target.name,
+            target.target,
+            target.value,
+            if target.met { "yes" } else { "NO" }
+        );
     }
     let timings: Vec<String> = report.timings.iter().map(|(name, seconds)| format!("{name} {seconds:.1}")).collect();
     out!("");
