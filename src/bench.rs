@@ -21,12 +21,12 @@ pub struct BenchArgs {
     /// What to measure.
     #[arg(value_enum, default_value = "ingest")]
     suite: Suite,
-    /// Events per measurement.
-    #[arg(long, default_value_t = 20_000)]
-    events: usize,
-    /// Agents the events are spread over.
-    #[arg(long, default_value_t = 3)]
-    agents: usize,
+    /// Events per measurement (ingest: 20,000; replay: 1,000,000 events replayed).
+    #[arg(long)]
+    events: Option<usize>,
+    /// Agents the events are spread over (ingest: 3; memory: 1,000 agents in one process).
+    #[arg(long)]
+    agents: Option<usize>,
     /// Events per append (one HTTP request's worth).
     #[arg(long, default_value_t = 500)]
     batch: usize,
@@ -37,12 +37,21 @@ pub struct BenchArgs {
     /// `private` (each memory applies its own agent's events only).
     #[arg(long, value_enum, default_value = "shared")]
     scope: BenchScope,
-    /// Items in the memory searched by `bench search`.
-    #[arg(long, default_value_t = 100_000)]
-    items: usize,
-    /// Queries per measurement in `bench search`.
+    /// Items in one agent's memory (search, consolidate: 100,000; latency,
+    /// memory: 10,000).
+    #[arg(long)]
+    items: Option<usize>,
+    /// Queries (search, consolidate: 1,000) or publish→queryable samples
+    /// (latency: 200) per measurement.
+    #[arg(long)]
+    queries: Option<usize>,
+    /// Events each agent is given in `bench memory`'s many-agent process.
+    #[arg(long, default_value_t = 20)]
+    events_per_agent: usize,
+    /// Events appended after the snapshot in `bench replay`: the tail a
+    /// restart replays on top of the snapshot.
     #[arg(long, default_value_t = 1000)]
-    queries: usize,
+    tail: usize,
     /// Text of the events in `bench search`: `zipf`, a 20,000-word vocabulary
     /// with realistic word frequencies; `narrow`, 40 words only (every query
     /// matches nearly every item).
@@ -63,6 +72,15 @@ enum Suite {
     Phases,
     /// Consolidation of one agent's memory of `--items` items, and search latency while it scans.
     Consolidate,
+    /// Publish → queryable latency (append as the API does until a search finds the event) against
+    /// the raw log's append → read-back latency, on a memory of `--items` items.
+    Latency,
+    /// Replay of `--events` events into a fresh memory against the raw log read rate, then snapshot
+    /// and restart from the snapshot plus a `--tail` of newer events.
+    Replay,
+    /// Resident memory of one agent's memory of `--items` items, and of one process with `--agents`
+    /// agents given `--events-per-agent` events each.
+    Memory,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -78,13 +96,13 @@ enum BenchScope {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum BenchBackend {
+pub(crate) enum BenchBackend {
     Embedded,
     Nats,
     Both,
 }
 
-const SWARM: &str = "bench";
+pub(crate) const SWARM: &str = "bench";
 
 struct Measured {
     backend: &'static str,
@@ -93,14 +111,25 @@ struct Measured {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let items = |default: usize| args.items.unwrap_or(default);
+    let queries = |default: usize| args.queries.unwrap_or(default);
     match args.suite {
-        Suite::Search => return crate::bench_search::run(args.items, args.queries, args.vocabulary),
+        Suite::Search => return crate::bench_search::run(items(100_000), queries(1000), args.vocabulary),
         Suite::Phases => return crate::bench_search::phases(),
-        Suite::Consolidate => return crate::bench_consolidate::run(args.items, args.queries),
+        Suite::Consolidate => return crate::bench_consolidate::run(items(100_000), queries(1000)),
+        Suite::Latency => return crate::bench_system::latency(items(10_000), queries(200), args.backend).await,
+        Suite::Replay => {
+            return crate::bench_system::replay(args.events.unwrap_or(1_000_000), args.tail, args.batch).await;
+        }
+        Suite::Memory => {
+            let agents = args.agents.unwrap_or(1000);
+            return crate::bench_system::memory(items(10_000), agents, args.events_per_agent, args.batch).await;
+        }
         Suite::Ingest => {}
     }
-    let agents: Vec<String> = (0..args.agents.max(1)).map(|index| format!("agent-{index}")).collect();
-    let mut json_events = synthetic_events(args.events, &agents);
+    let event_count = args.events.unwrap_or(20_000);
+    let agents: Vec<String> = (0..args.agents.unwrap_or(3).max(1)).map(|index| format!("agent-{index}")).collect();
+    let mut json_events = synthetic_events(event_count, &agents);
     if args.scope == BenchScope::Private {
         for json in &mut json_events {
             *json = json.replace("\"scope\":\"shared\"", "\"scope\":\"private\"");
@@ -111,7 +140,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let scope = if args.scope == BenchScope::Shared { "shared" } else { "private" };
     out!(
         "command: mneme bench ingest --events {} --agents {} --scope {scope} --batch {} --checkpoint-every-events {}",
-        args.events,
+        event_count,
         agents.len(),
         args.batch,
         args.checkpoint_every_events
@@ -119,7 +148,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let applies_per_event = if args.scope == BenchScope::Shared { agents.len() } else { 1 };
     out!(
         "applies: each event is applied by {applies_per_event} memory(ies), {} applies in all",
-        args.events * applies_per_event
+        event_count * applies_per_event
     );
     out!(
         "events: {} synthetic events, {} bytes of JSON on average",
@@ -166,10 +195,10 @@ pub(crate) fn machine_description() -> String {
 }
 
 /// A scratch directory removed when dropped.
-struct ScratchDir(PathBuf);
+pub(crate) struct ScratchDir(pub(crate) PathBuf);
 
 impl ScratchDir {
-    fn new(label: &str) -> anyhow::Result<ScratchDir> {
+    pub(crate) fn new(label: &str) -> anyhow::Result<ScratchDir> {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let path = std::env::temp_dir().join(format!("mneme-bench-{label}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
@@ -403,7 +432,7 @@ impl WordStream {
         self.state
     }
 
-    fn next_word(&mut self) -> &str {
+    pub(crate) fn next_word(&mut self) -> &str {
         let random = self.next_random();
         match &self.zipf {
             Some(vocabulary) => vocabulary.pick((random >> 11) as f64 / (1u64 << 53) as f64),

@@ -14,6 +14,7 @@ mod backend;
 mod bench;
 mod bench_consolidate;
 mod bench_search;
+mod bench_system;
 mod client;
 mod client_consolidation;
 mod eval;
