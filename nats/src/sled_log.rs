@@ -147,7 +147,16 @@ impl SledLog {
 
     async fn flush_if_asked(&self) -> Result<(), LogError> {
         if self.shared.options.flush_on_append {
-            self.shared.db.flush_async().await?;
+            // The blocking flush on a blocking thread, not `flush_async`:
+            // many concurrent `flush_async` calls (a thousand feeds storing
+            // their positions at once) deadlock sled 0.34.7's IO pool
+            // (spacejam/sled#1308), which `mneme bench memory` hit with
+            // 1,000 agents.
+            self.blocking(|shared| {
+                shared.db.flush()?;
+                Ok(())
+            })
+            .await?;
         }
         Ok(())
     }

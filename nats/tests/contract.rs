@@ -523,6 +523,32 @@ async fn a_large_batch_is_appended_whole_and_followed(harness: &mut dyn Harness)
 
 // ---- The embedded log only ----
 
+/// A thousand consumers storing their positions at once, each flushed: the
+/// embedded log must not deadlock (sled's `flush_async` did, with 1,000
+/// agents in one process). A deadlock blocks the runtime's threads, so the
+/// work runs on a runtime of its own and this thread only waits for it.
+#[test]
+fn sled_log_survives_a_thousand_concurrent_flushed_position_stores() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_path_buf();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let outcome = runtime.block_on(async move {
+            let log = std::sync::Arc::new(SledLog::open(&path, SWARM, SledOptions::default()).expect("open"));
+            let stores = (0..1000u64).map(|index| {
+                let log = log.clone();
+                tokio::spawn(async move { log.store_position(&format!("consumer-{index}"), index + 1).await })
+            });
+            let stored = futures::future::join_all(stores).await.into_iter().all(|result| matches!(result, Ok(Ok(()))));
+            (stored, log.load_position("consumer-999").await.ok().flatten())
+        });
+        let _ = done.send(outcome);
+    });
+    let outcome = finished.recv_timeout(std::time::Duration::from_secs(60)).expect("the stores deadlocked");
+    assert_eq!(outcome, (true, Some(1000)));
+}
+
 #[tokio::test]
 async fn sled_log_refuses_a_second_open_of_its_directory_as_locked() {
     let dir = tempfile::tempdir().expect("a temporary directory");
