@@ -31,4 +31,4 @@ pub use handoffs::HandoffRecord;
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
 pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction};
 pub use retrieval::{RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest};
-pub use snapshot::SNAPSHOT_FORMAT;
+pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES};

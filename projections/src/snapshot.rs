@@ -1,8 +1,14 @@
-//! Snapshots: an agent's memory and its checkpoint in one rkyv record, so
-//! that state and checkpoint are always written together.
+//! Snapshots: an agent's memory and its checkpoint in one body, so that
+//! state and checkpoint are always written together.
 //!
 //! The snapshot types are the only serialisable form of projection state;
 //! derived structures (the BM25 index) are rebuilt from items on restore.
+//!
+//! A body is a run of sections, each a little-endian u64 length and an rkyv
+//! archive: first the head (everything but the bulk), then the items, the
+//! vectors and the fact graph's bytes in sections of bounded size. rkyv's
+//! relative pointers are 32-bit, so a single archive past 2 GiB cannot be
+//! read back; a million-event memory is larger than that.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -22,8 +28,19 @@ use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 6;
+pub const SNAPSHOT_FORMAT: u32 = 7;
 
+/// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
+/// and small enough that encoding one does not double a large memory's
+/// footprint at once.
+pub const SNAPSHOT_SECTION_BYTES: usize = 64 << 20;
+
+/// The largest archive rkyv's 32-bit relative pointers can address.
+const RKYV_ARCHIVE_LIMIT: usize = i32::MAX as usize;
+
+/// Everything but the items, vectors and graph, which follow in sections of
+/// their own; the counts say how many of each must follow, so that a body
+/// cut short is refused rather than restored with part of its memory.
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct MemorySnapshot {
     format: u32,
@@ -36,20 +53,29 @@ struct MemorySnapshot {
     /// Sorted; `None`: every agent's shared events were taken in.
     admitted_agents: Option<Vec<String>>,
     checkpoint: u64,
-    items: Vec<ItemRecord>,
+    item_count: u64,
+    vector_count: u64,
+    graph_bytes: u64,
     working: Vec<WorkingRecord>,
     seen_ids: Vec<(u128, u64)>,
-    /// (seq, vector) in seq order; re-inserted in that order on restore, so
-    /// the vector index is rebuilt exactly.
-    vectors: Vec<(u64, Vec<f32>)>,
-    /// The fact graph's own snapshot.
-    graph: Vec<u8>,
     phases: PhaseTrackerRecord,
     /// Open contradictions: (id, a, b, reason, seq, event id).
     open_contradictions: Vec<(String, String, String, String, u64, u128)>,
     /// Resolved contradictions: (id, a, b, resolution, seq, event id).
     resolved_contradictions: Vec<(String, String, String, u8, u64, u128)>,
     handoffs: Vec<HandoffSnapshotRecord>,
+}
+
+/// The bulk of a memory, after the head, in order: items, then vectors,
+/// then the graph.
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+enum SnapshotSection {
+    Items(Vec<ItemRecord>),
+    /// (seq, vector) in seq order; re-inserted in that order on restore, so
+    /// the vector index is rebuilt exactly.
+    Vectors(Vec<(u64, Vec<f32>)>),
+    /// A slice of the fact graph's own snapshot.
+    Graph(Vec<u8>),
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -90,7 +116,15 @@ struct WorkingRecord {
 impl AgentMemory {
     /// The memory and its checkpoint as bytes.
     pub fn to_snapshot(&self) -> Result<Vec<u8>, ProjectionError> {
-        let snapshot = MemorySnapshot {
+        self.to_snapshot_in_sections(SNAPSHOT_SECTION_BYTES)
+    }
+
+    /// [`AgentMemory::to_snapshot`] with the bulk cut into sections of about
+    /// `section_bytes` each; any size gives the same memory back.
+    pub fn to_snapshot_in_sections(&self, section_bytes: usize) -> Result<Vec<u8>, ProjectionError> {
+        let vectors = self.vectors.vectors();
+        let graph = self.graph.to_snapshot()?;
+        let head = MemorySnapshot {
             format: SNAPSHOT_FORMAT,
             swarm: self.swarm.clone(),
             agent: self.agent.clone(),
@@ -100,15 +134,15 @@ impl AgentMemory {
             large_output_bytes: self.config.large_output_bytes as u64,
             admitted_agents: self.config.admitted_agents.as_ref().map(|admitted| admitted.iter().cloned().collect()),
             checkpoint: self.checkpoint,
-            items: self.items.values().map(item_record).collect(),
+            item_count: self.items.len() as u64,
+            vector_count: vectors.len() as u64,
+            graph_bytes: graph.len() as u64,
             working: self
                 .working
                 .entries()
                 .map(|entry| WorkingRecord { seq: entry.seq, text: entry.text.clone(), tokens: entry.tokens as u64 })
                 .collect(),
             seen_ids: self.seen_ids.iter().map(|(id, seq)| (id.0, *seq)).collect(),
-            vectors: self.vectors.vectors(),
-            graph: self.graph.to_snapshot()?,
             phases: self.phases.to_record(),
             open_contradictions: self
                 .open_contradictions
@@ -150,9 +184,29 @@ impl AgentMemory {
                 })
                 .collect(),
         };
-        let bytes = rkyv::to_bytes::<rancor::Error>(&snapshot)
-            .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode: {error}")))?;
-        Ok(bytes.to_vec())
+        let mut body = Vec::new();
+        append_section(&mut body, "head", &head)?;
+        let mut items = Vec::new();
+        let mut items_bytes = 0;
+        for item in self.items.values() {
+            items_bytes += item_record_bytes(item);
+            items.push(item_record(item));
+            if items_bytes >= section_bytes {
+                append_section(&mut body, "items", &SnapshotSection::Items(std::mem::take(&mut items)))?;
+                items_bytes = 0;
+            }
+        }
+        if !items.is_empty() {
+            append_section(&mut body, "items", &SnapshotSection::Items(items))?;
+        }
+        let vector_bytes = 32 + 4 * self.config.embedder.dimensions();
+        for chunk in vectors.chunks((section_bytes / vector_bytes).max(1)) {
+            append_section(&mut body, "vectors", &SnapshotSection::Vectors(chunk.to_vec()))?;
+        }
+        for chunk in graph.chunks(section_bytes.max(1)) {
+            append_section(&mut body, "graph", &SnapshotSection::Graph(chunk.to_vec()))?;
+        }
+        Ok(body)
     }
 
     /// Restores a memory from [`AgentMemory::to_snapshot`] bytes. Refuses a
@@ -163,17 +217,39 @@ impl AgentMemory {
         agent: &str,
         config: MemoryConfig,
     ) -> Result<AgentMemory, ProjectionError> {
-        let mut aligned: AlignedVec<16> = AlignedVec::with_capacity(bytes.len());
-        aligned.extend_from_slice(bytes);
-        let snapshot = rkyv::from_bytes::<MemorySnapshot, rancor::Error>(&aligned)
-            .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot decode: {error}")))?;
+        let mut sections = Sections { rest: bytes };
+        let snapshot: MemorySnapshot = match sections.next_archive("head")? {
+            Some(archive) => decode(&archive, "head")?,
+            None => return Err(ProjectionError::CorruptSnapshot("empty snapshot".to_string())),
+        };
         check_compatible(&snapshot, swarm, agent, &config)?;
+        let mut item_records = Vec::new();
+        let mut vector_records = Vec::new();
+        let mut graph_bytes = Vec::new();
+        while let Some(archive) = sections.next_archive("section")? {
+            // Sections come in order: items, vectors, graph.
+            match decode::<SnapshotSection>(&archive, "section")? {
+                SnapshotSection::Items(chunk) if vector_records.is_empty() && graph_bytes.is_empty() => {
+                    item_records.extend(chunk)
+                }
+                SnapshotSection::Vectors(chunk) if graph_bytes.is_empty() => vector_records.extend(chunk),
+                SnapshotSection::Graph(chunk) => graph_bytes.extend_from_slice(&chunk),
+                _ => return Err(ProjectionError::CorruptSnapshot("snapshot sections out of order".to_string())),
+            }
+        }
+        let found = (item_records.len() as u64, vector_records.len() as u64, graph_bytes.len() as u64);
+        let announced = (snapshot.item_count, snapshot.vector_count, snapshot.graph_bytes);
+        if found != announced {
+            return Err(ProjectionError::CorruptSnapshot(format!(
+                "snapshot is incomplete: (items, vectors, graph bytes) {found:?} where the head announced {announced:?}"
+            )));
+        }
         let mut bm25 = Bm25Index::new()?;
         let mut items = BTreeMap::new();
         let mut seq_by_item_id = HashMap::new();
         let mut hidden_count = 0;
         let mut seqs_by_kind: HashMap<&'static str, Vec<u64>> = HashMap::new();
-        for record in snapshot.items {
+        for record in item_records {
             let item = memory_item(record)?;
             // Hidden items stay indexed (see `AgentMemory::change_state`);
             // purged ones do not (see `AgentMemory::purge`).
@@ -189,7 +265,7 @@ impl AgentMemory {
         }
         bm25.commit()?;
         let mut vectors = VectorIndex::new(config.embedder.dimensions());
-        for (seq, vector) in &snapshot.vectors {
+        for (seq, vector) in &vector_records {
             if vector.len() != config.embedder.dimensions() {
                 return Err(ProjectionError::CorruptSnapshot(format!(
                     "vector of seq {seq} has {} dimensions, the model {}",
@@ -199,7 +275,8 @@ impl AgentMemory {
             }
             vectors.insert(*seq, vector);
         }
-        let graph = FactGraph::from_snapshot(&snapshot.graph)?;
+        let graph = FactGraph::from_snapshot(&graph_bytes)?;
+        drop(graph_bytes);
         let phases = PhaseTracker::from_record(snapshot.phases).map_err(ProjectionError::CorruptSnapshot)?;
         let open_contradictions = snapshot
             .open_contradictions
@@ -259,6 +336,71 @@ impl AgentMemory {
             config,
         })
     }
+}
+
+/// Appends one section: its archive's length, then the archive. Refuses an
+/// archive rkyv could not read back rather than write an unusable snapshot.
+fn append_section<T>(body: &mut Vec<u8>, what: &str, value: &T) -> Result<(), ProjectionError>
+where
+    T: for<'a> rkyv::Serialize<
+            rkyv::api::high::HighSerializer<AlignedVec, rkyv::ser::allocator::ArenaHandle<'a>, rancor::Error>,
+        >,
+{
+    let archive = rkyv::to_bytes::<rancor::Error>(value)
+        .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode the {what}: {error}")))?;
+    if archive.len() > RKYV_ARCHIVE_LIMIT {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "the snapshot's {what} section is {} bytes, past rkyv's {RKYV_ARCHIVE_LIMIT}",
+            archive.len()
+        )));
+    }
+    body.extend_from_slice(&(archive.len() as u64).to_le_bytes());
+    body.extend_from_slice(&archive);
+    Ok(())
+}
+
+/// About the bytes an item's record takes archived, to cut sections by.
+fn item_record_bytes(item: &MemoryItem) -> usize {
+    let strings = item.item_id.len()
+        + item.kind.len()
+        + item.agent.len()
+        + item.text.len()
+        + item.correlation_id.as_ref().map_or(0, String::len);
+    128 + strings + 24 * item.provenance.len()
+}
+
+/// Reads a body's sections one by one, aligned for rkyv.
+struct Sections<'body> {
+    rest: &'body [u8],
+}
+
+impl Sections<'_> {
+    fn next_archive(&mut self, what: &str) -> Result<Option<AlignedVec<16>>, ProjectionError> {
+        if self.rest.is_empty() {
+            return Ok(None);
+        }
+        let truncated = || ProjectionError::CorruptSnapshot(format!("snapshot is cut short in a {what}"));
+        let (length, rest) = self.rest.split_first_chunk::<8>().ok_or_else(truncated)?;
+        let length = usize::try_from(u64::from_le_bytes(*length)).map_err(|_| truncated())?;
+        if length > rest.len() {
+            return Err(truncated());
+        }
+        let (archive, rest) = rest.split_at(length);
+        self.rest = rest;
+        let mut aligned: AlignedVec<16> = AlignedVec::with_capacity(archive.len());
+        aligned.extend_from_slice(archive);
+        Ok(Some(aligned))
+    }
+}
+
+fn decode<T>(archive: &AlignedVec<16>, what: &str) -> Result<T, ProjectionError>
+where
+    T: rkyv::Archive,
+    T::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rancor::Error>>
+        + rkyv::Deserialize<T, rkyv::api::high::HighDeserializer<rancor::Error>>,
+{
+    rkyv::from_bytes::<T, rancor::Error>(archive)
+        .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot decode the snapshot's {what}: {error}")))
 }
 
 fn check_compatible(

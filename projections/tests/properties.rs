@@ -394,11 +394,13 @@ proptest! {
     fn snapshot_plus_tail_equals_full_replay(
         ops in prop::collection::vec(op(), 1..60),
         cut in any::<prop::sample::Index>(),
+        // Tiny sections cut the items, vectors and graph into many.
+        section_bytes in prop_oneof![Just(mneme_projections::SNAPSHOT_SECTION_BYTES), 1usize..2048],
     ) {
         let log = log_of(&ops);
         let cut = cut.index(log.len() + 1);
         let head = rebuild(&log[..cut]);
-        let snapshot = head.to_snapshot().unwrap();
+        let snapshot = head.to_snapshot_in_sections(section_bytes).unwrap();
         let mut restored = AgentMemory::from_snapshot(&snapshot, "demo", "coder", config()).unwrap();
         prop_assert_eq!(restored.digest(), head.digest());
         for (seq, event) in &log[cut..] {
@@ -562,6 +564,25 @@ fn a_snapshot_under_another_configuration_is_refused() {
         Err(ProjectionError::CorruptSnapshot(_))
     ));
     assert!(AgentMemory::from_snapshot(b"not a snapshot", "demo", "coder", config()).is_err());
+}
+
+/// A body cut short — at a section boundary or inside one — is refused,
+/// never restored with part of its memory missing.
+#[test]
+fn a_snapshot_cut_short_is_refused() {
+    let ops: Vec<Op> =
+        (0..12).flat_map(|index| [Op::Message(vec![index, index + 1]), Op::Fact(index, index + 2)]).collect();
+    let memory = rebuild(&log_of(&ops));
+    let snapshot = memory.to_snapshot_in_sections(256).unwrap();
+    assert!(AgentMemory::from_snapshot(&snapshot, "demo", "coder", config()).is_ok());
+    let mut refused = 0;
+    for length in 0..snapshot.len() {
+        match AgentMemory::from_snapshot(&snapshot[..length], "demo", "coder", config()) {
+            Err(ProjectionError::CorruptSnapshot(_)) => refused += 1,
+            other => panic!("a snapshot cut at {length} of {} bytes: {:?}", snapshot.len(), other.map(|m| m.digest())),
+        }
+    }
+    assert_eq!(refused, snapshot.len());
 }
 
 /// Memory-management events (purge, forget, pin, verdicts…) manage their

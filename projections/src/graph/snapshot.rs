@@ -109,6 +109,15 @@ impl FactGraph {
         };
         let body = rkyv::to_bytes::<rancor::Error>(&snapshot)
             .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode the fact graph: {error}")))?;
+        // rkyv's relative pointers are 32-bit: a larger archive would be
+        // written but could never be read back.
+        if body.len() > i32::MAX as usize {
+            return Err(ProjectionError::CorruptSnapshot(format!(
+                "the fact graph's snapshot is {} bytes, past rkyv's {}",
+                body.len(),
+                i32::MAX
+            )));
+        }
         let mut bytes = Vec::with_capacity(MAGIC.len() + 4 + body.len());
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&GRAPH_SNAPSHOT_FORMAT.to_le_bytes());
