@@ -8,31 +8,28 @@ use actix::Addr;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use metrics_exporter_prometheus::PrometheusHandle;
+use mneme::api_params::{
+    EventsParams, GraphParams, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PER_REQUEST, MinSeqParams, ParameterError,
+    ProvenanceParams, ReplayParams, SearchParams, SearchWeights, check_item_id,
+};
 use mneme_actors::swarm_config::RetrievalSection;
 use mneme_actors::{
     ActorsError, AgentHandle, AgentsWritten, Consolidator, GetAgent, ListAgents, Query, QueryAnswer, Supervisor,
     SwarmConfig, verify_against_log,
 };
-use mneme_events::{ErrorCode, ValidationError, decode_json_batch};
-use mneme_events::{Scope, Timestamp};
+use mneme_events::Scope;
+use mneme_events::{ErrorCode, ValidationError, decode_json_batch_of_at_most};
 use mneme_nats::{EventLog, LogEntry, LogError};
 use mneme_projections::graph::{Edge, GraphQuery, Node};
 use mneme_projections::{
     MemoryConfig, ProvenanceRef, RetrievalWeights, SearchFilters, SearchHit, SearchMode, SearchRequest,
 };
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
 use crate::{api_consolidation, api_context, api_handoffs};
 
-/// Limits on query parameters; each over-limit request is refused with the
-/// limit named.
-pub const MAX_K: usize = 1000;
-pub const MAX_QUERY_BYTES: usize = 4096;
-pub const MAX_BUDGET_TOKENS: usize = 1_000_000;
-pub const MAX_EVENTS_PAGE: usize = 10_000;
-pub const MAX_HOPS: usize = 4;
 /// How long a query with `min_seq` waits for the agent to catch up.
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -111,10 +108,9 @@ impl ApiError {
     }
 
     pub(crate) fn from_validation(error: ValidationError) -> ApiError {
-        let status = if error.code == ErrorCode::PayloadTooLarge {
-            StatusCode::PAYLOAD_TOO_LARGE
-        } else {
-            StatusCode::BAD_REQUEST
+        let status = match error.code {
+            ErrorCode::PayloadTooLarge | ErrorCode::BatchTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::BAD_REQUEST,
         };
         ApiError { status, code: error.code.as_str().to_string(), field: error.field, message: error.message }
     }
@@ -210,10 +206,12 @@ async fn post_events(
     caller: Option<web::ReqData<Caller>>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = read_body(payload, state.config.http.max_request_bytes).await?;
+    let body =
+        read_body(payload, state.config.http.max_request_bytes, "the limit set by http.max_request_bytes").await?;
     let body = with_default_scopes(&state.config, body)?;
     let limits = state.config.decode_limits();
-    let events = decode_json_batch(&body, &limits).map_err(|batch| ApiError::from_validation(batch.error))?;
+    let events = decode_json_batch_of_at_most(&body, &limits, MAX_EVENTS_PER_REQUEST)
+        .map_err(|batch| ApiError::from_validation(batch.error))?;
     let swarm = &state.config.swarm.name;
     if let Some((index, event)) = events.iter().enumerate().find(|(_, event)| &event.swarm != swarm) {
         return Err(ApiError::new(
@@ -281,8 +279,16 @@ fn with_default_scopes(config: &SwarmConfig, body: web::Bytes) -> Result<web::By
     Ok(web::Bytes::from(body))
 }
 
-/// Reads a request body, refusing it as soon as it passes `limit` bytes.
-async fn read_body(mut payload: web::Payload, limit: usize) -> Result<web::Bytes, ApiError> {
+/// Reads the body of a query or command, refusing it past
+/// [`MAX_COMMAND_BODY_BYTES`] with a JSON error (actix-web's own extractor
+/// would answer in plain text).
+pub(crate) async fn read_command_body(payload: web::Payload) -> Result<web::Bytes, ApiError> {
+    read_body(payload, MAX_COMMAND_BODY_BYTES, "the limit for a query or command body").await
+}
+
+/// Reads a request body, refusing it as soon as it passes `limit` bytes;
+/// `limit_name` says in the error where the limit comes from.
+async fn read_body(mut payload: web::Payload, limit: usize, limit_name: &str) -> Result<web::Bytes, ApiError> {
     use futures::StreamExt;
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
@@ -293,7 +299,7 @@ async fn read_body(mut payload: web::Payload, limit: usize) -> Result<web::Bytes
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request_too_large",
                 None,
-                format!("request body is over {limit} bytes, the limit set by http.max_request_bytes"),
+                format!("request body is over {limit} bytes, {limit_name}"),
             ));
         }
         body.extend_from_slice(&chunk);
@@ -331,106 +337,42 @@ pub(crate) async fn ask(handle: &AgentHandle, query: Query) -> Result<QueryAnswe
     Ok(handle.addr.send(query).await.map_err(|_| stopped(&handle.agent))??)
 }
 
-#[derive(Deserialize)]
-pub struct SearchParams {
-    q: String,
-    k: Option<usize>,
-    /// `bm25`, `vector`, `graph` or `hybrid` (default).
-    mode: Option<String>,
-    /// Comma-separated kinds to keep.
-    kind: Option<String>,
-    /// Only items with event time at or after / before these RFC 3339 times.
-    since: Option<String>,
-    until: Option<String>,
-    /// Comma-separated scopes to keep.
-    scope: Option<String>,
-    /// Only items linked to this entity in the fact graph (id or name).
-    entity: Option<String>,
-    correlation_id: Option<String>,
-    /// Report each retriever's rank and score per hit.
-    #[serde(default)]
-    explain: bool,
-    rrf_k: Option<f32>,
-    bm25_weight: Option<f32>,
-    vector_weight: Option<f32>,
-    graph_weight: Option<f32>,
-    recency_weight: Option<f32>,
-    usage_weight: Option<f32>,
-    /// Wait until the agent has applied its events up to this seq.
-    min_seq: Option<u64>,
-}
-
-/// Refuses a count parameter outside `1..=max`, naming the limit.
-pub(crate) fn check_between(field: &str, value: usize, max: usize) -> Result<(), ApiError> {
-    if value == 0 || value > max {
-        return Err(ApiError::bad_parameter(field, format!("{field} must be between 1 and {max}, got {value}")));
+impl From<ParameterError> for ApiError {
+    fn from(error: ParameterError) -> ApiError {
+        ApiError::bad_parameter(error.field(), error.to_string())
     }
-    Ok(())
 }
 
-pub(crate) fn check_query_text(query: &str) -> Result<(), ApiError> {
-    if query.len() > MAX_QUERY_BYTES {
-        return Err(ApiError::bad_parameter(
-            "q",
-            format!("query is {} bytes, the limit is {MAX_QUERY_BYTES}", query.len()),
-        ));
-    }
-    Ok(())
-}
-
-fn comma_separated(text: Option<&str>) -> Vec<String> {
-    text.unwrap_or("").split(',').map(str::trim).filter(|part| !part.is_empty()).map(str::to_string).collect()
-}
-
-fn timestamp_parameter(field: &str, text: Option<&str>) -> Result<Option<Timestamp>, ApiError> {
-    text.map(|text| text.parse::<Timestamp>().map_err(|error| ApiError::bad_parameter(field, error.message)))
-        .transpose()
-}
-
-fn weight_parameter(field: &str, value: Option<f32>, default: f32) -> Result<f32, ApiError> {
-    let value = value.unwrap_or(default);
-    if !value.is_finite() || value < 0.0 {
-        return Err(ApiError::bad_parameter(field, format!("{field} must be a number of zero or more, got {value}")));
-    }
-    Ok(value)
-}
-
-impl SearchParams {
-    /// The search this request asks for, with every parameter checked.
-    fn to_request(&self, defaults: &RetrievalSection) -> Result<SearchRequest, ApiError> {
-        check_query_text(&self.q)?;
-        let k = self.k.unwrap_or(10);
-        check_between("k", k, MAX_K)?;
-        let mode = match &self.mode {
-            Some(mode) => mode.parse::<SearchMode>().map_err(|message| ApiError::bad_parameter("mode", message))?,
-            None => SearchMode::Hybrid,
-        };
-        let kinds = comma_separated(self.kind.as_deref());
-        if let Some(unknown) = kinds.iter().find(|kind| !mneme_events::EventKind::NAMES.contains(&kind.as_str())) {
-            return Err(ApiError::bad_parameter("kind", format!("unknown kind {unknown:?}")));
-        }
-        let scopes = comma_separated(self.scope.as_deref())
-            .iter()
-            .map(|scope| scope.parse::<Scope>().map_err(|error| ApiError::bad_parameter("scope", error.message)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let filters = SearchFilters {
-            kinds,
-            since: timestamp_parameter("since", self.since.as_deref())?,
-            until: timestamp_parameter("until", self.until.as_deref())?,
-            scopes,
-            entity: self.entity.clone(),
-            correlation_id: self.correlation_id.clone(),
-        };
-        let weights = RetrievalWeights {
-            rrf_k: weight_parameter("rrf_k", self.rrf_k, defaults.rrf_k)?,
-            bm25: weight_parameter("bm25_weight", self.bm25_weight, defaults.bm25_weight)?,
-            vector: weight_parameter("vector_weight", self.vector_weight, defaults.vector_weight)?,
-            graph: weight_parameter("graph_weight", self.graph_weight, defaults.graph_weight)?,
-            recency: weight_parameter("recency_weight", self.recency_weight, defaults.recency_weight)?,
-            usage: weight_parameter("usage_weight", self.usage_weight, defaults.usage_weight)?,
-        };
-        Ok(SearchRequest { query: self.q.clone(), k, mode, filters, weights, explain: self.explain })
-    }
+/// The search a request asks for, with every parameter checked; weights it
+/// leaves out are the swarm's.
+fn search_request(params: &SearchParams, defaults: &RetrievalSection) -> Result<SearchRequest, ApiError> {
+    let defaults = SearchWeights {
+        rrf_k: defaults.rrf_k,
+        bm25: defaults.bm25_weight,
+        vector: defaults.vector_weight,
+        graph: defaults.graph_weight,
+        recency: defaults.recency_weight,
+        usage: defaults.usage_weight,
+    };
+    let checked = params.check(&defaults)?;
+    let mode = checked.mode.parse::<SearchMode>().map_err(|message| ApiError::bad_parameter("mode", message))?;
+    let filters = SearchFilters {
+        kinds: checked.kinds,
+        since: checked.since,
+        until: checked.until,
+        scopes: checked.scopes,
+        entity: checked.entity,
+        correlation_id: checked.correlation_id,
+    };
+    let weights = RetrievalWeights {
+        rrf_k: checked.weights.rrf_k,
+        bm25: checked.weights.bm25,
+        vector: checked.weights.vector,
+        graph: checked.weights.graph,
+        recency: checked.weights.recency,
+        usage: checked.weights.usage,
+    };
+    Ok(SearchRequest { query: checked.query, k: checked.k, mode, filters, weights, explain: checked.explain })
 }
 
 pub fn provenance_json(provenance: &[ProvenanceRef]) -> Value {
@@ -476,7 +418,7 @@ pub async fn search_answer(
     agent: &str,
     params: &SearchParams,
 ) -> Result<Value, ApiError> {
-    let request = params.to_request(&state.config.retrieval)?;
+    let request = search_request(params, &state.config.retrieval)?;
     let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
     let explain = request.explain;
     let mode = request.mode;
@@ -485,17 +427,6 @@ pub async fn search_answer(
     };
     let hits: Vec<Value> = hits.iter().map(|hit| hit_json(hit, explain)).collect();
     Ok(json!({"swarm": swarm, "agent": agent, "mode": mode.as_str(), "hits": hits}))
-}
-
-#[derive(Deserialize)]
-pub struct GraphParams {
-    entity: String,
-    hops: Option<usize>,
-    /// Comma-separated relations to follow; all when absent.
-    relations: Option<String>,
-    /// Only facts and edges valid at this RFC 3339 event time.
-    as_of: Option<String>,
-    min_seq: Option<u64>,
 }
 
 fn edge_json(edge: &Edge) -> Value {
@@ -529,15 +460,9 @@ async fn graph(
 
 /// A graph neighbourhood as HTTP and NATS answer it.
 pub async fn graph_answer(state: &AppState, swarm: &str, agent: &str, params: &GraphParams) -> Result<Value, ApiError> {
-    check_query_text(&params.entity).map_err(|_| ApiError::bad_parameter("entity", "entity is too long"))?;
-    let hops = params.hops.unwrap_or(2);
-    check_between("hops", hops, MAX_HOPS)?;
-    let query = GraphQuery {
-        entity: params.entity.clone(),
-        hops,
-        relations: comma_separated(params.relations.as_deref()),
-        as_of: timestamp_parameter("as_of", params.as_of.as_deref())?,
-    };
+    let checked = params.check()?;
+    let query =
+        GraphQuery { entity: checked.entity, hops: checked.hops, relations: checked.relations, as_of: checked.as_of };
     let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
     let QueryAnswer::Graph(subgraph) = ask(&handle, Query::Graph(query)).await? else {
         unreachable!("a graph query answers with a subgraph")
@@ -557,15 +482,10 @@ pub async fn graph_answer(state: &AppState, swarm: &str, agent: &str, params: &G
     }))
 }
 
-#[derive(Deserialize)]
-pub struct StatusParams {
-    min_seq: Option<u64>,
-}
-
 async fn digest(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    params: web::Query<StatusParams>,
+    params: web::Query<MinSeqParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent) = path.into_inner();
     let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
@@ -579,13 +499,6 @@ async fn digest(
         "items": status.items,
         "snapshot_seq": status.snapshot_seq,
     })))
-}
-
-#[derive(Deserialize)]
-pub struct ReplayParams {
-    #[serde(default)]
-    verify: bool,
-    min_seq: Option<u64>,
 }
 
 /// `POST …/replay?verify=true`: rebuilds the agent's memory from the log into
@@ -626,13 +539,6 @@ async fn replay(
     })))
 }
 
-#[derive(Deserialize)]
-pub struct EventsParams {
-    from_seq: Option<u64>,
-    agent: Option<String>,
-    limit: Option<usize>,
-}
-
 /// A log entry as the API shows it: the event with its `seq`, or why the
 /// record is not a valid event.
 pub fn entry_json(entry: &LogEntry) -> Value {
@@ -657,14 +563,9 @@ async fn get_events(
     params: web::Query<EventsParams>,
 ) -> Result<HttpResponse, ApiError> {
     check_swarm(&state, &path)?;
-    let limit = params.limit.unwrap_or(1000);
-    check_between("limit", limit, MAX_EVENTS_PAGE)?;
-    if let Some(agent) = &params.agent {
-        mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
-    }
-    let from_seq = params.from_seq.unwrap_or(1).max(1);
-    let entries = state.log.read(from_seq, params.agent.as_deref(), limit).await?;
-    let next_seq = entries.last().map_or(from_seq, |entry| entry.seq + 1);
+    let page = params.check()?;
+    let entries = state.log.read(page.from_seq, page.agent.as_deref(), page.limit).await?;
+    let next_seq = entries.last().map_or(page.from_seq, |entry| entry.seq + 1);
     let events: Vec<Value> = entries.iter().map(entry_json).collect();
     Ok(HttpResponse::Ok().json(json!({"events": events, "next_seq": next_seq})))
 }
@@ -719,18 +620,6 @@ async fn provenance(state: web::Data<AppState>, path: web::Path<(String, String)
     Ok(HttpResponse::Ok().json(json!({"item_id": item_id, "holders": holders, "events": events})))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProvenanceParams {
-    pub item_id: String,
-    pub min_seq: Option<u64>,
-}
-
-#[derive(Deserialize)]
-pub struct MinSeqParams {
-    min_seq: Option<u64>,
-}
-
 /// `GET /v1/swarms/{swarm}/agents/{agent}/provenance/{item_id}`: the events
 /// behind an item of the agent's memory, in log order.
 async fn agent_provenance(
@@ -753,7 +642,7 @@ pub async fn agent_provenance_answer(
     agent: &str,
     params: &ProvenanceParams,
 ) -> Result<Value, ApiError> {
-    check_query_text(&params.item_id).map_err(|_| ApiError::bad_parameter("item_id", "item_id is too long"))?;
+    params.check()?;
     let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
     let unknown = || {
         ApiError::new(
@@ -812,7 +701,7 @@ async fn item(
     params: web::Query<MinSeqParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent, item_id) = path.into_inner();
-    check_query_text(&item_id).map_err(|_| ApiError::bad_parameter("item_id", "item_id is too long"))?;
+    check_item_id(&item_id)?;
     let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
     let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.clone()))).await? else {
         unreachable!("an items query answers with items")
@@ -841,4 +730,22 @@ async fn item(
         "text": item.text,
         "provenance": provenance_json(&item.provenance),
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use mneme::api_params::SEARCH_MODES;
+    use mneme_projections::SearchMode;
+
+    /// The parameter check knows the modes by name; this keeps its list in
+    /// step with the projections' enum.
+    #[test]
+    fn every_search_mode_name_parses_and_round_trips() {
+        for name in SEARCH_MODES {
+            assert_eq!(name.parse::<SearchMode>().map(SearchMode::as_str), Ok(name));
+        }
+        for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
+            assert!(SEARCH_MODES.contains(&mode.as_str()), "{} is missing from SEARCH_MODES", mode.as_str());
+        }
+    }
 }

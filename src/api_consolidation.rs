@@ -14,7 +14,7 @@ use mneme_projections::{OpenContradiction, ResolvedContradiction};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::api::{ApiError, AppState, agent_handle, ask, check_swarm, provenance_json, stopped};
+use crate::api::{ApiError, AppState, agent_handle, ask, check_swarm, provenance_json, read_command_body, stopped};
 
 /// Verdicts listed per kind in a report; counts are always complete.
 const MAX_LISTED_VERDICTS: usize = 1000;
@@ -220,8 +220,9 @@ fn body_error(error: serde_json::Error) -> ApiError {
 pub async fn resolve_contradiction(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: web::Bytes,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let body = read_command_body(payload).await?;
     let (swarm, contradiction_id) = path.into_inner();
     check_swarm(&state, &swarm)?;
     let body: ResolveBody = serde_json::from_slice(&body).map_err(body_error)?;
@@ -325,8 +326,9 @@ pub struct PurgeBody {
 pub async fn purge(
     state: web::Data<AppState>,
     path: web::Path<String>,
-    body: web::Bytes,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let body = read_command_body(payload).await?;
     let swarm = path.into_inner();
     check_swarm(&state, &swarm)?;
     let body: PurgeBody = serde_json::from_slice(&body).map_err(body_error)?;

@@ -4,85 +4,32 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use mneme::api_params::{ContextBody, ContextParams, MinSeqParams, PhaseParams};
 use mneme_actors::{AgentConfig, Query, QueryAnswer};
 use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
 use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::api::{
-    ApiError, AppState, MAX_BUDGET_TOKENS, MAX_QUERY_BYTES, agent_handle, ask, check_between, check_query_text,
-    entry_json, entry_visible_to, provenance_json,
+    ApiError, AppState, agent_handle, ask, entry_json, entry_visible_to, provenance_json, read_command_body,
 };
-
-/// At most this many errors may be named in one request.
-const MAX_RECENT_ERRORS: usize = 16;
-
-/// `GET …/context` parameters. `recent_errors` is newline-separated.
-#[derive(Deserialize)]
-pub struct ContextParams {
-    #[serde(default)]
-    q: String,
-    budget: Option<usize>,
-    current_file: Option<String>,
-    recent_errors: Option<String>,
-    activity: Option<String>,
-    phase: Option<String>,
-    thinking_budget: Option<f32>,
-    min_seq: Option<u64>,
-}
-
-/// `POST …/context` body: the same as the query parameters, with
-/// `recent_errors` a list.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ContextBody {
-    #[serde(default, alias = "q")]
-    pub query: String,
-    pub budget: Option<usize>,
-    #[serde(default)]
-    pub signals: SignalsBody,
-    pub min_seq: Option<u64>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct SignalsBody {
-    pub current_file: Option<String>,
-    #[serde(default)]
-    pub recent_errors: Vec<String>,
-    pub activity: Option<String>,
-    pub phase: Option<String>,
-    pub thinking_budget: Option<f32>,
-}
 
 pub async fn get_context(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
     params: web::Query<ContextParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let params = params.into_inner();
-    let recent_errors = params
-        .recent_errors
-        .map(|errors| errors.lines().map(str::trim).filter(|line| !line.is_empty()).map(str::to_string).collect())
-        .unwrap_or_default();
-    let signals = SignalsBody {
-        current_file: params.current_file,
-        recent_errors,
-        activity: params.activity,
-        phase: params.phase,
-        thinking_budget: params.thinking_budget,
-    };
     let (swarm, agent) = path.into_inner();
-    let body = ContextBody { query: params.q, budget: params.budget, signals, min_seq: params.min_seq };
+    let body = params.into_inner().into_body();
     Ok(HttpResponse::Ok().json(context_answer(&state, &swarm, &agent, body).await?))
 }
 
 pub async fn post_context(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    body: web::Bytes,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let body = read_command_body(payload).await?;
     let body: ContextBody = serde_json::from_slice(&body)
         .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))?;
     let (swarm, agent) = path.into_inner();
@@ -93,53 +40,22 @@ pub async fn post_context(
 /// no thinking budget) gets the agent's from `swarm.toml`; an agent not
 /// listed there gets the defaults of one that is listed without them.
 pub async fn context_answer(state: &AppState, swarm: &str, agent: &str, body: ContextBody) -> Result<Value, ApiError> {
-    check_query_text(&body.query)?;
     let unlisted = AgentConfig::named(agent);
     let agent_config = state.config.agent(agent).unwrap_or(&unlisted);
-    let budget = body.budget.unwrap_or(agent_config.context_budget);
-    check_between("budget", budget, MAX_BUDGET_TOKENS)?;
-    let mut signals = body.signals;
-    signals.thinking_budget = signals.thinking_budget.or(agent_config.thinking_budget);
-    let signals = checked_signals(signals)?;
-    let handle = agent_handle(state, swarm, agent, body.min_seq).await?;
-    let request = ContextRequest::new(body.query, budget).with_signals(signals);
+    let checked = body.check(agent_config.context_budget, agent_config.thinking_budget)?;
+    let signals = ContextSignals {
+        current_file: checked.current_file,
+        recent_errors: checked.recent_errors,
+        activity: Activity::from_name(checked.activity.as_deref().unwrap_or("")),
+        phase: checked.phase,
+        thinking_budget: checked.thinking_budget,
+    };
+    let handle = agent_handle(state, swarm, agent, checked.min_seq).await?;
+    let request = ContextRequest::new(checked.query, checked.budget).with_signals(signals);
     let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
         unreachable!("a context query answers with context")
     };
     Ok(context_json(&context))
-}
-
-fn checked_signals(signals: SignalsBody) -> Result<ContextSignals, ApiError> {
-    if let Some(thinking) = signals.thinking_budget
-        && !(0.0..=1.0).contains(&thinking)
-    {
-        return Err(ApiError::bad_parameter(
-            "thinking_budget",
-            format!("thinking_budget must be between 0 and 1, got {thinking}"),
-        ));
-    }
-    if signals.recent_errors.len() > MAX_RECENT_ERRORS {
-        return Err(ApiError::bad_parameter(
-            "recent_errors",
-            format!("at most {MAX_RECENT_ERRORS} recent errors, got {}", signals.recent_errors.len()),
-        ));
-    }
-    let texts = signals.recent_errors.iter().chain(signals.current_file.iter()).chain(signals.phase.iter());
-    for text in texts {
-        if text.len() > MAX_QUERY_BYTES {
-            return Err(ApiError::bad_parameter(
-                "signals",
-                format!("a signal is {} bytes, the limit is {MAX_QUERY_BYTES}", text.len()),
-            ));
-        }
-    }
-    Ok(ContextSignals {
-        current_file: signals.current_file,
-        recent_errors: signals.recent_errors,
-        activity: Activity::from_name(signals.activity.as_deref().unwrap_or("")),
-        phase: signals.phase,
-        thinking_budget: signals.thinking_budget,
-    })
 }
 
 pub fn context_json(context: &ContextResponse) -> Value {
@@ -185,17 +101,12 @@ pub fn context_json(context: &ContextResponse) -> Value {
     })
 }
 
-#[derive(Deserialize)]
-pub struct PhasesParams {
-    pub min_seq: Option<u64>,
-}
-
 /// `GET …/phases`: every phase (open ones too), the task roll-ups and the
 /// session summary.
 pub async fn list_phases(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    params: web::Query<PhasesParams>,
+    params: web::Query<MinSeqParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent) = path.into_inner();
     Ok(HttpResponse::Ok().json(phases_answer(&state, &swarm, &agent, params.min_seq).await?))
@@ -220,12 +131,6 @@ pub async fn phases_answer(
         "tasks": tasks,
         "session_summary": listing.session_summary,
     }))
-}
-
-#[derive(Deserialize)]
-pub struct PhaseParams {
-    pub level: Option<String>,
-    pub min_seq: Option<u64>,
 }
 
 /// `GET …/phases/{phase_id}?level=index|compressed|summary|findings|full|original`

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::api::{ApiError, AppState, agent_handle, ask};
+use crate::api::{ApiError, AppState, agent_handle, ask, read_command_body};
 use crate::api_consolidation::agent_event;
 
 /// A comment line goes down an idle stream this often, so that proxies and
@@ -182,8 +182,9 @@ struct AcknowledgeBody {
 pub async fn acknowledge_handoff(
     state: web::Data<AppState>,
     path: web::Path<(String, String, String)>,
-    body: web::Bytes,
+    payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    let body = read_command_body(payload).await?;
     let (swarm, agent, handoff_id_text) = path.into_inner();
     let handoff_id: EventId = handoff_id_text.parse().map_err(|_| {
         ApiError::bad_parameter("handoff_id", format!("{handoff_id_text:?} is not an event id (a ULID)"))

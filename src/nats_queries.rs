@@ -26,8 +26,10 @@ use mneme_nats::{Broker, QueryRequest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::api::{self, ApiError, AppState, GraphParams, ProvenanceParams, SearchParams};
-use crate::api_context::{self, ContextBody, PhaseParams};
+use mneme::api_params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams};
+
+use crate::api::{self, ApiError, AppState};
+use crate::api_context;
 
 /// The verbs a query subject may end in.
 pub const QUERY_VERBS: [&str; 5] = ["search", "context", "graph", "provenance", "phase"];

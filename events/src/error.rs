@@ -67,6 +67,7 @@ pub enum ErrorCode {
     PayloadTooLarge,
     UnsupportedSchemaVersion,
     EmptyBatch,
+    BatchTooLarge,
 }
 
 impl ErrorCode {
@@ -87,6 +88,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::UnsupportedSchemaVersion => "unsupported_schema_version",
             ErrorCode::EmptyBatch => "empty_batch",
+            ErrorCode::BatchTooLarge => "batch_too_large",
         }
     }
 }

@@ -13,7 +13,9 @@ mod upcast;
 
 pub use envelope::{CURRENT_SCHEMA_VERSION, Event, EventId, MAX_NAME_LEN, Scope, Timestamp, validate_name};
 pub use error::{Error, ErrorCode, ValidationError};
-pub use json::{BatchError, DecodeLimits, decode_json, decode_json_batch, decode_json_value};
+pub use json::{
+    BatchError, DecodeLimits, decode_json, decode_json_batch, decode_json_batch_of_at_most, decode_json_value,
+};
 pub use kinds::{
     BUNDLE_SECTIONS, BundleItem, BundleProvenance, ContradictionDetected, ContradictionResolution,
     ContradictionResolved, DecisionMade, EventKind, FactAsserted, FactRetracted, HandoffAcknowledged, HandoffBundle,

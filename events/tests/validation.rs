@@ -1,7 +1,9 @@
 //! One test per way an event can be refused, plus round trips of both
 //! encodings.
 
-use mneme_events::{DecodeLimits, ErrorCode, Event, EventKind, decode_json, decode_json_batch, storage};
+use mneme_events::{
+    DecodeLimits, ErrorCode, Event, EventKind, decode_json, decode_json_batch, decode_json_batch_of_at_most, storage,
+};
 use serde_json::{Value, json};
 
 fn valid_tool_result() -> Value {
@@ -215,6 +217,19 @@ fn an_invalid_event_in_a_batch_is_reported_by_index() {
 fn an_empty_batch_is_refused() {
     let error = decode_json_batch(b" [ ] ", &DecodeLimits::default()).unwrap_err();
     assert_eq!(error.error.code, ErrorCode::EmptyBatch);
+}
+
+#[test]
+fn a_batch_over_its_event_limit_is_refused_whole() {
+    let body = json!([valid_tool_result(), valid_tool_result(), valid_tool_result()]).to_string();
+    let error = decode_json_batch_of_at_most(body.as_bytes(), &DecodeLimits::default(), 2).unwrap_err();
+    assert_eq!((error.index, error.error.code), (0, ErrorCode::BatchTooLarge));
+    assert_eq!(error.error.message, "the batch holds 3 events, the limit is 2 events per request");
+    let events = decode_json_batch_of_at_most(body.as_bytes(), &DecodeLimits::default(), 3).unwrap();
+    assert_eq!(events.len(), 3);
+    // A single event is a batch of one, under any limit of at least one.
+    let single = valid_tool_result().to_string();
+    assert_eq!(decode_json_batch_of_at_most(single.as_bytes(), &DecodeLimits::default(), 1).unwrap().len(), 1);
 }
 
 #[test]

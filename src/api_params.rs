@@ -1,0 +1,525 @@
+//! The API's request parameters and their limits: every check a query's
+//! parameters pass before any memory is asked, over HTTP and NATS alike.
+//!
+//! Free of HTTP and of the projection crates, and using nothing of the
+//! binary, so that the fuzz target `fuzz/fuzz_targets/query_params.rs`
+//! compiles this very file with only `mneme-events` and serde beside it.
+
+use mneme_events::{EventKind, Scope, Timestamp};
+use serde::Deserialize;
+
+/// Most hits a search returns.
+pub const MAX_K: usize = 1000;
+/// Longest query text (and entity, item id, context signal), in bytes.
+pub const MAX_QUERY_BYTES: usize = 4096;
+/// Largest context budget, in tokens.
+pub const MAX_BUDGET_TOKENS: usize = 1_000_000;
+/// Most log entries in one page of `GET …/events`.
+pub const MAX_EVENTS_PAGE: usize = 10_000;
+/// Farthest walk in the fact graph, in edges.
+pub const MAX_HOPS: usize = 4;
+/// Most recent errors one context request may name.
+pub const MAX_RECENT_ERRORS: usize = 16;
+/// Most events in one `POST /v1/events`. A batch is validated whole before
+/// any of it is appended, and appended as one unit: its cost, and how long it
+/// holds the log, must stay bounded whatever the body size limit allows
+/// (16 MiB of small events would be over 100,000 of them).
+pub const MAX_EVENTS_PER_REQUEST: usize = 10_000;
+/// Largest body of a query or command (`POST …/context`, resolve, purge,
+/// acknowledge): actix-web's own default, now refused with a JSON error.
+pub const MAX_COMMAND_BODY_BYTES: usize = 256 * 1024;
+
+const DEFAULT_K: usize = 10;
+const DEFAULT_HOPS: usize = 2;
+const DEFAULT_EVENTS_PAGE: usize = 1000;
+
+/// The names `mode` accepts; the binary parses them into
+/// `mneme_projections::SearchMode`, which a unit test keeps in step.
+pub const SEARCH_MODES: [&str; 4] = ["bm25", "vector", "graph", "hybrid"];
+
+/// Why a request's parameters were refused. Every variant names the
+/// parameter at fault (`field`); the over-limit ones name the limit too.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParameterError {
+    /// A count outside `1..=max`.
+    #[error("{field} must be between 1 and {max}, got {value}")]
+    OutOfRange { field: &'static str, value: usize, max: usize },
+    /// A text longer than `max` bytes.
+    #[error("{what} is {bytes} bytes, the limit is {max}")]
+    TooLong { field: &'static str, what: &'static str, bytes: usize, max: usize },
+    /// A list longer than `max` entries.
+    #[error("at most {max} {what}, got {count}")]
+    TooMany { field: &'static str, what: &'static str, count: usize, max: usize },
+    /// A value that is not one the parameter takes.
+    #[error("{message}")]
+    Invalid { field: &'static str, message: String },
+}
+
+impl ParameterError {
+    /// The parameter at fault, as the request named it.
+    pub fn field(&self) -> &'static str {
+        match self {
+            ParameterError::OutOfRange { field, .. }
+            | ParameterError::TooLong { field, .. }
+            | ParameterError::TooMany { field, .. }
+            | ParameterError::Invalid { field, .. } => field,
+        }
+    }
+
+    fn invalid(field: &'static str, message: impl Into<String>) -> ParameterError {
+        ParameterError::Invalid { field, message: message.into() }
+    }
+}
+
+/// Refuses a count parameter outside `1..=max`, naming the limit.
+pub fn check_between(field: &'static str, value: usize, max: usize) -> Result<(), ParameterError> {
+    if value == 0 || value > max {
+        return Err(ParameterError::OutOfRange { field, value, max });
+    }
+    Ok(())
+}
+
+/// Refuses a text parameter over [`MAX_QUERY_BYTES`]; `what` names it in
+/// the message ("query", "entity").
+pub fn check_text_length(field: &'static str, what: &'static str, text: &str) -> Result<(), ParameterError> {
+    if text.len() > MAX_QUERY_BYTES {
+        return Err(ParameterError::TooLong { field, what, bytes: text.len(), max: MAX_QUERY_BYTES });
+    }
+    Ok(())
+}
+
+/// Refuses a query text over [`MAX_QUERY_BYTES`].
+pub fn check_query_text(query: &str) -> Result<(), ParameterError> {
+    check_text_length("q", "query", query)
+}
+
+/// The non-empty, trimmed parts of a comma-separated parameter.
+pub fn comma_separated(text: Option<&str>) -> Vec<String> {
+    text.unwrap_or("").split(',').map(str::trim).filter(|part| !part.is_empty()).map(str::to_string).collect()
+}
+
+fn timestamp_parameter(field: &'static str, text: Option<&str>) -> Result<Option<Timestamp>, ParameterError> {
+    text.map(|text| text.parse::<Timestamp>().map_err(|error| ParameterError::invalid(field, error.message)))
+        .transpose()
+}
+
+fn weight_parameter(field: &'static str, value: Option<f32>, default: f32) -> Result<f32, ParameterError> {
+    let value = value.unwrap_or(default);
+    if !value.is_finite() || value < 0.0 {
+        return Err(ParameterError::invalid(field, format!("{field} must be a number of zero or more, got {value}")));
+    }
+    Ok(value)
+}
+
+/// `GET …/search` parameters, and the body of a NATS `search` query.
+#[derive(Debug, Deserialize)]
+pub struct SearchParams {
+    pub q: String,
+    pub k: Option<usize>,
+    /// `bm25`, `vector`, `graph` or `hybrid` (default).
+    pub mode: Option<String>,
+    /// Comma-separated kinds to keep.
+    pub kind: Option<String>,
+    /// Only items with event time at or after / before these RFC 3339 times.
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// Comma-separated scopes to keep.
+    pub scope: Option<String>,
+    /// Only items linked to this entity in the fact graph (id or name).
+    pub entity: Option<String>,
+    pub correlation_id: Option<String>,
+    /// Report each retriever's rank and score per hit.
+    #[serde(default)]
+    pub explain: bool,
+    pub rrf_k: Option<f32>,
+    pub bm25_weight: Option<f32>,
+    pub vector_weight: Option<f32>,
+    pub graph_weight: Option<f32>,
+    pub recency_weight: Option<f32>,
+    pub usage_weight: Option<f32>,
+    /// Wait until the agent has applied its events up to this seq.
+    pub min_seq: Option<u64>,
+}
+
+/// Retrieval weights: the configured defaults going in, the request's
+/// (checked) coming out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SearchWeights {
+    pub rrf_k: f32,
+    pub bm25: f32,
+    pub vector: f32,
+    pub graph: f32,
+    pub recency: f32,
+    pub usage: f32,
+}
+
+/// A search with every parameter checked and defaulted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedSearch {
+    pub query: String,
+    pub k: usize,
+    /// One of [`SEARCH_MODES`].
+    pub mode: &'static str,
+    pub kinds: Vec<String>,
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+    pub scopes: Vec<Scope>,
+    pub entity: Option<String>,
+    pub correlation_id: Option<String>,
+    pub weights: SearchWeights,
+    pub explain: bool,
+}
+
+impl SearchParams {
+    /// The search this request asks for, with every parameter checked;
+    /// weights it leaves out are `defaults`.
+    pub fn check(&self, defaults: &SearchWeights) -> Result<CheckedSearch, ParameterError> {
+        check_query_text(&self.q)?;
+        let k = self.k.unwrap_or(DEFAULT_K);
+        check_between("k", k, MAX_K)?;
+        let mode = match &self.mode {
+            Some(mode) => SEARCH_MODES.iter().find(|known| *known == mode).copied().ok_or_else(|| {
+                ParameterError::invalid(
+                    "mode",
+                    format!("unknown search mode {mode:?}; expected bm25, vector, graph or hybrid"),
+                )
+            })?,
+            None => "hybrid",
+        };
+        let kinds = comma_separated(self.kind.as_deref());
+        if let Some(unknown) = kinds.iter().find(|kind| !EventKind::NAMES.contains(&kind.as_str())) {
+            return Err(ParameterError::invalid("kind", format!("unknown kind {unknown:?}")));
+        }
+        let scopes = comma_separated(self.scope.as_deref())
+            .iter()
+            .map(|scope| scope.parse::<Scope>().map_err(|error| ParameterError::invalid("scope", error.message)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let since = timestamp_parameter("since", self.since.as_deref())?;
+        let until = timestamp_parameter("until", self.until.as_deref())?;
+        let weights = SearchWeights {
+            rrf_k: weight_parameter("rrf_k", self.rrf_k, defaults.rrf_k)?,
+            bm25: weight_parameter("bm25_weight", self.bm25_weight, defaults.bm25)?,
+            vector: weight_parameter("vector_weight", self.vector_weight, defaults.vector)?,
+            graph: weight_parameter("graph_weight", self.graph_weight, defaults.graph)?,
+            recency: weight_parameter("recency_weight", self.recency_weight, defaults.recency)?,
+            usage: weight_parameter("usage_weight", self.usage_weight, defaults.usage)?,
+        };
+        Ok(CheckedSearch {
+            query: self.q.clone(),
+            k,
+            mode,
+            kinds,
+            since,
+            until,
+            scopes,
+            entity: self.entity.clone(),
+            correlation_id: self.correlation_id.clone(),
+            weights,
+            explain: self.explain,
+        })
+    }
+}
+
+/// `GET …/graph` parameters, and the body of a NATS `graph` query.
+#[derive(Debug, Deserialize)]
+pub struct GraphParams {
+    pub entity: String,
+    pub hops: Option<usize>,
+    /// Comma-separated relations to follow; all when absent.
+    pub relations: Option<String>,
+    /// Only facts and edges valid at this RFC 3339 event time.
+    pub as_of: Option<String>,
+    pub min_seq: Option<u64>,
+}
+
+/// A graph neighbourhood request with every parameter checked and defaulted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedGraph {
+    pub entity: String,
+    pub hops: usize,
+    pub relations: Vec<String>,
+    pub as_of: Option<Timestamp>,
+}
+
+impl GraphParams {
+    pub fn check(&self) -> Result<CheckedGraph, ParameterError> {
+        check_text_length("entity", "entity", &self.entity)?;
+        let hops = self.hops.unwrap_or(DEFAULT_HOPS);
+        check_between("hops", hops, MAX_HOPS)?;
+        Ok(CheckedGraph {
+            entity: self.entity.clone(),
+            hops,
+            relations: comma_separated(self.relations.as_deref()),
+            as_of: timestamp_parameter("as_of", self.as_of.as_deref())?,
+        })
+    }
+}
+
+/// `GET /v1/swarms/{swarm}/events` parameters.
+#[derive(Debug, Deserialize)]
+pub struct EventsParams {
+    pub from_seq: Option<u64>,
+    pub agent: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// A page of the log, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedEventsPage {
+    /// At least 1: seqs start there.
+    pub from_seq: u64,
+    pub agent: Option<String>,
+    pub limit: usize,
+}
+
+impl EventsParams {
+    pub fn check(&self) -> Result<CheckedEventsPage, ParameterError> {
+        let limit = self.limit.unwrap_or(DEFAULT_EVENTS_PAGE);
+        check_between("limit", limit, MAX_EVENTS_PAGE)?;
+        if let Some(agent) = &self.agent {
+            mneme_events::validate_name(agent).map_err(|error| ParameterError::invalid("agent", error.message))?;
+        }
+        let from_seq = self.from_seq.unwrap_or(1).max(1);
+        Ok(CheckedEventsPage { from_seq, agent: self.agent.clone(), limit })
+    }
+}
+
+/// The body of a NATS `provenance` query; over HTTP the item id is in the
+/// path.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceParams {
+    pub item_id: String,
+    pub min_seq: Option<u64>,
+}
+
+impl ProvenanceParams {
+    pub fn check(&self) -> Result<(), ParameterError> {
+        check_item_id(&self.item_id)
+    }
+}
+
+/// Refuses an item id over [`MAX_QUERY_BYTES`].
+pub fn check_item_id(item_id: &str) -> Result<(), ParameterError> {
+    check_text_length("item_id", "item_id", item_id)
+}
+
+/// Parameters of routes that take nothing but `min_seq`.
+#[derive(Debug, Deserialize)]
+pub struct MinSeqParams {
+    pub min_seq: Option<u64>,
+}
+
+/// `POST …/replay` parameters.
+#[derive(Debug, Deserialize)]
+pub struct ReplayParams {
+    #[serde(default)]
+    pub verify: bool,
+    pub min_seq: Option<u64>,
+}
+
+/// `GET …/phases/{phase_id}` parameters; the level is checked by the binary,
+/// which knows the phase levels.
+#[derive(Debug, Deserialize)]
+pub struct PhaseParams {
+    pub level: Option<String>,
+    pub min_seq: Option<u64>,
+}
+
+/// `GET …/context` parameters. `recent_errors` is newline-separated.
+#[derive(Debug, Deserialize)]
+pub struct ContextParams {
+    #[serde(default)]
+    pub q: String,
+    pub budget: Option<usize>,
+    pub current_file: Option<String>,
+    pub recent_errors: Option<String>,
+    pub activity: Option<String>,
+    pub phase: Option<String>,
+    pub thinking_budget: Option<f32>,
+    pub min_seq: Option<u64>,
+}
+
+impl ContextParams {
+    /// The same request as a `POST …/context` body.
+    pub fn into_body(self) -> ContextBody {
+        let recent_errors = self
+            .recent_errors
+            .map(|errors| errors.lines().map(str::trim).filter(|line| !line.is_empty()).map(str::to_string).collect())
+            .unwrap_or_default();
+        let signals = SignalsBody {
+            current_file: self.current_file,
+            recent_errors,
+            activity: self.activity,
+            phase: self.phase,
+            thinking_budget: self.thinking_budget,
+        };
+        ContextBody { query: self.q, budget: self.budget, signals, min_seq: self.min_seq }
+    }
+}
+
+/// `POST …/context` body (and a NATS `context` query's): the same as the
+/// query parameters, with `recent_errors` a list.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextBody {
+    #[serde(default, alias = "q")]
+    pub query: String,
+    pub budget: Option<usize>,
+    #[serde(default)]
+    pub signals: SignalsBody,
+    pub min_seq: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SignalsBody {
+    pub current_file: Option<String>,
+    #[serde(default)]
+    pub recent_errors: Vec<String>,
+    pub activity: Option<String>,
+    pub phase: Option<String>,
+    pub thinking_budget: Option<f32>,
+}
+
+/// A context request with every parameter checked and defaulted; the
+/// activity is still a name (the binary maps it, unknown names included).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckedContext {
+    pub query: String,
+    pub budget: usize,
+    pub current_file: Option<String>,
+    pub recent_errors: Vec<String>,
+    pub activity: Option<String>,
+    pub phase: Option<String>,
+    pub thinking_budget: Option<f32>,
+    pub min_seq: Option<u64>,
+}
+
+impl ContextBody {
+    /// Checks the request; the budget and thinking budget it leaves out are
+    /// the agent's.
+    pub fn check(
+        self,
+        default_budget: usize,
+        default_thinking_budget: Option<f32>,
+    ) -> Result<CheckedContext, ParameterError> {
+        check_query_text(&self.query)?;
+        let budget = self.budget.unwrap_or(default_budget);
+        check_between("budget", budget, MAX_BUDGET_TOKENS)?;
+        let signals = self.signals;
+        let thinking_budget = signals.thinking_budget.or(default_thinking_budget);
+        if let Some(thinking) = thinking_budget
+            && !(0.0..=1.0).contains(&thinking)
+        {
+            return Err(ParameterError::invalid(
+                "thinking_budget",
+                format!("thinking_budget must be between 0 and 1, got {thinking}"),
+            ));
+        }
+        if signals.recent_errors.len() > MAX_RECENT_ERRORS {
+            return Err(ParameterError::TooMany {
+                field: "recent_errors",
+                what: "recent errors",
+                count: signals.recent_errors.len(),
+                max: MAX_RECENT_ERRORS,
+            });
+        }
+        let texts = signals.recent_errors.iter().chain(signals.current_file.iter()).chain(signals.phase.iter());
+        for text in texts {
+            check_text_length("signals", "a signal", text)?;
+        }
+        Ok(CheckedContext {
+            query: self.query,
+            budget,
+            current_file: signals.current_file,
+            recent_errors: signals.recent_errors,
+            activity: signals.activity,
+            phase: signals.phase,
+            thinking_budget,
+            min_seq: self.min_seq,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parses a query string exactly as the HTTP routes' extractor does.
+    fn parsed<T: serde::de::DeserializeOwned>(query_string: &str) -> T {
+        actix_web::web::Query::<T>::from_query(query_string).expect("parses").into_inner()
+    }
+
+    const DEFAULT_WEIGHTS: SearchWeights =
+        SearchWeights { rrf_k: 60.0, bm25: 1.0, vector: 1.0, graph: 1.0, recency: 0.0, usage: 0.0 };
+
+    fn search(query_string: &str) -> Result<CheckedSearch, ParameterError> {
+        parsed::<SearchParams>(query_string).check(&DEFAULT_WEIGHTS)
+    }
+
+    #[test]
+    fn search_defaults_and_limits() {
+        let checked = search("q=rotate+keys").unwrap();
+        assert_eq!((checked.k, checked.mode, checked.weights), (10, "hybrid", DEFAULT_WEIGHTS));
+        assert_eq!(search("q=a&k=1000").unwrap().k, MAX_K);
+        let over = search("q=a&k=1001").unwrap_err();
+        assert_eq!(over, ParameterError::OutOfRange { field: "k", value: 1001, max: MAX_K });
+        assert_eq!(over.to_string(), "k must be between 1 and 1000, got 1001");
+        assert_eq!(search("q=a&k=0").unwrap_err().field(), "k");
+        let long = format!("q={}", "a".repeat(MAX_QUERY_BYTES + 1));
+        assert_eq!(search(&long).unwrap_err().to_string(), "query is 4097 bytes, the limit is 4096");
+    }
+
+    #[test]
+    fn search_refuses_unknown_names_and_bad_weights() {
+        assert_eq!(search("q=a&mode=fuzzy").unwrap_err().field(), "mode");
+        assert_eq!(search("q=a&kind=message_recorded,nope").unwrap_err().field(), "kind");
+        assert_eq!(search("q=a&scope=everyone").unwrap_err().field(), "scope");
+        assert_eq!(search("q=a&since=yesterday").unwrap_err().field(), "since");
+        assert_eq!(search("q=a&bm25_weight=-1").unwrap_err().field(), "bm25_weight");
+        assert_eq!(search("q=a&rrf_k=NaN").unwrap_err().field(), "rrf_k");
+        assert_eq!(search("q=a&usage_weight=inf").unwrap_err().field(), "usage_weight");
+        let checked = search("q=a&mode=bm25&kind=+fact_asserted+,&scope=shared&vector_weight=0.5").unwrap();
+        assert_eq!((checked.mode, checked.kinds, checked.weights.vector), ("bm25", vec!["fact_asserted".into()], 0.5));
+    }
+
+    #[test]
+    fn graph_hops_and_entity_length() {
+        let graph = |query_string: &str| parsed::<GraphParams>(query_string).check();
+        assert_eq!(graph("entity=coder").unwrap().hops, 2);
+        assert_eq!(graph("entity=coder&hops=4&relations=modified,,reads").unwrap().relations, ["modified", "reads"]);
+        assert_eq!(graph("entity=coder&hops=5").unwrap_err().to_string(), "hops must be between 1 and 4, got 5");
+        let long = format!("entity={}", "e".repeat(MAX_QUERY_BYTES + 1));
+        assert_eq!(graph(&long).unwrap_err().to_string(), "entity is 4097 bytes, the limit is 4096");
+    }
+
+    #[test]
+    fn events_page_limit_and_agent_name() {
+        let page = |query_string: &str| parsed::<EventsParams>(query_string).check();
+        assert_eq!(page("").unwrap(), CheckedEventsPage { from_seq: 1, agent: None, limit: 1000 });
+        assert_eq!(page("from_seq=0&limit=10000").unwrap().from_seq, 1);
+        assert_eq!(page("limit=10001").unwrap_err().to_string(), "limit must be between 1 and 10000, got 10001");
+        assert_eq!(page("agent=a.b%20c").unwrap_err().field(), "agent");
+    }
+
+    #[test]
+    fn context_budget_signals_and_defaults() {
+        let context = |query_string: &str| parsed::<ContextParams>(query_string).into_body().check(2000, Some(0.5));
+        let checked = context("q=why&recent_errors=E1%0A%0A+E2+").unwrap();
+        assert_eq!((checked.budget, checked.thinking_budget), (2000, Some(0.5)));
+        assert_eq!(checked.recent_errors, ["E1", "E2"]);
+        assert_eq!(
+            context("budget=1000001").unwrap_err().to_string(),
+            "budget must be between 1 and 1000000, got 1000001"
+        );
+        assert_eq!(context("thinking_budget=1.5").unwrap_err().field(), "thinking_budget");
+        let errors = (0..=MAX_RECENT_ERRORS).map(|n| format!("E{n}")).collect::<Vec<_>>().join("%0A");
+        assert_eq!(
+            context(&format!("recent_errors={errors}")).unwrap_err().to_string(),
+            "at most 16 recent errors, got 17"
+        );
+        let long = format!("current_file={}", "f".repeat(MAX_QUERY_BYTES + 1));
+        assert_eq!(context(&long).unwrap_err().to_string(), "a signal is 4097 bytes, the limit is 4096");
+    }
+}
