@@ -27,6 +27,11 @@ pub enum LogError {
     EventTooLarge { id: EventId, bytes: usize, limit: usize },
     #[error("the log holds a malformed internal record: {0}")]
     Corrupt(String),
+    #[error(
+        "JetStream did not acknowledge {unacknowledged} published messages after {attempts} attempts over \
+         {waited:?}: {last_error}"
+    )]
+    PublishNotAcknowledged { unacknowledged: usize, attempts: u32, waited: std::time::Duration, last_error: String },
     #[error("nats-server: {0}")]
     Server(String),
     #[error("the log is closed")]

@@ -42,6 +42,13 @@ const MAX_ACKS_IN_FLIGHT: usize = 4096;
 /// Messages published before their acks are awaited, per batch chunk.
 const PUBLISH_CHUNK: usize = 1024;
 
+/// Pauses between attempts to publish what JetStream did not acknowledge:
+/// the first retry comes quickly (a reconnect takes milliseconds on a
+/// restarted server), later ones back off to the longest.
+const PUBLISH_RETRY_FIRST_DELAY: Duration = Duration::from_millis(50);
+
+const PUBLISH_RETRY_LONGEST_DELAY: Duration = Duration::from_secs(1);
+
 /// Messages asked for per pull request while reading.
 const FETCH_BATCH: usize = 1024;
 
@@ -95,6 +102,13 @@ pub struct JetStreamOptions {
     pub max_age: Option<Duration>,
     /// Copies of each stream in a JetStream cluster (1, 3 or 5).
     pub replicas: usize,
+    /// How long an append keeps publishing again, with the same ids, what
+    /// JetStream did not acknowledge: a server restarting or a stream
+    /// electing a leader answers nothing for a few seconds. Retrying is safe
+    /// because ids deduplicate, so it is capped at half the
+    /// `duplicate_window`. Zero fails an append at its first unacknowledged
+    /// publish.
+    pub publish_retry_window: Duration,
     /// Events larger than `limits.max_event_bytes` (as JSON) are refused on
     /// append. Reads take any size: what was accepted stays readable.
     pub limits: DecodeLimits,
@@ -108,6 +122,7 @@ impl Default for JetStreamOptions {
             max_message_bytes: 0,
             max_age: None,
             replicas: 1,
+            publish_retry_window: Duration::from_secs(20),
             limits: DecodeLimits::default(),
             credentials: None,
         }
@@ -171,6 +186,8 @@ pub struct JetStreamLog {
     /// wait for more could wait for each other forever. Taking a whole
     /// chunk's permits here at once rules that out.
     publish_permits: Arc<Semaphore>,
+    /// See [`JetStreamOptions::publish_retry_window`]; already capped.
+    publish_retry_window: Duration,
 }
 
 impl JetStreamLog {
@@ -184,7 +201,9 @@ impl JetStreamLog {
     }
 
     /// Connects to the server at `url` and opens (creating if needed) the
-    /// streams and bucket of `swarm`.
+    /// streams and bucket of `swarm`. `url` may list several servers of one
+    /// cluster separated by commas; the client connects to one of them and
+    /// fails over to the others.
     pub async fn connect(url: &str, swarm: &str, options: JetStreamOptions) -> Result<JetStreamLog, LogError> {
         validate_name("swarm", swarm)?;
         let mut connect_options = async_nats::ConnectOptions::new().name(format!("mneme-{swarm}"));
@@ -195,8 +214,9 @@ impl JetStreamLog {
             Some(Credentials::Token(token)) => connect_options.token(token.clone()),
             None => connect_options,
         };
+        let server_urls: Vec<&str> = url.split(',').map(str::trim).filter(|url| !url.is_empty()).collect();
         let client = connect_options
-            .connect(url)
+            .connect(server_urls.as_slice())
             .await
             .map_err(|error| LogError::Nats(format!("could not connect to NATS at {url}: {error}")))?;
         JetStreamLog::from_client(client, swarm, options).await
@@ -252,43 +272,142 @@ impl JetStreamLog {
             positions,
             limits: options.limits,
             publish_permits: Arc::new(Semaphore::new(MAX_ACKS_IN_FLIGHT)),
+            publish_retry_window: options.publish_retry_window.min(options.duplicate_window / 2),
         })
     }
 
-    /// Publishes messages in order and returns their acks in the same order.
-    /// All of a chunk is sent before any ack is awaited: an ack's timeout
-    /// only starts when it is awaited, and awaiting one by one would cost a
-    /// round trip per message.
+    /// Publishes messages in order and returns their acks in the same order,
+    /// retrying for up to `retry_window`: only messages with an id may be
+    /// retried, since only they deduplicate.
     async fn publish_all(
         &self,
         messages: Vec<(String, PublishMessage)>,
+        retry_window: Duration,
     ) -> Result<Vec<jetstream::publish::PublishAck>, LogError> {
         let mut acks = Vec::with_capacity(messages.len());
         let mut messages = messages.into_iter().peekable();
         while messages.peek().is_some() {
             let chunk: Vec<_> = messages.by_ref().take(PUBLISH_CHUNK).collect();
-            let chunk_len = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
-            let _permits = self.publish_permits.acquire_many(chunk_len).await.map_err(|_| LogError::Closed)?;
-            let mut pending = Vec::with_capacity(chunk.len());
-            for (subject, message) in chunk {
-                let ack = self
-                    .context
-                    .send_publish(subject.clone(), message)
-                    .await
-                    .map_err(|error| LogError::Nats(format!("could not publish to {subject}: {error}")))?;
-                pending.push(ack.into_future());
-            }
-            let chunk_acks = futures::future::try_join_all(pending)
-                .await
-                .map_err(|error| LogError::Nats(format!("publish not acknowledged by JetStream: {error}")))?;
-            acks.extend(chunk_acks);
+            acks.extend(self.publish_chunk_until_acknowledged(&chunk, retry_window).await?);
         }
         Ok(acks)
+    }
+
+    /// Publishes a chunk, then publishes again what was not acknowledged,
+    /// with the same message ids, until all is acknowledged or the retry
+    /// window is over. A message whose ack was lost may be stored already:
+    /// the server then deduplicates the retry and acks it with the original
+    /// sequence (and `duplicate`).
+    async fn publish_chunk_until_acknowledged(
+        &self,
+        chunk: &[(String, PublishMessage)],
+        retry_window: Duration,
+    ) -> Result<Vec<jetstream::publish::PublishAck>, LogError> {
+        let chunk_len = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
+        let _permits = self.publish_permits.acquire_many(chunk_len).await.map_err(|_| LogError::Closed)?;
+        let started = tokio::time::Instant::now();
+        let mut acks: Vec<Option<jetstream::publish::PublishAck>> = vec![None; chunk.len()];
+        let mut delay = PUBLISH_RETRY_FIRST_DELAY;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let Some(failure) = self.publish_unacknowledged(chunk, &mut acks).await else {
+                return Ok(acks.into_iter().flatten().collect());
+            };
+            if !failure.transient {
+                return Err(LogError::Nats(failure.message));
+            }
+            let unacknowledged = acks.iter().filter(|ack| ack.is_none()).count();
+            if started.elapsed() + delay > retry_window {
+                return Err(LogError::PublishNotAcknowledged {
+                    unacknowledged,
+                    attempts,
+                    waited: started.elapsed(),
+                    last_error: failure.message,
+                });
+            }
+            tracing::debug!(attempts, unacknowledged, error = %failure.message, "publishing again");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(PUBLISH_RETRY_LONGEST_DELAY);
+        }
+    }
+
+    /// One attempt: publishes, in order, the messages of `chunk` that have no
+    /// ack yet, all before awaiting any ack (an ack's timeout only starts
+    /// when it is awaited, and awaiting one by one would cost a round trip
+    /// per message), and fills in the acks that arrive. Returns the first
+    /// failure, if any.
+    async fn publish_unacknowledged(
+        &self,
+        chunk: &[(String, PublishMessage)],
+        acks: &mut [Option<jetstream::publish::PublishAck>],
+    ) -> Option<PublishFailure> {
+        let mut pending = Vec::new();
+        let mut first_failure = None;
+        for (index, (subject, message)) in chunk.iter().enumerate().filter(|(index, _)| acks[*index].is_none()) {
+            match self.context.send_publish(subject.clone(), message.clone()).await {
+                Ok(ack) => pending.push((index, ack.into_future())),
+                Err(error) => {
+                    // The connection is down or refused the message: what
+                    // follows would fail the same way.
+                    first_failure = Some(PublishFailure::of(&error, &format!("could not publish to {subject}")));
+                    break;
+                }
+            }
+        }
+        let (indexes, futures): (Vec<usize>, Vec<_>) = pending.into_iter().unzip();
+        for (index, answer) in indexes.into_iter().zip(futures::future::join_all(futures).await) {
+            match answer {
+                Ok(ack) => acks[index] = Some(ack),
+                Err(error) => {
+                    let failure = PublishFailure::of(&error, "publish not acknowledged by JetStream");
+                    first_failure.get_or_insert(failure);
+                }
+            }
+        }
+        first_failure
     }
 
     /// Turns one message of the events stream into a log entry.
     fn entry(&self, message: &jetstream::Message) -> Result<LogEntry, LogError> {
         entry_of_message(&self.swarm, message)
+    }
+}
+
+/// Why a publish failed, and whether publishing again may succeed.
+struct PublishFailure {
+    message: String,
+    transient: bool,
+}
+
+impl PublishFailure {
+    fn of(error: &jetstream::context::PublishError, what: &str) -> PublishFailure {
+        PublishFailure { message: format!("{what}: {error}"), transient: publish_error_is_transient(error) }
+    }
+}
+
+/// Failures that a server restart or a leader election causes, and that go
+/// away by themselves: no ack in time, a broken connection, no responders
+/// (the stream is not loaded yet, or has no leader), and JetStream's own
+/// "temporarily unavailable" answers. A message the server refuses for what
+/// it is (too large, a wrong expected sequence) fails the same way again.
+fn publish_error_is_transient(error: &jetstream::context::PublishError) -> bool {
+    use jetstream::context::PublishErrorKind;
+    match error.kind() {
+        PublishErrorKind::TimedOut
+        | PublishErrorKind::BrokenPipe
+        | PublishErrorKind::StreamNotFound
+        | PublishErrorKind::MaxAckPending => true,
+        PublishErrorKind::WrongLastMessageId
+        | PublishErrorKind::WrongLastSequence
+        | PublishErrorKind::MaxPayloadExceeded => false,
+        PublishErrorKind::Other => {
+            let api_error =
+                std::error::Error::source(error).and_then(|source| source.downcast_ref::<jetstream::Error>());
+            // A refusal with a client-error status (400, 413…) is about the
+            // message; anything else (503, or not an API answer) is not.
+            api_error.is_none_or(|api_error| !(400..500).contains(&api_error.code()))
+        }
     }
 }
 
@@ -617,7 +736,7 @@ impl EventLog for JetStreamLog {
             let message = PublishMessage::build().payload(Bytes::from(json)).message_id(event.id.to_string());
             messages.push((subject, message));
         }
-        let acks = self.publish_all(messages).await?;
+        let acks = self.publish_all(messages, self.publish_retry_window).await?;
         let appended = events
             .iter()
             .zip(acks)
@@ -630,7 +749,8 @@ impl EventLog for JetStreamLog {
         validate_name("agent", agent)?;
         let subject = subjects::event_subject(&self.swarm, agent, RAW_KIND_TOKEN);
         let message = PublishMessage::build().payload(Bytes::copy_from_slice(raw));
-        let acks = self.publish_all(vec![(subject, message)]).await?;
+        // Without an id a retry could store the record twice: no retry.
+        let acks = self.publish_all(vec![(subject, message)], Duration::ZERO).await?;
         Ok(acks[0].sequence)
     }
 
@@ -709,7 +829,7 @@ impl EventLog for JetStreamLog {
             // a crash, is deduplicated by the server within the window; past
             // it, `dead_letters` keeps the first letter per sequence.
             .message_id(format!("deadletter-{}", letter.seq));
-        self.publish_all(vec![(subjects::deadletter_subject(&self.swarm), message)]).await?;
+        self.publish_all(vec![(subjects::deadletter_subject(&self.swarm), message)], self.publish_retry_window).await?;
         Ok(())
     }
 

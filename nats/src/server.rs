@@ -3,8 +3,10 @@
 //! The JetStream log is tested against the server it will run against, never
 //! a mock. [`NatsServer::start`] runs a single JetStream-enabled server on a
 //! free loopback port with its store in a fresh temporary directory, and
-//! removes both when dropped. The binary is found by [`NatsServer::binary`];
-//! `scripts/install-nats.sh` installs the pinned version into `<repo>/.venv`.
+//! removes both when dropped. [`NatsCluster::start`] runs several such
+//! servers routed into one JetStream cluster, for replicated streams. The
+//! binary is found by [`NatsServer::binary`]; `scripts/install-nats.sh`
+//! installs the pinned version into `<repo>/.venv`.
 
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -24,6 +26,12 @@ const READY_TIMEOUT: Duration = Duration::from_secs(15);
 
 const READY_POLL_INTERVAL: Duration = Duration::from_millis(50);
 
+/// How long one readiness or leader poll waits for JetStream's answer. Much
+/// shorter than the client's default (5 s): a request that the cluster
+/// cannot answer yet (no meta or stream leader) is better asked again soon,
+/// so that the time measured is the election's, not the timeout's.
+const POLL_REQUEST_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// Lines of the server's log quoted when it fails to start.
 const LOG_TAIL_LINES: usize = 20;
 
@@ -40,6 +48,9 @@ pub struct NatsServer {
     child: Option<Child>,
     /// The token clients must present, when the server requires one.
     token: Option<String>,
+    /// A configuration file the server runs with instead of command-line
+    /// flags: cluster nodes need settings that have no flag.
+    config_file: Option<PathBuf>,
 }
 
 impl NatsServer {
@@ -67,7 +78,7 @@ impl NatsServer {
         })?;
         let port = free_loopback_port()?;
         let dir = fresh_temp_dir()?;
-        let mut server = NatsServer { binary, port, dir, child: None, token: None };
+        let mut server = NatsServer { binary, port, dir, child: None, token: None, config_file: None };
         server.spawn_and_wait().await?;
         Ok(server)
     }
@@ -80,7 +91,8 @@ impl NatsServer {
         })?;
         let port = free_loopback_port()?;
         let dir = fresh_temp_dir()?;
-        let mut server = NatsServer { binary, port, dir, child: None, token: Some(token.to_string()) };
+        let mut server =
+            NatsServer { binary, port, dir, child: None, token: Some(token.to_string()), config_file: None };
         server.spawn_and_wait().await?;
         Ok(server)
     }
@@ -89,12 +101,7 @@ impl NatsServer {
     /// there is no binary or the server does not start. Tests never skip for
     /// want of a server, so a machine without one fails loudly.
     pub async fn require() -> NatsServer {
-        if NatsServer::binary().is_none() {
-            panic!(
-                "nats-server is required by this test and was not found: run {INSTALL_SCRIPT} \
-                 (installs nats-server 2.15.1 into <repo>/.venv) or set {SERVER_BINARY_ENV}"
-            );
-        }
+        panic_without_binary();
         match NatsServer::start().await {
             Ok(server) => server,
             Err(error) => panic!("{error}"),
@@ -111,7 +118,15 @@ impl NatsServer {
         self.dir.join("store")
     }
 
+    /// Whether the server process is running (it was not killed, and has
+    /// not exited).
+    pub fn is_running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+    }
+
     /// Kills the server with SIGKILL, as a crash would, and waits for it.
+    /// SIGKILL loses what the server holds in its own memory, not what it
+    /// has written to files: the kernel keeps those pages.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             // Both fail only if the process is already gone, which is the goal.
@@ -132,6 +147,13 @@ impl NatsServer {
     }
 
     async fn spawn_and_wait(&mut self) -> Result<(), LogError> {
+        self.spawn()?;
+        self.wait_until_ready().await
+    }
+
+    /// Starts the process without waiting for it to be ready: a cluster's
+    /// nodes are ready only once enough of them run to elect a leader.
+    fn spawn(&mut self) -> Result<(), LogError> {
         // Appending keeps the log of earlier runs of this server, which is
         // what one wants to read after a restart went wrong.
         let log = fs::OpenOptions::new()
@@ -144,23 +166,23 @@ impl NatsServer {
         if let Some(token) = &self.token {
             command.args(["--auth", token]);
         }
-        let child = command
-            .arg("-js")
-            .arg("-sd")
-            .arg(self.store_dir())
-            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(stderr_log)
-            .spawn()
-            .map_err(|error| {
-                LogError::Server(format!(
-                    "could not run {}: {error}; run {INSTALL_SCRIPT} or point {SERVER_BINARY_ENV} at a nats-server",
-                    self.binary.display()
-                ))
-            })?;
+        match &self.config_file {
+            Some(config_file) => command.arg("-c").arg(config_file),
+            None => command.arg("-js").arg("-sd").arg(self.store_dir()).args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+            ]),
+        };
+        let child = command.stdin(Stdio::null()).stdout(log).stderr(stderr_log).spawn().map_err(|error| {
+            LogError::Server(format!(
+                "could not run {}: {error}; run {INSTALL_SCRIPT} or point {SERVER_BINARY_ENV} at a nats-server",
+                self.binary.display()
+            ))
+        })?;
         self.child = Some(child);
-        self.wait_until_ready().await
+        Ok(())
     }
 
     /// Polls until a client can connect and JetStream answers an account
@@ -181,7 +203,7 @@ impl NatsServer {
                 None => async_nats::ConnectOptions::new(),
             };
             match options.connect(&url).await {
-                Ok(client) => match async_nats::jetstream::new(client).query_account().await {
+                Ok(client) => match short_timeout_context(client).query_account().await {
                     Ok(_) => return Ok(()),
                     Err(error) => last_error = format!("JetStream not ready: {error}"),
                 },
@@ -218,6 +240,211 @@ impl Drop for NatsServer {
         // A leftover temporary directory is harmless; failing a drop is not.
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Panics with instructions when there is no nats-server binary: tests never
+/// skip for want of a server, so a machine without one fails loudly.
+fn panic_without_binary() {
+    if NatsServer::binary().is_none() {
+        panic!(
+            "nats-server is required by this test and was not found: run {INSTALL_SCRIPT} \
+             (installs nats-server 2.15.1 into <repo>/.venv) or set {SERVER_BINARY_ENV}"
+        );
+    }
+}
+
+/// How long a cluster may go without a leader for a stream, after a node
+/// was killed or while it starts, before that counts as a failure. Raft
+/// elections in nats-server take a few seconds; a slow CI machine more.
+const STREAM_LEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The name of the JetStream cluster every [`NatsCluster`] forms.
+const CLUSTER_NAME: &str = "mneme-test";
+
+/// Several nats-servers on loopback, routed into one JetStream cluster, each
+/// with its own store in its own temporary directory. Nodes are numbered from
+/// 0; a node keeps its ports and store when killed and restarted, as a
+/// machine that reboots would.
+pub struct NatsCluster {
+    nodes: Vec<NatsServer>,
+    node_names: Vec<String>,
+}
+
+impl NatsCluster {
+    /// Starts `size` nodes (3 for R3 streams) and returns once every node
+    /// answers JetStream requests, which it does only when the cluster has
+    /// elected its meta leader.
+    pub async fn start(size: usize) -> Result<NatsCluster, LogError> {
+        let binary = NatsServer::binary().ok_or_else(|| {
+            LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
+        })?;
+        let client_ports = (0..size).map(|_| free_loopback_port()).collect::<Result<Vec<_>, _>>()?;
+        let route_ports = (0..size).map(|_| free_loopback_port()).collect::<Result<Vec<_>, _>>()?;
+        let node_names: Vec<String> = (0..size).map(|index| format!("mneme-node-{index}")).collect();
+        let mut nodes = Vec::with_capacity(size);
+        for index in 0..size {
+            let dir = fresh_temp_dir()?;
+            let config_file = dir.join("nats-server.conf");
+            let config = cluster_node_config(&node_names[index], client_ports[index], &dir, index, &route_ports);
+            fs::write(&config_file, config)
+                .map_err(|error| LogError::Server(format!("could not write {}: {error}", config_file.display())))?;
+            let port = client_ports[index];
+            nodes.push(NatsServer {
+                binary: binary.clone(),
+                port,
+                dir,
+                child: None,
+                token: None,
+                config_file: Some(config_file),
+            });
+        }
+        // All nodes first: none is ready before a majority runs.
+        for node in &mut nodes {
+            node.spawn()?;
+        }
+        for node in &mut nodes {
+            node.wait_until_ready().await?;
+        }
+        Ok(NatsCluster { nodes, node_names })
+    }
+
+    /// Like [`NatsCluster::start`], for tests: panics with instructions when
+    /// there is no binary or the cluster does not form.
+    pub async fn require(size: usize) -> NatsCluster {
+        panic_without_binary();
+        match NatsCluster::start(size).await {
+            Ok(cluster) => cluster,
+            Err(error) => panic!("{error}"),
+        }
+    }
+
+    pub fn size(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Every node's client URL.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(NatsServer::url).collect()
+    }
+
+    /// The client URLs joined by commas, as `mneme serve --nats` takes them.
+    pub fn url_list(&self) -> String {
+        self.urls().join(",")
+    }
+
+    /// The `server_name` of a node, as stream info names leaders and peers.
+    pub fn node_name(&self, index: usize) -> &str {
+        &self.node_names[index]
+    }
+
+    pub fn node(&mut self, index: usize) -> &mut NatsServer {
+        &mut self.nodes[index]
+    }
+
+    /// Kills a node with SIGKILL, as a crash would.
+    pub fn kill(&mut self, index: usize) {
+        self.nodes[index].kill();
+    }
+
+    /// Starts a killed node again with its ports and store, and returns once
+    /// it answers JetStream requests.
+    pub async fn restart(&mut self, index: usize) -> Result<(), LogError> {
+        self.nodes[index].restart().await
+    }
+
+    /// The index of the running node leading `stream`'s Raft group, waiting
+    /// while the group has no leader or still names a node that was killed
+    /// (until the others notice); fails after [`STREAM_LEADER_TIMEOUT`].
+    pub async fn stream_leader(&mut self, stream: &str) -> Result<usize, LogError> {
+        let deadline = Instant::now() + STREAM_LEADER_TIMEOUT;
+        let mut last_error = String::from("not asked");
+        while Instant::now() < deadline {
+            match self.stream_cluster_info(stream).await {
+                Ok(cluster) => {
+                    let leader = cluster.leader.as_deref();
+                    let index = self.node_names.iter().position(|name| Some(name.as_str()) == leader);
+                    if let Some(index) = index.filter(|index| self.nodes[*index].is_running()) {
+                        return Ok(index);
+                    }
+                    last_error = format!("no leader (leader is {leader:?})");
+                }
+                Err(error) => last_error = error.to_string(),
+            }
+            tokio::time::sleep(READY_POLL_INTERVAL).await;
+        }
+        Err(LogError::Server(format!("stream {stream} has no leader after {STREAM_LEADER_TIMEOUT:?}: {last_error}")))
+    }
+
+    /// Waits until `stream` has a leader and every other node is a current
+    /// replica of it: after a restart, a node has caught up only then, and
+    /// killing another node before would leave the group without a majority
+    /// that holds everything.
+    pub async fn wait_until_stream_current(&mut self, stream: &str) -> Result<(), LogError> {
+        let deadline = Instant::now() + STREAM_LEADER_TIMEOUT;
+        let mut last_state = String::from("not asked");
+        while Instant::now() < deadline {
+            match self.stream_cluster_info(stream).await {
+                Ok(cluster) => {
+                    let current = cluster.replicas.iter().filter(|peer| peer.current && !peer.offline).count();
+                    if cluster.leader.is_some() && current + 1 == self.nodes.len() {
+                        return Ok(());
+                    }
+                    let peers: Vec<String> = cluster
+                        .replicas
+                        .iter()
+                        .map(|peer| format!("{} current={} offline={}", peer.name, peer.current, peer.offline))
+                        .collect();
+                    last_state = format!("leader {:?}, replicas [{}]", cluster.leader, peers.join(", "));
+                }
+                Err(error) => last_state = error.to_string(),
+            }
+            tokio::time::sleep(READY_POLL_INTERVAL).await;
+        }
+        Err(LogError::Server(format!(
+            "stream {stream} replicas not all current after {STREAM_LEADER_TIMEOUT:?}: {last_state}"
+        )))
+    }
+
+    /// The Raft group of `stream` as the running nodes report it.
+    async fn stream_cluster_info(
+        &mut self,
+        stream: &str,
+    ) -> Result<async_nats::jetstream::stream::ClusterInfo, LogError> {
+        let running: Vec<String> =
+            self.nodes.iter_mut().filter_map(|node| node.is_running().then(|| node.url())).collect();
+        let client = async_nats::ConnectOptions::new()
+            .connection_timeout(Duration::from_secs(2))
+            .connect(running)
+            .await
+            .map_err(|error| LogError::Server(format!("cannot connect to the cluster: {error}")))?;
+        let mut handle = short_timeout_context(client).get_stream(stream).await.map_err(LogError::nats)?;
+        let info = handle.info().await.map_err(LogError::nats)?;
+        info.cluster.clone().ok_or_else(|| LogError::Server(format!("stream {stream} reports no cluster")))
+    }
+}
+
+fn short_timeout_context(client: async_nats::Client) -> async_nats::jetstream::Context {
+    async_nats::jetstream::ContextBuilder::new().timeout(POLL_REQUEST_TIMEOUT).build(client)
+}
+
+/// The configuration of one cluster node: its client port, its store, and
+/// routes to every other node's cluster port. `sync_interval` is left at
+/// the server's default, which is what the durability notes describe.
+fn cluster_node_config(name: &str, client_port: u16, dir: &Path, index: usize, route_ports: &[u16]) -> String {
+    let routes: Vec<String> = route_ports
+        .iter()
+        .enumerate()
+        .filter(|(other, _)| *other != index)
+        .map(|(_, port)| format!("\"nats-route://127.0.0.1:{port}\""))
+        .collect();
+    format!(
+        "server_name: {name:?}\nlisten: \"127.0.0.1:{client_port}\"\n\
+         jetstream {{\n  store_dir: {store:?}\n}}\n\
+         cluster {{\n  name: {CLUSTER_NAME:?}\n  listen: \"127.0.0.1:{route_port}\"\n  routes: [{routes}]\n}}\n",
+        store = dir.join("store").display().to_string(),
+        route_port = route_ports[index],
+        routes = routes.join(", "),
+    )
 }
 
 /// Directories that may be the repository root: those holding the install
