@@ -173,6 +173,9 @@ impl MemoryActor {
         let span = tracing::info_span!("checkpoint", agent = %self.memory.agent(), seq = checkpoint);
         let _entered = span.enter();
         let started = Instant::now();
+        // Started and written are both logged so that a crash between them
+        // can be told apart from one outside a snapshot (tests/crash.rs).
+        tracing::debug!(agent = %self.memory.agent(), snapshot_seq = checkpoint, "snapshot started");
         self.memory.commit()?;
         let body = self.memory.to_snapshot()?;
         self.store.save(self.memory.swarm(), self.memory.agent(), &body)?;
@@ -181,7 +184,7 @@ impl MemoryActor {
         self.first_unsaved_at = None;
         metrics::counter!("mneme_snapshots_written_total").increment(1);
         metrics::histogram!("mneme_snapshot_seconds").record(started.elapsed().as_secs_f64());
-        tracing::debug!(bytes = body.len(), "snapshot written");
+        tracing::debug!(agent = %self.memory.agent(), snapshot_seq = checkpoint, bytes = body.len(), "snapshot written");
         Ok(Some(checkpoint))
     }
 }
@@ -539,7 +542,10 @@ pub fn restore_or_new(
                     "snapshot is ahead of the log; rebuilding from the log"
                 );
             }
-            Ok(memory) => return Ok(memory),
+            Ok(memory) => {
+                tracing::info!(%swarm, %agent, snapshot_seq = memory.checkpoint(), "memory restored from its snapshot");
+                return Ok(memory);
+            }
             Err(ProjectionError::CorruptSnapshot(why)) => {
                 tracing::warn!(%swarm, %agent, %why, "snapshot unusable; rebuilding from the log");
             }
@@ -550,6 +556,7 @@ pub fn restore_or_new(
         }
         Err(SnapshotProblem::Missing) => {}
     }
+    tracing::info!(%swarm, %agent, "memory rebuilt from the log");
     Ok(AgentMemory::new(swarm, agent, config)?)
 }
 

@@ -27,8 +27,39 @@ pub enum SnapshotProblem {
 }
 
 impl SnapshotStore {
+    /// Opens the store in `dir`. A store whose files sled cannot read (cut
+    /// short by a full disk, overwritten) is moved aside to
+    /// `<dir>.unreadable-<unix seconds>`, with a warning, and an empty one
+    /// is opened: snapshots are caches of the log, so every memory is then
+    /// rebuilt from the log instead of the service refusing to start.
+    /// Errors that say nothing about the files (permissions, a store held
+    /// by another process) are returned.
     pub fn open(dir: &Path) -> Result<SnapshotStore, ActorsError> {
-        Ok(SnapshotStore { tree: sled::open(dir)? })
+        match sled::open(dir) {
+            Ok(tree) => Ok(SnapshotStore { tree }),
+            Err(error) if files_are_unreadable(&error) => {
+                let seconds = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|since| since.as_secs())
+                    .unwrap_or_default();
+                let mut aside = dir.as_os_str().to_owned();
+                aside.push(format!(".unreadable-{seconds}"));
+                tracing::warn!(
+                    dir = %dir.display(), moved_to = ?aside, %error,
+                    "snapshot store unreadable; moved aside, every memory will be rebuilt from the log"
+                );
+                std::fs::rename(dir, &aside).map_err(|rename_error| {
+                    ActorsError::SnapshotStore(sled::Error::Io(std::io::Error::new(
+                        rename_error.kind(),
+                        format!(
+                            "the snapshot store is unreadable ({error}) and could not be moved aside: {rename_error}"
+                        ),
+                    )))
+                })?;
+                Ok(SnapshotStore { tree: sled::open(dir)? })
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 
     fn key(swarm: &str, agent: &str) -> Vec<u8> {
@@ -68,11 +99,31 @@ impl SnapshotStore {
         Ok(())
     }
 
+    /// A snapshot's raw stored value, header included: for failure-injection
+    /// tests.
+    #[doc(hidden)]
+    pub fn raw_for_tests(&self, swarm: &str, agent: &str) -> Result<Option<Vec<u8>>, ActorsError> {
+        Ok(self.tree.get(SnapshotStore::key(swarm, agent))?.map(|value| value.to_vec()))
+    }
+
     /// Overwrites a snapshot's raw stored value: for failure-injection tests.
     #[doc(hidden)]
     pub fn put_raw_for_tests(&self, swarm: &str, agent: &str, value: &[u8]) -> Result<(), ActorsError> {
         self.tree.insert(SnapshotStore::key(swarm, agent), value)?;
+        self.tree.flush()?;
         Ok(())
+    }
+}
+
+/// Whether sled's error means its files are damaged, rather than that they
+/// could not be reached.
+fn files_are_unreadable(error: &sled::Error) -> bool {
+    match error {
+        sled::Error::Corruption { .. } | sled::Error::Unsupported(_) => true,
+        sled::Error::Io(io) => {
+            matches!(io.kind(), std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData)
+        }
+        _ => false,
     }
 }
 

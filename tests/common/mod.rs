@@ -33,6 +33,9 @@ pub struct MnemeServer {
     pub token: Option<String>,
     /// Environment variables of the `mneme serve` process.
     environment: Vec<(String, String)>,
+    /// Where the process's stderr is appended, across restarts; inherited
+    /// when `None`.
+    pub stderr_log: Option<PathBuf>,
     port: u16,
 }
 
@@ -56,6 +59,18 @@ impl MnemeServer {
         extra_config: &str,
         environment: &[(&str, &str)],
     ) -> MnemeServer {
+        let mut server = MnemeServer::configure(work_dir, nats_url, extra_config, environment);
+        server.spawn();
+        server
+    }
+
+    /// Writes the configuration; starts nothing.
+    fn configure(
+        work_dir: &Path,
+        nats_url: Option<&str>,
+        extra_config: &str,
+        environment: &[(&str, &str)],
+    ) -> MnemeServer {
         let config_path = work_dir.join("swarm.toml");
         let mut config = String::from(
             "[swarm]\nname = \"demo\"\nadmit_unknown_agents = true\n\n[memory]\ncheckpoint_interval_ms = 200\n\
@@ -67,7 +82,7 @@ impl MnemeServer {
         }
         config.push_str(extra_config);
         std::fs::write(&config_path, config).unwrap();
-        let mut server = MnemeServer {
+        MnemeServer {
             child: None,
             url: String::new(),
             data_dir: work_dir.join("data"),
@@ -75,10 +90,47 @@ impl MnemeServer {
             nats_url: nats_url.map(str::to_string),
             token: None,
             environment: environment.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect(),
+            stderr_log: None,
             port: free_port(),
-        };
+        }
+    }
+
+    /// Like [`MnemeServer::start_with`], logging at `log_filter` into
+    /// `<work_dir>/serve.log` (appended to across restarts), for tests that
+    /// read what the server did.
+    pub fn start_logged(work_dir: &Path, extra_config: &str, log_filter: &str) -> MnemeServer {
+        let mut server = MnemeServer::configure(work_dir, None, extra_config, &[("MNEME_LOG", log_filter)]);
+        server.stderr_log = Some(work_dir.join("serve.log"));
         server.spawn();
         server
+    }
+
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is running").id()
+    }
+
+    /// Kills the server with SIGKILL: no snapshot, no flush, no goodbye.
+    pub fn kill_hard(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Reaps a server killed from elsewhere (by pid); panics if it is alive.
+    pub fn reap_killed(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let status = child.wait().unwrap();
+            assert!(!status.success(), "the server was expected to have been killed, but exited with {status}");
+        }
+    }
+
+    /// Starts the server again on the same port and data dir after it was
+    /// killed.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "the server is still running");
+        self.spawn();
     }
 
     fn spawn(&mut self) {
@@ -92,6 +144,10 @@ impl MnemeServer {
             .env("MNEME_LOG", "warn")
             .envs(self.environment.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null());
+        if let Some(path) = &self.stderr_log {
+            let file = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+            command.stderr(file);
+        }
         if let Some(url) = &self.nats_url {
             command.args(["--nats", url]);
         }
@@ -138,6 +194,7 @@ impl MnemeServer {
             nats_url: self.nats_url.clone(),
             token: Some(token.to_string()),
             environment: self.environment.clone(),
+            stderr_log: None,
             port: self.port,
         }
     }
