@@ -164,6 +164,8 @@ pub struct LogSection {
     pub backend: LogBackend,
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
+    /// One server's URL, or the URLs of several servers of one cluster
+    /// separated by commas: the client fails over between them.
     #[serde(default = "default_nats_url")]
     pub nats_url: String,
     #[serde(default = "default_duplicate_window_secs")]
@@ -175,6 +177,12 @@ pub struct LogSection {
     /// Events older than this are dropped by JetStream; 0 keeps them forever.
     #[serde(default)]
     pub max_age_secs: u64,
+    /// How long an append keeps publishing again, with the same ids, what
+    /// JetStream did not acknowledge (a restarting server, a stream electing
+    /// a leader), before the request fails with 503; at most half the
+    /// duplicate window. 0: fail at once and let the publisher retry.
+    #[serde(default = "default_publish_retry_ms")]
+    pub publish_retry_ms: u64,
     /// Log in to NATS as this user, with `nats_password`; or with
     /// `nats_token`; or neither. `MNEME_NATS_USER`, `MNEME_NATS_PASSWORD` and
     /// `MNEME_NATS_TOKEN` override these; see [`SwarmConfig::nats_credentials`].
@@ -271,6 +279,9 @@ fn default_max_event_bytes() -> usize {
 fn default_replicas() -> usize {
     1
 }
+fn default_publish_retry_ms() -> u64 {
+    20_000
+}
 fn default_bind() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 7700))
 }
@@ -328,6 +339,7 @@ impl Default for LogSection {
             max_event_bytes: default_max_event_bytes(),
             replicas: default_replicas(),
             max_age_secs: 0,
+            publish_retry_ms: default_publish_retry_ms(),
             nats_user: None,
             nats_password: None,
             nats_token: None,
@@ -584,9 +596,12 @@ impl SwarmConfig {
 /// A NATS URL with credentials in it (`nats://user:secret@host`) would put
 /// the secret in logs and in `Debug` output; they belong in `log.nats_*`.
 /// The URL is not repeated: it holds the secret.
-pub fn check_nats_url(url: &str) -> Result<(), String> {
-    let authority = url.split_once("://").map_or(url, |(_, rest)| rest);
-    if authority.split('/').next().unwrap_or("").contains('@') {
+pub fn check_nats_url(urls: &str) -> Result<(), String> {
+    let authority_of = |url: &str| {
+        let authority = url.split_once("://").map_or(url, |(_, rest)| rest);
+        authority.split('/').next().unwrap_or("").to_string()
+    };
+    if urls.split(',').any(|url| authority_of(url.trim()).contains('@')) {
         return Err("log.nats_url holds credentials (user:password@ or token@); expected a URL without them, \
                     with the credentials in log.nats_user and log.nats_password or log.nats_token, or in \
                     MNEME_NATS_USER, MNEME_NATS_PASSWORD or MNEME_NATS_TOKEN"
@@ -745,6 +760,9 @@ mod tests {
         assert!(message.contains("log.nats_url holds credentials") && !message.contains("hunter2"), "{message}");
         assert!(check_nats_url("nats://127.0.0.1:4222").is_ok());
         assert!(check_nats_url("tls://host.example:4222/path@x").is_ok());
+        // A cluster's list is checked URL by URL.
+        assert!(check_nats_url("nats://127.0.0.1:4222,nats://127.0.0.1:4223").is_ok());
+        assert!(check_nats_url("nats://127.0.0.1:4222,nats://mneme:hunter2@127.0.0.1:4223").is_err());
     }
 
     #[test]
