@@ -210,8 +210,14 @@ async fn post_events(
         read_body(payload, state.config.http.max_request_bytes, "the limit set by http.max_request_bytes").await?;
     let body = with_default_scopes(&state.config, body)?;
     let limits = state.config.decode_limits();
-    let events = decode_json_batch_of_at_most(&body, &limits, MAX_EVENTS_PER_REQUEST)
-        .map_err(|batch| ApiError::from_validation(batch.error))?;
+    let events = decode_json_batch_of_at_most(&body, &limits, MAX_EVENTS_PER_REQUEST).map_err(|batch| {
+        let mut error = batch.error;
+        // The decoder knows the limit's value, not which setting holds it.
+        if error.code == ErrorCode::PayloadTooLarge {
+            error.message.push_str(", set by log.max_event_bytes");
+        }
+        ApiError::from_validation(error)
+    })?;
     let swarm = &state.config.swarm.name;
     if let Some((index, event)) = events.iter().enumerate().find(|(_, event)| &event.swarm != swarm) {
         return Err(ApiError::new(
