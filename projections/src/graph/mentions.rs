@@ -236,7 +236,17 @@ fn path_runs(text: &str) -> Vec<(usize, usize, &str)> {
 fn raw_paths(text: &str, skip_libraries: bool) -> (Vec<String>, Vec<(usize, usize)>) {
     let mut paths = Vec::new();
     let mut spans = Vec::new();
+    // Where the line of the current run starts, found by scanning only the
+    // text since the previous run: searching back from each run to the last
+    // newline made a long single-line output quadratic (a 1 MB line of
+    // paths took 20 s to apply).
+    let mut line_start = 0;
+    let mut scanned_to = 0;
     for (start, end, run) in path_runs(text) {
+        if let Some(newline) = text[scanned_to..start].rfind('\n') {
+            line_start = scanned_to + newline + 1;
+        }
+        scanned_to = start;
         let before = &text[..start];
         let after = &text[end..];
         let mut candidate = run;
@@ -256,7 +266,7 @@ fn raw_paths(text: &str, skip_libraries: bool) -> (Vec<String>, Vec<(usize, usiz
         // Sentence punctuation after a path, a truncation marker before it.
         let candidate = candidate.trim_end_matches(['.', '-', '/']).trim_start_matches('@');
         let candidate = candidate.strip_prefix("...").unwrap_or(candidate);
-        let candidate = strip_diff_prefix(candidate, line_before(text, start));
+        let candidate = strip_diff_prefix(candidate, &text[line_start..start]);
         if after.starts_with('(') || !looks_like_path(candidate) {
             continue;
         }
@@ -273,12 +283,6 @@ fn raw_paths(text: &str, skip_libraries: bool) -> (Vec<String>, Vec<(usize, usiz
         paths.push(full);
     }
     (paths, spans)
-}
-
-/// The text of the line before byte `position`.
-fn line_before(text: &str, position: usize) -> &str {
-    let start = text[..position].rfind('\n').map_or(0, |newline| newline + 1);
-    &text[start..position]
 }
 
 /// `a/src/x.rs` in a diff header (`diff --git a/… b/…`, `--- a/…`,
@@ -337,8 +341,16 @@ pub(crate) fn mentions(text: &str, context: &PathContext, source: TextSource) ->
             }
         }
     }
+    // Path spans and identifier runs both come in text order, and spans do
+    // not overlap: one cursor walks the spans alongside the runs. (Testing
+    // every span for every run was quadratic: a 1 MB message of
+    // `file:line` references took 20 s to apply.)
+    let mut next_span = 0;
     for (start, end) in identifier_runs(text) {
-        if path_spans.iter().any(|(span_start, span_end)| start >= *span_start && end <= *span_end) {
+        while next_span < path_spans.len() && path_spans[next_span].1 <= start {
+            next_span += 1;
+        }
+        if path_spans.get(next_span).is_some_and(|(span_start, span_end)| start >= *span_start && end <= *span_end) {
             continue;
         }
         let run = &text[start..end];

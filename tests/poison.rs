@@ -1,0 +1,134 @@
+//! Poison on the log: records that reached the JetStream log without
+//! passing the API (another writer, an older or newer producer, a damaged
+//! import). Each is
+//! dead-lettered once with its reason and counted in the metrics; the
+//! consumer applies every good event around them, never stalls and never
+//! loops, also across a restart.
+
+mod common;
+
+use common::MnemeServer;
+use mneme_nats::server::NatsServer;
+use serde_json::{Value, json};
+
+fn good_event(number: u32, agent: &str, text: &str) -> Value {
+    json!({"id": format!("01KG00000000000000000000{number:02}"), "swarm": "demo", "agent": agent,
+        "ts": format!("2026-04-01T10:00:{number:02}Z"), "kind": "message_recorded",
+        "data": {"role": "assistant", "text": text}})
+}
+
+/// Each poison record, filed under an agent, and the words its dead letter's
+/// reason must contain.
+fn poison() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let mut missing_field = good_event(50, "coder", "x");
+    missing_field["data"] = json!({"role": "assistant"});
+    let mut unknown_kind = good_event(51, "coder", "x");
+    unknown_kind["kind"] = json!("thought_teleported");
+    let mut future_schema = good_event(52, "coder", "x");
+    future_schema["schema_version"] = json!(99);
+    let mut other_swarm = good_event(53, "coder", "x");
+    other_swarm["swarm"] = json!("elsewhere");
+    let filed_under_another_agent = good_event(54, "planner", "a valid event filed under the coder's subject");
+    let mut bad_timestamp = good_event(55, "coder", "x");
+    bad_timestamp["ts"] = json!("yesterday at noon");
+
+    vec![
+        ("coder", b"\x00\x9f\x92\x96 not even utf-8".to_vec(), "malformed_json"),
+        ("coder", b"{\"this is\": \"not an event\"}".to_vec(), "unknown_field"),
+        ("coder", b"[1, 2, 3]".to_vec(), "not_an_object"),
+        ("coder", missing_field.to_string().into_bytes(), "data.text"),
+        ("coder", unknown_kind.to_string().into_bytes(), "thought_teleported"),
+        ("coder", future_schema.to_string().into_bytes(), "schema_version 99"),
+        ("coder", other_swarm.to_string().into_bytes(), "swarm \"elsewhere\""),
+        ("coder", filed_under_another_agent.to_string().into_bytes(), "agent \"planner\""),
+        ("coder", bad_timestamp.to_string().into_bytes(), "invalid_timestamp"),
+    ]
+}
+
+fn metric(server: &MnemeServer, name_and_labels: &str) -> u64 {
+    let metrics = ureq::get(&format!("{}/metrics", server.url)).call().unwrap().into_string().unwrap();
+    metrics
+        .lines()
+        .find(|line| line.starts_with(name_and_labels))
+        .and_then(|line| line.rsplit(' ').next())
+        .map(|value| value.parse::<f64>().unwrap() as u64)
+        .unwrap_or(0)
+}
+
+#[test]
+fn poison_records_are_dead_lettered_once_with_their_reason_and_the_consumer_moves_on() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let nats = runtime.block_on(NatsServer::require());
+    let work = tempfile::tempdir().unwrap();
+    let mut server = MnemeServer::start(work.path(), Some(&nats.url()));
+    let poison = poison();
+
+    // Good events through the API, poison straight onto the events
+    // subjects with a plain client, as a foreign or broken producer would.
+    let jetstream =
+        runtime.block_on(async { async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap()) });
+    let mut poison_seqs = Vec::new();
+    for (number, (agent, bytes, _)) in poison.iter().enumerate() {
+        let good = good_event(number as u32, "coder", &format!("the coder rotated signing key number {number}"));
+        let (status, accepted) = server.post("/v1/events", &good.to_string());
+        assert_eq!(status, 202, "{accepted}");
+        let subject = format!("mneme.demo.{agent}.events.message_recorded");
+        let seq = runtime.block_on(async {
+            jetstream.publish(subject, bytes.clone().into()).await.unwrap().await.unwrap().sequence
+        });
+        poison_seqs.push(seq);
+    }
+    eprintln!("injected: {} poison records interleaved with {} good events on the log", poison.len(), poison.len());
+    // Not poison, but it used to act like it: a valid message of 60,000
+    // `file:line` references (960 KB) took graph extraction 20 s, quadratic
+    // in the references, while every later event of the agent waited. It
+    // must be applied within the 10 s a query waits for its seq.
+    let references = good_event(39, "coder", &"src/lib.rs:10:5 ".repeat(60_000));
+    let (status, accepted) = server.post("/v1/events", &references.to_string());
+    assert_eq!(status, 202, "{accepted}");
+    let last_good = good_event(40, "coder", "the last good event: the ledger migration finished");
+    let (status, accepted) = server.post("/v1/events", &last_good.to_string());
+    assert_eq!(status, 202, "{accepted}");
+    let last_seq = accepted["accepted"][0]["seq"].as_u64().unwrap();
+
+    // The consumer went past every poison record: the last event is found.
+    let hits =
+        server.get(&format!("/v1/swarms/demo/agents/coder/search?q=ledger+migration&mode=bm25&min_seq={last_seq}"));
+    assert_eq!(hits["hits"][0]["item_id"], "01KG0000000000000000000040", "{hits}");
+    let all_good =
+        server.get(&format!("/v1/swarms/demo/agents/coder/search?q=rotated+signing&mode=bm25&k=50&min_seq={last_seq}"));
+    assert_eq!(all_good["hits"].as_array().unwrap().len(), poison.len(), "every good event was applied: {all_good}");
+
+    let check_letters = |server: &MnemeServer| {
+        let letters = server.get("/v1/swarms/demo/deadletters")["dead_letters"].as_array().unwrap().clone();
+        let seqs: Vec<u64> = letters.iter().map(|letter| letter["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, poison_seqs, "one dead letter per poison record, no more: {letters:?}");
+        for (letter, (_, _, expected)) in letters.iter().zip(&poison) {
+            let reason = letter["reason"].as_str().unwrap();
+            assert!(reason.contains(expected), "seq {}: reason {reason:?} should name {expected:?}", letter["seq"]);
+            eprintln!("checked: seq {} dead-lettered: {reason}", letter["seq"]);
+        }
+    };
+    check_letters(&server);
+    assert_eq!(metric(&server, "mneme_events_dead_lettered_total{agent=\"coder\"}"), poison.len() as u64);
+    let verified = server.post(&format!("/v1/swarms/demo/agents/coder/replay?verify=true&min_seq={last_seq}"), "{}");
+    assert_eq!(verified.1["matches"], true, "{}", verified.1);
+    assert_eq!(verified.1["dead_lettered"], poison.len(), "replay skips the same records: {}", verified.1);
+
+    // After a restart the memory resumes past the poison: nothing is
+    // dead-lettered again, nothing stalls.
+    server.restart();
+    let next = good_event(41, "coder", "after the restart the gateway timeout was raised");
+    let (status, accepted) = server.post("/v1/events", &next.to_string());
+    assert_eq!(status, 202, "{accepted}");
+    let next_seq = accepted["accepted"][0]["seq"].as_u64().unwrap();
+    let hits =
+        server.get(&format!("/v1/swarms/demo/agents/coder/search?q=gateway+timeout&mode=bm25&min_seq={next_seq}"));
+    assert_eq!(hits["hits"][0]["item_id"], "01KG0000000000000000000041", "{hits}");
+    check_letters(&server);
+    eprintln!(
+        "checked: {} dead letters with their reasons, {} counted in mneme_events_dead_lettered_total, every good event applied, none re-filed after a restart",
+        poison.len(),
+        poison.len()
+    );
+}
