@@ -305,7 +305,9 @@ impl NatsCluster {
         for node in &mut nodes {
             node.wait_until_ready().await?;
         }
-        Ok(NatsCluster { nodes, node_names })
+        let mut cluster = NatsCluster { nodes, node_names };
+        cluster.wait_until_every_node_can_hold_a_replica().await?;
+        Ok(cluster)
     }
 
     /// Like [`NatsCluster::start`], for tests: panics with instructions when
@@ -403,6 +405,43 @@ impl NatsCluster {
         Err(LogError::Server(format!(
             "stream {stream} replicas not all current after {STREAM_LEADER_TIMEOUT:?}: {last_state}"
         )))
+    }
+
+    /// A meta leader can exist before it knows every peer; until then it
+    /// refuses streams with as many replicas as nodes ("no suitable peers
+    /// for placement"). Creating and deleting such a stream is the test.
+    async fn wait_until_every_node_can_hold_a_replica(&mut self) -> Result<(), LogError> {
+        const PROBE_STREAM: &str = "MNEME_CLUSTER_PROBE";
+        let client = async_nats::ConnectOptions::new()
+            .connect(self.urls())
+            .await
+            .map_err(|error| LogError::Server(format!("cannot connect to the cluster: {error}")))?;
+        let context = short_timeout_context(client);
+        let config = async_nats::jetstream::stream::Config {
+            name: PROBE_STREAM.to_string(),
+            subjects: vec!["mneme-cluster-probe".to_string()],
+            storage: async_nats::jetstream::stream::StorageType::Memory,
+            num_replicas: self.nodes.len(),
+            ..Default::default()
+        };
+        let deadline = Instant::now() + STREAM_LEADER_TIMEOUT;
+        loop {
+            match context.create_stream(config.clone()).await {
+                Ok(_) => break,
+                Err(error) if Instant::now() < deadline => {
+                    tracing::debug!(%error, "cluster cannot place a stream on every node yet");
+                    tokio::time::sleep(READY_POLL_INTERVAL).await;
+                }
+                Err(error) => {
+                    return Err(LogError::Server(format!(
+                        "the cluster cannot place a stream on all {} nodes after {STREAM_LEADER_TIMEOUT:?}: {error}",
+                        self.nodes.len()
+                    )));
+                }
+            }
+        }
+        context.delete_stream(PROBE_STREAM).await.map_err(LogError::nats)?;
+        Ok(())
     }
 
     /// The Raft group of `stream` as the running nodes report it.
