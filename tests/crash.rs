@@ -229,6 +229,54 @@ fn serve_log(server: &MnemeServer) -> String {
     std::fs::read_to_string(server.stderr_log.as_ref().unwrap()).unwrap_or_default()
 }
 
+/// The TCP sockets `pid` listens on, as (address, port): its socket inodes
+/// looked up in the kernel's table (IPv4 and IPv6; loopback is `127.*` and
+/// `::1`, and the unspecified address shows as all zeros).
+fn listening_sockets(pid: u32) -> Vec<(String, u16)> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            target.strip_prefix("socket:[").and_then(|rest| rest.strip_suffix(']')).map(str::to_string)
+        })
+        .collect();
+    let mut sockets = Vec::new();
+    for table in ["tcp", "tcp6"] {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let columns: Vec<&str> = line.split_whitespace().collect();
+            const LISTEN: &str = "0A";
+            if columns.len() > 9 && columns[3] == LISTEN && inodes.iter().any(|inode| inode == columns[9]) {
+                let (address, port) = columns[1].split_once(':').unwrap();
+                sockets.push((address.to_string(), u16::from_str_radix(port, 16).unwrap()));
+            }
+        }
+    }
+    sockets
+}
+
+/// Nothing but loopback: `127.0.0.1` is `0100007F` in the kernel's byte
+/// order, `::1` is `00000000000000000000000001000000`.
+fn assert_listens_only_on_loopback(server: &MnemeServer) {
+    let sockets = listening_sockets(server.pid());
+    assert!(!sockets.is_empty(), "the server listens somewhere");
+    for (address, port) in &sockets {
+        let loopback = address.ends_with("7F") && address.len() == 8 || address == "00000000000000000000000001000000";
+        assert!(loopback, "the server listens on {address}:{port}, which is not loopback");
+    }
+    eprintln!("checked: the server listens only on loopback ({} sockets)", sockets.len());
+}
+
+/// No token of the configuration appears in what the server logged.
+fn assert_no_secret_logged(server: &MnemeServer) {
+    let log = serve_log(server);
+    for secret in [OPERATOR_TOKEN, CODER_TOKEN] {
+        assert!(!log.contains(secret), "a token appears in the server's log");
+    }
+    eprintln!("checked: no token in {} bytes of the server's log", log.len());
+}
+
 #[test]
 fn killed_with_sigkill_at_random_points_nothing_acknowledged_is_lost_or_applied_twice() {
     const KILLS: usize = 24;
@@ -241,6 +289,7 @@ fn killed_with_sigkill_at_random_points_nothing_acknowledged_is_lost_or_applied_
     let mut server = MnemeServer::start_logged(work.path(), CONFIG, RESTORE_LOG_FILTER);
     server.token = Some(OPERATOR_TOKEN.to_string());
     let mut kill_points = KillPoints::from_environment();
+    assert_listens_only_on_loopback(&server);
 
     // The killer runs beside the publisher, so kills land mid-request, mid-
     // append, mid-apply and mid-snapshot, not only between batches.
@@ -306,6 +355,8 @@ fn killed_with_sigkill_at_random_points_nothing_acknowledged_is_lost_or_applied_
     drop(arm_killer);
     killer.join().unwrap();
 
+    assert_listens_only_on_loopback(&server);
+    assert_no_secret_logged(&server);
     let restored = serve_log(&server).matches("memory restored from its snapshot").count();
     assert!(restored > 0, "no restart restored a memory from a snapshot:\n{}", serve_log(&server));
     eprintln!(
@@ -444,6 +495,7 @@ fn killed_while_writing_a_snapshot_the_last_complete_one_is_used_and_the_tail_re
             break;
         }
     }
+    assert_no_secret_logged(&server);
     eprintln!(
         "{cuts} snapshot writes cut off by SIGKILL, {cuts_before_the_new_snapshot_was_stored} before the new snapshot was stored; every restart used the last complete snapshot and replayed the tail"
     );
