@@ -300,7 +300,8 @@ pub struct ConfigArgs {
     /// Address the HTTP API listens on, e.g. 127.0.0.1:7700.
     #[arg(long, env = "MNEME_HTTP")]
     http: Option<SocketAddr>,
-    /// Use NATS JetStream at this URL instead of the embedded log.
+    /// Use NATS JetStream at this URL (or several comma-separated URLs of one
+    /// cluster) instead of the embedded log.
     #[arg(long, env = "MNEME_NATS_URL")]
     nats: Option<String>,
 }
