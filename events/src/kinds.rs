@@ -579,6 +579,18 @@ impl MemoriesMerged {
         if self.merged.is_empty() {
             return Err(ValidationError::at(ErrorCode::EmptyField, "merged", "merged must name at least one item"));
         }
+        // JSON has no NaN or infinity (serde_json writes them as null), so a
+        // non-finite similarity would not survive the wire form; and NaN is
+        // not equal to itself, so replay could not tell the event unchanged.
+        if let Some(similarity) = self.similarity
+            && !similarity.is_finite()
+        {
+            return Err(ValidationError::at(
+                ErrorCode::OutOfRange,
+                "similarity",
+                format!("similarity must be a finite number, got {similarity}"),
+            ));
+        }
         Ok(())
     }
 }

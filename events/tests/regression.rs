@@ -1,0 +1,67 @@
+//! Regression tests named after the bugs they pin, most found by the fuzz
+//! targets in `fuzz/` (the input is the crash file's, minimised by hand).
+
+use mneme_events::{
+    DecodeLimits, ErrorCode, Event, EventId, EventKind, MemoriesMerged, Scope, Timestamp, decode_json, storage,
+};
+
+/// fuzz/event_json: an integer too long for a u64 in a tool's `args` became
+/// a float whose text did not parse back to the same float, so the event's
+/// own JSON decoded to a different event (serde_json parsed floats without
+/// `float_roundtrip`).
+#[test]
+fn fuzz_a_long_number_in_tool_args_survives_the_json_round_trip() {
+    let long_number = format!("{}{}90", "5".repeat(30), "1".repeat(65));
+    let json = format!(
+        r#"{{"id":"00KE9AECXV82AADA5PPPFVC093","swarm":"demo","agent":"coder","ts":"2026-01-06T09:33:09.947Z",
+        "kind":"tool_result_recorded","data":{{"tool":"git","args":{long_number}}},"schema_version":1}}"#
+    );
+    let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
+    let again = decode_json(event.to_json().as_bytes(), &DecodeLimits::default()).unwrap();
+    assert_eq!(again, event);
+    eprintln!("injected args {long_number}; checked that {} decodes to itself", event.to_json());
+    for float in ["5.555555555555553e+96", "0.1", "1.7976931348623157e308", "4.9406564584124654e-324"] {
+        let json = json.replace(&long_number, float);
+        let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
+        assert_eq!(decode_json(event.to_json().as_bytes(), &DecodeLimits::default()).unwrap(), event, "{float}");
+    }
+}
+
+fn merged_with_similarity(similarity: f32) -> Event {
+    Event {
+        id: EventId::from_parts(1_767_691_989_947, 7),
+        swarm: "demo".to_string(),
+        agent: "coder".to_string(),
+        ts: Timestamp::from_unix_millis(1_767_691_989_947),
+        correlation_id: None,
+        causation_id: None,
+        scope: Scope::Private,
+        importance: None,
+        schema_version: 1,
+        kind: EventKind::MemoriesMerged(MemoriesMerged {
+            survivor: "item-a".to_string(),
+            merged: vec!["item-b".to_string()],
+            similarity: Some(similarity),
+        }),
+    }
+}
+
+/// fuzz/event_storage: a `memories_merged` record with a NaN similarity
+/// passed validation; NaN is not equal to itself and JSON cannot carry it,
+/// so such a record is refused now, from storage and from JSON (where a
+/// number past f32's range became infinity).
+#[test]
+fn fuzz_a_non_finite_similarity_is_refused() {
+    for similarity in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let stored = storage::encode(&merged_with_similarity(similarity)).unwrap();
+        let refused = storage::decode(&stored).unwrap_err();
+        eprintln!("injected a stored memories_merged with similarity {similarity}; refused: {refused}");
+        assert!(refused.to_string().contains("similarity"), "{refused}");
+    }
+    let json = merged_with_similarity(0.5).to_json().replace("0.5", "1e39");
+    let refused = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap_err();
+    eprintln!("injected {json}; refused: {refused}");
+    assert_eq!((refused.code, refused.field.as_deref()), (ErrorCode::OutOfRange, Some("data.similarity")));
+    let accepted = merged_with_similarity(0.93);
+    assert_eq!(storage::decode(&storage::encode(&accepted).unwrap()).unwrap(), accepted);
+}
