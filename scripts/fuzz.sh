@@ -49,9 +49,12 @@ for target in $(cargo fuzz list); do
     # The built binary is run directly: `cargo fuzz run` would check the
     # build again for each target, and its exit code hides libFuzzer's.
     status=0
+    run_started=${SECONDS}
     "${binary_dir}/${target}" "${corpus}" "${fuzz_dir}/seeds/${target}" \
         -max_total_time="${seconds_per_target}" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="${artifacts}/" >"${log}" 2>&1 || status=$?
+    # A crash ends the run early.
+    run_seconds=$((SECONDS - run_started))
     executions="$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}")"
     rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "${log}")"
     corpus_inputs="$(find "${corpus}" -type f | wc -l)"
@@ -59,7 +62,7 @@ for target in $(cargo fuzz list); do
     if [[ "${status}" -ne 0 && "${findings}" -eq 0 ]]; then
         findings=1
     fi
-    echo "fuzz ${target}: ${executions:-0} executions in ${seconds_per_target} s (${rate:-0} exec/s), corpus ${corpus_inputs} inputs, findings ${findings}"
+    echo "fuzz ${target}: ${executions:-0} executions in ${run_seconds} s (${rate:-0} exec/s), corpus ${corpus_inputs} inputs, findings ${findings}"
     if [[ "${findings}" -ne 0 ]]; then
         echo "  libFuzzer exited with ${status}; see ${log} and the inputs in ${artifacts}/" >&2
         grep -E "panicked at|ERROR: libFuzzer|SUMMARY" "${log}" | head -5 >&2 || true
