@@ -76,6 +76,14 @@ fn event(number: u64) -> Value {
     let id = ulid::Ulid::from_parts(FIRST_EVENT_MS + number * 1000, u128::from(number)).to_string();
     let component = ["ledger", "billing", "session", "gateway", "scheduler"][(number % 5) as usize];
     let (kind, data, scope) = match number % 7 {
+        // A handoff now and then: Mneme delivers each with a
+        // `handoff_received` of its own, which must not be doubled by a
+        // crash between delivering it and storing the router's position.
+        _ if number % 60 == 30 => (
+            "handoff_sent",
+            json!({"to": "coder", "task": format!("task-{number}"), "summary": format!("take over the {component} retry fix")}),
+            "shared",
+        ),
         0 if agent == "planner" => (
             "message_recorded",
             json!({"role": "assistant", "text": format!("private planning note {number}: the {PLANNER_SECRET} migration of {component} stays secret")}),
@@ -178,6 +186,44 @@ fn assert_nothing_lost_or_doubled(server: &MnemeServer, acknowledged: &BTreeMap<
         assert_eq!(found, &vec![*seq], "acknowledged event {id} moved");
     }
     on_log.len()
+}
+
+/// Every handoff sent (of those acknowledged) is delivered exactly once:
+/// one `handoff_received` naming it. Waits for deliveries still under way.
+fn assert_each_handoff_delivered_once(server: &MnemeServer, acknowledged: &BTreeMap<String, u64>) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut sent = Vec::new();
+        let mut received: BTreeMap<String, usize> = BTreeMap::new();
+        let mut from_seq = 1;
+        loop {
+            let path = format!("/v1/swarms/demo/events?from_seq={from_seq}&limit=10000");
+            let page = server.get_as(Some(OPERATOR_TOKEN), &path).1;
+            let events = page["events"].as_array().unwrap();
+            if events.is_empty() {
+                break;
+            }
+            for event in events {
+                from_seq = event["seq"].as_u64().unwrap() + 1;
+                match event["kind"].as_str().unwrap() {
+                    "handoff_sent" => sent.push(event["id"].as_str().unwrap().to_string()),
+                    "handoff_received" => {
+                        *received.entry(event["data"]["handoff_id"].as_str().unwrap().to_string()).or_default() += 1
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let doubled: Vec<_> = received.iter().filter(|(_, count)| **count > 1).collect();
+        assert!(doubled.is_empty(), "handoffs delivered more than once: {doubled:?}");
+        let undelivered =
+            sent.iter().filter(|id| acknowledged.contains_key(*id) && !received.contains_key(*id)).count();
+        if undelivered == 0 {
+            return sent.len();
+        }
+        assert!(Instant::now() < deadline, "{undelivered} handoffs not delivered within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Each agent's live digest equals a fresh replay of the log up to the same
@@ -343,12 +389,13 @@ fn killed_with_sigkill_at_random_points_nothing_acknowledged_is_lost_or_applied_
         acknowledged.extend(accepted.into_iter().map(|event| (event.id, event.seq)));
         next_event += BATCH_SIZE;
 
+        let handoffs = assert_each_handoff_delivered_once(&server, &acknowledged);
         let on_log = assert_nothing_lost_or_doubled(&server, &acknowledged);
         let log_end = last_seq(&server);
         assert_memories_equal_replay(&server, log_end);
         assert_scopes_and_tokens_hold(&server, log_end);
         eprintln!(
-            "kill {kill}/{KILLS}: SIGKILL {delay_ms} ms into publishing; after restart {} acknowledged events all on the log once ({on_log} on the log), 3 digests equal a fresh replay at seq {log_end}, scopes hold",
+            "kill {kill}/{KILLS}: SIGKILL {delay_ms} ms into publishing; after restart {} acknowledged events all on the log once ({on_log} on the log), {handoffs} handoffs each delivered once, 3 digests equal a fresh replay at seq {log_end}, scopes hold",
             acknowledged.len()
         );
     }
