@@ -57,12 +57,16 @@ for target in $(cargo fuzz list); do
     run_seconds=$((SECONDS - run_started))
     executions="$(sed -n 's/^stat::number_of_executed_units: *//p' "${log}")"
     rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "${log}")"
-    corpus_inputs="$(find "${corpus}" -type f | wc -l)"
+    # libFuzzer's last status line: coverage points, and the inputs of the
+    # corpus it keeps (the directory also holds inputs it superseded).
+    done_line="$(grep -E '^#[0-9]+[[:space:]]+DONE' "${log}" | tail -1 || true)"
+    coverage="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"${done_line}")"
+    corpus_inputs="$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"${done_line}")"
     findings="$(find "${artifacts}" -type f \( -name 'crash-*' -o -name 'oom-*' -o -name 'timeout-*' -o -name 'leak-*' \) -newer "${artifacts}/.run-started" | wc -l)"
     if [[ "${status}" -ne 0 && "${findings}" -eq 0 ]]; then
         findings=1
     fi
-    echo "fuzz ${target}: ${executions:-0} executions in ${run_seconds} s (${rate:-0} exec/s), corpus ${corpus_inputs} inputs, findings ${findings}"
+    echo "fuzz ${target}: ${executions:-0} executions in ${run_seconds} s (${rate:-0} exec/s), coverage ${coverage:-?}, corpus ${corpus_inputs:-?} inputs, findings ${findings}"
     if [[ "${findings}" -ne 0 ]]; then
         echo "  libFuzzer exited with ${status}; see ${log} and the inputs in ${artifacts}/" >&2
         grep -E "panicked at|ERROR: libFuzzer|SUMMARY" "${log}" | head -5 >&2 || true
