@@ -55,6 +55,9 @@ pub struct MemoryActor {
     /// so these change nothing until the consolidator records them as a
     /// `memories_retrieved` event.
     retrievals: BTreeMap<String, u32>,
+    /// Seqs of valid events whose application panicked, with the reason
+    /// their dead letters give: skipped when delivered again.
+    poisoned: BTreeMap<u64, String>,
 }
 
 /// A memory actor's link to the phase compressor.
@@ -88,7 +91,27 @@ impl MemoryActor {
             applied_seq,
             summaries: None,
             retrievals: BTreeMap::new(),
+            poisoned: BTreeMap::new(),
         }
+    }
+
+    /// After a panic while applying `seq`: the memory may be half-changed,
+    /// so it goes back to its last snapshot (or to empty), and `seq` is
+    /// skipped when the feed delivers the log again from there.
+    fn recover_from_panic(&mut self, seq: u64, message: &str) -> Result<(), ActorsError> {
+        self.poisoned.insert(seq, poisoned_reason(message));
+        let swarm = self.memory.swarm().to_string();
+        let agent = self.memory.agent().to_string();
+        let config = self.memory.config().clone();
+        self.memory = restore_or_new(&self.store, &swarm, &agent, config, u64::MAX)?;
+        self.snapshot_seq = self.memory.checkpoint();
+        self.events_since_snapshot = 0;
+        self.first_unsaved_at = None;
+        tracing::error!(
+            %agent, seq, panic = message, restored_to = self.memory.checkpoint(),
+            "applying an event panicked; memory restored, the event will be dead-lettered"
+        );
+        Ok(())
     }
 
     /// Summarise phases that complete from now on with a model.
@@ -243,8 +266,17 @@ impl Handler<ApplyBatch> for MemoryActor {
         for entry in batch.0 {
             let seq = entry.seq;
             let event_id = entry.record.as_ref().ok().map(|event| event.id);
-            if let Err(error) = apply_log_entry(&mut self.memory, entry, &mut report) {
-                tracing::error!(agent = %self.memory.agent(), seq, %error, "applying stalled; will retry");
+            if let Err(error) = apply_log_entry(&mut self.memory, entry, &self.poisoned, &mut report) {
+                if let ProjectionError::ApplyPanicked { seq, message } = &error {
+                    // What this batch applied before the panic went with the
+                    // half-changed memory; the feed delivers it again.
+                    report = ApplyReport::default();
+                    if let Err(restore_error) = self.recover_from_panic(*seq, message) {
+                        tracing::error!(agent = %self.memory.agent(), %restore_error, "cannot restore after a panic");
+                    }
+                } else {
+                    tracing::error!(agent = %self.memory.agent(), seq, %error, "applying stalled; will retry");
+                }
                 report.stalled = Some(format!("seq {seq}: {error}"));
                 break;
             }
@@ -568,9 +600,16 @@ pub fn restore_or_new(
 /// A failure of this process rather than of the record (the index failed)
 /// is returned as an error and the checkpoint stays put, so that the record
 /// is applied when delivered again instead of being dead-lettered.
+///
+/// A valid event whose application panics is contained: the panic becomes
+/// [`ProjectionError::ApplyPanicked`], and the caller must throw the
+/// half-changed memory away, rebuild it, and deliver the entries again with
+/// the event's seq in `poisoned`, where it is dead-lettered with its reason.
+/// Live memory and replay do the same, so they agree.
 pub(crate) fn apply_log_entry(
     memory: &mut AgentMemory,
     entry: LogEntry,
+    poisoned: &BTreeMap<u64, String>,
     report: &mut ApplyReport,
 ) -> Result<(), ProjectionError> {
     let seq = entry.seq;
@@ -586,7 +625,8 @@ pub(crate) fn apply_log_entry(
             report.not_visible += 1;
             return Ok(());
         }
-        Ok(event) => match memory.apply(seq, &event) {
+        Ok(event) if poisoned.contains_key(&seq) => Err((poisoned[&seq].clone(), event.to_json().into_bytes())),
+        Ok(event) => match apply_containing_panics(memory, seq, &event)? {
             Ok(AppliedEvent::Applied) => Ok(()),
             Ok(AppliedEvent::NotVisible) => {
                 report.not_visible += 1;
@@ -612,4 +652,27 @@ pub(crate) fn apply_log_entry(
         }
     }
     Ok(())
+}
+
+/// `memory.apply`, with a panic turned into [`ProjectionError::ApplyPanicked`]
+/// instead of unwinding through the actor and its arbiter.
+fn apply_containing_panics(
+    memory: &mut AgentMemory,
+    seq: u64,
+    event: &mneme_events::Event,
+) -> Result<Result<AppliedEvent, ProjectionError>, ProjectionError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| memory.apply(seq, event))).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|text| text.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        metrics::counter!("mneme_apply_panics_total").increment(1);
+        ProjectionError::ApplyPanicked { seq, message }
+    })
+}
+
+/// The reason a poisoned event's dead letter gives.
+pub(crate) fn poisoned_reason(message: &str) -> String {
+    format!("applying the event panicked: {message}")
 }

@@ -1,11 +1,13 @@
 //! Rebuilding an agent's memory from the log alone, and checking that the
 //! live memory is what the log says it should be.
 
+use std::collections::BTreeMap;
+
 use mneme_nats::{EventLog, Seq};
-use mneme_projections::{AgentMemory, MemoryConfig};
+use mneme_projections::{AgentMemory, MemoryConfig, ProjectionError};
 
 use crate::error::ActorsError;
-use crate::memory_actor::{ApplyReport, apply_log_entry};
+use crate::memory_actor::{ApplyReport, apply_log_entry, poisoned_reason};
 
 /// Entries read from the log per page while rebuilding.
 const PAGE: usize = 2048;
@@ -46,10 +48,34 @@ pub async fn rebuild_from_log(
 }
 
 /// Applies to `memory` the events after its checkpoint, up to `up_to`.
+///
+/// If applying an event panics, the memory is half-changed: it is rebuilt
+/// from an empty one with that event dead-lettered, as live memory does.
 pub async fn continue_from_log(
+    log: &dyn EventLog,
+    memory: AgentMemory,
+    up_to: Option<Seq>,
+) -> Result<(AgentMemory, ReplayReport), ActorsError> {
+    let (swarm, agent, config) = (memory.swarm().to_string(), memory.agent().to_string(), memory.config().clone());
+    let mut poisoned = BTreeMap::new();
+    let mut memory = memory;
+    loop {
+        match continue_with_poisoned(log, memory, up_to, &poisoned).await {
+            Err(ActorsError::Projection(ProjectionError::ApplyPanicked { seq, message })) => {
+                tracing::error!(%agent, seq, panic = %message, "applying an event panicked; replaying without it");
+                poisoned.insert(seq, poisoned_reason(&message));
+                memory = AgentMemory::new(&swarm, &agent, config.clone())?;
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn continue_with_poisoned(
     log: &dyn EventLog,
     mut memory: AgentMemory,
     up_to: Option<Seq>,
+    poisoned: &BTreeMap<u64, String>,
 ) -> Result<(AgentMemory, ReplayReport), ActorsError> {
     let agent = memory.agent().to_string();
     let mut totals = ApplyReport::default();
@@ -66,10 +92,11 @@ pub async fn continue_from_log(
         }
         let reached_limit = up_to.is_some_and(|limit| page.last().is_some_and(|entry| entry.seq >= limit));
         entries_read += page.len();
+        let poisoned = poisoned.clone();
         let (returned_memory, page_report) = tokio::task::spawn_blocking(move || {
             let mut report = ApplyReport::default();
             for entry in page {
-                if let Err(failure) = apply_log_entry(&mut memory, entry, &mut report) {
+                if let Err(failure) = apply_log_entry(&mut memory, entry, &poisoned, &mut report) {
                     return (memory, Err(failure));
                 }
             }

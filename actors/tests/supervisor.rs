@@ -274,3 +274,70 @@ async fn no_snapshot_is_written_while_a_dead_letter_is_unfiled() {
             .unwrap();
     assert_eq!(restored.checkpoint(), 2);
 }
+
+/// The word that makes [`PanicsOnPoison`] panic.
+const POISON: &str = "POISON-PILL";
+
+/// An embedder that panics on one word: it stands for a projection bug that
+/// some valid event triggers, halfway through being applied (embedding
+/// comes after the fact graph has taken the event).
+struct PanicsOnPoison(mneme_projections::embed::HashedNgramEmbedder);
+
+impl mneme_projections::embed::Embedder for PanicsOnPoison {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+
+    fn dimensions(&self) -> usize {
+        self.0.dimensions()
+    }
+
+    fn embed(&self, text: &str) -> Vec<f32> {
+        assert!(!text.contains(POISON), "the embedder choked on {POISON}");
+        self.0.embed(text)
+    }
+}
+
+#[actix_rt::test]
+async fn an_event_whose_application_panics_is_dead_lettered_and_the_memory_moves_on() {
+    let fixture = fixture();
+    let mut config = config(&["coder"], false);
+    config.memory.checkpoint_every_events = 5;
+    let poisonous: Arc<dyn mneme_projections::embed::Embedder> =
+        Arc::new(PanicsOnPoison(mneme_projections::embed::HashedNgramEmbedder::default()));
+    fixture.log.append(&events(0..10, &["coder"])).await.unwrap();
+    fixture.log.append(&[message(10, "coder", &format!("the {POISON} in the token cache"))]).await.unwrap();
+    fixture.log.append(&events(11..20, &["coder"])).await.unwrap();
+    let poison_seq = 11;
+    let log_end = fixture.log.last_seq().await.unwrap();
+    let supervisor =
+        Supervisor::new(config.clone(), fixture.log.clone(), fixture.store.clone(), log_end, poisonous.clone()).start();
+    let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+
+    // Applying went on past the poison, which left nothing behind.
+    let live = status(&handle).await;
+    assert_eq!(live.checkpoint, log_end);
+    assert_eq!(live.items, 19, "every event but the poison is an item");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let letters = loop {
+        let letters = fixture.log.dead_letters().await.unwrap();
+        if !letters.is_empty() || std::time::Instant::now() > deadline {
+            break letters;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    assert_eq!(letters[0].seq, poison_seq);
+    assert!(letters[0].reason.contains("panicked") && letters[0].reason.contains(POISON), "{}", letters[0].reason);
+
+    // A replay meets the same panic, skips the same event and agrees.
+    let (_, replayed) =
+        rebuild_from_log(fixture.log.as_ref(), "coder", config.memory_config(poisonous.clone()), None).await.unwrap();
+    assert_eq!(replayed.digest, live.digest);
+    assert_eq!(replayed.dead_lettered, 1);
+
+    // Later events still apply.
+    fixture.log.append(&events(20..25, &["coder"])).await.unwrap();
+    let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
+    assert_eq!(status(&handle).await.items, 24);
+}

@@ -14,4 +14,9 @@ pub enum ProjectionError {
     CorruptSnapshot(String),
     #[error("embedding model is unusable: {0}")]
     Model(String),
+    /// Applying a valid event panicked. Raised by the callers that contain
+    /// the panic (`mneme-actors`), never by `apply` itself: the memory may
+    /// be half-changed and must be rebuilt without the event.
+    #[error("applying the event at seq {seq} panicked: {message}")]
+    ApplyPanicked { seq: u64, message: String },
 }
