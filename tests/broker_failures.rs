@@ -211,6 +211,21 @@ fn assert_reads_all_answered(reads: &Reads) {
     assert!(failed.is_empty(), "reads failed during broker faults: {failed:?}");
 }
 
+/// Lets the publisher run a little past the last fault, stops it and the
+/// readers, and checks everything: every read answered, every accepted
+/// event once on the log, memories equal to the log, and, with the server
+/// stopped, an offline replay that matches.
+fn stop_and_check(traffic: Traffic, server: &mut MnemeServer, faults: &[(String, Instant)]) {
+    std::thread::sleep(Duration::from_millis(300));
+    let (published, reads) = traffic.stop();
+    report_write_pauses(&published, faults);
+    assert_reads_all_answered(&reads);
+    let last_seq = assert_each_accepted_event_once_on_the_log(server, &published);
+    assert_memories_match_the_log(server, &published, last_seq);
+    server.stop();
+    assert_offline_replay_matches(server);
+}
+
 fn report_write_pauses(published: &Published, faults: &[(String, Instant)]) {
     for (fault, at) in faults {
         match published.write_pause_after(*at) {
@@ -343,15 +358,7 @@ fn nats_server_killed_and_restarted_mid_stream_loses_nothing_and_applies_nothing
         );
         traffic.wait_for_writes_after(before);
     }
-    std::thread::sleep(Duration::from_millis(300));
-    let (published, reads) = traffic.stop();
-
-    report_write_pauses(&published, &faults);
-    assert_reads_all_answered(&reads);
-    let last_seq = assert_each_accepted_event_once_on_the_log(&server, &published);
-    assert_memories_match_the_log(&server, &published, last_seq);
-    server.stop();
-    assert_offline_replay_matches(&server);
+    stop_and_check(traffic, &mut server, &faults);
     eprintln!("test took {:?}", test_started.elapsed());
 }
 
@@ -419,14 +426,6 @@ fn r3_cluster_losing_its_stream_leader_then_a_follower_keeps_serving_and_loses_n
         cluster.node_name(follower),
         killed_at.elapsed()
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let (published, reads) = traffic.stop();
-
-    report_write_pauses(&published, &faults);
-    assert_reads_all_answered(&reads);
-    let last_seq = assert_each_accepted_event_once_on_the_log(&server, &published);
-    assert_memories_match_the_log(&server, &published, last_seq);
-    server.stop();
-    assert_offline_replay_matches(&server);
+    stop_and_check(traffic, &mut server, &faults);
     eprintln!("test took {:?}", test_started.elapsed());
 }

@@ -224,6 +224,47 @@ async fn without_a_retry_window_an_append_fails_while_the_server_is_down() {
     }
 }
 
+/// A publisher appending until stopped and a subscription following the log
+/// from seq 1, both running while faults are injected.
+struct Traffic {
+    stop: Arc<AtomicBool>,
+    acknowledged_count: Arc<AtomicUsize>,
+    appender: tokio::task::JoinHandle<Acknowledged>,
+    follow_until_seq: Arc<AtomicUsize>,
+    follower: tokio::task::JoinHandle<(Vec<Seq>, usize)>,
+}
+
+impl Traffic {
+    fn start(log: &Arc<JetStreamLog>) -> Traffic {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acknowledged_count = Arc::new(AtomicUsize::new(0));
+        let appender = tokio::spawn(append_until_stopped(log.clone(), stop.clone(), acknowledged_count.clone()));
+        let follow_until_seq = Arc::new(AtomicUsize::new(0));
+        let follower = tokio::spawn(follow_until(log.clone(), follow_until_seq.clone()));
+        Traffic { stop, acknowledged_count, appender, follow_until_seq, follower }
+    }
+
+    /// Lets the appender run a little longer after the last fault, stops
+    /// it, waits for the subscription to reach the log's end, and checks
+    /// that every acknowledged event is stored and delivered exactly once.
+    async fn stop_and_check(self, log: &JetStreamLog, faults: &[(String, Instant)]) {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        self.stop.store(true, Ordering::Relaxed);
+        let acknowledged = self.appender.await.expect("appender");
+        let last = log.last_seq().await.expect("last seq");
+        self.follow_until_seq.store(last as usize, Ordering::Relaxed);
+        let (delivered, errors) =
+            tokio::time::timeout(CATCH_UP_TIMEOUT, self.follower).await.expect("caught up").expect("follower");
+        report_write_pauses(&acknowledged, faults);
+        eprintln!(
+            "appends repeated by the publisher: {}; acks reporting a duplicate (a retry of a stored event): {}",
+            acknowledged.appends_repeated, acknowledged.reported_duplicates
+        );
+        assert_each_acknowledged_event_once(log, &acknowledged).await;
+        assert_delivered_once_in_order(&delivered, last, errors);
+    }
+}
+
 /// nats-server killed with SIGKILL and restarted on the same store, again
 /// and again, while a publisher appends and a subscription follows: nothing
 /// acknowledged is lost, nothing is stored or delivered twice.
@@ -232,11 +273,8 @@ async fn killing_the_server_repeatedly_loses_no_acknowledged_event_and_stores_no
     let test_started = Instant::now();
     let mut server = NatsServer::require().await;
     let log = Arc::new(JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await.expect("open"));
-    let stop = Arc::new(AtomicBool::new(false));
-    let acknowledged_count = Arc::new(AtomicUsize::new(0));
-    let appender = tokio::spawn(append_until_stopped(log.clone(), stop.clone(), acknowledged_count.clone()));
-    let follow_until_seq = Arc::new(AtomicUsize::new(0));
-    let follower = tokio::spawn(follow_until(log.clone(), follow_until_seq.clone()));
+    let traffic = Traffic::start(&log);
+    let acknowledged_count = traffic.acknowledged_count.clone();
 
     let mut faults = Vec::new();
     for kill in 1..=SERVER_KILLS {
@@ -255,21 +293,7 @@ async fn killing_the_server_repeatedly_loses_no_acknowledged_event_and_stores_no
         );
         wait_for_acknowledgements_after(&acknowledged_count, before, Duration::from_secs(30)).await;
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.store(true, Ordering::Relaxed);
-    let acknowledged = appender.await.expect("appender");
-    let last = log.last_seq().await.expect("last seq");
-    follow_until_seq.store(last as usize, Ordering::Relaxed);
-    let (delivered, errors) =
-        tokio::time::timeout(CATCH_UP_TIMEOUT, follower).await.expect("caught up").expect("follower");
-
-    report_write_pauses(&acknowledged, &faults);
-    eprintln!(
-        "appends repeated by the publisher: {}; acks reporting a duplicate (a retry of a stored event): {}",
-        acknowledged.appends_repeated, acknowledged.reported_duplicates
-    );
-    assert_each_acknowledged_event_once(&log, &acknowledged).await;
-    assert_delivered_once_in_order(&delivered, last, errors);
+    traffic.stop_and_check(&log, &faults).await;
     eprintln!("test took {:?}", test_started.elapsed());
 }
 
@@ -286,11 +310,8 @@ async fn an_r3_stream_keeps_every_acknowledged_event_when_its_leader_and_then_a_
     let log = Arc::new(JetStreamLog::connect(&cluster.url_list(), SWARM, options).await.expect("open"));
     let stream = subjects::events_stream(SWARM);
     cluster.wait_until_stream_current(&stream).await.expect("R3 stream formed");
-    let stop = Arc::new(AtomicBool::new(false));
-    let acknowledged_count = Arc::new(AtomicUsize::new(0));
-    let appender = tokio::spawn(append_until_stopped(log.clone(), stop.clone(), acknowledged_count.clone()));
-    let follow_until_seq = Arc::new(AtomicUsize::new(0));
-    let follower = tokio::spawn(follow_until(log.clone(), follow_until_seq.clone()));
+    let traffic = Traffic::start(&log);
+    let acknowledged_count = traffic.acknowledged_count.clone();
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let mut faults = Vec::new();
@@ -337,20 +358,6 @@ async fn an_r3_stream_keeps_every_acknowledged_event_when_its_leader_and_then_a_
         cluster.node_name(follower_node),
         killed_at.elapsed()
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
-
-    stop.store(true, Ordering::Relaxed);
-    let acknowledged = appender.await.expect("appender");
-    let last = log.last_seq().await.expect("last seq");
-    follow_until_seq.store(last as usize, Ordering::Relaxed);
-    let (delivered, errors) =
-        tokio::time::timeout(CATCH_UP_TIMEOUT, follower).await.expect("caught up").expect("follower");
-    report_write_pauses(&acknowledged, &faults);
-    eprintln!(
-        "appends repeated by the publisher: {}; acks reporting a duplicate (a retry of a stored event): {}",
-        acknowledged.appends_repeated, acknowledged.reported_duplicates
-    );
-    assert_each_acknowledged_event_once(&log, &acknowledged).await;
-    assert_delivered_once_in_order(&delivered, last, errors);
+    traffic.stop_and_check(&log, &faults).await;
     eprintln!("test took {:?}", test_started.elapsed());
 }
