@@ -46,6 +46,7 @@ pub async fn open_log_and_broker(config: &SwarmConfig) -> anyhow::Result<OpenedL
                 max_age: (config.log.max_age_secs > 0).then(|| Duration::from_secs(config.log.max_age_secs)),
                 replicas: config.log.replicas,
                 publish_retry_window: Duration::from_millis(config.log.publish_retry_ms),
+                read_retry_window: Duration::from_millis(config.log.read_retry_ms),
                 credentials: config.nats_credentials(),
                 ..JetStreamOptions::default()
             }

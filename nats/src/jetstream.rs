@@ -42,12 +42,18 @@ const MAX_ACKS_IN_FLIGHT: usize = 4096;
 /// Messages published before their acks are awaited, per batch chunk.
 const PUBLISH_CHUNK: usize = 1024;
 
-/// Pauses between attempts to publish what JetStream did not acknowledge:
-/// the first retry comes quickly (a reconnect takes milliseconds on a
+/// Pauses between attempts to publish what JetStream did not acknowledge,
+/// or to read what a restart or an election interrupted: the first retry
+/// comes quickly (a reconnect takes milliseconds on a
 /// restarted server), later ones back off to the longest.
-const PUBLISH_RETRY_FIRST_DELAY: Duration = Duration::from_millis(50);
+const RETRY_FIRST_DELAY: Duration = Duration::from_millis(50);
 
-const PUBLISH_RETRY_LONGEST_DELAY: Duration = Duration::from_secs(1);
+const RETRY_LONGEST_DELAY: Duration = Duration::from_secs(1);
+
+/// How long one request of a read (creating a reading consumer, the
+/// stream's state) waits for an answer. An election can take longer: the
+/// request is then made again.
+const READ_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Messages asked for per pull request while reading.
 const FETCH_BATCH: usize = 1024;
@@ -109,6 +115,12 @@ pub struct JetStreamOptions {
     /// `duplicate_window`. Zero fails an append at its first unacknowledged
     /// publish.
     pub publish_retry_window: Duration,
+    /// How long a read (of the log or the dead letters) keeps trying again
+    /// after a failure that a restart or an election causes: a reading
+    /// consumer placed on a server that then goes away answers 503 until it
+    /// is recreated. Reads change nothing, so retrying is always safe. Zero
+    /// fails a read at its first failure.
+    pub read_retry_window: Duration,
     /// Events larger than `limits.max_event_bytes` (as JSON) are refused on
     /// append. Reads take any size: what was accepted stays readable.
     pub limits: DecodeLimits,
@@ -123,6 +135,7 @@ impl Default for JetStreamOptions {
             max_age: None,
             replicas: 1,
             publish_retry_window: Duration::from_secs(20),
+            read_retry_window: Duration::from_secs(10),
             limits: DecodeLimits::default(),
             credentials: None,
         }
@@ -188,6 +201,8 @@ pub struct JetStreamLog {
     publish_permits: Arc<Semaphore>,
     /// See [`JetStreamOptions::publish_retry_window`]; already capped.
     publish_retry_window: Duration,
+    /// See [`JetStreamOptions::read_retry_window`].
+    read_retry_window: Duration,
 }
 
 impl JetStreamLog {
@@ -273,6 +288,7 @@ impl JetStreamLog {
             limits: options.limits,
             publish_permits: Arc::new(Semaphore::new(MAX_ACKS_IN_FLIGHT)),
             publish_retry_window: options.publish_retry_window.min(options.duplicate_window / 2),
+            read_retry_window: options.read_retry_window,
         })
     }
 
@@ -307,7 +323,7 @@ impl JetStreamLog {
         let _permits = self.publish_permits.acquire_many(chunk_len).await.map_err(|_| LogError::Closed)?;
         let started = tokio::time::Instant::now();
         let mut acks: Vec<Option<jetstream::publish::PublishAck>> = vec![None; chunk.len()];
-        let mut delay = PUBLISH_RETRY_FIRST_DELAY;
+        let mut delay = RETRY_FIRST_DELAY;
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -328,7 +344,7 @@ impl JetStreamLog {
             }
             tracing::debug!(attempts, unacknowledged, error = %failure.message, "publishing again");
             tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(PUBLISH_RETRY_LONGEST_DELAY);
+            delay = (delay * 2).min(RETRY_LONGEST_DELAY);
         }
     }
 
@@ -472,43 +488,155 @@ fn entry_of_message(swarm: &str, message: &jetstream::Message) -> Result<LogEntr
 }
 
 /// Reads up to `max` messages of `stream` with `seq >= from` (optionally only
-/// those on `filter_subject`), as they are now, through an ephemeral pull
-/// consumer.
+/// those on `filter_subject`), as they are now, through ephemeral pull
+/// consumers. A failure that a server restart or an election causes is
+/// retried, from the message after the last one read, until `retry_window`
+/// is over.
 async fn fetch_messages(
     stream: &stream::Stream,
     from: Seq,
     filter_subject: Option<String>,
     max: usize,
+    retry_window: Duration,
 ) -> Result<Vec<jetstream::Message>, LogError> {
-    if max == 0 {
-        return Ok(Vec::new());
+    let filter_subject = filter_subject.unwrap_or_default();
+    let mut retry = ReadRetry::new(retry_window);
+    let mut messages = Vec::new();
+    loop {
+        let next = match messages.last() {
+            Some(last) => stream_sequence(last)? + 1,
+            None => from,
+        };
+        let wanted = max - messages.len();
+        let Err(failure) = fetch_messages_once(stream, next, &filter_subject, wanted, &mut messages).await else {
+            return Ok(messages);
+        };
+        retry.wait_after(failure).await?;
     }
-    let consumer = create_reading_consumer(stream, from, filter_subject.unwrap_or_default()).await?;
-    // What is pending when the consumer is created is what the read returns:
-    // "what is there now", not what arrives while reading.
+}
+
+/// One attempt of [`fetch_messages`]: one consumer from `from`, its messages
+/// pushed onto `messages` as they come, so that a failure part way keeps
+/// what was read.
+async fn fetch_messages_once(
+    stream: &stream::Stream,
+    from: Seq,
+    filter_subject: &str,
+    max: usize,
+    messages: &mut Vec<jetstream::Message>,
+) -> Result<(), ReadFailure> {
+    if max == 0 {
+        return Ok(());
+    }
+    // A request sent while the connection is down can be lost with it and
+    // would only fail at the client's request timeout; a shorter wait lets
+    // the retry catch a server that is back.
+    let creation = stream.create_consumer(reading_consumer_config(from, filter_subject.to_string()));
+    let consumer = tokio::time::timeout(READ_REQUEST_TIMEOUT, creation)
+        .await
+        .map_err(|_| ReadFailure {
+            message: format!("could not create a reading consumer: no answer in {READ_REQUEST_TIMEOUT:?}"),
+            transient: true,
+        })?
+        .map_err(|error| ReadFailure::of_consumer_creation(&error))?;
+    let fetched = fetch_pending(&consumer, max, messages).await;
+    delete_in_background(stream, &consumer);
+    fetched
+}
+
+/// Fetches what was pending when `consumer` was created, up to `max`:
+/// "what is there now", not what arrives while reading.
+async fn fetch_pending(
+    consumer: &consumer::PullConsumer,
+    max: usize,
+    messages: &mut Vec<jetstream::Message>,
+) -> Result<(), ReadFailure> {
     let pending = usize::try_from(consumer.cached_info().num_pending).unwrap_or(usize::MAX);
     let wanted = pending.min(max);
-    let mut messages = Vec::with_capacity(wanted);
-    while messages.len() < wanted {
-        let batch_size = (wanted - messages.len()).min(FETCH_BATCH);
-        let mut batch = consumer
-            .fetch()
-            .max_messages(batch_size)
-            .messages()
-            .await
-            .map_err(|error| LogError::Nats(format!("could not fetch messages: {error}")))?;
-        let before = messages.len();
+    let mut fetched = 0;
+    while fetched < wanted {
+        let batch_size = (wanted - fetched).min(FETCH_BATCH);
+        let mut batch = consumer.fetch().max_messages(batch_size).messages().await.map_err(|error| {
+            let transient = !matches!(error.kind(), consumer::pull::BatchErrorKind::Serialize);
+            ReadFailure { message: format!("could not fetch messages: {error}"), transient }
+        })?;
+        let before = fetched;
         while let Some(message) = batch.next().await {
-            messages.push(message.map_err(|error| LogError::Nats(format!("could not fetch messages: {error}")))?);
+            // The client reports the server's status answers (503 when the
+            // consumer's server went away, 409 when the consumer was
+            // deleted) as opaque errors; a new consumer gets past all of them.
+            let message = message.map_err(|error| ReadFailure {
+                message: format!("could not fetch messages: {error}"),
+                transient: true,
+            })?;
+            messages.push(message);
+            fetched += 1;
         }
         // Messages counted as pending can disappear before they are fetched
         // (an age limit, a purge): stop instead of asking forever.
-        if messages.len() == before {
+        if fetched == before {
             break;
         }
     }
-    delete_in_background(stream, &consumer);
-    Ok(messages)
+    Ok(())
+}
+
+/// The stream sequence of a message read from a stream.
+fn stream_sequence(message: &jetstream::Message) -> Result<Seq, LogError> {
+    let info = message
+        .info()
+        .map_err(|error| LogError::Nats(format!("message read from a stream has no JetStream metadata: {error}")))?;
+    Ok(info.stream_sequence)
+}
+
+/// Why a read failed, and whether reading again may succeed.
+struct ReadFailure {
+    message: String,
+    transient: bool,
+}
+
+/// The pauses between attempts of one read, and when to give up.
+struct ReadRetry {
+    started: tokio::time::Instant,
+    window: Duration,
+    delay: Duration,
+    attempts: u32,
+}
+
+impl ReadRetry {
+    fn new(window: Duration) -> ReadRetry {
+        ReadRetry { started: tokio::time::Instant::now(), window, delay: RETRY_FIRST_DELAY, attempts: 0 }
+    }
+
+    /// After a failed attempt: waits before the next one, or, if the failure
+    /// would repeat or the window is over, returns the error to give up with.
+    async fn wait_after(&mut self, failure: ReadFailure) -> Result<(), LogError> {
+        self.attempts += 1;
+        let waited = self.started.elapsed();
+        if !failure.transient || waited + self.delay > self.window {
+            let attempts = self.attempts;
+            return Err(LogError::Nats(format!("{} (after {attempts} attempts in {waited:?})", failure.message)));
+        }
+        tracing::debug!(attempts = self.attempts, error = %failure.message, "reading again");
+        tokio::time::sleep(self.delay).await;
+        self.delay = (self.delay * 2).min(RETRY_LONGEST_DELAY);
+        Ok(())
+    }
+}
+
+impl ReadFailure {
+    /// No answer in time or no responders is what a restart or an election
+    /// looks like; so is a JetStream error other than a client error (4xx:
+    /// no such stream, a bad configuration), which would only repeat.
+    fn of_consumer_creation(error: &jetstream::stream::ConsumerError) -> ReadFailure {
+        use jetstream::stream::ConsumerErrorKind;
+        let transient = match error.kind() {
+            ConsumerErrorKind::TimedOut | ConsumerErrorKind::Request | ConsumerErrorKind::Other => true,
+            ConsumerErrorKind::JetStream(api_error) => !(400..500).contains(&api_error.code()),
+            ConsumerErrorKind::InvalidConsumerType | ConsumerErrorKind::InvalidName => false,
+        };
+        ReadFailure { message: format!("could not create a reading consumer: {error}"), transient }
+    }
 }
 
 /// Deletes an ephemeral consumer that is done with. This frees the server's
@@ -532,17 +660,21 @@ async fn create_reading_consumer(
     filter_subject: String,
 ) -> Result<consumer::PullConsumer, LogError> {
     stream
-        .create_consumer(consumer::pull::Config {
-            deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: from.max(1) },
-            filter_subject,
-            ack_policy: AckPolicy::None,
-            inactive_threshold: CONSUMER_INACTIVE_THRESHOLD,
-            memory_storage: true,
-            num_replicas: 1,
-            ..Default::default()
-        })
+        .create_consumer(reading_consumer_config(from, filter_subject))
         .await
         .map_err(|error| LogError::Nats(format!("could not create a reading consumer: {error}")))
+}
+
+fn reading_consumer_config(from: Seq, filter_subject: String) -> consumer::pull::Config {
+    consumer::pull::Config {
+        deliver_policy: DeliverPolicy::ByStartSequence { start_sequence: from.max(1) },
+        filter_subject,
+        ack_policy: AckPolicy::None,
+        inactive_threshold: CONSUMER_INACTIVE_THRESHOLD,
+        memory_storage: true,
+        num_replicas: 1,
+        ..Default::default()
+    }
 }
 
 /// Follows the events stream from `next` on, in order and without gaps.
@@ -759,7 +891,7 @@ impl EventLog for JetStreamLog {
             validate_name("agent", agent)?;
         }
         let filter = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent));
-        let messages = fetch_messages(&self.events, from, filter, max).await?;
+        let messages = fetch_messages(&self.events, from, filter, max, self.read_retry_window).await?;
         messages.iter().map(|message| self.entry(message)).collect()
     }
 
@@ -781,12 +913,23 @@ impl EventLog for JetStreamLog {
     }
 
     async fn last_seq(&self) -> Result<Seq, LogError> {
-        let info = self
-            .events
-            .get_info()
-            .await
-            .map_err(|error| LogError::Nats(format!("could not read the events stream's state: {error}")))?;
-        Ok(info.state.last_sequence)
+        let mut retry = ReadRetry::new(self.read_retry_window);
+        loop {
+            let failure = match tokio::time::timeout(READ_REQUEST_TIMEOUT, self.events.get_info()).await {
+                Ok(Ok(info)) => return Ok(info.state.last_sequence),
+                Ok(Err(error)) => {
+                    use jetstream::context::RequestErrorKind;
+                    let transient = matches!(error.kind(), RequestErrorKind::NoResponders | RequestErrorKind::TimedOut);
+                    let message = format!("could not read the events stream's state: {error}");
+                    ReadFailure { message, transient }
+                }
+                Err(_) => ReadFailure {
+                    message: format!("could not read the events stream's state: no answer in {READ_REQUEST_TIMEOUT:?}"),
+                    transient: true,
+                },
+            };
+            retry.wait_after(failure).await?;
+        }
     }
 
     async fn agents(&self) -> Result<Vec<String>, LogError> {
@@ -834,7 +977,7 @@ impl EventLog for JetStreamLog {
     }
 
     async fn dead_letters(&self) -> Result<Vec<DeadLetter>, LogError> {
-        let messages = fetch_messages(&self.dead_letters, 1, None, usize::MAX).await?;
+        let messages = fetch_messages(&self.dead_letters, 1, None, usize::MAX, self.read_retry_window).await?;
         let mut letters = messages.iter().map(dead_letter_of_message).collect::<Result<Vec<_>, _>>()?;
         // Stable: of several letters for one record, the first filed stays.
         letters.sort_by_key(|letter| letter.seq);

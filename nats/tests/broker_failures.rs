@@ -224,6 +224,50 @@ async fn without_a_retry_window_an_append_fails_while_the_server_is_down() {
     }
 }
 
+/// A read made while the server is down is retried, with a new reading
+/// consumer, until the server is back, and returns the log as it is; so is
+/// a request for the log's end.
+#[tokio::test]
+async fn a_read_during_a_server_restart_is_retried_until_answered() {
+    let mut server = NatsServer::require().await;
+    let log = JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await.expect("open");
+    let written: Vec<Event> = (0..50).map(|index| event("coder", &format!("note {index}"))).collect();
+    log.append(&written).await.expect("append");
+
+    server.kill();
+    let restarted = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        server.restart().await.expect("restart");
+        server
+    });
+    let started = Instant::now();
+    let (entries, last_seq) = tokio::join!(log.read(1, None, 1000), log.last_seq());
+    let entries = entries.expect("the read is retried until the server is back");
+    assert_eq!(last_seq.expect("asking for the log's end is retried too"), 50);
+    let _server = restarted.await.expect("restart task");
+    eprintln!(
+        "injected: SIGKILL of nats-server, restart 700 ms later; read and last seq answered after {:?}",
+        started.elapsed()
+    );
+    let ids: Vec<EventId> = entries.iter().map(|entry| entry.record.as_ref().expect("valid").id).collect();
+    assert_eq!(ids, written.iter().map(|event| event.id).collect::<Vec<_>>(), "every event once, in order");
+}
+
+/// A log configured without read retries fails a read at once while the
+/// server is down, and says how often it tried.
+#[tokio::test]
+async fn without_a_read_retry_window_a_read_fails_while_the_server_is_down() {
+    let mut server = NatsServer::require().await;
+    let options = JetStreamOptions { read_retry_window: Duration::ZERO, ..JetStreamOptions::default() };
+    let log = JetStreamLog::connect(&server.url(), SWARM, options).await.expect("open");
+    log.append(&[event("coder", "written before the crash")]).await.expect("append");
+    server.kill();
+    match log.read(1, None, 10).await {
+        Err(LogError::Nats(message)) => assert!(message.contains("after 1 attempts"), "{message}"),
+        other => panic!("expected a NATS error, got {other:?}"),
+    }
+}
+
 /// A publisher appending until stopped and a subscription following the log
 /// from seq 1, both running while faults are injected.
 struct Traffic {

@@ -183,6 +183,12 @@ pub struct LogSection {
     /// duplicate window. 0: fail at once and let the publisher retry.
     #[serde(default = "default_publish_retry_ms")]
     pub publish_retry_ms: u64,
+    /// How long a read of the log (a replay, an events page, the dead
+    /// letters) keeps trying again after failures that a restarting server
+    /// or an election causes, before the request fails with 503. 0: fail at
+    /// once.
+    #[serde(default = "default_read_retry_ms")]
+    pub read_retry_ms: u64,
     /// Log in to NATS as this user, with `nats_password`; or with
     /// `nats_token`; or neither. `MNEME_NATS_USER`, `MNEME_NATS_PASSWORD` and
     /// `MNEME_NATS_TOKEN` override these; see [`SwarmConfig::nats_credentials`].
@@ -282,6 +288,9 @@ fn default_replicas() -> usize {
 fn default_publish_retry_ms() -> u64 {
     20_000
 }
+fn default_read_retry_ms() -> u64 {
+    10_000
+}
 fn default_bind() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 7700))
 }
@@ -340,6 +349,7 @@ impl Default for LogSection {
             replicas: default_replicas(),
             max_age_secs: 0,
             publish_retry_ms: default_publish_retry_ms(),
+            read_retry_ms: default_read_retry_ms(),
             nats_user: None,
             nats_password: None,
             nats_token: None,
