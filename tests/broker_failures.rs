@@ -203,6 +203,24 @@ impl Traffic {
     }
 }
 
+/// Restarts a killed node, waits until every replica of `stream` is current
+/// again, and reports how long after the kill that was.
+fn restart_until_current(
+    runtime: &tokio::runtime::Runtime,
+    cluster: &mut NatsCluster,
+    node: usize,
+    stream: &str,
+    killed_at: Instant,
+) {
+    runtime.block_on(cluster.restart(node)).expect("the killed node restarts");
+    runtime.block_on(cluster.wait_until_stream_current(stream)).expect("the restarted node catches up");
+    eprintln!(
+        "injected: restart of {}; every replica current {:?} after the kill",
+        cluster.node_name(node),
+        killed_at.elapsed()
+    );
+}
+
 /// Every read answered 200.
 fn assert_reads_all_answered(reads: &Reads) {
     let total: usize = reads.answers.values().sum();
@@ -397,13 +415,7 @@ fn r3_cluster_losing_its_stream_leader_then_a_follower_keeps_serving_and_loses_n
     );
     // Writes resume while the old leader is still down.
     traffic.wait_for_writes_after(before);
-    runtime.block_on(cluster.restart(leader)).expect("the old leader restarts");
-    runtime.block_on(cluster.wait_until_stream_current(&stream)).expect("the old leader catches up");
-    eprintln!(
-        "injected: restart of {}; every replica current {:?} after the kill",
-        cluster.node_name(leader),
-        killed_at.elapsed()
-    );
+    restart_until_current(&runtime, &mut cluster, leader, &stream, killed_at);
 
     let leader = runtime.block_on(cluster.stream_leader(&stream)).expect("a leader");
     let follower = (0..cluster.size()).find(|index| *index != leader).expect("a follower");
@@ -419,13 +431,7 @@ fn r3_cluster_losing_its_stream_leader_then_a_follower_keeps_serving_and_loses_n
         cluster.node_name(follower),
         cluster.node_name(leader_after)
     );
-    runtime.block_on(cluster.restart(follower)).expect("the follower restarts");
-    runtime.block_on(cluster.wait_until_stream_current(&stream)).expect("the follower catches up");
-    eprintln!(
-        "injected: restart of {}; every replica current {:?} after the kill",
-        cluster.node_name(follower),
-        killed_at.elapsed()
-    );
+    restart_until_current(&runtime, &mut cluster, follower, &stream, killed_at);
     stop_and_check(traffic, &mut server, &faults);
     eprintln!("test took {:?}", test_started.elapsed());
 }

@@ -457,10 +457,7 @@ async fn open_positions_bucket(
 /// Decodes a message of the events stream: the agent comes from the subject,
 /// the event from the JSON payload, and the two must agree.
 fn entry_of_message(swarm: &str, message: &jetstream::Message) -> Result<LogEntry, LogError> {
-    let info = message.info().map_err(|error| {
-        LogError::Nats(format!("message from the events stream has no JetStream metadata: {error}"))
-    })?;
-    let seq = info.stream_sequence;
+    let seq = stream_sequence(message)?;
     let subject = message.subject.as_str();
     let raw = message.payload.as_ref();
     // The stream only takes `mneme.<swarm>.*.events.>`, so this holds unless

@@ -268,6 +268,18 @@ async fn without_a_read_retry_window_a_read_fails_while_the_server_is_down() {
     }
 }
 
+/// Restarts a killed node, waits until every replica of `stream` is current
+/// again, and reports how long after the kill that was.
+async fn restart_until_current(cluster: &mut NatsCluster, node: usize, stream: &str, killed_at: Instant) {
+    cluster.restart(node).await.expect("restart the killed node");
+    cluster.wait_until_stream_current(stream).await.expect("the restarted node catches up");
+    eprintln!(
+        "injected: restart of {}; every replica current {:?} after the kill",
+        cluster.node_name(node),
+        killed_at.elapsed()
+    );
+}
+
 /// A publisher appending until stopped and a subscription following the log
 /// from seq 1, both running while faults are injected.
 struct Traffic {
@@ -373,13 +385,7 @@ async fn an_r3_stream_keeps_every_acknowledged_event_when_its_leader_and_then_a_
     );
     // Writes resume while the old leader is still down.
     wait_for_acknowledgements_after(&acknowledged_count, before, Duration::from_secs(45)).await;
-    cluster.restart(leader).await.expect("restart the old leader");
-    cluster.wait_until_stream_current(&stream).await.expect("the old leader catches up");
-    eprintln!(
-        "injected: restart of {}; every replica current {:?} after the kill",
-        cluster.node_name(leader),
-        killed_at.elapsed()
-    );
+    restart_until_current(&mut cluster, leader, &stream, killed_at).await;
 
     let leader = cluster.stream_leader(&stream).await.expect("a leader");
     let follower_node = (0..cluster.size()).find(|index| *index != leader).expect("a follower");
@@ -395,13 +401,7 @@ async fn an_r3_stream_keeps_every_acknowledged_event_when_its_leader_and_then_a_
         cluster.node_name(follower_node),
         cluster.node_name(leader_after)
     );
-    cluster.restart(follower_node).await.expect("restart the follower");
-    cluster.wait_until_stream_current(&stream).await.expect("the follower catches up");
-    eprintln!(
-        "injected: restart of {}; every replica current {:?} after the kill",
-        cluster.node_name(follower_node),
-        killed_at.elapsed()
-    );
+    restart_until_current(&mut cluster, follower_node, &stream, killed_at).await;
     traffic.stop_and_check(&log, &faults).await;
     eprintln!("test took {:?}", test_started.elapsed());
 }
