@@ -80,6 +80,24 @@ impl Event {
         serde_json::to_string(self).expect("an event always serialises to JSON")
     }
 
+    /// The canonical JSON of what the event says: everything but `ts` and
+    /// `schema_version`, which say when and in which version it was
+    /// written. Two events under one id are the same event when this is
+    /// equal (see [`Event::same_content`]).
+    pub fn content_json(&self) -> String {
+        let mut content = self.clone();
+        content.ts = Timestamp::from_unix_nanos(0);
+        content.schema_version = CURRENT_SCHEMA_VERSION;
+        content.to_json()
+    }
+
+    /// Whether `other` is this event again: equal in everything but `ts`
+    /// and `schema_version`. An id is its publisher's promise of this; a
+    /// retry that stamps a new time keeps it.
+    pub fn same_content(&self, other: &Event) -> bool {
+        Event { ts: self.ts, schema_version: self.schema_version, ..other.clone() } == *self
+    }
+
     /// The JSON form as a value, for embedding in API responses.
     pub fn to_json_value(&self) -> serde_json::Value {
         serde_json::to_value(self).expect("an event always serialises to JSON")

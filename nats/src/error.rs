@@ -25,6 +25,11 @@ pub enum LogError {
          back"
     )]
     EventTooLarge { id: EventId, bytes: usize, limit: usize },
+    #[error(
+        "event {id} (at index {index} of the batch) conflicts with the event stored under the same id at seq \
+         {original_seq}: an id names one event, and this one's content differs; publish it under a new id"
+    )]
+    ConflictingDuplicate { id: EventId, index: usize, original_seq: u64 },
     #[error("the log holds a malformed internal record: {0}")]
     Corrupt(String),
     #[error(

@@ -866,11 +866,27 @@ impl EventLog for JetStreamLog {
             messages.push((subject, message));
         }
         let acks = self.publish_all(messages, self.publish_retry_window).await?;
-        let appended = events
+        let appended: Vec<Appended> = events
             .iter()
             .zip(acks)
             .map(|(event, ack)| Appended { id: event.id, seq: ack.sequence, duplicate: ack.duplicate })
             .collect();
+        // The server deduplicates by `Nats-Msg-Id` alone: a duplicate's ack
+        // names the message stored under the id, which must hold this event
+        // for the answer to be true. Duplicates are rare (retries), so the
+        // read is paid seldom.
+        for (index, (event, appended)) in events.iter().zip(&appended).enumerate() {
+            if !appended.duplicate {
+                continue;
+            }
+            let stored = self.read(appended.seq, None, 1).await?;
+            let same = stored
+                .first()
+                .is_some_and(|entry| entry.seq == appended.seq && entry.record.as_ref().is_ok_and(|stored| stored.same_content(event)));
+            if !same {
+                return Err(LogError::ConflictingDuplicate { id: event.id, index, original_seq: appended.seq });
+            }
+        }
         Ok(appended)
     }
 

@@ -77,14 +77,23 @@ pub trait EventLog: Send + Sync + 'static {
 
     /// Appends events in order and returns, per event, its sequence. An event
     /// whose id is already on the log is not stored again; its original
-    /// sequence is returned with `duplicate: true`.
+    /// sequence is returned with `duplicate: true` — only when the record
+    /// stored there is the same event (`Event::same_content`: equal but for
+    /// `ts` and `schema_version`). Under an id whose stored record differs
+    /// (another event, or a record that is not a valid event) the
+    /// append fails with [`LogError::ConflictingDuplicate`] naming the
+    /// event's index in the batch and the stored seq: an id is its
+    /// publisher's promise that the content is the same.
     ///
     /// On the embedded log a batch is all-or-nothing and ids deduplicate
     /// forever. On JetStream each event is its own message: a failed batch
     /// may be partly stored, and retrying it whole is safe because ids
     /// deduplicate — within the stream's duplicate window only. An id
     /// re-published after the window is stored again under a new seq; agent
-    /// memories skip ids they have applied, so it is not applied twice.
+    /// memories skip ids they have applied, so it is not applied twice (and
+    /// dead-letter it as `conflicting_duplicate` if its content differs).
+    /// On JetStream a conflict is found after the publish, so the batch's
+    /// other events are stored.
     async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError>;
 
     /// Appends bytes that are not known to be an event, under `agent`'s

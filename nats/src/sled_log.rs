@@ -360,29 +360,36 @@ impl Shared {
     /// Appends records in one atomic batch and returns, per record, its
     /// sequence and whether it was a duplicate: ids already stored, or
     /// repeated earlier in the same batch, get their original sequence back
-    /// and store nothing.
+    /// and store nothing. A record under a stored id whose content differs
+    /// refuses the whole batch ([`LogError::ConflictingDuplicate`]).
     fn append(&self, records: Vec<PendingRecord>) -> Result<Vec<(Seq, bool)>, LogError> {
         // A panic while the lock was held cannot have left `next_seq` ahead of
         // or behind the tree: it is only advanced after the batch committed.
         let mut next_seq = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
         let mut seq = *next_seq;
         let mut batch = sled::Batch::default();
-        let mut assigned_in_batch: HashMap<EventId, Seq> = HashMap::new();
+        let mut assigned_in_batch: HashMap<EventId, (Seq, usize)> = HashMap::new();
         let mut appended = Vec::with_capacity(records.len());
-        for record in records {
+        for (index, record) in records.iter().enumerate() {
             if let Some(id) = record.id {
                 let original = match assigned_in_batch.get(&id) {
-                    Some(original) => Some(*original),
-                    None => self.stored_seq_of(id)?,
+                    Some(&(original, earlier)) => Some((original, records[earlier].value.clone())),
+                    None => match self.stored_seq_of(id)? {
+                        Some(original) => Some((original, self.stored_value(original)?)),
+                        None => None,
+                    },
                 };
-                if let Some(original) = original {
+                if let Some((original, original_value)) = original {
+                    if !self.same_event(original, &original_value, &record.value) {
+                        return Err(LogError::ConflictingDuplicate { id, index, original_seq: original });
+                    }
                     appended.push((original, true));
                     continue;
                 }
                 batch.insert(&id_key(id), &seq.to_be_bytes());
-                assigned_in_batch.insert(id, seq);
+                assigned_in_batch.insert(id, (seq, index));
             }
-            batch.insert(&event_key(seq), record.value);
+            batch.insert(&event_key(seq), record.value.as_slice());
             batch.insert(agent_record_key(&record.agent, seq), &[]);
             batch.insert(prefixed(AGENT_PREFIX, record.agent.as_bytes()), &[]);
             appended.push((seq, false));
@@ -393,6 +400,27 @@ impl Shared {
             *next_seq = seq;
         }
         Ok(appended)
+    }
+
+    /// The stored bytes of the record at `seq`, which the id index names.
+    fn stored_value(&self, seq: Seq) -> Result<Vec<u8>, LogError> {
+        match self.events.get(event_key(seq))? {
+            Some(value) => Ok(value.to_vec()),
+            None => Err(LogError::Corrupt(format!("the id index names seq {seq}, which holds no record"))),
+        }
+    }
+
+    /// Whether two record values hold the same event: the same bytes, or
+    /// decoded events with the same content (a retry may carry a new time;
+    /// an older storage format may have written the first).
+    fn same_event(&self, seq: Seq, stored: &[u8], candidate: &[u8]) -> bool {
+        if stored == candidate {
+            return true;
+        }
+        match (self.entry(seq, stored).record, self.entry(seq, candidate).record) {
+            (Ok(stored), Ok(candidate)) => stored.same_content(&candidate),
+            _ => false,
+        }
     }
 
     fn stored_seq_of(&self, id: EventId) -> Result<Option<Seq>, LogError> {

@@ -125,6 +125,7 @@ macro_rules! contract {
 contract!(
     sequences_start_at_one_and_strictly_increase,
     duplicate_ids_return_the_original_sequence,
+    an_id_stored_with_other_content_is_a_conflicting_duplicate,
     reads_start_at_a_sequence_inclusive_and_stop_at_max,
     reads_filter_by_agent_and_agents_are_listed,
     the_log_survives_reopening,
@@ -229,6 +230,41 @@ async fn duplicate_ids_return_the_original_sequence(harness: &mut dyn Harness) -
     assert_eq!(log.last_seq().await?, 3);
     let ids: Vec<_> = log.read(1, None, 10).await?.iter().map(|entry| valid(entry).id).collect();
     assert_eq!(ids, [first.id, second.id, third.id]);
+    Ok(())
+}
+
+/// Issue 16: a duplicate answer names a stored copy of the same event. The
+/// same event stamped with a new time (a retry) is a duplicate; other
+/// content under a stored id, or an id whose stored record is not a valid
+/// event, is refused, naming the stored seq and the event's index.
+async fn an_id_stored_with_other_content_is_a_conflicting_duplicate(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let first = event("coder", "the first content");
+    log.append(std::slice::from_ref(&first)).await?;
+
+    let retried = Event { ts: mneme_events::Timestamp::from_unix_millis(1_800_000_000_000), ..first.clone() };
+    assert_eq!(log.append(std::slice::from_ref(&retried)).await?, [appended(&first, 1, true)]);
+
+    let mut conflicting = event("coder", "other content");
+    conflicting.id = first.id;
+    let fresh = event("reviewer", "fresh");
+    match log.append(&[fresh.clone(), conflicting.clone()]).await {
+        Err(LogError::ConflictingDuplicate { id, index, original_seq }) => {
+            assert_eq!((id, index, original_seq), (first.id, 1, 1));
+        }
+        other => panic!("a conflicting duplicate should be refused, got {other:?}"),
+    }
+    // Within one batch too.
+    let mut twin = event("coder", "a twin");
+    let solo = event("coder", "solo");
+    twin.id = solo.id;
+    assert!(matches!(log.append(&[solo.clone(), twin]).await, Err(LogError::ConflictingDuplicate { index: 1, .. })));
+
+    // Whatever else was stored, the first event is the one under its id.
+    let entries = log.read(1, None, 100).await?;
+    let under_id: Vec<&Event> =
+        entries.iter().filter_map(|entry| entry.record.as_ref().ok()).filter(|e| e.id == first.id).collect();
+    assert_eq!(under_id, [&first]);
     Ok(())
 }
 
@@ -622,6 +658,27 @@ async fn jetstream_duplicate_ack_carries_the_original_sequence() {
     let again = publish("first").await;
     assert_eq!((first.sequence, first.duplicate), (1, false));
     assert_eq!((again.sequence, again.duplicate), (1, true));
+}
+
+/// Issues 16 and 17: an invalid record published with `Nats-Msg-Id: X`
+/// must not make a later append of the event with id X answer "duplicate"
+/// for a record that is not that event: the append is refused, naming the
+/// record's seq, and nothing is acknowledged that is not stored.
+#[tokio::test]
+async fn jetstream_an_id_squatted_by_an_invalid_record_is_a_conflicting_duplicate() {
+    let server = NatsServer::require().await;
+    let log = JetStreamLog::connect(&server.url(), SWARM, JetStreamOptions::default()).await.expect("open");
+    let client = async_nats::connect(server.url()).await.expect("connect");
+    let jetstream = async_nats::jetstream::new(client);
+    let event = event("coder", "the real event");
+    let subject = subjects::event_subject(SWARM, "coder", "message_recorded");
+    let squat =
+        async_nats::jetstream::message::PublishMessage::build().payload("{}".into()).message_id(event.id.to_string());
+    jetstream.send_publish(subject, squat).await.expect("publish").await.expect("ack");
+    match log.append(std::slice::from_ref(&event)).await {
+        Err(LogError::ConflictingDuplicate { id, index: 0, original_seq: 1 }) => assert_eq!(id, event.id),
+        other => panic!("the append should be refused as a conflicting duplicate, got {other:?}"),
+    }
 }
 
 /// Anyone with access to the server can publish to an events subject; what
