@@ -26,7 +26,7 @@ use mneme_projections::consolidation::verdict_event_id;
 use serde_json::{Value, json};
 
 use crate::error::ActorsError;
-use crate::memory_actor::{HandoffBundleRequest, Query, QueryAnswer};
+use crate::memory_actor::{Query, QueryAnswer};
 use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, Supervisor};
 
 /// The router's durable position on the log.
@@ -46,7 +46,6 @@ pub struct HandoffRouter {
     log: Arc<dyn EventLog>,
     supervisor: Addr<Supervisor>,
     broker: Option<Arc<dyn Broker>>,
-    bundle_tokens: usize,
     admit_unknown_agents: bool,
 }
 
@@ -60,10 +59,9 @@ impl HandoffRouter {
         log: Arc<dyn EventLog>,
         supervisor: Addr<Supervisor>,
         broker: Option<Arc<dyn Broker>>,
-        bundle_tokens: usize,
         admit_unknown_agents: bool,
     ) -> HandoffRouter {
-        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, bundle_tokens, admit_unknown_agents }
+        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, admit_unknown_agents }
     }
 
     fn routing(&self) -> Routing {
@@ -72,7 +70,6 @@ impl HandoffRouter {
             log: self.log.clone(),
             supervisor: self.supervisor.clone(),
             broker: self.broker.clone(),
-            bundle_tokens: self.bundle_tokens,
             admit_unknown_agents: self.admit_unknown_agents,
         }
     }
@@ -111,7 +108,6 @@ struct Routing {
     log: Arc<dyn EventLog>,
     supervisor: Addr<Supervisor>,
     broker: Option<Arc<dyn Broker>>,
-    bundle_tokens: usize,
     admit_unknown_agents: bool,
 }
 
@@ -242,11 +238,26 @@ impl Routing {
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ActorsError::ActorStopped { agent: "supervisor".to_string() }),
         }
+        // The bundle was assembled when the sender's memory applied the
+        // handoff, from what it knew then: wait for that, then fetch it.
         let sender = self.handle_of(&sent.agent).await?;
         sender.caught_up(self.log.as_ref(), sent_seq, CATCH_UP_TIMEOUT).await?;
-        let bundle = match sender.addr.send(Query::HandoffBundle(self.bundle_request(sent, handoff))).await {
-            Ok(Ok(QueryAnswer::HandoffBundle(bundle))) => bundle,
-            Ok(Ok(_)) => unreachable!("a handoff bundle query answers with a bundle"),
+        let bundle = match sender.addr.send(Query::SentBundle(sent.id)).await {
+            Ok(Ok(QueryAnswer::SentBundle(Some((bundle_seq, bundle))))) if bundle_seq == sent_seq => bundle,
+            Ok(Ok(QueryAnswer::SentBundle(Some((bundle_seq, _))))) => {
+                // The same id again (re-published after the log's dedup
+                // window, or a conflicting duplicate, dead-lettered): the
+                // handoff is the one at `bundle_seq`, delivered from there.
+                tracing::info!(seq = sent_seq, first_seq = bundle_seq, handoff_id = %sent.id, "repeated handoff id; not delivered again");
+                return Ok(());
+            }
+            Ok(Ok(QueryAnswer::SentBundle(None))) => {
+                return Err(ActorsError::Handoff {
+                    handoff_id: sent.id.to_string(),
+                    message: format!("the sender's memory did not apply the handoff at seq {sent_seq} (dead-lettered)"),
+                });
+            }
+            Ok(Ok(_)) => unreachable!("a sent bundle query answers with a sent bundle"),
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ActorsError::ActorStopped { agent: sent.agent.clone() }),
         };
@@ -290,23 +301,12 @@ impl Routing {
             .await
             .map_err(|_| ActorsError::ActorStopped { agent: "supervisor".to_string() })?
     }
-
-    fn bundle_request(&self, sent: &Event, handoff: &HandoffSent) -> HandoffBundleRequest {
-        let mut tasks = vec![handoff.task.trim().to_string()];
-        tasks.extend(sent.correlation_id.iter().cloned());
-        tasks.dedup();
-        HandoffBundleRequest {
-            tasks,
-            named_decisions: handoff.decisions.iter().filter_map(|decision| decision.trim().parse().ok()).collect(),
-            recipient: handoff.to.trim().to_string(),
-            budget_tokens: self.bundle_tokens,
-        }
-    }
 }
 
 /// Whether a failed delivery would fail again however often it is tried:
 /// a sender the swarm does not admit, a package that is not a valid event
-/// or is larger than the log accepts. Anything else (the log or a memory
+/// or is larger than the log accepts, a `handoff_received` id that the log
+/// already holds another record under. Anything else (the log or a memory
 /// unavailable, a catch-up timeout) may pass, and is retried.
 fn is_permanent(error: &ActorsError) -> bool {
     matches!(
@@ -314,6 +314,7 @@ fn is_permanent(error: &ActorsError) -> bool {
         ActorsError::UnknownAgent { .. }
             | ActorsError::Handoff { .. }
             | ActorsError::Log(mneme_nats::LogError::EventTooLarge { .. })
+            | ActorsError::Log(mneme_nats::LogError::ConflictingDuplicate { .. })
     )
 }
 

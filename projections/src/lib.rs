@@ -18,6 +18,7 @@ pub mod phases;
 mod render;
 mod retrieval;
 mod snapshot;
+mod superseded;
 pub mod tokens;
 mod vector;
 mod working;
@@ -27,7 +28,7 @@ pub use context::{
     TierUsage, allocate,
 };
 pub use error::ProjectionError;
-pub use handoffs::HandoffRecord;
+pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
 pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction};
 pub use retrieval::{RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest};

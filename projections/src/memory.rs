@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged, Scope};
+use mneme_events::{
+    ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, HandoffBundle, MemoryPurged, Scope,
+};
 
 use crate::bm25::Bm25Index;
 use crate::digest::ContentHasher;
@@ -38,6 +40,9 @@ pub struct MemoryConfig {
     /// takes in; `None`: every agent's. Another agent's `private` events
     /// never enter it. See [`AgentMemory::apply`].
     pub admitted_agents: Option<BTreeSet<String>>,
+    /// The budget of the context bundle this memory assembles, as of the
+    /// moment it applies them, for the handoffs its agent sends.
+    pub handoff_bundle_tokens: usize,
 }
 
 impl Default for MemoryConfig {
@@ -48,6 +53,7 @@ impl Default for MemoryConfig {
             embedder: Arc::new(HashedNgramEmbedder::default()),
             large_output_bytes: 16 * 1024,
             admitted_agents: None,
+            handoff_bundle_tokens: 2000,
         }
     }
 }
@@ -60,6 +66,7 @@ impl std::fmt::Debug for MemoryConfig {
             .field("embedder", &self.embedder.model_id())
             .field("large_output_bytes", &self.large_output_bytes)
             .field("admitted_agents", &self.admitted_agents)
+            .field("handoff_bundle_tokens", &self.handoff_bundle_tokens)
             .finish()
     }
 }
@@ -71,6 +78,7 @@ impl PartialEq for MemoryConfig {
             && self.embedder.model_id() == other.embedder.model_id()
             && self.large_output_bytes == other.large_output_bytes
             && self.admitted_agents == other.admitted_agents
+            && self.handoff_bundle_tokens == other.handoff_bundle_tokens
     }
 }
 
@@ -83,6 +91,11 @@ pub enum AppliedEvent {
     /// re-published after the log's dedup window); nothing changed but the
     /// checkpoint.
     DuplicateId { original_seq: u64 },
+    /// An event with this id but other content was applied at
+    /// `original_seq`: an id is its publisher's promise that the content is
+    /// the same, so this one is refused (and dead-lettered), and nothing
+    /// changed but the checkpoint.
+    ConflictingDuplicate { original_seq: u64 },
     /// Another agent's event this memory may not see (private, or from an
     /// agent not admitted): nothing changed but the checkpoint.
     NotVisible,
@@ -98,9 +111,11 @@ pub struct AgentMemory {
     /// Items by the seq of the event that created them.
     pub(crate) items: BTreeMap<u64, MemoryItem>,
     pub(crate) seq_by_item_id: HashMap<String, u64>,
-    /// Every event id applied, with its seq: ids are the dedup key, and the
-    /// log only deduplicates within its window.
-    pub(crate) seen_ids: HashMap<EventId, u64>,
+    /// Every event id applied, with its seq and its content's fingerprint:
+    /// ids are the dedup key, and the log only deduplicates within its
+    /// window. The fingerprint tells a repeat of the event from a different
+    /// event under the same id.
+    pub(crate) seen_ids: HashMap<EventId, SeenId>,
     pub(crate) working: WorkingTier,
     pub(crate) bm25: Bm25Index,
     pub(crate) vectors: VectorIndex,
@@ -119,6 +134,29 @@ pub struct AgentMemory {
     pub(crate) resolved_contradictions: BTreeMap<String, ResolvedContradiction>,
     /// Handoffs this agent received, by the id of their `handoff_sent`.
     pub(crate) handoffs: BTreeMap<EventId, HandoffRecord>,
+    /// The context bundle of each handoff this agent sent, by the id of its
+    /// `handoff_sent`: assembled when the event is applied, so it holds what
+    /// the agent knew when it handed off, however late the router asks.
+    /// The seq is that of the `handoff_sent` the bundle was assembled at.
+    pub(crate) sent_bundles: BTreeMap<EventId, (u64, HandoffBundle)>,
+}
+
+/// An event id this memory applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct SeenId {
+    pub(crate) seq: u64,
+    /// [`content_fingerprint`] of the event applied under the id.
+    pub(crate) fingerprint: u64,
+}
+
+/// The first 8 bytes of the SHA-256 of what an event says
+/// ([`Event::content_json`]: everything but its time and schema version):
+/// equal for a repeat of the event, different, but for a 2^-64 chance, for
+/// anything else published under its id.
+pub(crate) fn content_fingerprint(event: &Event) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(event.content_json().as_bytes());
+    u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes"))
 }
 
 /// A contradiction somebody settled.
@@ -165,6 +203,7 @@ impl AgentMemory {
             open_contradictions: BTreeMap::new(),
             resolved_contradictions: BTreeMap::new(),
             handoffs: BTreeMap::new(),
+            sent_bundles: BTreeMap::new(),
             config,
         })
     }
@@ -265,9 +304,12 @@ impl AgentMemory {
     /// A memory is what its agent may see of the swarm's log: all of its own
     /// events, and the `shared` and `system` events of the other (admitted)
     /// agents. Those become items, facts and changes here as they do in
-    /// their author's memory, but not turns of this agent's working tier
-    /// nor part of its phases. Scope is thereby enforced for every query
-    /// that reads this memory: nothing private to another agent is in it.
+    /// their author's memory, but not turns of this agent's working tier;
+    /// they enter its phases only as events of a task it opened a phase
+    /// for, and form the other agents' shared phases (see
+    /// [`PhaseTracker`](crate::phases::PhaseTracker)). Scope is thereby
+    /// enforced for every query that reads this memory: nothing private to
+    /// another agent is in it.
     pub fn apply(&mut self, seq: u64, event: &Event) -> Result<AppliedEvent, ProjectionError> {
         self.check_sequence(seq)?;
         if event.swarm != self.swarm {
@@ -292,16 +334,19 @@ impl AgentMemory {
             self.checkpoint = seq;
             return Ok(AppliedEvent::NotVisible);
         }
-        if let Some(&original_seq) = self.seen_ids.get(&event.id) {
+        let fingerprint = content_fingerprint(event);
+        if let Some(&seen) = self.seen_ids.get(&event.id) {
             self.checkpoint = seq;
-            return Ok(AppliedEvent::DuplicateId { original_seq });
+            return Ok(if seen.fingerprint == fingerprint {
+                AppliedEvent::DuplicateId { original_seq: seen.seq }
+            } else {
+                AppliedEvent::ConflictingDuplicate { original_seq: seen.seq }
+            });
         }
         let provenance = ProvenanceRef { seq, event_id: event.id };
         self.graph.apply(seq, event);
         let touched = self.graph.take_touched();
-        if own {
-            self.phases.observe(seq, event, &touched, rendered.as_deref());
-        }
+        self.phases.observe(seq, event, own, &touched, rendered.as_deref());
         match rendered {
             Some(text) => self.remember(seq, event, text)?,
             None => self.apply_change(provenance, event)?,
@@ -312,10 +357,11 @@ impl AgentMemory {
                 EventKind::HandoffAcknowledged(acknowledged) => {
                     self.record_handoff_acknowledged(acknowledged.handoff_id, provenance)
                 }
+                EventKind::HandoffSent(sent) => self.record_handoff_sent(seq, event, sent),
                 _ => {}
             }
         }
-        self.seen_ids.insert(event.id, seq);
+        self.seen_ids.insert(event.id, SeenId { seq, fingerprint });
         self.checkpoint = seq;
         Ok(AppliedEvent::Applied)
     }
@@ -596,6 +642,7 @@ impl AgentMemory {
             self.graph.redact(&erased.keys().copied().collect());
             self.phases.redact(&erased, &self.graph);
             self.redact_contradictions(&erased_ids);
+            self.redact_sent_bundles(&erased.keys().copied().collect());
             self.rebuild_indexes_without_purged()?;
         }
         Ok(())
@@ -712,12 +759,20 @@ impl AgentMemory {
             hasher.number(entry.seq);
             hasher.text(&entry.text);
         }
-        let mut seen: Vec<(EventId, u64)> = self.seen_ids.iter().map(|(id, seq)| (*id, *seq)).collect();
+        let mut seen: Vec<(EventId, SeenId)> = self.seen_ids.iter().map(|(id, seen)| (*id, *seen)).collect();
         seen.sort_unstable();
         hasher.number(seen.len() as u64);
-        for (id, seq) in seen {
+        for (id, seen) in seen {
             hasher.bytes(&id.0.to_be_bytes());
-            hasher.number(seq);
+            hasher.number(seen.seq);
+            hasher.number(seen.fingerprint);
+        }
+        hasher.number(self.config.handoff_bundle_tokens as u64);
+        hasher.number(self.sent_bundles.len() as u64);
+        for (handoff_id, (sent_seq, bundle)) in &self.sent_bundles {
+            hasher.bytes(&handoff_id.0.to_be_bytes());
+            hasher.number(*sent_seq);
+            hasher.text(&serde_json::to_string(bundle).expect("a handoff bundle always serialises to JSON"));
         }
         hasher.finish()
     }

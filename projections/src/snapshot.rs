@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mneme_events::{ContradictionResolution, EventId, EventKind, HandoffPackage, Scope, Timestamp};
+use mneme_events::{ContradictionResolution, EventId, EventKind, HandoffBundle, HandoffPackage, Scope, Timestamp};
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
@@ -21,14 +21,14 @@ use crate::error::ProjectionError;
 use crate::graph::FactGraph;
 use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
-use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction};
+use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
 use crate::phases::{PhaseTracker, PhaseTrackerRecord};
 use crate::vector::VectorIndex;
 use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 7;
+pub const SNAPSHOT_FORMAT: u32 = 8;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -52,18 +52,22 @@ struct MemorySnapshot {
     large_output_bytes: u64,
     /// Sorted; `None`: every agent's shared events were taken in.
     admitted_agents: Option<Vec<String>>,
+    handoff_bundle_tokens: u64,
     checkpoint: u64,
     item_count: u64,
     vector_count: u64,
     graph_bytes: u64,
     working: Vec<WorkingRecord>,
-    seen_ids: Vec<(u128, u64)>,
+    /// (event id, seq, content fingerprint).
+    seen_ids: Vec<(u128, u64, u64)>,
     phases: PhaseTrackerRecord,
     /// Open contradictions: (id, a, b, reason, seq, event id).
     open_contradictions: Vec<(String, String, String, String, u64, u128)>,
     /// Resolved contradictions: (id, a, b, resolution, seq, event id).
     resolved_contradictions: Vec<(String, String, String, u8, u64, u128)>,
     handoffs: Vec<HandoffSnapshotRecord>,
+    /// Bundles of the handoffs this agent sent: (handoff id, its seq, bundle).
+    sent_bundles: Vec<(u128, u64, HandoffBundle)>,
 }
 
 /// The bulk of a memory, after the head, in order: items, then vectors,
@@ -133,6 +137,7 @@ impl AgentMemory {
             embedder_model_id: self.config.embedder.model_id().to_string(),
             large_output_bytes: self.config.large_output_bytes as u64,
             admitted_agents: self.config.admitted_agents.as_ref().map(|admitted| admitted.iter().cloned().collect()),
+            handoff_bundle_tokens: self.config.handoff_bundle_tokens as u64,
             checkpoint: self.checkpoint,
             item_count: self.items.len() as u64,
             vector_count: vectors.len() as u64,
@@ -142,7 +147,7 @@ impl AgentMemory {
                 .entries()
                 .map(|entry| WorkingRecord { seq: entry.seq, text: entry.text.clone(), tokens: entry.tokens as u64 })
                 .collect(),
-            seen_ids: self.seen_ids.iter().map(|(id, seq)| (id.0, *seq)).collect(),
+            seen_ids: self.seen_ids.iter().map(|(id, seen)| (id.0, seen.seq, seen.fingerprint)).collect(),
             phases: self.phases.to_record(),
             open_contradictions: self
                 .open_contradictions
@@ -183,6 +188,7 @@ impl AgentMemory {
                     acknowledged: record.acknowledged.map(|reference| (reference.seq, reference.event_id.0)),
                 })
                 .collect(),
+            sent_bundles: self.sent_bundles.iter().map(|(id, (seq, bundle))| (id.0, *seq, bundle.clone())).collect(),
         };
         let mut body = Vec::new();
         append_section(&mut body, "head", &head)?;
@@ -322,7 +328,11 @@ impl AgentMemory {
             checkpoint: snapshot.checkpoint,
             items,
             seq_by_item_id,
-            seen_ids: snapshot.seen_ids.into_iter().map(|(id, seq)| (EventId(id), seq)).collect(),
+            seen_ids: snapshot
+                .seen_ids
+                .into_iter()
+                .map(|(id, seq, fingerprint)| (EventId(id), SeenId { seq, fingerprint }))
+                .collect(),
             working: WorkingTier::restore(config.working_tier_tokens, config.working_item_max_tokens, working_entries),
             bm25,
             vectors,
@@ -333,6 +343,11 @@ impl AgentMemory {
             open_contradictions,
             resolved_contradictions,
             handoffs,
+            sent_bundles: snapshot
+                .sent_bundles
+                .into_iter()
+                .map(|(id, seq, bundle)| (EventId(id), (seq, bundle)))
+                .collect(),
             config,
         })
     }
@@ -445,6 +460,12 @@ fn check_compatible(
         return Err(ProjectionError::CorruptSnapshot(format!(
             "snapshot took in the shared events of {snapshot_admitted:?} (None: every agent), the \
              configuration now admits {wanted_admitted:?}"
+        )));
+    }
+    if snapshot.handoff_bundle_tokens != config.handoff_bundle_tokens as u64 {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "snapshot assembled handoff bundles of {} tokens, the configuration now says {}",
+            snapshot.handoff_bundle_tokens, config.handoff_bundle_tokens
         )));
     }
     if snapshot.embedder_model_id != config.embedder.model_id() {

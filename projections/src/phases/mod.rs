@@ -4,18 +4,35 @@
 //! # What a phase is
 //!
 //! - An **explicit** phase runs from a `phase_started` event to the
-//!   `phase_completed` that names it (by `phase_id`, else the most recent
-//!   open phase of the same name, else the most recent open phase). Every
-//!   event of the agent applied while it is the innermost open phase belongs
-//!   to it, the start and completion included. Its id is the id of its
-//!   `phase_started` event.
-//! - Where a publisher sends no phase events, a **task** phase holds the
-//!   agent's events of one correlation id (task) while no explicit phase is
-//!   open, and completes when the agent reports that task (`task_updated`
-//!   with the correlation id as task id) done or cancelled. Its id is the id
-//!   of its first event. Events of the task after that open a new phase.
+//!   `phase_completed` of the same agent that names it (by `phase_id`, else
+//!   the most recent open phase of the same name, else the most recent
+//!   open phase). Every event of that agent applied while it is the
+//!   agent's innermost open phase belongs to it, the start and completion
+//!   included. Its id is the id of its `phase_started` event.
+//! - A phase opened for a task (its `phase_started` has a correlation id)
+//!   also takes in the task's events of every other agent, those with that
+//!   correlation id, while it is open: the innermost open phase of the task
+//!   takes each. Only events the memory applies arrive here, so those are
+//!   the other agents' shared and system events, never their private ones.
+//!   A phase opened without a correlation id holds only its agent's events.
+//! - Where an agent sends no phase events, a **task** phase holds the
+//!   agent's own events of one correlation id (task) while no explicit phase
+//!   of the agent is open, and completes when the agent reports that task
+//!   (`task_updated` with the correlation id as task id) done or cancelled.
+//!   Its id is the id of its first event. Events of the task after that
+//!   open a new phase. An agent's own `phase_started` for a task takes over
+//!   the task phase it has open for that task (explicit wins): one phase,
+//!   with the earlier events and the `phase_started`'s id, and from the
+//!   first `phase_started` on no task phase opens.
+//! - Another agent's shared `phase_started` opens a **shared** phase in
+//!   this memory: that agent's phase as this memory sees it, delimited by
+//!   the same rules from the events this memory applies (its agent's events
+//!   of the task only if they are not private). Shared phases can be read
+//!   ([`PhaseTracker::phase`], [`PhaseTracker::shared_phases`]) but are not
+//!   this agent's work: they stay out of its roll-ups, its context and the
+//!   bundles of its handoffs, and no model summarises them here.
 //! - `phase_compressed` events belong to no phase: they replace the
-//!   compressed levels of the phase they name.
+//!   compressed levels of the agent's own phase they name.
 //!
 //! # Levels
 //!
@@ -39,7 +56,7 @@ mod snapshot;
 
 use std::collections::{BTreeMap, HashMap};
 
-use mneme_events::{Event, EventKind, PhaseCompressed, TaskStatus, Timestamp};
+use mneme_events::{Event, EventKind, PhaseCompleted, PhaseCompressed, Scope, TaskStatus, Timestamp};
 
 use crate::digest::ContentHasher;
 use crate::graph::{EntityKind, FactGraph, TouchedEdge};
@@ -153,6 +170,9 @@ pub struct Phase {
     /// The id of its `phase_started` event, or of the first event of a task
     /// phase.
     pub phase_id: String,
+    /// The agent whose phase it is: who published its `phase_started`, or
+    /// whose events a task phase holds.
+    pub agent: String,
     pub name: String,
     pub boundary: PhaseBoundary,
     /// The correlation id (task) it belongs to, if any.
@@ -163,7 +183,9 @@ pub struct Phase {
     pub started_at: Timestamp,
     pub completed_seq: Option<u64>,
     pub completed_at: Option<Timestamp>,
-    /// Every event of the phase, ascending.
+    /// Every event of the phase, ascending: its agent's, and for a phase
+    /// opened for a task, the other agents' events of the task that this
+    /// memory applied.
     pub event_seqs: Vec<u64>,
     /// What happened in it: the `full` level.
     pub notes: PhaseNotes,
@@ -216,15 +238,31 @@ impl Phase {
     }
 }
 
-/// The phases of one agent, their task roll-ups and the session summary.
+/// Where a phase is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PhaseSlot {
+    /// In [`PhaseTracker::phases`]: this agent's.
+    Own(usize),
+    /// In [`PhaseTracker::shared`]: another agent's, as this memory sees it.
+    Shared(usize),
+}
+
+/// The phases of one agent, their task roll-ups and the session summary,
+/// and the other agents' shared phases as this agent's memory sees them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PhaseTracker {
-    /// In order of their first event.
+    /// This agent's phases, in order of their first event.
     pub(crate) phases: Vec<Phase>,
-    pub(crate) index_by_id: HashMap<String, usize>,
-    /// Open explicit phases, innermost last.
+    /// Other agents' phases opened by a shared `phase_started`, in order of
+    /// their start, built from the events this memory applies.
+    pub(crate) shared: Vec<Phase>,
+    pub(crate) index_by_id: HashMap<String, PhaseSlot>,
+    /// This agent's open explicit phases, innermost last.
     pub(crate) open_explicit: Vec<usize>,
-    /// Open task phases by correlation id.
+    /// Open shared phases (indexes into `shared`), each agent's innermost
+    /// after its others.
+    pub(crate) open_shared: Vec<usize>,
+    /// This agent's open task phases by correlation id.
     pub(crate) open_by_task: BTreeMap<String, usize>,
     /// Task titles from `task_updated`, by task id.
     pub(crate) task_titles: BTreeMap<String, String>,
@@ -240,18 +278,54 @@ pub struct PhaseTracker {
     pub(crate) completed_by_last_event: LastCompleted,
 }
 
+/// One event as the tracker observes it.
+#[derive(Clone, Copy)]
+struct Observed<'a> {
+    seq: u64,
+    event: &'a Event,
+    /// What the event changed in the fact graph.
+    touched: &'a [TouchedEdge],
+    /// Its rendering as a memory item, if it has one.
+    item_text: Option<&'a str>,
+}
+
+impl Observed<'_> {
+    fn provenance(&self) -> ProvenanceRef {
+        ProvenanceRef { seq: self.seq, event_id: self.event.id }
+    }
+
+    /// The task it is an event of, if other agents' phases for that task
+    /// may take it in: a correlation id, and not private.
+    fn shared_task(&self) -> Option<&str> {
+        self.event.correlation_id.as_deref().filter(|_| self.event.scope != Scope::Private)
+    }
+}
+
 impl PhaseTracker {
-    /// The phase the last applied event completed, if any.
+    /// The agent's own phase the last applied event completed, if any.
+    /// Shared phases are not reported: they are their agent's to summarise.
     pub fn completed_by_last_event(&self) -> Option<&Phase> {
         self.completed_by_last_event.0.map(|index| &self.phases[index])
     }
 
+    /// This agent's phases, in order of their first event: what its
+    /// roll-ups, context and handoff bundles are made of.
     pub fn phases(&self) -> &[Phase] {
         &self.phases
     }
 
+    /// Other agents' shared phases as this memory sees them, in order of
+    /// their start.
+    pub fn shared_phases(&self) -> &[Phase] {
+        &self.shared
+    }
+
+    /// A phase of this agent's, or another agent's shared phase, by id.
     pub fn phase(&self, phase_id: &str) -> Option<&Phase> {
-        self.index_by_id.get(phase_id).map(|&index| &self.phases[index])
+        match self.index_by_id.get(phase_id)? {
+            PhaseSlot::Own(index) => self.phases.get(*index),
+            PhaseSlot::Shared(index) => self.shared.get(*index),
+        }
     }
 
     /// Task roll-ups, the most recently completed first.
@@ -269,25 +343,58 @@ impl PhaseTracker {
         &self.session_summary
     }
 
-    /// The phase an event belongs to, opened or completed by it as the
-    /// case may be. `touched` is what the event changed in the fact graph;
-    /// `item_text` its rendering as a memory item, if it has one.
-    pub(crate) fn observe(&mut self, seq: u64, event: &Event, touched: &[TouchedEdge], item_text: Option<&str>) {
-        let provenance = ProvenanceRef { seq, event_id: event.id };
+    /// Puts an event the memory applied into the phases it belongs to,
+    /// opening or completing one as the case may be: at most one phase of
+    /// each agent (see the module's documentation). `own`: the memory's
+    /// agent published it. `touched` is what the event changed in the fact
+    /// graph; `item_text` its rendering as a memory item, if it has one.
+    pub(crate) fn observe(
+        &mut self,
+        seq: u64,
+        event: &Event,
+        own: bool,
+        touched: &[TouchedEdge],
+        item_text: Option<&str>,
+    ) {
         self.completed_by_last_event = LastCompleted(None);
+        let observed = Observed { seq, event, touched, item_text };
+        if let EventKind::PhaseCompressed(compressed) = &event.kind {
+            // Another agent's summary is of its own view, private events
+            // included; the memory does not apply it, and it is refused
+            // here as well.
+            if own {
+                self.apply_compressed(compressed, observed.provenance());
+            }
+            return;
+        }
+        let delimited_shared = if own {
+            self.observe_own(observed);
+            None
+        } else {
+            self.join_own_phase_of_task(observed);
+            self.delimit_shared(observed)
+        };
+        self.join_shared_phases(observed, delimited_shared.is_some());
+    }
+
+    /// The memory's own event: into its innermost open explicit phase, or
+    /// into the task phase of its correlation id.
+    fn observe_own(&mut self, observed: Observed<'_>) {
+        let Observed { seq, event, touched, item_text } = observed;
+        let provenance = observed.provenance();
         if let EventKind::TaskUpdated(task) = &event.kind
             && let Some(title) = &task.title
         {
             self.task_titles.insert(task.task_id.clone(), title.clone());
         }
         match &event.kind {
-            EventKind::PhaseCompressed(compressed) => {
-                self.apply_compressed(compressed, provenance);
-                return;
-            }
             EventKind::PhaseStarted(started) => {
-                let index = self.open_phase(seq, event, PhaseBoundary::Explicit, started.phase.clone());
+                let index = match event.correlation_id.as_ref().and_then(|task| self.open_by_task.remove(task)) {
+                    Some(index) => self.take_over(index, observed),
+                    None => self.open_phase(seq, event, PhaseBoundary::Explicit),
+                };
                 let phase = &mut self.phases[index];
+                phase.name = started.phase.clone();
                 phase.goal = started.goal.clone();
                 phase.provenance.push(provenance);
                 phase.notes.observe(seq, event, touched, item_text);
@@ -296,24 +403,9 @@ impl PhaseTracker {
                 return;
             }
             EventKind::PhaseCompleted(completed) => {
-                let target = self.open_explicit.iter().rposition(|&index| {
-                    let phase = &self.phases[index];
-                    match completed.phase_id {
-                        Some(id) => phase.phase_id == id.to_string(),
-                        None => phase.name == completed.phase,
-                    }
-                });
-                let target = target.or_else(|| {
-                    (completed.phase_id.is_none() && !self.open_explicit.is_empty())
-                        .then(|| self.open_explicit.len() - 1)
-                });
-                if let Some(position) = target {
+                if let Some(position) = completion_target(&self.phases, &self.open_explicit, completed) {
                     let index = self.open_explicit.remove(position);
-                    let phase = &mut self.phases[index];
-                    phase.event_seqs.push(seq);
-                    phase.notes.observe(seq, event, touched, item_text);
-                    phase.outcome = completed.outcome.clone();
-                    phase.provenance.push(provenance);
+                    complete_with(&mut self.phases[index], observed, completed);
                     self.complete(index, seq, event.ts);
                     return;
                 }
@@ -321,9 +413,7 @@ impl PhaseTracker {
             _ => {}
         }
         if let Some(&index) = self.open_explicit.last() {
-            let phase = &mut self.phases[index];
-            phase.event_seqs.push(seq);
-            phase.notes.observe(seq, event, touched, item_text);
+            join(&mut self.phases[index], observed);
             return;
         }
         let Some(task) = event.correlation_id.clone() else { return };
@@ -333,18 +423,15 @@ impl PhaseTracker {
             // that delimits its phases explicitly gets no task phases.
             None if self.uses_explicit_phases || is_task_opening(&event.kind) => return,
             None => {
-                let name = self.task_titles.get(&task).cloned().unwrap_or_else(|| task.clone());
-                let index = self.open_phase(seq, event, PhaseBoundary::Task, name);
-                self.phases[index].provenance.push(provenance);
+                let index = self.open_phase(seq, event, PhaseBoundary::Task);
+                let phase = &mut self.phases[index];
+                phase.name = self.task_titles.get(&task).cloned().unwrap_or_else(|| task.clone());
+                phase.provenance.push(provenance);
                 self.open_by_task.insert(task.clone(), index);
                 index
             }
         };
-        let phase = &mut self.phases[index];
-        if phase.event_seqs.last() != Some(&seq) {
-            phase.event_seqs.push(seq);
-        }
-        phase.notes.observe(seq, event, touched, item_text);
+        join(&mut self.phases[index], observed);
         if let EventKind::TaskUpdated(update) = &event.kind
             && update.task_id == task
             && matches!(update.status, TaskStatus::Done | TaskStatus::Cancelled)
@@ -359,45 +446,120 @@ impl PhaseTracker {
         }
     }
 
-    fn open_phase(&mut self, seq: u64, event: &Event, boundary: PhaseBoundary, name: String) -> usize {
+    /// The agent's `phase_started` for a task it has a task phase open
+    /// for: the task phase becomes the explicit one (explicit wins), with
+    /// the `phase_started`'s id, keeping the events it already holds.
+    fn take_over(&mut self, index: usize, observed: Observed<'_>) -> usize {
+        let phase = &mut self.phases[index];
+        self.index_by_id.remove(&phase.phase_id);
+        phase.phase_id = observed.event.id.to_string();
+        phase.boundary = PhaseBoundary::Explicit;
+        phase.event_seqs.push(observed.seq);
+        self.index_by_id.insert(phase.phase_id.clone(), PhaseSlot::Own(index));
+        index
+    }
+
+    /// Another agent's event of a task: into the innermost of this agent's
+    /// open explicit phases opened for that task.
+    fn join_own_phase_of_task(&mut self, observed: Observed<'_>) {
+        let Some(task) = observed.shared_task() else { return };
+        let target =
+            self.open_explicit.iter().rev().copied().find(|&index| self.phases[index].task.as_deref() == Some(task));
+        if let Some(index) = target {
+            join(&mut self.phases[index], observed);
+        }
+    }
+
+    /// Another agent's `phase_started` opens its shared phase here, and its
+    /// `phase_completed` completes it; `Some` with the phase's index when
+    /// the event did either.
+    fn delimit_shared(&mut self, observed: Observed<'_>) -> Option<usize> {
+        let Observed { seq, event, touched, item_text } = observed;
+        if event.scope == Scope::Private {
+            return None;
+        }
+        match &event.kind {
+            EventKind::PhaseStarted(started) => {
+                let index = self.shared.len();
+                let mut phase = new_phase(seq, event, PhaseBoundary::Explicit);
+                phase.name = started.phase.clone();
+                phase.goal = started.goal.clone();
+                phase.provenance.push(observed.provenance());
+                phase.notes.observe(seq, event, touched, item_text);
+                self.index_by_id.insert(phase.phase_id.clone(), PhaseSlot::Shared(index));
+                self.shared.push(phase);
+                self.open_shared.push(index);
+                Some(index)
+            }
+            EventKind::PhaseCompleted(completed) => {
+                let of_agent: Vec<usize> =
+                    self.open_shared.iter().copied().filter(|&index| self.shared[index].agent == event.agent).collect();
+                let position = completion_target(&self.shared, &of_agent, completed)?;
+                let index = of_agent[position];
+                self.open_shared.retain(|&open| open != index);
+                let phase = &mut self.shared[index];
+                complete_with(phase, observed, completed);
+                finish(phase, seq, event.ts);
+                Some(index)
+            }
+            _ => None,
+        }
+    }
+
+    /// An event into the other agents' open shared phases: for each agent,
+    /// its innermost open phase if the event is that agent's (unless the
+    /// event just opened or completed one of them), else its innermost open
+    /// phase for the event's task.
+    fn join_shared_phases(&mut self, observed: Observed<'_>, delimited_own_shared: bool) {
+        if self.open_shared.is_empty() {
+            return;
+        }
+        let mut agents: Vec<&str> = Vec::new();
+        for &index in &self.open_shared {
+            let agent = self.shared[index].agent.as_str();
+            if !agents.contains(&agent) {
+                agents.push(agent);
+            }
+        }
+        let author = observed.event.agent.as_str();
+        let task = observed.shared_task();
+        let targets: Vec<usize> = agents
+            .into_iter()
+            .filter_map(|agent| {
+                let innermost = |task: Option<&str>| {
+                    self.open_shared.iter().rev().copied().find(|&index| {
+                        let phase = &self.shared[index];
+                        phase.agent == agent && task.is_none_or(|task| phase.task.as_deref() == Some(task))
+                    })
+                };
+                if agent == author {
+                    if delimited_own_shared { None } else { innermost(None) }
+                } else {
+                    task.and_then(|task| innermost(Some(task)))
+                }
+            })
+            .collect();
+        for index in targets {
+            join(&mut self.shared[index], observed);
+        }
+    }
+
+    fn open_phase(&mut self, seq: u64, event: &Event, boundary: PhaseBoundary) -> usize {
         let index = self.phases.len();
-        let phase_id = event.id.to_string();
-        self.index_by_id.insert(phase_id.clone(), index);
-        self.phases.push(Phase {
-            phase_id,
-            name,
-            boundary,
-            task: event.correlation_id.clone(),
-            goal: None,
-            outcome: None,
-            started_seq: seq,
-            started_at: event.ts,
-            completed_seq: None,
-            completed_at: None,
-            event_seqs: vec![seq],
-            notes: PhaseNotes::default(),
-            levels: None,
-            provenance: Vec::new(),
-            redacted: false,
-        });
+        let phase = new_phase(seq, event, boundary);
+        self.index_by_id.insert(phase.phase_id.clone(), PhaseSlot::Own(index));
+        self.phases.push(phase);
         index
     }
 
     fn complete(&mut self, index: usize, seq: u64, at: Timestamp) {
         self.completed_by_last_event = LastCompleted(Some(index));
-        let phase = &mut self.phases[index];
-        phase.completed_seq = Some(seq);
-        phase.completed_at = Some(at);
-        // A model's summary recorded before completion (a publisher may
-        // compress a phase it knows is over) is kept.
-        if phase.levels.is_none() {
-            phase.levels = Some(compress::extractive_levels(phase));
-        }
+        finish(&mut self.phases[index], seq, at);
         self.roll_up(index);
     }
 
     fn apply_compressed(&mut self, compressed: &PhaseCompressed, provenance: ProvenanceRef) {
-        let Some(&index) = self.index_by_id.get(&compressed.phase_id.to_string()) else { return };
+        let Some(&PhaseSlot::Own(index)) = self.index_by_id.get(&compressed.phase_id.to_string()) else { return };
         let phase = &mut self.phases[index];
         // Written from the phase before its purge, a model's levels may
         // quote what was erased.
@@ -439,16 +601,17 @@ impl PhaseTracker {
         self.session_summary = rollup::session_summary(self);
     }
 
-    /// A purge: drops from every phase what the purged events said. Notes
-    /// that carry a seq (messages, decisions) lose the purged ones; names
-    /// noted without one (files, symbols, commands, errors) stay only if the
-    /// purged graph still knows them, that is if another event says them;
-    /// fact and handoff notes go whole when one of their events is purged.
-    /// A phase's name and goal go with a purged opening event, its outcome
-    /// with a purged closing one, a task's title with a purged task update.
-    /// Completed phases get extractive levels again, because a model's may
-    /// quote the purged text, and a model summary that arrives later for a
-    /// redacted phase is not applied.
+    /// A purge: drops from every phase, shared ones included, what the
+    /// purged events said. Notes that carry a seq (messages, decisions)
+    /// lose the purged ones; names noted without one (files, symbols,
+    /// commands, errors) stay only if the purged graph still knows them,
+    /// that is if another event says them; fact and handoff notes go whole
+    /// when one of their events is purged. A phase's name and goal go with a
+    /// purged opening event, its outcome with a purged closing one, a
+    /// task's title with a purged task update. Completed phases get
+    /// extractive levels again, because a model's may quote the purged
+    /// text, and a model summary that arrives later for a redacted phase is
+    /// not applied.
     pub(crate) fn redact(&mut self, purged: &BTreeMap<u64, PurgedEvent>, graph: &FactGraph) {
         for purged_event in purged.values().filter(|purged_event| purged_event.kind == "task_updated") {
             if let Some(task) = &purged_event.task {
@@ -457,28 +620,16 @@ impl PhaseTracker {
         }
         let mut touched = Vec::new();
         for (index, phase) in self.phases.iter_mut().enumerate() {
-            let hit: Vec<&PurgedEvent> = phase.event_seqs.iter().filter_map(|seq| purged.get(seq)).collect();
-            if hit.is_empty() {
-                continue;
-            }
-            phase.redacted = true;
-            if hit.iter().any(|purged_event| purged_event.kind == "task_updated") {
-                if let Some(task) = &phase.task {
-                    self.task_titles.remove(task);
-                }
-            }
-            redact_notes(&mut phase.notes, purged, &hit, graph);
-            if purged.contains_key(&phase.started_seq) {
-                phase.name = phase.task.clone().unwrap_or_else(|| PURGED_PHASE_NAME.to_string());
-                phase.goal = None;
-            }
-            if phase.completed_seq.is_some_and(|seq| purged.contains_key(&seq)) {
-                phase.outcome = None;
+            let Some(task_update_purged) = redact_phase(phase, purged, graph) else { continue };
+            if task_update_purged && let Some(task) = &phase.task {
+                self.task_titles.remove(task);
             }
             if phase.is_completed() {
-                phase.levels = Some(compress::extractive_levels(phase));
                 touched.push(index);
             }
+        }
+        for phase in &mut self.shared {
+            redact_phase(phase, purged, graph);
         }
         for index in touched {
             self.summarise(index);
@@ -487,8 +638,10 @@ impl PhaseTracker {
 
     /// Rebuilds the lookup maps after a restore.
     pub(crate) fn rebuild_index(&mut self) {
-        self.index_by_id =
-            self.phases.iter().enumerate().map(|(index, phase)| (phase.phase_id.clone(), index)).collect();
+        let own = self.phases.iter().enumerate().map(|(index, phase)| (phase.phase_id.clone(), PhaseSlot::Own(index)));
+        let shared =
+            self.shared.iter().enumerate().map(|(index, phase)| (phase.phase_id.clone(), PhaseSlot::Shared(index)));
+        self.index_by_id = own.chain(shared).collect();
     }
 
     /// Tokens of a text, for callers that show levels.
@@ -497,39 +650,96 @@ impl PhaseTracker {
     }
 }
 
+/// A phase whose first event is `event`, at `seq`; its name is set by the
+/// caller.
+fn new_phase(seq: u64, event: &Event, boundary: PhaseBoundary) -> Phase {
+    Phase {
+        phase_id: event.id.to_string(),
+        agent: event.agent.clone(),
+        name: String::new(),
+        boundary,
+        task: event.correlation_id.clone(),
+        goal: None,
+        outcome: None,
+        started_seq: seq,
+        started_at: event.ts,
+        completed_seq: None,
+        completed_at: None,
+        event_seqs: vec![seq],
+        notes: PhaseNotes::default(),
+        levels: None,
+        provenance: Vec::new(),
+        redacted: false,
+    }
+}
+
+/// An event into a phase.
+fn join(phase: &mut Phase, observed: Observed<'_>) {
+    if phase.event_seqs.last() != Some(&observed.seq) {
+        phase.event_seqs.push(observed.seq);
+    }
+    phase.notes.observe(observed.seq, observed.event, observed.touched, observed.item_text);
+}
+
+/// The `phase_completed` event into the phase it completes.
+fn complete_with(phase: &mut Phase, observed: Observed<'_>, completed: &PhaseCompleted) {
+    join(phase, observed);
+    phase.outcome = completed.outcome.clone();
+    phase.provenance.push(observed.provenance());
+}
+
+/// Marks a phase completed and gives it extractive levels, unless a
+/// model's summary was recorded before completion (a publisher may
+/// compress a phase it knows is over).
+fn finish(phase: &mut Phase, seq: u64, at: Timestamp) {
+    phase.completed_seq = Some(seq);
+    phase.completed_at = Some(at);
+    if phase.levels.is_none() {
+        phase.levels = Some(compress::extractive_levels(phase));
+    }
+}
+
+/// The position in `open` (phases of one agent, innermost last) of the
+/// phase a `phase_completed` completes: the one it names by id; else the
+/// innermost of its name; else, if it names no id, the innermost.
+fn completion_target(phases: &[Phase], open: &[usize], completed: &PhaseCompleted) -> Option<usize> {
+    let named = open.iter().rposition(|&index| {
+        let phase = &phases[index];
+        match completed.phase_id {
+            Some(id) => phase.phase_id == id.to_string(),
+            None => phase.name == completed.phase,
+        }
+    });
+    named.or_else(|| if completed.phase_id.is_none() { open.len().checked_sub(1) } else { None })
+}
+
+/// Drops what the purged events said from one phase; `None` when none of
+/// its events was purged, else whether one of them was a task update.
+fn redact_phase(phase: &mut Phase, purged: &BTreeMap<u64, PurgedEvent>, graph: &FactGraph) -> Option<bool> {
+    let hit: Vec<&PurgedEvent> = phase.event_seqs.iter().filter_map(|seq| purged.get(seq)).collect();
+    if hit.is_empty() {
+        return None;
+    }
+    phase.redacted = true;
+    redact_notes(&mut phase.notes, purged, &hit, graph);
+    if purged.contains_key(&phase.started_seq) {
+        phase.name = phase.task.clone().unwrap_or_else(|| PURGED_PHASE_NAME.to_string());
+        phase.goal = None;
+    }
+    if phase.completed_seq.is_some_and(|seq| purged.contains_key(&seq)) {
+        phase.outcome = None;
+    }
+    if phase.is_completed() {
+        phase.levels = Some(compress::extractive_levels(phase));
+    }
+    Some(hit.iter().any(|purged_event| purged_event.kind == "task_updated"))
+}
+
 impl PhaseTracker {
     pub(crate) fn hash_into(&self, hasher: &mut ContentHasher) {
         hasher.number(self.phases.len() as u64);
         for phase in &self.phases {
-            hasher.text(&phase.phase_id);
-            hasher.text(&phase.name);
-            hasher.text(phase.boundary.as_str());
-            hasher.text(phase.task.as_deref().unwrap_or(""));
-            hasher.text(phase.goal.as_deref().unwrap_or(""));
-            hasher.text(phase.outcome.as_deref().unwrap_or(""));
-            hasher.number(u64::from(phase.redacted));
-            hasher.number(phase.started_seq);
-            hasher.time(Some(phase.started_at));
-            hasher.number(phase.completed_seq.unwrap_or(0));
-            hasher.time(phase.completed_at);
-            hasher.number(phase.event_seqs.len() as u64);
-            for seq in &phase.event_seqs {
-                hasher.number(*seq);
-            }
-            // Every field of the notes is ordered (sorted sets, log-order
-            // lists), so their debug form is a function of the events.
-            hasher.text(&format!("{:?}", phase.notes));
-            match &phase.levels {
-                Some(levels) => {
-                    for text in
-                        [&levels.compressor, &levels.index, &levels.compressed, &levels.summary, &levels.findings]
-                    {
-                        hasher.text(text);
-                    }
-                }
-                None => hasher.text(""),
-            }
-            hasher.provenance(&phase.provenance);
+            hash_phase(phase, hasher);
         }
         for open in &self.open_explicit {
             hasher.number(*open as u64);
@@ -547,7 +757,46 @@ impl PhaseTracker {
         }
         hasher.text(&self.session_summary);
         hasher.number(u64::from(self.uses_explicit_phases));
+        hasher.number(self.shared.len() as u64);
+        for phase in &self.shared {
+            hash_phase(phase, hasher);
+        }
+        hasher.number(self.open_shared.len() as u64);
+        for open in &self.open_shared {
+            hasher.number(*open as u64);
+        }
     }
+}
+
+fn hash_phase(phase: &Phase, hasher: &mut ContentHasher) {
+    hasher.text(&phase.phase_id);
+    hasher.text(&phase.agent);
+    hasher.text(&phase.name);
+    hasher.text(phase.boundary.as_str());
+    hasher.text(phase.task.as_deref().unwrap_or(""));
+    hasher.text(phase.goal.as_deref().unwrap_or(""));
+    hasher.text(phase.outcome.as_deref().unwrap_or(""));
+    hasher.number(u64::from(phase.redacted));
+    hasher.number(phase.started_seq);
+    hasher.time(Some(phase.started_at));
+    hasher.number(phase.completed_seq.unwrap_or(0));
+    hasher.time(phase.completed_at);
+    hasher.number(phase.event_seqs.len() as u64);
+    for seq in &phase.event_seqs {
+        hasher.number(*seq);
+    }
+    // Every field of the notes is ordered (sorted sets, log-order lists),
+    // so their debug form is a function of the events.
+    hasher.text(&format!("{:?}", phase.notes));
+    match &phase.levels {
+        Some(levels) => {
+            for text in [&levels.compressor, &levels.index, &levels.compressed, &levels.summary, &levels.findings] {
+                hasher.text(text);
+            }
+        }
+        None => hasher.text(""),
+    }
+    hasher.provenance(&phase.provenance);
 }
 
 fn is_task_opening(kind: &EventKind) -> bool {
