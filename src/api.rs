@@ -165,6 +165,9 @@ impl From<LogError> for ApiError {
             LogError::ForeignSwarm { .. } => {
                 ApiError::new(StatusCode::NOT_FOUND, "unknown_swarm", Some("swarm"), message)
             }
+            LogError::ConflictingDuplicate { index, .. } => {
+                ApiError::new(StatusCode::CONFLICT, "conflicting_duplicate", Some(&format!("[{index}].id")), message)
+            }
             _ => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "log_unavailable", None, message),
         }
     }

@@ -51,7 +51,6 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         log.clone(),
         supervisor.clone(),
         opened.broker.clone(),
-        config.handoff_bundle_tokens(),
         config.swarm.admit_unknown_agents,
     )
     .start();

@@ -31,6 +31,10 @@ fn poison() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     let filed_under_another_agent = good_event(54, "planner", "a valid event filed under the coder's subject");
     let mut bad_timestamp = good_event(55, "coder", "x");
     bad_timestamp["ts"] = json!("yesterday at noon");
+    // The id of the first good event (posted before any poison) with other
+    // content, published with no `Nats-Msg-Id`, as after the server's
+    // duplicate window: stored, and refused by memory (issue 16).
+    let conflicting_duplicate = good_event(0, "coder", "other content under the first event's id");
 
     vec![
         ("coder", b"\x00\x9f\x92\x96 not even utf-8".to_vec(), "malformed_json"),
@@ -42,6 +46,11 @@ fn poison() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("coder", other_swarm.to_string().into_bytes(), "swarm \"elsewhere\""),
         ("coder", filed_under_another_agent.to_string().into_bytes(), "agent \"planner\""),
         ("coder", bad_timestamp.to_string().into_bytes(), "invalid_timestamp"),
+        (
+            "coder",
+            conflicting_duplicate.to_string().into_bytes(),
+            "conflicting_duplicate: event id 01KG0000000000000000000000 was first applied at seq 1",
+        ),
     ]
 }
 
@@ -111,6 +120,22 @@ fn poison_records_are_dead_lettered_once_with_their_reason_and_the_consumer_move
     };
     check_letters(&server);
     assert_eq!(metric(&server, "mneme_events_dead_lettered_total{agent=\"coder\"}"), poison.len() as u64);
+    assert_eq!(metric(&server, "mneme_conflicting_duplicates_total{agent=\"coder\"}"), 1);
+    let first = server.get("/v1/swarms/demo/agents/coder/items/01KG0000000000000000000000");
+    assert!(first["text"].as_str().unwrap().contains("signing key number 0"), "{first}");
+
+    // Through the API a conflicting duplicate is refused before it reaches
+    // the log; the same event again (a retry with a new time) is a duplicate.
+    let mut retried = good_event(1, "coder", "the coder rotated signing key number 1");
+    retried["ts"] = json!("2026-04-01T11:00:00Z");
+    let (status, answer) = server.post("/v1/events", &retried.to_string());
+    assert_eq!((status, answer["accepted"][0]["duplicate"].clone()), (202, json!(true)), "{answer}");
+    let changed = good_event(1, "coder", "different text under a used id");
+    let (status, refused) = server.post("/v1/events", &json!([good_event(42, "coder", "fine"), changed]).to_string());
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "conflicting_duplicate", "{refused}");
+    assert_eq!(refused["error"]["field"], "[1].id", "{refused}");
+    eprintln!("checked: a conflicting duplicate over HTTP is refused: {}", refused["error"]["message"]);
     let verified = server.post(&format!("/v1/swarms/demo/agents/coder/replay?verify=true&min_seq={last_seq}"), "{}");
     assert_eq!(verified.1["matches"], true, "{}", verified.1);
     assert_eq!(verified.1["dead_lettered"], poison.len(), "replay skips the same records: {}", verified.1);

@@ -24,7 +24,7 @@ pub use error::ActorsError;
 pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery_json};
 pub use memory_actor::{
     AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled,
-    HandoffBundleRequest, ItemListing, MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals,
+    ItemListing, MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals,
     TakeSnapshot,
 };
 pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};

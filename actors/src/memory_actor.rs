@@ -241,6 +241,11 @@ pub struct ApplyBatch(pub Vec<LogEntry>);
 pub struct ApplyReport {
     pub applied: usize,
     pub duplicates: usize,
+    /// Events under an id already applied with other content (see
+    /// [`AppliedEvent::ConflictingDuplicate`]): this agent's own are also
+    /// in `dead_letters`, other agents' are skipped here and dead-lettered
+    /// by their author's memory.
+    pub conflicting_duplicates: usize,
     pub redelivered: usize,
     /// Records of other agents this memory may not see (private, not
     /// admitted, or not valid events), skipped.
@@ -292,6 +297,8 @@ impl Handler<ApplyBatch> for MemoryActor {
         }
         let agent = self.memory.agent().to_string();
         metrics::counter!("mneme_events_applied_total", "agent" => agent.clone()).increment(report.applied as u64);
+        metrics::counter!("mneme_conflicting_duplicates_total", "agent" => agent.clone())
+            .increment(report.conflicting_duplicates as u64);
         metrics::counter!("mneme_events_dead_lettered_total", "agent" => agent)
             .increment(report.dead_letters.len() as u64);
         report.checkpoint = self.memory.checkpoint();
@@ -340,20 +347,10 @@ pub enum Query {
     Items(Option<String>),
     /// The handoffs this agent received, pending first.
     Handoffs,
-    /// The context bundle of a handoff from this agent; see
-    /// [`AgentMemory::handoff_bundle`].
-    HandoffBundle(HandoffBundleRequest),
-}
-
-/// What a handoff bundle is assembled for.
-#[derive(Debug, Clone)]
-pub struct HandoffBundleRequest {
-    /// The handoff's task and its correlation id.
-    pub tasks: Vec<String>,
-    /// Decisions the handoff names by id.
-    pub named_decisions: Vec<EventId>,
-    pub recipient: String,
-    pub budget_tokens: usize,
+    /// The context bundle of a handoff this agent sent, by the id of its
+    /// `handoff_sent`, as assembled when the memory applied it; see
+    /// [`AgentMemory::sent_bundle`].
+    SentBundle(EventId),
 }
 
 #[derive(Debug)]
@@ -369,7 +366,9 @@ pub enum QueryAnswer {
     Contradictions(ContradictionListing),
     Items(ItemListing),
     Handoffs(Vec<HandoffRecord>),
-    HandoffBundle(HandoffBundle),
+    /// The bundle and the seq of the `handoff_sent` it was assembled at;
+    /// `None`: this memory has not applied that handoff of its agent.
+    SentBundle(Option<(u64, HandoffBundle)>),
 }
 
 /// The contradictions of one memory.
@@ -389,7 +388,10 @@ pub struct ItemListing {
 /// The phases of one memory, as `Query::Phases` answers.
 #[derive(Debug, Clone)]
 pub struct PhaseListing {
+    /// The agent's own phases.
     pub phases: Vec<Phase>,
+    /// Other agents' shared phases, as this memory sees them.
+    pub shared_phases: Vec<Phase>,
     /// Task roll-ups, the most recently completed first.
     pub tasks: Vec<TaskSummary>,
     pub session_summary: String,
@@ -419,7 +421,7 @@ impl Query {
             Query::Contradictions => "contradictions",
             Query::Items(_) => "items",
             Query::Handoffs => "handoffs",
-            Query::HandoffBundle(_) => "handoff_bundle",
+            Query::SentBundle(_) => "handoff_bundle",
         }
     }
 }
@@ -463,6 +465,7 @@ impl Handler<Query> for MemoryActor {
                 let tracker = self.memory.phases();
                 QueryAnswer::Phases(PhaseListing {
                     phases: tracker.phases().to_vec(),
+                    shared_phases: tracker.shared_phases().to_vec(),
                     tasks: tracker.tasks_newest_first().cloned().collect(),
                     session_summary: tracker.session_summary().to_string(),
                 })
@@ -478,14 +481,8 @@ impl Handler<Query> for MemoryActor {
                 item: item_id.and_then(|item_id| self.memory.item(&item_id).cloned()),
             }),
             Query::Handoffs => QueryAnswer::Handoffs(self.memory.handoffs().into_iter().cloned().collect()),
-            Query::HandoffBundle(request) => {
-                let tasks: Vec<&str> = request.tasks.iter().map(String::as_str).collect();
-                QueryAnswer::HandoffBundle(self.memory.handoff_bundle(
-                    &tasks,
-                    &request.named_decisions,
-                    &request.recipient,
-                    request.budget_tokens,
-                ))
+            Query::SentBundle(handoff_id) => {
+                QueryAnswer::SentBundle(self.memory.sent_bundle(handoff_id).map(|(seq, bundle)| (seq, bundle.clone())))
             }
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
@@ -636,6 +633,14 @@ pub(crate) fn apply_log_entry(
                 report.duplicates += 1;
                 Ok(())
             }
+            Ok(AppliedEvent::ConflictingDuplicate { original_seq }) => {
+                report.conflicting_duplicates += 1;
+                if event.agent != memory.agent() {
+                    // Its author's memory files the letter, once.
+                    return Ok(());
+                }
+                Err((conflicting_duplicate_reason(&event, original_seq), event.to_json().into_bytes()))
+            }
             Err(refused @ ProjectionError::WrongOwner { .. }) => {
                 Err((refused.to_string(), event.to_json().into_bytes()))
             }
@@ -670,6 +675,17 @@ fn apply_containing_panics(
         metrics::counter!("mneme_apply_panics_total").increment(1);
         ProjectionError::ApplyPanicked { seq, message }
     })
+}
+
+/// The reason the dead letter of a second, different event under an id
+/// gives: it starts with the code `conflicting_duplicate` and names the seq
+/// of the first.
+pub(crate) fn conflicting_duplicate_reason(event: &mneme_events::Event, original_seq: u64) -> String {
+    format!(
+        "conflicting_duplicate: event id {} was first applied at seq {original_seq} with other content; an id \
+         names one event, so this one is not applied (publish it under a new id)",
+        event.id
+    )
 }
 
 /// The reason a poisoned event's dead letter gives.

@@ -11,7 +11,9 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 use mneme_actors::swarm_config::AgentConfig;
 use mneme_actors::{GetAgent, HandoffRouter, Query, QueryAnswer, SnapshotStore, StopRouting, Supervisor, SwarmConfig};
-use mneme_events::{DecisionMade, Event, EventId, EventKind, HandoffSent, MessageRecorded, Scope, Timestamp};
+use mneme_events::{
+    DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffSent, MessageRecorded, Scope, Timestamp,
+};
 use mneme_nats::{EventLog, SledLog, SledOptions};
 use mneme_projections::HandoffRecord;
 
@@ -101,8 +103,7 @@ async fn fixture_admitting(events: &[Event], admit_unknown_agents: bool) -> Fixt
 
 impl Fixture {
     fn router(&self) -> Addr<HandoffRouter> {
-        HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), None, 2000, self.admit_unknown_agents)
-            .start()
+        HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), None, self.admit_unknown_agents).start()
     }
 
     /// The coder's handoffs once there are `count`, waiting for the router.
@@ -168,6 +169,54 @@ async fn a_handoff_is_delivered_once_with_the_senders_shared_work_and_none_of_it
     let received = fixture.kinds().await.into_iter().filter(|kind| *kind == "handoff_received").count();
     assert_eq!(received, 1);
     assert_eq!(fixture.coder_handoffs(1).await.len(), 1);
+}
+
+fn planner_fact(counter: u64, subject: &str, object: &str) -> Event {
+    event(
+        counter,
+        "planner",
+        Scope::Shared,
+        EventKind::FactAsserted(FactAsserted {
+            subject: subject.into(),
+            predicate: "is_stored_in".into(),
+            object: object.into(),
+            confidence: 1.0,
+            valid_from: None,
+            valid_to: None,
+        }),
+    )
+}
+
+/// Issue 16: a fact, the handoff, 40 messages and a later fact published
+/// in one burst, all on the log before the sender's memory and the router
+/// start. The bundle is what the planner knew at the handoff's seq: the
+/// earlier fact, never the later one, however far the memory had got when
+/// the router asked for it.
+#[actix_rt::test]
+async fn a_handoffs_bundle_is_what_the_sender_knew_when_it_handed_off_whatever_the_routers_lag() {
+    let mut events = vec![planner_fact(1, "refresh_tokens", "postgres"), handoff(2, "coder")];
+    for counter in 3..43 {
+        events.push(event(
+            counter,
+            "planner",
+            Scope::Shared,
+            EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: format!("note {counter}") }),
+        ));
+    }
+    events.push(planner_fact(43, "signing_keys", "vault_rotated_weekly"));
+    let fixture = fixture(&events).await;
+    let _router = fixture.router();
+    let records = fixture.coder_handoffs(1).await;
+    let package = records[0].package.as_ref().unwrap();
+    assert_eq!(package.sent_seq, 2);
+    let bundle_text: String = package.bundle.items.iter().map(|item| format!("{}\n", item.text)).collect();
+    assert!(bundle_text.contains("postgres"), "the fact before the handoff is in its bundle:\n{bundle_text}");
+    assert!(
+        !bundle_text.contains("vault_rotated_weekly") && !bundle_text.contains("note "),
+        "nothing published after the handoff is in its bundle:\n{bundle_text}"
+    );
+    let newest = package.bundle.items.iter().flat_map(|item| &item.provenance).map(|reference| reference.seq).max();
+    assert!(newest <= Some(2), "bundle items come from seqs up to the handoff's: {newest:?}");
 }
 
 #[actix_rt::test]

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mneme_events::{BundleItem, BundleProvenance, EventId, HandoffBundle, HandoffPackage};
+use mneme_events::{BundleItem, BundleProvenance, Event, EventId, HandoffBundle, HandoffPackage, HandoffSent};
 
 use crate::graph::EntityKind;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
@@ -71,6 +71,39 @@ impl AgentMemory {
         // fills it.
         if record.package.is_none() {
             record.package = received.package.clone();
+        }
+    }
+
+    /// The context bundle of a handoff this memory's agent sent, as it was
+    /// assembled when the `handoff_sent` was applied, with that event's
+    /// seq; `None` for a handoff this memory has not applied (or one of
+    /// another agent).
+    pub fn sent_bundle(&self, handoff_id: EventId) -> Option<(u64, &HandoffBundle)> {
+        self.sent_bundles.get(&handoff_id).map(|(seq, bundle)| (*seq, bundle))
+    }
+
+    /// `handoff_sent` of this memory's own agent: its bundle is assembled
+    /// now, from the memory as it stands at the event's seq (items,
+    /// validity and verdicts as they were then), so that what the recipient
+    /// gets does not depend on how far the memory had got when the router
+    /// asked. Nothing later than the handoff can enter it.
+    pub(crate) fn record_handoff_sent(&mut self, seq: u64, event: &Event, sent: &HandoffSent) {
+        let tasks = handoff_tasks(event, sent);
+        let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
+        let named_decisions: Vec<EventId> =
+            sent.decisions.iter().filter_map(|decision| decision.trim().parse().ok()).collect();
+        let bundle = self.handoff_bundle(&tasks, &named_decisions, sent.to.trim(), self.config.handoff_bundle_tokens);
+        self.sent_bundles.insert(event.id, (seq, bundle));
+    }
+
+    /// A purge reaches the bundles of handoffs not yet sent on: an item
+    /// that an erased event created or changed leaves them, and so do files
+    /// the fact graph no longer knows.
+    pub(crate) fn redact_sent_bundles(&mut self, erased_seqs: &BTreeSet<u64>) {
+        for (_, bundle) in self.sent_bundles.values_mut() {
+            bundle.items.retain(|item| !item.provenance.iter().any(|reference| erased_seqs.contains(&reference.seq)));
+            let graph = &self.graph;
+            bundle.files.retain(|file| graph.node(&format!("file:{file}")).is_some());
         }
     }
 
@@ -192,6 +225,14 @@ impl AgentMemory {
         }
         files.into_iter().take(BUNDLE_FILES).collect()
     }
+}
+
+/// The tasks a handoff is about: its `task` and the event's correlation id.
+pub fn handoff_tasks(event: &Event, sent: &HandoffSent) -> Vec<String> {
+    let mut tasks = vec![sent.task.trim().to_string()];
+    tasks.extend(event.correlation_id.iter().cloned());
+    tasks.dedup();
+    tasks
 }
 
 /// Fills a bundle in order until its budget is spent.

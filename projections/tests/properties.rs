@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 
 use mneme_events::{
     ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind,
-    FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, JsonText, MemoriesLinked,
-    MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten, MemoryLink,
-    MemoryPinned, MemoryPurged, MessageRecorded, RetrievalCount, Scope, Timestamp, ToolResultRecorded,
+    FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent, JsonText,
+    MemoriesLinked, MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten,
+    MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, RetrievalCount, Scope, Timestamp, ToolResultRecorded,
 };
 use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
 use mneme_projections::{
@@ -63,6 +63,8 @@ enum Op {
     HandoffReceived(usize, bool),
     /// Acknowledge a handoff received earlier.
     HandoffAcknowledged(usize),
+    /// Hand the task off to the reviewer (or, as the reviewer, to the coder).
+    HandoffSent(Vec<usize>),
     /// The same, published by the other agent of the swarm.
     ByReviewer(Box<Op>),
 }
@@ -98,6 +100,7 @@ fn own_op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::Purge),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(pick, packaged)| Op::HandoffReceived(pick, packaged)),
         1 => any::<usize>().prop_map(Op::HandoffAcknowledged),
+        1 => words().prop_map(Op::HandoffSent),
     ]
 }
 
@@ -260,6 +263,14 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
                 let handoff_id = handoffs_received[pick % handoffs_received.len()];
                 EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note: None })
             }
+            Op::HandoffSent(w) => EventKind::HandoffSent(HandoffSent {
+                to: if author == "coder" { "reviewer" } else { "coder" }.into(),
+                task: "task-1".into(),
+                summary: sentence(w),
+                artifacts: Vec::new(),
+                decisions: Vec::new(),
+                constraints: Vec::new(),
+            }),
             Op::ByReviewer(_) => continue,
             Op::Republish(pick) => {
                 if log.is_empty() {
@@ -418,6 +429,47 @@ proptest! {
         prop_assert_eq!(restored.context(&request).unwrap().text, full.context(&request).unwrap().text);
     }
 
+    /// Issue 16: a handoff's bundle is what its sender knew at the
+    /// handoff's seq. The memory that applied the whole log, one restored
+    /// from a snapshot taken anywhere and given the rest, and one that
+    /// applied the log only up to the handoff all hold the same bundle, and
+    /// it is the bundle of the memory as it stood then.
+    #[test]
+    fn a_sent_handoffs_bundle_is_what_the_sender_knew_at_its_seq(
+        ops in prop::collection::vec(op(), 1..60),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let log = log_of(&ops);
+        let full = rebuild(&log);
+        let cut = cut.index(log.len() + 1);
+        let mut restored =
+            AgentMemory::from_snapshot(&rebuild(&log[..cut]).to_snapshot().unwrap(), "demo", "coder", config()).unwrap();
+        for (seq, event) in &log[cut..] {
+            restored.apply(*seq, event).unwrap();
+        }
+        let mut seen = BTreeSet::new();
+        for (position, (seq, event)) in log.iter().enumerate() {
+            let EventKind::HandoffSent(sent) = &event.kind else { continue };
+            if event.agent != "coder" || !seen.insert(event.id) {
+                continue;
+            }
+            let as_of = rebuild(&log[..=position]);
+            let tasks = mneme_projections::handoff_tasks(event, sent);
+            let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
+            let then = as_of.handoff_bundle(&tasks, &[], &sent.to, config().handoff_bundle_tokens);
+            let newest = then.items.iter().flat_map(|item| &item.provenance).map(|reference| reference.seq).max();
+            prop_assert!(newest.is_none_or(|newest| newest <= *seq));
+            prop_assert_eq!(as_of.sent_bundle(event.id), Some((*seq, &then)));
+            // A purge later on reaches the bundle too: what it erased leaves.
+            let purged = |seq: u64| full.item_at(seq).is_some_and(|item| item.state == ItemState::Purged);
+            let mut expected = then.clone();
+            expected.items.retain(|item| !item.provenance.iter().any(|reference| purged(reference.seq)));
+            expected.files.retain(|file| full.graph().node(&format!("file:{file}")).is_some());
+            prop_assert_eq!(full.sent_bundle(event.id), Some((*seq, &expected)));
+            prop_assert_eq!(restored.sent_bundle(event.id), Some((*seq, &expected)));
+        }
+    }
+
     #[test]
     fn redelivery_is_refused_and_changes_nothing(
         ops in prop::collection::vec(op(), 1..40),
@@ -483,6 +535,38 @@ fn a_republished_id_is_applied_once() {
     assert_eq!(memory.checkpoint(), 7);
     assert_eq!(memory.digest(), digest);
     assert_eq!(memory.item_count(), 1);
+}
+
+/// Issue 16: an id is its publisher's promise that the content is the
+/// same. The same event again (even stamped with a new time) is a
+/// duplicate; other content under the id is refused as a conflicting
+/// duplicate, naming the first seq, and changes nothing.
+#[test]
+fn a_republished_id_with_other_content_is_a_conflicting_duplicate() {
+    let message = event(1, EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: "hello".into() }));
+    let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
+    memory.apply(1, &message).unwrap();
+    let digest = memory.digest();
+    let retried = Event { ts: Timestamp::from_unix_millis(1_800_000_000_000), ..message.clone() };
+    assert_eq!(memory.apply(2, &retried).unwrap(), mneme_projections::AppliedEvent::DuplicateId { original_seq: 1 });
+    let other = Event {
+        kind: EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: "goodbye".into() }),
+        ..message.clone()
+    };
+    assert_eq!(
+        memory.apply(3, &other).unwrap(),
+        mneme_projections::AppliedEvent::ConflictingDuplicate { original_seq: 1 }
+    );
+    let shared = Event { scope: Scope::Shared, ..message.clone() };
+    assert_eq!(
+        memory.apply(4, &shared).unwrap(),
+        mneme_projections::AppliedEvent::ConflictingDuplicate { original_seq: 1 }
+    );
+    assert_eq!(memory.checkpoint(), 4);
+    assert_eq!(memory.digest(), digest);
+    assert_eq!(memory.item_count(), 1);
+    let text = &memory.item(&message.id.to_string()).unwrap().text;
+    assert!(text.contains("hello") && !text.contains("goodbye"), "{text}");
 }
 
 #[test]

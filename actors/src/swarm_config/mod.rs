@@ -579,6 +579,7 @@ impl SwarmConfig {
             large_output_bytes: self.compression.large_output_bytes,
             admitted_agents: (!self.swarm.admit_unknown_agents)
                 .then(|| self.agents.iter().map(|agent| agent.name.clone()).collect()),
+            handoff_bundle_tokens: self.handoffs.bundle_tokens,
         }
     }
 
