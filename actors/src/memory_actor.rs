@@ -652,7 +652,11 @@ pub(crate) fn apply_log_entry(
         Ok(()) => report.applied += 1,
         Err((reason, raw)) => {
             tracing::warn!(agent = %memory.agent(), seq, %reason, "record dead-lettered");
-            memory.skip(seq).expect("seq was checked to be above the checkpoint");
+            // A refused event (a conflicting duplicate) has moved the
+            // checkpoint already; anything else has not.
+            if memory.checkpoint() < seq {
+                memory.skip(seq).expect("seq was checked to be above the checkpoint");
+            }
             report.dead_letters.push(DeadLetter { seq, agent: memory.agent().to_string(), reason, raw });
         }
     }
