@@ -101,8 +101,9 @@ pub fn context_json(context: &ContextResponse) -> Value {
     })
 }
 
-/// `GET …/phases`: every phase (open ones too), the task roll-ups and the
-/// session summary.
+/// `GET …/phases`: every phase of the agent's (open ones too), the task
+/// roll-ups and the session summary, and the other agents' shared phases
+/// as the agent's memory sees them.
 pub async fn list_phases(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -124,10 +125,12 @@ pub async fn phases_answer(
         unreachable!("a phases query answers with phases")
     };
     let phases: Vec<Value> = listing.phases.iter().map(phase_heading_json).collect();
+    let shared_phases: Vec<Value> = listing.shared_phases.iter().map(phase_heading_json).collect();
     let tasks: Vec<Value> = listing.tasks.iter().map(task_json).collect();
     Ok(json!({
         "agent": agent,
         "phases": phases,
+        "shared_phases": shared_phases,
         "tasks": tasks,
         "session_summary": listing.session_summary,
     }))
@@ -177,8 +180,9 @@ pub async fn phase_answer(
     match level {
         PhaseLevel::Original => {
             let entries = state.log.read_seqs(&phase.event_seqs).await?;
-            // A phase holds only its agent's own events; checked again, as
-            // every path that reads the log directly does.
+            // A phase holds only events its reader's memory applied (its
+            // own, and the other agents' non-private ones); checked again,
+            // as every path that reads the log directly does.
             let visible = entries.iter().filter(|entry| entry_visible_to(entry, agent));
             object.insert("events".to_string(), json!(visible.map(entry_json).collect::<Vec<_>>()));
         }
@@ -206,6 +210,7 @@ pub async fn phase_answer(
 fn phase_heading_json(phase: &Phase) -> Value {
     json!({
         "phase_id": phase.phase_id,
+        "agent": phase.agent,
         "name": phase.name,
         "boundary": phase.boundary.as_str(),
         "task": phase.task,

@@ -512,3 +512,79 @@ fn on_the_embedded_log_the_reviewer_gets_the_package_over_http_and_nothing_priva
     assert_eq!(search("reviewer", REVIEWER_SECRET), 1, "the reviewer's own note stays");
     assert_eq!(search("reviewer", "runbook"), 1, "the scribe's note stays");
 }
+
+/// Issue 16, item 7, over HTTP: the planner's phase for the task holds the
+/// coder's shared failure and fix, and the coder, with its own token, reads
+/// that phase from its own memory; the coder's private note is in neither.
+#[test]
+fn a_phase_opened_for_a_task_holds_every_agents_shared_work_and_the_others_read_it() {
+    let work = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start_with(work.path(), None, CONFIG);
+    let phase_id = "01KF0000000000000000000001";
+    let failing = "thread 'ledger::tests::migrate' panicked at src/ledger/store.rs:40:5:\nassertion failed: rows == 3";
+    let events = json!([
+        event(1, "planner", Some("shared"), "phase_started", json!({"phase": "migrate", "goal": "ledger on postgres"})),
+        event(
+            2,
+            "coder",
+            Some("shared"),
+            "tool_result_recorded",
+            json!({"tool": "bash", "args": {"command": "cargo test"}, "output": failing, "exit_code": 101})
+        ),
+        event(
+            3,
+            "coder",
+            Some("private"),
+            "message_recorded",
+            json!({"role": "assistant", "text": "zanzibar: the old rows were never counted"})
+        ),
+        event(
+            4,
+            "coder",
+            Some("shared"),
+            "tool_result_recorded",
+            json!({"tool": "edit_file", "args": {"path": "src/ledger/store.rs", "old_string": "rows", "new_string": "rows + 1"},
+                     "output": "edited", "exit_code": 0})
+        ),
+        event(
+            5,
+            "coder",
+            Some("shared"),
+            "tool_result_recorded",
+            json!({"tool": "bash", "args": {"command": "cargo test"}, "output": "test result: ok", "exit_code": 0})
+        ),
+        event(
+            6,
+            "planner",
+            Some("shared"),
+            "phase_completed",
+            json!({"phase": "migrate", "phase_id": phase_id, "outcome": "migrated"})
+        ),
+    ]);
+    let (status, accepted) = server.post_as(Some(OPERATOR_TOKEN), "/v1/events", &events.to_string());
+    assert_eq!(status, 202, "{accepted}");
+    let min_seq = accepted["accepted"].as_array().unwrap().iter().map(|a| a["seq"].as_u64().unwrap()).max().unwrap();
+    let phase = |token: &str, agent: &str, level: &str| {
+        let path = format!("/v1/swarms/demo/agents/{agent}/phases/{phase_id}?level={level}&min_seq={min_seq}");
+        let (status, body) = server.get_as(Some(token), &path);
+        assert_eq!(status, 200, "{agent} {level}: {body}");
+        body
+    };
+    for (token, agent) in [(OPERATOR_TOKEN, "planner"), (CODER_TOKEN, "coder")] {
+        let findings = phase(token, agent, "findings");
+        assert_eq!(findings["agent"], "planner", "{findings}");
+        let text = findings["text"].as_str().unwrap();
+        assert!(text.contains("fixed by editing src/ledger/store.rs"), "{agent}: {text}");
+        assert!(text.contains("`cargo test` ×2 (1 failed)"), "{agent}: {text}");
+        let original = phase(token, agent, "original");
+        let seqs: Vec<u64> =
+            original["events"].as_array().unwrap().iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs.len(), 5, "{agent}: {original}");
+        assert_no_secret(&format!("{agent}'s view of the planner's phase"), &original.to_string());
+        assert_no_secret(&format!("{agent}'s view of the planner's phase"), &phase(token, agent, "full").to_string());
+    }
+    let (_, listing) =
+        server.get_as(Some(CODER_TOKEN), &format!("/v1/swarms/demo/agents/coder/phases?min_seq={min_seq}"));
+    assert_eq!(listing["shared_phases"][0]["phase_id"], phase_id, "{listing}");
+    assert!(listing["phases"].as_array().unwrap().iter().all(|own| own["agent"] == "coder"), "{listing}");
+}
