@@ -151,7 +151,7 @@ impl Routing {
         };
         for record in records.iter().filter(|record| record.is_pending()) {
             let body = handoff_delivery_json(&self.swarm, agent, record).to_string().into_bytes();
-            broker.publish_handoff(agent, body).await?;
+            broker.publish_handoff(agent, record.handoff_id, body).await?;
             tracing::info!(%agent, handoff_id = %record.handoff_id, "pending handoff redelivered");
         }
         Ok(())
@@ -290,7 +290,7 @@ impl Routing {
                 acknowledged: None,
             };
             let body = handoff_delivery_json(&self.swarm, recipient_name, &record).to_string().into_bytes();
-            broker.publish_handoff(recipient_name, body).await?;
+            broker.publish_handoff(recipient_name, record.handoff_id, body).await?;
         }
         Ok(())
     }

@@ -1,10 +1,12 @@
-//! Core NATS beside the log: handoff packages published to their
-//! recipients and query requests answered by request/reply. Only a log on
-//! NATS has a broker; the embedded log serves the same over HTTP alone.
+//! NATS beside the log: handoff packages published to their recipients
+//! (and kept in the swarm's handoffs stream, for recipients that were away)
+//! and query requests answered by request/reply. Only a log on NATS has a
+//! broker; the embedded log serves the same over HTTP alone.
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use mneme_events::EventId;
 
 use crate::LogError;
 use crate::jetstream::JetStreamLog;
@@ -28,8 +30,11 @@ pub struct QueryRequest {
 /// Messages on NATS that are not events.
 #[async_trait]
 pub trait Broker: Send + Sync + 'static {
-    /// Publishes a handoff package (JSON) to `mneme.<swarm>.<agent>.handoff`.
-    async fn publish_handoff(&self, agent: &str, package_json: Vec<u8>) -> Result<(), LogError>;
+    /// Publishes a handoff package (JSON) to `mneme.<swarm>.<agent>.handoff`,
+    /// and returns once it is stored: live subscribers get it, and stream
+    /// `MNEME_<swarm>_HANDOFFS` keeps it for durable consumers, deduplicated
+    /// by `handoff_id` (its `Nats-Msg-Id`).
+    async fn publish_handoff(&self, agent: &str, handoff_id: EventId, package_json: Vec<u8>) -> Result<(), LogError>;
 
     /// Every query request to any agent of the swarm, until the connection
     /// closes.
@@ -41,15 +46,11 @@ pub trait Broker: Send + Sync + 'static {
 
 #[async_trait]
 impl Broker for JetStreamLog {
-    async fn publish_handoff(&self, agent: &str, package_json: Vec<u8>) -> Result<(), LogError> {
-        let client = self.client();
-        client
-            .publish(subjects::handoff_subject(self.swarm_name(), agent), package_json.into())
-            .await
-            .map_err(|error| LogError::Nats(format!("could not publish a handoff to {agent}: {error}")))?;
-        // A publish is buffered; flushing makes "delivered" mean "on the
-        // server" before the caller moves on.
-        client.flush().await.map_err(|error| LogError::Nats(format!("could not flush a handoff to {agent}: {error}")))
+    async fn publish_handoff(&self, agent: &str, handoff_id: EventId, package_json: Vec<u8>) -> Result<(), LogError> {
+        // Through JetStream, so that "delivered" means "stored": a stream
+        // captures core publishes on its subjects, so plain subscribers get
+        // the same message.
+        self.publish_handoff_package(agent, &handoff_id.to_string(), package_json).await
     }
 
     async fn query_requests(&self) -> Result<BoxStream<'static, QueryRequest>, LogError> {

@@ -7,6 +7,10 @@
 //! - Dead letters: stream `MNEME_<swarm>_DEADLETTER` on
 //!   `mneme.<swarm>.deadletter`; the offending record's bytes as payload and
 //!   the rest in `Mneme-*` headers.
+//! - Handoff packages: stream `MNEME_<swarm>_HANDOFFS` on
+//!   `mneme.<swarm>.*.handoff`, the handoff id as `Nats-Msg-Id`, so that a
+//!   recipient that was away reads them with a durable consumer (see
+//!   `broker.rs`).
 //! - Durable consumer positions: key-value bucket `MNEME_<swarm>_positions`,
 //!   the sequence as decimal text (readable with the `nats` CLI).
 //!
@@ -86,6 +90,13 @@ const SUBSCRIBE_RETRY_DELAY: Duration = Duration::from_millis(500);
 /// The kind token of records appended with [`EventLog::append_raw`]: they
 /// are not known to be events, so they have no kind.
 const RAW_KIND_TOKEN: &str = "raw";
+
+/// How long the handoffs stream remembers handoff ids, at least. After a
+/// restart the handoff router publishes every pending handoff again, for
+/// the plain subscribers who missed it; within this window the stream
+/// stores each handoff once, so a durable consumer sees no copy. Handoffs
+/// are few, so a long window costs little server memory.
+const HANDOFF_DUPLICATE_WINDOW: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 const REASON_HEADER: &str = "Mneme-Reason";
 const SEQ_HEADER: &str = "Mneme-Seq";
@@ -215,6 +226,24 @@ impl JetStreamLog {
         &self.swarm
     }
 
+    /// Publishes a handoff package to `mneme.<swarm>.<agent>.handoff`, where
+    /// the handoffs stream keeps it, with `handoff_id` as `Nats-Msg-Id`, and
+    /// waits for the stream's ack, publishing again like an append does.
+    /// Plain subscribers on the subject get every publish, a repeated one
+    /// too; the stream stores a handoff once within its duplicate window.
+    pub(crate) async fn publish_handoff_package(
+        &self,
+        agent: &str,
+        handoff_id: &str,
+        package_json: Vec<u8>,
+    ) -> Result<(), LogError> {
+        validate_name("agent", agent)?;
+        let subject = subjects::handoff_subject(&self.swarm, agent);
+        let message = PublishMessage::build().payload(Bytes::from(package_json)).message_id(handoff_id);
+        self.publish_all(vec![(subject, message)], self.publish_retry_window).await?;
+        Ok(())
+    }
+
     /// Connects to the server at `url` and opens (creating if needed) the
     /// streams and bucket of `swarm`. `url` may list several servers of one
     /// cluster separated by commas; the client connects to one of them and
@@ -278,6 +307,7 @@ impl JetStreamLog {
             })
             .await
             .map_err(|error| LogError::Nats(format!("could not open the dead-letter stream of {swarm}: {error}")))?;
+        open_handoffs_stream(&context, swarm, &options).await?;
         let positions = open_positions_bucket(&context, swarm, options.replicas).await?;
         Ok(JetStreamLog {
             swarm: swarm.to_string(),
@@ -425,6 +455,36 @@ fn publish_error_is_transient(error: &jetstream::context::PublishError) -> bool 
             api_error.is_none_or(|api_error| !(400..500).contains(&api_error.code()))
         }
     }
+}
+
+/// Opens (creating if needed) the stream of the swarm's handoff packages:
+/// the events stream's storage, size, age and replica settings, and a
+/// duplicate window of at least [`HANDOFF_DUPLICATE_WINDOW`] (the server
+/// wants it no longer than the age limit).
+async fn open_handoffs_stream(
+    context: &jetstream::Context,
+    swarm: &str,
+    options: &JetStreamOptions,
+) -> Result<stream::Stream, LogError> {
+    let mut duplicate_window = options.duplicate_window.max(HANDOFF_DUPLICATE_WINDOW);
+    if let Some(max_age) = options.max_age {
+        duplicate_window = duplicate_window.min(max_age);
+    }
+    context
+        .get_or_create_stream(stream::Config {
+            name: subjects::handoffs_stream(swarm),
+            description: Some(format!("Mneme handoff packages of swarm {swarm}")),
+            subjects: vec![subjects::swarm_handoffs_filter(swarm)],
+            storage: stream::StorageType::File,
+            retention: stream::RetentionPolicy::Limits,
+            duplicate_window,
+            max_message_size: options.max_message_bytes,
+            max_age: options.max_age.unwrap_or_default(),
+            num_replicas: options.replicas,
+            ..Default::default()
+        })
+        .await
+        .map_err(|error| LogError::Nats(format!("could not open the handoffs stream of {swarm}: {error}")))
 }
 
 async fn open_positions_bucket(

@@ -26,6 +26,11 @@ pub fn handoff_subject(swarm: &str, agent: &str) -> String {
     format!("mneme.{swarm}.{agent}.handoff")
 }
 
+/// Every handoff subject of the swarm: what the handoffs stream captures.
+pub fn swarm_handoffs_filter(swarm: &str) -> String {
+    format!("mneme.{swarm}.*.handoff")
+}
+
 /// `mneme.<swarm>.<agent>.query.<verb>`
 pub fn query_subject(swarm: &str, agent: &str, verb: &str) -> String {
     format!("mneme.{swarm}.{agent}.query.{verb}")
@@ -39,6 +44,12 @@ pub fn events_stream(swarm: &str) -> String {
 /// The JetStream stream holding a swarm's dead letters.
 pub fn deadletter_stream(swarm: &str) -> String {
     format!("MNEME_{swarm}_DEADLETTER")
+}
+
+/// The JetStream stream holding the handoff packages delivered in a swarm,
+/// for recipients that read them with a durable consumer.
+pub fn handoffs_stream(swarm: &str) -> String {
+    format!("MNEME_{swarm}_HANDOFFS")
 }
 
 /// The JetStream key-value bucket holding durable consumer positions.
