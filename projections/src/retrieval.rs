@@ -15,6 +15,7 @@ use mneme_events::{Scope, Timestamp};
 use crate::error::ProjectionError;
 use crate::item::{MemoryItem, ProvenanceRef};
 use crate::memory::AgentMemory;
+use crate::superseded::Supersessions;
 
 /// How many candidates each retriever contributes per requested hit. Under
 /// reciprocal rank fusion a rank past 20 adds at most 1/80 of a weight, so
@@ -154,6 +155,9 @@ pub struct SearchHit {
     pub scope: Scope,
     pub ts: Timestamp,
     pub provenance: Vec<ProvenanceRef>,
+    /// The id of the event that superseded what the item states: a later
+    /// decision, a retraction, the winning side of a contradiction.
+    pub superseded_by: Option<String>,
     /// Filled when the request asked to explain.
     pub explain: Vec<RetrieverRank>,
 }
@@ -202,10 +206,14 @@ impl AgentMemory {
         } else {
             single(rankings)
         };
+        let supersessions = self.supersessions();
         Ok(fused
             .into_iter()
             .take(request.k)
-            .map(|(score, seq, ranks)| self.hit(seq, score, if request.explain { ranks } else { Vec::new() }))
+            .map(|(score, seq, ranks)| {
+                let explain = if request.explain { ranks } else { Vec::new() };
+                self.hit(seq, score, explain, &supersessions)
+            })
             .collect())
     }
 
@@ -227,7 +235,7 @@ impl AgentMemory {
         useful
     }
 
-    fn hit(&self, seq: u64, score: f32, explain: Vec<RetrieverRank>) -> SearchHit {
+    fn hit(&self, seq: u64, score: f32, explain: Vec<RetrieverRank>, supersessions: &Supersessions) -> SearchHit {
         let item = &self.items[&seq];
         SearchHit {
             item_id: item.item_id.clone(),
@@ -239,6 +247,7 @@ impl AgentMemory {
             scope: item.scope,
             ts: item.ts,
             provenance: item.provenance.clone(),
+            superseded_by: supersessions.of(self, item),
             explain,
         }
     }

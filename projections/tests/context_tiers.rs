@@ -76,6 +76,55 @@ fn debugging_widens_the_critical_tier_and_brings_the_failure() {
     );
 }
 
+/// A named failure that was fixed later comes with its fix (issue 16,
+/// item 4): asked "how was it fixed" with the failing test named, a
+/// 3,000-token context holds the failing run and, from the graph's `fixes`
+/// edges, every file whose edits fixed it with those edits' seqs and ids.
+#[test]
+fn a_named_failure_that_was_fixed_brings_the_files_and_edits_that_fixed_it() {
+    let mut memory = trajectory_memory("coder");
+    let error_id = "error:rust:assertion_failed:reuse_revokes_newer_token_in_family";
+    // What the graph knows: the run that failed, and the fixing edits.
+    let failing_seq = memory.graph().items_of(error_id)[0];
+    let fixes: Vec<_> = memory.graph().edges_of(error_id).into_iter().filter(|edge| edge.relation == "fixes").collect();
+    assert!(fixes.len() >= 2, "the trajectory fixes this failure in several files: {fixes:?}");
+    let request = ContextRequest::new("how was it fixed", 3000).with_signals(ContextSignals {
+        recent_errors: vec!["reuse_revokes_newer_token_in_family panicked".to_string()],
+        ..ContextSignals::default()
+    });
+    let context = memory.context(&request).unwrap();
+    assert!(context.tokens <= 3000);
+    let critical: Vec<_> = context.items.iter().filter(|item| item.tier == ContextTier::Critical).collect();
+    assert!(
+        critical.iter().any(|item| item.reason == "recent error" && item.seq == failing_seq),
+        "the failing run {failing_seq} is missing:\n{}",
+        context.text
+    );
+    let fix = critical
+        .iter()
+        .find(|item| item.reason == "fix")
+        .unwrap_or_else(|| panic!("no fix in the critical tier:\n{}", context.text));
+    for edge in &fixes {
+        let file = edge.from.trim_start_matches("file:");
+        assert!(fix.text.contains(file), "{file} missing from {:?}", fix.text);
+        let edits = edge.provenance.iter().filter(|reference| {
+            memory
+                .item_at(reference.seq)
+                .is_some_and(|item| item.text.starts_with("$ edit_file") || item.text.starts_with("$ write_file"))
+        });
+        for edit in edits {
+            assert!(fix.provenance.contains(edit), "edit {} missing from the fix's provenance", edit.seq);
+            assert!(
+                fix.text.contains(&edit.event_id.to_string()),
+                "edit item {} missing from {:?}",
+                edit.event_id,
+                fix.text
+            );
+        }
+    }
+    assert!(context.text.contains(&fix.text), "the fix is rendered");
+}
+
 #[test]
 fn an_unused_tier_gives_its_share_to_the_others() {
     // Messages only: nothing critical, no completed phase, so the relevant

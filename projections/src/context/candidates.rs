@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use crate::error::ProjectionError;
-use crate::graph::{EntityKind, relation};
+use crate::graph::EntityKind;
 use crate::item::{ItemState, ProvenanceRef};
 use crate::memory::AgentMemory;
 use crate::phases::{Phase, PhaseLevel};
@@ -48,6 +48,8 @@ pub(super) struct Candidate {
     /// Whether the least detailed text may be cut to fit.
     pub truncatable: bool,
     pub provenance: Vec<ProvenanceRef>,
+    /// For an item, the id of what superseded it (see `superseded.rs`).
+    pub superseded_by: Option<String>,
 }
 
 impl Candidate {
@@ -70,7 +72,19 @@ impl Candidate {
                 (text, tokens)
             })
             .collect();
-        Candidate { tier, reason, key, item_id, seq, kind, texts, truncatable: true, provenance }
+        Candidate { tier, reason, key, item_id, seq, kind, texts, truncatable: true, provenance, superseded_by: None }
+    }
+
+    /// Marks an item that a later event superseded, at the start of each of
+    /// its texts so that no cut loses it: a superseded decision or retracted
+    /// fact must not read as current.
+    fn mark_superseded(&mut self, by: String) {
+        let marker = format!("(superseded by {by}) ");
+        for (text, tokens) in &mut self.texts {
+            text.insert_str(0, &marker);
+            *tokens = tokens::count(&line(self.seq, self.kind, &self.item_id, text));
+        }
+        self.superseded_by = Some(by);
     }
 
     /// Tokens of the preferred text's line.
@@ -123,6 +137,7 @@ impl Candidate {
             text,
             tokens,
             provenance: self.provenance.clone(),
+            superseded_by: self.superseded_by.clone(),
         }
     }
 }
@@ -139,7 +154,23 @@ impl AgentMemory {
         let relevant = self.relevant_candidates(request, policy)?;
         let background = self.background_candidates(policy, current_task.as_deref());
         let index = self.index_candidates();
-        Ok([critical, relevant, background, index])
+        let mut pools = [critical, relevant, background, index];
+        self.mark_superseded_items(&mut pools);
+        Ok(pools)
+    }
+
+    /// Marks the items among the candidates that a later event superseded.
+    fn mark_superseded_items(&self, pools: &mut [Vec<Candidate>; 4]) {
+        let supersessions = self.supersessions();
+        for candidate in pools.iter_mut().flatten() {
+            if !candidate.key.starts_with("seq:") {
+                continue;
+            }
+            let by = self.items.get(&candidate.seq).and_then(|item| supersessions.of(self, item));
+            if let Some(by) = by {
+                candidate.mark_superseded(by);
+            }
+        }
     }
 
     /// The task of the phase the agent names, else of its latest item.
@@ -250,39 +281,56 @@ impl AgentMemory {
     }
 
     /// What fixed the errors of a failing run, from the graph's `fixes`
-    /// edges: the files whose edits made the command pass again.
+    /// edges: per error, the files whose edits after the failure made the
+    /// command pass again, with those edits (seq and item id, which expand
+    /// to the diff) and the passing run.
+    ///
+    /// The errors are the run's own (`command —fails_with→ error` edges that
+    /// hold it): the names in its text resolve to error types, not to the
+    /// failure signatures that `fixes` links.
     fn fix_candidates(&self, failing_seq: u64) -> Vec<Candidate> {
         let Some(item) = self.items.get(&failing_seq) else { return Vec::new() };
-        let mut fixes: BTreeMap<String, (Vec<String>, Vec<ProvenanceRef>)> = BTreeMap::new();
-        for error_id in self.graph.entities_in_text(&item.text) {
-            if !error_id.starts_with("error:") {
-                continue;
-            }
-            for edge in self.graph.edges_of(&error_id) {
-                if edge.relation == relation::FIXES && edge.to == error_id {
-                    let entry = fixes.entry(error_id.clone()).or_default();
-                    entry.0.push(edge.from.trim_start_matches("file:").to_string());
-                    entry.1.extend(edge.provenance.iter().copied());
-                }
-            }
-        }
-        fixes
+        self.graph
+            .fixes_of_failure(&item.agent, failing_seq)
             .into_iter()
-            .map(|(error_id, (mut files, mut provenance))| {
-                files.sort();
-                files.dedup();
+            .map(|fix| {
+                let error = fix.error.trim_start_matches("error:");
+                let edits_of = |edits: &[ProvenanceRef], with_ids: bool| -> String {
+                    let edits: Vec<String> = edits
+                        .iter()
+                        .map(|edit| {
+                            if with_ids {
+                                format!("seq {} {}", edit.seq, edit.event_id)
+                            } else {
+                                format!("seq {}", edit.seq)
+                            }
+                        })
+                        .collect();
+                    edits.join(", ")
+                };
+                let describe = |with_ids: bool| -> String {
+                    let files: Vec<String> = fix
+                        .files
+                        .iter()
+                        .map(|(file, edits)| format!("{file} ({})", edits_of(edits, with_ids)))
+                        .collect();
+                    let passed =
+                        fix.passed.map_or_else(String::new, |run| format!("; passed again at seq {}", run.seq));
+                    format!("{error} (failed at seq {failing_seq}) was fixed by editing {}{passed}", files.join(", "))
+                };
+                let mut provenance: Vec<ProvenanceRef> =
+                    fix.files.iter().flat_map(|(_, edits)| edits.iter().copied()).chain(fix.passed).collect();
                 provenance.sort();
                 provenance.dedup();
                 let last_seq = provenance.last().map_or(failing_seq, |reference| reference.seq);
-                let error = error_id.trim_start_matches("error:");
                 Candidate::new(
                     ContextTier::Critical,
                     "fix",
-                    format!("fix:{error_id}"),
-                    error_id.clone(),
+                    format!("fix:{}:{failing_seq}", fix.error),
+                    fix.error.clone(),
                     last_seq,
                     "fix",
-                    vec![format!("{error} was fixed by editing {} (seq {last_seq})", files.join(", "))],
+                    vec![describe(true), describe(false)],
                     provenance,
                 )
             })

@@ -207,6 +207,10 @@ pub struct ContextItem {
     /// Tokens of this item's line in the rendered text.
     pub tokens: usize,
     pub provenance: Vec<ProvenanceRef>,
+    /// For an item a later event superseded (a decision replaced, a fact
+    /// retracted, a contradiction lost), the id of that event; its text
+    /// starts with `(superseded by <id>)`.
+    pub superseded_by: Option<String>,
 }
 
 /// How one tier's budget was set and used.

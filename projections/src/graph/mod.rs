@@ -93,6 +93,7 @@
 mod command;
 mod extract;
 mod fixes;
+mod history;
 mod json;
 mod listing;
 mod lookup;
@@ -107,6 +108,7 @@ mod source;
 mod store;
 mod tools;
 
+pub use history::FixOfFailure;
 pub use model::{Edge, EntityKind, GraphQuery, Node, Subgraph, relation};
 pub use query::{
     MAX_FACT_EDGES_PER_NODE, MAX_HOPS, MAX_ITEMS_PER_ENTITY, MAX_MENTION_EDGES_PER_NODE, MAX_SUBGRAPH_NODES,

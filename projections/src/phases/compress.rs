@@ -68,7 +68,8 @@ fn summary_lines(phase: &Phase) -> Vec<String> {
     let notes = &phase.notes;
     let mut lines = opening_lines(phase);
     for decision in &notes.decisions {
-        lines.push(format!("Decided: {} — {}", decision.title, decision.choice));
+        let superseded = superseded_marker(notes, &decision.item_id);
+        lines.push(format!("Decided: {} — {}{superseded}", decision.title, decision.choice));
     }
     if !notes.files_modified.is_empty() {
         lines.push(format!("Changed: {}", names(notes.files_modified.iter(), NAMES_PER_LINE)));
@@ -79,13 +80,27 @@ fn summary_lines(phase: &Phase) -> Vec<String> {
     lines
 }
 
+/// ` (superseded by <item>)` when a later decision of the same phase
+/// replaced this one, so that both do not read as in force; else empty.
+/// Levels are fixed at completion: a decision superseded after the phase
+/// completed is marked on its item (`superseded_by`), not here.
+fn superseded_marker(notes: &super::PhaseNotes, item_id: &str) -> String {
+    notes
+        .decisions
+        .iter()
+        .find(|later| later.supersedes.as_deref() == Some(item_id))
+        .map_or_else(String::new, |later| format!(" (superseded by {})", later.item_id))
+}
+
 fn findings_lines(phase: &Phase) -> Vec<String> {
     let notes = &phase.notes;
     let mut lines = opening_lines(phase);
     if !notes.decisions.is_empty() {
         lines.push("Decisions:".to_string());
         for decision in &notes.decisions {
-            let mut line = format!("- {} — {} [item {}]", decision.title, decision.choice, decision.item_id);
+            let superseded = superseded_marker(notes, &decision.item_id);
+            let mut line =
+                format!("- {} — {} [item {}]{superseded}", decision.title, decision.choice, decision.item_id);
             if !decision.rationale.is_empty() {
                 line.push_str(&format!(". Why: {}", tokens::truncate(&decision.rationale, RATIONALE_TOKENS).0));
             }

@@ -1,0 +1,81 @@
+//! Which items a later event superseded: a decision replaced by a later
+//! decision (`supersedes`), a fact retracted (`fact_retracted`), the losing
+//! side of a settled contradiction. Item state says what consolidation did
+//! to an item; this says whether what it states still holds.
+//!
+//! Derived on every ask from the fact graph and the settled contradictions,
+//! both part of the snapshot and the digest, so a restored or replayed
+//! memory answers the same and nothing new is stored.
+
+use std::collections::HashMap;
+
+use mneme_events::ContradictionResolution;
+
+use crate::item::MemoryItem;
+use crate::memory::AgentMemory;
+
+/// Item id → the id of what superseded it, for facts and contradiction
+/// sides; decisions are looked up in the graph as asked.
+pub(crate) struct Supersessions {
+    retracted: HashMap<String, String>,
+    lost: HashMap<String, String>,
+}
+
+impl Supersessions {
+    /// The id of the event that superseded `item`: the superseding
+    /// decision's, the retraction's, or the winning side's of a
+    /// contradiction it lost. `None` while what it states holds.
+    pub(crate) fn of(&self, memory: &AgentMemory, item: &MemoryItem) -> Option<String> {
+        let by_graph = match item.kind {
+            "decision_made" => memory.graph.superseding_decision(&item.item_id),
+            "fact_asserted" => self.retracted.get(&item.item_id).cloned(),
+            _ => None,
+        };
+        by_graph.or_else(|| self.lost.get(&item.item_id).cloned())
+    }
+}
+
+impl AgentMemory {
+    /// What superseded the item `item_id` (see [`Supersessions::of`]);
+    /// `None` for an item that stands or is unknown.
+    pub fn superseded_by(&self, item_id: &str) -> Option<String> {
+        let item = self.item(item_id)?;
+        self.supersessions().of(self, item)
+    }
+
+    /// Everything needed to answer [`Supersessions::of`] for many items:
+    /// one pass over the closed facts and the settled contradictions.
+    pub(crate) fn supersessions(&self) -> Supersessions {
+        let mut retracted = HashMap::new();
+        for provenance in self.graph.closed_fact_provenance() {
+            // The assertions of one validity interval, each closed by the
+            // first retraction after it.
+            let mut pending: Vec<&str> = Vec::new();
+            for reference in provenance {
+                let Some(item) = self.items.get(&reference.seq) else { continue };
+                match item.kind {
+                    "fact_asserted" => pending.push(&item.item_id),
+                    "fact_retracted" => {
+                        for asserted in pending.drain(..) {
+                            retracted.insert(asserted.to_string(), item.item_id.clone());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // A side that lost twice was superseded by the first resolution.
+        let mut resolutions: Vec<_> = self.resolved_contradictions.values().collect();
+        resolutions.sort_by_key(|resolved| resolved.provenance.seq);
+        let mut lost = HashMap::new();
+        for resolved in resolutions {
+            let (loser, winner) = match resolved.resolution {
+                ContradictionResolution::AWins => (&resolved.b, &resolved.a),
+                ContradictionResolution::BWins | ContradictionResolution::Merged => (&resolved.a, &resolved.b),
+                ContradictionResolution::BothValid => continue,
+            };
+            lost.entry(loser.clone()).or_insert_with(|| winner.clone());
+        }
+        Supersessions { retracted, lost }
+    }
+}
