@@ -47,6 +47,9 @@ pub async fn list_handoffs(
     params: web::Query<HandoffsParams>,
 ) -> Result<HttpResponse, ApiError> {
     let (swarm, agent) = path.into_inner();
+    if !params.follow {
+        return Ok(HttpResponse::Ok().json(handoffs_answer(&state, &swarm, &agent, params.min_seq).await?));
+    }
     let handle = agent_handle(&state, &swarm, &agent, params.min_seq).await?;
     // The checkpoint first, then the list: a handoff applied in between is
     // in the list and also after the checkpoint, and is sent once.
@@ -56,10 +59,6 @@ pub async fn list_handoffs(
     let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
         unreachable!("a handoffs query answers with handoffs")
     };
-    if !params.follow {
-        let handoffs: Vec<Value> = records.iter().map(|record| handoff_delivery_json(&swarm, &agent, record)).collect();
-        return Ok(HttpResponse::Ok().json(json!({"agent": agent, "handoffs": handoffs})));
-    }
     let pending: Vec<HandoffRecord> = records.into_iter().filter(HandoffRecord::is_pending).collect();
     let (frames, receiver) = mpsc::channel::<web::Bytes>(STREAM_BUFFER_FRAMES);
     actix_web::rt::spawn(stream_handoffs(state.into_inner(), handle, swarm, status.checkpoint, pending, frames));
@@ -71,6 +70,22 @@ pub async fn list_handoffs(
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))
         .streaming(stream))
+}
+
+/// The handoffs `agent` received, pending first, as `GET …/handoffs` and
+/// the NATS `handoffs` verb answer them: `{"agent", "handoffs": [...]}`.
+pub async fn handoffs_answer(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    min_seq: Option<u64>,
+) -> Result<Value, ApiError> {
+    let handle = agent_handle(state, swarm, agent, min_seq).await?;
+    let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
+        unreachable!("a handoffs query answers with handoffs")
+    };
+    let handoffs: Vec<Value> = records.iter().map(|record| handoff_delivery_json(swarm, agent, record)).collect();
+    Ok(json!({"agent": agent, "handoffs": handoffs}))
 }
 
 /// Sends `pending`, then follows the agent's part of the log after
@@ -176,26 +191,39 @@ struct AcknowledgeBody {
 }
 
 /// `POST …/agents/{agent}/handoffs/{handoff_id}/ack`, optionally with
-/// `{"note": "..."}`: appends `handoff_acknowledged`. 404 for a handoff the
-/// agent did not receive, 409 for one already acknowledged. The event's id
-/// derives from the handoff's, so two racing acknowledgements store one.
+/// `{"note": "..."}`: see [`acknowledge_answer`].
 pub async fn acknowledge_handoff(
     state: web::Data<AppState>,
     path: web::Path<(String, String, String)>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = read_command_body(payload).await?;
-    let (swarm, agent, handoff_id_text) = path.into_inner();
-    let handoff_id: EventId = handoff_id_text.parse().map_err(|_| {
-        ApiError::bad_parameter("handoff_id", format!("{handoff_id_text:?} is not an event id (a ULID)"))
-    })?;
+    let (swarm, agent, handoff_id) = path.into_inner();
     let body: AcknowledgeBody = if body.iter().all(u8::is_ascii_whitespace) {
         AcknowledgeBody::default()
     } else {
         serde_json::from_slice(&body)
             .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))?
     };
-    let handle = agent_handle(&state, &swarm, &agent, None).await?;
+    Ok(HttpResponse::Ok().json(acknowledge_answer(&state, &swarm, &agent, &handoff_id, body.note).await?))
+}
+
+/// Acknowledges a handoff `agent` received, as `POST …/handoffs/{id}/ack`
+/// and the NATS `ack` verb do: appends `handoff_acknowledged` with `note`.
+/// 404 for a handoff the agent did not receive, 409 for one already
+/// acknowledged. The event's id derives from the handoff's, so two racing
+/// acknowledgements store one.
+pub async fn acknowledge_answer(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    handoff_id: &str,
+    note: Option<String>,
+) -> Result<Value, ApiError> {
+    let handoff_id: EventId = handoff_id
+        .parse()
+        .map_err(|_| ApiError::bad_parameter("handoff_id", format!("{handoff_id:?} is not an event id (a ULID)")))?;
+    let handle = agent_handle(state, swarm, agent, None).await?;
     let log_end = state.log.last_seq().await?;
     handle.caught_up(state.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
     let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
@@ -217,21 +245,17 @@ pub async fn acknowledge_handoff(
             format!("handoff {handoff_id} was acknowledged at seq {}", acknowledged.seq),
         ));
     }
-    let mut event = agent_event(
-        &swarm,
-        &agent,
-        EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note: body.note }),
-    );
-    event.id = verdict_event_id(&agent, "handoff_acknowledged", &handoff_id.to_string());
+    let mut event = agent_event(swarm, agent, EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note }));
+    event.id = verdict_event_id(agent, "handoff_acknowledged", &handoff_id.to_string());
     event.causation_id = Some(record.received.event_id);
     event.validate().map_err(ApiError::from_validation)?;
     let appended = state.log.append(std::slice::from_ref(&event)).await?;
-    state.supervisor.do_send(AgentsWritten(vec![agent.clone()]));
-    Ok(HttpResponse::Ok().json(json!({
+    state.supervisor.do_send(AgentsWritten(vec![agent.to_string()]));
+    Ok(json!({
         "handoff_id": handoff_id.to_string(),
         "agent": agent,
         "event_id": event.id.to_string(),
         "seq": appended[0].seq,
         "duplicate": appended[0].duplicate,
-    })))
+    }))
 }

@@ -10,6 +10,8 @@
 //! | `graph`      | `{"entity", "hops", "relations", ...}`   | `GET …/graph?…`                     |
 //! | `provenance` | `{"item_id"}`                            | `GET …/provenance/{item_id}`        |
 //! | `phase`      | `{"phase_id", "level"}`; `{}` lists them | `GET …/phases/{id}`, `GET …/phases` |
+//! | `handoffs`   | `{}` or `{"min_seq"}`                    | `GET …/handoffs`                    |
+//! | `ack`        | `{"handoff_id", "note"}`                 | `POST …/handoffs/{id}/ack`          |
 //!
 //! NATS carries no API token: who may publish on an agent's query subjects
 //! is the NATS server's authorization (per-user subject permissions), and
@@ -30,9 +32,10 @@ use mneme::api_params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams,
 
 use crate::api::{self, ApiError, AppState};
 use crate::api_context;
+use crate::api_handoffs;
 
 /// The verbs a query subject may end in.
-pub const QUERY_VERBS: [&str; 5] = ["search", "context", "graph", "provenance", "phase"];
+pub const QUERY_VERBS: [&str; 7] = ["search", "context", "graph", "provenance", "phase", "handoffs", "ack"];
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Replies go only to subjects under this prefix: NATS clients' default
 /// inboxes.
@@ -109,6 +112,14 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
                 None => api_context::phases_answer(state, swarm, agent, body.min_seq).await,
             }
         }
+        "handoffs" => {
+            let body: HandoffsRequest = body_of(&request.body)?;
+            api_handoffs::handoffs_answer(state, swarm, agent, body.min_seq).await
+        }
+        "ack" => {
+            let body: AcknowledgeRequest = body_of(&request.body)?;
+            api_handoffs::acknowledge_answer(state, swarm, agent, &body.handoff_id, body.note).await
+        }
         verb => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "unknown_verb",
@@ -124,6 +135,19 @@ struct PhaseRequest {
     phase_id: Option<String>,
     level: Option<String>,
     min_seq: Option<u64>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandoffsRequest {
+    min_seq: Option<u64>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AcknowledgeRequest {
+    handoff_id: String,
+    note: Option<String>,
 }
 
 /// The request body as `T`; an empty body is `{}`.

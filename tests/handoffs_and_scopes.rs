@@ -216,6 +216,11 @@ impl ReviewerQueries for OverHttp<'_> {
                 &format!("{base}/provenance/{}?min_seq={min_seq}", body["item_id"].as_str().unwrap()),
             ),
             "phase" => self.server.get_as(Some(self.token), &format!("{base}/phases?min_seq={min_seq}")),
+            "handoffs" => self.server.get_as(Some(self.token), &format!("{base}/handoffs?min_seq={min_seq}")),
+            "ack" => {
+                let path = format!("{base}/handoffs/{}/ack", body["handoff_id"].as_str().unwrap());
+                self.server.post_as(Some(self.token), &path, &json!({"note": body["note"]}).to_string())
+            }
             _ => unreachable!("a verb of the test"),
         };
         if status == 200 { Ok(answer) } else { Err(answer) }
@@ -466,6 +471,119 @@ fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_r
     let receipts = log["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "handoff_received");
     assert_eq!(receipts.count(), 1, "{log}");
     acknowledge_with_the_cli(&server, seq);
+}
+
+/// The reviewer's durable consumer on the handoffs stream: every handoff
+/// stored for it that it has not acknowledged to JetStream.
+struct DurableHandoffs<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    consumer: async_nats::jetstream::consumer::PullConsumer,
+}
+
+impl DurableHandoffs<'_> {
+    fn create(runtime: &tokio::runtime::Runtime, client: async_nats::Client) -> DurableHandoffs<'_> {
+        use async_nats::jetstream::consumer::{AckPolicy, pull};
+        let consumer = runtime.block_on(async {
+            let stream =
+                async_nats::jetstream::new(client).get_stream("MNEME_demo_HANDOFFS").await.expect("the stream");
+            let config = pull::Config {
+                durable_name: Some("reviewer-handoffs".to_string()),
+                filter_subject: "mneme.demo.reviewer.handoff".to_string(),
+                ack_policy: AckPolicy::Explicit,
+                ..Default::default()
+            };
+            stream.get_or_create_consumer("reviewer-handoffs", config).await.expect("a durable consumer")
+        });
+        DurableHandoffs { runtime, consumer }
+    }
+
+    /// The handoffs the consumer has now, each acknowledged to JetStream,
+    /// with their `Nats-Msg-Id`s.
+    fn fetch_and_ack(&self) -> Vec<(String, Value)> {
+        self.runtime.block_on(async {
+            let mut batch = self
+                .consumer
+                .fetch()
+                .max_messages(10)
+                .expires(Duration::from_secs(1))
+                .messages()
+                .await
+                .expect("a pull request");
+            let mut handoffs = Vec::new();
+            while let Some(message) = batch.next().await {
+                let message = message.expect("a message");
+                message.ack().await.expect("ack");
+                let id = message.headers.as_ref().and_then(|headers| headers.get("Nats-Msg-Id"));
+                let id = id.expect("a Nats-Msg-Id").as_str().to_string();
+                handoffs.push((id, serde_json::from_slice(&message.payload).expect("JSON")));
+            }
+            handoffs
+        })
+    }
+}
+
+/// The `handoffs` and `ack` verbs answer over NATS exactly as HTTP does,
+/// refusals too; after the ack the handoff is no longer pending.
+fn acknowledge_over_request_reply(nats: &OverNats<'_>, http: &OverHttp<'_>, seq: u64) {
+    let listed = nats.query("reviewer", "handoffs", json!({"min_seq": seq})).unwrap();
+    assert_eq!(listed["handoffs"][0]["status"], "pending", "{listed}");
+    assert_eq!(Ok(listed), http.query("reviewer", "handoffs", json!({"min_seq": seq})));
+    let unknown = json!({"handoff_id": "01KF0000000000000000000099"});
+    let refused = nats.query("reviewer", "ack", unknown.clone()).unwrap_err();
+    assert_eq!((&refused["error"]["status"], &refused["error"]["code"]), (&json!(404), &json!("unknown_handoff")));
+    assert_eq!(Err(refused), http.query("reviewer", "ack", unknown));
+    let not_an_id = nats.query("reviewer", "ack", json!({"handoff_id": "nine"})).unwrap_err();
+    assert_eq!((&not_an_id["error"]["status"], &not_an_id["error"]["field"]), (&json!(400), &json!("handoff_id")));
+    let stray = nats.query("reviewer", "ack", json!({"handoff_id": HANDOFF_ID, "notes": "typo"})).unwrap_err();
+    assert_eq!(stray["error"]["status"], 400, "an unknown field is refused: {stray}");
+    assert!(stray["error"]["message"].as_str().unwrap().contains("notes"), "{stray}");
+
+    let ack = json!({"handoff_id": HANDOFF_ID, "note": "reviewing now"});
+    let acknowledged = nats.query("reviewer", "ack", ack.clone()).unwrap();
+    assert_eq!((&acknowledged["handoff_id"], &acknowledged["duplicate"]), (&json!(HANDOFF_ID), &json!(false)));
+    let ack_seq = acknowledged["seq"].as_u64().unwrap();
+    let again = nats.query("reviewer", "ack", ack.clone()).unwrap_err();
+    assert_eq!((&again["error"]["status"], &again["error"]["code"]), (&json!(409), &json!("already_acknowledged")));
+    assert_eq!(Err(again), http.query("reviewer", "ack", ack));
+
+    let listed = nats.query("reviewer", "handoffs", json!({"min_seq": ack_seq})).unwrap();
+    assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
+    assert_eq!(listed["handoffs"][0]["acknowledged_seq"], ack_seq, "{listed}");
+    assert_eq!(Ok(listed), http.query("reviewer", "handoffs", json!({"min_seq": ack_seq})));
+}
+
+/// A reviewer that is not listening when its handoff is delivered, and
+/// comes up after Mneme restarted (and published the pending handoff
+/// again), reads it once from the handoffs stream with a durable consumer,
+/// then lists and acknowledges it by request/reply.
+#[test]
+fn on_nats_a_reviewer_that_was_away_reads_its_handoff_from_the_stream_and_acknowledges_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let nats = runtime.block_on(NatsServer::require());
+    let work = tempfile::tempdir().unwrap();
+    let mut server = MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG);
+    let seq = publish_and_wait_for_delivery(&server);
+    // An observer, not the reviewer, sees the restart publish the pending
+    // handoff again.
+    let client = runtime.block_on(async_nats::connect(nats.url())).unwrap();
+    let mut observer = runtime.block_on(client.subscribe("mneme.demo.reviewer.handoff")).unwrap();
+    // Answered on the same connection: the server has the subscription.
+    let queries = OverNats { runtime: &runtime, client: client.clone() };
+    queries.query("reviewer", "handoffs", json!({"min_seq": seq})).unwrap();
+    server.restart();
+    let redelivered = runtime.block_on(async { tokio::time::timeout(Duration::from_secs(30), observer.next()).await });
+    let redelivered: Value = serde_json::from_slice(&redelivered.expect("a redelivery").unwrap().payload).unwrap();
+    assert_eq!(redelivered["handoff_id"], HANDOFF_ID);
+
+    let durable = DurableHandoffs::create(&runtime, client);
+    let handoffs = durable.fetch_and_ack();
+    assert_eq!(handoffs.len(), 1, "one handoff, stored once across the restart: {handoffs:?}");
+    assert_eq!(handoffs[0].0, HANDOFF_ID, "its Nats-Msg-Id is the handoff id");
+    assert_package_for_reviewer(&handoffs[0].1);
+
+    assert_eq!(durable.fetch_and_ack(), [], "what the reviewer acknowledged to JetStream does not come again");
+
+    acknowledge_over_request_reply(&queries, &OverHttp { server: &server, token: REVIEWER_TOKEN }, seq);
 }
 
 #[test]
