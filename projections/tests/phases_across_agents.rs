@@ -174,7 +174,7 @@ fn a_task_phase_holds_the_task_events_of_every_agent() {
     assert_names_failure_and_fix("planner", phase);
     assert!(planner.phases().shared_phases().is_empty(), "the coder opened no phase");
     // The roll-up of the task is of that one phase.
-    assert_eq!(planner.phases().task(TASK).unwrap().phase_ids, [phase_id.clone()]);
+    assert_eq!(planner.phases().task(TASK).unwrap().phase_ids, [phase_id]);
 }
 
 #[test]
