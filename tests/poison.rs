@@ -157,3 +157,34 @@ fn poison_records_are_dead_lettered_once_with_their_reason_and_the_consumer_move
         poison.len()
     );
 }
+
+/// Issue 16: past JetStream's duplicate window the server stores a message
+/// again whatever its id, so the API asks the agent's memory: a different
+/// event under an id it applied is refused before it reaches the log, and
+/// the same event again is answered with the first seq, storing nothing.
+#[test]
+fn past_the_duplicate_window_a_conflicting_duplicate_is_still_refused_before_the_log() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let nats = runtime.block_on(NatsServer::require());
+    let work = tempfile::tempdir().unwrap();
+    let config = format!("\n[log]\nbackend = \"nats\"\nnats_url = \"{}\"\nduplicate_window_secs = 1\n", nats.url());
+    let server = MnemeServer::start_with(work.path(), None, &config);
+    let first = good_event(1, "coder", "the ledger moved to postgres");
+    let (status, accepted) = server.post("/v1/events", &first.to_string());
+    assert_eq!(status, 202, "{accepted}");
+    let first_seq = accepted["accepted"][0]["seq"].as_u64().unwrap();
+    server.get(&format!("/v1/swarms/demo/agents/coder/items?min_seq={first_seq}"));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+
+    let changed = good_event(1, "coder", "the ledger moved to sqlite");
+    let (status, refused) = server.post("/v1/events", &changed.to_string());
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["error"]["code"], "conflicting_duplicate", "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains(&format!("seq {first_seq}")), "{refused}");
+    let (status, again) = server.post("/v1/events", &first.to_string());
+    assert_eq!(status, 202, "{again}");
+    assert_eq!(again["accepted"][0], json!({"id": first["id"], "seq": first_seq, "duplicate": true}), "{again}");
+    let health = server.get("/healthz");
+    assert_eq!(health["last_seq"], first_seq, "nothing was stored again: {health}");
+    assert_eq!(server.get("/v1/swarms/demo/deadletters")["dead_letters"], json!([]));
+}
