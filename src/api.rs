@@ -51,8 +51,7 @@ pub struct AppState {
 }
 
 pub fn routes(config: &mut web::ServiceConfig) {
-    let bad_query = web::QueryConfig::default()
-        .error_handler(|error, _| ApiError::bad_parameter("query", error.to_string()).into());
+    let bad_query = web::QueryConfig::default().error_handler(|error, _| query_error(&error).into());
     config
         .app_data(bad_query)
         .default_service(web::to(not_found))
@@ -392,8 +391,35 @@ pub(crate) async fn ask(handle: &AgentHandle, query: Query) -> Result<QueryAnswe
 
 impl From<ParameterError> for ApiError {
     fn from(error: ParameterError) -> ApiError {
-        ApiError::bad_parameter(error.field(), error.to_string())
+        ApiError::new(StatusCode::BAD_REQUEST, error.code(), Some(error.field()), error.to_string())
     }
+}
+
+/// A query string that does not parse: an unknown parameter is named
+/// (`unknown_field`), anything else is an `invalid_parameter`.
+fn query_error(error: &actix_web::error::QueryPayloadError) -> ApiError {
+    let actix_web::error::QueryPayloadError::Deserialize(inner) = error else {
+        return ApiError::bad_parameter("query", error.to_string());
+    };
+    match ParameterError::unknown_field("", &inner.to_string()) {
+        Some(unknown) => unknown.into(),
+        None => ApiError::bad_parameter("query", error.to_string()),
+    }
+}
+
+/// A JSON request body (`POST …/context`, resolve, purge, a NATS query) as
+/// `T`: a field `T` does not take is refused as `unknown_field`, with its
+/// path (`signals.kk`); any other fault is `invalid_body`.
+pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        match ParameterError::unknown_field(&path, &inner.to_string()) {
+            Some(unknown) => unknown.into(),
+            None => ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, inner.to_string()),
+        }
+    })
 }
 
 /// The search a request asks for, with every parameter checked; weights it
@@ -443,6 +469,7 @@ fn hit_json(hit: &SearchHit, explain: bool) -> Value {
         "scope": hit.scope.as_str(),
         "ts": hit.ts.to_string(),
         "provenance": provenance_json(&hit.provenance),
+        "superseded_by": hit.superseded_by,
     });
     if explain {
         let ranks: serde_json::Map<String, Value> = hit
@@ -776,12 +803,13 @@ async fn item(
         "ts": item.ts.to_string(),
         "state": item.state.as_str(),
         "pinned": item.pinned,
-        "importance": item.importance,
+        "importance": item.importance.map(mneme_events::published_number),
         "retrievals": item.retrievals,
         "citations": item.citations,
         "ignored": item.ignored,
         "text": item.text,
         "provenance": provenance_json(&item.provenance),
+        "superseded_by": listing.superseded_by,
     })))
 }
 

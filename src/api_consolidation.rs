@@ -209,10 +209,6 @@ fn parse_resolution(text: &str) -> Result<ContradictionResolution, ApiError> {
     }
 }
 
-fn body_error(error: serde_json::Error) -> ApiError {
-    ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, format!("the request body is not valid: {error}"))
-}
-
 /// `POST /v1/swarms/{swarm}/contradictions/{id}/resolve` with
 /// `{"resolution": "a_wins" | "b_wins" | "both_valid" | "merged", "note": …}`:
 /// appends `contradiction_resolved` to the log of the agent that holds the
@@ -225,7 +221,7 @@ pub async fn resolve_contradiction(
     let body = read_command_body(payload).await?;
     let (swarm, contradiction_id) = path.into_inner();
     check_swarm(&state, &swarm)?;
-    let body: ResolveBody = serde_json::from_slice(&body).map_err(body_error)?;
+    let body: ResolveBody = crate::api::json_body(&body)?;
     let resolution = parse_resolution(&body.resolution)?;
     let mut holder = None;
     for agent in agents_of(&state, &swarm, None).await? {
@@ -331,7 +327,7 @@ pub async fn purge(
     let body = read_command_body(payload).await?;
     let swarm = path.into_inner();
     check_swarm(&state, &swarm)?;
-    let body: PurgeBody = serde_json::from_slice(&body).map_err(body_error)?;
+    let body: PurgeBody = crate::api::json_body(&body)?;
     let before =
         match &body.before {
             Some(text) => Some(text.parse::<Timestamp>().map_err(|error| {

@@ -11,7 +11,7 @@ use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignal
 use serde_json::{Value, json};
 
 use crate::api::{
-    ApiError, AppState, agent_handle, ask, entry_json, entry_visible_to, provenance_json, read_command_body,
+    ApiError, AppState, agent_handle, ask, entry_json, entry_visible_to, json_body, provenance_json, read_command_body,
 };
 
 pub async fn get_context(
@@ -30,8 +30,7 @@ pub async fn post_context(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = read_command_body(payload).await?;
-    let body: ContextBody = serde_json::from_slice(&body)
-        .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))?;
+    let body: ContextBody = json_body(&body)?;
     let (swarm, agent) = path.into_inner();
     Ok(HttpResponse::Ok().json(context_answer(&state, &swarm, &agent, body).await?))
 }
@@ -72,6 +71,7 @@ pub fn context_json(context: &ContextResponse) -> Value {
                 "text": item.text,
                 "tokens": item.tokens,
                 "provenance": provenance_json(&item.provenance),
+                "superseded_by": item.superseded_by,
             })
         })
         .collect();

@@ -1,6 +1,10 @@
 //! The API's request parameters and their limits: every check a query's
 //! parameters pass before any memory is asked, over HTTP and NATS alike.
 //!
+//! Every parameter set refuses a field it does not know
+//! (`deny_unknown_fields`), in a query string and in a JSON body alike:
+//! [`ParameterError::unknown_field`] names it.
+//!
 //! Free of HTTP and of the projection crates, and using nothing of the
 //! binary, so that the fuzz target `fuzz/fuzz_targets/query_params.rs`
 //! compiles this very file with only `mneme-events` and serde beside it.
@@ -53,17 +57,58 @@ pub enum ParameterError {
     /// A value that is not one the parameter takes.
     #[error("{message}")]
     Invalid { field: &'static str, message: String },
+    /// A parameter or body field the request does not take: a misspelling,
+    /// or another verb's field (`k` is the search's). Refused rather than
+    /// ignored, so that a request never silently means something else.
+    /// `field` is its path in the body (`signals.kk`).
+    #[error("unknown field {field:?}; expected one of: {expected}")]
+    UnknownField { field: String, expected: String },
 }
 
 impl ParameterError {
     /// The parameter at fault, as the request named it.
-    pub fn field(&self) -> &'static str {
+    pub fn field(&self) -> &str {
         match self {
             ParameterError::OutOfRange { field, .. }
             | ParameterError::TooLong { field, .. }
             | ParameterError::TooMany { field, .. }
             | ParameterError::Invalid { field, .. } => field,
+            ParameterError::UnknownField { field, .. } => field,
         }
+    }
+
+    /// The error code the API answers with: `unknown_field` for a field the
+    /// request does not take (as for an event payload's), else
+    /// `invalid_parameter`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ParameterError::UnknownField { .. } => "unknown_field",
+            _ => "invalid_parameter",
+        }
+    }
+
+    /// The refusal of an unknown field in what serde could not parse: its
+    /// message (`unknown field `kk`, expected one of `q`, `k`…`, from
+    /// `deny_unknown_fields`) and where the parser was: `""` or `.` at the
+    /// top, the object that held it (`signals`) or the field itself
+    /// (`signals.kk`, as `serde_path_to_error` reports it). `None` for every
+    /// other parse error.
+    pub fn unknown_field(path: &str, message: &str) -> Option<ParameterError> {
+        let rest = message.strip_prefix("unknown field `")?;
+        let (name, rest) = rest.split_once('`')?;
+        let field = if path.is_empty() || path == "." {
+            name.to_string()
+        } else if path == name || path.ends_with(&format!(".{name}")) {
+            path.to_string()
+        } else {
+            format!("{path}.{name}")
+        };
+        // serde_json appends the position: the client knows where its body is.
+        let rest = rest.split(" at line ").next().unwrap_or("");
+        let expected =
+            rest.trim_start_matches(", ").trim_start_matches("expected one of ").trim_start_matches("expected ");
+        let expected = if expected.is_empty() { "nothing".to_string() } else { expected.replace('`', "") };
+        Some(ParameterError::UnknownField { field, expected })
     }
 
     fn invalid(field: &'static str, message: impl Into<String>) -> ParameterError {
@@ -113,6 +158,7 @@ fn weight_parameter(field: &'static str, value: Option<f32>, default: f32) -> Re
 
 /// `GET …/search` parameters, and the body of a NATS `search` query.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SearchParams {
     pub q: String,
     pub k: Option<usize>,
@@ -222,6 +268,7 @@ impl SearchParams {
 
 /// `GET …/graph` parameters, and the body of a NATS `graph` query.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GraphParams {
     pub entity: String,
     pub hops: Option<usize>,
@@ -257,6 +304,7 @@ impl GraphParams {
 
 /// `GET /v1/swarms/{swarm}/events` parameters.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EventsParams {
     pub from_seq: Option<u64>,
     pub agent: Option<String>,
@@ -306,12 +354,14 @@ pub fn check_item_id(item_id: &str) -> Result<(), ParameterError> {
 
 /// Parameters of routes that take nothing but `min_seq`.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MinSeqParams {
     pub min_seq: Option<u64>,
 }
 
 /// `POST …/replay` parameters.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ReplayParams {
     #[serde(default)]
     pub verify: bool,
@@ -321,6 +371,7 @@ pub struct ReplayParams {
 /// `GET …/phases/{phase_id}` parameters; the level is checked by the binary,
 /// which knows the phase levels.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PhaseParams {
     pub level: Option<String>,
     pub min_seq: Option<u64>,
@@ -328,6 +379,7 @@ pub struct PhaseParams {
 
 /// `GET …/context` parameters. `recent_errors` is newline-separated.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ContextParams {
     #[serde(default)]
     pub q: String,
@@ -501,6 +553,34 @@ mod tests {
         assert_eq!(page("from_seq=0&limit=10000").unwrap().from_seq, 1);
         assert_eq!(page("limit=10001").unwrap_err().to_string(), "limit must be between 1 and 10000, got 10001");
         assert_eq!(page("agent=a.b%20c").unwrap_err().field(), "agent");
+    }
+
+    /// Every parameter set refuses a field it does not take, by name, in a
+    /// query string and in a JSON body (nested ones by their path).
+    #[test]
+    fn unknown_fields_are_refused_by_name() {
+        fn refusal_in_query<T: serde::de::DeserializeOwned + std::fmt::Debug>(query_string: &str) -> ParameterError {
+            match actix_web::web::Query::<T>::from_query(query_string) {
+                Err(actix_web::error::QueryPayloadError::Deserialize(error)) => {
+                    ParameterError::unknown_field("", &error.to_string()).expect("an unknown field")
+                }
+                other => panic!("{query_string:?} not refused as unknown: {other:?}"),
+            }
+        }
+        let error = refusal_in_query::<SearchParams>("q=x&kk=3");
+        assert_eq!((error.field(), error.code()), ("kk", "unknown_field"));
+        assert!(error.to_string().starts_with("unknown field \"kk\"; expected one of: q, k, mode"), "{error}");
+        assert_eq!(refusal_in_query::<GraphParams>("entity=a&hopz=2").field(), "hopz");
+        assert_eq!(refusal_in_query::<EventsParams>("form_seq=1").field(), "form_seq");
+        assert_eq!(refusal_in_query::<MinSeqParams>("minseq=1").field(), "minseq");
+        assert_eq!(refusal_in_query::<ReplayParams>("verfy=true").field(), "verfy");
+        assert_eq!(refusal_in_query::<PhaseParams>("levle=index").field(), "levle");
+        assert_eq!(refusal_in_query::<ContextParams>("q=x&k=3").field(), "k");
+        let body = serde_json::from_str::<ContextBody>(r#"{"query": "x", "signals": {"file": "a.rs"}}"#);
+        let message = body.expect_err("refused").to_string();
+        assert_eq!(ParameterError::unknown_field("signals", &message).unwrap().field(), "signals.file");
+        assert_eq!(ParameterError::unknown_field("signals.file", &message).unwrap().field(), "signals.file");
+        assert_eq!(ParameterError::unknown_field("", "invalid type: string, expected u64"), None);
     }
 
     #[test]

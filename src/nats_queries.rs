@@ -153,6 +153,5 @@ struct AcknowledgeRequest {
 /// The request body as `T`; an empty body is `{}`.
 fn body_of<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let body = if body.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { body };
-    serde_json::from_slice(body)
-        .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))
+    api::json_body(body)
 }

@@ -388,6 +388,8 @@ pub struct ContradictionListing {
 pub struct ItemListing {
     pub states: BTreeMap<&'static str, usize>,
     pub item: Option<MemoryItem>,
+    /// What superseded `item` (`AgentMemory::superseded_by`).
+    pub superseded_by: Option<String>,
 }
 
 /// The phases of one memory, as `Query::Phases` answers.
@@ -484,6 +486,7 @@ impl Handler<Query> for MemoryActor {
             }),
             Query::Items(item_id) => QueryAnswer::Items(ItemListing {
                 states: self.memory.state_counts(),
+                superseded_by: item_id.as_deref().and_then(|item_id| self.memory.superseded_by(item_id)),
                 item: item_id.and_then(|item_id| self.memory.item(&item_id).cloned()),
             }),
             Query::Handoffs => QueryAnswer::Handoffs(self.memory.handoffs().into_iter().cloned().collect()),

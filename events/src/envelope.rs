@@ -125,11 +125,19 @@ impl Serialize for Event {
         }
         map.serialize_entry("scope", &self.scope)?;
         if let Some(importance) = self.importance {
-            map.serialize_entry("importance", &importance)?;
+            map.serialize_entry("importance", &published_number(importance))?;
         }
         map.serialize_entry("schema_version", &CURRENT_SCHEMA_VERSION)?;
         map.end()
     }
+}
+
+/// An `f32` as the number that was published, for JSON: its shortest
+/// decimal form (`0.8`), which reads back as the same `f32`, as an `f64`.
+/// Serialised as an `f32`, a `serde_json::Value` widens it and answers
+/// `0.800000011920929`.
+pub fn published_number(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
 }
 
 /// A ULID, kept as its 128-bit value so that comparison and dedup ignore the

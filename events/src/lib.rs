@@ -11,7 +11,9 @@ mod kinds;
 pub mod storage;
 mod upcast;
 
-pub use envelope::{CURRENT_SCHEMA_VERSION, Event, EventId, MAX_NAME_LEN, Scope, Timestamp, validate_name};
+pub use envelope::{
+    CURRENT_SCHEMA_VERSION, Event, EventId, MAX_NAME_LEN, Scope, Timestamp, published_number, validate_name,
+};
 pub use error::{Error, ErrorCode, ValidationError};
 pub use json::{
     BatchError, DecodeLimits, decode_json, decode_json_batch, decode_json_batch_of_at_most, decode_json_value,

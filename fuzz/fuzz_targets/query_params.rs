@@ -74,6 +74,7 @@ fn check_refusal(error: &ParameterError) {
             assert!(message.contains(&max.to_string()), "{message}");
         }
         ParameterError::Invalid { .. } => {}
+        ParameterError::UnknownField { field, .. } => assert!(message.contains(field.as_str()), "{message}"),
     }
 }
 

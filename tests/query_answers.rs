@@ -1,0 +1,143 @@
+//! What query answers say, through a real `mneme serve` (issue 16): a
+//! request field the verb does not take is refused naming it, over HTTP and
+//! NATS (item 5); a superseded decision says what replaced it in its search
+//! hit and its item (item 3); an importance comes back as published
+//! (item 10).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{MnemeServer, encode};
+use mneme_events::EventId;
+use mneme_nats::server::NatsServer;
+use serde_json::{Value, json};
+
+fn event(agent: &str, kind: &str, data: Value, importance: Option<f64>) -> Value {
+    let mut event = json!({
+        "id": EventId::new().to_string(), "swarm": "demo", "agent": agent, "ts": "2026-01-06T10:30:00Z",
+        "kind": kind, "data": data, "scope": "shared",
+    });
+    if let Some(importance) = importance {
+        event["importance"] = json!(importance);
+    }
+    event
+}
+
+/// A decision, the decision that supersedes it (importance 0.8), and a
+/// message; answers the ids and the last seq.
+fn publish_decisions(server: &MnemeServer) -> (String, String, u64) {
+    let redis = event(
+        "coder",
+        "decision_made",
+        json!({"title": "Token storage", "choice": "keep refresh tokens in redis", "rationale": "fast"}),
+        None,
+    );
+    let redis_id = redis["id"].as_str().unwrap().to_string();
+    let postgres = event(
+        "coder",
+        "decision_made",
+        json!({"title": "Token storage", "choice": "keep refresh tokens in postgres", "rationale": "durable",
+               "supersedes": redis_id}),
+        Some(0.8),
+    );
+    let postgres_id = postgres["id"].as_str().unwrap().to_string();
+    let message =
+        event("coder", "message_recorded", json!({"role": "assistant", "text": "storage settled"}), Some(0.3));
+    let (status, accepted) = server.post("/v1/events", &json!([redis, postgres, message]).to_string());
+    assert_eq!(status, 202, "{accepted}");
+    let last_seq = accepted["accepted"][2]["seq"].as_u64().unwrap();
+    (redis_id, postgres_id, last_seq)
+}
+
+fn assert_unknown_field(what: &str, (status, body): (u16, Value), field: &str) {
+    eprintln!("  {what}: {status} {body}");
+    assert_eq!(status, 400, "{what}: {body}");
+    assert_eq!(body["error"]["status"], 400, "{what}: {body}");
+    assert_eq!(body["error"]["code"], "unknown_field", "{what}: {body}");
+    assert_eq!(body["error"]["field"], field, "{what}: {body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(field), "{what}: the message does not name {field:?}: {body}");
+}
+
+#[test]
+fn over_http_unknown_fields_are_refused_superseded_items_say_so_and_importance_is_as_published() {
+    let work = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start(work.path(), None);
+    let (redis_id, postgres_id, seq) = publish_decisions(&server);
+    let base = "/v1/swarms/demo/agents/coder";
+
+    // Item 5: query strings and bodies refuse what they do not take.
+    let get = |path: &str| server.get_as(None, path);
+    assert_unknown_field("search kk", get(&format!("{base}/search?q=x&kk=3&min_seq={seq}")), "kk");
+    assert_unknown_field("graph hopz", get(&format!("{base}/graph?entity=coder&hopz=2")), "hopz");
+    assert_unknown_field("context GET k", get(&format!("{base}/context?q=x&k=3")), "k");
+    assert_unknown_field("items minseq", get(&format!("{base}/items?minseq={seq}")), "minseq");
+    assert_unknown_field("events form_seq", get("/v1/swarms/demo/events?form_seq=1"), "form_seq");
+    let post_context = |body: Value| server.post(&format!("{base}/context"), &body.to_string());
+    assert_unknown_field("context body kk", post_context(json!({"q": "x", "kk": 3})), "kk");
+    assert_unknown_field("context body k", post_context(json!({"query": "x", "k": 3})), "k");
+    assert_unknown_field(
+        "context signals",
+        post_context(json!({"query": "x", "signals": {"errors": ["E"]}})),
+        "signals.errors",
+    );
+    // What the verb takes still works; `q` is the context's name for its
+    // query in a query string, and the body takes it too.
+    let (status, context) = post_context(json!({"q": "refresh tokens in postgres", "budget": 500, "min_seq": seq}));
+    assert_eq!(status, 200, "{context}");
+    assert!(context["text"].as_str().unwrap().contains("postgres"), "{context}");
+
+    // Item 3: the superseded decision says what replaced it.
+    let search = server.get(&format!("{base}/search?q={}&min_seq={seq}", encode("refresh tokens redis postgres")));
+    let hit = |id: &str| search["hits"].as_array().unwrap().iter().find(|hit| hit["item_id"] == id).cloned();
+    assert_eq!(hit(&redis_id).expect("the redis decision is a hit")["superseded_by"], postgres_id.as_str(), "{search}");
+    assert_eq!(hit(&postgres_id).expect("the postgres decision is a hit")["superseded_by"], Value::Null, "{search}");
+    let redis = server.get(&format!("{base}/items/{redis_id}"));
+    assert_eq!(redis["superseded_by"], postgres_id.as_str(), "{redis}");
+    assert_eq!(redis["state"], "active", "{redis}");
+
+    // Item 10: importance as published, in the item, the log and provenance.
+    let postgres = server.get(&format!("{base}/items/{postgres_id}"));
+    assert_eq!(postgres["importance"].as_f64(), Some(0.8), "{postgres}");
+    assert_eq!(postgres["superseded_by"], Value::Null, "{postgres}");
+    let events = server.get("/v1/swarms/demo/events");
+    let published: Vec<Option<f64>> =
+        events["events"].as_array().unwrap().iter().map(|event| event["importance"].as_f64()).collect();
+    assert_eq!(published, [None, Some(0.8), Some(0.3)], "{events}");
+    let provenance = server.get(&format!("{base}/provenance/{postgres_id}"));
+    assert_eq!(provenance["events"][0]["importance"].as_f64(), Some(0.8), "{provenance}");
+}
+
+#[test]
+fn over_nats_query_bodies_refuse_unknown_fields_naming_them() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let nats = runtime.block_on(NatsServer::require());
+    let work = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start(work.path(), Some(&nats.url()));
+    let (redis_id, postgres_id, seq) = publish_decisions(&server);
+    let client = runtime.block_on(async_nats::connect(nats.url())).unwrap();
+    let query = |verb: &str, body: Value| -> Value {
+        let subject = format!("mneme.demo.coder.query.{verb}");
+        let reply = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), client.request(subject, body.to_string().into()))
+                .await
+                .expect("a reply within 30 s")
+                .expect("a reply")
+        });
+        serde_json::from_slice(&reply.payload).unwrap()
+    };
+    let refused = |what: &str, answer: Value, field: &str| assert_unknown_field(what, (400, answer), field);
+    refused("search kk", query("search", json!({"q": "x", "kk": 3})), "kk");
+    refused("context kk", query("context", json!({"q": "x", "kk": 3})), "kk");
+    refused("context k", query("context", json!({"query": "x", "k": 3})), "k");
+    refused("context signals", query("context", json!({"query": "x", "signals": {"file": "a.rs"}})), "signals.file");
+    refused("graph hopz", query("graph", json!({"entity": "coder", "hopz": 2})), "hopz");
+    refused("provenance id", query("provenance", json!({"id": redis_id})), "id");
+    refused("phase level", query("phase", json!({"levle": "summary"})), "levle");
+    // The same answers as over HTTP for what the verbs take.
+    let search = query("search", json!({"q": "refresh tokens redis postgres", "min_seq": seq}));
+    let hits = search["hits"].as_array().unwrap_or_else(|| panic!("{search}"));
+    let redis = hits.iter().find(|hit| hit["item_id"] == redis_id.as_str()).expect("the redis decision is a hit");
+    assert_eq!(redis["superseded_by"], postgres_id.as_str(), "{search}");
+}
