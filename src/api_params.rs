@@ -415,7 +415,9 @@ impl ContextParams {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextBody {
-    #[serde(default, alias = "q")]
+    /// The search verb's `q` is refused here (unknown field), not taken as
+    /// the query: a client that confuses the two learns it at once.
+    #[serde(default)]
     pub query: String,
     pub budget: Option<usize>,
     #[serde(default)]
@@ -576,6 +578,9 @@ mod tests {
         assert_eq!(refusal_in_query::<ReplayParams>("verfy=true").field(), "verfy");
         assert_eq!(refusal_in_query::<PhaseParams>("levle=index").field(), "levle");
         assert_eq!(refusal_in_query::<ContextParams>("q=x&k=3").field(), "k");
+        let body = serde_json::from_str::<ContextBody>(r#"{"q": "x"}"#);
+        let message = body.expect_err("refused").to_string();
+        assert_eq!(ParameterError::unknown_field("", &message).unwrap().field(), "q");
         let body = serde_json::from_str::<ContextBody>(r#"{"query": "x", "signals": {"file": "a.rs"}}"#);
         let message = body.expect_err("refused").to_string();
         assert_eq!(ParameterError::unknown_field("signals", &message).unwrap().field(), "signals.file");

@@ -75,16 +75,17 @@ fn over_http_unknown_fields_are_refused_superseded_items_say_so_and_importance_i
     assert_unknown_field("items minseq", get(&format!("{base}/items?minseq={seq}")), "minseq");
     assert_unknown_field("events form_seq", get("/v1/swarms/demo/events?form_seq=1"), "form_seq");
     let post_context = |body: Value| server.post(&format!("{base}/context"), &body.to_string());
-    assert_unknown_field("context body kk", post_context(json!({"q": "x", "kk": 3})), "kk");
+    // `q` is the search's field; the context's body calls it `query`.
+    assert_unknown_field("context body q", post_context(json!({"q": "x", "budget": 500})), "q");
+    assert_unknown_field("context body kk", post_context(json!({"query": "x", "kk": 3})), "kk");
     assert_unknown_field("context body k", post_context(json!({"query": "x", "k": 3})), "k");
     assert_unknown_field(
         "context signals",
         post_context(json!({"query": "x", "signals": {"errors": ["E"]}})),
         "signals.errors",
     );
-    // What the verb takes still works; `q` is the context's name for its
-    // query in a query string, and the body takes it too.
-    let (status, context) = post_context(json!({"q": "refresh tokens in postgres", "budget": 500, "min_seq": seq}));
+    // What the verb takes still works.
+    let (status, context) = post_context(json!({"query": "refresh tokens in postgres", "budget": 500, "min_seq": seq}));
     assert_eq!(status, 200, "{context}");
     assert!(context["text"].as_str().unwrap().contains("postgres"), "{context}");
 
@@ -129,7 +130,8 @@ fn over_nats_query_bodies_refuse_unknown_fields_naming_them() {
     };
     let refused = |what: &str, answer: Value, field: &str| assert_unknown_field(what, (400, answer), field);
     refused("search kk", query("search", json!({"q": "x", "kk": 3})), "kk");
-    refused("context kk", query("context", json!({"q": "x", "kk": 3})), "kk");
+    refused("context q", query("context", json!({"q": "the search verb's field", "budget": 500})), "q");
+    refused("context kk", query("context", json!({"query": "x", "kk": 3})), "kk");
     refused("context k", query("context", json!({"query": "x", "k": 3})), "k");
     refused("context signals", query("context", json!({"query": "x", "signals": {"file": "a.rs"}})), "signals.file");
     refused("graph hopz", query("graph", json!({"entity": "coder", "hopz": 2})), "hopz");
