@@ -1,8 +1,10 @@
 //! HTTP for handoffs an agent received: the list (pending first), a
 //! server-sent-event stream of them (`?follow=true`), and acknowledging one.
 //! The same packages go out on NATS at `mneme.<swarm>.<agent>.handoff`
-//! (see the handoff router); this is how an agent gets them on the embedded
-//! log, or without a NATS client.
+//! (see the handoff router), kept in stream `MNEME_<swarm>_HANDOFFS`; this is
+//! how an agent gets them on the embedded log, or without a NATS client. The
+//! list and the acknowledgement are also the NATS verbs `handoffs` and `ack`
+//! (`nats_queries.rs`), answered by the same functions.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
