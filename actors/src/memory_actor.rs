@@ -429,9 +429,9 @@ impl Query {
             Query::Items(_) => "items",
             Query::Handoffs => "handoffs",
             Query::SentBundle(_) => "handoff_bundle",
+            Query::AppliedIds(_) => "applied_ids",
         }
     }
-            Query::AppliedIds(_) => "applied_ids",
 }
 
 impl Handler<Query> for MemoryActor {
@@ -493,12 +493,12 @@ impl Handler<Query> for MemoryActor {
             Query::SentBundle(handoff_id) => {
                 QueryAnswer::SentBundle(self.memory.sent_bundle(handoff_id).map(|(seq, bundle)| (seq, bundle.clone())))
             }
-        };
-        metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
-        Ok(answer)
             Query::AppliedIds(events) => {
                 QueryAnswer::AppliedIds(events.iter().map(|event| self.memory.applied_id(event)).collect())
             }
+        };
+        metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
+        Ok(answer)
     }
 }
 
