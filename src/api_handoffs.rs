@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::api::{ApiError, AppState, agent_handle, ask, read_command_body};
+use crate::api::{ApiError, AppState, agent_handle, ask, json_body, read_command_body};
 use crate::api_consolidation::agent_event;
 
 /// A comment line goes down an idle stream this often, so that proxies and
@@ -34,6 +34,7 @@ const STREAM_BUFFER_FRAMES: usize = 16;
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HandoffsParams {
     #[serde(default)]
     follow: bool,
@@ -201,12 +202,8 @@ pub async fn acknowledge_handoff(
 ) -> Result<HttpResponse, ApiError> {
     let body = read_command_body(payload).await?;
     let (swarm, agent, handoff_id) = path.into_inner();
-    let body: AcknowledgeBody = if body.iter().all(u8::is_ascii_whitespace) {
-        AcknowledgeBody::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|error| ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", None, error.to_string()))?
-    };
+    let body: AcknowledgeBody =
+        if body.iter().all(u8::is_ascii_whitespace) { AcknowledgeBody::default() } else { json_body(&body)? };
     Ok(HttpResponse::Ok().json(acknowledge_answer(&state, &swarm, &agent, &handoff_id, body.note).await?))
 }
 

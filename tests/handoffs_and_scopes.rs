@@ -535,8 +535,15 @@ fn acknowledge_over_request_reply(nats: &OverNats<'_>, http: &OverHttp<'_>, seq:
     let not_an_id = nats.query("reviewer", "ack", json!({"handoff_id": "nine"})).unwrap_err();
     assert_eq!((&not_an_id["error"]["status"], &not_an_id["error"]["field"]), (&json!(400), &json!("handoff_id")));
     let stray = nats.query("reviewer", "ack", json!({"handoff_id": HANDOFF_ID, "notes": "typo"})).unwrap_err();
-    assert_eq!(stray["error"]["status"], 400, "an unknown field is refused: {stray}");
-    assert!(stray["error"]["message"].as_str().unwrap().contains("notes"), "{stray}");
+    assert_eq!((&stray["error"]["code"], &stray["error"]["field"]), (&json!("unknown_field"), &json!("notes")));
+    let path = format!("/v1/swarms/demo/agents/reviewer/handoffs/{HANDOFF_ID}/ack");
+    let (status, stray_over_http) = http.server.post_as(Some(http.token), &path, r#"{"notes": "typo"}"#);
+    assert_eq!((status, &stray_over_http["error"]["field"]), (400, &json!("notes")), "{stray_over_http}");
+    let stray = nats.query("reviewer", "handoffs", json!({"min_seq": seq, "follow": true})).unwrap_err();
+    assert_eq!((&stray["error"]["code"], &stray["error"]["field"]), (&json!("unknown_field"), &json!("follow")));
+    let listing = "/v1/swarms/demo/agents/reviewer/handoffs?folow=true";
+    let (status, stray_over_http) = http.server.get_as(Some(http.token), listing);
+    assert_eq!((status, &stray_over_http["error"]["field"]), (400, &json!("folow")), "{stray_over_http}");
 
     let ack = json!({"handoff_id": HANDOFF_ID, "note": "reviewing now"});
     let acknowledged = nats.query("reviewer", "ack", ack.clone()).unwrap();
