@@ -1,7 +1,6 @@
 //! The HTTP JSON API. Request and response bodies are defined here, at the
 //! boundary; the crates below never see HTTP.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,9 +17,9 @@ use mneme_actors::{
     ActorsError, AgentHandle, AgentsWritten, Consolidator, GetAgent, ListAgents, Query, QueryAnswer, Supervisor,
     SwarmConfig, verify_against_log,
 };
-use mneme_events::{Event, Scope};
+use mneme_events::Scope;
 use mneme_events::{ErrorCode, ValidationError, decode_json_batch_of_at_most};
-use mneme_nats::{Appended, EventLog, LogEntry, LogError};
+use mneme_nats::{EventLog, LogEntry, LogError};
 use mneme_projections::graph::{Edge, GraphQuery, Node};
 use mneme_projections::{
     MemoryConfig, ProvenanceRef, RetrievalWeights, SearchFilters, SearchHit, SearchMode, SearchRequest,
@@ -241,25 +240,7 @@ async fn post_events(
             ));
         }
     }
-    let known = applied_ids(&state, &events).await?;
-    if let Some((index, original_seq)) =
-        known.iter().enumerate().find_map(|(index, known)| known.filter(|(_, same)| !same).map(|(seq, _)| (index, seq)))
-    {
-        return Err(LogError::ConflictingDuplicate { id: events[index].id, index, original_seq }.into());
-    }
-    // Events their memory already applied are answered from there: past
-    // JetStream's duplicate window, appending them would store a copy.
-    let fresh: Vec<Event> =
-        events.iter().zip(&known).filter(|(_, known)| known.is_none()).map(|(event, _)| event.clone()).collect();
-    let mut appended_fresh = state.log.append(&fresh).await?.into_iter();
-    let appended: Vec<Appended> = events
-        .iter()
-        .zip(&known)
-        .map(|(event, known)| match known {
-            Some((seq, _)) => Appended { id: event.id, seq: *seq, duplicate: true },
-            None => appended_fresh.next().expect("the log answers once per event appended"),
-        })
-        .collect();
+    let appended = state.log.append(&events).await?;
     let mut agents: Vec<String> = events.iter().map(|event| event.agent.clone()).collect();
     agents.sort();
     agents.dedup();
@@ -344,31 +325,6 @@ pub(crate) fn check_swarm(state: &AppState, swarm: &str) -> Result<(), ApiError>
         ));
     }
     Ok(())
-}
-
-/// For each event, what its agent's memory applied under its id (see
-/// [`Query::AppliedIds`]); `None` where it applied nothing or the agent has
-/// no memory yet. The log checks ids too, but JetStream only within its
-/// duplicate window: this refuses a conflicting duplicate past it before
-/// it reaches the log. A memory behind the log may not know an id yet; the
-/// log's check and memory's dead letter stand behind this one.
-async fn applied_ids(state: &AppState, events: &[Event]) -> Result<Vec<Option<(u64, bool)>>, ApiError> {
-    let mut known = vec![None; events.len()];
-    let mut by_agent: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-    for (index, event) in events.iter().enumerate() {
-        by_agent.entry(event.agent.as_str()).or_default().push(index);
-    }
-    for (agent, indexes) in by_agent {
-        let Ok(Ok(handle)) = state.supervisor.send(GetAgent(agent.to_string())).await else { continue };
-        let of_agent = indexes.iter().map(|&index| events[index].clone()).collect();
-        let QueryAnswer::AppliedIds(answers) = ask(&handle, Query::AppliedIds(of_agent)).await? else {
-            unreachable!("an applied ids query answers with applied ids")
-        };
-        for (index, answer) in indexes.into_iter().zip(answers) {
-            known[index] = answer;
-        }
-    }
-    Ok(known)
 }
 
 pub(crate) async fn agent_handle(

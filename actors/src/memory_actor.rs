@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use mneme_events::{Event, EventId, HandoffBundle};
+use mneme_events::{EventId, HandoffBundle};
 use mneme_nats::{DeadLetter, LogEntry};
 use mneme_projections::consolidation::ConsolidationView;
 use mneme_projections::graph::{GraphQuery, Subgraph};
@@ -351,10 +351,6 @@ pub enum Query {
     /// `handoff_sent`, as assembled when the memory applied it; see
     /// [`AgentMemory::sent_bundle`].
     SentBundle(EventId),
-    /// For each event, whether this memory applied one under its id: the
-    /// seq, and whether it had the same content. For refusing a
-    /// conflicting duplicate before it reaches the log.
-    AppliedIds(Vec<Event>),
 }
 
 #[derive(Debug)]
@@ -373,7 +369,6 @@ pub enum QueryAnswer {
     /// The bundle and the seq of the `handoff_sent` it was assembled at;
     /// `None`: this memory has not applied that handoff of its agent.
     SentBundle(Option<(u64, HandoffBundle)>),
-    AppliedIds(Vec<Option<(u64, bool)>>),
 }
 
 /// The contradictions of one memory.
@@ -429,7 +424,6 @@ impl Query {
             Query::Items(_) => "items",
             Query::Handoffs => "handoffs",
             Query::SentBundle(_) => "handoff_bundle",
-            Query::AppliedIds(_) => "applied_ids",
         }
     }
 }
@@ -492,9 +486,6 @@ impl Handler<Query> for MemoryActor {
             Query::Handoffs => QueryAnswer::Handoffs(self.memory.handoffs().into_iter().cloned().collect()),
             Query::SentBundle(handoff_id) => {
                 QueryAnswer::SentBundle(self.memory.sent_bundle(handoff_id).map(|(seq, bundle)| (seq, bundle.clone())))
-            }
-            Query::AppliedIds(events) => {
-                QueryAnswer::AppliedIds(events.iter().map(|event| self.memory.applied_id(event)).collect())
             }
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());

@@ -30,8 +30,6 @@ pub use context::{
 pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
-pub use memory::{
-    AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction, content_fingerprint,
-};
+pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction};
 pub use retrieval::{RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest};
 pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES};

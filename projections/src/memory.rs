@@ -153,7 +153,7 @@ pub(crate) struct SeenId {
 /// ([`Event::content_json`]: everything but its time and schema version):
 /// equal for a repeat of the event, different, but for a 2^-64 chance, for
 /// anything else published under its id.
-pub fn content_fingerprint(event: &Event) -> u64 {
+pub(crate) fn content_fingerprint(event: &Event) -> u64 {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(event.content_json().as_bytes());
     u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes"))
@@ -286,13 +286,6 @@ impl AgentMemory {
     /// Contradictions settled, by id.
     pub fn resolved_contradictions(&self) -> impl Iterator<Item = &ResolvedContradiction> {
         self.resolved_contradictions.values()
-    }
-
-    /// The seq at which an event with this id was applied, and whether
-    /// that event has the content of `event` (see [`content_fingerprint`]);
-    /// `None` for an id this memory has not applied.
-    pub fn applied_id(&self, event: &Event) -> Option<(u64, bool)> {
-        self.seen_ids.get(&event.id).map(|seen| (seen.seq, seen.fingerprint == content_fingerprint(event)))
     }
 
     /// How many items are in each state.
