@@ -464,8 +464,10 @@ impl AgentMemory {
         candidates
     }
 
-    /// The commands run most across completed phases, and how often they
-    /// failed: how this swarm builds and tests.
+    /// The commands run most across this agent's completed phases, and how
+    /// often they failed: how this swarm builds and tests. A phase opened
+    /// for a task holds the other agents' shared events of the task too, so
+    /// these are the task's runs, not only this agent's: the line says so.
     fn workflow_candidate(&self) -> Option<Candidate> {
         let mut runs: BTreeMap<&str, (u32, u32)> = BTreeMap::new();
         let mut provenance = Vec::new();
@@ -496,7 +498,7 @@ impl AgentMemory {
             "workflow".to_string(),
             provenance.first().map_or(0, |reference: &ProvenanceRef| reference.seq),
             "workflow",
-            vec![format!("Commands this agent runs most: {}", shown.join(", "))],
+            vec![format!("Commands run most in this agent's phases: {}", shown.join(", "))],
             provenance,
         ))
     }
