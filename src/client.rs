@@ -264,8 +264,8 @@ pub fn phase(
             out!("{}", serde_json::to_string_pretty(&response)?);
             return Ok(ExitCode::SUCCESS);
         }
-        for phase in response["phases"].as_array().into_iter().flatten() {
-            out!(
+        let line = |phase: &serde_json::Value| {
+            format!(
                 "{}  {:<9}  {:<8}  seq {}–{}  {}",
                 phase["phase_id"].as_str().unwrap_or("?"),
                 phase["status"].as_str().unwrap_or("?"),
@@ -273,7 +273,17 @@ pub fn phase(
                 phase["started_seq"],
                 phase["completed_seq"].as_u64().map_or("…".to_string(), |seq| seq.to_string()),
                 phase["index"].as_str().or(phase["name"].as_str()).unwrap_or(""),
-            );
+            )
+        };
+        for phase in response["phases"].as_array().into_iter().flatten() {
+            out!("{}", line(phase));
+        }
+        let shared = response["shared_phases"].as_array().filter(|shared| !shared.is_empty());
+        if let Some(shared) = shared {
+            out!("\nother agents' shared phases:");
+            for phase in shared {
+                out!("{}  (of {})", line(phase), phase["agent"].as_str().unwrap_or("?"));
+            }
         }
         if let Some(summary) = response["session_summary"].as_str().filter(|summary| !summary.is_empty()) {
             out!("\n{summary}");

@@ -421,6 +421,10 @@ fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
     assert!(matches!(bad_level, Err(ureq::Error::Status(400, _))));
     let printed = stdout_of(&server.cli(&["phase", "--agent", "planner"]));
     assert!(printed.contains(phase_id) && printed.contains("completed"), "{printed}");
+    // The planner's shared phase is the coder's to read too (issue 16).
+    let printed = stdout_of(&server.cli(&["phase", "--agent", "coder"]));
+    let shared = printed.split("other agents' shared phases:").nth(1).unwrap_or_default();
+    assert!(shared.contains(phase_id) && shared.contains("(of planner)"), "{printed}");
     let printed = stdout_of(&server.cli(&["phase", "--agent", "planner", phase_id, "--level", "compressed"]));
     assert!(printed.starts_with("LLM compressed"), "{printed}");
 
