@@ -23,9 +23,8 @@ pub use consolidator::{
 pub use error::ActorsError;
 pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery_json};
 pub use memory_actor::{
-    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled,
-    ItemListing, MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals,
-    TakeSnapshot,
+    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled, ItemListing,
+    MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals, TakeSnapshot,
 };
 pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};
 pub use replay::{ReplayReport, continue_from_log, rebuild_from_log, verify_against_log};
