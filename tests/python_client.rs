@@ -1,9 +1,12 @@
 //! A plain NATS client is a first-class user: `tests/python/orchestrator.py`
 //! (nats-py, written from the README alone) publishes a swarm's work
-//! straight to JetStream, receives a handoff, asks every query verb over
-//! request/reply and checks dead letters, against a real nats-server and
-//! `mneme serve`. Then Mneme restarts, and the same queries must answer
-//! exactly the same.
+//! straight to JetStream, receives a handoff, reads it again with a durable
+//! consumer made after the delivery (as an agent that was down would),
+//! lists and acknowledges it with the `handoffs` and `ack` verbs, asks every
+//! query verb over request/reply and checks dead letters, against a real
+//! nats-server and `mneme serve`. Then Mneme restarts, and the same
+//! read-only queries must answer exactly the same (the handoff still
+//! acknowledged, nothing new for the durable consumer).
 //!
 //! The Python and nats-py come from `<repo>/.venv`, which
 //! `scripts/install-python-clients.sh` fills (scripts/test.sh runs it);
@@ -29,18 +32,32 @@ fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The interpreter with nats-py, or a panic that says how to get one.
+/// Succeeds only where nats-py itself is installed (its distribution, and
+/// the JetStream module the orchestrator uses), not any module named `nats`.
+const NATS_PY_PROBE: &str = "import importlib.metadata, nats.js; print(importlib.metadata.version('nats-py'))";
+
+/// The interpreter with nats-py, or a panic that says how to get one: a
+/// missing interpreter or nats-py fails the test whether or not `CI` is
+/// set, so a machine without them cannot pass it by skipping.
 fn python_with_nats() -> PathBuf {
     let python =
         std::env::var_os(PYTHON_ENV).map(PathBuf::from).unwrap_or_else(|| repo_root().join(".venv/bin/python"));
     let in_ci = std::env::var("CI").is_ok_and(|value| value == "true");
-    let usable = Command::new(&python).args(["-c", "import nats"]).output().is_ok_and(|output| output.status.success());
-    assert!(
-        usable,
-        "{} cannot import nats (nats-py){}: run {INSTALL_SCRIPT} (scripts/test.sh runs it), or set {PYTHON_ENV}",
-        python.display(),
-        if in_ci { " in CI" } else { "" },
-    );
+    let probe = Command::new(&python).args(["-c", NATS_PY_PROBE]).output();
+    let problem = match &probe {
+        Err(error) => Some(format!("cannot be run ({error})")),
+        Ok(output) if !output.status.success() => {
+            Some(format!("cannot import nats-py: {}", String::from_utf8_lossy(&output.stderr).trim()))
+        }
+        Ok(_) => None,
+    };
+    if let Some(problem) = problem {
+        panic!(
+            "{} {problem}{}: run {INSTALL_SCRIPT} (scripts/test.sh runs it), or set {PYTHON_ENV}",
+            python.display(),
+            if in_ci { " (in CI)" } else { "" },
+        );
+    }
     python
 }
 

@@ -3,14 +3,16 @@
 
 Three agents (planner, coder, reviewer) work on one task. Their events go
 straight to JetStream on `mneme.<swarm>.<agent>.events.<kind>` with
-`Nats-Msg-Id`; the reviewer gets its handoff on `mneme.<swarm>.reviewer.handoff`;
+`Nats-Msg-Id`; the reviewer gets its handoff on `mneme.<swarm>.reviewer.handoff`,
+reads it again, as if it had been down, with a durable consumer on stream
+`MNEME_<swarm>_HANDOFFS`, and acknowledges it with the `ack` verb;
 everything is asked over request/reply on `mneme.<swarm>.<agent>.query.<verb>`,
 and the raw log and dead letters over HTTP. Each check that fails is reported
 with what was expected (and the issue item it comes from), and the script
 exits 1 if any did.
 
     orchestrator.py --nats URL --http URL --swarm NAME --state FILE --answers FILE
-    orchestrator.py ... --check-only   # only the queries, after a restart
+    orchestrator.py ... --check-only   # only read-only queries, after a restart
 
 The full run writes what it published to --state, and both modes write the
 query answers, in canonical JSON, to --answers, so that a caller can compare
@@ -28,6 +30,7 @@ import urllib.request
 
 import nats
 from nats.errors import TimeoutError as NatsTimeout
+from nats.js.errors import NotFoundError
 
 TASK = "task-jwt-refresh"
 FILE = "src/auth/token.rs"
@@ -211,23 +214,127 @@ def check_handoff(package, s):
     check(bundle.get("used_tokens", 0) <= bundle.get("budget_tokens", 0), f"the bundle keeps its budget: {bundle}")
 
 
-async def check_durable_handoffs(swarm, s):
-    """Issue 16 item 6: handoffs in a stream, and the handoffs/ack verbs."""
+HANDOFF_CONSUMER = "reviewer-handoffs"
+
+
+def handoffs_stream(swarm):
+    return f"MNEME_{swarm.swarm}_HANDOFFS"
+
+
+async def check_durable_handoffs(swarm, s, delivered):
+    """Issue 16 item 6: the reviewer, down while its handoff was delivered,
+    reads it from MNEME_<swarm>_HANDOFFS with a durable consumer made now,
+    then lists and acknowledges it with the handoffs and ack verbs."""
+    await read_handoffs_as_a_late_reviewer(swarm, s, delivered)
+    await list_and_acknowledge(swarm, s)
+
+
+async def read_handoffs_as_a_late_reviewer(swarm, s, delivered):
+    """A durable pull consumer filtered to the reviewer's subject, created
+    after the delivery, as the README's nats-py example makes it."""
+    stream, subject = handoffs_stream(swarm), f"mneme.{swarm.swarm}.reviewer.handoff"
     try:
-        info = await swarm.js.stream_info(f"MNEME_{swarm.swarm}_HANDOFFS")
-        check(info.state.messages >= 1, "issue 16 item 6: stream MNEME_<swarm>_HANDOFFS holds the handoff")
-        consumer = await swarm.js.pull_subscribe(f"mneme.{swarm.swarm}.reviewer.handoff", durable="reviewer-inbox",
-                                                 stream=f"MNEME_{swarm.swarm}_HANDOFFS")
-        messages = await consumer.fetch(1, timeout=10)
-        check(json.loads(messages[0].data).get("handoff_id") == s["handoff"],
-              "issue 16 item 6: a durable consumer gets the handoff it has not acknowledged")
+        info = await swarm.js.stream_info(stream, subjects_filter=subject)
+        held = (info.state.subjects or {}).get(subject, 0)
+        check(held == 1, f"issue 16 item 6: {stream} holds the reviewer's one handoff once: {held} message(s)")
+        try:
+            await swarm.js.consumer_info(stream, HANDOFF_CONSUMER)
+            check(False, f"issue 16 item 6: the durable {HANDOFF_CONSUMER} does not exist before the reviewer makes it")
+        except NotFoundError:
+            pass
+        consumer = await swarm.js.pull_subscribe(subject, durable=HANDOFF_CONSUMER, stream=stream)
+        messages = await fetch_all(consumer)
+        for message in messages:
+            await message.ack_sync()
+        packages = [json.loads(message.data) for message in messages]
+        ids = [package.get("handoff_id") for package in packages]
+        if check(ids == [s["handoff"]], f"issue 16 item 6: a durable consumer created after the delivery gets the "
+                                        f"handoff {s['handoff']} exactly once: {ids}"):
+            message_id = (messages[0].headers or {}).get("Nats-Msg-Id")
+            check(message_id == s["handoff"],
+                  f"issue 16 item 6: the stored handoff's Nats-Msg-Id is its handoff id: {message_id}")
+            check(packages[0] == delivered,
+                  "issue 16 item 6: the stream holds the package the plain subscriber received")
+            check(packages[0].get("status") == "pending",
+                  f"issue 16 item 6: the stored handoff says pending: {packages[0].get('status')}")
+        again = await fetch_all(consumer, timeout=2)
+        check(not again, f"issue 16 item 6: once acked, the durable consumer has nothing more: "
+                         f"{[message.data[:80] for message in again]}")
+        await check_consumer_done(swarm)
+        await consumer.unsubscribe()  # the durable stays, as a reviewer's would
     except Exception as error:  # any failure of the stream or consumer is this item's
-        check(False, f"issue 16 item 6: durable handoffs in MNEME_<swarm>_HANDOFFS: {error!r}")
-    listing = await swarm.query("reviewer", "handoffs", {})
-    ids = [handoff.get("handoff_id") for handoff in listing.get("handoffs", [])]
-    check(s["handoff"] in ids, f"issue 16 item 6: the handoffs verb lists the handoff: {listing}")
-    acked = await swarm.query("reviewer", "ack", {"handoff_id": s["handoff"], "note": "reviewing"})
-    check("error" not in acked, f"issue 16 item 6: the ack verb acknowledges the handoff: {acked}")
+        check(False, f"issue 16 item 6: reading handoffs from {stream} with a durable consumer: {error!r}")
+
+
+async def fetch_all(consumer, timeout=10):
+    """Every message the consumer has for us now; none after the timeout."""
+    try:
+        return await consumer.fetch(10, timeout=timeout)
+    except NatsTimeout:
+        return []
+
+
+async def check_consumer_done(swarm):
+    """The reviewer's durable consumer has nothing pending and nothing
+    delivered unacknowledged (read only: consumer info)."""
+    try:
+        info = await swarm.js.consumer_info(handoffs_stream(swarm), HANDOFF_CONSUMER)
+    except Exception as error:
+        check(False, f"issue 16 item 6: the durable {HANDOFF_CONSUMER} on {handoffs_stream(swarm)} exists: {error!r}")
+        return
+    check(info.num_pending == 0 and info.num_ack_pending == 0 and info.ack_floor.stream_seq == info.delivered.stream_seq,
+          f"issue 16 item 6: the reviewer's durable consumer has no handoff left to read or to ack: "
+          f"pending {info.num_pending}, ack pending {info.num_ack_pending}, delivered {info.delivered}, "
+          f"ack floor {info.ack_floor}")
+
+
+async def handoff_listed(swarm, handoff_id, status, min_seq=None):
+    """The handoffs verb's entry for the handoff, waiting (up to 10 s) for
+    the memory to show it with `status`; the last listing too."""
+    deadline = time.monotonic() + 10
+    while True:
+        listing = await swarm.query("reviewer", "handoffs", {} if min_seq is None else {"min_seq": min_seq})
+        entry = next((h for h in listing.get("handoffs", []) if h.get("handoff_id") == handoff_id), None)
+        if (entry or {}).get("status") == status or "error" in listing or time.monotonic() > deadline:
+            return entry, listing
+        await asyncio.sleep(0.2)
+
+
+async def list_and_acknowledge(swarm, s):
+    """The handoffs verb shows the handoff pending; ack acknowledges it once;
+    a second ack and an ack body with an unknown field are refused."""
+    entry, listing = await handoff_listed(swarm, s["handoff"], "pending")
+    check(entry is not None and entry.get("status") == "pending" and entry.get("from") == "coder",
+          f"issue 16 item 6: the handoffs verb lists the coder's handoff as pending: {str(listing)[:400]}")
+    # Refused before the real ack: accepting it would acknowledge the handoff.
+    typo = await swarm.query("reviewer", "ack", {"handoff_id": s["handoff"], "notes": "reviewing"})
+    error = typo.get("error", {})
+    check(error.get("status") == 400 and error.get("code") == "unknown_field" and error.get("field") == "notes",
+          f"issue 16 item 6: the ack verb refuses the unknown field notes with 400 unknown_field: {typo}")
+    unknown = await swarm.query("reviewer", "ack", {"handoff_id": ulid()})
+    check(unknown.get("error", {}).get("status") == 404,
+          f"issue 16 item 6: the ack verb answers 404 for a handoff the reviewer did not receive: {unknown}")
+    acked = await swarm.query("reviewer", "ack", {"handoff_id": s["handoff"], "note": "reviewing the rotation"})
+    check("error" not in acked, f"issue 16 item 6: the ack verb acknowledges the pending handoff: {acked}")
+    twice = await swarm.query("reviewer", "ack", {"handoff_id": s["handoff"], "note": "again"})
+    check(twice.get("error", {}).get("status") == 409,
+          f"issue 16 item 6: a second ack of the same handoff answers 409: {twice}")
+    entry, listing = await handoff_listed(swarm, s["handoff"], "acknowledged")
+    check((entry or {}).get("status") == "acknowledged",
+          f"issue 16 item 6: after the ack the handoffs verb shows the handoff acknowledged: {str(listing)[:400]}")
+
+
+async def check_handoffs_after_ack(swarm, s, answers):
+    """Read only, in both modes: the handoff stays acknowledged (a restart
+    does not make it pending again) and the reviewer's durable consumer gets
+    no copy of it (a restart publishes only unacknowledged handoffs again,
+    and the stream would store one once)."""
+    listing = await swarm.query("reviewer", "handoffs", {"min_seq": s["quiet_seq"]})
+    answers["handoffs"] = listing
+    entry = next((h for h in listing.get("handoffs", []) if h.get("handoff_id") == s["handoff"]), {})
+    check(entry.get("status") == "acknowledged",
+          f"issue 16 item 6: the handoffs verb shows the handoff acknowledged: {str(listing)[:400]}")
+    await check_consumer_done(swarm)
 
 
 async def check_queries(swarm, s):
@@ -347,15 +454,17 @@ async def main():
         inbox = await nc.subscribe(f"mneme.{args.swarm}.reviewer.handoff")
         state = await publish_the_work(swarm)
         print(f"published {swarm.published} events, last seq {state['last_seq']}", flush=True)
-        check_handoff(await receive_handoff(inbox, state["handoff"]), state)
+        package = await receive_handoff(inbox, state["handoff"])
+        check_handoff(package, state)
         await check_dead_letters(swarm, state)
-        await check_durable_handoffs(swarm, state)
+        await check_durable_handoffs(swarm, state, package)
         # Nothing more is written now (the ack was the last): the queries of
         # both modes wait for this seq and so answer from the same memory.
         state["quiet_seq"] = swarm.get("/healthz")[1]["last_seq"]
         with open(args.state, "w") as file:
             json.dump(state, file)
     answers = await check_queries(swarm, state)
+    await check_handoffs_after_ack(swarm, state, answers)
     with open(args.answers, "w") as file:
         file.write(canonical(answers))
     await nc.close()
