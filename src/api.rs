@@ -474,7 +474,7 @@ fn edge_json(edge: &Edge) -> Value {
         "valid_from": edge.valid_from.map(|ts| ts.to_string()),
         "valid_to": edge.valid_to.map(|ts| ts.to_string()),
         "recorded_seq": edge.recorded_seq,
-        "confidence": edge.confidence,
+        "confidence": edge.confidence.map(mneme_events::published_number),
         "provenance": provenance_json(&edge.provenance),
     })
 }

@@ -98,9 +98,13 @@ impl Event {
         Event { ts: self.ts, schema_version: self.schema_version, ..other.clone() } == *self
     }
 
-    /// The JSON form as a value, for embedding in API responses.
+    /// The JSON form as a value, for embedding in API responses. Parsed
+    /// from the wire form, so that every `f32` in it (importance, a fact's
+    /// confidence) is the number that was published (`0.9`), not its
+    /// widening to `f64` (`0.8999999761581421`) that a direct conversion
+    /// to a `Value` gives.
     pub fn to_json_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("an event always serialises to JSON")
+        serde_json::from_str(&self.to_json()).expect("an event's wire form is JSON")
     }
 }
 
@@ -116,7 +120,7 @@ impl Serialize for Event {
         map.serialize_entry("agent", &self.agent)?;
         map.serialize_entry("ts", &self.ts)?;
         map.serialize_entry("kind", self.kind.name())?;
-        map.serialize_entry("data", &self.kind.data_json())?;
+        map.serialize_entry("data", &self.kind.data())?;
         if let Some(correlation_id) = &self.correlation_id {
             map.serialize_entry("correlation_id", correlation_id)?;
         }

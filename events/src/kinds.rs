@@ -26,12 +26,9 @@ macro_rules! event_kinds {
                 match self { $( EventKind::$variant(_) => $name, )* }
             }
 
-            /// The payload as the JSON `data` object.
-            pub fn data_json(&self) -> serde_json::Value {
-                match self {
-                    $( EventKind::$variant(payload) => serde_json::to_value(payload)
-                        .expect("payloads always serialise to JSON"), )*
-                }
+            /// The payload, serialised as the JSON `data` object.
+            pub fn data(&self) -> Data<'_> {
+                Data(self)
             }
 
             /// Decodes `data` for the kind named `kind`; `None` if no kind has
@@ -49,6 +46,18 @@ macro_rules! event_kinds {
             /// Checks what the types cannot: empty text, ranges, intervals.
             pub fn validate(&self) -> Result<(), ValidationError> {
                 match self { $( EventKind::$variant(payload) => payload.validate(), )* }
+            }
+        }
+
+        /// An event's payload as it serialises: the payload type itself,
+        /// so that every number is written as it was published (an `f32`
+        /// by its shortest decimal, `0.9`; through a `serde_json::Value` it
+        /// would be widened to `0.8999999761581421`).
+        pub struct Data<'a>(&'a EventKind);
+
+        impl Serialize for Data<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self.0 { $( EventKind::$variant(payload) => payload.serialize(serializer), )* }
             }
         }
     };

@@ -65,3 +65,20 @@ fn fuzz_a_non_finite_similarity_is_refused() {
     let accepted = merged_with_similarity(0.93);
     assert_eq!(storage::decode(&storage::encode(&accepted).unwrap()).unwrap(), accepted);
 }
+
+/// Issue 16: `importance: 0.8` came back as `0.800000011920929`, and a
+/// fact's `confidence: 0.9` as `0.8999999761581421`: an `f32` widened to
+/// `f64` when the event became a JSON value for an API answer. Both come
+/// back as published, in the wire form and in the value.
+#[test]
+fn an_f32_in_an_event_comes_back_as_the_number_that_was_published() {
+    let json = r#"{"id":"01KE9AECXV82AADA5PPPFVC093","swarm":"demo","agent":"coder","ts":"2026-01-06T09:33:09.947Z",
+        "kind":"fact_asserted","importance":0.8,
+        "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
+    let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
+    let value = event.to_json_value();
+    assert_eq!(value["importance"], serde_json::json!(0.8), "{value}");
+    assert_eq!(value["data"]["confidence"], serde_json::json!(0.9), "{value}");
+    assert!(event.to_json().contains(r#""importance":0.8,"#), "{}", event.to_json());
+    assert!(event.to_json().contains(r#""confidence":0.9"#), "{}", event.to_json());
+}
