@@ -47,7 +47,8 @@ fn python_with_nats() -> PathBuf {
     let problem = match &probe {
         Err(error) => Some(format!("cannot be run ({error})")),
         Ok(output) if !output.status.success() => {
-            Some(format!("cannot import nats-py: {}", String::from_utf8_lossy(&output.stderr).trim()))
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            Some(format!("cannot import nats-py ({})", stderr.lines().last().unwrap_or("no error output")))
         }
         Ok(_) => None,
     };
