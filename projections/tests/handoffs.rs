@@ -7,42 +7,12 @@ use mneme_events::{
     DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage,
     HandoffReceived, JsonText, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
 };
+mod common;
+
+use common::Log;
 use mneme_projections::{AgentMemory, MemoryConfig};
 
 const START_MS: i64 = 1_765_000_000_000;
-
-struct Log {
-    events: Vec<(u64, Event)>,
-}
-
-impl Log {
-    fn push(&mut self, agent: &str, scope: Scope, task: &str, kind: EventKind) -> Event {
-        let seq = self.events.len() as u64 + 1;
-        let event = Event {
-            id: EventId::from_parts(START_MS as u64 + seq, u128::from(seq)),
-            swarm: "demo".into(),
-            agent: agent.into(),
-            ts: Timestamp::from_unix_millis(START_MS + seq as i64 * 1000),
-            correlation_id: Some(task.into()),
-            causation_id: None,
-            scope,
-            importance: None,
-            schema_version: 1,
-            kind,
-        };
-        self.events.push((seq, event.clone()));
-        event
-    }
-
-    fn memory_of(&self, agent: &str) -> AgentMemory {
-        let mut memory = AgentMemory::new("demo", agent, MemoryConfig::default()).unwrap();
-        for (seq, event) in &self.events {
-            memory.apply(*seq, event).unwrap();
-        }
-        memory.commit().unwrap();
-        memory
-    }
-}
 
 fn decision(title: &str, choice: &str) -> EventKind {
     EventKind::DecisionMade(DecisionMade {
@@ -66,15 +36,15 @@ fn tool(command: &str, output: &str) -> EventKind {
 /// The planner's work on task-7: shared decisions, facts and edits, and
 /// private notes and reads that must not reach the coder.
 fn planner_work() -> (Log, Vec<Event>) {
-    let mut log = Log { events: Vec::new() };
+    let mut log = Log::starting_at(START_MS);
     let shared = Scope::Shared;
     let private = Scope::Private;
     let kept = vec![
-        log.push("planner", shared, "task-7", decision("Token storage", "keep refresh tokens in postgres")),
+        log.push("planner", shared, Some("task-7"), decision("Token storage", "keep refresh tokens in postgres")),
         log.push(
             "planner",
             shared,
-            "task-7",
+            Some("task-7"),
             EventKind::FactAsserted(FactAsserted {
                 subject: "token_store".into(),
                 predicate: "backed_by".into(),
@@ -84,21 +54,21 @@ fn planner_work() -> (Log, Vec<Event>) {
                 valid_to: None,
             }),
         ),
-        log.push("planner", shared, "task-7", tool("sed -i s/redis/postgres/ src/auth/store.rs", "ok")),
+        log.push("planner", shared, Some("task-7"), tool("sed -i s/redis/postgres/ src/auth/store.rs", "ok")),
     ];
     log.push(
         "planner",
         private,
-        "task-7",
+        Some("task-7"),
         EventKind::MessageRecorded(MessageRecorded {
             role: "assistant".into(),
             text: "private scratch: the staging password is walrus-42".into(),
         }),
     );
-    log.push("planner", private, "task-7", decision("Escalation", "page the on-call secretly"));
-    log.push("planner", private, "task-7", tool("cat secrets/walrus.env", "PASSWORD=walrus-42"));
+    log.push("planner", private, Some("task-7"), decision("Escalation", "page the on-call secretly"));
+    log.push("planner", private, Some("task-7"), tool("cat secrets/walrus.env", "PASSWORD=walrus-42"));
     // Another task's decision stays out of this handoff.
-    log.push("planner", shared, "task-8", decision("Logging", "structured json logs"));
+    log.push("planner", shared, Some("task-8"), decision("Logging", "structured json logs"));
     (log, kept)
 }
 
@@ -139,7 +109,7 @@ fn a_bundle_stays_within_its_budget() {
         log.push(
             "planner",
             Scope::Shared,
-            "task-7",
+            Some("task-7"),
             decision(&format!("Choice {index}"), &"a long rationale ".repeat(20)),
         );
     }
@@ -171,7 +141,7 @@ fn the_recipient_records_handoffs_pending_until_acknowledged_and_restores_them()
         log.push(
             "coder",
             Scope::Private,
-            task,
+            Some(task),
             EventKind::HandoffReceived(HandoffReceived {
                 from: "planner".into(),
                 handoff_id,
@@ -182,7 +152,7 @@ fn the_recipient_records_handoffs_pending_until_acknowledged_and_restores_them()
     log.push(
         "coder",
         Scope::Private,
-        "task-7",
+        Some("task-7"),
         EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id: first, note: None }),
     );
     let coder = log.memory_of("coder");

@@ -7,12 +7,16 @@
 //! planner gets no automatic phase for the task beside its own.
 
 use mneme_events::{
-    Event, EventId, EventKind, JsonText, MessageRecorded, PhaseCompleted, PhaseStarted, Scope, TaskStatus, TaskUpdated,
-    Timestamp, ToolResultRecorded,
+    EventId, EventKind, JsonText, MessageRecorded, PhaseCompleted, PhaseStarted, Scope, TaskStatus, TaskUpdated,
+    ToolResultRecorded,
 };
 use mneme_projections::phases::{Phase, PhaseBoundary, PhaseLevel};
 use mneme_projections::{AgentMemory, MemoryConfig};
 use proptest::prelude::*;
+
+mod common;
+
+use common::Log;
 
 const START_MS: i64 = 1_766_000_000_000;
 const TASK: &str = "task-9";
@@ -21,43 +25,10 @@ const FAILING_RUN: &str = "thread 'auth::token::tests::refresh_rotates' panicked
      test result: FAILED. 41 passed; 1 failed";
 const PRIVATE_WORD: &str = "zanzibar";
 
-#[derive(Default)]
-struct Log {
-    events: Vec<(u64, Event)>,
-}
-
-impl Log {
-    fn push(&mut self, agent: &str, scope: Scope, task: Option<&str>, kind: EventKind) -> Event {
-        let seq = self.events.len() as u64 + 1;
-        let event = Event {
-            id: EventId::from_parts(START_MS as u64 + seq, u128::from(seq)),
-            swarm: "demo".into(),
-            agent: agent.into(),
-            ts: Timestamp::from_unix_millis(START_MS + seq as i64 * 1000),
-            correlation_id: task.map(str::to_string),
-            causation_id: None,
-            scope,
-            importance: None,
-            schema_version: 1,
-            kind,
-        };
-        self.events.push((seq, event.clone()));
-        event
-    }
-
-    fn memory_of(&self, agent: &str) -> AgentMemory {
-        let mut memory = AgentMemory::new("demo", agent, MemoryConfig::default()).unwrap();
-        for (seq, event) in &self.events {
-            memory.apply(*seq, event).unwrap();
-        }
-        memory.commit().unwrap();
-        memory
-    }
-
-    fn scope_of(&self, seq: u64) -> (String, Scope) {
-        let event = &self.events[seq as usize - 1].1;
-        (event.agent.clone(), event.scope)
-    }
+/// Who published the event at `seq`, and in which scope.
+fn scope_of(log: &Log, seq: u64) -> (String, Scope) {
+    let event = &log.events[seq as usize - 1].1;
+    (event.agent.clone(), event.scope)
 }
 
 fn message(text: &str) -> EventKind {
@@ -93,7 +64,7 @@ struct Scenario {
 }
 
 fn scenario() -> Scenario {
-    let mut log = Log::default();
+    let mut log = Log::starting_at(START_MS);
     let (shared, private) = (Scope::Shared, Scope::Private);
     let task = Some(TASK);
     // 1: the planner's work on the task before it announces a phase: an
@@ -217,14 +188,14 @@ fn no_phase_holds_what_its_reader_may_not_see() {
         let memory = log.memory_of(agent);
         for phase in memory.phases().phases() {
             for seq in &phase.event_seqs {
-                let (author, scope) = log.scope_of(*seq);
+                let (author, scope) = scope_of(&log, *seq);
                 assert!(author == agent || scope != Scope::Private, "{agent}'s phase holds seq {seq}");
             }
         }
         for phase in memory.phases().shared_phases() {
             assert_ne!(phase.agent, agent);
             for seq in &phase.event_seqs {
-                assert_ne!(log.scope_of(*seq).1, Scope::Private, "{agent}'s view of a shared phase holds seq {seq}");
+                assert_ne!(scope_of(&log, *seq).1, Scope::Private, "{agent}'s view of a shared phase holds seq {seq}");
             }
         }
     }
@@ -234,7 +205,7 @@ fn no_phase_holds_what_its_reader_may_not_see() {
 /// the others see it as its shared events.
 #[test]
 fn a_phase_without_a_task_holds_only_its_agents_events() {
-    let mut log = Log::default();
+    let mut log = Log::starting_at(START_MS);
     let phase = log.push("planner", Scope::Shared, None, started("triage"));
     log.push("coder", Scope::Shared, Some(TASK), message("Looking at the refresh bug."));
     log.push("planner", Scope::Shared, None, message("Triage: the refresh bug first."));
@@ -251,7 +222,7 @@ fn a_phase_without_a_task_holds_only_its_agents_events() {
 /// of the same name are not touched.
 #[test]
 fn a_completion_completes_only_its_agents_phase() {
-    let mut log = Log::default();
+    let mut log = Log::starting_at(START_MS);
     let reviewer_phase = log.push("reviewer", Scope::Shared, Some(TASK), started("implement"));
     let planner_phase = log.push("planner", Scope::Shared, Some(TASK), started("implement"));
     log.push(
@@ -326,7 +297,7 @@ fn op() -> impl Strategy<Value = (usize, bool, Option<usize>, Op)> {
 }
 
 fn log_of(ops: &[(usize, bool, Option<usize>, Op)]) -> Log {
-    let mut log = Log::default();
+    let mut log = Log::starting_at(START_MS);
     for (n, (agent, private, task, op)) in ops.iter().enumerate() {
         let scope = if *private { Scope::Private } else { Scope::Shared };
         let task_id = task.map(|task| format!("task-{task}"));
@@ -372,14 +343,14 @@ proptest! {
             for phase in memory.phases().phases() {
                 prop_assert_eq!(phase.agent.as_str(), agent);
                 for seq in &phase.event_seqs {
-                    let (author, scope) = log.scope_of(*seq);
+                    let (author, scope) = scope_of(&log, *seq);
                     prop_assert!(author == agent || scope != Scope::Private, "{}'s phase holds seq {}", agent, seq);
                 }
             }
             for phase in memory.phases().shared_phases() {
                 prop_assert_ne!(phase.agent.as_str(), agent);
                 for seq in &phase.event_seqs {
-                    prop_assert_ne!(log.scope_of(*seq).1, Scope::Private, "{}'s view holds seq {}", agent, seq);
+                    prop_assert_ne!(scope_of(&log, *seq).1, Scope::Private, "{}'s view holds seq {}", agent, seq);
                 }
             }
             for phase in memory.phases().phases().iter().filter(|phase| phase.boundary == PhaseBoundary::Task) {

@@ -1,9 +1,11 @@
-//! The example trajectory, shared by the graph test binaries.
+//! What the projection test binaries share: the example trajectory, and a
+//! swarm's log built by hand.
 
 #![allow(dead_code)] // each test binary uses part of this module
 
-use mneme_events::{DecodeLimits, Event, decode_json};
+use mneme_events::{DecodeLimits, Event, EventId, EventKind, Scope, Timestamp, decode_json};
 use mneme_projections::graph::FactGraph;
+use mneme_projections::{AgentMemory, MemoryConfig};
 
 const TRAJECTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/trajectory.jsonl");
 
@@ -40,4 +42,46 @@ pub fn trajectory_memory(agent: &str) -> mneme_projections::AgentMemory {
     }
     memory.commit().expect("commits");
     memory
+}
+
+/// A swarm's log built by hand: events of any agent in swarm `demo`, the
+/// seq their position, the ids and times counted from `start_ms`.
+pub struct Log {
+    pub events: Vec<(u64, Event)>,
+    start_ms: i64,
+}
+
+impl Log {
+    pub fn starting_at(start_ms: i64) -> Log {
+        Log { events: Vec::new(), start_ms }
+    }
+
+    /// Appends an event of `agent` (task = correlation id) and returns it.
+    pub fn push(&mut self, agent: &str, scope: Scope, task: Option<&str>, kind: EventKind) -> Event {
+        let seq = self.events.len() as u64 + 1;
+        let event = Event {
+            id: EventId::from_parts(self.start_ms as u64 + seq, u128::from(seq)),
+            swarm: "demo".into(),
+            agent: agent.into(),
+            ts: Timestamp::from_unix_millis(self.start_ms + seq as i64 * 1000),
+            correlation_id: task.map(str::to_string),
+            causation_id: None,
+            scope,
+            importance: None,
+            schema_version: 1,
+            kind,
+        };
+        self.events.push((seq, event.clone()));
+        event
+    }
+
+    /// The memory of `agent` after the whole log, committed.
+    pub fn memory_of(&self, agent: &str) -> AgentMemory {
+        let mut memory = AgentMemory::new("demo", agent, MemoryConfig::default()).unwrap();
+        for (seq, event) in &self.events {
+            memory.apply(*seq, event).unwrap();
+        }
+        memory.commit().unwrap();
+        memory
+    }
 }
