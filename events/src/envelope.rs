@@ -179,6 +179,18 @@ impl FromStr for EventId {
     type Err = ValidationError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
+        // 26 base32 characters hold 130 bits; a ULID has 128, so its first
+        // character is at most `7`. The decoder drops the top bits of a
+        // larger one, which would make `ZZZ…` an alias of `7ZZ…`.
+        if text.len() == 26 && text.as_bytes()[0] > b'7' && text.as_bytes()[0].is_ascii_alphanumeric() {
+            return Err(ValidationError::new(
+                ErrorCode::InvalidId,
+                None,
+                format!(
+                    "{text:?} is above the largest ULID, 7ZZZZZZZZZZZZZZZZZZZZZZZZZ: its first character must be 0 to 7"
+                ),
+            ));
+        }
         ulid::Ulid::from_string(text).map(|ulid| EventId(ulid.0)).map_err(|error| {
             ValidationError::new(
                 ErrorCode::InvalidId,

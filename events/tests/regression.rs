@@ -82,3 +82,21 @@ fn an_f32_in_an_event_comes_back_as_the_number_that_was_published() {
     assert!(event.to_json().contains(r#""importance":0.8,"#), "{}", event.to_json());
     assert!(event.to_json().contains(r#""confidence":0.9"#), "{}", event.to_json());
 }
+
+/// Issue 17, item 7: a 26-character id above `7ZZZZZZZZZZZZZZZZZZZZZZZZZ`
+/// was accepted and stored as another id (its top bits dropped), so
+/// `ZZZ…` and `7ZZ…` were the same event. It is refused, naming the range.
+#[test]
+fn a_ulid_above_the_largest_is_refused_not_aliased() {
+    let largest: EventId = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ".parse().unwrap();
+    assert_eq!(largest.0, u128::MAX);
+    for above in ["8ZZZZZZZZZZZZZZZZZZZZZZZZZ", "ZZZZZZZZZZZZZZZZZZZZZZZZZZ", "z0000000000000000000000000"] {
+        let error = above.parse::<EventId>().unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidId, "{above}");
+        assert!(error.message.contains("above the largest ULID"), "{}", error.message);
+    }
+    let json = r#"{"id":"ZZZZZZZZZZZZZZZZZZZZZZZZZZ","swarm":"demo","agent":"coder","ts":"2026-01-06T09:33:09.947Z",
+        "kind":"message_recorded","data":{"role":"user","text":"hi"}}"#;
+    let error = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap_err();
+    assert!(error.to_string().contains("above the largest ULID"), "{error}");
+}
