@@ -18,6 +18,10 @@ pub const CURRENT_SCHEMA_VERSION: u32 = 1;
 /// prefixes, so they are kept to a conservative alphabet.
 pub const MAX_NAME_LEN: usize = 64;
 
+/// A correlation id names a task or session; it is matched, listed and
+/// written into other events, so it is kept short and printable.
+pub const MAX_CORRELATION_ID_LEN: usize = 256;
+
 /// One thing that happened in a swarm, as published, before the log gives it
 /// a sequence number.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -68,6 +72,20 @@ impl Event {
                         ErrorCode::EmptyField,
                         field,
                         format!("{field} must not be empty when present"),
+                    ));
+                }
+                if value.len() > MAX_CORRELATION_ID_LEN {
+                    return Err(ValidationError::at(
+                        ErrorCode::OutOfRange,
+                        field,
+                        format!("{field} is {} bytes, the limit is {MAX_CORRELATION_ID_LEN}", value.len()),
+                    ));
+                }
+                if value.chars().any(char::is_control) {
+                    return Err(ValidationError::at(
+                        ErrorCode::InvalidId,
+                        field,
+                        format!("{field} must not contain control characters (newlines, tabs, escapes)"),
                     ));
                 }
             }

@@ -12,7 +12,8 @@ pub mod storage;
 mod upcast;
 
 pub use envelope::{
-    CURRENT_SCHEMA_VERSION, Event, EventId, MAX_NAME_LEN, Scope, Timestamp, published_number, validate_name,
+    CURRENT_SCHEMA_VERSION, Event, EventId, MAX_CORRELATION_ID_LEN, MAX_NAME_LEN, Scope, Timestamp, published_number,
+    validate_name,
 };
 pub use error::{Error, ErrorCode, ValidationError};
 pub use json::{

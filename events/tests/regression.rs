@@ -100,3 +100,27 @@ fn a_ulid_above_the_largest_is_refused_not_aliased() {
     let error = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap_err();
     assert!(error.to_string().contains("above the largest ULID"), "{error}");
 }
+
+/// Issue 17, item 9: `correlation_id` had no length limit and took control
+/// characters, and it is written into phases, bundles and other events.
+#[test]
+fn a_long_or_control_character_correlation_id_is_refused() {
+    let event = |correlation_id: &str| {
+        serde_json::json!({"id": "01KE9AECXV82AADA5PPPFVC093", "swarm": "demo", "agent": "coder",
+            "ts": "2026-01-06T09:33:09.947Z", "kind": "message_recorded", "correlation_id": correlation_id,
+            "data": {"role": "user", "text": "hi"}})
+        .to_string()
+    };
+    let longest = "t".repeat(mneme_events::MAX_CORRELATION_ID_LEN);
+    assert!(decode_json(event(&longest).as_bytes(), &DecodeLimits::default()).is_ok());
+    let too_long = decode_json(event(&format!("{longest}t")).as_bytes(), &DecodeLimits::default()).unwrap_err();
+    assert_eq!((too_long.code, too_long.field.as_deref()), (ErrorCode::OutOfRange, Some("correlation_id")));
+    for control in ["task-1\nApproved: yes", "task\t2", "task\u{1b}[31m"] {
+        let refused = decode_json(event(control).as_bytes(), &DecodeLimits::default()).unwrap_err();
+        assert_eq!(
+            (refused.code, refused.field.as_deref()),
+            (ErrorCode::InvalidId, Some("correlation_id")),
+            "{control:?}"
+        );
+    }
+}
