@@ -21,7 +21,7 @@
 //! and found to be the same event (else the append fails as a conflicting
 //! duplicate); nothing is kept in memory. Reading is in `read.rs`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::future::IntoFuture;
 use std::sync::Arc;
@@ -45,7 +45,11 @@ use read::{
 };
 
 use crate::error::{validate_consumer_name, validate_name};
-use crate::{Appended, DeadLetter, EventLog, LogEntry, LogError, Seq, subjects};
+use crate::{Appended, DeadLetter, EventLog, InvalidRecord, LogEntry, LogError, Seq, subjects};
+
+/// Duplicate seqs closer than this are read back in one read (see
+/// `JetStreamLog::read_in_runs`).
+const DUPLICATE_READ_GAP: Seq = 256;
 
 /// Publish acks awaited at once. Also the capacity of the JetStream context's
 /// own in-flight limit, see [`JetStreamLog::publish_permits`].
@@ -409,6 +413,31 @@ impl JetStreamLog {
         first_failure
     }
 
+    /// The records at `seqs`, read in runs: seqs less than
+    /// `DUPLICATE_READ_GAP` apart share one read, so a retried batch of
+    /// thousands of events costs a few reads.
+    async fn read_in_runs(&self, mut seqs: Vec<Seq>) -> Result<BTreeMap<Seq, Result<Event, InvalidRecord>>, LogError> {
+        seqs.sort_unstable();
+        seqs.dedup();
+        let mut records = BTreeMap::new();
+        let mut start = 0;
+        while start < seqs.len() {
+            let mut end = start;
+            while end + 1 < seqs.len() && seqs[end + 1] - seqs[end] <= DUPLICATE_READ_GAP {
+                end += 1;
+            }
+            let (first, last) = (seqs[start], seqs[end]);
+            let span = usize::try_from(last - first + 1).unwrap_or(usize::MAX);
+            for entry in self.read(first, None, span).await? {
+                if seqs[start..=end].binary_search(&entry.seq).is_ok() {
+                    records.insert(entry.seq, entry.record);
+                }
+            }
+            start = end + 1;
+        }
+        Ok(records)
+    }
+
     /// Turns one message of the events stream into a log entry.
     fn entry(&self, message: &jetstream::Message) -> Result<LogEntry, LogError> {
         entry_of_message(&self.swarm, message)
@@ -708,16 +737,22 @@ impl EventLog for JetStreamLog {
             .collect();
         // The server deduplicates by `Nats-Msg-Id` alone: a duplicate's ack
         // names the message stored under the id, which must hold this event
-        // for the answer to be true. Duplicates are rare (retries), so the
-        // read is paid seldom.
+        // for the answer to be true. A whole batch retried after a lost ack
+        // is all duplicates, usually of one run of seqs: those are read in
+        // runs, one reading consumer per run, not one per event.
+        let duplicate_seqs: Vec<Seq> =
+            appended.iter().filter(|appended| appended.duplicate).map(|appended| appended.seq).collect();
+        if duplicate_seqs.is_empty() {
+            return Ok(appended);
+        }
+        let stored = self.read_in_runs(duplicate_seqs).await?;
         for (index, (event, appended)) in events.iter().zip(&appended).enumerate() {
             if !appended.duplicate {
                 continue;
             }
-            let stored = self.read(appended.seq, None, 1).await?;
-            let same = stored.first().is_some_and(|entry| {
-                entry.seq == appended.seq && entry.record.as_ref().is_ok_and(|stored| stored.same_content(event))
-            });
+            let same = stored
+                .get(&appended.seq)
+                .is_some_and(|record| record.as_ref().is_ok_and(|stored| stored.same_content(event)));
             if !same {
                 return Err(LogError::ConflictingDuplicate { id: event.id, index, original_seq: appended.seq });
             }

@@ -260,6 +260,23 @@ async fn an_id_stored_with_other_content_is_a_conflicting_duplicate(harness: &mu
     twin.id = solo.id;
     assert!(matches!(log.append(&[solo.clone(), twin]).await, Err(LogError::ConflictingDuplicate { index: 1, .. })));
 
+    // A large batch retried whole (a lost ack) is all duplicates, each
+    // named by its own seq; one changed event in it is found.
+    let batch: Vec<Event> = (0..600).map(|n| event("coder", &format!("batch event {n}"))).collect();
+    let stored = log.append(&batch).await?;
+    assert_eq!(
+        log.append(&batch).await?,
+        stored.iter().map(|a| Appended { duplicate: true, ..a.clone() }).collect::<Vec<_>>()
+    );
+    let mut changed = batch.clone();
+    changed[450] = Event { id: batch[450].id, ..event("coder", "changed in the retry") };
+    match log.append(&changed).await {
+        Err(LogError::ConflictingDuplicate { index: 450, original_seq, .. }) => {
+            assert_eq!(original_seq, stored[450].seq)
+        }
+        other => panic!("the changed event should be refused, got {other:?}"),
+    }
+
     // Whatever else was stored, the first event is the one under its id.
     let entries = log.read(1, None, 100).await?;
     let under_id: Vec<&Event> =
