@@ -162,8 +162,9 @@ impl AgentMemory {
             bundle.push_item("decision", item, &self.visible_provenance(item, recipient));
         }
 
+        let valid_fact_seqs = self.valid_fact_seqs();
         for seq in self.seqs_by_kind.get("fact_asserted").into_iter().flatten().rev() {
-            if task_items.contains(seq) && self.is_valid_fact(*seq) {
+            if task_items.contains(seq) && valid_fact_seqs.contains(seq) {
                 let item = &self.items[seq];
                 bundle.push_item("finding", item, &self.visible_provenance(item, recipient));
             }
@@ -208,11 +209,17 @@ impl AgentMemory {
             .is_some_and(|node| node.valid_to.is_none())
     }
 
-    fn is_valid_fact(&self, seq: u64) -> bool {
-        self.graph.facts.values().any(|&edge| {
-            let record = &self.graph.edges[edge as usize];
-            record.valid_to.is_none() && record.provenance.iter().any(|reference| reference.seq == seq)
-        })
+    /// The seqs of the events behind facts still valid, in one pass over
+    /// the facts (a bundle is assembled as its handoff is applied, replay
+    /// included, so asking per fact would be quadratic).
+    fn valid_fact_seqs(&self) -> BTreeSet<u64> {
+        self.graph
+            .facts
+            .values()
+            .map(|&edge| &self.graph.edges[edge as usize])
+            .filter(|record| record.valid_to.is_none())
+            .flat_map(|record| record.provenance.iter().map(|reference| reference.seq))
+            .collect()
     }
 
     /// Files linked to any of `seqs` in the fact graph.
