@@ -7,6 +7,7 @@
 //! both part of the snapshot and the digest, so a restored or replayed
 //! memory answers the same and nothing new is stored.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use mneme_events::ContradictionResolution;
@@ -17,7 +18,9 @@ use crate::memory::AgentMemory;
 /// Item id → the id of what superseded it, for facts and contradiction
 /// sides; decisions are looked up in the graph as asked.
 pub(crate) struct Supersessions {
-    retracted: HashMap<String, String>,
+    /// Built on the first fact asked about: it takes a pass over every
+    /// fact, which a search or context with no fact among its items skips.
+    retracted: OnceCell<HashMap<String, String>>,
     lost: HashMap<String, String>,
 }
 
@@ -28,7 +31,7 @@ impl Supersessions {
     pub(crate) fn of(&self, memory: &AgentMemory, item: &MemoryItem) -> Option<String> {
         let by_graph = match item.kind {
             "decision_made" => memory.graph.superseding_decision(&item.item_id),
-            "fact_asserted" => self.retracted.get(&item.item_id).cloned(),
+            "fact_asserted" => self.retracted.get_or_init(|| memory.retractions()).get(&item.item_id).cloned(),
             _ => None,
         };
         by_graph.or_else(|| self.lost.get(&item.item_id).cloned())
@@ -44,8 +47,26 @@ impl AgentMemory {
     }
 
     /// Everything needed to answer [`Supersessions::of`] for many items:
-    /// one pass over the closed facts and the settled contradictions.
+    /// the settled contradictions now, the closed facts when first needed.
     pub(crate) fn supersessions(&self) -> Supersessions {
+        // A side that lost twice was superseded by the first resolution.
+        let mut resolutions: Vec<_> = self.resolved_contradictions.values().collect();
+        resolutions.sort_by_key(|resolved| resolved.provenance.seq);
+        let mut lost = HashMap::new();
+        for resolved in resolutions {
+            let (loser, winner) = match resolved.resolution {
+                ContradictionResolution::AWins => (&resolved.b, &resolved.a),
+                ContradictionResolution::BWins | ContradictionResolution::Merged => (&resolved.a, &resolved.b),
+                ContradictionResolution::BothValid => continue,
+            };
+            lost.entry(loser.clone()).or_insert_with(|| winner.clone());
+        }
+        Supersessions { retracted: OnceCell::new(), lost }
+    }
+
+    /// Each retracted assertion's item id → the retraction's: one pass over
+    /// the closed facts.
+    fn retractions(&self) -> HashMap<String, String> {
         let mut retracted = HashMap::new();
         for provenance in self.graph.closed_fact_provenance() {
             // The assertions of one validity interval, each closed by the
@@ -64,18 +85,6 @@ impl AgentMemory {
                 }
             }
         }
-        // A side that lost twice was superseded by the first resolution.
-        let mut resolutions: Vec<_> = self.resolved_contradictions.values().collect();
-        resolutions.sort_by_key(|resolved| resolved.provenance.seq);
-        let mut lost = HashMap::new();
-        for resolved in resolutions {
-            let (loser, winner) = match resolved.resolution {
-                ContradictionResolution::AWins => (&resolved.b, &resolved.a),
-                ContradictionResolution::BWins | ContradictionResolution::Merged => (&resolved.a, &resolved.b),
-                ContradictionResolution::BothValid => continue,
-            };
-            lost.entry(loser.clone()).or_insert_with(|| winner.clone());
-        }
-        Supersessions { retracted, lost }
+        retracted
     }
 }
