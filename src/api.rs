@@ -9,7 +9,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use metrics_exporter_prometheus::PrometheusHandle;
 use mneme::api_params::{
-    EventsParams, GraphParams, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PER_REQUEST, MinSeqParams, ParameterError,
+    EventsParams, GraphParams, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PER_REQUEST, MinSeqParams, NoParams, ParameterError,
     ProvenanceParams, ReplayParams, SearchParams, SearchWeights, check_item_id,
 };
 use mneme_actors::swarm_config::RetrievalSection;
@@ -206,6 +206,7 @@ struct Accepted {
 async fn post_events(
     state: web::Data<AppState>,
     caller: Option<web::ReqData<Caller>>,
+    _: web::Query<NoParams>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body =
@@ -606,7 +607,11 @@ async fn get_events(
     Ok(HttpResponse::Ok().json(json!({"events": events, "next_seq": next_seq})))
 }
 
-async fn get_dead_letters(state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
+async fn get_dead_letters(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    _: web::Query<NoParams>,
+) -> Result<HttpResponse, ApiError> {
     check_swarm(&state, &path)?;
     let letters: Vec<Value> = state
         .log
@@ -620,7 +625,11 @@ async fn get_dead_letters(state: web::Data<AppState>, path: web::Path<String>) -
     Ok(HttpResponse::Ok().json(json!({"dead_letters": letters})))
 }
 
-async fn get_agents(state: web::Data<AppState>, path: web::Path<String>) -> Result<HttpResponse, ApiError> {
+async fn get_agents(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    _: web::Query<NoParams>,
+) -> Result<HttpResponse, ApiError> {
     check_swarm(&state, &path)?;
     let agents = state.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
     Ok(HttpResponse::Ok().json(json!({"agents": agents})))
@@ -629,7 +638,11 @@ async fn get_agents(state: web::Data<AppState>, path: web::Path<String>) -> Resu
 /// `GET /v1/swarms/{swarm}/provenance/{item_id}`: the full events behind an
 /// item, in log order, from every memory that holds it. For operators: a
 /// token bound to an agent asks `…/agents/{agent}/provenance/{item_id}`.
-async fn provenance(state: web::Data<AppState>, path: web::Path<(String, String)>) -> Result<HttpResponse, ApiError> {
+async fn provenance(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    _: web::Query<NoParams>,
+) -> Result<HttpResponse, ApiError> {
     let (swarm, item_id) = path.into_inner();
     check_swarm(&state, &swarm)?;
     let agents = state.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;

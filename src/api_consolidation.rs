@@ -4,6 +4,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use mneme::api_params::NoParams;
 use mneme_actors::{ConsolidationReport, ConsolidationRequest, ListAgents, Query, QueryAnswer, TakeSnapshot};
 use mneme_events::{
     CURRENT_SCHEMA_VERSION, ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged,
@@ -216,6 +217,7 @@ fn parse_resolution(text: &str) -> Result<ContradictionResolution, ApiError> {
 pub async fn resolve_contradiction(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
+    _: web::Query<NoParams>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = read_command_body(payload).await?;
@@ -322,6 +324,7 @@ pub struct PurgeBody {
 pub async fn purge(
     state: web::Data<AppState>,
     path: web::Path<String>,
+    _: web::Query<NoParams>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = read_command_body(payload).await?;

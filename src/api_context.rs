@@ -4,7 +4,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use mneme::api_params::{ContextBody, ContextParams, MinSeqParams, PhaseParams};
+use mneme::api_params::{ContextBody, ContextParams, MinSeqParams, NoParams, PhaseParams};
 use mneme_actors::{AgentConfig, Query, QueryAnswer};
 use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
 use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
@@ -27,6 +27,7 @@ pub async fn get_context(
 pub async fn post_context(
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
+    _: web::Query<NoParams>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = read_command_body(payload).await?;

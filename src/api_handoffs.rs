@@ -6,6 +6,7 @@
 //! list and the acknowledgement are also the NATS verbs `handoffs` and `ack`
 //! (`nats_queries.rs`), answered by the same functions.
 
+use mneme::api_params::NoParams;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -198,6 +199,7 @@ struct AcknowledgeBody {
 pub async fn acknowledge_handoff(
     state: web::Data<AppState>,
     path: web::Path<(String, String, String)>,
+    _: web::Query<NoParams>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = read_command_body(payload).await?;

@@ -156,6 +156,12 @@ fn weight_parameter(field: &'static str, value: Option<f32>, default: f32) -> Re
     Ok(value)
 }
 
+/// The query string of a route that takes no parameters: any parameter is
+/// refused, named, like a misspelt one elsewhere.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
 /// `GET …/search` parameters, and the body of a NATS `search` query.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

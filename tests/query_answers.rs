@@ -84,6 +84,21 @@ fn over_http_unknown_fields_are_refused_superseded_items_say_so_and_importance_i
         post_context(json!({"query": "x", "signals": {"errors": ["E"]}})),
         "signals.errors",
     );
+    // Routes that take no parameters refuse any (found in review).
+    assert_unknown_field("deadletters x", get("/v1/swarms/demo/deadletters?x=1"), "x");
+    assert_unknown_field("agents verbose", get("/v1/swarms/demo/agents?verbose=true"), "verbose");
+    let post = |path: &str, body: Value| server.post(path, &body.to_string());
+    assert_unknown_field("events dry_run", post("/v1/events?dry_run=true", json!([])), "dry_run");
+    assert_unknown_field(
+        "context body min_seq",
+        post(&format!("{base}/context?min_seq=1"), json!({"query": "x"})),
+        "min_seq",
+    );
+    assert_unknown_field(
+        "purge dry_run",
+        post("/v1/swarms/demo/purge?dry_run=true", json!({"item_ids": []})),
+        "dry_run",
+    );
     // What the verb takes still works.
     let (status, context) = post_context(json!({"query": "refresh tokens in postgres", "budget": 500, "min_seq": seq}));
     assert_eq!(status, 200, "{context}");
