@@ -382,3 +382,26 @@ proptest! {
         }
     }
 }
+
+/// Found by `mneme eval`: a task phase keeps its agent's first and last
+/// messages in its findings. Other agents' messages in the task, now in the
+/// phase, must not push out how the phase ended (key-fact retention at
+/// `findings` fell from 0.94 to 0.87 on the small swarm before this).
+#[test]
+fn other_agents_messages_do_not_push_the_phase_agents_outcome_out_of_its_findings() {
+    let mut log = Log::starting_at(START_MS);
+    let (shared, task) = (Scope::Shared, Some(TASK));
+    let phase = log.push("planner", shared, task, started("rollout"));
+    log.push("planner", shared, task, message("Plan: roll the signing keys weekly."));
+    log.push("planner", shared, task, message("Outcome: the rotation job ships behind a flag."));
+    for n in 0..5 {
+        log.push("coder", shared, task, message(&format!("coder note {n} on the rotation job")));
+    }
+    log.push("planner", shared, task, completed("rollout", phase.id));
+    let memory = log.memory_of("planner");
+    let completed = memory.phases().phase(&phase.id.to_string()).expect("the planner's phase").clone();
+    let findings = findings(&completed);
+    assert!(findings.contains("Outcome: the rotation job ships behind a flag."), "{findings}");
+    assert!(!findings.contains("coder note"), "{findings}");
+    assert_eq!(completed.notes.message_count, 7, "every message of the task is counted");
+}

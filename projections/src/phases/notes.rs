@@ -74,7 +74,8 @@ pub struct PhaseNotes {
     pub facts: Vec<String>,
     /// Handoffs sent or received, as rendered (first line).
     pub handoffs: Vec<String>,
-    /// The first [`FIRST_MESSAGES`] messages and the latest [`LAST_MESSAGES`].
+    /// The phase agent's first [`FIRST_MESSAGES`] messages and its latest
+    /// [`LAST_MESSAGES`].
     pub first_messages: Vec<MessageNote>,
     pub last_messages: Vec<MessageNote>,
     /// Messages seen, including those not kept.
@@ -82,12 +83,24 @@ pub struct PhaseNotes {
 }
 
 impl PhaseNotes {
-    pub(crate) fn observe(&mut self, seq: u64, event: &Event, touched: &[TouchedEdge], item_text: Option<&str>) {
+    /// `phase_agent`: whose phase this is. Every agent's events of the
+    /// task count, but only that agent's messages are kept as its first and
+    /// last: they tell what the phase was for and how it ended, which other
+    /// agents' chatter in the same task would push out.
+    pub(crate) fn observe(
+        &mut self,
+        seq: u64,
+        event: &Event,
+        phase_agent: &str,
+        touched: &[TouchedEdge],
+        item_text: Option<&str>,
+    ) {
         *self.kinds.entry(event.kind_name().to_string()).or_default() += 1;
         if let Some(text) = item_text {
             self.item_tokens += tokens::count(text) as u64;
         }
         match &event.kind {
+            EventKind::MessageRecorded(_) if event.agent != phase_agent => self.message_count += 1,
             EventKind::MessageRecorded(message) => {
                 self.message_count += 1;
                 let note = MessageNote {
