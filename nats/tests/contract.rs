@@ -266,7 +266,7 @@ async fn an_id_stored_with_other_content_is_a_conflicting_duplicate(harness: &mu
     let stored = log.append(&batch).await?;
     assert_eq!(
         log.append(&batch).await?,
-        stored.iter().map(|a| Appended { duplicate: true, ..a.clone() }).collect::<Vec<_>>()
+        stored.iter().map(|a| Appended { duplicate: true, ..*a }).collect::<Vec<_>>()
     );
     let mut changed = batch.clone();
     changed[450] = Event { id: batch[450].id, ..event("coder", "changed in the retry") };
