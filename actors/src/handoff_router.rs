@@ -20,7 +20,7 @@ use futures::StreamExt;
 use mneme_events::{
     CURRENT_SCHEMA_VERSION, Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, Scope, Timestamp,
 };
-use mneme_nats::{Broker, EventLog, LogEntry, Seq};
+use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
 use mneme_projections::consolidation::verdict_event_id;
 use serde_json::{Value, json};
@@ -276,8 +276,21 @@ impl Routing {
             handoff_id: sent.id.to_string(),
             message: format!("the package is not a valid event: {error}"),
         })?;
-        let appended = self.log.append(std::slice::from_ref(&received)).await?;
-        let received_seq = appended[0].seq;
+        let (received_seq, package) = match self.log.append(std::slice::from_ref(&received)).await {
+            Ok(appended) => (appended[0].seq, package),
+            Err(LogError::ConflictingDuplicate { original_seq, .. }) => {
+                // Delivered before a crash, with a package that differs now
+                // (a purge since took items out of the bundle): the one on
+                // the log stands. Anything else under the id is refused.
+                match self.earlier_delivery(original_seq, recipient_name, sent.id).await? {
+                    Some(delivered) => (original_seq, delivered),
+                    None => {
+                        return Err(LogError::ConflictingDuplicate { id: received.id, index: 0, original_seq }.into());
+                    }
+                }
+            }
+            Err(error) => return Err(error.into()),
+        };
         self.supervisor.do_send(AgentsWritten(vec![recipient_name.to_string()]));
         tracing::info!(from = %sent.agent, to = recipient_name, handoff_id = %sent.id, received_seq, "handoff delivered");
         metrics::counter!("mneme_handoffs_delivered_total").increment(1);
@@ -293,6 +306,26 @@ impl Routing {
             broker.publish_handoff(recipient_name, record.handoff_id, body).await?;
         }
         Ok(())
+    }
+
+    /// The package of the `handoff_received` at `seq`, if that record is the
+    /// delivery of this handoff to this recipient.
+    async fn earlier_delivery(
+        &self,
+        seq: Seq,
+        recipient: &str,
+        handoff_id: mneme_events::EventId,
+    ) -> Result<Option<HandoffPackage>, ActorsError> {
+        let entries = self.log.read(seq, None, 1).await?;
+        let Some(Ok(event)) = entries.into_iter().find(|entry| entry.seq == seq).map(|entry| entry.record) else {
+            return Ok(None);
+        };
+        Ok(match event.kind {
+            EventKind::HandoffReceived(received) if event.agent == recipient && received.handoff_id == handoff_id => {
+                received.package
+            }
+            _ => None,
+        })
     }
 
     async fn handle_of(&self, agent: &str) -> Result<AgentHandle, ActorsError> {

@@ -9,12 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::{Actor, Addr};
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use mneme_actors::swarm_config::AgentConfig;
 use mneme_actors::{GetAgent, HandoffRouter, Query, QueryAnswer, SnapshotStore, StopRouting, Supervisor, SwarmConfig};
 use mneme_events::{
-    DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffSent, MessageRecorded, Scope, Timestamp,
+    DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffSent, MemoryPurged,
+    MessageRecorded, Scope, Timestamp,
 };
-use mneme_nats::{EventLog, SledLog, SledOptions};
+use mneme_nats::{Broker, EventLog, LogError, QueryRequest, SledLog, SledOptions};
 use mneme_projections::HandoffRecord;
 
 const SWARM: &str = "demo";
@@ -101,9 +105,38 @@ async fn fixture_admitting(events: &[Event], admit_unknown_agents: bool) -> Fixt
     Fixture { _dir: dir, log, supervisor, admit_unknown_agents }
 }
 
+/// A broker that records which handoffs were published, for what the
+/// router publishes; it never receives queries.
+#[derive(Default)]
+struct RecordingBroker {
+    published: std::sync::Mutex<Vec<EventId>>,
+}
+
+#[async_trait]
+impl Broker for RecordingBroker {
+    async fn publish_handoff(&self, _agent: &str, handoff_id: EventId, _package: Vec<u8>) -> Result<(), LogError> {
+        self.published.lock().unwrap().push(handoff_id);
+        Ok(())
+    }
+
+    async fn query_requests(&self) -> Result<BoxStream<'static, QueryRequest>, LogError> {
+        Ok(futures::stream::pending().boxed())
+    }
+
+    async fn reply(&self, _reply_to: String, _body: Vec<u8>) -> Result<(), LogError> {
+        Ok(())
+    }
+}
+
 impl Fixture {
     fn router(&self) -> Addr<HandoffRouter> {
         HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), None, self.admit_unknown_agents).start()
+    }
+
+    fn router_publishing_to(&self, broker: Arc<RecordingBroker>) -> Addr<HandoffRouter> {
+        let broker: Arc<dyn Broker> = broker;
+        HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), Some(broker), self.admit_unknown_agents)
+            .start()
     }
 
     /// The coder's handoffs once there are `count`, waiting for the router.
@@ -256,4 +289,57 @@ async fn a_handoff_to_an_agent_not_yet_on_the_log_is_delivered_when_the_swarm_ad
     let records = fixture.handoffs_of("newcomer", 1).await;
     assert_eq!(records[0].handoff_id, events[2].id);
     assert!(records[0].package.is_some());
+}
+
+/// Found in review: a router that crashed after delivering a handoff but
+/// before storing its position delivers it again. If a purge has since
+/// taken an item out of the sender's bundle, the new package differs from
+/// the stored `handoff_received` and the log refuses it as a conflicting
+/// duplicate; the router must take the delivery on the log as done (and
+/// publish it), not drop the handoff as undeliverable.
+#[actix_rt::test]
+async fn a_handoff_delivered_again_after_a_purge_changed_its_bundle_counts_as_delivered() {
+    let events = vec![planner_fact(501, "refresh_tokens", "postgres"), handoff(502, "coder")];
+    let handoff_id = events[1].id;
+    let fixture = fixture(&events).await;
+    let broker = Arc::new(RecordingBroker::default());
+    let router = fixture.router_publishing_to(broker.clone());
+    let records = fixture.coder_handoffs(1).await;
+    assert!(records[0].package.as_ref().unwrap().bundle.items.iter().any(|item| item.text.contains("postgres")));
+    assert_eq!(*broker.published.lock().unwrap(), [handoff_id]);
+    router.send(StopRouting).await.unwrap();
+
+    // The coder acknowledges it (so the restart's redelivery of pending
+    // handoffs leaves it alone); the planner purges the fact in its bundle;
+    // the router's position goes back before the handoff, as after a crash.
+    let ack = event(
+        503,
+        "coder",
+        Scope::Private,
+        EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note: None }),
+    );
+    let purge = event(
+        504,
+        "planner",
+        Scope::Private,
+        EventKind::MemoryPurged(MemoryPurged {
+            item_ids: vec![events[0].id.to_string()],
+            before: None,
+            of_agent: None,
+            reason: Some("erasure request".into()),
+        }),
+    );
+    fixture.log.append(&[ack, purge]).await.unwrap();
+    fixture.handoffs_of("planner", 0).await;
+    fixture.log.store_position("handoff-router", 0).await.unwrap();
+
+    let _again = fixture.router_publishing_to(broker.clone());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while broker.published.lock().unwrap().len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "the handoff was not delivered again: {:?}", broker.published);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(*broker.published.lock().unwrap(), [handoff_id, handoff_id]);
+    let received = fixture.kinds().await.into_iter().filter(|kind| *kind == "handoff_received").count();
+    assert_eq!(received, 1, "the delivery on the log stands, stored once");
 }
