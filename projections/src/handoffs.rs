@@ -104,6 +104,9 @@ impl AgentMemory {
             bundle.items.retain(|item| !item.provenance.iter().any(|reference| erased_seqs.contains(&reference.seq)));
             let graph = &self.graph;
             bundle.files.retain(|file| graph.node(&format!("file:{file}")).is_some());
+            let used: usize = bundle.items.iter().map(|item| tokens::count(&item.text)).sum::<usize>()
+                + bundle.files.iter().map(|file| tokens::count(file)).sum::<usize>();
+            bundle.used_tokens = u32::try_from(used).unwrap_or(u32::MAX);
         }
     }
 
