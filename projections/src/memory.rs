@@ -787,3 +787,26 @@ pub(crate) fn resolution_name(resolution: ContradictionResolution) -> &'static s
         ContradictionResolution::Merged => "merged",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use mneme_events::{DecodeLimits, decode_json};
+
+    use super::content_fingerprint;
+
+    /// Snapshots keep each applied id's fingerprint, so the fingerprint of
+    /// an event must not change while a snapshot format lives: if the
+    /// event's JSON form changes (a field, a number's form), restored
+    /// memories would take repeats of old events for conflicting
+    /// duplicates. This pins it: when it fails, bump `SNAPSHOT_FORMAT`
+    /// and then the value here.
+    #[test]
+    fn the_content_fingerprint_is_pinned_for_the_snapshot_format() {
+        let json = r#"{"id":"01KE9AECXV82AADA5PPPFVC093","swarm":"demo","agent":"coder","ts":"2026-01-06T09:33:09.947Z",
+            "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
+            "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
+        let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
+        assert_eq!(crate::SNAPSHOT_FORMAT, 8);
+        assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
+    }
+}
