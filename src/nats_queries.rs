@@ -109,6 +109,12 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
                     let params = PhaseParams { level: body.level, min_seq: body.min_seq };
                     api_context::phase_answer(state, swarm, agent, phase_id, &params).await
                 }
+                // The listing has no level: a level without a phase is a
+                // request for one phase that forgot to name it.
+                None if body.level.is_some() => Err(ApiError::bad_parameter(
+                    "phase_id",
+                    "level is for one phase: name it with phase_id, or send no level for the listing",
+                )),
                 None => api_context::phases_answer(state, swarm, agent, body.min_seq).await,
             }
         }

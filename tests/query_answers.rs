@@ -152,6 +152,12 @@ fn over_nats_query_bodies_refuse_unknown_fields_naming_them() {
     refused("graph hopz", query("graph", json!({"entity": "coder", "hopz": 2})), "hopz");
     refused("provenance id", query("provenance", json!({"id": redis_id})), "id");
     refused("phase level", query("phase", json!({"levle": "summary"})), "levle");
+    let no_phase = query("phase", json!({"level": "summary"}));
+    assert_eq!(
+        (&no_phase["error"]["status"], &no_phase["error"]["field"]),
+        (&json!(400), &json!("phase_id")),
+        "a level without a phase is refused: {no_phase}"
+    );
     // The same answers as over HTTP for what the verbs take.
     let search = query("search", json!({"q": "refresh tokens redis postgres", "min_seq": seq}));
     let hits = search["hits"].as_array().unwrap_or_else(|| panic!("{search}"));
