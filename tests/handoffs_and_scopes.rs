@@ -311,6 +311,16 @@ fn assert_tokens_hold(server: &MnemeServer) {
     assert_eq!(server.get_as(Some(REVIEWER_TOKEN), &format!("/v1/swarms/demo/provenance/{PRIVATE_NOTE_ID}")).0, 403);
     assert_eq!(server.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/other/agents/reviewer/search?q=x").0, 403);
     assert_eq!(server.get_as(None, "/healthz").0, 200);
+    // Metrics name every agent and count what each did (issue 17, item 8).
+    assert_eq!(server.get_as(None, "/metrics").0, 401);
+    assert_eq!(server.get_as(Some(REVIEWER_TOKEN), "/metrics").0, 403);
+    let metrics = ureq::get(&format!("{}/metrics", server.url))
+        .set("authorization", &format!("Bearer {OPERATOR_TOKEN}"))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    assert!(metrics.contains("mneme_events_applied_total"), "{metrics}");
     let forged = event(20, "coder", Some("shared"), "message_recorded", json!({"role": "user", "text": "forged"}));
     let (status, refused) = server.post_as(Some(REVIEWER_TOKEN), "/v1/events", &forged.to_string());
     assert_eq!((status, &refused["error"]["field"]), (403, &json!("[0].agent")), "{refused}");
