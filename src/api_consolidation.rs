@@ -11,7 +11,7 @@ use mneme_events::{
     Scope, Timestamp,
 };
 use mneme_projections::consolidation::ConsolidationPlan;
-use mneme_projections::{OpenContradiction, ResolvedContradiction};
+use mneme_projections::{ItemState, OpenContradiction, ResolvedContradiction};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -355,20 +355,34 @@ pub async fn purge(
         None => agents_of(&state, &swarm, body.agent.as_deref()).await?,
     };
     let mut targets: Vec<(String, Vec<String>)> = Vec::new();
+    // Items a memory holds that an earlier purge erased already: a second
+    // tombstone would change nothing and cost a snapshot rewrite.
+    let mut already_purged: Vec<Value> = Vec::new();
     for agent in memories {
         let handle = agent_handle(&state, &swarm, &agent, None).await?;
         let mut held = Vec::new();
         let item_ids_apply = body.agent.as_deref().is_none_or(|named| named == agent);
         for item_id in body.item_ids.iter().filter(|_| item_ids_apply) {
             if let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.clone()))).await? {
-                if listing.item.is_some() {
-                    held.push(item_id.clone());
+                match listing.item {
+                    Some(item) if item.state == ItemState::Purged => {
+                        already_purged.push(json!({"agent": agent, "item_id": item_id}));
+                    }
+                    Some(_) => held.push(item_id.clone()),
+                    None => {}
                 }
             }
         }
         if !held.is_empty() || before.is_some() {
             targets.push((agent, held));
         }
+    }
+    if targets.is_empty() && !already_purged.is_empty() {
+        return Ok(HttpResponse::Ok().json(json!({
+            "purged": [],
+            "already_purged": already_purged,
+            "message": "nothing left to erase: every memory that holds these items has purged them already; no tombstone was appended",
+        })));
     }
     if targets.is_empty() {
         return Err(ApiError::new(
@@ -425,6 +439,7 @@ pub async fn purge(
     }
     Ok(HttpResponse::Ok().json(json!({
         "purged": results,
+        "already_purged": already_purged,
         "log": "the original events are still in the log: on JetStream, drop them by retention (log.max_age_secs) or by deleting their messages; the embedded log keeps them; see README, Erasure",
     })))
 }

@@ -149,6 +149,14 @@ pub fn purge(
             purged["snapshot_seq"],
         ));
     }
-    print_line(answer["log"].as_str().unwrap_or(""));
+    for held in answer["already_purged"].as_array().into_iter().flatten() {
+        print_line(format!(
+            "already purged from {}'s memory: {}",
+            held["agent"].as_str().unwrap_or(""),
+            held["item_id"].as_str().unwrap_or("")
+        ));
+    }
+    let note = answer["log"].as_str().or(answer["message"].as_str()).unwrap_or("");
+    print_line(note);
     Ok(ExitCode::SUCCESS)
 }

@@ -546,6 +546,16 @@ fn consolidation_writes_verdicts_as_events_and_replay_applies_them_without_scann
     assert!(purged.contains("purged from coder"), "{purged}");
     let search = server.get("/v1/swarms/demo/agents/coder/search?q=zq-secret-7781%20registry&k=10&mode=bm25");
     assert!(search["hits"].as_array().unwrap().iter().all(|hit| hit["item_id"] != secret_id.as_str()), "{search}");
+    // The same purge again changes nothing and says so, appending nothing
+    // (issue 17, item 9).
+    let log_end = server.get("/healthz")["last_seq"].clone();
+    let (status, again) = server.post("/v1/swarms/demo/purge", &json!({"item_ids": [secret_id]}).to_string());
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["purged"], json!([]), "{again}");
+    let holders: Vec<&str> =
+        again["already_purged"].as_array().unwrap().iter().map(|held| held["agent"].as_str().unwrap()).collect();
+    assert_eq!(holders, ["coder", "planner", "reviewer"], "a shared secret was purged from every memory: {again}");
+    assert_eq!(server.get("/healthz")["last_seq"], log_end, "no tombstone appended");
 
     let tail = server.get(&format!("/v1/swarms/demo/events?from_seq={}&limit=10000", last_seq + 1));
     let final_seq = tail["next_seq"].as_u64().unwrap() - 1;
