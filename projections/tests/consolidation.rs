@@ -448,6 +448,29 @@ fn memories_sharing_entities_are_linked_once() {
     assert!(given.consolidate(&policy).links.is_empty(), "links are made once");
 }
 
+/// Issue 17, item 3: two items that share 1,000 paths get one link whose
+/// reason names a few of them and counts the rest, so no verdict event can
+/// outgrow the log's event limit however much the items share.
+#[test]
+fn a_link_between_items_sharing_thousands_of_entities_has_a_bounded_reason() {
+    let mut given = Given::default();
+    // Half of each list in common: 1,000 shared paths, too different to
+    // be near duplicates.
+    let listing = |range: std::ops::Range<u32>| {
+        range.map(|n| format!("src/generated/module_{n:04}/mod.rs")).collect::<Vec<_>>().join("\n")
+    };
+    let a = given.say(&format!("Files touched by the codegen run:\n{}", listing(0..2000)));
+    let b = given.say(&format!("Files to review after the codegen run:\n{}", listing(1000..3000)));
+    let plan = given.consolidate(&ConsolidationPolicy::default());
+    let link = plan
+        .links
+        .iter()
+        .find(|link| [&link.a, &link.b].contains(&&a) && [&link.a, &link.b].contains(&&b))
+        .unwrap_or_else(|| panic!("the two listings are linked: {:#?}", plan.links));
+    assert!(link.reason.len() < 2048, "{} bytes: {}", link.reason.len(), link.reason);
+    assert!(link.reason.contains(" more"), "the reason counts what it does not name: {}", link.reason);
+}
+
 /// The designed set of issue 5: duplicates that must merge, near misses
 /// that must not, contradictions and look-alikes that are none, and items
 /// that must be kept while old filler is forgotten. Prints the figures.

@@ -13,6 +13,13 @@ use super::view::{ConsolidationView, is_live, ordered_pair};
 /// suffices within the same task.
 const SHARED_ENTITIES_FOR_LINK: usize = 2;
 
+/// A link's reason names at most this many of the entities the two items
+/// share, each cut to `REASON_NAME_CHARS` characters, and counts the rest:
+/// two tool results listing the same 15,000 paths made one reason 268 KB
+/// and a `memories_linked` event larger than the log takes.
+const REASON_NAMES: usize = 8;
+const REASON_NAME_CHARS: usize = 120;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkVerdict {
     pub a: String,
@@ -64,17 +71,33 @@ pub fn link_verdicts(
             if view.linked_pairs.contains(&pair) || !emitted.insert(pair.clone()) {
                 continue;
             }
-            let names: Vec<&str> = common.iter().map(|entity| view.entity_names[*entity as usize].as_str()).collect();
-            let reason = if same_task {
-                format!("same task; share {}", names.join(", "))
-            } else {
-                format!("share {}", names.join(", "))
-            };
+            let names = shared_names(view, &common);
+            let reason = if same_task { format!("same task; share {names}") } else { format!("share {names}") };
             verdicts.push(LinkVerdict { a: pair.0, b: pair.1, reason });
         }
     }
     link_task_neighbours(view, &is_linkable, &mut emitted, &mut verdicts);
     verdicts
+}
+
+/// The shared entities as a link's reason says them: bounded whatever the
+/// items hold (see `REASON_NAMES`).
+fn shared_names(view: &ConsolidationView, common: &[u32]) -> String {
+    let mut names: Vec<String> = common
+        .iter()
+        .take(REASON_NAMES)
+        .map(|entity| {
+            let name = view.entity_names[*entity as usize].as_str();
+            match name.char_indices().nth(REASON_NAME_CHARS) {
+                Some((cut, _)) => format!("{}…", &name[..cut]),
+                None => name.to_string(),
+            }
+        })
+        .collect();
+    if common.len() > REASON_NAMES {
+        names.push(format!("and {} more", common.len() - REASON_NAMES));
+    }
+    names.join(", ")
 }
 
 /// Memories that co-occur in a task: each live item is linked to the live
