@@ -44,6 +44,8 @@ pub struct AppState {
     /// Memory settings and embedder, for replays.
     pub memory_config: MemoryConfig,
     pub consolidator: Addr<Consolidator>,
+    /// Keys the ids Mneme derives for its own events (acknowledgements).
+    pub id_key: mneme_events::IdKey,
     /// Turns true when the server begins to shut down: long-lived responses
     /// (handoff streams) end then, rather than hold the shutdown up.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,
@@ -145,7 +147,16 @@ impl From<ActorsError> for ApiError {
             ActorsError::CatchUpTimeout { .. } => {
                 ApiError::new(StatusCode::GATEWAY_TIMEOUT, "catch_up_timeout", Some("min_seq"), message)
             }
-            ActorsError::Log(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "log_unavailable", None, message),
+            // The log out of reach is worth a retry; a log that refused what
+            // Mneme itself wrote (a verdict, a delivery) is a fault here.
+            ActorsError::Log(
+                LogError::Storage(_)
+                | LogError::Locked { .. }
+                | LogError::Nats(_)
+                | LogError::PublishNotAcknowledged { .. }
+                | LogError::Server(_)
+                | LogError::Closed,
+            ) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "log_unavailable", None, message),
             _ => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", None, message),
         }
     }

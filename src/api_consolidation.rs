@@ -57,6 +57,7 @@ fn report_json(report: &ConsolidationReport) -> Value {
             value["items"] = json!(agent.items);
             value["retrievals_recorded"] = json!(agent.retrievals_recorded);
             value["events_written"] = json!(agent.events_written);
+            value["verdicts_dropped"] = json!(agent.verdicts_dropped);
             value["scan_ms"] = json!((agent.scan_seconds * 1000.0 * 10.0).round() / 10.0);
             value
         })

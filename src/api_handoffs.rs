@@ -17,7 +17,6 @@ use mneme_actors::{AgentHandle, AgentsWritten, Query, QueryAnswer, handoff_deliv
 use mneme_events::{EventId, EventKind, HandoffAcknowledged};
 use mneme_nats::LogEntry;
 use mneme_projections::HandoffRecord;
-use mneme_projections::consolidation::verdict_event_id;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -247,7 +246,7 @@ pub async fn acknowledge_answer(
         ));
     }
     let mut event = agent_event(swarm, agent, EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note }));
-    event.id = verdict_event_id(agent, "handoff_acknowledged", &handoff_id.to_string());
+    event.id = state.id_key.derive(agent, "handoff_acknowledged", &handoff_id.to_string());
     event.causation_id = Some(record.received.event_id);
     event.validate().map_err(ApiError::from_validation)?;
     let appended = state.log.append(std::slice::from_ref(&event)).await?;

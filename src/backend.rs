@@ -59,3 +59,78 @@ pub async fn open_log_and_broker(config: &SwarmConfig) -> anyhow::Result<OpenedL
         }
     }
 }
+
+/// The environment variable that gives the key behind derived event ids
+/// (64 hexadecimal digits), for deployments whose data dir does not last.
+pub const ID_KEY_VARIABLE: &str = "MNEME_ID_KEY";
+
+/// The key file under the data dir.
+pub fn id_key_path(config: &SwarmConfig) -> std::path::PathBuf {
+    config.log.data_dir.join("id.key")
+}
+
+/// The deployment's key behind the ids Mneme derives for its own events
+/// (`mneme_events::derived`): from `MNEME_ID_KEY`, else from `<data dir>/id.key`,
+/// made on first start from the OS's random source (mode 0600, written
+/// whole or not at all). The same key must come back at every start, or a
+/// verdict or delivery repeated across the restart gets a new id and is
+/// written twice; an unreadable key file stops the start rather than
+/// making a new key.
+pub fn id_key(config: &SwarmConfig) -> anyhow::Result<mneme_events::IdKey> {
+    use mneme_events::IdKey;
+    if let Ok(text) = std::env::var(ID_KEY_VARIABLE) {
+        return IdKey::from_hex(&text).map_err(|problem| anyhow::anyhow!("{ID_KEY_VARIABLE}: {problem}"));
+    }
+    let path = id_key_path(config);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => IdKey::from_hex(&text).map_err(|problem| {
+            anyhow::anyhow!(
+                "the id key {} is damaged ({problem}); restore it, or set {ID_KEY_VARIABLE}: a new key would give \
+                 verdicts and deliveries repeated after this start new ids",
+                path.display()
+            )
+        }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let key = IdKey::generate().map_err(|error| anyhow::anyhow!("generating an id key: {error}"))?;
+            let partial = path.with_extension("key.partial");
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&partial)
+                .with_context(|| format!("creating {}", partial.display()))?;
+            file.write_all(key.to_hex().as_bytes())
+                .and_then(|()| file.sync_all())
+                .with_context(|| format!("writing {}", partial.display()))?;
+            std::fs::rename(&partial, &path).with_context(|| format!("writing {}", path.display()))?;
+            tracing::info!(path = %path.display(), "made a new key for derived event ids");
+            Ok(key)
+        }
+        Err(error) => Err(error).with_context(|| format!("reading the id key {}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_key_is_made_once_kept_private_and_read_back_the_same() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = SwarmConfig::parse("[swarm]\nname = \"demo\"\n", "test").expect("a minimal config");
+        config.log.data_dir = dir.path().to_path_buf();
+        // SAFETY of the test: no other test sets or reads this variable.
+        assert!(std::env::var(ID_KEY_VARIABLE).is_err());
+        let first = id_key(&config).expect("made");
+        let mode = std::fs::metadata(id_key_path(&config)).expect("key file").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        assert_eq!(id_key(&config).expect("read back"), first);
+        std::fs::write(id_key_path(&config), "not a key").expect("damage it");
+        let error = format!("{:#}", id_key(&config).expect_err("damaged"));
+        assert!(error.contains("id.key is damaged") && !error.contains("not a key"), "{error}");
+    }
+}

@@ -82,7 +82,7 @@ pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let plan = consolidate(&view, &policy);
     let scan_seconds = started.elapsed().as_secs_f64();
-    let events = plan.events(Timestamp::from_unix_millis(1_800_000_000_000));
+    let events = plan.events(Timestamp::from_unix_millis(1_800_000_000_000), &mneme_events::IdKey::from_bytes([0; 32]));
     out!(
         "plan: {} contradictions, {} merges ({} items), {} forgotten, {} demoted, {} links, {} deferred -> {} events",
         plan.contradictions.len(),

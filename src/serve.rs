@@ -24,6 +24,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let metrics = PrometheusBuilder::new().install_recorder().context("installing the metrics recorder")?;
     std::fs::create_dir_all(&config.log.data_dir)
         .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
+    let id_key = backend::id_key(&config)?;
     let opened = backend::open_log_and_broker(&config).await?;
     let log = opened.log;
     let snapshot_dir = backend::snapshot_dir(&config);
@@ -36,22 +37,29 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     if let Some(llm) = &config.compression.llm {
         let summarizer = crate::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
         tracing::info!(endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");
-        supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens);
+        supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens, id_key.clone());
     }
     let supervisor = supervisor.start();
     let schedule = ConsolidationSchedule {
         interval: config.consolidation_interval(),
         every_events: config.consolidation_every_events(),
     };
-    let consolidator =
-        Consolidator::new(&config.swarm.name, log.clone(), supervisor.clone(), config.consolidation_policy(), schedule)
-            .start();
+    let consolidator = Consolidator::new(
+        &config.swarm.name,
+        log.clone(),
+        supervisor.clone(),
+        config.consolidation_policy(),
+        schedule,
+        id_key.clone(),
+    )
+    .start();
     let router = HandoffRouter::new(
         &config.swarm.name,
         log.clone(),
         supervisor.clone(),
         opened.broker.clone(),
         config.swarm.admit_unknown_agents,
+        id_key.clone(),
     )
     .start();
     let bind = config.http.bind;
@@ -67,6 +75,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         replay_permits: tokio::sync::Semaphore::new(1),
         memory_config,
         consolidator,
+        id_key,
         shutting_down: shutting_down_receiver,
     });
     // Signals are handled here rather than by actix-web, whose handler stops

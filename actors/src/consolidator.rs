@@ -1,9 +1,11 @@
 //! The consolidator: one per swarm. On a schedule, after every N events, or
-//! on demand, it records each agent's retrieval counts as an event, reads a
-//! copy of the agent's memory through a query, scans it
+//! on demand, it takes each agent's retrieval counts, reads a copy of the
+//! agent's memory through a query, scans it
 //! ([`mneme_projections::consolidation::consolidate`]) on a blocking thread
-//! — off the arbiters that apply events and answer queries — and appends
-//! its verdicts to the log. Memory changes only when the memory actor
+//! — off the arbiters that apply events and answer queries — and, once
+//! every agent is scanned, appends the counts and the verdicts to the log.
+//! A run that fails before that appends nothing; no verdict can fail a run
+//! by its size (see [`fit_to_log`]). Memory changes only when the memory actor
 //! applies those events, like any others; a replay applies the recorded
 //! verdicts and never scans.
 //!
@@ -15,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mneme_events::{
-    CURRENT_SCHEMA_VERSION, Event, EventId, EventKind, MemoriesRetrieved, RetrievalCount, Scope, Timestamp,
+    CURRENT_SCHEMA_VERSION, Event, EventId, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoriesRetrieved,
+    RetrievalCount, Scope, Timestamp,
 };
 use mneme_nats::{EventLog, Seq};
 use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, ConsolidationView, consolidate};
@@ -54,6 +57,8 @@ pub struct Consolidator {
     supervisor: Addr<Supervisor>,
     policy: ConsolidationPolicy,
     schedule: ConsolidationSchedule,
+    /// Keys the ids of verdict events (see `mneme_events::derived`).
+    id_key: IdKey,
     scanner: Scanner,
     /// One run at a time; a scheduled run that finds one going is skipped.
     running: Arc<tokio::sync::Mutex<()>>,
@@ -71,8 +76,10 @@ impl Consolidator {
         supervisor: Addr<Supervisor>,
         policy: ConsolidationPolicy,
         schedule: ConsolidationSchedule,
+        id_key: IdKey,
     ) -> Consolidator {
         Consolidator {
+            id_key,
             swarm: swarm.to_string(),
             log,
             supervisor,
@@ -158,6 +165,7 @@ impl Consolidator {
         let policy = self.policy.clone();
         let swarm = self.swarm.clone();
         let scanner = self.scanner.clone();
+        let id_key = self.id_key.clone();
         async move {
             let started = Instant::now();
             let log_seq_at_start = log.last_seq().await?;
@@ -173,11 +181,37 @@ impl Consolidator {
                 log_seq_at_start,
                 log_seq_at_end: log_seq_at_start,
             };
+            // Every agent is read and scanned before anything is written, so
+            // a run that fails there (an agent gone, a scan that panicked)
+            // appends nothing, for no agent; what it took is given back.
+            let mut scanned: Vec<ScannedAgent> = Vec::new();
             for agent in agents {
-                let handle = supervisor.send(GetAgent(agent.clone())).await.map_err(|_| stopped("supervisor"))??;
-                let outcome =
-                    consolidate_agent(&swarm, &handle, log.as_ref(), &policy, &scanner, request.dry_run).await?;
-                report.agents.push(outcome);
+                let outcome = match supervisor.send(GetAgent(agent.clone())).await {
+                    Ok(Ok(handle)) => {
+                        scan_agent(&swarm, &handle, log.as_ref(), &policy, &scanner, &id_key, request.dry_run).await
+                    }
+                    Ok(Err(error)) => Err(error),
+                    Err(_) => Err(stopped("supervisor")),
+                };
+                match outcome {
+                    Ok(agent) => scanned.push(agent),
+                    Err(error) => {
+                        scanned.into_iter().for_each(ScannedAgent::return_retrievals);
+                        return Err(error);
+                    }
+                }
+            }
+            let mut scanned = scanned.into_iter();
+            while let Some(agent) = scanned.next() {
+                match write_agent(agent, log.as_ref()).await {
+                    Ok(outcome) => report.agents.push(outcome),
+                    Err(error) => {
+                        // Only the log (or an agent's apply) can fail here;
+                        // the agents not reached keep their counts.
+                        scanned.for_each(ScannedAgent::return_retrievals);
+                        return Err(error);
+                    }
+                }
             }
             report.elapsed = started.elapsed();
             report.log_seq_at_end = log.last_seq().await?;
@@ -192,64 +226,205 @@ fn stopped(agent: &str) -> ActorsError {
     ActorsError::ActorStopped { agent: agent.to_string() }
 }
 
-/// One agent: record retrievals, read, scan, write, wait until applied.
-async fn consolidate_agent(
+/// One agent's run before anything is written: the retrieval counts taken
+/// from its memory, the plan, and the events that record both.
+struct ScannedAgent {
+    handle: AgentHandle,
+    items: usize,
+    plan: ConsolidationPlan,
+    /// Taken from the memory actor: returned to it if the run fails before
+    /// they are on the log.
+    counts: Vec<(String, u32)>,
+    events: Vec<Event>,
+    verdicts_dropped: usize,
+    scan_seconds: f64,
+}
+
+impl ScannedAgent {
+    fn return_retrievals(self) {
+        if !self.counts.is_empty() {
+            self.handle.addr.do_send(ReturnRetrievals(self.counts));
+        }
+    }
+}
+
+/// One agent, read and scanned, nothing written: take the retrieval counts
+/// (counted into the copy as if applied, which is what recording them
+/// first did), read a copy, scan it on a blocking thread, and turn the plan
+/// into events that each fit the log.
+async fn scan_agent(
     swarm: &str,
     handle: &AgentHandle,
     log: &dyn EventLog,
     policy: &ConsolidationPolicy,
     scanner: &Scanner,
+    id_key: &IdKey,
     dry_run: bool,
-) -> Result<AgentConsolidation, ActorsError> {
+) -> Result<ScannedAgent, ActorsError> {
     let agent = handle.agent.clone();
-    let mut retrievals_recorded = 0;
-    let mut last_written: Option<Seq> = None;
-    if !dry_run {
-        let counts = handle.addr.send(TakeRetrievals).await.map_err(|_| stopped(&agent))?;
-        retrievals_recorded = counts.len();
-        let events = retrieval_events(swarm, &agent, &counts);
-        if !events.is_empty() {
-            let appended = match log.append(&events).await {
-                Ok(appended) => appended,
-                Err(error) => {
-                    // Not recorded: the counts go back, for the next run.
-                    handle.addr.do_send(ReturnRetrievals(counts));
-                    return Err(error.into());
-                }
-            };
-            last_written = appended.iter().map(|appended| appended.seq).max();
-            if let Some(seq) = last_written {
-                handle.caught_up(log, seq, APPLY_TIMEOUT).await?;
-            }
+    let counts =
+        if dry_run { Vec::new() } else { handle.addr.send(TakeRetrievals).await.map_err(|_| stopped(&agent))? };
+    let give_back = |counts: Vec<(String, u32)>| {
+        if !counts.is_empty() {
+            handle.addr.do_send(ReturnRetrievals(counts));
         }
-    }
-    let view = match handle.addr.send(Query::ConsolidationView).await.map_err(|_| stopped(&agent))?? {
-        QueryAnswer::ConsolidationView(view) => view,
-        _ => unreachable!("a ConsolidationView query answers with a view"),
     };
+    let view = match handle.addr.send(Query::ConsolidationView).await {
+        Ok(Ok(QueryAnswer::ConsolidationView(view))) => view,
+        Ok(Ok(_)) => unreachable!("a ConsolidationView query answers with a view"),
+        Ok(Err(error)) => {
+            give_back(counts);
+            return Err(error);
+        }
+        Err(_) => {
+            give_back(counts);
+            return Err(stopped(&agent));
+        }
+    };
+    let mut view = view;
+    count_retrievals_into(&mut view, &counts);
     let items = view.items.len();
     let scan_started = Instant::now();
     let scan_policy = policy.clone();
     let scanner = scanner.clone();
-    let plan = tokio::task::spawn_blocking(move || scanner(&view, &scan_policy))
-        .await
-        .map_err(|error| ActorsError::Consolidation { agent: agent.clone(), message: error.to_string() })?;
+    let plan = match tokio::task::spawn_blocking(move || scanner(&view, &scan_policy)).await {
+        Ok(plan) => plan,
+        Err(error) => {
+            give_back(counts);
+            return Err(ActorsError::Consolidation { agent: agent.clone(), message: error.to_string() });
+        }
+    };
     let scan_seconds = scan_started.elapsed().as_secs_f64();
     metrics::histogram!("mneme_consolidation_scan_seconds").record(scan_seconds);
+    let mut events = retrieval_events(swarm, &agent, &counts);
+    if !dry_run {
+        events.extend(plan.events(now(), id_key));
+    }
+    let (events, verdicts_dropped) = fit_to_log(events, log, id_key);
+    Ok(ScannedAgent { handle: handle.clone(), items, plan, counts, events, verdicts_dropped, scan_seconds })
+}
+
+/// Adds the counts a run takes from the memory actor to the items of its
+/// copy, as applying their `memories_retrieved` event will: the scan judges
+/// usage as it will stand once the run is written.
+fn count_retrievals_into(view: &mut ConsolidationView, counts: &[(String, u32)]) {
+    if counts.is_empty() {
+        return;
+    }
+    let position: std::collections::HashMap<&str, usize> =
+        view.items.iter().enumerate().map(|(position, item)| (item.item_id.as_str(), position)).collect();
+    let additions: Vec<(usize, u32)> =
+        counts.iter().filter_map(|(item_id, count)| Some((*position.get(item_id.as_str())?, *count))).collect();
+    for (position, count) in additions {
+        let item = &mut view.items[position];
+        item.retrievals = item.retrievals.saturating_add(count);
+    }
+}
+
+/// Every event of a run as the log will take it. Mneme writes these
+/// events itself, so none may fail a run by its size: an event over the
+/// log's limit that holds several verdicts (links, merged items) is split
+/// in two, each half under an id derived from the whole's, until each part
+/// fits; a single verdict still too large (the reasons are bounded at
+/// their source, so only under a very small `max_event_bytes`) is left out
+/// with a warning and counted. Answers the events and how many verdicts
+/// were left out.
+fn fit_to_log(events: Vec<Event>, log: &dyn EventLog, id_key: &IdKey) -> (Vec<Event>, usize) {
+    let mut fitted = Vec::with_capacity(events.len());
+    let mut dropped = 0;
+    let mut pending: Vec<Event> = events.into_iter().rev().collect();
+    while let Some(event) = pending.pop() {
+        let Err(error) = log.check_size(&event) else {
+            fitted.push(event);
+            continue;
+        };
+        match split_in_two(&event, id_key) {
+            Some((first, second)) => {
+                pending.push(second);
+                pending.push(first);
+            }
+            None => {
+                tracing::warn!(agent = %event.agent, kind = event.kind_name(), %error, "a consolidation verdict does not fit the log; left out");
+                metrics::counter!("mneme_consolidation_verdicts_dropped_total", "kind" => event.kind_name())
+                    .increment(1);
+                dropped += 1;
+            }
+        }
+    }
+    (fitted, dropped)
+}
+
+/// An event holding several verdicts as two events of half of them each,
+/// with ids derived from the whole's; `None` for a single verdict.
+fn split_in_two(event: &Event, id_key: &IdKey) -> Option<(Event, Event)> {
+    let (first, second) = match &event.kind {
+        EventKind::MemoriesLinked(linked) if linked.links.len() > 1 => {
+            let (first, second) = linked.links.split_at(linked.links.len() / 2);
+            (
+                EventKind::MemoriesLinked(MemoriesLinked { links: first.to_vec() }),
+                EventKind::MemoriesLinked(MemoriesLinked { links: second.to_vec() }),
+            )
+        }
+        EventKind::MemoriesRetrieved(retrieved) if retrieved.counts.len() > 1 => {
+            let (first, second) = retrieved.counts.split_at(retrieved.counts.len() / 2);
+            (
+                EventKind::MemoriesRetrieved(MemoriesRetrieved { counts: first.to_vec() }),
+                EventKind::MemoriesRetrieved(MemoriesRetrieved { counts: second.to_vec() }),
+            )
+        }
+        EventKind::MemoriesMerged(merged) if merged.merged.len() > 1 => {
+            let (first, second) = merged.merged.split_at(merged.merged.len() / 2);
+            let part = |merged_part: &[String]| {
+                EventKind::MemoriesMerged(MemoriesMerged { merged: merged_part.to_vec(), ..merged.clone() })
+            };
+            (part(first), part(second))
+        }
+        _ => return None,
+    };
+    let part = |index: u8, kind: EventKind| Event {
+        id: id_key.derive(&event.agent, event.kind_name(), &format!("{}\npart {index}", event.id)),
+        kind,
+        ..event.clone()
+    };
+    Some((part(0, first), part(1, second)))
+}
+
+/// One scanned agent's events on the log, then applied by its memory.
+async fn write_agent(scanned: ScannedAgent, log: &dyn EventLog) -> Result<AgentConsolidation, ActorsError> {
+    let ScannedAgent { handle, items, plan, counts, events, verdicts_dropped, scan_seconds } = scanned;
+    let mut last_written: Option<Seq> = None;
     let mut events_written = 0;
-    if !dry_run && !plan.is_empty() {
-        let events = plan.events(now());
-        for chunk in events.chunks(EVENTS_PER_APPEND) {
-            let appended = log.append(chunk).await?;
-            events_written += appended.len();
-            last_written = appended.iter().map(|appended| appended.seq).max().max(last_written);
+    for chunk in events.chunks(EVENTS_PER_APPEND) {
+        match log.append(chunk).await {
+            Ok(appended) => {
+                events_written += appended.len();
+                last_written = appended.iter().map(|appended| appended.seq).max().max(last_written);
+            }
+            Err(error) => {
+                // The counts go first: until they are on the log, they go
+                // back to the memory for the next run.
+                if events_written == 0 && !counts.is_empty() {
+                    handle.addr.do_send(ReturnRetrievals(counts));
+                }
+                return Err(error.into());
+            }
         }
-        if let Some(seq) = last_written {
-            handle.caught_up(log, seq, APPLY_TIMEOUT).await?;
-        }
+    }
+    if let Some(seq) = last_written {
+        handle.caught_up(log, seq, APPLY_TIMEOUT).await?;
+    }
+    if events_written > 0 {
         count_outcomes(&plan);
     }
-    Ok(AgentConsolidation { agent, items, plan, retrievals_recorded, events_written, scan_seconds })
+    Ok(AgentConsolidation {
+        agent: handle.agent.clone(),
+        items,
+        plan,
+        retrievals_recorded: counts.len(),
+        events_written,
+        verdicts_dropped,
+        scan_seconds,
+    })
 }
 
 fn count_outcomes(plan: &ConsolidationPlan) {
@@ -372,5 +547,8 @@ pub struct AgentConsolidation {
     /// Items whose retrieval counts were recorded.
     pub retrievals_recorded: usize,
     pub events_written: usize,
+    /// Verdicts left out because even alone their event was larger than the
+    /// log takes (see [`fit_to_log`]).
+    pub verdicts_dropped: usize,
     pub scan_seconds: f64,
 }

@@ -18,11 +18,10 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures::StreamExt;
 use mneme_events::{
-    CURRENT_SCHEMA_VERSION, Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, Scope, Timestamp,
+    CURRENT_SCHEMA_VERSION, Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey, Scope, Timestamp,
 };
 use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
-use mneme_projections::consolidation::verdict_event_id;
 use serde_json::{Value, json};
 
 use crate::error::ActorsError;
@@ -47,6 +46,8 @@ pub struct HandoffRouter {
     supervisor: Addr<Supervisor>,
     broker: Option<Arc<dyn Broker>>,
     admit_unknown_agents: bool,
+    /// Keys the ids of `handoff_received` events.
+    id_key: IdKey,
 }
 
 impl HandoffRouter {
@@ -60,8 +61,9 @@ impl HandoffRouter {
         supervisor: Addr<Supervisor>,
         broker: Option<Arc<dyn Broker>>,
         admit_unknown_agents: bool,
+        id_key: IdKey,
     ) -> HandoffRouter {
-        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, admit_unknown_agents }
+        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, admit_unknown_agents, id_key }
     }
 
     fn routing(&self) -> Routing {
@@ -71,6 +73,7 @@ impl HandoffRouter {
             supervisor: self.supervisor.clone(),
             broker: self.broker.clone(),
             admit_unknown_agents: self.admit_unknown_agents,
+            id_key: self.id_key.clone(),
         }
     }
 }
@@ -109,6 +112,7 @@ struct Routing {
     supervisor: Addr<Supervisor>,
     broker: Option<Arc<dyn Broker>>,
     admit_unknown_agents: bool,
+    id_key: IdKey,
 }
 
 impl Routing {
@@ -271,7 +275,7 @@ impl Routing {
             sent_at: sent.ts,
             bundle,
         };
-        let received = received_event(&self.swarm, recipient_name, sent, package.clone());
+        let received = received_event(&self.id_key, &self.swarm, recipient_name, sent, package.clone());
         received.validate().map_err(|error| ActorsError::Handoff {
             handoff_id: sent.id.to_string(),
             message: format!("the package is not a valid event: {error}"),
@@ -352,10 +356,11 @@ fn is_permanent(error: &ActorsError) -> bool {
 }
 
 /// `handoff_received` for the recipient, caused by the `handoff_sent`. Its
-/// id derives from the handoff's, so a second delivery is a duplicate.
-fn received_event(swarm: &str, recipient: &str, sent: &Event, package: HandoffPackage) -> Event {
+/// id derives (keyed) from the handoff's, so a second delivery is a
+/// duplicate and no client can take the id first.
+fn received_event(id_key: &IdKey, swarm: &str, recipient: &str, sent: &Event, package: HandoffPackage) -> Event {
     Event {
-        id: verdict_event_id(recipient, "handoff_received", &sent.id.to_string()),
+        id: id_key.derive(recipient, "handoff_received", &sent.id.to_string()),
         swarm: swarm.to_string(),
         agent: recipient.to_string(),
         ts: now(),

@@ -10,22 +10,19 @@
 use std::sync::Arc;
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
-use mneme_events::{CURRENT_SCHEMA_VERSION, Event, EventId, EventKind, PhaseCompressed, Scope, Timestamp};
+use mneme_events::{CURRENT_SCHEMA_VERSION, Event, EventId, EventKind, IdKey, PhaseCompressed, Scope, Timestamp};
 use mneme_nats::EventLog;
 
 use crate::phase_summarizer::{PhaseSummarizer, PhaseSummaryRequest};
 
 /// Model calls in flight at once.
 pub const CONCURRENT_SUMMARIES: usize = 2;
-/// Flips the random part of a phase id into the id of its
-/// `phase_compressed` event: the same phase always gets the same id, so a
-/// summary published twice (after a restart) is deduplicated by the log and
-/// by memory, and the first one wins.
-const COMPRESSED_ID_MASK: u128 = 0x5a5a_5a5a_5a5a_5a5a_5a5a;
-
-/// The event id of the `phase_compressed` event of a phase.
-pub fn compressed_event_id(phase_id: EventId) -> EventId {
-    EventId(phase_id.0 ^ COMPRESSED_ID_MASK)
+/// The event id of the `phase_compressed` event of `agent`'s phase: the
+/// same phase always gets the same id, so a summary published twice (after
+/// a restart) is deduplicated by the log and by memory, and the first one
+/// wins; keyed, so no client can take the id first.
+pub fn compressed_event_id(id_key: &IdKey, agent: &str, phase_id: EventId) -> EventId {
+    id_key.derive(agent, "phase_compressed", &phase_id.to_string())
 }
 
 /// A phase completed while live; summarise it.
@@ -42,12 +39,18 @@ pub struct PhaseCompletedNotice {
 pub struct PhaseCompressor {
     summarizer: Arc<dyn PhaseSummarizer>,
     log: Arc<dyn EventLog>,
+    id_key: IdKey,
     permits: Arc<tokio::sync::Semaphore>,
 }
 
 impl PhaseCompressor {
-    pub fn new(summarizer: Arc<dyn PhaseSummarizer>, log: Arc<dyn EventLog>) -> PhaseCompressor {
-        PhaseCompressor { summarizer, log, permits: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_SUMMARIES)) }
+    pub fn new(summarizer: Arc<dyn PhaseSummarizer>, log: Arc<dyn EventLog>, id_key: IdKey) -> PhaseCompressor {
+        PhaseCompressor {
+            summarizer,
+            log,
+            id_key,
+            permits: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_SUMMARIES)),
+        }
     }
 }
 
@@ -61,6 +64,7 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
     fn handle(&mut self, notice: PhaseCompletedNotice, _: &mut Self::Context) -> Self::Result {
         let summarizer = self.summarizer.clone();
         let log = self.log.clone();
+        let id_key = self.id_key.clone();
         let permits = self.permits.clone();
         Box::pin(async move {
             let Ok(_permit) = permits.acquire().await else { return };
@@ -76,7 +80,7 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
                 }
             };
             let event = Event {
-                id: compressed_event_id(notice.phase_id),
+                id: compressed_event_id(&id_key, &agent, notice.phase_id),
                 swarm: notice.request.swarm.clone(),
                 agent: agent.clone(),
                 ts: now(),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
+use mneme_events::IdKey;
 use mneme_nats::{EventLog, Seq};
 use mneme_projections::embed::Embedder;
 use mneme_projections::{AgentMemory, MemoryConfig};
@@ -111,8 +112,9 @@ impl Supervisor {
         mut self,
         summarizer: Arc<dyn PhaseSummarizer>,
         max_transcript_tokens: usize,
+        id_key: IdKey,
     ) -> Supervisor {
-        let compressor = PhaseCompressor::new(summarizer, self.log.clone()).start();
+        let compressor = PhaseCompressor::new(summarizer, self.log.clone(), id_key).start();
         self.summaries = Some(SummaryLink { compressor, live_after_seq: self.log_end_at_start, max_transcript_tokens });
         self
     }

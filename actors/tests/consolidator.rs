@@ -14,9 +14,9 @@ use mneme_actors::{
     AgentHandle, ConsolidationRequest, ConsolidationSchedule, Consolidator, GetAgent, Query, QueryAnswer, Scanner,
     SnapshotStore, Supervisor, SwarmConfig, rebuild_from_log,
 };
-use mneme_events::{Event, EventId, EventKind, FactAsserted, MessageRecorded, Scope, Timestamp};
+use mneme_events::{Event, EventId, EventKind, FactAsserted, IdKey, MessageRecorded, Scope, Timestamp};
 use mneme_nats::{EventLog, SledLog, SledOptions};
-use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
+use mneme_projections::consolidation::{ConsolidationPolicy, LinkVerdict, consolidate};
 use mneme_projections::{SearchMode, SearchRequest};
 
 const SWARM: &str = "demo";
@@ -82,12 +82,16 @@ fn embedder() -> Arc<dyn mneme_projections::embed::Embedder> {
 }
 
 async fn fixture(events: &[Event]) -> Fixture {
+    fixture_with(events, &[AGENT], SledOptions::default()).await
+}
+
+/// A fixture of these agents on a log with these options.
+async fn fixture_with(events: &[Event], agents: &[&str], options: SledOptions) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let log: Arc<dyn EventLog> =
-        Arc::new(SledLog::open(&dir.path().join("log"), SWARM, SledOptions::default()).unwrap());
+    let log: Arc<dyn EventLog> = Arc::new(SledLog::open(&dir.path().join("log"), SWARM, options).unwrap());
     let store = SnapshotStore::open(&dir.path().join("snapshots")).unwrap();
     let mut config = SwarmConfig::with_name(SWARM);
-    config.agents = vec![AgentConfig::named(AGENT)];
+    config.agents = agents.iter().map(|agent| AgentConfig::named(agent)).collect();
     log.append(events).await.unwrap();
     let log_end = log.last_seq().await.unwrap();
     let supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end, embedder()).start();
@@ -102,6 +106,7 @@ impl Fixture {
             self.supervisor.clone(),
             ConsolidationPolicy::default(),
             schedule,
+            IdKey::from_bytes([0; 32]),
         );
         match scanner {
             Some(scanner) => consolidator.with_scanner(scanner),
@@ -242,6 +247,89 @@ async fn a_run_starts_by_itself_after_every_n_events_and_its_own_verdicts_do_not
     tokio::time::sleep(Duration::from_millis(3500)).await;
     assert_eq!(fixture.kinds_from(verdicts_after + 1).await, ["contradiction_detected", "memories_merged"]);
     assert_eq!(scans.load(Ordering::SeqCst), 1, "one run, not a run set off by its own verdicts");
+    let last_seq = fixture.log.last_seq().await.unwrap();
+    handle.caught_up(fixture.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
+}
+
+/// Issue 17, item 3: a run that fails appends nothing. One agent's scan
+/// fails after another's was read and its retrieval counts taken: nothing
+/// is on the log (the counts used to be appended agent by agent, before
+/// the next agent was scanned), and the next run records the counts that
+/// the failed one gave back.
+#[actix_rt::test]
+async fn a_run_that_fails_for_one_agent_appends_nothing_for_any_agent() {
+    let mut events = given_events();
+    let mut reviewer_note = message(500, "The reviewer looked at the nightly build.");
+    reviewer_note.agent = "reviewer".to_string();
+    reviewer_note.scope = Scope::Private;
+    events.push(reviewer_note);
+    let fixture = fixture_with(&events, &[AGENT, "reviewer"], SledOptions::default()).await;
+    let handle = fixture.caught_up().await;
+    // Retrievals to record: the coder searched.
+    assert!(!search(&handle, "nightly build release profile").await.is_empty());
+    let failing: Scanner = Arc::new(|view, policy| {
+        assert_ne!(view.agent, "reviewer", "the reviewer's scan fails");
+        consolidate(view, policy)
+    });
+    let end_before = fixture.log.last_seq().await.unwrap();
+    let consolidator = fixture.consolidator(ConsolidationSchedule::default(), Some(failing));
+    let failed = consolidator.send(ConsolidationRequest { dry_run: false, agent: None }).await.unwrap();
+    assert!(failed.is_err(), "the reviewer's scan failed: {failed:?}");
+    assert_eq!(fixture.log.last_seq().await.unwrap(), end_before, "a failed run appends nothing");
+
+    let consolidator = fixture.consolidator(ConsolidationSchedule::default(), None);
+    let run = consolidator.send(ConsolidationRequest { dry_run: false, agent: None }).await.unwrap().unwrap();
+    let coder = run.agents.iter().find(|agent| agent.agent == AGENT).unwrap();
+    assert!(coder.retrievals_recorded > 0, "the counts came back for the next run: {coder:?}");
+    let kinds = fixture.kinds_from(end_before + 1).await;
+    assert_eq!(kinds[0], "memories_retrieved", "{kinds:?}");
+    assert!(kinds.contains(&"memories_merged"), "{kinds:?}");
+}
+
+/// Issue 17, item 3: no verdict fails a run by its size. On a log that
+/// takes events of at most 4 KiB, a plan of 300 links (one event of them
+/// is far larger) is written split into events that each fit, every link
+/// applied; a contradiction whose reason alone is larger than the log
+/// takes is left out, counted, and the run still succeeds.
+#[actix_rt::test]
+async fn verdicts_too_large_for_the_log_are_split_or_left_out_and_never_fail_the_run() {
+    const LIMIT: usize = 4096;
+    let options =
+        SledOptions { limits: mneme_events::DecodeLimits { max_event_bytes: LIMIT }, ..SledOptions::default() };
+    let events = given_events();
+    let fixture = fixture_with(&events, &[AGENT], options).await;
+    let handle = fixture.caught_up().await;
+    let oversized: Scanner = Arc::new(|view, policy| {
+        let mut plan = consolidate(view, policy);
+        let filler: Vec<String> = view.items.iter().skip(6).map(|item| item.item_id.clone()).collect();
+        plan.links = filler
+            .iter()
+            .flat_map(|a| filler.iter().filter(move |b| a < *b).map(move |b| (a.clone(), b.clone())))
+            .take(300)
+            .map(|(a, b)| LinkVerdict { a, b, reason: "shares ".to_string() + &"x".repeat(40) })
+            .collect();
+        let contradiction = plan.contradictions.first_mut().expect("the given single-valued fact");
+        contradiction.reason = "y".repeat(2 * LIMIT);
+        plan
+    });
+    let end_before = fixture.log.last_seq().await.unwrap();
+    let consolidator = fixture.consolidator(ConsolidationSchedule::default(), Some(oversized));
+    let run = consolidator.send(ConsolidationRequest { dry_run: false, agent: None }).await.unwrap().unwrap();
+    assert_eq!(run.agents[0].verdicts_dropped, 1, "the contradiction alone is too large");
+    let written = fixture.log.read(end_before + 1, None, 10_000).await.unwrap();
+    let mut links = 0;
+    for entry in &written {
+        let event = entry.record.as_ref().expect("a valid event");
+        assert!(event.to_json().len() <= LIMIT, "{} is {} bytes", event.kind_name(), event.to_json().len());
+        assert_ne!(event.kind_name(), "contradiction_detected");
+        if let EventKind::MemoriesLinked(linked) = &event.kind {
+            links += linked.links.len();
+        }
+    }
+    assert_eq!(links, 300, "every link is written, split across events");
+    assert!(written.len() > 3, "the links did not fit one event: {}", written.len());
+    let ids: std::collections::BTreeSet<_> = written.iter().map(|entry| entry.record.as_ref().unwrap().id).collect();
+    assert_eq!(ids.len(), written.len(), "each part has an id of its own");
     let last_seq = fixture.log.last_seq().await.unwrap();
     handle.caught_up(fixture.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
 }

@@ -15,7 +15,7 @@ use futures::stream::BoxStream;
 use mneme_actors::swarm_config::AgentConfig;
 use mneme_actors::{GetAgent, HandoffRouter, Query, QueryAnswer, SnapshotStore, StopRouting, Supervisor, SwarmConfig};
 use mneme_events::{
-    DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffSent, MemoryPurged,
+    DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffSent, IdKey, MemoryPurged,
     MessageRecorded, Scope, Timestamp,
 };
 use mneme_nats::{Broker, EventLog, LogError, QueryRequest, SledLog, SledOptions};
@@ -130,13 +130,28 @@ impl Broker for RecordingBroker {
 
 impl Fixture {
     fn router(&self) -> Addr<HandoffRouter> {
-        HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), None, self.admit_unknown_agents).start()
+        HandoffRouter::new(
+            SWARM,
+            self.log.clone(),
+            self.supervisor.clone(),
+            None,
+            self.admit_unknown_agents,
+            IdKey::from_bytes([0; 32]),
+        )
+        .start()
     }
 
     fn router_publishing_to(&self, broker: Arc<RecordingBroker>) -> Addr<HandoffRouter> {
         let broker: Arc<dyn Broker> = broker;
-        HandoffRouter::new(SWARM, self.log.clone(), self.supervisor.clone(), Some(broker), self.admit_unknown_agents)
-            .start()
+        HandoffRouter::new(
+            SWARM,
+            self.log.clone(),
+            self.supervisor.clone(),
+            Some(broker),
+            self.admit_unknown_agents,
+            IdKey::from_bytes([0; 32]),
+        )
+        .start()
     }
 
     /// The coder's handoffs once there are `count`, waiting for the router.

@@ -710,8 +710,11 @@ impl EventLog for JetStreamLog {
         &self.swarm
     }
 
+    fn max_event_bytes(&self) -> usize {
+        self.limits.max_event_bytes
+    }
+
     async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError> {
-        let limit = self.limits.max_event_bytes;
         let mut messages = Vec::with_capacity(events.len());
         for event in events {
             if event.swarm != self.swarm {
@@ -722,6 +725,7 @@ impl EventLog for JetStreamLog {
                 });
             }
             let json = event.to_json();
+            let limit = self.limits.max_event_bytes;
             if json.len() > limit {
                 return Err(LogError::EventTooLarge { id: event.id, bytes: json.len(), limit });
             }

@@ -75,6 +75,22 @@ pub trait EventLog: Send + Sync + 'static {
     /// The swarm this log holds.
     fn swarm(&self) -> &str;
 
+    /// The largest event the log takes, in bytes of its JSON form (the
+    /// form it is published in; the limit is inclusive).
+    fn max_event_bytes(&self) -> usize;
+
+    /// Whether the log would take `event` by its size: what `append` checks
+    /// first. Writers of derived events (verdicts, packages) ask before
+    /// they append, and split or drop what does not fit rather than fail.
+    fn check_size(&self, event: &Event) -> Result<(), LogError> {
+        let bytes = event.to_json().len();
+        let limit = self.max_event_bytes();
+        if bytes > limit {
+            return Err(LogError::EventTooLarge { id: event.id, bytes, limit });
+        }
+        Ok(())
+    }
+
     /// Appends events in order and returns, per event, its sequence. An event
     /// whose id is already on the log is not stored again; its original
     /// sequence is returned with `duplicate: true` — only when the record

@@ -55,7 +55,7 @@ pub struct SledOptions {
     /// Without it sled flushes in the background every 500 ms, and a crash of
     /// the machine can lose what was acknowledged in that time.
     pub flush_on_append: bool,
-    /// Events larger than `limits.max_event_bytes` (in their stored form) are refused on
+    /// Events larger than `limits.max_event_bytes` (as JSON) are refused on
     /// append. Reads take any size: what was accepted stays readable.
     pub limits: DecodeLimits,
 }
@@ -193,10 +193,13 @@ impl EventLog for SledLog {
         &self.shared.swarm
     }
 
+    fn max_event_bytes(&self) -> usize {
+        self.shared.options.limits.max_event_bytes
+    }
+
     async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError> {
         // Encoding is pure CPU work and may refuse the batch; it is done
         // before anything is locked or written.
-        let limit = self.shared.options.limits.max_event_bytes;
         let mut records = Vec::with_capacity(events.len());
         for event in events {
             if event.swarm != self.shared.swarm {
@@ -206,10 +209,11 @@ impl EventLog for SledLog {
                     log_swarm: self.shared.swarm.clone(),
                 });
             }
+            // Measured as JSON, like JetStream and the API: the limit is one
+            // number whichever log is behind it (the stored rkyv form can be
+            // larger, and an event of exactly the limit was refused).
+            self.check_size(event)?;
             let payload = storage::encode(event)?;
-            if payload.len() > limit {
-                return Err(LogError::EventTooLarge { id: event.id, bytes: payload.len(), limit });
-            }
             records.push(PendingRecord {
                 id: Some(event.id),
                 agent: event.agent.clone(),

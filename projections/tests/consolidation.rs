@@ -4,8 +4,8 @@
 //! live and on replay.
 
 use mneme_events::{
-    ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind, FactAsserted, MemoryCited,
-    MemoryIgnored, MemoryPinned, MemoryPurged, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
+    ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind, FactAsserted, IdKey,
+    MemoryCited, MemoryIgnored, MemoryPinned, MemoryPurged, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
 };
 use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, consolidate, decay_score};
 use mneme_projections::graph::GraphQuery;
@@ -83,7 +83,7 @@ impl Given {
         let memory = self.memory();
         let plan = consolidate(&memory.consolidation_view(), policy);
         let ts = Timestamp::from_unix_millis(START_MS + (self.log.len() as i64 + 1) * 1000);
-        for event in plan.events(ts) {
+        for event in plan.events(ts, &IdKey::from_bytes([0; 32])) {
             let seq = self.log.len() as u64 + 1;
             self.log.push((seq, event));
         }
@@ -749,7 +749,7 @@ fn a_pin_that_lands_after_the_scan_still_protects_the_item() {
         given.push(EventKind::MemoryPinned(MemoryPinned { item_id: item_id.clone(), reason: None }));
     }
     let ts = Timestamp::from_unix_millis(START_MS + 1_000_000);
-    for event in plan.events(ts) {
+    for event in plan.events(ts, &IdKey::from_bytes([0; 32])) {
         let seq = given.log.len() as u64 + 1;
         given.log.push((seq, event));
     }

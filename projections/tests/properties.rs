@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use mneme_events::{
     ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind,
-    FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent, JsonText,
+    FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent, IdKey, JsonText,
     MemoriesLinked, MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten,
     MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, RetrievalCount, Scope, Timestamp, ToolResultRecorded,
 };
@@ -392,7 +392,7 @@ proptest! {
         let policy = ConsolidationPolicy { decay_half_life_items: 4, keep_newest_items: 2, ..ConsolidationPolicy::default() };
         let plan = consolidate(&live.consolidation_view(), &policy);
         prop_assert_eq!(&plan, &consolidate(&rebuild(&log).consolidation_view(), &policy));
-        for event in plan.events(Timestamp::from_unix_millis(1_800_000_000_000)) {
+        for event in plan.events(Timestamp::from_unix_millis(1_800_000_000_000), &IdKey::from_bytes([0; 32])) {
             let seq = log.len() as u64 + 1;
             live.apply(seq, &event).unwrap();
             log.push((seq, event));

@@ -18,7 +18,7 @@ use super::lexical::{
     content_terms, lexically_equivalent, objects_explicitly_negate, objects_negate, predicate_polarity, refines,
 };
 use super::policy::ConsolidationPolicy;
-use super::view::{ConsolidationView, FactView, is_live, ordered_pair};
+use super::view::{ConsolidationView, FactView, is_live, ordered_pair, quoted};
 
 /// Each fact is compared with at most this many earlier facts of its group,
 /// so a value rewritten a thousand times costs linear work.
@@ -49,11 +49,21 @@ fn overlaps(a: &FactView, b: &FactView) -> bool {
 }
 
 /// The id of the contradiction between two items by a rule: the same pair
-/// always gets the same id.
+/// always gets the same id. It names the contradiction, not an event (the
+/// `contradiction_detected` event's id is derived with the deployment's
+/// key), so it needs no secret.
 pub fn contradiction_id(rule: &str, a: &str, b: &str) -> String {
+    use sha2::{Digest, Sha256};
     let (first, second) = ordered_pair(a, b);
-    let id = super::view::verdict_event_id("", rule, &format!("{first}\n{second}"));
-    format!("contradiction-{:032x}", id.0)
+    let digest = Sha256::new()
+        .chain_update([0])
+        .chain_update(rule)
+        .chain_update([0])
+        .chain_update(format!("{first}\n{second}"))
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    format!("contradiction-{:032x}", u128::from_be_bytes(bytes))
 }
 
 pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Vec<ContradictionVerdict> {
@@ -104,12 +114,21 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
                 if same_object && older_negated != newer_negated {
                     let reason = format!(
                         "{subject} {} {} and {subject} {} {} hold at the same time",
-                        older.predicate, older.object, newer.predicate, newer.object
+                        quoted(&older.predicate),
+                        quoted(&older.object),
+                        quoted(&newer.predicate),
+                        quoted(&newer.object),
+                        subject = quoted(subject),
                     );
                     report(&mut verdicts, older.seq, newer.seq, "negated_fact", reason);
                 } else if older_negated == newer_negated && objects_contradict(older, newer) {
-                    let reason =
-                        format!("{subject} {base}: {:?} negates {:?} at the same time", newer.object, older.object);
+                    let reason = format!(
+                        "{} {}: {:?} negates {:?} at the same time",
+                        quoted(subject),
+                        quoted(base),
+                        quoted(&newer.object),
+                        quoted(&older.object)
+                    );
                     report(&mut verdicts, older.seq, newer.seq, "negated_fact", reason);
                 } else if !same_object
                     && !older_negated
@@ -118,8 +137,11 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
                     && single_valued(newer)
                 {
                     let reason = format!(
-                        "{subject} {} is single-valued but holds both {:?} and {:?} at the same time",
-                        newer.predicate, older.object, newer.object
+                        "{} {} is single-valued but holds both {:?} and {:?} at the same time",
+                        quoted(subject),
+                        quoted(&newer.predicate),
+                        quoted(&older.object),
+                        quoted(&newer.object)
                     );
                     report(&mut verdicts, older.seq, newer.seq, "single_valued_fact", reason);
                 }
@@ -143,7 +165,9 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
             }
             let reason = format!(
                 "decision {:?} chose {:?}, a later one chose {:?} without superseding it",
-                older.title, older.choice, newer.choice
+                quoted(&older.title),
+                quoted(&older.choice),
+                quoted(&newer.choice)
             );
             report(&mut verdicts, older.seq, newer.seq, "decision_reversed", reason);
         }

@@ -7,18 +7,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::item::MemoryItem;
 
 use super::policy::ConsolidationPolicy;
-use super::view::{ConsolidationView, is_live, ordered_pair};
+use super::view::{ConsolidationView, is_live, ordered_pair, quoted};
 
 /// Two memories sharing this many entities are related; sharing one
 /// suffices within the same task.
 const SHARED_ENTITIES_FOR_LINK: usize = 2;
 
 /// A link's reason names at most this many of the entities the two items
-/// share, each cut to `REASON_NAME_CHARS` characters, and counts the rest:
+/// share, each cut to `REASON_QUOTE_CHARS` characters, and counts the rest:
 /// two tool results listing the same 15,000 paths made one reason 268 KB
 /// and a `memories_linked` event larger than the log takes.
 const REASON_NAMES: usize = 8;
-const REASON_NAME_CHARS: usize = 120;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkVerdict {
@@ -86,13 +85,7 @@ fn shared_names(view: &ConsolidationView, common: &[u32]) -> String {
     let mut names: Vec<String> = common
         .iter()
         .take(REASON_NAMES)
-        .map(|entity| {
-            let name = view.entity_names[*entity as usize].as_str();
-            match name.char_indices().nth(REASON_NAME_CHARS) {
-                Some((cut, _)) => format!("{}…", &name[..cut]),
-                None => name.to_string(),
-            }
-        })
+        .map(|entity| quoted(&view.entity_names[*entity as usize]).into_owned())
         .collect();
     if common.len() > REASON_NAMES {
         names.push(format!("and {} more", common.len() - REASON_NAMES));

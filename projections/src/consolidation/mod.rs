@@ -20,8 +20,8 @@ mod view;
 use std::collections::BTreeSet;
 
 use mneme_events::{
-    CURRENT_SCHEMA_VERSION, ContradictionDetected, Event, EventKind, MemoriesLinked, MemoriesMerged, MemoryDecayed,
-    MemoryForgotten, MemoryLink, Scope, Timestamp,
+    CURRENT_SCHEMA_VERSION, ContradictionDetected, Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged,
+    MemoryDecayed, MemoryForgotten, MemoryLink, Scope, Timestamp,
 };
 
 pub use contradictions::{ContradictionVerdict, contradiction_id};
@@ -29,7 +29,7 @@ pub use decay::{DecayVerdict, decay_score};
 pub use dedup::MergeVerdict;
 pub use links::LinkVerdict;
 pub use policy::{BUILT_IN_MULTI_VALUED_PREDICATES, ConsolidationPolicy};
-pub use view::{ConsolidationView, DecisionView, FactView, MAX_LINK_ENTITY_ITEMS, verdict_event_id};
+pub use view::{ConsolidationView, DecisionView, FactView, MAX_LINK_ENTITY_ITEMS};
 
 /// Links per `memories_linked` event.
 const LINKS_PER_EVENT: usize = 256;
@@ -64,12 +64,13 @@ impl ConsolidationPlan {
     }
 
     /// The verdicts as events of the agent, stamped `ts` (the run's time).
-    /// Ids are derived from the verdict and the checkpoint read, so the same
-    /// run written twice is deduplicated.
-    pub fn events(&self, ts: Timestamp) -> Vec<Event> {
+    /// Ids are derived, under the deployment's `id_key`, from the verdict
+    /// and the checkpoint read, so the same run written twice is
+    /// deduplicated and no client can take an id before the verdict.
+    pub fn events(&self, ts: Timestamp, id_key: &IdKey) -> Vec<Event> {
         let checkpoint = self.checkpoint;
         let event = |kind_key: String, kind: EventKind| Event {
-            id: verdict_event_id(&self.agent, kind.name(), &kind_key),
+            id: id_key.derive(&self.agent, kind.name(), &kind_key),
             swarm: self.swarm.clone(),
             agent: self.agent.clone(),
             ts,

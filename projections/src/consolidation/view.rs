@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use mneme_events::{EventId, Timestamp};
+use mneme_events::Timestamp;
 
 use crate::embed::Embedder;
 use crate::graph::{EntityKind, relation};
@@ -203,21 +203,18 @@ impl AgentMemory {
     }
 }
 
-/// A deterministic event id for a verdict: the same verdict about the same
-/// items gets the same id, so a verdict written twice (two runs racing, a
-/// retry after a crash) is deduplicated by the log and by memory.
-pub fn verdict_event_id(agent: &str, kind: &str, key: &str) -> EventId {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::new()
-        .chain_update(agent)
-        .chain_update([0])
-        .chain_update(kind)
-        .chain_update([0])
-        .chain_update(key)
-        .finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    EventId(u128::from_be_bytes(bytes))
+/// Characters of a memory's text (a fact's subject or object, a decision's
+/// title or choice, an entity's name) that a verdict's reason quotes: a
+/// reason is written into an event, and an event must fit the log
+/// whatever a client published.
+pub(crate) const REASON_QUOTE_CHARS: usize = 120;
+
+/// `text` cut to `REASON_QUOTE_CHARS` characters, marked with `…` where cut.
+pub(crate) fn quoted(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(REASON_QUOTE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]).into(),
+        None => text.into(),
+    }
 }
 
 /// Whether an item may still change state under consolidation.
