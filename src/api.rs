@@ -10,7 +10,7 @@ use actix_web::{HttpResponse, ResponseError, web};
 use metrics_exporter_prometheus::PrometheusHandle;
 use mneme::api_params::{
     EventsParams, GraphParams, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PER_REQUEST, MinSeqParams, NoParams, ParameterError,
-    ProvenanceParams, ReplayParams, SearchParams, SearchWeights, check_item_id,
+    ProvenanceParams, ReplayParams, SearchParams, SearchWeights, check_item_id, quote,
 };
 use mneme_actors::swarm_config::RetrievalSection;
 use mneme_actors::{
@@ -333,7 +333,7 @@ pub(crate) fn check_swarm(state: &AppState, swarm: &str) -> Result<(), ApiError>
             StatusCode::NOT_FOUND,
             "unknown_swarm",
             Some("swarm"),
-            format!("this server holds swarm {:?}, not {swarm:?}", state.config.swarm.name),
+            format!("this server holds swarm {:?}, not {}", state.config.swarm.name, quote(swarm)),
         ));
     }
     Ok(())
@@ -520,7 +520,7 @@ pub async fn graph_answer(state: &AppState, swarm: &str, agent: &str, params: &G
             StatusCode::NOT_FOUND,
             "unknown_entity",
             Some("entity"),
-            format!("the memory of {agent:?} knows no entity {:?}", params.entity),
+            format!("the memory of {agent:?} knows no entity {}", quote(&params.entity)),
         ));
     };
     Ok(json!({
@@ -671,7 +671,7 @@ async fn provenance(
             StatusCode::NOT_FOUND,
             "unknown_item",
             Some("item_id"),
-            format!("no memory of swarm {swarm:?} holds an item {item_id:?}"),
+            format!("no memory of swarm {swarm:?} holds an item {}", quote(&item_id)),
         ));
     }
     let seqs: Vec<u64> = seqs.into_iter().collect();
@@ -709,7 +709,7 @@ pub async fn agent_provenance_answer(
             StatusCode::NOT_FOUND,
             "unknown_item",
             Some("item_id"),
-            format!("the memory of {agent:?} holds no item {:?}", params.item_id),
+            format!("the memory of {agent:?} holds no item {}", quote(&params.item_id)),
         )
     };
     let QueryAnswer::Provenance(found) = ask(&handle, Query::Provenance(params.item_id.clone())).await? else {
@@ -771,7 +771,7 @@ async fn item(
             StatusCode::NOT_FOUND,
             "unknown_item",
             Some("item_id"),
-            format!("the memory of {agent:?} holds no item {item_id:?}"),
+            format!("the memory of {agent:?} holds no item {}", quote(&item_id)),
         ));
     };
     Ok(HttpResponse::Ok().json(json!({

@@ -4,7 +4,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use mneme::api_params::NoParams;
+use mneme::api_params::{NoParams, quote};
 use mneme_actors::{ConsolidationReport, ConsolidationRequest, ListAgents, Query, QueryAnswer, TakeSnapshot};
 use mneme_events::{
     CURRENT_SCHEMA_VERSION, ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged,
@@ -206,7 +206,7 @@ fn parse_resolution(text: &str) -> Result<ContradictionResolution, ApiError> {
         "merged" => Ok(ContradictionResolution::Merged),
         other => Err(ApiError::bad_parameter(
             "resolution",
-            format!("unknown resolution {other:?}; expected a_wins, b_wins, both_valid or merged"),
+            format!("unknown resolution {}; expected a_wins, b_wins, both_valid or merged", quote(other)),
         )),
     }
 }
@@ -247,7 +247,7 @@ pub async fn resolve_contradiction(
             StatusCode::NOT_FOUND,
             "unknown_contradiction",
             Some("contradiction_id"),
-            format!("no memory of swarm {swarm:?} holds a contradiction {contradiction_id:?}"),
+            format!("no memory of swarm {swarm:?} holds a contradiction {}", quote(&contradiction_id)),
         ));
     };
     if let Some(resolved) = already {

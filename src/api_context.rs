@@ -4,7 +4,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use mneme::api_params::{ContextBody, ContextParams, MinSeqParams, NoParams, PhaseParams};
+use mneme::api_params::{ContextBody, ContextParams, MinSeqParams, NoParams, PhaseParams, quote};
 use mneme_actors::{AgentConfig, Query, QueryAnswer};
 use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
 use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
@@ -160,7 +160,10 @@ pub async fn phase_answer(
     let level = PhaseLevel::from_name(level_name).ok_or_else(|| {
         ApiError::bad_parameter(
             "level",
-            format!("unknown level {level_name:?}; expected index, compressed, summary, findings, full or original"),
+            format!(
+                "unknown level {}; expected index, compressed, summary, findings, full or original",
+                quote(level_name)
+            ),
         )
     })?;
     let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
@@ -172,7 +175,7 @@ pub async fn phase_answer(
             StatusCode::NOT_FOUND,
             "unknown_phase",
             Some("phase_id"),
-            format!("the memory of {agent:?} knows no phase {phase_id:?}"),
+            format!("the memory of {agent:?} knows no phase {}", quote(&phase_id)),
         ));
     };
     let mut body = phase_heading_json(&phase);
@@ -196,7 +199,10 @@ pub async fn phase_answer(
                     StatusCode::CONFLICT,
                     "phase_open",
                     Some("level"),
-                    format!("phase {phase_id:?} is still open: only `full` and `original` exist before it completes"),
+                    format!(
+                        "phase {} is still open: only `full` and `original` exist before it completes",
+                        quote(&phase_id)
+                    ),
                 ));
             };
             let text = levels.text(text_level).expect("a text level");

@@ -6,7 +6,7 @@
 //! list and the acknowledgement are also the NATS verbs `handoffs` and `ack`
 //! (`nats_queries.rs`), answered by the same functions.
 
-use mneme::api_params::NoParams;
+use mneme::api_params::{NoParams, quote};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -220,9 +220,9 @@ pub async fn acknowledge_answer(
     handoff_id: &str,
     note: Option<String>,
 ) -> Result<Value, ApiError> {
-    let handoff_id: EventId = handoff_id
-        .parse()
-        .map_err(|_| ApiError::bad_parameter("handoff_id", format!("{handoff_id:?} is not an event id (a ULID)")))?;
+    let handoff_id: EventId = handoff_id.parse().map_err(|_| {
+        ApiError::bad_parameter("handoff_id", format!("{} is not an event id (a ULID)", quote(handoff_id)))
+    })?;
     let handle = agent_handle(state, swarm, agent, None).await?;
     let log_end = state.log.last_seq().await?;
     handle.caught_up(state.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;

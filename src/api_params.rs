@@ -61,8 +61,23 @@ pub enum ParameterError {
     /// or another verb's field (`k` is the search's). Refused rather than
     /// ignored, so that a request never silently means something else.
     /// `field` is its path in the body (`signals.kk`).
-    #[error("unknown field {field:?}; expected one of: {expected}")]
+    #[error("unknown field {}; expected one of: {expected}", quote(field))]
     UnknownField { field: String, expected: String },
+}
+
+/// Characters of a client's text that a refusal repeats.
+pub const QUOTED_CHARS: usize = 40;
+
+/// How a refusal repeats what a client sent (an id, a name, a level): as an
+/// escaped string of at most `QUOTED_CHARS` characters, marked where cut.
+/// Error bodies go back to the client and, on NATS, to whatever reply
+/// subject the request named: they must not carry a request's text whole,
+/// which could be shaped as instructions for the agent that reads them.
+pub fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTED_CHARS) {
+        Some((cut, _)) => format!("{:?}… ({} bytes)", &text[..cut], text.len()),
+        None => format!("{text:?}"),
+    }
 }
 
 impl ParameterError {
@@ -96,6 +111,12 @@ impl ParameterError {
     pub fn unknown_field(path: &str, message: &str) -> Option<ParameterError> {
         let rest = message.strip_prefix("unknown field `")?;
         let (name, rest) = rest.split_once('`')?;
+        // The field is the client's text, answered as the error's `field`:
+        // bounded like every quoted value.
+        let name = match name.char_indices().nth(QUOTED_CHARS) {
+            Some((cut, _)) => &name[..cut],
+            None => name,
+        };
         let field = if path.is_empty() || path == "." {
             name.to_string()
         } else if path == name || path.ends_with(&format!(".{name}")) {
@@ -233,14 +254,14 @@ impl SearchParams {
             Some(mode) => SEARCH_MODES.iter().find(|known| *known == mode).copied().ok_or_else(|| {
                 ParameterError::invalid(
                     "mode",
-                    format!("unknown search mode {mode:?}; expected bm25, vector, graph or hybrid"),
+                    format!("unknown search mode {}; expected bm25, vector, graph or hybrid", quote(mode)),
                 )
             })?,
             None => "hybrid",
         };
         let kinds = comma_separated(self.kind.as_deref());
         if let Some(unknown) = kinds.iter().find(|kind| !EventKind::NAMES.contains(&kind.as_str())) {
-            return Err(ParameterError::invalid("kind", format!("unknown kind {unknown:?}")));
+            return Err(ParameterError::invalid("kind", format!("unknown kind {}", quote(unknown))));
         }
         let scopes = comma_separated(self.scope.as_deref())
             .iter()
@@ -516,6 +537,14 @@ mod tests {
 
     fn search(query_string: &str) -> Result<CheckedSearch, ParameterError> {
         parsed::<SearchParams>(query_string).check(&DEFAULT_WEIGHTS)
+    }
+
+    #[test]
+    fn a_quoted_value_is_escaped_and_cut() {
+        assert_eq!(quote("01KF00"), r#""01KF00""#);
+        assert_eq!(quote("a\"b\nc"), r#""a\"b\nc""#);
+        let long = "é".repeat(100);
+        assert_eq!(quote(&long), format!("{:?}… (200 bytes)", "é".repeat(QUOTED_CHARS)));
     }
 
     #[test]

@@ -108,7 +108,11 @@ pub fn authorize(tokens: &[ApiToken], presented: Option<Option<String>>, path: &
     if let ["v1", "swarms", swarm, ..] = segments.as_slice()
         && *swarm != token.swarm
     {
-        return Err(forbidden(format!("{caller} is for swarm {:?}, not {swarm:?}", token.swarm)));
+        return Err(forbidden(format!(
+            "{caller} is for swarm {:?}, not {}",
+            token.swarm,
+            mneme::api_params::quote(swarm)
+        )));
     }
     let Some(bound_agent) = &token.agent else { return Ok(caller) };
     let open_to_the_agent = match segments.as_slice() {

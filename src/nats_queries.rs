@@ -28,7 +28,7 @@ use mneme_nats::{Broker, QueryRequest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use mneme::api_params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams};
+use mneme::api_params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams, quote};
 
 use crate::api::{self, ApiError, AppState};
 use crate::api_context;
@@ -130,7 +130,7 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
             StatusCode::NOT_FOUND,
             "unknown_verb",
             Some("verb"),
-            format!("no query {verb:?}; expected one of {}", QUERY_VERBS.join(", ")),
+            format!("no query {}; expected one of {}", quote(verb), QUERY_VERBS.join(", ")),
         )),
     }
 }

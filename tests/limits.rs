@@ -81,6 +81,23 @@ fn every_request_over_a_limit_is_refused_naming_the_limit_and_appends_nothing() 
         None,
         &["1048576", "log.max_event_bytes"],
     );
+    // The limit is inclusive: an event of exactly max_event_bytes is taken,
+    // one byte more is not (issue 17, item 9: the embedded log measured its
+    // stored form and refused an event of exactly the limit).
+    let exactly = |extra: usize| {
+        let empty = message_event("coder", "").to_string().len();
+        message_event("coder", &"z".repeat(1024 * 1024 - empty + extra)).to_string()
+    };
+    let (status, accepted) = server.post("/v1/events", &exactly(0));
+    assert_eq!((status, exactly(0).len()), (202, 1024 * 1024), "{accepted}");
+    assert_refused(
+        "POST /v1/events with one event a byte over the limit",
+        server.post("/v1/events", &exactly(1)),
+        413,
+        None,
+        &["1048576", "log.max_event_bytes"],
+    );
+    let seq = last_seq(&server);
     let over_batch: Vec<Value> =
         (0..=MAX_EVENTS_PER_REQUEST).map(|n| message_event("coder", &format!("n{n}"))).collect();
     let over_batch = Value::Array(over_batch).to_string();
@@ -167,8 +184,8 @@ fn every_request_over_a_limit_is_refused_naming_the_limit_and_appends_nothing() 
     eprintln!("  the same requests right at each limit are answered ({} checked)", at_limits.len());
     assert_eq!(last_seq(&server), seq, "a refused request appended events");
     let page = server.get("/v1/swarms/demo/events?from_seq=1");
-    assert_eq!(page["events"].as_array().unwrap().len(), 1, "{page}");
-    eprintln!("checked: the log still ends at seq {seq} and holds only the one event published");
+    assert_eq!(page["events"].as_array().unwrap().len(), 2, "{page}");
+    eprintln!("checked: the log still ends at seq {seq} and holds only the two events published");
 }
 
 /// Liveness, not speed: while one agent floods the log with batch after

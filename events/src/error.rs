@@ -68,6 +68,7 @@ pub enum ErrorCode {
     UnsupportedSchemaVersion,
     EmptyBatch,
     BatchTooLarge,
+    DuplicateKey,
 }
 
 impl ErrorCode {
@@ -89,6 +90,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedSchemaVersion => "unsupported_schema_version",
             ErrorCode::EmptyBatch => "empty_batch",
             ErrorCode::BatchTooLarge => "batch_too_large",
+            ErrorCode::DuplicateKey => "duplicate_key",
         }
     }
 }

@@ -53,11 +53,117 @@ struct WireEnvelope {
     schema_version: Option<u32>,
 }
 
-/// Decodes and validates one event from its JSON bytes.
+/// Decodes and validates one event from its JSON bytes. An object that
+/// names a key twice is refused (`duplicate_key`, with its path), rather
+/// than keeping the last value as JSON parsers do: a publisher and Mneme
+/// must not read two different events out of the same bytes.
 pub fn decode_json(bytes: &[u8], limits: &DecodeLimits) -> Result<Event, ValidationError> {
     check_size(bytes.len(), limits)?;
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(malformed)?;
+    let duplicate = std::cell::RefCell::new(None);
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde::de::DeserializeSeed::deserialize(
+        UniqueKeys { path: String::new(), duplicate: &duplicate },
+        &mut deserializer,
+    )
+    .and_then(|value| deserializer.end().map(|()| value));
+    let value = match (value, duplicate.into_inner()) {
+        (Err(_), Some(path)) => {
+            return Err(ValidationError::new(
+                ErrorCode::DuplicateKey,
+                Some(path.clone()),
+                format!("{path} is given twice; an object names each key once"),
+            ));
+        }
+        (value, _) => value.map_err(malformed)?,
+    };
     decode_json_value(value)
+}
+
+/// A JSON value parsed in one pass that fails on the first object naming a
+/// key twice, recording that key's path in `duplicate`.
+struct UniqueKeys<'a> {
+    path: String,
+    duplicate: &'a std::cell::RefCell<Option<String>>,
+}
+
+impl UniqueKeys<'_> {
+    fn under(&self, step: &str) -> Self {
+        let path = match (self.path.is_empty(), step.starts_with('[')) {
+            (true, _) | (false, true) => format!("{}{step}", self.path),
+            (false, false) => format!("{}.{step}", self.path),
+        };
+        UniqueKeys { path, duplicate: self.duplicate }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for UniqueKeys<'_> {
+    type Value = serde_json::Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeys<'_> {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Self::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Self::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Self::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Self::Value, E> {
+        Ok(serde_json::Number::from_f64(value).map_or(serde_json::Value::Null, serde_json::Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Self::Value, E> {
+        Ok(value.into())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut values = Vec::new();
+        while let Some(value) = seq.next_element_seed(self.under(&format!("[{}]", values.len())))? {
+            values.push(value);
+        }
+        Ok(serde_json::Value::Array(values))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let child = self.under(&key);
+            if object.contains_key(&key) {
+                *self.duplicate.borrow_mut() = Some(child.path);
+                return Err(serde::de::Error::custom("duplicate key"));
+            }
+            let value = map.next_value_seed(child)?;
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object))
+    }
 }
 
 /// Decodes a request body holding one event or a JSON array of events.

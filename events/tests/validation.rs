@@ -264,3 +264,17 @@ fn corrupted_storage_bytes_are_an_error_not_a_panic() {
     assert!(storage::decode(&[]).is_err());
     assert!(storage::decode(b"\x07garbage").is_err());
 }
+
+/// Issue 17, item 9: duplicate keys were accepted, the last one winning.
+#[test]
+fn a_key_given_twice_is_refused_with_its_path() {
+    let event = valid_tool_result().to_string();
+    let twice_agent = event.replacen("\"agent\":", "\"agent\":\"planner\",\"agent\":", 1);
+    let error = decode_json(twice_agent.as_bytes(), &DecodeLimits::default()).unwrap_err();
+    assert_eq!((error.code, error.field.as_deref()), (ErrorCode::DuplicateKey, Some("agent")), "{}", error.message);
+    let twice_in_data = event.replacen("\"tool\":", "\"tool\":\"grep\",\"tool\":", 1);
+    let error = decode_json(twice_in_data.as_bytes(), &DecodeLimits::default()).unwrap_err();
+    assert_eq!((error.code, error.field.as_deref()), (ErrorCode::DuplicateKey, Some("data.tool")), "{}", error.message);
+    // Numbers, nesting and the rest of the event decode as before.
+    assert_eq!(decode_json(event.as_bytes(), &DecodeLimits::default()).unwrap(), decode(&valid_tool_result()).unwrap());
+}

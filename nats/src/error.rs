@@ -21,8 +21,8 @@ pub enum LogError {
     #[error("event {id} belongs to swarm {event_swarm:?}, this log holds swarm {log_swarm:?}")]
     ForeignSwarm { id: EventId, event_swarm: String, log_swarm: String },
     #[error(
-        "event {id} is {bytes} bytes as stored, the limit is {limit} bytes: it could not be read \
-         back"
+        "event {id} is {bytes} bytes as stored, over the limit of {limit} bytes (log.max_event_bytes, with \
+         4096 bytes of room for the fields the stored form writes out)"
     )]
     EventTooLarge { id: EventId, bytes: usize, limit: usize },
     #[error(

@@ -155,9 +155,9 @@ impl Default for JetStreamOptions {
 
 impl JetStreamOptions {
     /// Sets the event size limit and sizes the stream's messages to match,
-    /// with room for the headers.
+    /// with room for the stored form and the headers.
     pub fn with_limits(mut self, limits: DecodeLimits) -> Self {
-        let headroom = 4 * 1024;
+        let headroom = crate::STORED_FORM_HEADROOM + 4 * 1024;
         self.max_message_bytes = i32::try_from(limits.max_event_bytes + headroom).unwrap_or(i32::MAX);
         self.limits = limits;
         self
@@ -724,11 +724,8 @@ impl EventLog for JetStreamLog {
                     log_swarm: self.swarm.clone(),
                 });
             }
+            self.check_size(event)?;
             let json = event.to_json();
-            let limit = self.limits.max_event_bytes;
-            if json.len() > limit {
-                return Err(LogError::EventTooLarge { id: event.id, bytes: json.len(), limit });
-            }
             let subject = subjects::event_subject(&self.swarm, &event.agent, event.kind_name());
             let message = PublishMessage::build().payload(Bytes::from(json)).message_id(event.id.to_string());
             messages.push((subject, message));

@@ -70,22 +70,33 @@ pub struct DeadLetter {
 ///
 /// Every implementation must pass the contract suite in
 /// `nats/tests/contract.rs`.
+/// Room the logs leave above `max_event_bytes` for what an event's stored
+/// JSON adds to the JSON its publisher sent: `scope` and `schema_version`
+/// written out, numbers in their shortest form. An event of exactly
+/// `max_event_bytes` as sent is stored (it was refused on the embedded log,
+/// which measured its rkyv form).
+pub const STORED_FORM_HEADROOM: usize = 4 * 1024;
+
 #[async_trait]
 pub trait EventLog: Send + Sync + 'static {
     /// The swarm this log holds.
     fn swarm(&self) -> &str;
 
-    /// The largest event the log takes, in bytes of its JSON form (the
-    /// form it is published in; the limit is inclusive).
+    /// The largest event publishers may send, in bytes of JSON as sent
+    /// (inclusive: `decode_json` refuses more).
     fn max_event_bytes(&self) -> usize;
 
     /// Whether the log would take `event` by its size: what `append` checks
-    /// first. Writers of derived events (verdicts, packages) ask before
-    /// they append, and split or drop what does not fit rather than fail.
+    /// first. Both logs measure the event's JSON as Mneme writes it, which
+    /// may be a little longer than what its publisher sent (fields left to
+    /// their defaults are written out), so they take up to
+    /// [`STORED_FORM_HEADROOM`] bytes over `max_event_bytes`. Writers of
+    /// derived events (verdicts) ask before they append, and split or leave
+    /// out what does not fit rather than fail.
     fn check_size(&self, event: &Event) -> Result<(), LogError> {
         let bytes = event.to_json().len();
         let limit = self.max_event_bytes();
-        if bytes > limit {
+        if bytes > limit.saturating_add(STORED_FORM_HEADROOM) {
             return Err(LogError::EventTooLarge { id: event.id, bytes, limit });
         }
         Ok(())
