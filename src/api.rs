@@ -46,6 +46,8 @@ pub struct AppState {
     pub consolidator: Addr<Consolidator>,
     /// Keys the ids Mneme derives for its own events (acknowledgements).
     pub id_key: mneme_events::IdKey,
+    /// Queries each caller has in flight, over HTTP and NATS.
+    pub query_permits: crate::query_permits::QueryPermits,
     /// Turns true when the server begins to shut down: long-lived responses
     /// (handoff streams) end then, rather than hold the shutdown up.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,
@@ -133,7 +135,11 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        HttpResponse::build(self.status).json(self.body())
+        let mut response = HttpResponse::build(self.status);
+        if self.status == StatusCode::TOO_MANY_REQUESTS {
+            response.insert_header((actix_web::http::header::RETRY_AFTER, "1"));
+        }
+        response.json(self.body())
     }
 }
 

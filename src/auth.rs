@@ -72,6 +72,20 @@ pub async fn require_token(
             }
         }
     };
+    // Queries of memory hold a permit of their caller until they answer.
+    let _permit = match path.strip_prefix("/v1/swarms/") {
+        Some(rest) => {
+            let key = match &caller {
+                Caller::Token { .. } => caller.to_string(),
+                Caller::Anyone => match rest.split('/').collect::<Vec<_>>().as_slice() {
+                    [_, "agents", agent, ..] => format!("agent {}", mneme::api_params::quote(agent)),
+                    _ => caller.to_string(),
+                },
+            };
+            Some(state.query_permits.try_acquire(&key)?)
+        }
+        None => None,
+    };
     request.extensions_mut().insert(caller);
     next.call(request).await
 }

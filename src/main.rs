@@ -24,6 +24,7 @@ mod llm;
 mod model;
 mod nats_queries;
 mod offline;
+mod query_permits;
 mod serve;
 
 use std::net::SocketAddr;

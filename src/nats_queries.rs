@@ -37,9 +37,20 @@ use crate::api_handoffs;
 /// The verbs a query subject may end in.
 pub const QUERY_VERBS: [&str; 7] = ["search", "context", "graph", "provenance", "phase", "handoffs", "ack"];
 const RETRY_AFTER: Duration = Duration::from_secs(1);
-/// Replies go only to subjects under this prefix: NATS clients' default
-/// inboxes.
+/// Replies go only to subjects under this prefix, NATS clients' default
+/// inboxes, or under `_INBOX_<agent>.` for a query of `<agent>`: the
+/// per-agent inbox prefix that a nats-server confining each agent to its
+/// own inboxes (deploy/nats/) makes clients use.
 const REPLY_PREFIX: &str = "_INBOX.";
+
+/// Whether Mneme may answer a query of `agent` on `reply_to`.
+fn is_inbox_of(reply_to: &str, agent: &str) -> bool {
+    reply_to.starts_with(REPLY_PREFIX)
+        || reply_to
+            .strip_prefix("_INBOX_")
+            .and_then(|rest| rest.strip_prefix(agent))
+            .is_some_and(|rest| rest.starts_with('.'))
+}
 
 /// Answers query requests until the process ends; after the subscription
 /// fails, subscribes again.
@@ -70,13 +81,19 @@ async fn answer_and_reply(state: Arc<AppState>, broker: Arc<dyn Broker>, request
     // chose freely would let it publish onto the log, the handoff subjects
     // or the JetStream API through Mneme. Request/reply clients reply to
     // inboxes.
-    if !reply_to.starts_with(REPLY_PREFIX) {
-        tracing::warn!(agent = %request.agent, verb = %request.verb, %reply_to, "query with a reply subject outside {REPLY_PREFIX}* refused");
+    if !is_inbox_of(&reply_to, &request.agent) {
+        tracing::warn!(agent = %request.agent, verb = %request.verb, %reply_to, "query with a reply subject outside {REPLY_PREFIX}* and _INBOX_<agent>.* refused");
         metrics::counter!("mneme_nats_queries_refused_total").increment(1);
         return;
     }
     metrics::counter!("mneme_nats_queries_total", "verb" => verb_label(&request.verb)).increment(1);
-    let body = match answer(&state, &request).await {
+    let caller = format!("agent {} over NATS", mneme::api_params::quote(&request.agent));
+    let permit = state.query_permits.try_acquire(&caller);
+    let answered = match permit {
+        Ok(_permit) => answer(&state, &request).await,
+        Err(refused) => Err(refused),
+    };
+    let body = match answered {
         Ok(answer) => answer,
         Err(error) => error.body(),
     };
@@ -160,4 +177,19 @@ struct AcknowledgeRequest {
 fn body_of<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let body = if body.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { body };
     api::json_body(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_inbox_of;
+
+    #[test]
+    fn answers_go_to_default_inboxes_or_the_queried_agents_own() {
+        assert!(is_inbox_of("_INBOX.abc.1", "reviewer"));
+        assert!(is_inbox_of("_INBOX_reviewer.abc.1", "reviewer"));
+        assert!(!is_inbox_of("_INBOX_reviewer.abc.1", "coder"));
+        assert!(!is_inbox_of("_INBOX_reviewerx.abc", "reviewer"));
+        assert!(!is_inbox_of("mneme.demo.coder.events.message_recorded", "coder"));
+        assert!(!is_inbox_of("_INBOX_reviewer", "reviewer"));
+    }
 }

@@ -24,6 +24,17 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let metrics = PrometheusBuilder::new().install_recorder().context("installing the metrics recorder")?;
     std::fs::create_dir_all(&config.log.data_dir)
         .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
+    if let Some(warning) = config.check_nats_access().map_err(anyhow::Error::msg)? {
+        tracing::warn!("{warning}");
+        actix_web::rt::spawn(async move {
+            let mut every_minute = tokio::time::interval(std::time::Duration::from_secs(60));
+            every_minute.tick().await;
+            loop {
+                every_minute.tick().await;
+                tracing::warn!("{warning}");
+            }
+        });
+    }
     let id_key = backend::id_key(&config)?;
     let opened = backend::open_log_and_broker(&config).await?;
     let log = opened.log;
@@ -76,6 +87,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         memory_config,
         consolidator,
         id_key,
+        query_permits: crate::query_permits::QueryPermits::new(config.http.max_queries_in_flight),
         shutting_down: shutting_down_receiver,
     });
     // Signals are handled here rather than by actix-web, whose handler stops

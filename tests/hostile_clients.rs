@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 const OPERATOR_TOKEN: &str = "operator-secret-0123456789";
 const CODER_TOKEN: &str = "coder-secret-0123456789ab";
 const REVIEWER_TOKEN: &str = "reviewer-secret-0123456789";
+const PLANNER_TOKEN: &str = "planner-secret-0123456789";
 
 const TOKENS: &str = r#"
 [[agents]]
@@ -34,6 +35,11 @@ agent = "coder"
 name = "reviewer-key"
 token = "reviewer-secret-0123456789"
 agent = "reviewer"
+
+[[http.tokens]]
+name = "planner-key"
+token = "planner-secret-0123456789"
+agent = "planner"
 "#;
 
 fn event(id: &str, agent: &str, kind: &str, data: Value) -> Value {
@@ -199,4 +205,141 @@ fn a_refusal_does_not_echo_the_request_text_verbatim() {
     assert_eq!(status, 400, "{refused}");
     assert!(refused["error"]["field"].as_str().unwrap().len() <= 40, "{refused}");
     assert!(refused.to_string().len() < 1000, "{refused}");
+}
+
+/// Item 4. The reviewer's token floods expensive queries (contexts with the
+/// whole thinking budget, digests, handoff streams) at a memory made
+/// expensive on purpose (three shared 1 MB messages without whitespace,
+/// three tool results listing the same 15,000 paths), from 8 threads at once,
+/// while the planner, whose memory shares a worker thread with the
+/// reviewer's, searches. The flooder gets 429 `too_many_requests` past
+/// `http.max_queries_in_flight` (4), with `Retry-After`; the planner gets
+/// every answer. Its latency is printed, quiet and under the flood, not
+/// asserted: speed is measured in benchmarks (BENCHMARKS.md), not in
+/// timed tests on a shared machine.
+#[test]
+fn one_agent_flooding_queries_is_refused_past_its_limit_and_another_is_answered() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start_with(dir.path(), None, TOKENS);
+    let mut counter = 0;
+    let mut next_id = || {
+        counter += 1;
+        format!("01KF0000000000000000{counter:06}")
+    };
+    let notes: Vec<Value> = (0..200)
+        .map(|index| {
+            event(
+                &next_id(),
+                "planner",
+                "message_recorded",
+                json!({"role": "assistant", "text": format!("planner note {index} on the ledger migration")}),
+            )
+        })
+        .collect();
+    assert_eq!(server.post_as(Some(PLANNER_TOKEN), "/v1/events", &Value::Array(notes).to_string()).0, 202);
+    let alphabet: Vec<char> = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/=_-.:".chars().collect();
+    for index in 0..3u64 {
+        let mut state = index + 1;
+        let text: String = (0..1_000_000)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                alphabet[(state >> 33) as usize % alphabet.len()]
+            })
+            .collect();
+        let big = event(&next_id(), "coder", "message_recorded", json!({"role": "assistant", "text": text}));
+        let (status, answer) = server.post_as(Some(CODER_TOKEN), "/v1/events", &json!([big]).to_string());
+        assert_eq!(status, 202, "{answer}");
+    }
+    let paths: String = (0..15_000).map(|index| format!("src/generated/module_{index:05}.rs\n")).collect();
+    for index in 0..3 {
+        let heavy = event(
+            &next_id(),
+            "coder",
+            "tool_result_recorded",
+            json!({"tool": "bash", "args": {"cmd": format!("find src # {index}")}, "output": paths, "exit_code": 0}),
+        );
+        assert_eq!(server.post_as(Some(CODER_TOKEN), "/v1/events", &json!([heavy]).to_string()).0, 202);
+    }
+    let (_, health) = server.get_as(None, "/healthz");
+    let end = health["last_seq"].as_u64().unwrap();
+    for (agent, token) in [("planner", PLANNER_TOKEN), ("reviewer", REVIEWER_TOKEN), ("coder", CODER_TOKEN)] {
+        let path = format!("/v1/swarms/demo/agents/{agent}/search?q=ledger&min_seq={end}");
+        assert_eq!(server.get_as(Some(token), &path).0, 200);
+    }
+
+    let planner_searches = |server: &MnemeServer| -> Vec<f64> {
+        (0..100)
+            .map(|index| {
+                let started = Instant::now();
+                let path = format!("/v1/swarms/demo/agents/planner/search?q=ledger+note+{index}");
+                let (status, answer) = server.get_as(Some(PLANNER_TOKEN), &path);
+                assert_eq!(status, 200, "the planner is answered: {answer}");
+                started.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect()
+    };
+    let quiet = planner_searches(&server);
+
+    let flooding = Arc::new(AtomicBool::new(true));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicUsize::new(0));
+    let url = server.url.clone();
+    let flooders: Vec<_> = (0..8)
+        .map(|thread| {
+            let (flooding, answered, refused, url) = (flooding.clone(), answered.clone(), refused.clone(), url.clone());
+            std::thread::spawn(move || {
+                let paths = [
+                    "/v1/swarms/demo/agents/reviewer/context?q=ledger+src+module&thinking_budget=1",
+                    "/v1/swarms/demo/agents/reviewer/digest",
+                    "/v1/swarms/demo/agents/reviewer/handoffs?follow=true",
+                ];
+                let mut round = thread;
+                while flooding.load(Ordering::Relaxed) {
+                    round += 1;
+                    let path = paths[round % paths.len()];
+                    let request = ureq::get(&format!("{url}{path}"))
+                        .set("authorization", &format!("Bearer {REVIEWER_TOKEN}"))
+                        .timeout(Duration::from_secs(30));
+                    match request.call() {
+                        // A stream's opening answered: dropped at once.
+                        Ok(_) => answered.fetch_add(1, Ordering::Relaxed),
+                        Err(ureq::Error::Status(429, response)) => {
+                            assert_eq!(response.header("retry-after"), Some("1"));
+                            let body: Value = response.into_json().unwrap();
+                            assert_eq!(body["error"]["code"], "too_many_requests", "{body}");
+                            let message = body["error"]["message"].as_str().unwrap();
+                            assert!(message.contains("http.max_queries_in_flight"), "{message}");
+                            refused.fetch_add(1, Ordering::Relaxed)
+                        }
+                        Err(error) => panic!("{path}: {error}"),
+                    };
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let flooded = planner_searches(&server);
+    flooding.store(false, Ordering::Relaxed);
+    for flooder in flooders {
+        flooder.join().expect("a flooding thread failed");
+    }
+    let percentile = |mut samples: Vec<f64>, fraction: f64| {
+        samples.sort_by(f64::total_cmp);
+        samples[((samples.len() as f64 * fraction) as usize).min(samples.len() - 1)]
+    };
+    let (quiet_p50, quiet_p99) = (percentile(quiet.clone(), 0.5), percentile(quiet, 0.99));
+    let (flood_p50, flood_p99) = (percentile(flooded.clone(), 0.5), percentile(flooded, 0.99));
+    eprintln!(
+        "planner search, 100 each: quiet p50 {quiet_p50:.1} ms p99 {quiet_p99:.1} ms; under the flood p50 \
+         {flood_p50:.1} ms p99 {flood_p99:.1} ms ({:.2}x quiet p99); the flooder was answered {} times and refused \
+         {} times",
+        flood_p99 / quiet_p99,
+        answered.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed)
+    );
+    assert!(refused.load(Ordering::Relaxed) > 0, "8 threads of one token were never refused");
+    assert!(answered.load(Ordering::Relaxed) > 0, "the flooder's queries within its limit are answered");
 }

@@ -58,6 +58,12 @@ pub struct MemoryActor {
     /// Seqs of valid events whose application panicked, with the reason
     /// their dead letters give: skipped when delivered again.
     poisoned: BTreeMap<u64, String>,
+    /// The digest of the memory at a checkpoint. A memory is a function of
+    /// the log up to its checkpoint, so the digest changes only when the
+    /// checkpoint does: every status query (a handoff stream's opening, a
+    /// feed's resubscription, `…/digest`) hashing the whole memory again
+    /// let 200 stream openings keep a path-heavy memory busy for minutes.
+    digest_cache: Option<(u64, String)>,
 }
 
 /// A memory actor's link to the phase compressor.
@@ -92,6 +98,7 @@ impl MemoryActor {
             summaries: None,
             retrievals: BTreeMap::new(),
             poisoned: BTreeMap::new(),
+            digest_cache: None,
         }
     }
 
@@ -104,6 +111,7 @@ impl MemoryActor {
         let agent = self.memory.agent().to_string();
         let config = self.memory.config().clone();
         self.memory = restore_or_new(&self.store, &swarm, &agent, config, u64::MAX)?;
+        self.digest_cache = None;
         self.snapshot_seq = self.memory.checkpoint();
         self.events_since_snapshot = 0;
         self.first_unsaved_at = None;
@@ -428,6 +436,21 @@ impl Query {
     }
 }
 
+impl MemoryActor {
+    /// The memory's digest, hashed once per checkpoint.
+    fn digest(&mut self) -> String {
+        let checkpoint = self.memory.checkpoint();
+        match &self.digest_cache {
+            Some((at, digest)) if *at == checkpoint => digest.clone(),
+            _ => {
+                let digest = self.memory.digest();
+                self.digest_cache = Some((checkpoint, digest.clone()));
+                digest
+            }
+        }
+    }
+}
+
 impl Handler<Query> for MemoryActor {
     type Result = Result<QueryAnswer, ActorsError>;
 
@@ -458,7 +481,7 @@ impl Handler<Query> for MemoryActor {
                 agent: self.memory.agent().to_string(),
                 checkpoint: self.memory.checkpoint(),
                 snapshot_seq: self.snapshot_seq,
-                digest: self.memory.digest(),
+                digest: self.digest(),
                 items: self.memory.item_count(),
             }),
             Query::Provenance(item_id) => QueryAnswer::Provenance(self.memory.provenance_of(&item_id)),

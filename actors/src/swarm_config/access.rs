@@ -213,6 +213,32 @@ impl SwarmConfig {
         Ok(api_tokens)
     }
 
+    /// On NATS with API tokens but no NATS credentials, the tokens protect
+    /// nothing that a NATS client cannot reach directly: refused, naming
+    /// the settings, unless `log.allow_unauthenticated_nats`; then `Ok` with
+    /// the warning to repeat. `Ok(None)`: nothing to say.
+    pub fn check_nats_access(&self) -> Result<Option<String>, String> {
+        if self.log.backend != super::LogBackend::Nats || self.api_tokens().is_empty() {
+            return Ok(None);
+        }
+        if self.nats_credentials().is_some() {
+            return Ok(None);
+        }
+        let problem = format!(
+            "{} API tokens are configured but Mneme connects to NATS without credentials: any NATS client can \
+             then query any agent's memory, publish as any agent and forge handoffs, whatever the tokens say",
+            self.api_tokens().len()
+        );
+        if self.log.allow_unauthenticated_nats {
+            return Ok(Some(problem));
+        }
+        Err(format!(
+            "{problem}. Give Mneme NATS credentials ({NATS_USER_VARIABLE} and {NATS_PASSWORD_VARIABLE}, or \
+             {NATS_TOKEN_VARIABLE}) on a nats-server whose users and permissions confine each agent (deploy/nats/ \
+             ships one), or set log.allow_unauthenticated_nats = true to start anyway"
+        ))
+    }
+
     pub(super) fn check_nats_credentials(&self) -> Result<(), String> {
         let log = &self.log;
         if log.nats_user.as_deref() == Some("") {
@@ -377,6 +403,26 @@ mod tests {
         let text = tokens(&token("ci", SECRET));
         let message = error_with(&text, &[("MNEME_HTTP_TOKEN_CI", "")]);
         assert!(message.contains("\"ci\" is empty"), "{message}");
+    }
+
+    /// Issue 17, item 5: API tokens on NATS without NATS credentials
+    /// protect nothing; refused unless the operator says to start anyway.
+    #[test]
+    fn api_tokens_on_nats_without_nats_credentials_are_refused_unless_allowed() {
+        let on_nats = |log_keys: &str| {
+            let text = format!("{}[log]\nbackend = \"nats\"\n{log_keys}\n", tokens(&token("ops", SECRET)));
+            SwarmConfig::parse(&text, "swarm.toml").unwrap()
+        };
+        let refused = on_nats("").check_nats_access().unwrap_err();
+        assert!(refused.contains("allow_unauthenticated_nats") && refused.contains("MNEME_NATS_USER"), "{refused}");
+        assert!(!refused.contains(SECRET), "{refused}");
+        let warning = on_nats("allow_unauthenticated_nats = true").check_nats_access().unwrap();
+        assert!(warning.is_some_and(|warning| warning.contains("without credentials")));
+        assert_eq!(on_nats("nats_token = \"t\"").check_nats_access(), Ok(None));
+        // No tokens, or the embedded log: nothing to say.
+        assert_eq!(SwarmConfig::parse(&log("backend = \"nats\""), "swarm.toml").unwrap().check_nats_access(), Ok(None));
+        let embedded = SwarmConfig::parse(&tokens(&token("ops", SECRET)), "swarm.toml").unwrap();
+        assert_eq!(embedded.check_nats_access(), Ok(None));
     }
 
     #[test]

@@ -198,6 +198,12 @@ pub struct LogSection {
     pub nats_password: Option<Secret>,
     #[serde(default)]
     pub nats_token: Option<Secret>,
+    /// With API tokens configured, Mneme refuses to start on NATS without
+    /// credentials: a NATS server that lets anyone in bypasses every token
+    /// and scope (queries, publishing as any agent, forged handoffs). `true`
+    /// starts anyway, with a warning at start and every minute.
+    #[serde(default)]
+    pub allow_unauthenticated_nats: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -208,6 +214,12 @@ pub struct HttpSection {
     /// Largest request body accepted by `POST /v1/events`.
     #[serde(default = "default_max_request_bytes")]
     pub max_request_bytes: usize,
+    /// Queries one caller (an API token; the agent queried when the API
+    /// has no tokens, and over NATS) may have in flight at once; past it,
+    /// 429. Memory actors share worker threads: one caller's queue of
+    /// expensive queries delays every agent on the same thread.
+    #[serde(default = "default_max_queries_in_flight")]
+    pub max_queries_in_flight: usize,
     /// Bearer tokens the API accepts, as written in the file; the secrets
     /// after environment overrides are in [`SwarmConfig::api_tokens`].
     #[serde(default)]
@@ -297,6 +309,9 @@ fn default_bind() -> SocketAddr {
 fn default_max_request_bytes() -> usize {
     16 * 1024 * 1024
 }
+fn default_max_queries_in_flight() -> usize {
+    4
+}
 fn default_working_tier_tokens() -> usize {
     MemoryConfig::default().working_tier_tokens
 }
@@ -353,6 +368,7 @@ impl Default for LogSection {
             nats_user: None,
             nats_password: None,
             nats_token: None,
+            allow_unauthenticated_nats: false,
         }
     }
 }
@@ -382,7 +398,12 @@ impl Default for RetrievalSection {
 
 impl Default for HttpSection {
     fn default() -> Self {
-        HttpSection { bind: default_bind(), max_request_bytes: default_max_request_bytes(), tokens: Vec::new() }
+        HttpSection {
+            bind: default_bind(),
+            max_request_bytes: default_max_request_bytes(),
+            max_queries_in_flight: default_max_queries_in_flight(),
+            tokens: Vec::new(),
+        }
     }
 }
 
@@ -526,6 +547,7 @@ impl SwarmConfig {
             ("log.max_event_bytes", self.log.max_event_bytes as u64),
             ("log.replicas", self.log.replicas as u64),
             ("http.max_request_bytes", self.http.max_request_bytes as u64),
+            ("http.max_queries_in_flight", self.http.max_queries_in_flight as u64),
         ];
         for (key, value) in positive {
             if value == 0 {

@@ -30,6 +30,12 @@ const PHASES: usize = 12;
 const POINTERS: usize = 12;
 /// A contradiction's sides are cut to this many tokens each.
 const SIDE_TOKENS: usize = 40;
+/// A candidate's text is cut to this many bytes before its tokens are
+/// counted: tokenising costs time in proportion to the text, and five
+/// shared 1 MB messages made every agent's context pay for 5 MB of
+/// tokenising on every request. 64 KiB is about 16,000 tokens, more than
+/// one line of context is given; the cut is marked.
+pub(super) const MAX_CANDIDATE_TEXT_BYTES: usize = 64 * 1024;
 /// Predicates of facts that read as conventions.
 const CONVENTION_WORDS: [&str; 6] = ["convention", "style", "prefer", "rule", "policy", "guideline"];
 
@@ -52,6 +58,20 @@ pub(super) struct Candidate {
     pub superseded_by: Option<String>,
 }
 
+/// `text`, or its first `MAX_CANDIDATE_TEXT_BYTES` marked as cut.
+fn cut_to_counting_size(mut text: String) -> String {
+    if text.len() <= MAX_CANDIDATE_TEXT_BYTES {
+        return text;
+    }
+    let mut end = MAX_CANDIDATE_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(" …[truncated]");
+    text
+}
+
 impl Candidate {
     #[allow(clippy::too_many_arguments)] // one line's every field, named at each call
     fn new(
@@ -68,6 +88,7 @@ impl Candidate {
             .into_iter()
             .filter(|text| !text.trim().is_empty())
             .map(|text| {
+                let text = cut_to_counting_size(text);
                 let tokens = tokens::count(&line(seq, kind, &item_id, &text));
                 (text, tokens)
             })
@@ -614,4 +635,32 @@ fn task_candidate(task: &crate::phases::TaskSummary, tracker: &crate::phases::Ph
     );
     candidate.truncatable = false;
     candidate
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 17, item 4: a candidate's tokens are counted on at most
+    /// `MAX_CANDIDATE_TEXT_BYTES` of its text, cut at a character and marked.
+    #[test]
+    fn a_huge_text_is_cut_before_its_tokens_are_counted() {
+        let short = "rotate the signing keys".to_string();
+        assert_eq!(cut_to_counting_size(short.clone()), short);
+        let huge = "é".repeat(MAX_CANDIDATE_TEXT_BYTES);
+        let cut = cut_to_counting_size(huge);
+        assert!(cut.len() <= MAX_CANDIDATE_TEXT_BYTES + " …[truncated]".len(), "{}", cut.len());
+        assert!(cut.ends_with(" …[truncated]"));
+        let candidate = Candidate::new(
+            ContextTier::Relevant,
+            "test",
+            "seq:1".into(),
+            "item".into(),
+            1,
+            "message_recorded",
+            vec!["x".repeat(10 * MAX_CANDIDATE_TEXT_BYTES)],
+            Vec::new(),
+        );
+        assert!(candidate.texts[0].0.len() < 2 * MAX_CANDIDATE_TEXT_BYTES);
+    }
 }
