@@ -175,7 +175,7 @@ pub async fn phase_answer(
             StatusCode::NOT_FOUND,
             "unknown_phase",
             Some("phase_id"),
-            format!("the memory of {agent:?} knows no phase {}", quote(&phase_id)),
+            format!("the memory of {agent:?} knows no phase {}", quote(phase_id)),
         ));
     };
     let mut body = phase_heading_json(&phase);
@@ -201,7 +201,7 @@ pub async fn phase_answer(
                     Some("level"),
                     format!(
                         "phase {} is still open: only `full` and `original` exist before it completes",
-                        quote(&phase_id)
+                        quote(phase_id)
                     ),
                 ));
             };

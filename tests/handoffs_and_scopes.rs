@@ -578,7 +578,10 @@ fn on_nats_a_reviewer_that_was_away_reads_its_handoff_from_the_stream_and_acknow
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let nats = runtime.block_on(NatsServer::require());
     let work = tempfile::tempdir().unwrap();
-    let mut server = MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG);
+    // A NATS server without auth beside API tokens: Mneme starts only when
+    // told to (issue 17, item 5), under [log], which the helper opens.
+    let config = format!("allow_unauthenticated_nats = true\n{CONFIG}");
+    let mut server = MnemeServer::start_with(work.path(), Some(&nats.url()), &config);
     let seq = publish_and_wait_for_delivery(&server);
     // An observer, not the reviewer, sees the restart publish the pending
     // handoff again.

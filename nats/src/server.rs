@@ -51,6 +51,14 @@ pub struct NatsServer {
     /// A configuration file the server runs with instead of command-line
     /// flags: cluster nodes need settings that have no flag.
     config_file: Option<PathBuf>,
+    /// Whether the loopback address, port and store flags are passed with
+    /// `config_file`, overriding the file's `listen` and `store_dir`.
+    flags_over_config: bool,
+    /// The user and password the readiness check logs in with.
+    user_password: Option<(String, String)>,
+    /// Environment variables of the server process, e.g. those a
+    /// configuration file names with `$VARIABLE`.
+    environment: Vec<(String, String)>,
 }
 
 impl NatsServer {
@@ -78,9 +86,25 @@ impl NatsServer {
         })?;
         let port = free_loopback_port()?;
         let dir = fresh_temp_dir()?;
-        let mut server = NatsServer { binary, port, dir, child: None, token: None, config_file: None };
+        let mut server = NatsServer::unstarted(binary, port, dir);
         server.spawn_and_wait().await?;
         Ok(server)
+    }
+
+    /// A server that has not been spawned, with flags and no configuration
+    /// file, token or credentials.
+    fn unstarted(binary: PathBuf, port: u16, dir: PathBuf) -> NatsServer {
+        NatsServer {
+            binary,
+            port,
+            dir,
+            child: None,
+            token: None,
+            config_file: None,
+            flags_over_config: false,
+            user_password: None,
+            environment: Vec::new(),
+        }
     }
 
     /// Like [`NatsServer::start`], with a server that refuses clients
@@ -91,8 +115,36 @@ impl NatsServer {
         })?;
         let port = free_loopback_port()?;
         let dir = fresh_temp_dir()?;
-        let mut server =
-            NatsServer { binary, port, dir, child: None, token: Some(token.to_string()), config_file: None };
+        let mut server = NatsServer::unstarted(binary, port, dir);
+        server.token = Some(token.to_string());
+        server.spawn_and_wait().await?;
+        Ok(server)
+    }
+
+    /// Like [`NatsServer::start`], with the configuration file `config_file`
+    /// (its authorization and permissions, say) and these environment
+    /// variables (those the file names as `$VARIABLE`). The server still
+    /// listens on a free loopback port with its store in a fresh temporary
+    /// directory: the `-a`, `-p` and `-sd` flags override the file's
+    /// `listen` and `store_dir`. Readiness is checked as `user` with
+    /// `password`, who must be allowed the JetStream API (`$JS.API.INFO`)
+    /// and `_INBOX.>`.
+    pub async fn start_with_config(
+        config_file: &Path,
+        environment: &[(&str, &str)],
+        user: &str,
+        password: &str,
+    ) -> Result<NatsServer, LogError> {
+        let binary = NatsServer::binary().ok_or_else(|| {
+            LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
+        })?;
+        let port = free_loopback_port()?;
+        let dir = fresh_temp_dir()?;
+        let mut server = NatsServer::unstarted(binary, port, dir);
+        server.config_file = Some(config_file.to_path_buf());
+        server.flags_over_config = true;
+        server.user_password = Some((user.to_string(), password.to_string()));
+        server.environment = environment.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
         server.spawn_and_wait().await?;
         Ok(server)
     }
@@ -142,7 +194,9 @@ impl NatsServer {
         self.spawn_and_wait().await
     }
 
-    fn log_path(&self) -> PathBuf {
+    /// The server's log (stdout and stderr), kept across restarts; it is
+    /// removed with the server.
+    pub fn log_path(&self) -> PathBuf {
         self.dir.join("nats-server.log")
     }
 
@@ -166,15 +220,13 @@ impl NatsServer {
         if let Some(token) = &self.token {
             command.args(["--auth", token]);
         }
-        match &self.config_file {
-            Some(config_file) => command.arg("-c").arg(config_file),
-            None => command.arg("-js").arg("-sd").arg(self.store_dir()).args([
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-            ]),
-        };
+        if let Some(config_file) = &self.config_file {
+            command.arg("-c").arg(config_file);
+        }
+        if self.config_file.is_none() || self.flags_over_config {
+            command.arg("-js").arg("-sd").arg(self.store_dir()).args(["-a", "127.0.0.1", "-p", &self.port.to_string()]);
+        }
+        command.envs(self.environment.iter().map(|(name, value)| (name, value)));
         let child = command.stdin(Stdio::null()).stdout(log).stderr(stderr_log).spawn().map_err(|error| {
             LogError::Server(format!(
                 "could not run {}: {error}; run {INSTALL_SCRIPT} or point {SERVER_BINARY_ENV} at a nats-server",
@@ -198,9 +250,12 @@ impl NatsServer {
                     return Err(self.startup_failure(&format!("exited with {status}")));
                 }
             }
-            let options = match &self.token {
-                Some(token) => async_nats::ConnectOptions::with_token(token.clone()),
-                None => async_nats::ConnectOptions::new(),
+            let options = match (&self.token, &self.user_password) {
+                (Some(token), _) => async_nats::ConnectOptions::with_token(token.clone()),
+                (None, Some((user, password))) => {
+                    async_nats::ConnectOptions::with_user_and_password(user.clone(), password.clone())
+                }
+                (None, None) => async_nats::ConnectOptions::new(),
             };
             match options.connect(&url).await {
                 Ok(client) => match short_timeout_context(client).query_account().await {
@@ -289,14 +344,9 @@ impl NatsCluster {
             fs::write(&config_file, config)
                 .map_err(|error| LogError::Server(format!("could not write {}: {error}", config_file.display())))?;
             let port = client_ports[index];
-            nodes.push(NatsServer {
-                binary: binary.clone(),
-                port,
-                dir,
-                child: None,
-                token: None,
-                config_file: Some(config_file),
-            });
+            let mut node = NatsServer::unstarted(binary.clone(), port, dir);
+            node.config_file = Some(config_file);
+            nodes.push(node);
         }
         // All nodes first: none is ready before a majority runs.
         for node in &mut nodes {
