@@ -162,6 +162,25 @@ pub struct SearchHit {
     pub explain: Vec<RetrieverRank>,
 }
 
+/// A hit quotes at most this much of its item's text: a search answering
+/// ten shared 1 MB messages was 10 MB to copy, serialise and send, and made
+/// every search of every agent that sees them slow. The item's whole text
+/// is at `GET …/items/{item_id}`.
+pub const MAX_HIT_TEXT_BYTES: usize = 16 * 1024;
+
+/// The text of a hit: the item's, or its first `MAX_HIT_TEXT_BYTES` marked
+/// with how long the whole is and where it is.
+fn hit_text(text: &str, item_id: &str) -> String {
+    if text.len() <= MAX_HIT_TEXT_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_HIT_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} …[truncated: {} bytes in all, at …/items/{item_id}]", &text[..end], text.len())
+}
+
 /// One retriever's candidates, best first: (score, seq).
 type Ranking = Vec<(f32, u64)>;
 
@@ -242,7 +261,7 @@ impl AgentMemory {
             seq,
             kind: item.kind,
             score,
-            text: item.text.clone(),
+            text: hit_text(&item.text, &item.item_id),
             agent: item.agent.clone(),
             scope: item.scope,
             ts: item.ts,
@@ -393,6 +412,16 @@ fn fuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 17, item 4: a hit quotes at most `MAX_HIT_TEXT_BYTES` of its
+    /// item, cut at a character and saying where the rest is.
+    #[test]
+    fn a_hit_quotes_a_huge_text_cut_and_says_where_the_whole_is() {
+        assert_eq!(hit_text("short", "01KF"), "short");
+        let cut = hit_text(&"é".repeat(MAX_HIT_TEXT_BYTES), "01KF");
+        assert!(cut.len() < MAX_HIT_TEXT_BYTES + 100, "{}", cut.len());
+        assert!(cut.ends_with(&format!("[truncated: {} bytes in all, at …/items/01KF]", 2 * MAX_HIT_TEXT_BYTES)));
+    }
 
     #[test]
     fn fusion_rewards_agreement_and_breaks_ties_by_recency() {
