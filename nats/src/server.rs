@@ -81,19 +81,23 @@ impl NatsServer {
     /// Starts a server on a free loopback port with an empty store, and
     /// returns once it answers JetStream requests.
     pub async fn start() -> Result<NatsServer, LogError> {
-        let binary = NatsServer::binary().ok_or_else(|| {
-            LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
-        })?;
-        let port = free_loopback_port()?;
-        let dir = fresh_temp_dir()?;
-        let mut server = NatsServer::unstarted(binary, port, dir);
+        let mut server = NatsServer::unstarted()?;
         server.spawn_and_wait().await?;
         Ok(server)
     }
 
-    /// A server that has not been spawned, with flags and no configuration
-    /// file, token or credentials.
-    fn unstarted(binary: PathBuf, port: u16, dir: PathBuf) -> NatsServer {
+    /// A server that has not been spawned, on a free loopback port with a
+    /// fresh store, with flags and no configuration file, token or
+    /// credentials.
+    fn unstarted() -> Result<NatsServer, LogError> {
+        let binary = NatsServer::binary().ok_or_else(|| {
+            LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
+        })?;
+        Ok(NatsServer::unstarted_at(binary, free_loopback_port()?, fresh_temp_dir()?))
+    }
+
+    /// Like [`NatsServer::unstarted`], with this binary, port and store.
+    fn unstarted_at(binary: PathBuf, port: u16, dir: PathBuf) -> NatsServer {
         NatsServer {
             binary,
             port,
@@ -110,12 +114,7 @@ impl NatsServer {
     /// Like [`NatsServer::start`], with a server that refuses clients
     /// without this token (`--auth`).
     pub async fn start_with_token(token: &str) -> Result<NatsServer, LogError> {
-        let binary = NatsServer::binary().ok_or_else(|| {
-            LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
-        })?;
-        let port = free_loopback_port()?;
-        let dir = fresh_temp_dir()?;
-        let mut server = NatsServer::unstarted(binary, port, dir);
+        let mut server = NatsServer::unstarted()?;
         server.token = Some(token.to_string());
         server.spawn_and_wait().await?;
         Ok(server)
@@ -135,12 +134,7 @@ impl NatsServer {
         user: &str,
         password: &str,
     ) -> Result<NatsServer, LogError> {
-        let binary = NatsServer::binary().ok_or_else(|| {
-            LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
-        })?;
-        let port = free_loopback_port()?;
-        let dir = fresh_temp_dir()?;
-        let mut server = NatsServer::unstarted(binary, port, dir);
+        let mut server = NatsServer::unstarted()?;
         server.config_file = Some(config_file.to_path_buf());
         server.flags_over_config = true;
         server.user_password = Some((user.to_string(), password.to_string()));
@@ -344,7 +338,7 @@ impl NatsCluster {
             fs::write(&config_file, config)
                 .map_err(|error| LogError::Server(format!("could not write {}: {error}", config_file.display())))?;
             let port = client_ports[index];
-            let mut node = NatsServer::unstarted(binary.clone(), port, dir);
+            let mut node = NatsServer::unstarted_at(binary.clone(), port, dir);
             node.config_file = Some(config_file);
             nodes.push(node);
         }
