@@ -111,7 +111,8 @@ fn a_bound_token_cannot_claim_the_ids_mneme_derives_for_its_own_events() {
     let (status, acknowledged) = server.post_as(Some(REVIEWER_TOKEN), &ack, "{}");
     assert_eq!(status, 200, "{acknowledged}");
     assert_eq!(acknowledged["duplicate"], false, "{acknowledged}");
-    let (_, listed) = server.get_as(Some(REVIEWER_TOKEN), handoffs);
+    let listing = format!("{handoffs}?min_seq={}", acknowledged["seq"]);
+    let (_, listed) = server.get_as(Some(REVIEWER_TOKEN), &listing);
     assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
 }
 
