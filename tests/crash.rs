@@ -25,19 +25,9 @@ const CODER_TOKEN: &str = "coder-secret-0123456789ab";
 /// ever find it, before or after a crash.
 const PLANNER_SECRET: &str = "kumquat";
 
-const CONFIG: &str = r#"
-[[agents]]
-name = "reviewer"
-
-[[http.tokens]]
-name = "operator"
-token = "operator-secret-0123456789"
-
-[[http.tokens]]
-name = "coder-key"
-token = "coder-secret-0123456789ab"
-agent = "coder"
-"#;
+fn config() -> String {
+    common::reviewer_and_tokens(&[("operator", OPERATOR_TOKEN, None), ("coder-key", CODER_TOKEN, Some("coder"))])
+}
 
 /// Unix milliseconds of 2026-03-02T10:00:00Z, the first event's time.
 const FIRST_EVENT_MS: u64 = 1_772_445_600_000;
@@ -332,7 +322,7 @@ fn killed_with_sigkill_at_random_points_nothing_acknowledged_is_lost_or_applied_
     // test measures catch-up rather than crashes.
     const PAUSE_BETWEEN_BATCHES: Duration = Duration::from_millis(15);
     let work = tempfile::tempdir().unwrap();
-    let mut server = MnemeServer::start_logged(work.path(), CONFIG, RESTORE_LOG_FILTER);
+    let mut server = MnemeServer::start_logged(work.path(), &config(), RESTORE_LOG_FILTER);
     server.token = Some(OPERATOR_TOKEN.to_string());
     let mut kill_points = KillPoints::from_environment();
     assert_listens_only_on_loopback(&server);
@@ -472,7 +462,7 @@ fn killed_while_writing_a_snapshot_the_last_complete_one_is_used_and_the_tail_re
     const WANTED_CUTS: usize = 3;
     const ATTEMPTS: usize = 40;
     let work = tempfile::tempdir().unwrap();
-    let mut server = MnemeServer::start_logged(work.path(), CONFIG, "warn,mneme_actors::memory_actor=debug");
+    let mut server = MnemeServer::start_logged(work.path(), &config(), "warn,mneme_actors::memory_actor=debug");
     // Memories of a few thousand items, so that a snapshot takes long
     // enough to be caught in the act.
     let mut next_event = 0u64;
@@ -555,7 +545,7 @@ fn killed_while_writing_a_snapshot_the_last_complete_one_is_used_and_the_tail_re
 #[test]
 fn a_damaged_or_truncated_snapshot_is_detected_and_rebuilt_from_the_log_never_served() {
     let work = tempfile::tempdir().unwrap();
-    let mut server = MnemeServer::start_logged(work.path(), CONFIG, RESTORE_LOG_FILTER);
+    let mut server = MnemeServer::start_logged(work.path(), &config(), RESTORE_LOG_FILTER);
     try_publish(&server, &batch(0, 600)).expect("published");
     let log_end = last_seq(&server);
     assert_memories_equal_replay(&server, log_end);

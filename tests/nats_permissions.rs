@@ -37,15 +37,6 @@ const PASSWORD_VARIABLES: [(&str, &str); 4] = [
     ("MNEME_NATS_PASSWORD_REVIEWER", REVIEWER_PASSWORD),
 ];
 
-const CONFIG: &str = r#"
-[[agents]]
-name = "reviewer"
-
-[[http.tokens]]
-name = "operator"
-token = "operator-secret-0123456789"
-"#;
-
 const HANDOFFS_STREAM: &str = "MNEME_demo_HANDOFFS";
 const EVENTS_STREAM: &str = "MNEME_demo";
 
@@ -105,7 +96,7 @@ impl Swarm {
         let mneme = MnemeServer::start_with_environment(
             work.path(),
             Some(&nats.url()),
-            CONFIG,
+            &common::reviewer_and_tokens(&[("operator", OPERATOR_TOKEN, None)]),
             &[("MNEME_NATS_USER", "mneme"), ("MNEME_NATS_PASSWORD", MNEME_PASSWORD)],
         );
         let inspector = runtime.block_on(credentials("mneme", MNEME_PASSWORD).connect(nats.url())).unwrap();

@@ -18,6 +18,20 @@ pub fn example_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/trajectory.jsonl")
 }
 
+/// `swarm.toml` lines for a `reviewer` agent, beside the `planner` and
+/// `coder` every test server has, and these API tokens: (name, secret,
+/// the one agent it may act as).
+pub fn reviewer_and_tokens(tokens: &[(&str, &str, Option<&str>)]) -> String {
+    let mut config = String::from("\n[[agents]]\nname = \"reviewer\"\n");
+    for (name, secret, agent) in tokens {
+        config.push_str(&format!("\n[[http.tokens]]\nname = \"{name}\"\ntoken = \"{secret}\"\n"));
+        if let Some(agent) = agent {
+            config.push_str(&format!("agent = \"{agent}\"\n"));
+        }
+    }
+    config
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
