@@ -671,18 +671,9 @@ impl AgentMemory {
             }
         }
         bm25.commit()?;
-        let kept: Vec<(u64, Vec<f32>)> = self
-            .vectors
-            .vectors()
-            .into_iter()
-            .filter(|(seq, _)| self.items.get(seq).is_some_and(|item| item.state != ItemState::Purged))
-            .collect();
-        let mut vectors = VectorIndex::new(self.config.embedder.dimensions());
-        for (seq, vector) in &kept {
-            vectors.insert(*seq, vector);
-        }
+        let items = &self.items;
+        self.vectors.retain(|seq| items.get(&seq).is_some_and(|item| item.state != ItemState::Purged));
         self.bm25 = bm25;
-        self.vectors = vectors;
         self.hidden_count = hidden;
         Ok(())
     }
@@ -806,7 +797,7 @@ mod tests {
             "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
             "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
         let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
-        assert_eq!(crate::SNAPSHOT_FORMAT, 8);
+        assert_eq!(crate::SNAPSHOT_FORMAT, 9);
         assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
     }
 }

@@ -23,12 +23,12 @@ use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
 use crate::phases::{PhaseTracker, PhaseTrackerRecord};
-use crate::vector::VectorIndex;
+use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 8;
+pub const SNAPSHOT_FORMAT: u32 = 9;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -75,9 +75,9 @@ struct MemorySnapshot {
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 enum SnapshotSection {
     Items(Vec<ItemRecord>),
-    /// (seq, vector) in seq order; re-inserted in that order on restore, so
-    /// the vector index is rebuilt exactly.
-    Vectors(Vec<(u64, Vec<f32>)>),
+    /// (seq, scale, 8-bit values) in seq order: the vector index as it
+    /// was, read back without embedding or quantizing anything again.
+    Vectors(Vec<(u64, f32, Vec<i8>)>),
     /// A slice of the fact graph's own snapshot.
     Graph(Vec<u8>),
 }
@@ -126,7 +126,8 @@ impl AgentMemory {
     /// [`AgentMemory::to_snapshot`] with the bulk cut into sections of about
     /// `section_bytes` each; any size gives the same memory back.
     pub fn to_snapshot_in_sections(&self, section_bytes: usize) -> Result<Vec<u8>, ProjectionError> {
-        let vectors = self.vectors.vectors();
+        let vectors: Vec<(u64, f32, Vec<i8>)> =
+            self.vectors.quantized().map(|(seq, vector)| (seq, vector.scale, vector.values)).collect();
         let graph = self.graph.to_snapshot()?;
         let head = MemorySnapshot {
             format: SNAPSHOT_FORMAT,
@@ -205,7 +206,7 @@ impl AgentMemory {
         if !items.is_empty() {
             append_section(&mut body, "items", &SnapshotSection::Items(items))?;
         }
-        let vector_bytes = 32 + 4 * self.config.embedder.dimensions();
+        let vector_bytes = 32 + self.config.embedder.dimensions();
         for chunk in vectors.chunks((section_bytes / vector_bytes).max(1)) {
             append_section(&mut body, "vectors", &SnapshotSection::Vectors(chunk.to_vec()))?;
         }
@@ -271,15 +272,20 @@ impl AgentMemory {
         }
         bm25.commit()?;
         let mut vectors = VectorIndex::new(config.embedder.dimensions());
-        for (seq, vector) in &vector_records {
-            if vector.len() != config.embedder.dimensions() {
+        let mut previous_seq = None;
+        for (seq, scale, values) in vector_records {
+            if values.len() != config.embedder.dimensions() || !scale.is_finite() {
                 return Err(ProjectionError::CorruptSnapshot(format!(
-                    "vector of seq {seq} has {} dimensions, the model {}",
-                    vector.len(),
+                    "vector of seq {seq} has {} dimensions and scale {scale}, the model {} dimensions",
+                    values.len(),
                     config.embedder.dimensions()
                 )));
             }
-            vectors.insert(*seq, vector);
+            if previous_seq.is_some_and(|previous| previous >= seq) {
+                return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} is out of order")));
+            }
+            previous_seq = Some(seq);
+            vectors.insert_quantized(seq, QuantizedVector { scale, values });
         }
         let graph = FactGraph::from_snapshot(&graph_bytes)?;
         drop(graph_bytes);

@@ -1,45 +1,37 @@
-//! The vector index over an agent's items: HNSW (hnsw_rs) on unit vectors.
+//! The vector index over an agent's items: exact search over quantized
+//! vectors, in two stages.
 //!
-//! Derived state, like the BM25 index: a snapshot keeps the vectors and a
-//! restore inserts them again in seq order. hnsw_rs draws node levels from a
-//! generator with a fixed seed, so inserting the same vectors in the same
-//! order builds the same graph: a replayed index answers like the live one.
-//! For the same reason forgotten items stay in the graph and are filtered out
-//! of results (hnsw_rs cannot delete, and rebuilding without them would
-//! build a different graph).
+//! Each vector is kept as 8-bit integers with one scale (`value ≈ q ×
+//! scale`: 4 bytes a dimension become 1) and as a binary code, one bit a
+//! dimension: the signs of the vector after a fixed random rotation. A search ranks every accepted item by the Hamming
+//! distance between its code and the query's, walks them nearest first,
+//! and scores the first [`RESCORE_POOL`] (or more, for larger limits) by the
+//! dot product of the query with their 8-bit vectors. Nothing is built on
+//! insert, so apply costs a quantization; nothing is rebuilt on restore,
+//! where the quantized vectors are read back as they were; and a search is
+//! a pure function of the vectors and the query, whatever order of commits
+//! or restarts led to them, so replay answers like live by construction.
+//!
+//! Measured on 100,000 one-line texts from Rust documentation with the
+//! default static model (BENCHMARKS.md, "Issue 18: vectors"): recall@10
+//! against exact search over the unquantized vectors 0.92 with a pool of
+//! 1,000, where the HNSW graph this replaced (hnsw_rs, M 16,
+//! ef_construction 64, ef_search 64) reached 0.85 and inserted 2,100
+//! vectors a second.
 
-use hnsw_rs::prelude::{Distance, FilterT, Hnsw};
-
-/// Links per node and layer: hnsw_rs's usual value for a few hundred
-/// dimensions; more costs memory and insert time for little recall.
-const MAX_CONNECTIONS: usize = 16;
-const MAX_LAYERS: usize = 16;
-/// Candidates explored per insert: the main cost of ingest into the vector
-/// index (lowered from 100, which halved the apply rate). Recall against
-/// exact search at this value is not measured yet.
-const EF_CONSTRUCTION: usize = 64;
-/// Candidates explored per search, at least.
-const MIN_EF_SEARCH: usize = 64;
-/// hnsw_rs sizes its tables from this hint; it is not a limit.
-const CAPACITY_HINT: usize = 100_000;
-
-/// `1 - cosine` for unit vectors, clamped at 0. hnsw_rs's own dot distance
-/// asserts `dot <= 1`, which rounding breaks for a vector and itself.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct UnitCosineDistance;
-
-impl Distance<f32> for UnitCosineDistance {
-    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
-        (1.0 - dot(a, b)).max(0.0)
-    }
-}
+/// How many candidates, nearest by Hamming distance, are scored exactly at
+/// least. Recall@10 against unquantized exact search on 100,000 texts:
+/// 0.69 at 100, 0.79 at 200, 0.86 at 400, 0.92 at 1,000.
+const RESCORE_POOL: usize = 1000;
+/// Candidates scored per result asked for, when that is more than the pool.
+const RESCORE_PER_RESULT: usize = 10;
 
 /// Dot product with eight independent accumulators. A plain sum is one
 /// dependency chain the compiler may not reorder (float addition is not
 /// associative), so it cannot use SIMD; eight lanes can, and the order of
-/// additions is still fixed, so results are the same on every run. Most of
-/// the time of an HNSW insert is spent here.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+/// additions is still fixed, so results are the same on every run.
+#[cfg(test)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 8;
     let mut lanes = [0.0f32; LANES];
     let a_chunks = a.chunks_exact(LANES);
@@ -53,70 +45,264 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
-/// Passes a candidate to hnsw_rs's search only if the predicate accepts its
-/// seq, so filters apply inside the search instead of thinning its results.
-struct SeqFilter<'a>(&'a dyn Fn(u64) -> bool);
+/// [`dot`] of a float query with an 8-bit vector, before its scale.
+fn dot_quantized(query: &[f32], quantized: &[i8]) -> f32 {
+    const LANES: usize = 8;
+    let mut lanes = [0.0f32; LANES];
+    let q_chunks = query.chunks_exact(LANES);
+    let v_chunks = quantized.chunks_exact(LANES);
+    let tail: f32 = q_chunks.remainder().iter().zip(v_chunks.remainder()).map(|(x, y)| x * f32::from(*y)).sum();
+    for (q_chunk, v_chunk) in q_chunks.zip(v_chunks) {
+        for lane in 0..LANES {
+            lanes[lane] += q_chunk[lane] * f32::from(v_chunk[lane]);
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
 
-impl FilterT for SeqFilter<'_> {
-    fn hnsw_filter(&self, id: &usize) -> bool {
-        (self.0)(*id as u64)
+/// A vector as 8-bit integers and the scale that brings them back:
+/// `value ≈ quantized × scale`, the largest magnitude mapped to ±127.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct QuantizedVector {
+    pub(crate) scale: f32,
+    pub(crate) values: Vec<i8>,
+}
+
+impl QuantizedVector {
+    pub(crate) fn of(vector: &[f32]) -> QuantizedVector {
+        let largest = vector.iter().fold(0.0f32, |largest, value| largest.max(value.abs()));
+        if largest == 0.0 || !largest.is_finite() {
+            return QuantizedVector { scale: 0.0, values: vec![0; vector.len()] };
+        }
+        let values = vector.iter().map(|value| (value / largest * 127.0).round() as i8).collect();
+        QuantizedVector { scale: largest / 127.0, values }
+    }
+}
+
+/// A fixed random rotation of the vector space, so that one sign bit per
+/// dimension tells vectors apart: without it, sparse vectors (the hashed
+/// n-gram embedder's) and vectors whose mass sits in a few dimensions get
+/// codes that are mostly alike. Two rounds of random sign flips and the
+/// Walsh–Hadamard transform, over the dimensions padded to a power of two:
+/// `O(d log d)`, the same additions in the same order on every run.
+///
+/// Recall@10 on 50,000 texts with a pool of 1,000: static model 0.94
+/// unrotated, 0.97 rotated; hashed n-grams 0.44 unrotated, 0.98 rotated.
+struct Rotation {
+    padded: usize,
+    signs: [Vec<bool>; 2],
+}
+
+impl Rotation {
+    const SEEDS: [u64; 2] = [0x9e37_79b9_7f4a_7c15, 0x0123_4567_89ab_cdef];
+
+    fn new(dimensions: usize) -> Rotation {
+        let padded = dimensions.max(1).next_power_of_two();
+        let signs = Self::SEEDS.map(|seed| {
+            let mut state = seed;
+            (0..padded)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state & 1 == 1
+                })
+                .collect()
+        });
+        Rotation { padded, signs }
+    }
+
+    fn words(&self) -> usize {
+        self.padded.div_ceil(64)
+    }
+
+    /// Appends the sign bits of the rotated `vector` to `codes`.
+    fn push_code(&self, vector: impl Iterator<Item = f32>, codes: &mut Vec<u64>) {
+        let mut rotated = vec![0.0f32; self.padded];
+        for (slot, value) in rotated.iter_mut().zip(vector) {
+            *slot = value;
+        }
+        for signs in &self.signs {
+            for (value, flip) in rotated.iter_mut().zip(signs) {
+                if *flip {
+                    *value = -*value;
+                }
+            }
+            walsh_hadamard(&mut rotated);
+        }
+        for chunk in rotated.chunks(64) {
+            let mut word = 0u64;
+            for (bit, value) in chunk.iter().enumerate() {
+                if *value > 0.0 {
+                    word |= 1 << bit;
+                }
+            }
+            codes.push(word);
+        }
+    }
+}
+
+/// The unnormalised fast Walsh–Hadamard transform, in place; `values.len()`
+/// is a power of two.
+fn walsh_hadamard(values: &mut [f32]) {
+    let mut half = 1;
+    while half < values.len() {
+        for block in values.chunks_exact_mut(half * 2) {
+            let (left, right) = block.split_at_mut(half);
+            for (a, b) in left.iter_mut().zip(right.iter_mut()) {
+                let (x, y) = (*a, *b);
+                *a = x + y;
+                *b = x - y;
+            }
+        }
+        half *= 2;
+    }
+}
+
+/// Hamming distances of `query` to every code, into `distances`.
+fn hamming_distances(codes: &[u64], query: &[u64], distances: &mut Vec<u16>) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU was just found to have the instruction.
+        unsafe { hamming_distances_popcnt(codes, query, distances) };
+        return;
+    }
+    hamming_distances_portable(codes, query, distances);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn hamming_distances_popcnt(codes: &[u64], query: &[u64], distances: &mut Vec<u16>) {
+    hamming_distances_portable(codes, query, distances);
+}
+
+#[inline(always)]
+fn hamming_distances_portable(codes: &[u64], query: &[u64], distances: &mut Vec<u16>) {
+    distances.clear();
+    for code in codes.chunks_exact(query.len()) {
+        let distance: u32 = code.iter().zip(query).map(|(a, b)| (a ^ b).count_ones()).sum();
+        distances.push(distance as u16);
     }
 }
 
 pub(crate) struct VectorIndex {
-    hnsw: Hnsw<'static, f32, UnitCosineDistance>,
     dimensions: usize,
-    len: usize,
+    rotation: Rotation,
+    /// Code words per vector.
+    words: usize,
+    /// The seq of each vector, ascending (callers insert in seq order).
+    seqs: Vec<u64>,
+    codes: Vec<u64>,
+    values: Vec<i8>,
+    scales: Vec<f32>,
 }
 
 impl VectorIndex {
     pub fn new(dimensions: usize) -> VectorIndex {
-        let hnsw = Hnsw::new(MAX_CONNECTIONS, CAPACITY_HINT, MAX_LAYERS, EF_CONSTRUCTION, UnitCosineDistance);
-        VectorIndex { hnsw, dimensions, len: 0 }
+        let rotation = Rotation::new(dimensions);
+        VectorIndex {
+            dimensions,
+            words: rotation.words(),
+            rotation,
+            seqs: Vec::new(),
+            codes: Vec::new(),
+            values: Vec::new(),
+            scales: Vec::new(),
+        }
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.seqs.len()
     }
 
     /// Adds the vector of the item at `seq`. Callers insert in seq order.
     pub fn insert(&mut self, seq: u64, vector: &[f32]) {
-        debug_assert_eq!(vector.len(), self.dimensions);
-        self.hnsw.insert((vector, seq as usize));
-        self.len += 1;
+        self.insert_quantized(seq, QuantizedVector::of(vector));
+    }
+
+    /// Adds a vector as [`VectorIndex::quantized`] gave it: what a restore
+    /// does, so that it holds exactly what the live index held.
+    pub fn insert_quantized(&mut self, seq: u64, vector: QuantizedVector) {
+        debug_assert_eq!(vector.values.len(), self.dimensions);
+        debug_assert!(self.seqs.last().is_none_or(|last| *last < seq), "vectors are inserted in seq order");
+        let mut values = vector.values;
+        values.resize(self.dimensions, 0);
+        // The code is computed from what is kept, so that a restored index,
+        // which reads back only that, has the same codes as the live one.
+        let scale = vector.scale;
+        self.rotation.push_code(values.iter().map(|value| f32::from(*value) * scale), &mut self.codes);
+        self.values.extend_from_slice(&values);
+        self.scales.push(vector.scale);
+        self.seqs.push(seq);
+    }
+
+    /// Keeps only the vectors whose seq `keep` accepts, in order: a purge
+    /// takes the purged items' vectors out (nothing else depends on them).
+    pub fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        let mut kept = VectorIndex::new(self.dimensions);
+        for position in 0..self.seqs.len() {
+            if keep(self.seqs[position]) {
+                kept.insert_quantized(self.seqs[position], self.quantized_at(position));
+            }
+        }
+        *self = kept;
+    }
+
+    fn quantized_at(&self, position: usize) -> QuantizedVector {
+        let values = self.values[position * self.dimensions..(position + 1) * self.dimensions].to_vec();
+        QuantizedVector { scale: self.scales[position], values }
     }
 
     /// The `limit` nearest items accepted by `accept` (all when `None`), as
     /// (cosine similarity, seq), best first; equal similarities rank the
-    /// newer item first.
+    /// newer item first. `accept` is asked only about the candidates walked,
+    /// nearest first, until the pool is full.
     pub fn search(&self, query: &[f32], limit: usize, accept: Option<&dyn Fn(u64) -> bool>) -> Vec<(f32, u64)> {
-        if self.len == 0 || limit == 0 {
+        if self.seqs.is_empty() || limit == 0 {
             return Vec::new();
         }
-        let ef_search = (limit * 2).max(MIN_EF_SEARCH);
-        let filter = accept.map(SeqFilter);
-        let mut hits: Vec<(f32, u64)> = self
-            .hnsw
-            .search_filter(query, limit, ef_search, filter.as_ref().map(|filter| filter as &dyn FilterT))
-            .into_iter()
-            .map(|neighbour| (1.0 - neighbour.distance, neighbour.d_id as u64))
-            .collect();
+        let pool = RESCORE_POOL.max(limit.saturating_mul(RESCORE_PER_RESULT));
+        let mut query_code = Vec::with_capacity(self.words);
+        self.rotation.push_code(query.iter().copied(), &mut query_code);
+        let mut distances = Vec::with_capacity(self.seqs.len());
+        hamming_distances(&self.codes, &query_code, &mut distances);
+        // Positions by distance (a counting sort: distances are at most the
+        // dimensions), the newer first among equals.
+        let mut starts = vec![0u32; self.rotation.padded + 2];
+        for distance in &distances {
+            starts[usize::from(*distance) + 1] += 1;
+        }
+        for bucket in 1..starts.len() {
+            starts[bucket] += starts[bucket - 1];
+        }
+        let mut order = vec![0u32; distances.len()];
+        for position in (0..distances.len()).rev() {
+            let bucket = &mut starts[usize::from(distances[position])];
+            order[*bucket as usize] = position as u32;
+            *bucket += 1;
+        }
+        let mut hits: Vec<(f32, u64)> = Vec::with_capacity(pool.min(order.len()));
+        for position in order {
+            let position = position as usize;
+            let seq = self.seqs[position];
+            if accept.is_some_and(|accept| !accept(seq)) {
+                continue;
+            }
+            let values = &self.values[position * self.dimensions..(position + 1) * self.dimensions];
+            hits.push((dot_quantized(query, values) * self.scales[position], seq));
+            if hits.len() == pool {
+                break;
+            }
+        }
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         hits.truncate(limit);
         hits
     }
 
-    /// Every (seq, vector), in seq order, for snapshots.
-    pub fn vectors(&self) -> Vec<(u64, Vec<f32>)> {
-        // hnsw_rs's point iterator unwraps the entry point: never iterate an
-        // empty index.
-        if self.len == 0 {
-            return Vec::new();
-        }
-        let mut vectors: Vec<(u64, Vec<f32>)> = self
-            .hnsw
-            .get_point_indexation()
-            .into_iter()
-            .map(|point| (point.get_origin_id() as u64, point.get_v().to_vec()))
-            .collect();
-        vectors.sort_by_key(|(seq, _)| *seq);
-        vectors
+    /// Every (seq, quantized vector), in seq order, for snapshots.
+    pub fn quantized(&self) -> impl Iterator<Item = (u64, QuantizedVector)> + '_ {
+        (0..self.seqs.len()).map(|position| (self.seqs[position], self.quantized_at(position)))
     }
 }
 
@@ -147,17 +333,69 @@ mod tests {
     }
 
     #[test]
-    fn identical_inserts_answer_identically() {
+    fn scores_are_the_cosine_within_quantization_error() {
+        let embedder = HashedNgramEmbedder::default();
+        let texts = ["token refresh failed", "database migration done", "cache eviction under load"];
+        let mut index = VectorIndex::new(embedder.dimensions());
+        for (position, text) in texts.iter().enumerate() {
+            index.insert(position as u64 + 1, &embedder.embed(text));
+        }
+        let query = embedder.embed("token refresh failure in the cache");
+        for (score, seq) in index.search(&query, 3, None) {
+            let exact = dot(&query, &embedder.embed(texts[seq as usize - 1]));
+            assert!((score - exact).abs() < 0.02, "seq {seq}: {score} against {exact}");
+        }
+    }
+
+    /// Past the pool, the binary codes choose what is scored: the nearest
+    /// by exact cosine must still come first on a corpus with structure.
+    #[test]
+    fn the_binary_stage_keeps_the_nearest_in_a_large_index() {
+        let texts: Vec<String> = (0..5000)
+            .map(|n| format!("note {n} about cache {} and token {} in module m{}", n % 7, n % 11, n % 97))
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (index, embedder) = index_of(&texts);
+        let mut found = 0;
+        let queries = ["note 4242 about cache 0", "token 5 in module m13", "cache 3 and token 7"];
+        for query in queries {
+            let vector = embedder.embed(query);
+            let mut exact: Vec<(f32, u64)> =
+                texts.iter().enumerate().map(|(n, text)| (dot(&vector, &embedder.embed(text)), n as u64 + 1)).collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+            let hits: Vec<u64> = index.search(&vector, 10, None).into_iter().map(|(_, seq)| seq).collect();
+            found += exact[..10].iter().filter(|(_, seq)| hits.contains(seq)).count();
+        }
+        assert!(found >= 28, "{found} of the 30 nearest found");
+    }
+
+    #[test]
+    fn identical_inserts_answer_identically_and_a_restore_too() {
         let texts: Vec<String> =
-            (0..300).map(|n| format!("note {n} about cache {} and token {}", n % 7, n % 11)).collect();
+            (0..3000).map(|n| format!("note {n} about cache {} and token {}", n % 7, n % 11)).collect();
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
         let (first, embedder) = index_of(&texts);
         let (second, _) = index_of(&texts);
+        let mut restored = VectorIndex::new(embedder.dimensions());
+        for (seq, vector) in first.quantized() {
+            restored.insert_quantized(seq, vector);
+        }
         for query in ["cache 3", "token 5", "note 42"] {
             let query = embedder.embed(query);
-            assert_eq!(first.search(&query, 10, None), second.search(&query, 10, None));
+            let hits = first.search(&query, 10, None);
+            assert_eq!(hits, second.search(&query, 10, None));
+            assert_eq!(hits, restored.search(&query, 10, None));
         }
-        assert_eq!(first.vectors().len(), 300);
+        assert_eq!(first.len(), 3000);
+    }
+
+    #[test]
+    fn retain_takes_vectors_out() {
+        let (mut index, embedder) = index_of(&["alpha beta", "gamma delta", "alpha gamma"]);
+        index.retain(|seq| seq != 1);
+        let seqs: Vec<u64> = index.search(&embedder.embed("alpha beta"), 5, None).into_iter().map(|(_, s)| s).collect();
+        assert_eq!(index.len(), 2);
+        assert!(!seqs.contains(&1), "{seqs:?}");
     }
 
     #[test]
@@ -172,7 +410,7 @@ mod tests {
     #[test]
     fn an_empty_index_has_no_vectors_and_finds_nothing() {
         let (index, embedder) = index_of(&[]);
-        assert!(index.vectors().is_empty());
+        assert_eq!(index.quantized().count(), 0);
         assert!(index.search(&embedder.embed("anything"), 3, None).is_empty());
     }
 

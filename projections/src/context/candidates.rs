@@ -273,9 +273,7 @@ impl AgentMemory {
         let mut failures: Vec<u64> = Vec::new();
         for error in &request.signals.recent_errors {
             // Runs that failed like this, not edits or reads that mention it.
-            // Lexical: an error is matched by its words and identifiers, and
-            // a kind filter would send vector search down hnsw_rs's slow
-            // filtered path.
+            // Lexical: an error is matched by its words and identifiers.
             let mut search = SearchRequest::new(error.clone(), ERROR_SEARCH_DEPTH).with_mode(SearchMode::Bm25);
             search.filters =
                 SearchFilters { kinds: vec!["tool_result_recorded".to_string()], ..SearchFilters::default() };
