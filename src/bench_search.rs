@@ -76,6 +76,9 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
         memory.graph().edge_count()
     );
 
+    let recall = vector_recall(&mut memory, embedder.as_ref(), 200)?;
+    out!("vector recall@10 against exact search over the unquantized vectors: {recall:.3} (200 queries of 4-8 words)");
+
     let mut rows = Vec::new();
     for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
         let latencies = measure(queries, |index| {
@@ -133,6 +136,31 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The share of the 10 nearest items by exact cosine over the items'
+/// unquantized embeddings that the vector retriever returns in its top 10,
+/// over `queries` queries drawn from the benchmark's word stream.
+fn vector_recall(
+    memory: &mut AgentMemory,
+    embedder: &dyn mneme_projections::embed::Embedder,
+    queries: usize,
+) -> anyhow::Result<f64> {
+    let items: Vec<(u64, Vec<f32>)> =
+        memory.items().map(|item| (item.seq, embedder.embed(mneme_projections::embedded_text(&item.text)))).collect();
+    let mut words = WordStream::zipf(ZIPF_VOCABULARY);
+    let (mut found, mut wanted) = (0usize, 0usize);
+    for index in 0..queries {
+        let query = words.sentence(4 + index % 5);
+        let vector = embedder.embed(mneme_projections::embedded_text(&query));
+        let mut exact: Vec<(f32, u64)> =
+            items.iter().map(|(seq, item)| (vector.iter().zip(item).map(|(a, b)| a * b).sum::<f32>(), *seq)).collect();
+        exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        let hits = memory.search(&SearchRequest::new(query, 10).with_mode(SearchMode::Vector))?;
+        wanted += exact.len().min(10);
+        found += exact.iter().take(10).filter(|(_, seq)| hits.iter().any(|hit| hit.seq == *seq)).count();
+    }
+    Ok(found as f64 / wanted.max(1) as f64)
 }
 
 /// Times `operation` `count` times, after a warm-up of a tenth as many.

@@ -31,5 +31,7 @@ pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
 pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction};
-pub use retrieval::{RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest};
+pub use retrieval::{
+    RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, embedded_text,
+};
 pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES};

@@ -357,8 +357,9 @@ fn item_passes(item: &MemoryItem, filters: &SearchFilters) -> bool {
         && filters.correlation_id.as_ref().is_none_or(|wanted| item.correlation_id.as_ref() == Some(wanted))
 }
 
-/// The beginning of a text, cut at a character boundary, for embedding.
-pub(crate) fn embedded_text(text: &str) -> &str {
+/// The beginning of a text, cut at a character boundary, for embedding:
+/// what the vector index embeds of an item, and of a query.
+pub fn embedded_text(text: &str) -> &str {
     if text.len() <= EMBEDDED_TEXT_BYTES {
         return text;
     }
