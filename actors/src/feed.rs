@@ -1,130 +1,314 @@
-//! An agent's feed: follows the agent's events on the log and hands them to
-//! its memory actor in batches, one batch in flight at a time, so a slow
-//! memory slows its own feed and nothing is dropped. Dead letters the actor
-//! reports are filed on the log here, where log IO belongs.
+//! The swarm's feed: one reader of the swarm's log for every memory actor.
+//! It reads and decodes each record once and routes it: an agent's own
+//! records to its memory, another agent's only to the memories it enters
+//! (see [`enters_memory_of`]), and to each memory the position up to which
+//! the log held nothing more for it. One batch is in flight to each memory
+//! at a time, and the next chunk is read only once every memory has applied
+//! its part, so a slow memory slows the feed and nothing is dropped.
+//!
+//! A memory that joins behind the head (a new agent, or one restored from
+//! an older snapshot, or one that stalled) is caught up by range reads
+//! interleaved with the head's chunks, so the memories at the head are not
+//! held up while it catches up. Dead letters the actors report are filed
+//! on the log here, where log IO belongs.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Addr;
 use futures::StreamExt;
-use mneme_nats::{DeadLetter, EventLog, LogEntry};
+use futures::future::join_all;
+use mneme_nats::{DeadLetter, EventLog, LogEntry, Seq};
+use mneme_projections::enters_memory_of;
+use tokio::sync::{mpsc, watch};
 
-use crate::memory_actor::{ApplyBatch, DeadLettersFiled, MemoryActor, Query, QueryAnswer};
+use crate::memory_actor::{ApplyBatch, ApplyReport, DeadLettersFiled, MemoryActor, Query, QueryAnswer};
 
-/// Largest batch handed to a memory actor at once.
-const MAX_BATCH: usize = 512;
+/// Most records read and routed at once.
+const MAX_CHUNK: usize = 512;
+/// Most records read at once for memories catching up.
+const CATCH_UP_CHUNK: usize = 4096;
 const RETRY_AFTER: Duration = Duration::from_millis(250);
+/// A memory that nothing was routed to is sent its new position anyway
+/// once it is this far behind, so that its checkpoint (and the tail a
+/// restart reads again) stays short.
+const ADVANCE_EVERY: Seq = 4096;
 
-/// Runs until the memory actor stops.
-pub(crate) async fn run(agent: String, actor: Addr<MemoryActor>, log: Arc<dyn EventLog>) {
-    let mut feed = Feed { consumer: format!("memory-{agent}"), agent, actor, log, unfiled: Vec::new() };
+/// A memory actor to feed.
+pub(crate) struct Join {
+    pub agent: String,
+    pub addr: Addr<MemoryActor>,
+    /// How far the memory has applied the log; the feed moves it on for
+    /// positions that held nothing for the memory, without a message.
+    pub applied: Arc<watch::Sender<Seq>>,
+}
+
+/// Runs for as long as the supervisor keeps `joins` open.
+pub(crate) async fn run(
+    log: Arc<dyn EventLog>,
+    admitted: Option<BTreeSet<String>>,
+    joins: mpsc::UnboundedReceiver<Join>,
+) {
+    let mut feed = SwarmFeed { log, admitted, members: BTreeMap::new(), joins, head: None };
     feed.follow().await;
 }
 
-struct Feed {
-    agent: String,
-    /// Name of the durable position this feed stores after each snapshot.
+struct Member {
+    addr: Addr<MemoryActor>,
+    applied: Arc<watch::Sender<Seq>>,
+    /// Name of the durable position stored after each snapshot.
     consumer: String,
-    actor: Addr<MemoryActor>,
-    log: Arc<dyn EventLog>,
+    /// Every record up to here has been applied by the memory or was not
+    /// for it.
+    delivered: Seq,
+    /// The last position sent to the actor itself (its checkpoint).
+    checkpoint_sent: Seq,
     /// Dead letters the log has not taken yet; retried with every batch.
     unfiled: Vec<DeadLetter>,
 }
 
-enum Delivery {
-    Continue,
-    /// The actor stopped applying part-way: follow the log again from its
-    /// checkpoint.
-    Resubscribe,
-    ActorStopped,
+struct SwarmFeed {
+    log: Arc<dyn EventLog>,
+    admitted: Option<BTreeSet<String>>,
+    members: BTreeMap<String, Member>,
+    joins: mpsc::UnboundedReceiver<Join>,
+    /// The last seq the head subscription routed; `None` before it starts.
+    head: Option<Seq>,
 }
 
-impl Feed {
-    /// Subscribes from the actor's checkpoint and delivers until the actor
-    /// stops; after a log error or a stalled batch, subscribes again from the
-    /// checkpoint, so nothing is skipped and nothing is applied twice.
+/// Which members a chunk goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Audience {
+    /// Those at the head.
+    Head,
+    /// Those behind it, catching up.
+    CatchingUp,
+}
+
+impl SwarmFeed {
     async fn follow(&mut self) {
         loop {
-            let checkpoint = match self.actor.send(Query::Status).await {
-                Ok(Ok(QueryAnswer::Status(status))) => status.checkpoint,
-                Ok(_) => unreachable!("a status query answers with a status"),
-                Err(_) => return,
-            };
-            // The whole swarm: a memory holds the other agents' shared
-            // events too, and decides itself what it may see.
-            let subscription = match self.log.subscribe(checkpoint + 1, None).await {
+            if self.members.is_empty() {
+                let Some(join) = self.joins.recv().await else { return };
+                self.join(join).await;
+                continue;
+            }
+            self.take_joins().await;
+            let from = self.members.values().map(|member| member.delivered).min().unwrap_or(0) + 1;
+            self.head = Some(from - 1);
+            let subscription = match self.log.subscribe(from, None).await {
                 Ok(subscription) => subscription,
                 Err(error) => {
-                    tracing::warn!(agent = %self.agent, %error, "cannot follow the log; retrying");
+                    tracing::warn!(%error, "cannot follow the log; retrying");
                     tokio::time::sleep(RETRY_AFTER).await;
                     continue;
                 }
             };
-            let mut batches = subscription.ready_chunks(MAX_BATCH);
-            while let Some(results) = batches.next().await {
-                let (entries, failure) = split_at_first_error(results);
-                if !entries.is_empty() {
-                    match self.deliver(entries).await {
-                        Delivery::Continue => {}
-                        Delivery::Resubscribe => break,
-                        Delivery::ActorStopped => return,
-                    }
-                }
-                if let Some(error) = failure {
-                    tracing::warn!(agent = %self.agent, %error, "log subscription failed; resubscribing");
+            let mut chunks = subscription.ready_chunks(MAX_CHUNK);
+            loop {
+                if self.members.is_empty() {
                     break;
+                }
+                if self.catching_up() {
+                    self.catch_up_step().await;
+                    // Between catch-up reads, take what the head has ready
+                    // without waiting for more.
+                    let ready = futures::FutureExt::now_or_never(chunks.next());
+                    let open = match ready {
+                        Some(Some(results)) => self.route_head(results).await,
+                        Some(None) => false,
+                        None => true,
+                    };
+                    if !open {
+                        break;
+                    }
+                    self.take_joins().await;
+                    continue;
+                }
+                tokio::select! {
+                    results = chunks.next() => match results {
+                        Some(results) => if !self.route_head(results).await { break },
+                        None => break,
+                    },
+                    join = self.joins.recv() => match join {
+                        Some(join) => self.join(join).await,
+                        None => return,
+                    },
                 }
             }
             tokio::time::sleep(RETRY_AFTER).await;
         }
     }
 
-    /// Hands a batch to the actor (waiting while its mailbox is full), files
-    /// the dead letters it reports, and confirms them to the actor.
-    async fn deliver(&mut self, entries: Vec<LogEntry>) -> Delivery {
-        let Ok(report) = self.actor.send(ApplyBatch(entries)).await else {
-            return Delivery::ActorStopped;
-        };
-        self.unfiled.extend(report.dead_letters);
-        self.file_dead_letters().await;
-        if let Some(seq) = report.snapshot_seq {
-            if let Err(error) = self.log.store_position(&self.consumer, seq).await {
-                tracing::warn!(agent = %self.agent, seq, %error, "cannot store the consumer position");
-            }
-        }
-        if report.stalled.is_some() {
-            return Delivery::Resubscribe;
-        }
-        Delivery::Continue
-    }
-
-    async fn file_dead_letters(&mut self) {
-        let mut filed = Vec::new();
-        for letter in std::mem::take(&mut self.unfiled) {
-            let seq = letter.seq;
-            match self.log.dead_letter(letter.clone()).await {
-                Ok(()) => filed.push(seq),
+    /// Routes a chunk of the head subscription; false when the subscription
+    /// failed and must be opened again.
+    async fn route_head(&mut self, results: Vec<Result<LogEntry, mneme_nats::LogError>>) -> bool {
+        let mut entries = Vec::with_capacity(results.len());
+        let mut failure = None;
+        for result in results {
+            match result {
+                Ok(entry) => entries.push(entry),
                 Err(error) => {
-                    tracing::error!(agent = %self.agent, seq, %error, "cannot file a dead letter; will retry");
-                    self.unfiled.push(letter);
+                    failure = Some(error);
+                    break;
                 }
             }
         }
-        if !filed.is_empty() {
-            // If the actor is gone, nothing waits for the confirmation.
-            let _ = self.actor.send(DeadLettersFiled(filed)).await;
+        if let Some(last) = entries.last() {
+            let through = last.seq;
+            self.deliver(&entries, through, Audience::Head).await;
+            self.head = Some(through);
+        }
+        if let Some(error) = failure {
+            tracing::warn!(%error, "log subscription failed; resubscribing");
+            return false;
+        }
+        true
+    }
+
+    fn catching_up(&self) -> bool {
+        let head = self.head.unwrap_or(0);
+        self.members.values().any(|member| member.delivered < head)
+    }
+
+    /// One range read for the members behind the head, up to the head.
+    async fn catch_up_step(&mut self) {
+        let head = self.head.unwrap_or(0);
+        let from =
+            self.members.values().map(|member| member.delivered).filter(|seq| *seq < head).min().unwrap_or(head) + 1;
+        match self.log.read(from, None, CATCH_UP_CHUNK).await {
+            Ok(mut entries) => {
+                entries.retain(|entry| entry.seq <= head);
+                // Nothing more up to the head: the rest of it was not on
+                // the log (deleted or never written).
+                let through =
+                    if entries.len() < CATCH_UP_CHUNK { head } else { entries.last().map_or(head, |e| e.seq) };
+                self.deliver(&entries, through, Audience::CatchingUp).await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, from, "cannot read the log to catch a memory up; retrying");
+                tokio::time::sleep(RETRY_AFTER).await;
+            }
+        }
+    }
+
+    async fn take_joins(&mut self) {
+        while let Ok(join) = self.joins.try_recv() {
+            self.join(join).await;
+        }
+    }
+
+    async fn join(&mut self, join: Join) {
+        let checkpoint = match join.addr.send(Query::Status).await {
+            Ok(Ok(QueryAnswer::Status(status))) => status.checkpoint,
+            Ok(_) => unreachable!("a status query answers with a status"),
+            Err(_) => return,
+        };
+        let member = Member {
+            addr: join.addr,
+            applied: join.applied,
+            consumer: format!("memory-{}", join.agent),
+            delivered: checkpoint,
+            checkpoint_sent: checkpoint,
+            unfiled: Vec::new(),
+        };
+        self.members.insert(join.agent, member);
+    }
+
+    /// Hands each member of `audience` its part of `entries` (all at or
+    /// below `through`) and waits until every one has applied it.
+    async fn deliver(&mut self, entries: &[LogEntry], through: Seq, audience: Audience) {
+        let head = self.head.unwrap_or(0);
+        let admitted = self.admitted.as_ref();
+        let mut sends = Vec::new();
+        for (agent, member) in &mut self.members {
+            let in_audience = match audience {
+                Audience::Head => member.delivered >= head,
+                Audience::CatchingUp => member.delivered < head,
+            };
+            if !in_audience || member.delivered >= through {
+                continue;
+            }
+            let part: Vec<LogEntry> = entries
+                .iter()
+                .filter(|entry| entry.seq > member.delivered && routes_to(entry, agent, admitted))
+                .cloned()
+                .collect();
+            if part.is_empty() && through - member.checkpoint_sent < ADVANCE_EVERY {
+                // Nothing for it: it is as far as the feed, without a message.
+                member.delivered = through;
+                member.applied.send_if_modified(|applied| {
+                    let moved = *applied < through;
+                    *applied = (*applied).max(through);
+                    moved
+                });
+                continue;
+            }
+            sends.push((agent.clone(), member.addr.send(ApplyBatch { entries: part, through })));
+        }
+        let (agents, futures): (Vec<String>, Vec<_>) = sends.into_iter().unzip();
+        let reports = join_all(futures).await;
+        for (agent, report) in agents.into_iter().zip(reports) {
+            match report {
+                Ok(report) => self.after_batch(&agent, report, through).await,
+                Err(_) => {
+                    tracing::info!(%agent, "memory actor stopped; the feed lets it go");
+                    self.members.remove(&agent);
+                }
+            }
+        }
+    }
+
+    async fn after_batch(&mut self, agent: &str, report: ApplyReport, through: Seq) {
+        let log = self.log.clone();
+        let Some(member) = self.members.get_mut(agent) else { return };
+        member.unfiled.extend(report.dead_letters);
+        file_dead_letters(log.as_ref(), agent, member).await;
+        if let Some(seq) = report.snapshot_seq {
+            if let Err(error) = log.store_position(&member.consumer, seq).await {
+                tracing::warn!(%agent, seq, %error, "cannot store the consumer position");
+            }
+        }
+        if report.stalled.is_some() {
+            // It applied up to its checkpoint (restored after a panic, or
+            // stopped at a fault): it catches up from there.
+            member.delivered = report.checkpoint;
+            member.checkpoint_sent = report.checkpoint;
+        } else {
+            member.delivered = through;
+            member.checkpoint_sent = through;
         }
     }
 }
 
-fn split_at_first_error<E>(results: Vec<Result<LogEntry, E>>) -> (Vec<LogEntry>, Option<E>) {
-    let mut entries = Vec::with_capacity(results.len());
-    for result in results {
-        match result {
-            Ok(entry) => entries.push(entry),
-            Err(error) => return (entries, Some(error)),
+/// Whether the record goes to `agent`'s memory: its own records always
+/// (a bad one is its memory's to dead-letter), another agent's valid events
+/// when they enter its memory.
+fn routes_to(entry: &LogEntry, agent: &str, admitted: Option<&BTreeSet<String>>) -> bool {
+    if entry.agent == agent {
+        return true;
+    }
+    match &entry.record {
+        Ok(event) => enters_memory_of(agent, admitted, event),
+        Err(_) => false,
+    }
+}
+
+async fn file_dead_letters(log: &dyn EventLog, agent: &str, member: &mut Member) {
+    let mut filed = Vec::new();
+    for letter in std::mem::take(&mut member.unfiled) {
+        let seq = letter.seq;
+        match log.dead_letter(letter.clone()).await {
+            Ok(()) => filed.push(seq),
+            Err(error) => {
+                tracing::error!(%agent, seq, %error, "cannot file a dead letter; will retry");
+                member.unfiled.push(letter);
+            }
         }
     }
-    (entries, None)
+    if !filed.is_empty() {
+        // If the actor is gone, nothing waits for the confirmation.
+        let _ = member.addr.send(DeadLettersFiled(filed)).await;
+    }
 }

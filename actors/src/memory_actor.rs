@@ -5,6 +5,7 @@
 //! log and network IO: indexing and tantivy commits take milliseconds.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -46,8 +47,9 @@ pub struct MemoryActor {
     /// unfiled letter would lose it for good if the process died, whereas
     /// without one the record is read, skipped and filed again on restart.
     unfiled_dead_letters: BTreeSet<u64>,
-    /// Tells waiting queries how far this memory has applied the log.
-    applied_seq: watch::Sender<u64>,
+    /// Tells waiting queries how far this memory has applied the log (the
+    /// feed moves it on too, past records that were not for this memory).
+    applied_seq: Arc<watch::Sender<u64>>,
     /// Where phases that complete while live are sent to be summarised.
     summaries: Option<SummaryLink>,
     /// Times each item was returned by a search or a context since the
@@ -82,8 +84,9 @@ impl MemoryActor {
         memory: AgentMemory,
         store: SnapshotStore,
         policy: CheckpointPolicy,
-        applied_seq: watch::Sender<u64>,
+        applied_seq: impl Into<Arc<watch::Sender<u64>>>,
     ) -> MemoryActor {
+        let applied_seq = applied_seq.into();
         let snapshot_seq = memory.checkpoint();
         applied_seq.send_replace(memory.checkpoint());
         MemoryActor {
@@ -239,10 +242,14 @@ impl Actor for MemoryActor {
     }
 }
 
-/// Entries of this agent's log, in order, to apply.
+/// Entries of the swarm's log for this memory, in order, to apply; the
+/// log up to `through` held nothing else for it.
 #[derive(Message)]
 #[rtype(result = "ApplyReport")]
-pub struct ApplyBatch(pub Vec<LogEntry>);
+pub struct ApplyBatch {
+    pub entries: Vec<LogEntry>,
+    pub through: u64,
+}
 
 /// What a batch did. Dead letters are for the feed to file on the log.
 #[derive(Debug, Default)]
@@ -273,10 +280,10 @@ impl Handler<ApplyBatch> for MemoryActor {
     type Result = MessageResult<ApplyBatch>;
 
     fn handle(&mut self, batch: ApplyBatch, _: &mut Self::Context) -> Self::Result {
-        let span = tracing::debug_span!("apply", agent = %self.memory.agent(), entries = batch.0.len());
+        let span = tracing::debug_span!("apply", agent = %self.memory.agent(), entries = batch.entries.len());
         let _entered = span.enter();
         let mut report = ApplyReport::default();
-        for entry in batch.0 {
+        for entry in batch.entries {
             let seq = entry.seq;
             let event_id = entry.record.as_ref().ok().map(|event| event.id);
             if let Err(error) = apply_log_entry(&mut self.memory, entry, &self.poisoned, &mut report) {
@@ -296,6 +303,9 @@ impl Handler<ApplyBatch> for MemoryActor {
             if let Some(event_id) = event_id {
                 self.notify_completed_phase(seq, event_id);
             }
+        }
+        if report.stalled.is_none() {
+            self.memory.advance_to(batch.through);
         }
         self.unfiled_dead_letters.extend(report.dead_letters.iter().map(|letter| letter.seq));
         let changed = (report.applied + report.dead_letters.len()) as u64;

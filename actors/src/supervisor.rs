@@ -1,6 +1,6 @@
-//! `Supervisor`: starts one memory actor (and its feed) per agent, from
-//! `swarm.toml` and, when the swarm admits them, for agents first seen on
-//! the log.
+//! `Supervisor`: starts one memory actor per agent, from `swarm.toml` and,
+//! when the swarm admits them, for agents first seen on the log, and the
+//! swarm's feed, which reads the log once for all of them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,9 +11,10 @@ use mneme_events::IdKey;
 use mneme_nats::{EventLog, Seq};
 use mneme_projections::embed::Embedder;
 use mneme_projections::{AgentMemory, MemoryConfig};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::error::ActorsError;
+use crate::feed::Join;
 use crate::memory_actor::{CheckpointPolicy, MemoryActor, SummaryLink, TakeSnapshot, restore_or_new};
 use crate::phase_compressor::PhaseCompressor;
 use crate::phase_summarizer::PhaseSummarizer;
@@ -77,6 +78,10 @@ pub struct Supervisor {
     memory_config: MemoryConfig,
     /// Set when a model summarises phases.
     summaries: Option<SummaryLink>,
+    /// Hands new memory actors to the swarm's feed.
+    feed: mpsc::UnboundedSender<Join>,
+    /// The feed's end, until the supervisor starts it.
+    feed_joins: Option<mpsc::UnboundedReceiver<Join>>,
 }
 
 impl Supervisor {
@@ -91,7 +96,10 @@ impl Supervisor {
     ) -> Supervisor {
         let workers = (0..config.memory.worker_threads).map(|_| Arbiter::new()).collect();
         let memory_config = config.memory_config(embedder);
+        let (feed, joins) = mpsc::unbounded_channel();
         Supervisor {
+            feed,
+            feed_joins: Some(joins),
             memory_config,
             config,
             log,
@@ -132,6 +140,8 @@ impl Supervisor {
             metrics::gauge!("mneme_agents").decrement(1.0);
         }
         let (applied_sender, applied_seq) = watch::channel(0);
+        let applied_sender = Arc::new(applied_sender);
+        let applied_for_feed = applied_sender.clone();
         let worker = self.workers[self.next_worker % self.workers.len()].handle();
         self.next_worker += 1;
         let store = self.store.clone();
@@ -157,7 +167,8 @@ impl Supervisor {
         });
         tracing::info!(agent, "memory actor started");
         metrics::gauge!("mneme_agents").increment(1.0);
-        actix::spawn(crate::feed::run(agent.to_string(), addr.clone(), self.log.clone()));
+        // The feed lives as long as the supervisor, which holds its sender.
+        let _ = self.feed.send(Join { agent: agent.to_string(), addr: addr.clone(), applied: applied_for_feed });
         let handle = AgentHandle { agent: agent.to_string(), addr, applied_seq };
         self.agents.insert(agent.to_string(), handle.clone());
         handle
@@ -187,6 +198,9 @@ impl Actor for Supervisor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        if let Some(joins) = self.feed_joins.take() {
+            actix::spawn(crate::feed::run(self.log.clone(), self.memory_config.admitted_agents.clone(), joins));
+        }
         let configured: Vec<String> = self.config.agents.iter().map(|agent| agent.name.clone()).collect();
         for agent in configured {
             self.start_agent(&agent);

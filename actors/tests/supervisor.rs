@@ -262,7 +262,7 @@ async fn no_snapshot_is_written_while_a_dead_letter_is_unfiled() {
         record: Err(InvalidRecord { reason: "not an event".to_string(), raw: b"junk".to_vec() }),
     };
     let good = LogEntry { seq: 2, agent: "coder".to_string(), record: Ok(message(1, "coder", "hello")) };
-    let report = actor.send(ApplyBatch(vec![bad, good])).await.unwrap();
+    let report = actor.send(ApplyBatch { entries: vec![bad, good], through: 2 }).await.unwrap();
     assert_eq!(report.dead_letters.len(), 1);
     assert_eq!(report.checkpoint, 2);
     assert_eq!(report.snapshot_seq, None);

@@ -1,10 +1,35 @@
-//! The BM25 full-text index over an agent's memory items (tantivy, in RAM).
+//! BM25 full-text search over memory items (tantivy, in RAM).
 //!
-//! The index is derived state: it is rebuilt from items on restore and never
-//! persisted on its own, so it cannot disagree with the checkpoint.
+//! One [`TextIndex`] serves every memory of a swarm: one tantivy index and
+//! one writer (one indexing thread, one merge thread), whatever the number
+//! of agents. A writer holds a 15 MB arena and six threads by default, so a
+//! writer per memory made a thousand small memories cost 11 GiB and 6,000
+//! threads. Each memory's documents carry its owner number, and a memory
+//! searches only its own ([`Bm25Index`]).
+//!
+//! Scores are a function of the memory alone. BM25 weighs a term by how
+//! many documents hold it and a document by its length against the
+//! average; tantivy's own statistics would count every memory's documents,
+//! so a memory's ranking would move with another agent's (private)
+//! activity, and a deleted document would count until its segment merged.
+//! Each memory keeps its documents' statistics itself (document count,
+//! tokens per field, documents per term: what its own analyzers make of
+//! each text) and hands them to tantivy at search time. Equal scores rank
+//! the newer item first, and the cut at `limit` waits for every tie, so
+//! segment layout and commit history never show in results either.
+//!
+//! The index is derived state: it is rebuilt from items on restore and
+//! never persisted on its own, so it cannot disagree with the checkpoint.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, Occur, Query, QueryParser, TermQuery};
+use tantivy::indexer::IndexWriterOptions;
+use tantivy::query::{
+    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, TermQuery, TermSetQuery,
+};
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, TextFieldIndexing, TextOptions, Value,
 };
@@ -13,72 +38,214 @@ use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Score, 
 
 use crate::error::ProjectionError;
 
-/// One writer thread and tantivy's smallest arena: an agent's memory is small
-/// and there may be many agents in one process.
-const WRITER_THREADS: usize = 1;
+/// tantivy's smallest arena; the writer flushes a segment when it is full.
 const WRITER_MEMORY_BYTES: usize = 15_000_000;
 /// The analyzer of the `code` field: identifiers are indexed whole.
 const IDENTIFIER_ANALYZER: &str = "identifiers";
+/// The analyzer tantivy's `TEXT` fields use.
+const TEXT_ANALYZER: &str = "default";
 /// How much more an exact identifier match counts than a word match: an
 /// agent that types `rotate_signing_keys` means that symbol, not the words.
 const IDENTIFIER_BOOST: f32 = 2.0;
 
-pub(crate) struct Bm25Index {
+/// The full-text index of a swarm's memories. Cheap to share: memories
+/// hold it by `Arc`.
+pub struct TextIndex {
     index: Index,
-    writer: IndexWriter,
+    writer: Mutex<IndexWriter>,
     reader: IndexReader,
-    seq_field: Field,
-    text_field: Field,
+    fields: Fields,
+    /// Numbers the memories that write here.
+    next_owner: AtomicU64,
+    /// Bumped by every change; `committed` is its value at the last commit.
+    changes: AtomicU64,
+    committed: AtomicU64,
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    owner: Field,
+    seq: Field,
+    text: Field,
     /// Identifiers of the text (`rotate_signing_keys`, `TokenExpiredError`,
     /// `auth::token`), whole: the `text` field's tokenizer splits them into
     /// common words, which drowns an exact identifier among prose.
-    code_field: Field,
-    kind_field: Field,
-    uncommitted: bool,
+    code: Field,
+    kind: Field,
 }
 
-impl Bm25Index {
-    pub fn new() -> Result<Bm25Index, ProjectionError> {
+impl std::fmt::Debug for TextIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextIndex").field("owners", &self.next_owner.load(Ordering::Relaxed)).finish_non_exhaustive()
+    }
+}
+
+impl TextIndex {
+    pub fn new() -> Result<Arc<TextIndex>, ProjectionError> {
         let mut schema = Schema::builder();
-        let seq_field = schema.add_u64_field("seq", INDEXED | STORED | FAST);
-        let text_field = schema.add_text_field("text", TEXT);
-        let kind_field = schema.add_text_field("kind", STRING);
+        let owner = schema.add_u64_field("owner", INDEXED);
+        let seq = schema.add_u64_field("seq", INDEXED | STORED | FAST);
+        let text = schema.add_text_field("text", TEXT);
+        let kind = schema.add_text_field("kind", STRING);
         let identifier_indexing = TextFieldIndexing::default()
             .set_tokenizer(IDENTIFIER_ANALYZER)
             .set_index_option(IndexRecordOption::WithFreqs);
-        let code_field =
-            schema.add_text_field("code", TextOptions::default().set_indexing_options(identifier_indexing));
+        let code = schema.add_text_field("code", TextOptions::default().set_indexing_options(identifier_indexing));
         let index = Index::create_in_ram(schema.build());
         index.tokenizers().register(
             IDENTIFIER_ANALYZER,
             TextAnalyzer::builder(WhitespaceTokenizer::default()).filter(LowerCaser).build(),
         );
-        let writer = index.writer_with_num_threads(WRITER_THREADS, WRITER_MEMORY_BYTES)?;
+        let options = IndexWriterOptions::builder()
+            .memory_budget_per_thread(WRITER_MEMORY_BYTES)
+            .num_worker_threads(1)
+            .num_merge_threads(1)
+            .build();
+        let writer = index.writer_with_options(options)?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(Bm25Index { index, writer, reader, seq_field, text_field, code_field, kind_field, uncommitted: false })
+        Ok(Arc::new(TextIndex {
+            index,
+            writer: Mutex::new(writer),
+            reader,
+            fields: Fields { owner, seq, text, code, kind },
+            next_owner: AtomicU64::new(0),
+            changes: AtomicU64::new(0),
+            committed: AtomicU64::new(0),
+        }))
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
+        // A panic while holding the lock leaves the writer as usable as
+        // before: tantivy's own state is behind its own locks.
+        self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Makes every change made so far searchable, unless a commit since
+    /// `change` did already.
+    fn commit_through(&self, change: u64) -> Result<(), ProjectionError> {
+        if self.committed.load(Ordering::Acquire) >= change {
+            return Ok(());
+        }
+        let mut writer = self.writer();
+        // Another memory may have committed while this one waited.
+        let latest = self.changes.load(Ordering::Acquire);
+        if self.committed.load(Ordering::Acquire) >= change {
+            return Ok(());
+        }
+        writer.commit()?;
+        self.reader.reload()?;
+        self.committed.store(latest, Ordering::Release);
+        Ok(())
+    }
+
+    fn changed(&self) -> u64 {
+        self.changes.fetch_add(1, Ordering::AcqRel) + 1
+    }
+}
+
+/// One memory's documents and their statistics: see the module's
+/// documentation.
+pub(crate) struct Bm25Index {
+    shared: Arc<TextIndex>,
+    owner: u64,
+    stats: OwnStatistics,
+    /// The last change this memory made; searches commit up to it.
+    last_change: u64,
+}
+
+/// BM25's statistics over one memory's documents.
+#[derive(Default, Clone)]
+struct OwnStatistics {
+    documents: u64,
+    text_tokens: u64,
+    code_tokens: u64,
+    document_frequency: HashMap<Term, u32>,
+}
+
+/// A memory's statistics as tantivy asks for them.
+struct ViewStatistics<'a> {
+    stats: &'a OwnStatistics,
+    fields: Fields,
+}
+
+impl Bm25StatisticsProvider for ViewStatistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let (stats, fields) = (self.stats, self.fields);
+        Ok(if field == fields.text {
+            stats.text_tokens
+        } else if field == fields.code {
+            stats.code_tokens
+        } else {
+            0
+        })
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.stats.documents)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        Ok(self.stats.document_frequency.get(term).copied().map_or(0, u64::from))
+    }
+}
+
+impl Bm25Index {
+    /// An empty view of `shared` for a new memory.
+    pub fn new(shared: Arc<TextIndex>) -> Bm25Index {
+        let owner = shared.next_owner.fetch_add(1, Ordering::Relaxed);
+        Bm25Index { shared, owner, stats: OwnStatistics::default(), last_change: 0 }
+    }
+
+    /// A new, empty view of the same index: what a rebuild fills, while
+    /// this one keeps answering until it is replaced (and dropped).
+    pub fn empty_like(&self) -> Bm25Index {
+        Bm25Index::new(self.shared.clone())
     }
 
     pub fn add(&mut self, seq: u64, kind: &str, text: &str) -> Result<(), ProjectionError> {
+        let fields = self.shared.fields;
         let identifiers = identifiers(text).join(" ");
-        self.writer.add_document(doc!(
-            self.seq_field => seq,
-            self.text_field => text,
-            self.code_field => identifiers,
-            self.kind_field => kind,
+        self.count(fields.text, TEXT_ANALYZER, text, 1);
+        self.count(fields.code, IDENTIFIER_ANALYZER, &identifiers, 1);
+        self.stats.documents += 1;
+        self.shared.writer().add_document(doc!(
+            fields.owner => self.owner,
+            fields.seq => seq,
+            fields.text => text,
+            fields.code => identifiers,
+            fields.kind => kind,
         ))?;
-        self.uncommitted = true;
+        self.last_change = self.shared.changed();
         Ok(())
     }
 
-    /// Makes everything added so far searchable. A no-op when nothing changed,
+    /// Adds `sign` × each of the text's distinct terms to the document
+    /// frequencies, and its tokens to the field's total, as tantivy's
+    /// analyzer for the field sees them.
+    fn count(&mut self, field: Field, analyzer: &str, text: &str, sign: i64) {
+        let Some(mut analyzer) = self.shared.index.tokenizers().get(analyzer) else { return };
+        let mut stream = analyzer.token_stream(text);
+        let mut tokens = 0u64;
+        let mut terms: Vec<Term> = Vec::new();
+        while let Some(token) = stream.next() {
+            tokens += 1;
+            terms.push(Term::from_field_text(field, &token.text));
+        }
+        terms.sort_unstable();
+        terms.dedup();
+        let total =
+            if field == self.shared.fields.text { &mut self.stats.text_tokens } else { &mut self.stats.code_tokens };
+        *total = total.saturating_add_signed(sign * tokens as i64);
+        for term in terms {
+            let entry = self.stats.document_frequency.entry(term).or_default();
+            *entry = entry.saturating_add_signed(sign as i32);
+        }
+    }
+
+    /// Makes everything added so far searchable. Cheap when nothing changed,
     /// so callers may call it before every query.
     pub fn commit(&mut self) -> Result<(), ProjectionError> {
-        if self.uncommitted {
-            self.writer.commit()?;
-            self.reader.reload()?;
-            self.uncommitted = false;
-        }
-        Ok(())
+        self.shared.commit_through(self.last_change)
     }
 
     /// The `limit` best-scoring item seqs for a free-text query, only of
@@ -93,15 +260,18 @@ impl Bm25Index {
     ///
     /// Searches what was committed: callers [`Bm25Index::commit`] first.
     pub fn search(&self, query: &str, limit: usize, kinds: &[String]) -> Result<Vec<(f32, u64)>, ProjectionError> {
-        let mut parser = QueryParser::for_index(&self.index, vec![self.text_field, self.code_field]);
-        parser.set_field_boost(self.code_field, IDENTIFIER_BOOST);
+        let fields = self.shared.fields;
+        let mut parser = QueryParser::for_index(&self.shared.index, vec![fields.text, fields.code]);
+        parser.set_field_boost(fields.code, IDENTIFIER_BOOST);
         let (parsed, _ignored_syntax_errors) = parser.parse_query_lenient(query);
-        let query = self.restrict_to_kinds(parsed, kinds);
-        let searcher = self.reader.searcher();
+        let query = self.restrict(parsed, kinds);
+        let searcher = self.shared.reader.searcher();
+        let statistics = ViewStatistics { stats: &self.stats, fields };
         let limit = limit.max(1);
         let mut fetch = limit;
         let top = loop {
-            let top = searcher.search(&query, &TopDocs::with_limit(fetch).order_by_score())?;
+            let collector = TopDocs::with_limit(fetch).order_by_score();
+            let top = searcher.search_with_statistics_provider(&query, &collector, &statistics)?;
             let all_fetched = top.len() < fetch;
             let cutoff_score = top.get(limit - 1).map(|(score, _)| *score);
             let last_score = top.last().map(|(score, _)| *score);
@@ -116,29 +286,41 @@ impl Bm25Index {
         Ok(hits)
     }
 
-    fn restrict_to_kinds(&self, query: Box<dyn Query>, kinds: &[String]) -> Box<dyn Query> {
-        if kinds.is_empty() {
-            return query;
+    /// The query, only over this memory's documents and `kinds`; the
+    /// restrictions filter without scoring.
+    fn restrict(&self, query: Box<dyn Query>, kinds: &[String]) -> Box<dyn Query> {
+        let fields = self.shared.fields;
+        let owner = TermQuery::new(Term::from_field_u64(fields.owner, self.owner), IndexRecordOption::Basic);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, query), (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(owner), 0.0)))];
+        if !kinds.is_empty() {
+            let kinds = TermSetQuery::new(kinds.iter().map(|kind| Term::from_field_text(fields.kind, kind)));
+            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(Box::new(kinds), 0.0))));
         }
-        let any_kind: Vec<(Occur, Box<dyn Query>)> = kinds
-            .iter()
-            .map(|kind| {
-                let term = Term::from_field_text(self.kind_field, kind);
-                (Occur::Should, Box::new(TermQuery::new(term, IndexRecordOption::Basic)) as Box<dyn Query>)
-            })
-            .collect();
-        Box::new(BooleanQuery::new(vec![(Occur::Must, query), (Occur::Must, Box::new(BooleanQuery::new(any_kind)))]))
+        Box::new(BooleanQuery::new(clauses))
     }
 
     fn seqs_of(&self, searcher: &Searcher, top: &[(Score, DocAddress)]) -> Result<Vec<(f32, u64)>, ProjectionError> {
+        let seq_field = self.shared.fields.seq;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top.iter() {
             let stored: TantivyDocument = searcher.doc(*address)?;
-            if let Some(seq) = stored.get_first(self.seq_field).and_then(|value| value.as_u64()) {
+            if let Some(seq) = stored.get_first(seq_field).and_then(|value| value.as_u64()) {
                 hits.push((*score, seq));
             }
         }
         Ok(hits)
+    }
+}
+
+impl Drop for Bm25Index {
+    /// A memory that is gone (replaced by a restore or a rebuild, or
+    /// stopped) takes its documents out of the shared index; the next
+    /// commit makes that visible and merges reclaim the space.
+    fn drop(&mut self) {
+        let term = Term::from_field_u64(self.shared.fields.owner, self.owner);
+        self.shared.writer().delete_term(term);
+        self.shared.changed();
     }
 }
 
@@ -170,5 +352,55 @@ mod tests {
         let text = "panic in rotate_signing_keys (auth::token) raised TokenExpiredError; see main.rs. The end, v2.0";
         assert_eq!(identifiers(text), ["rotate_signing_keys", "auth::token", "TokenExpiredError", "main.rs", "v2.0"]);
         assert!(identifiers("the quick brown fox, at 10.5 percent.").is_empty());
+    }
+
+    fn index_with(shared: &Arc<TextIndex>, texts: &[&str]) -> Bm25Index {
+        let mut index = Bm25Index::new(shared.clone());
+        for (position, text) in texts.iter().enumerate() {
+            index.add(position as u64 + 1, "message_recorded", text).unwrap();
+        }
+        index.commit().unwrap();
+        index
+    }
+
+    /// Another memory's documents in the same index change neither what a
+    /// memory finds nor how it scores it.
+    #[test]
+    fn a_memory_scores_alike_alone_and_beside_others() {
+        let texts = ["token refresh failed", "database migration done", "the token cache expired", "token token"];
+        let alone = index_with(&TextIndex::new().unwrap(), &texts);
+        let shared = TextIndex::new().unwrap();
+        let noise: Vec<&str> = ["token everywhere token", "refresh the token", "more token noise"].repeat(5);
+        let _noise = index_with(&shared, &noise);
+        let beside = index_with(&shared, &texts);
+        for query in ["token", "token refresh", "database", "cache expired"] {
+            let expected = alone.search(query, 10, &[]).unwrap();
+            assert!(!expected.is_empty());
+            assert_eq!(beside.search(query, 10, &[]).unwrap(), expected, "{query}");
+        }
+    }
+
+    #[test]
+    fn a_dropped_memory_leaves_the_index() {
+        let shared = TextIndex::new().unwrap();
+        let first = index_with(&shared, &["alpha beta"]);
+        drop(first);
+        let mut second = index_with(&shared, &["gamma"]);
+        second.commit().unwrap();
+        let searcher = shared.reader.searcher();
+        assert_eq!(searcher.num_docs(), 1);
+    }
+
+    #[test]
+    fn kinds_filter_without_scoring() {
+        let shared = TextIndex::new().unwrap();
+        let mut index = Bm25Index::new(shared);
+        index.add(1, "message_recorded", "token refresh").unwrap();
+        index.add(2, "decision_made", "token refresh").unwrap();
+        index.commit().unwrap();
+        let all = index.search("token", 10, &[]).unwrap();
+        let decisions = index.search("token", 10, &["decision_made".to_string()]).unwrap();
+        assert_eq!(decisions, vec![(all[0].0, 2)]);
+        assert_eq!(all[0].0, all[1].0);
     }
 }

@@ -23,6 +23,7 @@ pub mod tokens;
 mod vector;
 mod working;
 
+pub use bm25::TextIndex;
 pub use context::{
     Activity, ContextItem, ContextRequest, ContextResponse, ContextSignals, ContextTier, ThinkingPolicy, TierShares,
     TierUsage, allocate,
@@ -30,7 +31,7 @@ pub use context::{
 pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, MemoryItem, ProvenanceRef};
-pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction};
+pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction, enters_memory_of};
 pub use retrieval::{
     RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, embedded_text,
 };

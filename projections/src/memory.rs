@@ -8,7 +8,7 @@ use mneme_events::{
     ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, HandoffBundle, MemoryPurged, Scope,
 };
 
-use crate::bm25::Bm25Index;
+use crate::bm25::{Bm25Index, TextIndex};
 use crate::digest::ContentHasher;
 use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
@@ -43,6 +43,10 @@ pub struct MemoryConfig {
     /// The budget of the context bundle this memory assembles, as of the
     /// moment it applies them, for the handoffs its agent sends.
     pub handoff_bundle_tokens: usize,
+    /// The full-text index this memory writes to, shared by the memories
+    /// of a swarm (each searches only its own documents, see
+    /// [`TextIndex`]); not part of the memory's shape.
+    pub text_index: Arc<TextIndex>,
 }
 
 impl Default for MemoryConfig {
@@ -54,6 +58,7 @@ impl Default for MemoryConfig {
             large_output_bytes: 16 * 1024,
             admitted_agents: None,
             handoff_bundle_tokens: 2000,
+            text_index: TextIndex::new().expect("an empty in-RAM index can be created"),
         }
     }
 }
@@ -141,6 +146,22 @@ pub struct AgentMemory {
     pub(crate) sent_bundles: BTreeMap<EventId, (u64, HandoffBundle)>,
 }
 
+/// Whether `event` changes the memory of `viewer`: its own events always;
+/// another agent's when they are not private, come from an admitted agent
+/// (`admitted`, `None`: every agent) and say something. Events without
+/// content (forget, purge, merge, pin, cite, decay, link, consolidation
+/// verdicts, phase summaries) manage their author's own memory: applied
+/// elsewhere they would let one agent erase or reshape every other
+/// agent's memory, private items included. [`AgentMemory::apply`] decides
+/// by this, and so does whoever routes the log to memories.
+pub fn enters_memory_of(viewer: &str, admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {
+    event.agent == viewer || (sees_event_of_another(admitted, event) && render::carries_content(&event.kind))
+}
+
+fn sees_event_of_another(admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {
+    event.scope != Scope::Private && admitted.is_none_or(|admitted| admitted.contains(&event.agent))
+}
+
 /// An event id this memory applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct SeenId {
@@ -194,7 +215,7 @@ impl AgentMemory {
             seq_by_item_id: HashMap::new(),
             seen_ids: HashMap::new(),
             working: WorkingTier::new(config.working_tier_tokens, config.working_item_max_tokens),
-            bm25: Bm25Index::new()?,
+            bm25: Bm25Index::new(config.text_index.clone()),
             vectors: VectorIndex::new(config.embedder.dimensions()),
             graph: FactGraph::new(),
             hidden_count: 0,
@@ -321,19 +342,11 @@ impl AgentMemory {
             });
         }
         let own = event.agent == self.agent;
-        if !own && !self.sees_event_of_another(event) {
+        if !enters_memory_of(&self.agent, self.config.admitted_agents.as_ref(), event) {
             self.checkpoint = seq;
             return Ok(AppliedEvent::NotVisible);
         }
         let rendered = render::render(event, self.config.large_output_bytes);
-        // Events without content (forget, purge, merge, pin, cite, decay,
-        // link, consolidation verdicts, phase summaries) manage their
-        // author's own memory. Applied here they would let one agent erase
-        // or reshape every other agent's memory, private items included.
-        if !own && rendered.is_none() {
-            self.checkpoint = seq;
-            return Ok(AppliedEvent::NotVisible);
-        }
         let fingerprint = content_fingerprint(event);
         if let Some(&seen) = self.seen_ids.get(&event.id) {
             self.checkpoint = seq;
@@ -369,8 +382,7 @@ impl AgentMemory {
     /// Whether an event of another agent enters this memory: not private,
     /// and from an admitted agent.
     pub fn sees_event_of_another(&self, event: &Event) -> bool {
-        event.scope != Scope::Private
-            && self.config.admitted_agents.as_ref().is_none_or(|admitted| admitted.contains(&event.agent))
+        sees_event_of_another(self.config.admitted_agents.as_ref(), event)
     }
 
     /// Moves the checkpoint past a record that was dead-lettered instead of
@@ -379,6 +391,13 @@ impl AgentMemory {
         self.check_sequence(seq)?;
         self.checkpoint = seq;
         Ok(())
+    }
+
+    /// Moves the checkpoint to `seq` if it is behind: the log up to there
+    /// held nothing more for this memory (what [`enters_memory_of`] keeps
+    /// out changes nothing but the checkpoint).
+    pub fn advance_to(&mut self, seq: u64) {
+        self.checkpoint = self.checkpoint.max(seq);
     }
 
     fn check_sequence(&self, seq: u64) -> Result<(), ProjectionError> {
@@ -662,7 +681,7 @@ impl AgentMemory {
     /// seq order: what a restore from snapshot builds, so live, restored and
     /// replayed memories rank alike.
     fn rebuild_indexes_without_purged(&mut self) -> Result<(), ProjectionError> {
-        let mut bm25 = Bm25Index::new()?;
+        let mut bm25 = self.bm25.empty_like();
         let mut hidden = 0;
         for item in self.items.values().filter(|item| item.state != ItemState::Purged) {
             bm25.add(item.seq, item.kind, &item.text)?;

@@ -10,11 +10,37 @@ const LARGE_OUTPUT_ERROR_LINES: usize = 20;
 /// Any kept line is cut to this many bytes.
 const LARGE_OUTPUT_LINE_BYTES: usize = 240;
 
+/// Whether an event of this kind says something (and so becomes an item),
+/// rather than manage memory (forget, pin, cite, merge, purge, verdicts,
+/// phase summaries), which only its author's memory applies.
+pub fn carries_content(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::MemoryArchived(_)
+            | EventKind::MemoryForgotten(_)
+            | EventKind::MemoryCited(_)
+            | EventKind::MemoryIgnored(_)
+            | EventKind::MemoriesMerged(_)
+            | EventKind::MemoryDecayed(_)
+            | EventKind::ContradictionDetected(_)
+            | EventKind::ContradictionResolved(_)
+            | EventKind::PhaseCompressed(_)
+            | EventKind::MemoriesRetrieved(_)
+            | EventKind::MemoryPinned(_)
+            | EventKind::MemoryUnpinned(_)
+            | EventKind::MemoriesLinked(_)
+            | EventKind::MemoryPurged(_)
+    )
+}
+
 /// The readable text of an event that becomes a memory item, or `None` for
 /// events that only change other items (usage, forgetting, consolidation).
 /// Tool outputs over `large_output_bytes` are compressed (see
 /// [`compress_large_output`]); the whole output stays in the log.
 pub(crate) fn render(event: &Event, large_output_bytes: usize) -> Option<String> {
+    if !carries_content(&event.kind) {
+        return None;
+    }
     let text = match &event.kind {
         EventKind::MessageRecorded(message) => format!("[{}] {}", message.role, message.text),
         EventKind::ToolResultRecorded(result) => {

@@ -251,7 +251,7 @@ impl AgentMemory {
                 "snapshot is incomplete: (items, vectors, graph bytes) {found:?} where the head announced {announced:?}"
             )));
         }
-        let mut bm25 = Bm25Index::new()?;
+        let mut bm25 = Bm25Index::new(config.text_index.clone());
         let mut items = BTreeMap::new();
         let mut seq_by_item_id = HashMap::new();
         let mut hidden_count = 0;

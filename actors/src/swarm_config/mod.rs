@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mneme_projections::MemoryConfig;
 use mneme_projections::embed::Embedder;
+use mneme_projections::{MemoryConfig, TextIndex};
 use serde::Deserialize;
 
 pub use access::{ApiToken, HttpTokenEntry, Secret, api_token_environment_variable};
@@ -602,6 +602,9 @@ impl SwarmConfig {
             admitted_agents: (!self.swarm.admit_unknown_agents)
                 .then(|| self.agents.iter().map(|agent| agent.name.clone()).collect()),
             handoff_bundle_tokens: self.handoffs.bundle_tokens,
+            // A fresh one per call: the memories built from one config
+            // (one supervisor's) share it.
+            text_index: TextIndex::new().expect("an empty in-RAM index can be created"),
         }
     }
 
