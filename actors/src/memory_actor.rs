@@ -280,6 +280,7 @@ impl Handler<ApplyBatch> for MemoryActor {
     type Result = MessageResult<ApplyBatch>;
 
     fn handle(&mut self, batch: ApplyBatch, _: &mut Self::Context) -> Self::Result {
+        self.catch_up_checkpoint();
         let span = tracing::debug_span!("apply", agent = %self.memory.agent(), entries = batch.entries.len());
         let _entered = span.enter();
         let mut report = ApplyReport::default();
@@ -447,6 +448,15 @@ impl Query {
 }
 
 impl MemoryActor {
+    /// Moves the memory's checkpoint up to what the feed says it has
+    /// passed: the feed moves `applied_seq` on, without a message, over
+    /// records that held nothing for this memory, and only while no batch
+    /// of its own is in flight to it.
+    fn catch_up_checkpoint(&mut self) {
+        let applied = *self.applied_seq.borrow();
+        self.memory.advance_to(applied);
+    }
+
     /// The memory's digest, hashed once per checkpoint.
     fn digest(&mut self) -> String {
         let checkpoint = self.memory.checkpoint();
@@ -465,6 +475,7 @@ impl Handler<Query> for MemoryActor {
     type Result = Result<QueryAnswer, ActorsError>;
 
     fn handle(&mut self, query: Query, _: &mut Self::Context) -> Self::Result {
+        self.catch_up_checkpoint();
         let verb = query.verb();
         let span = tracing::debug_span!("query", agent = %self.memory.agent(), verb);
         let _entered = span.enter();
@@ -580,6 +591,7 @@ impl Handler<TakeSnapshot> for MemoryActor {
     type Result = Result<Option<u64>, ActorsError>;
 
     fn handle(&mut self, _: TakeSnapshot, _: &mut Self::Context) -> Self::Result {
+        self.catch_up_checkpoint();
         self.snapshot()
     }
 }
