@@ -3,22 +3,24 @@
 //! records to its memory, another agent's only to the memories it enters
 //! (see [`enters_memory_of`]), and to each memory the position up to which
 //! the log held nothing more for it. One batch is in flight to each memory
-//! at a time, and the next chunk is read only once every memory has applied
-//! its part, so a slow memory slows the feed and nothing is dropped.
+//! at a time. The feed waits up to [`ROUND_WAIT`] for the memories it sent a
+//! chunk to; one still busy after that (a memory applying a flood of its
+//! own events) falls behind, and the feed goes on with the others, so a
+//! slow memory does not hold the rest up and nothing queues in front of it.
 //!
-//! A memory that joins behind the head (a new agent, or one restored from
-//! an older snapshot, or one that stalled) is caught up by range reads
-//! interleaved with the head's chunks, so the memories at the head are not
-//! held up while it catches up. Dead letters the actors report are filed
-//! on the log here, where log IO belongs.
+//! A memory behind the head (a new agent, one restored from an older
+//! snapshot, one that stalled or fell behind) is caught up by range reads
+//! interleaved with the head's chunks. Dead letters the actors report are
+//! filed on the log here, where log IO belongs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
+use actix::{Addr, MailboxError};
 use futures::StreamExt;
-use futures::future::join_all;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use mneme_nats::{DeadLetter, EventLog, LogEntry, Seq};
 use mneme_projections::enters_memory_of;
 use tokio::sync::{mpsc, watch};
@@ -34,6 +36,13 @@ const RETRY_AFTER: Duration = Duration::from_millis(250);
 /// once it is this far behind, so that its checkpoint (and the tail a
 /// restart reads again) stays short.
 const ADVANCE_EVERY: Seq = 4096;
+/// How long the feed waits for the memories it sent a chunk to before it
+/// goes on without the ones still applying.
+const ROUND_WAIT: Duration = Duration::from_millis(50);
+
+/// A batch in flight: the agent, the position the batch brings it to, and
+/// the actor's report.
+type InFlight = BoxFuture<'static, (String, Seq, Result<ApplyReport, MailboxError>)>;
 
 /// A memory actor to feed.
 pub(crate) struct Join {
@@ -50,7 +59,8 @@ pub(crate) async fn run(
     admitted: Option<BTreeSet<String>>,
     joins: mpsc::UnboundedReceiver<Join>,
 ) {
-    let mut feed = SwarmFeed { log, admitted, members: BTreeMap::new(), joins, head: None };
+    let mut feed =
+        SwarmFeed { log, admitted, members: BTreeMap::new(), joins, head: None, in_flight: FuturesUnordered::new() };
     feed.follow().await;
 }
 
@@ -66,6 +76,9 @@ struct Member {
     checkpoint_sent: Seq,
     /// Dead letters the log has not taken yet; retried with every batch.
     unfiled: Vec<DeadLetter>,
+    /// A batch is in flight to it: nothing more is sent, and its position
+    /// is not moved, until it answers.
+    busy: bool,
 }
 
 struct SwarmFeed {
@@ -75,6 +88,7 @@ struct SwarmFeed {
     joins: mpsc::UnboundedReceiver<Join>,
     /// The last seq the head subscription routed; `None` before it starts.
     head: Option<Seq>,
+    in_flight: FuturesUnordered<InFlight>,
 }
 
 /// Which members a chunk goes to.
@@ -135,6 +149,9 @@ impl SwarmFeed {
                         Some(join) => self.join(join).await,
                         None => return,
                     },
+                    Some((agent, through, report)) = self.in_flight.next(), if !self.in_flight.is_empty() => {
+                        self.finish(agent, through, report).await;
+                    }
                 }
             }
             tokio::time::sleep(RETRY_AFTER).await;
@@ -167,16 +184,24 @@ impl SwarmFeed {
         true
     }
 
+    /// Whether a member that can take a batch is behind the head.
     fn catching_up(&self) -> bool {
         let head = self.head.unwrap_or(0);
-        self.members.values().any(|member| member.delivered < head)
+        self.members.values().any(|member| !member.busy && member.delivered < head)
     }
 
     /// One range read for the members behind the head, up to the head.
     async fn catch_up_step(&mut self) {
         let head = self.head.unwrap_or(0);
-        let from =
-            self.members.values().map(|member| member.delivered).filter(|seq| *seq < head).min().unwrap_or(head) + 1;
+        let from = self
+            .members
+            .values()
+            .filter(|member| !member.busy)
+            .map(|member| member.delivered)
+            .filter(|seq| *seq < head)
+            .min()
+            .unwrap_or(head)
+            + 1;
         match self.log.read(from, None, CATCH_UP_CHUNK).await {
             Ok(mut entries) => {
                 entries.retain(|entry| entry.seq <= head);
@@ -212,22 +237,24 @@ impl SwarmFeed {
             delivered: checkpoint,
             checkpoint_sent: checkpoint,
             unfiled: Vec::new(),
+            busy: false,
         };
         self.members.insert(join.agent, member);
     }
 
-    /// Hands each member of `audience` its part of `entries` (all at or
-    /// below `through`) and waits until every one has applied it.
+    /// Hands each member of `audience` that is not busy its part of
+    /// `entries` (all at or below `through`), then waits up to
+    /// [`ROUND_WAIT`] for them to apply it.
     async fn deliver(&mut self, entries: &[LogEntry], through: Seq, audience: Audience) {
         let head = self.head.unwrap_or(0);
         let admitted = self.admitted.as_ref();
-        let mut sends = Vec::new();
+        let mut round = BTreeSet::new();
         for (agent, member) in &mut self.members {
             let in_audience = match audience {
                 Audience::Head => member.delivered >= head,
                 Audience::CatchingUp => member.delivered < head,
             };
-            if !in_audience || member.delivered >= through {
+            if member.busy || !in_audience || member.delivered >= through {
                 continue;
             }
             let part: Vec<LogEntry> = entries
@@ -236,7 +263,8 @@ impl SwarmFeed {
                 .cloned()
                 .collect();
             if part.is_empty() && through - member.checkpoint_sent < ADVANCE_EVERY {
-                // Nothing for it: it is as far as the feed, without a message.
+                // Nothing for it: it is as far as the feed, without a
+                // message (no batch is in flight to it, see `busy`).
                 member.delivered = through;
                 member.applied.send_if_modified(|applied| {
                     let moved = *applied < through;
@@ -245,17 +273,32 @@ impl SwarmFeed {
                 });
                 continue;
             }
-            sends.push((agent.clone(), member.addr.send(ApplyBatch { entries: part, through })));
+            member.busy = true;
+            round.insert(agent.clone());
+            let send = member.addr.send(ApplyBatch { entries: part, through });
+            let agent = agent.clone();
+            self.in_flight.push(Box::pin(async move { (agent, through, send.await) }));
         }
-        let (agents, futures): (Vec<String>, Vec<_>) = sends.into_iter().unzip();
-        let reports = join_all(futures).await;
-        for (agent, report) in agents.into_iter().zip(reports) {
-            match report {
-                Ok(report) => self.after_batch(&agent, report, through).await,
-                Err(_) => {
-                    tracing::info!(%agent, "memory actor stopped; the feed lets it go");
-                    self.members.remove(&agent);
+        let deadline = tokio::time::Instant::now() + ROUND_WAIT;
+        while !round.is_empty() {
+            match tokio::time::timeout_at(deadline, self.in_flight.next()).await {
+                Ok(Some((agent, through, report))) => {
+                    round.remove(&agent);
+                    self.finish(agent, through, report).await;
                 }
+                // The ones still applying fall behind and are caught up
+                // once they answer.
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
+
+    async fn finish(&mut self, agent: String, through: Seq, report: Result<ApplyReport, MailboxError>) {
+        match report {
+            Ok(report) => self.after_batch(&agent, report, through).await,
+            Err(_) => {
+                tracing::info!(%agent, "memory actor stopped; the feed lets it go");
+                self.members.remove(&agent);
             }
         }
     }
@@ -263,6 +306,7 @@ impl SwarmFeed {
     async fn after_batch(&mut self, agent: &str, report: ApplyReport, through: Seq) {
         let log = self.log.clone();
         let Some(member) = self.members.get_mut(agent) else { return };
+        member.busy = false;
         member.unfiled.extend(report.dead_letters);
         file_dead_letters(log.as_ref(), agent, member).await;
         if let Some(seq) = report.snapshot_seq {
