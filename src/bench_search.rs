@@ -76,6 +76,25 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
         memory.graph().edge_count()
     );
 
+    let texts: Vec<String> = memory.items().map(|item| item.text.to_string()).collect();
+    let bare = bare_libraries(&texts, embedder.as_ref())?;
+    out!(
+        "bare libraries on the same {} texts, one thread, no Mneme code: embedding {:.0}/s, tantivy add+commit {:.0}/s, \
+         hnsw_rs insert (M 16, ef_construction 64) {:.0}/s; all three {:.0}/s; embedding + tantivy (Mneme's vectors \
+         are not a graph) {:.0}/s",
+        texts.len(),
+        bare.rate(bare.embed),
+        bare.rate(bare.tantivy),
+        bare.rate(bare.hnsw),
+        bare.rate(bare.embed + bare.tantivy + bare.hnsw),
+        bare.rate(bare.embed + bare.tantivy)
+    );
+    out!(
+        "Mneme's apply against the bare libraries: {:.2}x of all three, {:.2}x of embedding + tantivy",
+        apply_rate / bare.rate(bare.embed + bare.tantivy + bare.hnsw),
+        apply_rate / bare.rate(bare.embed + bare.tantivy)
+    );
+
     let recall = vector_recall(&mut memory, embedder.as_ref(), 200)?;
     out!("vector recall@10 against exact search over the unquantized vectors: {recall:.3} (200 queries of 4-8 words)");
 
@@ -136,6 +155,68 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Seconds the bare libraries take for a list of texts.
+struct BareLibraries {
+    texts: usize,
+    embed: f64,
+    tantivy: f64,
+    hnsw: f64,
+}
+
+impl BareLibraries {
+    fn rate(&self, seconds: f64) -> f64 {
+        self.texts as f64 / seconds
+    }
+}
+
+/// `1 - dot` for the embedder's unit vectors, clamped at 0, as Mneme's
+/// vector index used with hnsw_rs before issue 18.
+#[derive(Clone, Copy, Default)]
+struct UnitCosine;
+
+impl hnsw_rs::prelude::Distance<f32> for UnitCosine {
+    fn eval(&self, a: &[f32], b: &[f32]) -> f32 {
+        (1.0 - a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>()).max(0.0)
+    }
+}
+
+/// The limit of the design: the texts Mneme indexed, through the embedder,
+/// a tantivy index (one text field, one indexing thread, one commit at the
+/// end) and an hnsw_rs graph (one insert at a time), with no Mneme code
+/// around them.
+fn bare_libraries(
+    texts: &[String],
+    embedder: &dyn mneme_projections::embed::Embedder,
+) -> anyhow::Result<BareLibraries> {
+    use tantivy::schema::{Schema, TEXT};
+    let started = Instant::now();
+    let vectors: Vec<Vec<f32>> =
+        texts.iter().map(|text| embedder.embed(mneme_projections::embedded_text(text))).collect();
+    let embed = started.elapsed().as_secs_f64();
+
+    let mut schema = Schema::builder();
+    let field = schema.add_text_field("text", TEXT);
+    let index = tantivy::Index::create_in_ram(schema.build());
+    let options = tantivy::indexer::IndexWriterOptions::builder().num_worker_threads(1).num_merge_threads(1).build();
+    let started = Instant::now();
+    let mut writer: tantivy::IndexWriter = index.writer_with_options(options)?;
+    for text in texts {
+        writer.add_document(tantivy::doc!(field => text.as_str()))?;
+    }
+    writer.commit()?;
+    let tantivy = started.elapsed().as_secs_f64();
+    drop(writer);
+
+    let started = Instant::now();
+    let hnsw = hnsw_rs::prelude::Hnsw::<f32, UnitCosine>::new(16, texts.len().max(1), 16, 64, UnitCosine);
+    for (index, vector) in vectors.iter().enumerate() {
+        hnsw.insert((vector.as_slice(), index));
+    }
+    let hnsw_seconds = started.elapsed().as_secs_f64();
+    std::hint::black_box(hnsw);
+    Ok(BareLibraries { texts: texts.len(), embed, tantivy, hnsw: hnsw_seconds })
 }
 
 /// The share of the 10 nearest items by exact cosine over the items'

@@ -665,8 +665,10 @@ async fn memory_one_agent(items: usize) -> anyhow::Result<ExitCode> {
     let before = proc_status("VmRSS");
     let threads_before = proc_status("Threads");
     let mut small = Vec::with_capacity(SMALL);
+    // As under a supervisor: the memories of a swarm share one text index.
+    let small_config = config.memory_config(embedder.clone());
     for _ in 0..SMALL {
-        let mut memory = AgentMemory::new(SWARM, AGENT, config.memory_config(embedder.clone()))?;
+        let mut memory = AgentMemory::new(SWARM, AGENT, small_config.clone())?;
         for (index, json) in small_events.iter().enumerate() {
             memory.apply(index as u64 + 1, &decode_json(json.as_bytes(), &limits)?)?;
         }
@@ -744,7 +746,7 @@ async fn memory_many_agents(agents: usize, events_per_agent: usize, batch: usize
     let added = after.saturating_sub(before);
     out!(
         "{} agents: {} private events ({events_per_agent} each, {items} items in all) applied in {caught_up_seconds:.1} s \
-         (every memory reads the whole swarm's log); RSS {:.0} → {:.0} MiB (+{:.0} MiB, {:.2} MiB per agent); \
+         (one reader of the log routes each memory its own); RSS {:.0} → {:.0} MiB (+{:.0} MiB, {:.2} MiB per agent); \
          threads {threads_before} → {threads}; peak RSS {:.0} MiB",
         names.len(),
         events.len(),
