@@ -9,11 +9,13 @@
 //! slow memory does not hold the rest up and nothing queues in front of it.
 //!
 //! A memory behind the head (a new agent, one restored from an older
-//! snapshot, one that stalled or fell behind) is caught up by range reads
-//! interleaved with the head's chunks. Dead letters the actors report are
-//! filed on the log here, where log IO belongs.
+//! snapshot, one that stalled or fell behind) is caught up between the
+//! head's chunks: from the records the feed read last (the most recent
+//! [`RECENT_ENTRIES`]), or by range reads of the log when it is further
+//! behind. The feed does not wait for a memory catching up. Dead letters
+//! the actors report are filed on the log here, where log IO belongs.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,9 +38,12 @@ const RETRY_AFTER: Duration = Duration::from_millis(250);
 /// once it is this far behind, so that its checkpoint (and the tail a
 /// restart reads again) stays short.
 const ADVANCE_EVERY: Seq = 4096;
-/// How long the feed waits for the memories it sent a chunk to before it
-/// goes on without the ones still applying.
+/// How long the feed waits for the memories it sent a chunk of the head to
+/// before it goes on without the ones still applying.
 const ROUND_WAIT: Duration = Duration::from_millis(50);
+/// The records the head read last, kept to catch up the memories that fell
+/// a little behind without reading the log again.
+const RECENT_ENTRIES: usize = 8192;
 
 /// A batch in flight: the agent, the position the batch brings it to, and
 /// the actor's report.
@@ -59,8 +64,15 @@ pub(crate) async fn run(
     admitted: Option<BTreeSet<String>>,
     joins: mpsc::UnboundedReceiver<Join>,
 ) {
-    let mut feed =
-        SwarmFeed { log, admitted, members: BTreeMap::new(), joins, head: None, in_flight: FuturesUnordered::new() };
+    let mut feed = SwarmFeed {
+        log,
+        admitted,
+        members: BTreeMap::new(),
+        joins,
+        head: None,
+        in_flight: FuturesUnordered::new(),
+        recent: VecDeque::new(),
+    };
     feed.follow().await;
 }
 
@@ -89,6 +101,9 @@ struct SwarmFeed {
     /// The last seq the head subscription routed; `None` before it starts.
     head: Option<Seq>,
     in_flight: FuturesUnordered<InFlight>,
+    /// The last records of the head, in log order, without gaps but the
+    /// log's own.
+    recent: VecDeque<LogEntry>,
 }
 
 /// Which members a chunk goes to.
@@ -176,6 +191,11 @@ impl SwarmFeed {
             let through = last.seq;
             self.deliver(&entries, through, Audience::Head).await;
             self.head = Some(through);
+            let newest = self.recent.back().map_or(0, |entry| entry.seq);
+            self.recent.extend(entries.into_iter().filter(|entry| entry.seq > newest));
+            while self.recent.len() > RECENT_ENTRIES {
+                self.recent.pop_front();
+            }
         }
         if let Some(error) = failure {
             tracing::warn!(%error, "log subscription failed; resubscribing");
@@ -202,6 +222,18 @@ impl SwarmFeed {
             .min()
             .unwrap_or(head)
             + 1;
+        if self.recent.front().is_some_and(|oldest| oldest.seq <= from) {
+            let entries: Vec<LogEntry> = self
+                .recent
+                .iter()
+                .filter(|entry| entry.seq >= from && entry.seq <= head)
+                .take(CATCH_UP_CHUNK)
+                .cloned()
+                .collect();
+            let through = if entries.len() < CATCH_UP_CHUNK { head } else { entries.last().map_or(head, |e| e.seq) };
+            self.deliver(&entries, through, Audience::CatchingUp).await;
+            return;
+        }
         match self.log.read(from, None, CATCH_UP_CHUNK).await {
             Ok(mut entries) => {
                 entries.retain(|entry| entry.seq <= head);
@@ -243,7 +275,7 @@ impl SwarmFeed {
     }
 
     /// Hands each member of `audience` that is not busy its part of
-    /// `entries` (all at or below `through`), then waits up to
+    /// `entries` (all at or below `through`); for the head, waits up to
     /// [`ROUND_WAIT`] for them to apply it.
     async fn deliver(&mut self, entries: &[LogEntry], through: Seq, audience: Audience) {
         let head = self.head.unwrap_or(0);
@@ -279,7 +311,10 @@ impl SwarmFeed {
             let agent = agent.clone();
             self.in_flight.push(Box::pin(async move { (agent, through, send.await) }));
         }
-        let deadline = tokio::time::Instant::now() + ROUND_WAIT;
+        // Memories catching up are behind already: the feed goes back to
+        // the head and takes their answers as they come.
+        let wait = if audience == Audience::Head { ROUND_WAIT } else { Duration::ZERO };
+        let deadline = tokio::time::Instant::now() + wait;
         while !round.is_empty() {
             match tokio::time::timeout_at(deadline, self.in_flight.next()).await {
                 Ok(Some((agent, through, report))) => {
