@@ -793,7 +793,7 @@ async fn item(
         "retrievals": item.retrievals,
         "citations": item.citations,
         "ignored": item.ignored,
-        "text": item.text,
+        "text": item.text.as_str(),
         "provenance": provenance_json(&item.provenance),
         "superseded_by": listing.superseded_by,
     })))

@@ -141,6 +141,76 @@ impl TextIndex {
     fn changed(&self) -> u64 {
         self.changes.fetch_add(1, Ordering::AcqRel) + 1
     }
+
+    /// A new owner number, for a memory's own documents or the swarm's
+    /// shared ones.
+    pub(crate) fn new_owner(&self) -> u64 {
+        self.next_owner.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Adds a document of `owner`; returns the change that added it.
+    pub(crate) fn add_document(&self, owner: u64, seq: u64, kind: &str, text: &str) -> Result<u64, ProjectionError> {
+        let fields = self.fields;
+        let identifiers = identifiers(text).join(" ");
+        self.writer().add_document(doc!(
+            fields.owner => owner,
+            fields.seq => seq,
+            fields.text => text,
+            fields.code => identifiers,
+            fields.kind => kind,
+        ))?;
+        Ok(self.changed())
+    }
+
+    /// Deletes `owner`'s document of `seq`.
+    pub(crate) fn delete_document(&self, owner: u64, seq: u64) -> Result<(), ProjectionError> {
+        let fields = self.fields;
+        let query = BooleanQuery::new(vec![
+            (
+                Occur::Must,
+                Box::new(TermQuery::new(Term::from_field_u64(fields.owner, owner), IndexRecordOption::Basic))
+                    as Box<dyn Query>,
+            ),
+            (Occur::Must, Box::new(TermQuery::new(Term::from_field_u64(fields.seq, seq), IndexRecordOption::Basic))),
+        ]);
+        self.writer().delete_query(Box::new(query))?;
+        self.changed();
+        Ok(())
+    }
+
+    /// What a text adds to BM25's statistics, as the index's analyzers see
+    /// it: counted once for a shared text, added by every memory holding it.
+    pub(crate) fn term_counts(&self, text: &str) -> TermCounts {
+        let mut counts = TermCounts::default();
+        let identifiers = identifiers(text).join(" ");
+        counts.text_tokens = self.analyze(self.fields.text, TEXT_ANALYZER, text, &mut counts.terms);
+        counts.code_tokens = self.analyze(self.fields.code, IDENTIFIER_ANALYZER, &identifiers, &mut counts.terms);
+        counts.terms.sort_unstable();
+        counts.terms.dedup();
+        counts.terms.shrink_to_fit();
+        counts
+    }
+
+    /// Pushes the field's terms of `text` to `terms`; returns its tokens.
+    fn analyze(&self, field: Field, analyzer: &str, text: &str, terms: &mut Vec<Term>) -> u64 {
+        let Some(mut analyzer) = self.index.tokenizers().get(analyzer) else { return 0 };
+        let mut stream = analyzer.token_stream(text);
+        let mut tokens = 0u64;
+        while let Some(token) = stream.next() {
+            tokens += 1;
+            terms.push(Term::from_field_text(field, &token.text));
+        }
+        tokens
+    }
+}
+
+/// A text's share of BM25's statistics: tokens per field and its distinct
+/// terms (of both fields).
+#[derive(Default, Clone, Debug)]
+pub(crate) struct TermCounts {
+    text_tokens: u64,
+    code_tokens: u64,
+    terms: Vec<Term>,
 }
 
 /// One memory's documents and their statistics: see the module's
@@ -148,6 +218,9 @@ impl TextIndex {
 pub(crate) struct Bm25Index {
     shared: Arc<TextIndex>,
     owner: u64,
+    /// The owner of the swarm's shared documents, which this memory's
+    /// searches read too (only those it holds, see [`Bm25Index::search`]).
+    shared_owner: Option<u64>,
     stats: OwnStatistics,
     /// The last change this memory made; searches commit up to it.
     last_change: u64,
@@ -191,53 +264,41 @@ impl Bm25StatisticsProvider for ViewStatistics<'_> {
 
 impl Bm25Index {
     /// An empty view of `shared` for a new memory.
-    pub fn new(shared: Arc<TextIndex>) -> Bm25Index {
-        let owner = shared.next_owner.fetch_add(1, Ordering::Relaxed);
-        Bm25Index { shared, owner, stats: OwnStatistics::default(), last_change: 0 }
+    pub fn new(shared: Arc<TextIndex>, shared_owner: Option<u64>) -> Bm25Index {
+        let owner = shared.new_owner();
+        Bm25Index { shared, owner, shared_owner, stats: OwnStatistics::default(), last_change: 0 }
     }
 
     /// A new, empty view of the same index: what a rebuild fills, while
     /// this one keeps answering until it is replaced (and dropped).
     pub fn empty_like(&self) -> Bm25Index {
-        Bm25Index::new(self.shared.clone())
+        Bm25Index::new(self.shared.clone(), self.shared_owner)
     }
 
+    /// Adds a document of this memory's own.
     pub fn add(&mut self, seq: u64, kind: &str, text: &str) -> Result<(), ProjectionError> {
-        let fields = self.shared.fields;
-        let identifiers = identifiers(text).join(" ");
-        self.count(fields.text, TEXT_ANALYZER, text, 1);
-        self.count(fields.code, IDENTIFIER_ANALYZER, &identifiers, 1);
-        self.stats.documents += 1;
-        self.shared.writer().add_document(doc!(
-            fields.owner => self.owner,
-            fields.seq => seq,
-            fields.text => text,
-            fields.code => identifiers,
-            fields.kind => kind,
-        ))?;
-        self.last_change = self.shared.changed();
+        let counts = self.shared.term_counts(text);
+        self.count(&counts, 1);
+        self.last_change = self.shared.add_document(self.owner, seq, kind, text)?;
         Ok(())
     }
 
-    /// Adds `sign` × each of the text's distinct terms to the document
-    /// frequencies, and its tokens to the field's total, as tantivy's
-    /// analyzer for the field sees them.
-    fn count(&mut self, field: Field, analyzer: &str, text: &str, sign: i64) {
-        let Some(mut analyzer) = self.shared.index.tokenizers().get(analyzer) else { return };
-        let mut stream = analyzer.token_stream(text);
-        let mut tokens = 0u64;
-        let mut terms: Vec<Term> = Vec::new();
-        while let Some(token) = stream.next() {
-            tokens += 1;
-            terms.push(Term::from_field_text(field, &token.text));
-        }
-        terms.sort_unstable();
-        terms.dedup();
-        let total =
-            if field == self.shared.fields.text { &mut self.stats.text_tokens } else { &mut self.stats.code_tokens };
-        *total = total.saturating_add_signed(sign * tokens as i64);
-        for term in terms {
-            let entry = self.stats.document_frequency.entry(term).or_default();
+    /// Counts a shared document this memory now holds (`sign` 1) or no
+    /// longer holds (-1) in its statistics; `change` is the one that added
+    /// the document to the index.
+    pub fn hold_shared(&mut self, counts: &TermCounts, change: u64, sign: i64) {
+        self.count(counts, sign);
+        self.last_change = self.last_change.max(change);
+    }
+
+    /// Adds `sign` × a document to the statistics: its distinct terms to
+    /// the document frequencies, its tokens to the fields' totals.
+    fn count(&mut self, counts: &TermCounts, sign: i64) {
+        self.stats.documents = self.stats.documents.saturating_add_signed(sign);
+        self.stats.text_tokens = self.stats.text_tokens.saturating_add_signed(sign * counts.text_tokens as i64);
+        self.stats.code_tokens = self.stats.code_tokens.saturating_add_signed(sign * counts.code_tokens as i64);
+        for term in &counts.terms {
+            let entry = self.stats.document_frequency.entry(term.clone()).or_default();
             *entry = entry.saturating_add_signed(sign as i32);
         }
     }
@@ -258,8 +319,18 @@ impl Bm25Index {
     /// ties by segment order, which depends on commit history, so a live
     /// memory and its replay would otherwise keep different hits.
     ///
+    /// Shared documents count only when `holds` says this memory holds
+    /// them (the swarm's index may hold shared items it has not reached
+    /// yet, or has purged).
+    ///
     /// Searches what was committed: callers [`Bm25Index::commit`] first.
-    pub fn search(&self, query: &str, limit: usize, kinds: &[String]) -> Result<Vec<(f32, u64)>, ProjectionError> {
+    pub fn search(
+        &self,
+        query: &str,
+        limit: usize,
+        kinds: &[String],
+        holds: &dyn Fn(u64) -> bool,
+    ) -> Result<Vec<(f32, u64)>, ProjectionError> {
         let fields = self.shared.fields;
         let mut parser = QueryParser::for_index(&self.shared.index, vec![fields.text, fields.code]);
         parser.set_field_boost(fields.code, IDENTIFIER_BOOST);
@@ -273,14 +344,16 @@ impl Bm25Index {
             let collector = TopDocs::with_limit(fetch).order_by_score();
             let top = searcher.search_with_statistics_provider(&query, &collector, &statistics)?;
             let all_fetched = top.len() < fetch;
-            let cutoff_score = top.get(limit - 1).map(|(score, _)| *score);
+            let mut hits = self.seqs_of(&searcher, &top)?;
+            hits.retain(|(_, seq)| holds(*seq));
+            let cutoff_score = hits.get(limit - 1).map(|(score, _)| *score);
             let last_score = top.last().map(|(score, _)| *score);
             if all_fetched || last_score < cutoff_score {
-                break top;
+                break hits;
             }
             fetch = fetch.saturating_mul(2);
         };
-        let mut hits = self.seqs_of(&searcher, &top)?;
+        let mut hits = top;
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         hits.truncate(limit);
         Ok(hits)
@@ -290,7 +363,9 @@ impl Bm25Index {
     /// restrictions filter without scoring.
     fn restrict(&self, query: Box<dyn Query>, kinds: &[String]) -> Box<dyn Query> {
         let fields = self.shared.fields;
-        let owner = TermQuery::new(Term::from_field_u64(fields.owner, self.owner), IndexRecordOption::Basic);
+        let owner = TermSetQuery::new(
+            std::iter::once(self.owner).chain(self.shared_owner).map(|owner| Term::from_field_u64(fields.owner, owner)),
+        );
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
             vec![(Occur::Must, query), (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(owner), 0.0)))];
         if !kinds.is_empty() {
@@ -355,7 +430,7 @@ mod tests {
     }
 
     fn index_with(shared: &Arc<TextIndex>, texts: &[&str]) -> Bm25Index {
-        let mut index = Bm25Index::new(shared.clone());
+        let mut index = Bm25Index::new(shared.clone(), None);
         for (position, text) in texts.iter().enumerate() {
             index.add(position as u64 + 1, "message_recorded", text).unwrap();
         }
@@ -374,9 +449,9 @@ mod tests {
         let _noise = index_with(&shared, &noise);
         let beside = index_with(&shared, &texts);
         for query in ["token", "token refresh", "database", "cache expired"] {
-            let expected = alone.search(query, 10, &[]).unwrap();
+            let expected = alone.search(query, 10, &[], &|_| true).unwrap();
             assert!(!expected.is_empty());
-            assert_eq!(beside.search(query, 10, &[]).unwrap(), expected, "{query}");
+            assert_eq!(beside.search(query, 10, &[], &|_| true).unwrap(), expected, "{query}");
         }
     }
 
@@ -394,12 +469,12 @@ mod tests {
     #[test]
     fn kinds_filter_without_scoring() {
         let shared = TextIndex::new().unwrap();
-        let mut index = Bm25Index::new(shared);
+        let mut index = Bm25Index::new(shared, None);
         index.add(1, "message_recorded", "token refresh").unwrap();
         index.add(2, "decision_made", "token refresh").unwrap();
         index.commit().unwrap();
-        let all = index.search("token", 10, &[]).unwrap();
-        let decisions = index.search("token", 10, &["decision_made".to_string()]).unwrap();
+        let all = index.search("token", 10, &[], &|_| true).unwrap();
+        let decisions = index.search("token", 10, &["decision_made".to_string()], &|_| true).unwrap();
         assert_eq!(decisions, vec![(all[0].0, 2)]);
         assert_eq!(all[0].0, all[1].0);
     }

@@ -1,6 +1,10 @@
 //! A memory item: one thing an agent can be told, traced to its events.
 
+use std::sync::Arc;
+
 use mneme_events::{EventId, Scope, Timestamp};
+
+use crate::shared::SharedEntry;
 
 /// Whether an item is still in play.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -84,7 +88,7 @@ pub struct MemoryItem {
     pub correlation_id: Option<String>,
     pub importance: Option<f32>,
     /// The searchable, readable rendering of the event.
-    pub text: String,
+    pub text: ItemText,
     pub state: ItemState,
     /// Pinned items are never decayed or forgotten by consolidation.
     pub pinned: bool,
@@ -95,6 +99,111 @@ pub struct MemoryItem {
     /// The creating event first, then every event that changed the item, in
     /// log order.
     pub provenance: Vec<ProvenanceRef>,
+}
+
+/// An item's text. A shared event's text is held once by the swarm
+/// ([`SharedContent`](crate::shared::SharedContent)) and every memory that
+/// holds the item points at it; the other agents read it with its author's
+/// name in front, `(from coder) …`, the author without.
+#[derive(Clone, Default)]
+pub struct ItemText(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Own(String),
+    Shared { entry: Arc<SharedEntry>, start: usize },
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Own(String::new())
+    }
+}
+
+impl ItemText {
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            Repr::Own(text) => text,
+            Repr::Shared { entry, start } => &entry.text[*start..],
+        }
+    }
+
+    /// The swarm's copy of a shared event's text, as its author (`own`) or
+    /// another agent reads it.
+    pub(crate) fn shared(entry: Arc<SharedEntry>, own: bool) -> ItemText {
+        let start = if own { entry.author_prefix } else { 0 };
+        ItemText(Repr::Shared { entry, start })
+    }
+
+    /// The shared copy this text points at, if any.
+    pub(crate) fn shared_entry(&self) -> Option<&Arc<SharedEntry>> {
+        match &self.0 {
+            Repr::Own(_) => None,
+            Repr::Shared { entry, .. } => Some(entry),
+        }
+    }
+}
+
+impl std::ops::Deref for ItemText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for ItemText {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for ItemText {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for ItemText {
+    fn eq(&self, other: &ItemText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<str> for ItemText {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ItemText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Debug for ItemText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for ItemText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<String> for ItemText {
+    fn from(text: String) -> ItemText {
+        ItemText(Repr::Own(text))
+    }
+}
+
+impl From<&str> for ItemText {
+    fn from(text: &str) -> ItemText {
+        ItemText(Repr::Own(text.to_string()))
+    }
 }
 
 impl MemoryItem {

@@ -17,6 +17,7 @@ mod memory;
 pub mod phases;
 mod render;
 mod retrieval;
+mod shared;
 mod snapshot;
 mod superseded;
 pub mod tokens;
@@ -30,9 +31,10 @@ pub use context::{
 };
 pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
-pub use item::{ItemState, MemoryItem, ProvenanceRef};
+pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction, enters_memory_of};
 pub use retrieval::{
     RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, embedded_text,
 };
+pub use shared::SharedContent;
 pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES};

@@ -14,11 +14,12 @@ use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, Subgraph};
 use crate::handoffs::HandoffRecord;
-use crate::item::{ItemState, MemoryItem, ProvenanceRef};
+use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::phases::{PhaseTracker, PurgedEvent};
 use crate::render;
 use crate::retrieval::embedded_text;
-use crate::vector::VectorIndex;
+use crate::shared::SharedContent;
+use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
 
 /// How an agent's memory is shaped. Part of the snapshot: a snapshot taken
@@ -43,10 +44,12 @@ pub struct MemoryConfig {
     /// The budget of the context bundle this memory assembles, as of the
     /// moment it applies them, for the handoffs its agent sends.
     pub handoff_bundle_tokens: usize,
-    /// The full-text index this memory writes to, shared by the memories
-    /// of a swarm (each searches only its own documents, see
-    /// [`TextIndex`]); not part of the memory's shape.
-    pub text_index: Arc<TextIndex>,
+    /// What the memories of a swarm hold once for all: the full-text index
+    /// they write to (each searches only its own documents, see
+    /// [`TextIndex`]), and the text, document and vector of each shared
+    /// event (see [`SharedContent`]). Clones of a configuration share it;
+    /// not part of the memory's shape.
+    pub shared: Arc<SharedContent>,
 }
 
 impl Default for MemoryConfig {
@@ -58,8 +61,23 @@ impl Default for MemoryConfig {
             large_output_bytes: 16 * 1024,
             admitted_agents: None,
             handoff_bundle_tokens: 2000,
-            text_index: TextIndex::new().expect("an empty in-RAM index can be created"),
+            shared: SharedContent::new(
+                TextIndex::new().expect("an empty in-RAM index can be created"),
+                HashedNgramEmbedder::default().dimensions(),
+            ),
         }
+    }
+}
+
+impl MemoryConfig {
+    /// Gives this configuration (and its clones) content of its own, for
+    /// memories of another swarm or another shape.
+    pub fn with_fresh_shared_content(mut self) -> MemoryConfig {
+        self.shared = SharedContent::new(
+            TextIndex::new().expect("an empty in-RAM index can be created"),
+            self.embedder.dimensions(),
+        );
+        self
     }
 }
 
@@ -207,6 +225,14 @@ pub struct OpenContradiction {
 
 impl AgentMemory {
     pub fn new(swarm: &str, agent: &str, config: MemoryConfig) -> Result<AgentMemory, ProjectionError> {
+        // Content shared with memories of other dimensions (a configuration
+        // whose embedder was changed after its content was made) would mix
+        // vectors that cannot be compared.
+        let config = if config.shared.dimensions() == config.embedder.dimensions() {
+            config
+        } else {
+            config.with_fresh_shared_content()
+        };
         Ok(AgentMemory {
             swarm: swarm.to_string(),
             agent: agent.to_string(),
@@ -215,7 +241,7 @@ impl AgentMemory {
             seq_by_item_id: HashMap::new(),
             seen_ids: HashMap::new(),
             working: WorkingTier::new(config.working_tier_tokens, config.working_item_max_tokens),
-            bm25: Bm25Index::new(config.text_index.clone()),
+            bm25: Bm25Index::new(config.shared.text_index().clone(), Some(config.shared.owner())),
             vectors: VectorIndex::new(config.embedder.dimensions()),
             graph: FactGraph::new(),
             hidden_count: 0,
@@ -410,11 +436,28 @@ impl AgentMemory {
     fn remember(&mut self, seq: u64, event: &Event, text: String) -> Result<(), ProjectionError> {
         let kind = event.kind_name();
         let own = event.agent == self.agent;
-        // Another agent's item says whose it is, in search and in context.
-        let text = if own { text } else { format!("(from {}) {text}", event.agent) };
-        self.bm25.add(seq, kind, &text)?;
-        let vector = self.config.embedder.embed(embedded_text(&text));
-        self.vectors.insert(seq, &vector);
+        let text = if self.sees_event_of_another(event) {
+            // An event every agent sees: its text, document and vector are
+            // the swarm's, held once. Another agent's item says whose it
+            // is, in search and in context; the author reads it without.
+            let prefix = format!("(from {}) ", event.agent);
+            let embedder = self.config.embedder.clone();
+            let entry = self.config.shared.acquire(
+                seq,
+                kind,
+                || (format!("{prefix}{text}"), prefix.len()),
+                |shared_text| QuantizedVector::of(&embedder.embed(embedded_text(shared_text))),
+            )?;
+            self.bm25.hold_shared(&entry.terms, entry.change, 1);
+            ItemText::shared(entry, own)
+        } else {
+            // Its own private event (or its own, when the swarm does not
+            // admit it): this memory's alone.
+            self.bm25.add(seq, kind, &text)?;
+            let vector = self.config.embedder.embed(embedded_text(&text));
+            self.vectors.insert(seq, &vector);
+            ItemText::from(text)
+        };
         if own && render::is_turn(&event.kind) {
             self.working.push(seq, &text);
         }
@@ -641,6 +684,7 @@ impl AgentMemory {
         targets.dedup();
         let mut erased: BTreeMap<u64, PurgedEvent> = BTreeMap::new();
         let mut erased_ids: BTreeSet<String> = BTreeSet::new();
+        let mut released = Vec::new();
         for seq in targets {
             let item = self.items.get_mut(&seq).expect("targets are seqs of items");
             item.provenance.push(provenance);
@@ -651,11 +695,20 @@ impl AgentMemory {
                 self.hidden_count += 1;
             }
             item.state = ItemState::Purged;
-            item.text = String::new();
+            let text = std::mem::take(&mut item.text);
             item.pinned = false;
+            if text.shared_entry().is_some() {
+                // This memory no longer holds the swarm's copy: erased once
+                // no memory does.
+                drop(text);
+                released.push(seq);
+            }
             self.working.remove(seq);
             erased.insert(seq, PurgedEvent { kind: item.kind, task: item.correlation_id.clone() });
             erased_ids.insert(item.item_id.clone());
+        }
+        for seq in released {
+            self.config.shared.release(seq)?;
         }
         if !erased.is_empty() {
             self.graph.redact(&erased.keys().copied().collect());
@@ -684,7 +737,10 @@ impl AgentMemory {
         let mut bm25 = self.bm25.empty_like();
         let mut hidden = 0;
         for item in self.items.values().filter(|item| item.state != ItemState::Purged) {
-            bm25.add(item.seq, item.kind, &item.text)?;
+            match item.text.shared_entry() {
+                Some(entry) => bm25.hold_shared(&entry.terms, entry.change, 1),
+                None => bm25.add(item.seq, item.kind, &item.text)?,
+            }
             if !item.state.is_searchable() {
                 hidden += 1;
             }
@@ -702,6 +758,26 @@ impl AgentMemory {
         self.bm25.commit()
     }
 
+    /// The swarm's vectors of the shared items this memory holds, and
+    /// others: searches filter by what the memory holds.
+    pub(crate) fn shared_vectors(&self) -> std::sync::RwLockReadGuard<'_, crate::shared::SharedVectors> {
+        self.config.shared.vectors()
+    }
+}
+
+impl Drop for AgentMemory {
+    /// A memory that is gone (replaced by a restore, stopped, or a replay
+    /// done with) no longer holds its shared items.
+    fn drop(&mut self) {
+        for item in self.items.values().filter(|item| item.text.shared_entry().is_some()) {
+            // Fails only when the index writer is broken, which the next
+            // write reports to whoever makes it.
+            let _ = self.config.shared.release(item.seq);
+        }
+    }
+}
+
+impl AgentMemory {
     /// A stable hash of the memory's logical content: items, their state and
     /// provenance, the working tier and the ids seen. Index files, segment
     /// layout and map iteration order do not enter it, so a rebuild by replay
@@ -816,7 +892,7 @@ mod tests {
             "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
             "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
         let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
-        assert_eq!(crate::SNAPSHOT_FORMAT, 9);
+        assert_eq!(crate::SNAPSHOT_FORMAT, 10);
         assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
     }
 }

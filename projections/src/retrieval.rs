@@ -16,6 +16,7 @@ use crate::error::ProjectionError;
 use crate::item::{MemoryItem, ProvenanceRef};
 use crate::memory::AgentMemory;
 use crate::superseded::Supersessions;
+use crate::vector::VectorIndex;
 
 /// How many candidates each retriever contributes per requested hit. Under
 /// reciprocal rank fusion a rank past 20 adds at most 1/80 of a weight, so
@@ -287,6 +288,13 @@ impl AgentMemory {
         self.graph.entities_in_text(entity)
     }
 
+    /// Whether this memory holds the item's text (shared documents and
+    /// vectors in the swarm's indexes may be of items it has not reached,
+    /// or has purged).
+    fn holds(&self, seq: u64) -> bool {
+        self.items.get(&seq).is_some_and(|item| item.state != crate::item::ItemState::Purged)
+    }
+
     fn accepts(&self, seq: u64, filters: &SearchFilters, entity_items: Option<&HashSet<u64>>) -> bool {
         let Some(item) = self.items.get(&seq) else { return false };
         item.state.is_searchable()
@@ -309,7 +317,8 @@ impl AgentMemory {
             || request.filters.correlation_id.is_some();
         let widened = if others_filter { candidates * 8 } else { candidates };
         let fetch = widened.saturating_add(self.hidden_count);
-        let scored = self.bm25.search(&request.query, fetch, &request.filters.kinds)?;
+        let holds = |seq: u64| self.holds(seq);
+        let scored = self.bm25.search(&request.query, fetch, &request.filters.kinds, &holds)?;
         Ok(scored.into_iter().filter(|(_, seq)| accept(*seq)).take(candidates).collect())
     }
 
@@ -324,7 +333,17 @@ impl AgentMemory {
         // With nothing to filter out, the index searches without calling
         // back for every candidate it visits.
         let unfiltered = self.hidden_count == 0 && *filters == SearchFilters::default();
-        self.vectors.search(&query_vector, candidates, if unfiltered { None } else { Some(accept) })
+        let shared = self.shared_vectors();
+        // The swarm's shared vectors include items this memory does not
+        // hold (not reached yet, or purged here): those are filtered out.
+        let holds = |seq: u64| self.holds(seq);
+        let filter: Option<&dyn Fn(u64) -> bool> = match (unfiltered, shared.len() == 0) {
+            (true, true) => None,
+            (true, false) => Some(&holds),
+            (false, _) => Some(accept),
+        };
+        let [main, late] = shared.indexes();
+        VectorIndex::search_all(&[&self.vectors, main, late], &query_vector, candidates, filter)
     }
 
     /// Items linked in the fact graph to the entities the query names (and

@@ -10,25 +10,24 @@
 //! relative pointers are 32-bit, so a single archive past 2 GiB cannot be
 //! read back; a million-event memory is larger than that.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use mneme_events::{ContradictionResolution, EventId, EventKind, HandoffBundle, HandoffPackage, Scope, Timestamp};
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
-use crate::bm25::Bm25Index;
 use crate::error::ProjectionError;
 use crate::graph::FactGraph;
 use crate::handoffs::HandoffRecord;
-use crate::item::{ItemState, MemoryItem, ProvenanceRef};
+use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
 use crate::phases::{PhaseTracker, PhaseTrackerRecord};
-use crate::vector::{QuantizedVector, VectorIndex};
+use crate::vector::QuantizedVector;
 use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 9;
+pub const SNAPSHOT_FORMAT: u32 = 10;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -101,7 +100,10 @@ struct ItemRecord {
     ts: Timestamp,
     correlation_id: Option<String>,
     importance: Option<f32>,
+    /// A shared item's text is the swarm's copy (`(from author) …`), with
+    /// the bytes of its author prefix here; `None` for the memory's own.
     text: String,
+    shared_prefix: Option<u32>,
     state: u8,
     pinned: bool,
     retrievals: u32,
@@ -126,8 +128,20 @@ impl AgentMemory {
     /// [`AgentMemory::to_snapshot`] with the bulk cut into sections of about
     /// `section_bytes` each; any size gives the same memory back.
     pub fn to_snapshot_in_sections(&self, section_bytes: usize) -> Result<Vec<u8>, ProjectionError> {
-        let vectors: Vec<(u64, f32, Vec<i8>)> =
+        // Its own vectors and those of the shared items it holds (the
+        // swarm's copy may be gone when it is restored), in seq order.
+        let mut vectors: Vec<(u64, f32, Vec<i8>)> =
             self.vectors.quantized().map(|(seq, vector)| (seq, vector.scale, vector.values)).collect();
+        {
+            let shared = self.shared_vectors();
+            for item in self.items.values().filter(|item| item.text.shared_entry().is_some()) {
+                let vector = shared.quantized_of(item.seq).ok_or_else(|| {
+                    ProjectionError::CorruptSnapshot(format!("the shared vector of seq {} is missing", item.seq))
+                })?;
+                vectors.push((item.seq, vector.scale, vector.values));
+            }
+        }
+        vectors.sort_unstable_by_key(|(seq, _, _)| *seq);
         let graph = self.graph.to_snapshot()?;
         let head = MemorySnapshot {
             format: SNAPSHOT_FORMAT,
@@ -251,27 +265,7 @@ impl AgentMemory {
                 "snapshot is incomplete: (items, vectors, graph bytes) {found:?} where the head announced {announced:?}"
             )));
         }
-        let mut bm25 = Bm25Index::new(config.text_index.clone());
-        let mut items = BTreeMap::new();
-        let mut seq_by_item_id = HashMap::new();
-        let mut hidden_count = 0;
-        let mut seqs_by_kind: HashMap<&'static str, Vec<u64>> = HashMap::new();
-        for record in item_records {
-            let item = memory_item(record)?;
-            // Hidden items stay indexed (see `AgentMemory::change_state`);
-            // purged ones do not (see `AgentMemory::purge`).
-            if item.state != ItemState::Purged {
-                bm25.add(item.seq, item.kind, &item.text)?;
-                if !item.state.is_searchable() {
-                    hidden_count += 1;
-                }
-            }
-            seq_by_item_id.insert(item.item_id.clone(), item.seq);
-            seqs_by_kind.entry(item.kind).or_default().push(item.seq);
-            items.insert(item.seq, item);
-        }
-        bm25.commit()?;
-        let mut vectors = VectorIndex::new(config.embedder.dimensions());
+        let mut vectors_by_seq: BTreeMap<u64, QuantizedVector> = BTreeMap::new();
         let mut previous_seq = None;
         for (seq, scale, values) in vector_records {
             if values.len() != config.embedder.dimensions() || !scale.is_finite() {
@@ -285,7 +279,53 @@ impl AgentMemory {
                 return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} is out of order")));
             }
             previous_seq = Some(seq);
-            vectors.insert_quantized(seq, QuantizedVector { scale, values });
+            vectors_by_seq.insert(seq, QuantizedVector { scale, values });
+        }
+        // Filled in place, so that what it takes of the swarm's shared
+        // content is given back (on drop) if the restore fails half-way.
+        let mut memory = AgentMemory::new(swarm, agent, config)?;
+        let config = memory.config.clone();
+        for record in item_records {
+            let shared_prefix = record.shared_prefix.map(|prefix| prefix as usize);
+            let mut item = memory_item(record)?;
+            // Hidden items stay indexed (see `AgentMemory::change_state`);
+            // purged ones do not (see `AgentMemory::purge`).
+            if item.state != ItemState::Purged {
+                match shared_prefix {
+                    Some(prefix) => {
+                        let vector = vectors_by_seq.remove(&item.seq).ok_or_else(|| {
+                            ProjectionError::CorruptSnapshot(format!("shared item of seq {} has no vector", item.seq))
+                        })?;
+                        if prefix > item.text.len() || !item.text.is_char_boundary(prefix) {
+                            return Err(ProjectionError::CorruptSnapshot(format!(
+                                "shared item of seq {} has a prefix of {prefix} bytes in {} bytes of text",
+                                item.seq,
+                                item.text.len()
+                            )));
+                        }
+                        let entry = config.shared.acquire_restored(
+                            item.seq,
+                            item.kind,
+                            item.text.to_string(),
+                            prefix,
+                            vector,
+                        )?;
+                        memory.bm25.hold_shared(&entry.terms, entry.change, 1);
+                        item.text = ItemText::shared(entry, item.agent == agent);
+                    }
+                    None => memory.bm25.add(item.seq, item.kind, &item.text)?,
+                }
+                if !item.state.is_searchable() {
+                    memory.hidden_count += 1;
+                }
+            }
+            memory.seq_by_item_id.insert(item.item_id.clone(), item.seq);
+            memory.seqs_by_kind.entry(item.kind).or_default().push(item.seq);
+            memory.items.insert(item.seq, item);
+        }
+        memory.bm25.commit()?;
+        for (seq, vector) in vectors_by_seq {
+            memory.vectors.insert_quantized(seq, vector);
         }
         let graph = FactGraph::from_snapshot(&graph_bytes)?;
         drop(graph_bytes);
@@ -328,34 +368,22 @@ impl AgentMemory {
             .into_iter()
             .map(|record| WorkingEntry { seq: record.seq, text: record.text, tokens: record.tokens as usize })
             .collect();
-        Ok(AgentMemory {
-            swarm: snapshot.swarm,
-            agent: snapshot.agent,
-            checkpoint: snapshot.checkpoint,
-            items,
-            seq_by_item_id,
-            seen_ids: snapshot
-                .seen_ids
-                .into_iter()
-                .map(|(id, seq, fingerprint)| (EventId(id), SeenId { seq, fingerprint }))
-                .collect(),
-            working: WorkingTier::restore(config.working_tier_tokens, config.working_item_max_tokens, working_entries),
-            bm25,
-            vectors,
-            graph,
-            hidden_count,
-            phases,
-            seqs_by_kind,
-            open_contradictions,
-            resolved_contradictions,
-            handoffs,
-            sent_bundles: snapshot
-                .sent_bundles
-                .into_iter()
-                .map(|(id, seq, bundle)| (EventId(id), (seq, bundle)))
-                .collect(),
-            config,
-        })
+        memory.checkpoint = snapshot.checkpoint;
+        memory.seen_ids = snapshot
+            .seen_ids
+            .into_iter()
+            .map(|(id, seq, fingerprint)| (EventId(id), SeenId { seq, fingerprint }))
+            .collect();
+        memory.working =
+            WorkingTier::restore(config.working_tier_tokens, config.working_item_max_tokens, working_entries);
+        memory.graph = graph;
+        memory.phases = phases;
+        memory.open_contradictions = open_contradictions;
+        memory.resolved_contradictions = resolved_contradictions;
+        memory.handoffs = handoffs;
+        memory.sent_bundles =
+            snapshot.sent_bundles.into_iter().map(|(id, seq, bundle)| (EventId(id), (seq, bundle))).collect();
+        Ok(memory)
     }
 }
 
@@ -494,7 +522,11 @@ fn item_record(item: &MemoryItem) -> ItemRecord {
         ts: item.ts,
         correlation_id: item.correlation_id.clone(),
         importance: item.importance,
-        text: item.text.clone(),
+        text: match item.text.shared_entry() {
+            Some(entry) => entry.text.clone(),
+            None => item.text.to_string(),
+        },
+        shared_prefix: item.text.shared_entry().map(|entry| entry.author_prefix as u32),
         state: match item.state {
             ItemState::Active => 0,
             ItemState::Archived => 1,
@@ -535,7 +567,7 @@ fn memory_item(record: ItemRecord) -> Result<MemoryItem, ProjectionError> {
         ts: record.ts,
         correlation_id: record.correlation_id,
         importance: record.importance,
-        text: record.text,
+        text: ItemText::from(record.text),
         state,
         pinned: record.pinned,
         retrievals: record.retrievals,

@@ -351,6 +351,54 @@ proptest! {
         }
     }
 
+    /// The memories of a swarm hold each shared event's text, document and
+    /// vector once. Two memories in one configuration, applying the log at
+    /// their own pace, one restored from a snapshot part-way (after the
+    /// other was dropped and rebuilt), answer exactly as each would alone,
+    /// and once both are gone nothing shared is left.
+    #[test]
+    fn memories_sharing_the_swarms_content_answer_as_if_alone(
+        ops in prop::collection::vec(op(), 1..60),
+        split in 0usize..60,
+    ) {
+        let log = log_of(&ops);
+        let split = split.min(log.len());
+        let swarm = config();
+        let mut reviewer = AgentMemory::new("demo", "reviewer", swarm.clone()).unwrap();
+        let mut coder = AgentMemory::new("demo", "coder", swarm.clone()).unwrap();
+        for (seq, event) in &log[..split] {
+            coder.apply(*seq, event).unwrap();
+            reviewer.apply(*seq, event).unwrap();
+        }
+        let snapshot = coder.to_snapshot().unwrap();
+        drop(coder);
+        drop(reviewer);
+        let mut reviewer = AgentMemory::new("demo", "reviewer", swarm.clone()).unwrap();
+        for (seq, event) in &log {
+            reviewer.apply(*seq, event).unwrap();
+        }
+        let mut coder = AgentMemory::from_snapshot(&snapshot, "demo", "coder", swarm.clone()).unwrap();
+        for (seq, event) in &log[split..] {
+            coder.apply(*seq, event).unwrap();
+        }
+        for (memory, agent) in [(&mut coder, "coder"), (&mut reviewer, "reviewer")] {
+            memory.commit().unwrap();
+            let mut alone = rebuild_as(agent, &log);
+            prop_assert_eq!(memory.digest(), alone.digest());
+            for word in ["token", "cargo test", "TokenExpiredError", "src/auth/token.rs"] {
+                prop_assert_eq!(hit_ids(memory, word), hit_ids(&mut alone, word));
+                for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Hybrid] {
+                    prop_assert_eq!(top_ids(memory, word, 3, &[], mode), top_ids(&mut alone, word, 3, &[], mode));
+                }
+            }
+            let request = ContextRequest::new("token refresh", 300);
+            prop_assert_eq!(memory.context(&request).unwrap(), alone.context(&request).unwrap());
+        }
+        drop(coder);
+        drop(reviewer);
+        prop_assert!(swarm.shared.is_empty());
+    }
+
     /// A memory holds its agent's events and the other agents' shared ones,
     /// never another agent's private event: not as an item, not in any
     /// provenance, not in the graph, not in its phases.
@@ -629,6 +677,70 @@ fn another_agents_shared_event_is_remembered_as_theirs_and_a_private_one_is_not_
     let config = MemoryConfig { admitted_agents: Some(["planner".to_string()].into()), ..config() };
     let mut strict = AgentMemory::new("demo", "coder", config).unwrap();
     assert_eq!(strict.apply(1, &shared).unwrap(), mneme_projections::AppliedEvent::NotVisible);
+}
+
+/// A shared item is the swarm's once, but what an agent does with it is
+/// its own: the coder forgetting or purging the reviewer's message leaves
+/// the reviewer (and a third agent) finding it; only when every memory
+/// holding it has purged it is its text gone from the swarm.
+#[test]
+fn one_agents_verdicts_on_a_shared_item_are_its_own() {
+    let message = |counter: u64, text: &str| {
+        let mut event =
+            event(counter, EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: text.into() }));
+        event.agent = "reviewer".to_string();
+        event.scope = Scope::Shared;
+        event
+    };
+    let verdict = |counter: u64, agent: &str, kind: EventKind| {
+        let mut event = event(counter, kind);
+        event.agent = agent.to_string();
+        event.scope = Scope::Private;
+        event
+    };
+    let purge = |item_id: &str| {
+        EventKind::MemoryPurged(MemoryPurged {
+            item_ids: vec![item_id.to_string()],
+            before: None,
+            of_agent: None,
+            reason: None,
+        })
+    };
+    let shared = message(1, "the staging database password rotates weekly");
+    let item_id = shared.id.to_string();
+    let swarm = config();
+    let mut memories: Vec<AgentMemory> = ["coder", "reviewer", "planner"]
+        .iter()
+        .map(|agent| AgentMemory::new("demo", agent, swarm.clone()).unwrap())
+        .collect();
+    let forget =
+        verdict(2, "coder", EventKind::MemoryForgotten(MemoryForgotten { item_id: item_id.clone(), reason: None }));
+    for (seq, event) in [(1, &shared), (2, &forget)] {
+        for memory in &mut memories {
+            memory.apply(seq, event).unwrap();
+        }
+    }
+    let finds = |memory: &mut AgentMemory| hit_ids(memory, "staging password").contains(&item_id);
+    assert!(!finds(&mut memories[0]), "the coder forgot it");
+    assert!(finds(&mut memories[1]) && finds(&mut memories[2]), "the others did not");
+    assert_eq!(memories[1].item(&item_id).unwrap().state, ItemState::Active);
+    // Purged by the coder and the reviewer: the planner still holds it.
+    for (seq, agent) in [(3, "coder"), (4, "reviewer")] {
+        let tombstone = verdict(seq, agent, purge(&item_id));
+        for memory in &mut memories {
+            memory.apply(seq, &tombstone).unwrap();
+        }
+    }
+    assert!(memories[0].item(&item_id).unwrap().text.is_empty());
+    assert!(!finds(&mut memories[1]));
+    assert!(finds(&mut memories[2]), "the planner did not purge it");
+    assert_eq!(swarm.shared.len(), 1);
+    let tombstone = verdict(5, "planner", purge(&item_id));
+    for memory in &mut memories {
+        memory.apply(5, &tombstone).unwrap();
+    }
+    assert!(!finds(&mut memories[2]));
+    assert!(swarm.shared.is_empty(), "no memory holds it: its text, document and vector are gone");
 }
 
 #[test]

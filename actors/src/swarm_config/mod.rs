@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mneme_projections::embed::Embedder;
-use mneme_projections::{MemoryConfig, TextIndex};
+use mneme_projections::{MemoryConfig, SharedContent, TextIndex};
 use serde::Deserialize;
 
 pub use access::{ApiToken, HttpTokenEntry, Secret, api_token_environment_variable};
@@ -594,6 +594,7 @@ impl SwarmConfig {
 
     /// The memory settings, with the embedder the caller loaded.
     pub fn memory_config(&self, embedder: Arc<dyn Embedder>) -> MemoryConfig {
+        let dimensions = embedder.dimensions();
         MemoryConfig {
             working_tier_tokens: self.memory.working_tier_tokens,
             working_item_max_tokens: self.memory.working_item_max_tokens,
@@ -602,9 +603,9 @@ impl SwarmConfig {
             admitted_agents: (!self.swarm.admit_unknown_agents)
                 .then(|| self.agents.iter().map(|agent| agent.name.clone()).collect()),
             handoff_bundle_tokens: self.handoffs.bundle_tokens,
-            // A fresh one per call: the memories built from one config
-            // (one supervisor's) share it.
-            text_index: TextIndex::new().expect("an empty in-RAM index can be created"),
+            // Fresh per call: the memories built from one config (one
+            // supervisor's) share it.
+            shared: SharedContent::new(TextIndex::new().expect("an empty in-RAM index can be created"), dimensions),
         }
     }
 

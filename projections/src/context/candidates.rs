@@ -226,7 +226,7 @@ impl AgentMemory {
             item.item_id.clone(),
             seq,
             item.kind,
-            vec![text.unwrap_or_else(|| item.text.clone())],
+            vec![text.unwrap_or_else(|| item.text.to_string())],
             item.provenance.clone(),
         ))
     }

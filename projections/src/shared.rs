@@ -1,0 +1,321 @@
+//! What the memories of a swarm hold once for all of them.
+//!
+//! A shared (or system) event enters every agent's memory. Its text, its
+//! BM25 document and its vector are the same in each (the other agents read
+//! it as `(from author) …`, the author without that prefix), so the swarm
+//! keeps them once, in [`SharedContent`], and each memory that holds the
+//! item points at the [`SharedEntry`]: the text is embedded once, indexed
+//! once and kept in RAM once, however many agents see it. What differs
+//! between memories stays in each memory: the item's state, pins, usage
+//! counts and provenance, the BM25 statistics (each memory counts the
+//! documents it holds, so its scores are what they would be alone), the
+//! fact graph and the phases.
+//!
+//! An entry lives while a memory holds it: memories take it when they apply
+//! the event ([`SharedContent::acquire`]) or restore it from a snapshot,
+//! and give it back when they purge the item or are dropped
+//! ([`SharedContent::release`]). The last one to give it back takes its
+//! text, document and vector out of the swarm's indexes. Which memory
+//! builds an entry, and when, changes nothing a memory answers: an entry is
+//! a function of its event, and each memory reads only the entries it
+//! holds.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+
+use crate::bm25::{TermCounts, TextIndex};
+use crate::error::ProjectionError;
+use crate::vector::{QuantizedVector, VectorIndex};
+
+/// Once there are this many dropped vectors, and they are a quarter of the
+/// shared vector index or more, the index is rebuilt without them.
+const COMPACT_AFTER_DEAD: usize = 1024;
+/// Vectors that arrive older than the newest (a memory restored or catching
+/// up needs an entry the others let go) wait in a small index of their
+/// own, merged into the main one once it holds this many, or an eighth of
+/// the main one.
+const MERGE_LATE_AFTER: usize = 1024;
+
+/// The text, BM25 document and vector of every shared event some memory
+/// of the swarm holds.
+pub struct SharedContent {
+    text_index: Arc<TextIndex>,
+    /// The owner number of the shared documents in `text_index`.
+    owner: u64,
+    dimensions: usize,
+    entries: Mutex<HashMap<u64, Slot>>,
+    vectors: RwLock<SharedVectors>,
+}
+
+struct Slot {
+    entry: Arc<SharedEntry>,
+    /// Memories holding the entry.
+    holders: usize,
+}
+
+/// One shared event's text and its share of BM25's statistics.
+pub struct SharedEntry {
+    /// The text as the other agents read it: `(from author) …`.
+    pub(crate) text: String,
+    /// Bytes of the `(from author) ` prefix, which the author does not see.
+    pub(crate) author_prefix: usize,
+    pub(crate) terms: TermCounts,
+    /// The text index change that added the entry's document.
+    pub(crate) change: u64,
+}
+
+/// The shared vectors, each index in seq order: `main` takes the newest,
+/// `late` those older than its newest. Those no memory holds any more wait
+/// for a compaction in `dead` (searches read only what the searching
+/// memory holds, so they never see them).
+pub(crate) struct SharedVectors {
+    main: VectorIndex,
+    late: VectorIndex,
+    dead: HashSet<u64>,
+}
+
+impl SharedVectors {
+    fn new(dimensions: usize) -> SharedVectors {
+        SharedVectors { main: VectorIndex::new(dimensions), late: VectorIndex::new(dimensions), dead: HashSet::new() }
+    }
+
+    /// The indexes to search, together with a memory's own.
+    pub(crate) fn indexes(&self) -> [&VectorIndex; 2] {
+        [&self.main, &self.late]
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.main.seq_count() + self.late.seq_count()
+    }
+
+    pub(crate) fn quantized_of(&self, seq: u64) -> Option<QuantizedVector> {
+        self.main.quantized_of(seq).or_else(|| self.late.quantized_of(seq))
+    }
+
+    fn insert(&mut self, seq: u64, vector: QuantizedVector) {
+        if self.dead.remove(&seq) {
+            // Still in an index.
+            return;
+        }
+        if self.main.last_seq().is_none_or(|last| last < seq) {
+            self.main.insert_quantized(seq, vector);
+            return;
+        }
+        if self.quantized_of(seq).is_some() {
+            return;
+        }
+        let mut single = VectorIndex::new(self.main.dimensions());
+        single.insert_quantized(seq, vector);
+        self.late = self.late.merged(&single);
+        if self.late.seq_count() >= MERGE_LATE_AFTER.max(self.main.seq_count() / 8) {
+            self.main = self.main.merged(&self.late);
+            self.late.retain(|_| false);
+        }
+    }
+
+    fn drop_vector(&mut self, seq: u64) {
+        self.dead.insert(seq);
+        if self.dead.len() >= COMPACT_AFTER_DEAD && self.dead.len() * 4 >= self.len() {
+            let dead = std::mem::take(&mut self.dead);
+            self.main.retain(|seq| !dead.contains(&seq));
+            self.late.retain(|seq| !dead.contains(&seq));
+        }
+    }
+}
+
+impl std::fmt::Debug for SharedContent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedContent").field("entries", &self.lock_entries().len()).finish_non_exhaustive()
+    }
+}
+
+impl SharedContent {
+    /// Shared content for the memories of one swarm, whose vectors have
+    /// `dimensions` dimensions, indexed in `text_index`.
+    pub fn new(text_index: Arc<TextIndex>, dimensions: usize) -> Arc<SharedContent> {
+        let owner = text_index.new_owner();
+        Arc::new(SharedContent {
+            text_index,
+            owner,
+            dimensions,
+            entries: Mutex::new(HashMap::new()),
+            vectors: RwLock::new(SharedVectors::new(dimensions)),
+        })
+    }
+
+    pub fn text_index(&self) -> &Arc<TextIndex> {
+        &self.text_index
+    }
+
+    /// The owner number of shared documents in the text index.
+    pub(crate) fn owner(&self) -> u64 {
+        self.owner
+    }
+
+    pub(crate) fn dimensions(&self) -> usize {
+        self.dimensions
+    }
+
+    /// How many shared entries some memory holds.
+    pub fn len(&self) -> usize {
+        self.lock_entries().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock_entries(&self) -> MutexGuard<'_, HashMap<u64, Slot>> {
+        // The map is consistent between statements; a panic elsewhere
+        // while it was held leaves it usable.
+        self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn vectors(&self) -> RwLockReadGuard<'_, SharedVectors> {
+        self.vectors.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The entry of the shared event at `seq`, for one more memory. Built
+    /// on first use: `text` gives the text as other agents read it and the
+    /// bytes of its author prefix, `embed` its vector.
+    pub(crate) fn acquire(
+        &self,
+        seq: u64,
+        kind: &str,
+        text: impl FnOnce() -> (String, usize),
+        embed: impl FnOnce(&str) -> QuantizedVector,
+    ) -> Result<Arc<SharedEntry>, ProjectionError> {
+        if let Some(entry) = self.hold_existing(seq) {
+            return Ok(entry);
+        }
+        let (text, author_prefix) = text();
+        let vector = embed(&text);
+        self.insert(seq, kind, text, author_prefix, vector)
+    }
+
+    /// The entry of the shared event at `seq`, for a memory restored from
+    /// its snapshot, which kept the text and vector.
+    pub(crate) fn acquire_restored(
+        &self,
+        seq: u64,
+        kind: &str,
+        text: String,
+        author_prefix: usize,
+        vector: QuantizedVector,
+    ) -> Result<Arc<SharedEntry>, ProjectionError> {
+        if let Some(entry) = self.hold_existing(seq) {
+            return Ok(entry);
+        }
+        self.insert(seq, kind, text, author_prefix, vector)
+    }
+
+    fn hold_existing(&self, seq: u64) -> Option<Arc<SharedEntry>> {
+        let mut entries = self.lock_entries();
+        let slot = entries.get_mut(&seq)?;
+        slot.holders += 1;
+        Some(slot.entry.clone())
+    }
+
+    fn insert(
+        &self,
+        seq: u64,
+        kind: &str,
+        text: String,
+        author_prefix: usize,
+        vector: QuantizedVector,
+    ) -> Result<Arc<SharedEntry>, ProjectionError> {
+        let terms = self.text_index.term_counts(&text);
+        let mut entries = self.lock_entries();
+        // Another memory may have built it meanwhile.
+        if let Some(slot) = entries.get_mut(&seq) {
+            slot.holders += 1;
+            return Ok(slot.entry.clone());
+        }
+        let change = self.text_index.add_document(self.owner, seq, kind, &text)?;
+        self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(seq, vector);
+        let entry = Arc::new(SharedEntry { text, author_prefix, terms, change });
+        entries.insert(seq, Slot { entry: entry.clone(), holders: 1 });
+        Ok(entry)
+    }
+
+    /// One memory no longer holds the entry at `seq` (it purged the item,
+    /// or the memory is gone). The last holder takes the entry out.
+    pub(crate) fn release(&self, seq: u64) -> Result<(), ProjectionError> {
+        let mut entries = self.lock_entries();
+        let Some(slot) = entries.get_mut(&seq) else { return Ok(()) };
+        slot.holders -= 1;
+        if slot.holders > 0 {
+            return Ok(());
+        }
+        entries.remove(&seq);
+        self.text_index.delete_document(self.owner, seq)?;
+        self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).drop_vector(seq);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::{Embedder, HashedNgramEmbedder};
+
+    fn content() -> (Arc<SharedContent>, HashedNgramEmbedder) {
+        let embedder = HashedNgramEmbedder::default();
+        (SharedContent::new(TextIndex::new().unwrap(), embedder.dimensions()), embedder)
+    }
+
+    fn take(content: &SharedContent, embedder: &HashedNgramEmbedder, seq: u64, built: &mut usize) -> Arc<SharedEntry> {
+        content
+            .acquire(
+                seq,
+                "message_recorded",
+                || {
+                    *built += 1;
+                    (format!("(from coder) shared text {seq}"), "(from coder) ".len())
+                },
+                |text| QuantizedVector::of(&embedder.embed(text)),
+            )
+            .unwrap()
+    }
+
+    #[test]
+    fn an_entry_is_built_once_and_leaves_with_its_last_holder() {
+        let (content, embedder) = content();
+        let mut built = 0;
+        let first = take(&content, &embedder, 7, &mut built);
+        let second = take(&content, &embedder, 7, &mut built);
+        assert_eq!(built, 1);
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(&first.text[first.author_prefix..], "shared text 7");
+        content.release(7).unwrap();
+        assert_eq!(content.len(), 1);
+        content.release(7).unwrap();
+        assert!(content.is_empty());
+        // Needed again (a memory catching up): built again.
+        take(&content, &embedder, 7, &mut built);
+        assert_eq!(built, 2);
+        assert_eq!(content.vectors().len(), 1);
+    }
+
+    /// Vectors that come older than the newest (memories restored at
+    /// different points) are all kept, each once, and found by seq.
+    #[test]
+    fn vectors_arriving_out_of_order_are_kept_once_each() {
+        let (content, embedder) = content();
+        let mut built = 0;
+        let seqs: Vec<u64> = (1..=3000).rev().step_by(7).chain((1..=3000).step_by(5)).collect();
+        for seq in &seqs {
+            take(&content, &embedder, *seq, &mut built);
+        }
+        let mut wanted: Vec<u64> = seqs.clone();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let vectors = content.vectors();
+        assert_eq!(vectors.len(), wanted.len());
+        assert!(wanted.iter().all(|seq| vectors.quantized_of(*seq).is_some()));
+        for index in vectors.indexes() {
+            let held: Vec<u64> = index.quantized().map(|(seq, _)| seq).collect();
+            assert!(held.windows(2).all(|pair| pair[0] < pair[1]), "each index in seq order");
+        }
+    }
+}
