@@ -10,6 +10,8 @@ pub enum ActorsError {
     Projection(#[from] ProjectionError),
     #[error("snapshot store failed: {0}")]
     SnapshotStore(#[from] sled::Error),
+    #[error("the snapshot cannot be written as a delta: {0}")]
+    SnapshotIncomplete(String),
     #[error("invalid configuration in {path}: {message}")]
     Config { path: String, message: String },
     #[error("unknown agent {agent:?} in swarm {swarm:?}")]

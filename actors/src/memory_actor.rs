@@ -211,14 +211,24 @@ impl MemoryActor {
         // can be told apart from one outside a snapshot (tests/crash.rs).
         tracing::debug!(agent = %self.memory.agent(), snapshot_seq = checkpoint, "snapshot started");
         self.memory.commit()?;
-        let body = self.memory.to_snapshot()?;
-        self.store.save(self.memory.swarm(), self.memory.agent(), &body)?;
+        let (swarm, agent) = (self.memory.swarm().to_string(), self.memory.agent().to_string());
+        // The head and what changed since the last snapshot; everything
+        // when the store lacks what the memory thinks it holds.
+        let bytes = match self.store.save(&swarm, &agent, &self.memory.snapshot_delta()?) {
+            Err(ActorsError::SnapshotIncomplete(why)) => {
+                tracing::warn!(%agent, %why, "writing the whole snapshot");
+                self.store.save(&swarm, &agent, &self.memory.full_snapshot()?)?
+            }
+            written => written?,
+        };
+        self.memory.mark_snapshot_saved();
         self.snapshot_seq = checkpoint;
         self.events_since_snapshot = 0;
         self.first_unsaved_at = None;
         metrics::counter!("mneme_snapshots_written_total").increment(1);
         metrics::histogram!("mneme_snapshot_seconds").record(started.elapsed().as_secs_f64());
-        tracing::debug!(agent = %self.memory.agent(), snapshot_seq = checkpoint, bytes = body.len(), "snapshot written");
+        metrics::counter!("mneme_snapshot_bytes_written_total").increment(bytes as u64);
+        tracing::debug!(agent = %self.memory.agent(), snapshot_seq = checkpoint, bytes, "snapshot written");
         Ok(Some(checkpoint))
     }
 }
@@ -612,7 +622,7 @@ pub fn restore_or_new(
 ) -> Result<AgentMemory, ActorsError> {
     use crate::snapshot_store::SnapshotProblem;
     match store.load(swarm, agent)? {
-        Ok(body) => match AgentMemory::from_snapshot(&body, swarm, agent, config.clone()) {
+        Ok(stored) => match stored.restore(swarm, agent, config.clone()) {
             Ok(memory) if memory.checkpoint() > log_end => {
                 tracing::warn!(
                     %swarm, %agent, snapshot_seq = memory.checkpoint(), log_end,

@@ -1,17 +1,25 @@
 //! Where agent memory snapshots live: a sled database beside the log.
 //!
-//! A snapshot holds the memory and its checkpoint in one value, written with
-//! one insert, so state and checkpoint can never disagree. Each value carries
-//! a SHA-256 of its body: a damaged snapshot is detected and rebuilt from the
-//! log, never served.
+//! A snapshot is a head (the checkpoint and everything small) and chunks
+//! (items, vectors, applied ids and the fact graph, see
+//! [`mneme_projections::SnapshotPart`]). Each chunk is a value of its own,
+//! `swarm/agent/<part>`; the manifest, under `swarm/agent`, holds the head
+//! and the SHA-256 of every chunk the snapshot consists of, and carries a
+//! SHA-256 of itself. A snapshot writes the chunks that changed, removes
+//! those the memory no longer has and replaces the manifest in one atomic
+//! batch, so head, checkpoint and chunks can never disagree; a damaged
+//! manifest or chunk is detected and the memory rebuilt from the log, never
+//! served.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use mneme_projections::{AgentMemory, MemoryConfig, ProjectionError, SnapshotDelta, SnapshotPart};
 use sha2::{Digest, Sha256};
 
 use crate::error::ActorsError;
 
-const MAGIC: &[u8; 4] = b"MNS1";
+const MAGIC: &[u8; 4] = b"MNS2";
 const HEADER_LEN: usize = MAGIC.len() + 32;
 
 #[derive(Clone)]
@@ -24,6 +32,89 @@ pub struct SnapshotStore {
 pub enum SnapshotProblem {
     Missing,
     Damaged(String),
+}
+
+/// A snapshot read back whole: its head and every chunk, checked.
+pub struct StoredSnapshot {
+    pub head: Vec<u8>,
+    pub chunks: BTreeMap<String, Vec<u8>>,
+}
+
+impl StoredSnapshot {
+    /// The memory it holds.
+    pub fn restore(&self, swarm: &str, agent: &str, config: MemoryConfig) -> Result<AgentMemory, ProjectionError> {
+        AgentMemory::from_snapshot_parts(
+            &self.head,
+            &mut |part| {
+                self.chunks.get(&part.name()).cloned().ok_or_else(|| {
+                    ProjectionError::CorruptSnapshot(format!("the snapshot has no chunk {}", part.name()))
+                })
+            },
+            swarm,
+            agent,
+            config,
+        )
+    }
+
+    /// Bytes stored, head and chunks.
+    pub fn bytes(&self) -> usize {
+        self.head.len() + self.chunks.values().map(Vec::len).sum::<usize>()
+    }
+}
+
+/// The manifest's body: the head, then each chunk's name and checksum.
+struct Manifest {
+    head: Vec<u8>,
+    chunks: BTreeMap<String, [u8; 32]>,
+}
+
+impl Manifest {
+    fn encode(&self) -> Vec<u8> {
+        let mut body = Vec::with_capacity(self.head.len() + 16 + self.chunks.len() * 56);
+        body.extend_from_slice(&(self.head.len() as u64).to_le_bytes());
+        body.extend_from_slice(&self.head);
+        body.extend_from_slice(&(self.chunks.len() as u64).to_le_bytes());
+        for (name, checksum) in &self.chunks {
+            body.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            body.extend_from_slice(name.as_bytes());
+            body.extend_from_slice(checksum);
+        }
+        let mut value = Vec::with_capacity(HEADER_LEN + body.len());
+        value.extend_from_slice(MAGIC);
+        value.extend_from_slice(&Sha256::digest(&body));
+        value.extend_from_slice(&body);
+        value
+    }
+
+    fn decode(value: &[u8]) -> Result<Manifest, String> {
+        if value.len() < HEADER_LEN || &value[..MAGIC.len()] != MAGIC {
+            return Err("header is missing or unknown".to_string());
+        }
+        let (checksum, body) = value[MAGIC.len()..].split_at(32);
+        if Sha256::digest(body).as_slice() != checksum {
+            return Err("checksum does not match the body".to_string());
+        }
+        let mut rest = body;
+        let mut take = |length: usize| -> Result<&[u8], String> {
+            if rest.len() < length {
+                return Err("manifest is cut short".to_string());
+            }
+            let (taken, left) = rest.split_at(length);
+            rest = left;
+            Ok(taken)
+        };
+        let head_length = u64::from_le_bytes(take(8)?.try_into().expect("eight bytes")) as usize;
+        let head = take(head_length)?.to_vec();
+        let count = u64::from_le_bytes(take(8)?.try_into().expect("eight bytes"));
+        let mut chunks = BTreeMap::new();
+        for _ in 0..count {
+            let name_length = u16::from_le_bytes(take(2)?.try_into().expect("two bytes")) as usize;
+            let name = String::from_utf8(take(name_length)?.to_vec()).map_err(|_| "a chunk name is not UTF-8")?;
+            let checksum: [u8; 32] = take(32)?.try_into().expect("32 bytes");
+            chunks.insert(name, checksum);
+        }
+        Ok(Manifest { head, chunks })
+    }
 }
 
 impl SnapshotStore {
@@ -66,50 +157,110 @@ impl SnapshotStore {
         format!("{swarm}/{agent}").into_bytes()
     }
 
-    /// Stores a snapshot, replacing the previous one, and flushes to disk.
-    pub fn save(&self, swarm: &str, agent: &str, body: &[u8]) -> Result<(), ActorsError> {
-        let mut value = Vec::with_capacity(HEADER_LEN + body.len());
-        value.extend_from_slice(MAGIC);
-        value.extend_from_slice(&Sha256::digest(body));
-        value.extend_from_slice(body);
-        self.tree.insert(SnapshotStore::key(swarm, agent), value)?;
-        self.tree.flush()?;
-        Ok(())
+    fn chunk_key(swarm: &str, agent: &str, name: &str) -> Vec<u8> {
+        format!("{swarm}/{agent}/{name}").into_bytes()
     }
 
-    /// The stored snapshot body, if there is a sound one.
-    pub fn load(&self, swarm: &str, agent: &str) -> Result<Result<Vec<u8>, SnapshotProblem>, ActorsError> {
+    /// Stores a snapshot: the chunks `delta` wrote, the removal of those it
+    /// no longer has, and its head, in one atomic batch; then flushes.
+    /// Returns the bytes written.
+    pub fn save(&self, swarm: &str, agent: &str, delta: &SnapshotDelta) -> Result<usize, ActorsError> {
+        let previous = self.tree.get(SnapshotStore::key(swarm, agent))?.and_then(|value| Manifest::decode(&value).ok());
+        let mut chunks: BTreeMap<String, [u8; 32]> = BTreeMap::new();
+        let mut batch = sled::Batch::default();
+        let mut written = 0;
+        for (part, bytes) in &delta.written {
+            let name = part.name();
+            chunks.insert(name.clone(), Sha256::digest(bytes).into());
+            batch.insert(SnapshotStore::chunk_key(swarm, agent, &name), bytes.as_slice());
+            written += bytes.len();
+        }
+        for part in &delta.parts {
+            let name = part.name();
+            if chunks.contains_key(&name) {
+                continue;
+            }
+            // Unchanged since the snapshot before: its stored copy stands.
+            let checksum = previous.as_ref().and_then(|manifest| manifest.chunks.get(&name)).ok_or_else(|| {
+                ActorsError::SnapshotIncomplete(format!(
+                    "{swarm}/{agent}: chunk {name} did not change, yet the store holds none"
+                ))
+            })?;
+            chunks.insert(name, *checksum);
+        }
+        if let Some(previous) = &previous {
+            for name in previous.chunks.keys().filter(|name| !chunks.contains_key(*name)) {
+                batch.remove(SnapshotStore::chunk_key(swarm, agent, name));
+            }
+        }
+        let manifest = Manifest { head: delta.head.clone(), chunks }.encode();
+        written += manifest.len();
+        batch.insert(SnapshotStore::key(swarm, agent), manifest);
+        self.tree.apply_batch(batch)?;
+        self.tree.flush()?;
+        Ok(written)
+    }
+
+    /// The stored snapshot, if there is a sound one.
+    pub fn load(&self, swarm: &str, agent: &str) -> Result<Result<StoredSnapshot, SnapshotProblem>, ActorsError> {
         let Some(value) = self.tree.get(SnapshotStore::key(swarm, agent))? else {
             return Ok(Err(SnapshotProblem::Missing));
         };
-        if value.len() < HEADER_LEN || &value[..MAGIC.len()] != MAGIC {
-            return Ok(Err(SnapshotProblem::Damaged("header is missing or unknown".to_string())));
+        let manifest = match Manifest::decode(&value) {
+            Ok(manifest) => manifest,
+            Err(why) => return Ok(Err(SnapshotProblem::Damaged(why))),
+        };
+        let mut chunks = BTreeMap::new();
+        for (name, checksum) in manifest.chunks {
+            let Some(bytes) = self.tree.get(SnapshotStore::chunk_key(swarm, agent, &name))? else {
+                return Ok(Err(SnapshotProblem::Damaged(format!("chunk {name} is missing"))));
+            };
+            if Sha256::digest(&bytes).as_slice() != checksum {
+                return Ok(Err(SnapshotProblem::Damaged(format!("chunk {name} does not match its checksum"))));
+            }
+            chunks.insert(name, bytes.to_vec());
         }
-        let (checksum, body) = value[MAGIC.len()..].split_at(32);
-        if Sha256::digest(body).as_slice() != checksum {
-            return Ok(Err(SnapshotProblem::Damaged("checksum does not match the body".to_string())));
-        }
-        Ok(Ok(body.to_vec()))
+        Ok(Ok(StoredSnapshot { head: manifest.head, chunks }))
     }
 
     /// Removes a snapshot (it will be rebuilt from the log).
     pub fn remove(&self, swarm: &str, agent: &str) -> Result<(), ActorsError> {
-        self.tree.remove(SnapshotStore::key(swarm, agent))?;
+        let mut batch = sled::Batch::default();
+        batch.remove(SnapshotStore::key(swarm, agent));
+        for key in self.tree.scan_prefix(SnapshotStore::chunk_key(swarm, agent, "")).keys() {
+            batch.remove(key?);
+        }
+        self.tree.apply_batch(batch)?;
         self.tree.flush()?;
         Ok(())
     }
 
-    /// A snapshot's raw stored value, header included: for failure-injection
-    /// tests.
+    /// A snapshot's raw stored manifest, header included: for
+    /// failure-injection tests.
     #[doc(hidden)]
     pub fn raw_for_tests(&self, swarm: &str, agent: &str) -> Result<Option<Vec<u8>>, ActorsError> {
         Ok(self.tree.get(SnapshotStore::key(swarm, agent))?.map(|value| value.to_vec()))
     }
 
-    /// Overwrites a snapshot's raw stored value: for failure-injection tests.
+    /// Overwrites a snapshot's raw stored manifest: for failure-injection
+    /// tests.
     #[doc(hidden)]
     pub fn put_raw_for_tests(&self, swarm: &str, agent: &str, value: &[u8]) -> Result<(), ActorsError> {
         self.tree.insert(SnapshotStore::key(swarm, agent), value)?;
+        self.tree.flush()?;
+        Ok(())
+    }
+
+    /// Overwrites one stored chunk: for failure-injection tests.
+    #[doc(hidden)]
+    pub fn put_chunk_for_tests(
+        &self,
+        swarm: &str,
+        agent: &str,
+        part: SnapshotPart,
+        value: &[u8],
+    ) -> Result<(), ActorsError> {
+        self.tree.insert(SnapshotStore::chunk_key(swarm, agent, &part.name()), value)?;
         self.tree.flush()?;
         Ok(())
     }
@@ -130,22 +281,62 @@ fn files_are_unreadable(error: &sled::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
 
+    fn message(seq: u64) -> Event {
+        Event {
+            id: EventId::from_parts(1_760_000_000_000 + seq, u128::from(seq)),
+            swarm: "s".to_string(),
+            agent: "a".to_string(),
+            ts: Timestamp::from_unix_millis(1_760_000_000_000 + seq as i64),
+            correlation_id: None,
+            causation_id: None,
+            scope: Scope::Private,
+            importance: None,
+            schema_version: 1,
+            kind: EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: format!("note {seq}") }),
+        }
+    }
+
+    /// A second snapshot writes the head and what the ten new events
+    /// changed, not the 10,000 items before them, and the store gives back
+    /// the memory as it is now.
     #[test]
-    fn a_saved_snapshot_loads_back() {
+    fn a_snapshot_writes_what_changed_and_loads_back_whole() {
         let dir = tempfile::tempdir().unwrap();
         let store = SnapshotStore::open(dir.path()).unwrap();
-        assert_eq!(store.load("s", "a").unwrap(), Err(SnapshotProblem::Missing));
-        store.save("s", "a", b"state").unwrap();
-        assert_eq!(store.load("s", "a").unwrap(), Ok(b"state".to_vec()));
+        assert!(matches!(store.load("s", "a").unwrap(), Err(SnapshotProblem::Missing)));
+        let mut memory = AgentMemory::new("s", "a", MemoryConfig::default()).unwrap();
+        for seq in 1..=10_000 {
+            memory.apply(seq, &message(seq)).unwrap();
+        }
+        let first = store.save("s", "a", &memory.snapshot_delta().unwrap()).unwrap();
+        memory.mark_snapshot_saved();
+        for seq in 10_001..=10_010 {
+            memory.apply(seq, &message(seq)).unwrap();
+        }
+        let second = store.save("s", "a", &memory.snapshot_delta().unwrap()).unwrap();
+        memory.mark_snapshot_saved();
+        assert!(second * 5 < first, "the second snapshot wrote {second} bytes, the first {first}");
+        let stored = store.load("s", "a").unwrap().unwrap();
+        let restored = stored.restore("s", "a", MemoryConfig::default()).unwrap();
+        assert_eq!(restored.checkpoint(), 10_010);
+        assert_eq!(restored.digest(), memory.digest());
     }
 
     #[test]
-    fn a_damaged_snapshot_is_detected() {
+    fn a_damaged_manifest_or_chunk_is_detected() {
         let dir = tempfile::tempdir().unwrap();
         let store = SnapshotStore::open(dir.path()).unwrap();
-        store.save("s", "a", b"state").unwrap();
-        let mut value = store.tree.get(b"s/a").unwrap().unwrap().to_vec();
+        let mut memory = AgentMemory::new("s", "a", MemoryConfig::default()).unwrap();
+        for seq in 1..=5 {
+            memory.apply(seq, &message(seq)).unwrap();
+        }
+        store.save("s", "a", &memory.snapshot_delta().unwrap()).unwrap();
+        assert!(store.load("s", "a").unwrap().is_ok());
+        store.put_chunk_for_tests("s", "a", SnapshotPart::Items(0), b"junk").unwrap();
+        assert!(matches!(store.load("s", "a").unwrap(), Err(SnapshotProblem::Damaged(_))));
+        let mut value = store.raw_for_tests("s", "a").unwrap().unwrap();
         let last = value.len() - 1;
         value[last] ^= 0xff;
         store.put_raw_for_tests("s", "a", &value).unwrap();

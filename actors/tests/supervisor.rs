@@ -129,8 +129,7 @@ async fn a_snapshot_is_written_every_n_events_together_with_its_checkpoint() {
     let live = status(&handle).await;
     assert!(live.snapshot_seq >= 20, "snapshot at {}", live.snapshot_seq);
     let body = fixture.store.load("demo", "coder").unwrap().unwrap();
-    let restored =
-        mneme_projections::AgentMemory::from_snapshot(&body, "demo", "coder", memory_config(&config)).unwrap();
+    let restored = body.restore("demo", "coder", memory_config(&config)).unwrap();
     assert_eq!(restored.checkpoint(), live.snapshot_seq);
     let (_, rebuilt) =
         rebuild_from_log(fixture.log.as_ref(), "coder", memory_config(&config), Some(live.snapshot_seq)).await.unwrap();
@@ -233,7 +232,7 @@ async fn a_snapshot_ahead_of_the_log_is_refused_and_memory_rebuilt() {
     for (index, event) in events(0..10, &["coder"]).iter().enumerate() {
         ahead.apply(index as u64 + 1, event).unwrap();
     }
-    fixture.store.save("demo", "coder", &ahead.to_snapshot().unwrap()).unwrap();
+    fixture.store.save("demo", "coder", &ahead.snapshot_delta().unwrap()).unwrap();
     // The log only kept three of those events; then other events arrived.
     fixture.log.append(&events(0..3, &["coder"])).await.unwrap();
     let supervisor = start(&config, &fixture).await;
@@ -269,9 +268,7 @@ async fn no_snapshot_is_written_while_a_dead_letter_is_unfiled() {
     assert!(fixture.store.load("demo", "coder").unwrap().is_err());
     actor.send(DeadLettersFiled(vec![1])).await.unwrap();
     let body = fixture.store.load("demo", "coder").unwrap().unwrap();
-    let restored =
-        mneme_projections::AgentMemory::from_snapshot(&body, "demo", "coder", memory_config(&config(&[], false)))
-            .unwrap();
+    let restored = body.restore("demo", "coder", memory_config(&config(&[], false))).unwrap();
     assert_eq!(restored.checkpoint(), 2);
 }
 

@@ -181,36 +181,48 @@ impl TextIndex {
     /// What a text adds to BM25's statistics, as the index's analyzers see
     /// it: counted once for a shared text, added by every memory holding it.
     pub(crate) fn term_counts(&self, text: &str) -> TermCounts {
-        let mut counts = TermCounts::default();
         let identifiers = identifiers(text).join(" ");
-        counts.text_tokens = self.analyze(self.fields.text, TEXT_ANALYZER, text, &mut counts.terms);
-        counts.code_tokens = self.analyze(self.fields.code, IDENTIFIER_ANALYZER, &identifiers, &mut counts.terms);
-        counts.terms.sort_unstable();
-        counts.terms.dedup();
-        counts.terms.shrink_to_fit();
-        counts
+        let mut terms = Vec::new();
+        let text_tokens = self.analyze(self.fields.text, TEXT_ANALYZER, text, &mut terms);
+        let code_tokens = self.analyze(self.fields.code, IDENTIFIER_ANALYZER, &identifiers, &mut terms);
+        terms.sort_unstable();
+        terms.dedup();
+        TermCounts { text_tokens, code_tokens, terms: terms.into_boxed_slice() }
     }
 
-    /// Pushes the field's terms of `text` to `terms`; returns its tokens.
-    fn analyze(&self, field: Field, analyzer: &str, text: &str, terms: &mut Vec<Term>) -> u64 {
+    /// Pushes the keys of the field's terms of `text` to `terms`; returns
+    /// its tokens.
+    fn analyze(&self, field: Field, analyzer: &str, text: &str, terms: &mut Vec<u64>) -> u64 {
         let Some(mut analyzer) = self.index.tokenizers().get(analyzer) else { return 0 };
         let mut stream = analyzer.token_stream(text);
         let mut tokens = 0u64;
         while let Some(token) = stream.next() {
             tokens += 1;
-            terms.push(Term::from_field_text(field, &token.text));
+            terms.push(term_key(&Term::from_field_text(field, &token.text)));
         }
         tokens
     }
 }
 
-/// A text's share of BM25's statistics: tokens per field and its distinct
-/// terms (of both fields).
+/// A term as statistics count it: a 64-bit hash of the term (field and
+/// text). Eight bytes per distinct term of a document instead of the term,
+/// for every memory holding it; two terms sharing a key (about one chance
+/// in 10^7 among a million distinct terms) would share their document
+/// frequency, the same way live and on replay.
+fn term_key(term: &Term) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    term.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A text's share of BM25's statistics: tokens per field and the keys of
+/// its distinct terms (of both fields).
 #[derive(Default, Clone, Debug)]
 pub(crate) struct TermCounts {
     text_tokens: u64,
     code_tokens: u64,
-    terms: Vec<Term>,
+    terms: Box<[u64]>,
 }
 
 /// One memory's documents and their statistics: see the module's
@@ -232,7 +244,8 @@ struct OwnStatistics {
     documents: u64,
     text_tokens: u64,
     code_tokens: u64,
-    document_frequency: HashMap<Term, u32>,
+    /// By [`term_key`].
+    document_frequency: HashMap<u64, u32>,
 }
 
 /// A memory's statistics as tantivy asks for them.
@@ -258,7 +271,7 @@ impl Bm25StatisticsProvider for ViewStatistics<'_> {
     }
 
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
-        Ok(self.stats.document_frequency.get(term).copied().map_or(0, u64::from))
+        Ok(self.stats.document_frequency.get(&term_key(term)).copied().map_or(0, u64::from))
     }
 }
 
@@ -297,9 +310,12 @@ impl Bm25Index {
         self.stats.documents = self.stats.documents.saturating_add_signed(sign);
         self.stats.text_tokens = self.stats.text_tokens.saturating_add_signed(sign * counts.text_tokens as i64);
         self.stats.code_tokens = self.stats.code_tokens.saturating_add_signed(sign * counts.code_tokens as i64);
-        for term in &counts.terms {
-            let entry = self.stats.document_frequency.entry(term.clone()).or_default();
+        for term in counts.terms.iter() {
+            let entry = self.stats.document_frequency.entry(*term).or_default();
             *entry = entry.saturating_add_signed(sign as i32);
+            if *entry == 0 {
+                self.stats.document_frequency.remove(term);
+            }
         }
     }
 
@@ -363,11 +379,20 @@ impl Bm25Index {
     /// restrictions filter without scoring.
     fn restrict(&self, query: Box<dyn Query>, kinds: &[String]) -> Box<dyn Query> {
         let fields = self.shared.fields;
-        let owner = TermSetQuery::new(
-            std::iter::once(self.owner).chain(self.shared_owner).map(|owner| Term::from_field_u64(fields.owner, owner)),
-        );
+        // A union of term queries, not a term set: a set builds a bitset of
+        // every document of its terms on each search.
+        let owner_query = |owner: u64| -> Box<dyn Query> {
+            Box::new(TermQuery::new(Term::from_field_u64(fields.owner, owner), IndexRecordOption::Basic))
+        };
+        let owners: Box<dyn Query> = match self.shared_owner {
+            None => owner_query(self.owner),
+            Some(shared) => Box::new(BooleanQuery::new(vec![
+                (Occur::Should, owner_query(self.owner)),
+                (Occur::Should, owner_query(shared)),
+            ])),
+        };
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, query), (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(owner), 0.0)))];
+            vec![(Occur::Must, query), (Occur::Must, Box::new(ConstScoreQuery::new(owners, 0.0)))];
         if !kinds.is_empty() {
             let kinds = TermSetQuery::new(kinds.iter().map(|kind| Term::from_field_text(fields.kind, kind)));
             clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(Box::new(kinds), 0.0))));

@@ -37,4 +37,4 @@ pub use retrieval::{
     RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, embedded_text,
 };
 pub use shared::SharedContent;
-pub use snapshot::{SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES};
+pub use snapshot::{MEMORY_CHUNK, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart};

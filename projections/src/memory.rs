@@ -19,6 +19,7 @@ use crate::phases::{PhaseTracker, PurgedEvent};
 use crate::render;
 use crate::retrieval::embedded_text;
 use crate::shared::SharedContent;
+use crate::snapshot::Changes;
 use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
 
@@ -162,6 +163,11 @@ pub struct AgentMemory {
     /// the agent knew when it handed off, however late the router asks.
     /// The seq is that of the `handoff_sent` the bundle was assembled at.
     pub(crate) sent_bundles: BTreeMap<EventId, (u64, HandoffBundle)>,
+    /// The ids of `seen_ids` by seq, in the order they were applied (seq
+    /// order): snapshots keep them in chunks by seq.
+    pub(crate) seen_order: Vec<(u64, EventId)>,
+    /// Which chunks of the snapshot changed since it was last saved.
+    pub(crate) changes: Changes,
 }
 
 /// Whether `event` changes the memory of `viewer`: its own events always;
@@ -251,6 +257,8 @@ impl AgentMemory {
             resolved_contradictions: BTreeMap::new(),
             handoffs: BTreeMap::new(),
             sent_bundles: BTreeMap::new(),
+            seen_order: Vec::new(),
+            changes: Changes::everything(),
             config,
         })
     }
@@ -401,6 +409,8 @@ impl AgentMemory {
             }
         }
         self.seen_ids.insert(event.id, SeenId { seq, fingerprint });
+        self.seen_order.push((seq, event.id));
+        self.changes.seen(seq);
         self.checkpoint = seq;
         Ok(AppliedEvent::Applied)
     }
@@ -462,6 +472,7 @@ impl AgentMemory {
             self.working.push(seq, &text);
         }
         let item_id = event.id.to_string();
+        self.changes.item(seq);
         self.seq_by_item_id.insert(item_id.clone(), seq);
         self.seqs_by_kind.entry(kind).or_default().push(seq);
         self.items.insert(
@@ -552,6 +563,7 @@ impl AgentMemory {
 
     fn item_mut(&mut self, item_id: &str) -> Option<&mut MemoryItem> {
         let seq = *self.seq_by_item_id.get(item_id)?;
+        self.changes.item(seq);
         self.items.get_mut(&seq)
     }
 
@@ -607,6 +619,7 @@ impl AgentMemory {
             inherited.extend(self.items[&seq].provenance.iter().copied());
             self.change_state(merged_id, provenance, ItemState::Merged);
         }
+        self.changes.item(survivor_seq);
         let survivor = self.items.get_mut(&survivor_seq).expect("the survivor's seq was just looked up");
         // The creating event stays first; what it inherits joins the events
         // that changed it, in log order.
@@ -686,6 +699,7 @@ impl AgentMemory {
         let mut erased_ids: BTreeSet<String> = BTreeSet::new();
         let mut released = Vec::new();
         for seq in targets {
+            self.changes.item(seq);
             let item = self.items.get_mut(&seq).expect("targets are seqs of items");
             item.provenance.push(provenance);
             if item.state == ItemState::Purged {
@@ -892,7 +906,7 @@ mod tests {
             "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
             "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
         let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
-        assert_eq!(crate::SNAPSHOT_FORMAT, 10);
+        assert_eq!(crate::SNAPSHOT_FORMAT, 11);
         assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
     }
 }

@@ -55,7 +55,9 @@ struct Slot {
 
 /// One shared event's text and its share of BM25's statistics.
 pub struct SharedEntry {
-    /// The text as the other agents read it: `(from author) …`.
+    /// The text as the other agents read it: `(from author) …`. Its
+    /// document and vector are of the text without the prefix, as its
+    /// author wrote it.
     pub(crate) text: String,
     /// Bytes of the `(from author) ` prefix, which the author does not see.
     pub(crate) author_prefix: usize,
@@ -177,7 +179,8 @@ impl SharedContent {
 
     /// The entry of the shared event at `seq`, for one more memory. Built
     /// on first use: `text` gives the text as other agents read it and the
-    /// bytes of its author prefix, `embed` its vector.
+    /// bytes of its author prefix, `embed` the vector of the text without
+    /// the prefix.
     pub(crate) fn acquire(
         &self,
         seq: u64,
@@ -189,7 +192,7 @@ impl SharedContent {
             return Ok(entry);
         }
         let (text, author_prefix) = text();
-        let vector = embed(&text);
+        let vector = embed(&text[author_prefix..]);
         self.insert(seq, kind, text, author_prefix, vector)
     }
 
@@ -224,14 +227,16 @@ impl SharedContent {
         author_prefix: usize,
         vector: QuantizedVector,
     ) -> Result<Arc<SharedEntry>, ProjectionError> {
-        let terms = self.text_index.term_counts(&text);
+        // Indexed as its author wrote it: the prefix is for reading.
+        let indexed = &text[author_prefix..];
+        let terms = self.text_index.term_counts(indexed);
         let mut entries = self.lock_entries();
         // Another memory may have built it meanwhile.
         if let Some(slot) = entries.get_mut(&seq) {
             slot.holders += 1;
             return Ok(slot.entry.clone());
         }
-        let change = self.text_index.add_document(self.owner, seq, kind, &text)?;
+        let change = self.text_index.add_document(self.owner, seq, kind, indexed)?;
         self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(seq, vector);
         let entry = Arc::new(SharedEntry { text, author_prefix, terms, change });
         entries.insert(seq, Slot { entry: entry.clone(), holders: 1 });

@@ -1,16 +1,25 @@
-//! Snapshots: an agent's memory and its checkpoint in one body, so that
-//! state and checkpoint are always written together.
+//! Snapshots: an agent's memory and its checkpoint, as a head and chunks.
 //!
 //! The snapshot types are the only serialisable form of projection state;
 //! derived structures (the BM25 index) are rebuilt from items on restore.
 //!
-//! A body is a run of sections, each a little-endian u64 length and an rkyv
-//! archive: first the head (everything but the bulk), then the items, the
-//! vectors and the fact graph's bytes in sections of bounded size. rkyv's
-//! relative pointers are 32-bit, so a single archive past 2 GiB cannot be
-//! read back; a million-event memory is larger than that.
+//! The head holds the checkpoint, the configuration it was taken under and
+//! everything small, and names every chunk the snapshot consists of. The
+//! bulk is in chunks: items, their vectors and the ids of the events
+//! applied by seq ([`MEMORY_CHUNK`] seqs to a chunk), the fact graph's
+//! nodes and edges by storage index, its event times by seq. A memory
+//! records which chunks changed since its last snapshot was saved
+//! ([`AgentMemory::snapshot_delta`]), so a snapshot writes the head and
+//! those chunks, not the whole memory; the store writes them and the head
+//! in one atomic batch, so head and chunks always agree.
+//!
+//! A chunk's bytes are a run of sections, each a little-endian u64 length
+//! and an rkyv archive of bounded size: rkyv's relative pointers are
+//! 32-bit, so a single archive past 2 GiB cannot be read back.
+//! [`AgentMemory::to_snapshot`] lays the head and every chunk end to end in
+//! one body, for tests and tools.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use mneme_events::{ContradictionResolution, EventId, EventKind, HandoffBundle, HandoffPackage, Scope, Timestamp};
 use rkyv::rancor;
@@ -18,6 +27,7 @@ use rkyv::util::AlignedVec;
 
 use crate::error::ProjectionError;
 use crate::graph::FactGraph;
+use crate::graph::snapshot::GraphPart;
 use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
@@ -27,7 +37,7 @@ use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 10;
+pub const SNAPSHOT_FORMAT: u32 = 11;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -37,9 +47,142 @@ pub const SNAPSHOT_SECTION_BYTES: usize = 64 << 20;
 /// The largest archive rkyv's 32-bit relative pointers can address.
 const RKYV_ARCHIVE_LIMIT: usize = i32::MAX as usize;
 
-/// Everything but the items, vectors and graph, which follow in sections of
-/// their own; the counts say how many of each must follow, so that a body
-/// cut short is refused rather than restored with part of its memory.
+/// Items, vectors and applied ids per chunk, by seq.
+pub const MEMORY_CHUNK: u64 = 4096;
+
+/// One chunk of a memory's snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SnapshotPart {
+    /// Items with seqs in `[n × MEMORY_CHUNK, (n + 1) × MEMORY_CHUNK)`.
+    Items(u32),
+    /// The vectors of those items.
+    Vectors(u32),
+    /// The ids of the events applied in that range of seqs.
+    Seen(u32),
+    /// Fact graph nodes `[n × 4096, (n + 1) × 4096)` by storage index.
+    GraphNodes(u32),
+    /// Fact graph edges, the same way.
+    GraphEdges(u32),
+    /// Times and ids of the graph's events, by seq.
+    GraphEvents(u32),
+}
+
+impl SnapshotPart {
+    /// A stable name: `items/00000003`.
+    pub fn name(&self) -> String {
+        let (section, index) = self.code();
+        let section = match section {
+            0 => "items",
+            1 => "vectors",
+            2 => "seen",
+            3 => "graph-nodes",
+            4 => "graph-edges",
+            _ => "graph-events",
+        };
+        format!("{section}/{index:08x}")
+    }
+
+    fn code(&self) -> (u8, u32) {
+        match *self {
+            SnapshotPart::Items(index) => (0, index),
+            SnapshotPart::Vectors(index) => (1, index),
+            SnapshotPart::Seen(index) => (2, index),
+            SnapshotPart::GraphNodes(index) => (3, index),
+            SnapshotPart::GraphEdges(index) => (4, index),
+            SnapshotPart::GraphEvents(index) => (5, index),
+        }
+    }
+
+    fn from_code((section, index): (u8, u32)) -> Result<SnapshotPart, ProjectionError> {
+        Ok(match section {
+            0 => SnapshotPart::Items(index),
+            1 => SnapshotPart::Vectors(index),
+            2 => SnapshotPart::Seen(index),
+            3 => SnapshotPart::GraphNodes(index),
+            4 => SnapshotPart::GraphEdges(index),
+            5 => SnapshotPart::GraphEvents(index),
+            other => return Err(ProjectionError::CorruptSnapshot(format!("unknown snapshot section {other}"))),
+        })
+    }
+
+    fn of_graph(part: GraphPart) -> SnapshotPart {
+        match part {
+            GraphPart::Nodes(index) => SnapshotPart::GraphNodes(index),
+            GraphPart::Edges(index) => SnapshotPart::GraphEdges(index),
+            GraphPart::Events(index) => SnapshotPart::GraphEvents(index),
+        }
+    }
+
+    fn graph(&self) -> Option<GraphPart> {
+        match *self {
+            SnapshotPart::GraphNodes(index) => Some(GraphPart::Nodes(index)),
+            SnapshotPart::GraphEdges(index) => Some(GraphPart::Edges(index)),
+            SnapshotPart::GraphEvents(index) => Some(GraphPart::Events(index)),
+            _ => None,
+        }
+    }
+
+    /// The seqs a memory chunk covers.
+    fn seqs(index: u32) -> std::ops::Range<u64> {
+        u64::from(index) * MEMORY_CHUNK..(u64::from(index) + 1) * MEMORY_CHUNK
+    }
+
+    fn of_seq(seq: u64) -> u32 {
+        (seq / MEMORY_CHUNK) as u32
+    }
+}
+
+/// What a snapshot writes: the head, and the chunks that changed since the
+/// last one was saved (all of them for a memory never saved).
+pub struct SnapshotDelta {
+    pub checkpoint: u64,
+    pub head: Vec<u8>,
+    /// Changed chunks and their bytes.
+    pub written: Vec<(SnapshotPart, Vec<u8>)>,
+    /// Every chunk of the snapshot, changed or not (as the head names
+    /// them): the store drops any other it holds.
+    pub parts: Vec<SnapshotPart>,
+}
+
+/// Which chunks changed since the last snapshot was saved: bookkeeping,
+/// not state.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Changes {
+    pub(crate) parts: BTreeSet<SnapshotPart>,
+    /// Everything: a memory never saved.
+    pub(crate) all: bool,
+}
+
+impl Changes {
+    pub(crate) fn everything() -> Changes {
+        Changes { parts: BTreeSet::new(), all: true }
+    }
+
+    /// The item (and its vector) at `seq` changed.
+    pub(crate) fn item(&mut self, seq: u64) {
+        let index = SnapshotPart::of_seq(seq);
+        self.parts.insert(SnapshotPart::Items(index));
+        self.parts.insert(SnapshotPart::Vectors(index));
+    }
+
+    /// The event at `seq` was applied (its id is remembered).
+    pub(crate) fn seen(&mut self, seq: u64) {
+        self.parts.insert(SnapshotPart::Seen(SnapshotPart::of_seq(seq)));
+    }
+}
+
+/// The bulk of a memory chunk: one section of it.
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+enum MemoryChunk {
+    Items(Vec<ItemRecord>),
+    /// (seq, scale, 8-bit values) in seq order: the vector index as it
+    /// was, read back without embedding or quantizing anything again.
+    Vectors(Vec<(u64, f32, Vec<i8>)>),
+    /// (event id, seq, content fingerprint).
+    Seen(Vec<(u128, u64, u64)>),
+}
+
+/// Everything but the bulk, which is in the chunks it names.
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct MemorySnapshot {
     format: u32,
@@ -53,12 +196,12 @@ struct MemorySnapshot {
     admitted_agents: Option<Vec<String>>,
     handoff_bundle_tokens: u64,
     checkpoint: u64,
+    /// Every chunk of the snapshot: (section, index).
+    parts: Vec<(u8, u32)>,
     item_count: u64,
-    vector_count: u64,
-    graph_bytes: u64,
+    seen_count: u64,
+    graph_head: Vec<u8>,
     working: Vec<WorkingRecord>,
-    /// (event id, seq, content fingerprint).
-    seen_ids: Vec<(u128, u64, u64)>,
     phases: PhaseTrackerRecord,
     /// Open contradictions: (id, a, b, reason, seq, event id).
     open_contradictions: Vec<(String, String, String, String, u64, u128)>,
@@ -67,18 +210,6 @@ struct MemorySnapshot {
     handoffs: Vec<HandoffSnapshotRecord>,
     /// Bundles of the handoffs this agent sent: (handoff id, its seq, bundle).
     sent_bundles: Vec<(u128, u64, HandoffBundle)>,
-}
-
-/// The bulk of a memory, after the head, in order: items, then vectors,
-/// then the graph.
-#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
-enum SnapshotSection {
-    Items(Vec<ItemRecord>),
-    /// (seq, scale, 8-bit values) in seq order: the vector index as it
-    /// was, read back without embedding or quantizing anything again.
-    Vectors(Vec<(u64, f32, Vec<i8>)>),
-    /// A slice of the fact graph's own snapshot.
-    Graph(Vec<u8>),
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -120,29 +251,69 @@ struct WorkingRecord {
 }
 
 impl AgentMemory {
-    /// The memory and its checkpoint as bytes.
+    /// The head and the chunks changed since the last snapshot was saved
+    /// ([`AgentMemory::mark_snapshot_saved`]); every chunk for a memory
+    /// never saved (or restored from one body).
+    pub fn snapshot_delta(&self) -> Result<SnapshotDelta, ProjectionError> {
+        self.delta(self.changes.all, SNAPSHOT_SECTION_BYTES)
+    }
+
+    /// The head and every chunk.
+    pub fn full_snapshot(&self) -> Result<SnapshotDelta, ProjectionError> {
+        self.delta(true, SNAPSHOT_SECTION_BYTES)
+    }
+
+    /// The last delta taken is stored: from now on only what changes after
+    /// it is written.
+    pub fn mark_snapshot_saved(&mut self) {
+        self.changes = Changes::default();
+        self.graph.mark_saved();
+    }
+
+    /// The memory and its checkpoint as one body: the head, then every
+    /// chunk in the order the head names them.
     pub fn to_snapshot(&self) -> Result<Vec<u8>, ProjectionError> {
         self.to_snapshot_in_sections(SNAPSHOT_SECTION_BYTES)
     }
 
-    /// [`AgentMemory::to_snapshot`] with the bulk cut into sections of about
-    /// `section_bytes` each; any size gives the same memory back.
+    /// [`AgentMemory::to_snapshot`] with each chunk cut into sections of
+    /// about `section_bytes`; any size gives the same memory back.
     pub fn to_snapshot_in_sections(&self, section_bytes: usize) -> Result<Vec<u8>, ProjectionError> {
-        // Its own vectors and those of the shared items it holds (the
-        // swarm's copy may be gone when it is restored), in seq order.
-        let mut vectors: Vec<(u64, f32, Vec<i8>)> =
-            self.vectors.quantized().map(|(seq, vector)| (seq, vector.scale, vector.values)).collect();
-        {
-            let shared = self.shared_vectors();
-            for item in self.items.values().filter(|item| item.text.shared_entry().is_some()) {
-                let vector = shared.quantized_of(item.seq).ok_or_else(|| {
-                    ProjectionError::CorruptSnapshot(format!("the shared vector of seq {} is missing", item.seq))
-                })?;
-                vectors.push((item.seq, vector.scale, vector.values));
-            }
+        let delta = self.delta(true, section_bytes)?;
+        let mut body = Vec::new();
+        append_bytes(&mut body, &delta.head);
+        for (_, bytes) in &delta.written {
+            append_bytes(&mut body, bytes);
         }
-        vectors.sort_unstable_by_key(|(seq, _, _)| *seq);
-        let graph = self.graph.to_snapshot()?;
+        Ok(body)
+    }
+
+    /// Every chunk the memory's snapshot consists of now.
+    fn parts(&self) -> Vec<SnapshotPart> {
+        let mut item_chunks: Vec<u32> = self.items.keys().map(|seq| SnapshotPart::of_seq(*seq)).collect();
+        item_chunks.dedup();
+        let mut seen_chunks: Vec<u32> = self.seen_order.iter().map(|(seq, _)| SnapshotPart::of_seq(*seq)).collect();
+        seen_chunks.dedup();
+        let mut parts: Vec<SnapshotPart> = item_chunks.iter().map(|index| SnapshotPart::Items(*index)).collect();
+        parts.extend(item_chunks.iter().map(|index| SnapshotPart::Vectors(*index)));
+        parts.extend(seen_chunks.into_iter().map(SnapshotPart::Seen));
+        parts.extend(self.graph.parts().into_iter().map(SnapshotPart::of_graph));
+        parts
+    }
+
+    fn delta(&self, everything: bool, section_bytes: usize) -> Result<SnapshotDelta, ProjectionError> {
+        let parts = self.parts();
+        let changed: BTreeSet<SnapshotPart> = if everything {
+            parts.iter().copied().collect()
+        } else {
+            let mut changed = self.changes.parts.clone();
+            changed.extend(self.graph.changed_parts().into_iter().map(SnapshotPart::of_graph));
+            changed
+        };
+        let mut written = Vec::new();
+        for part in parts.iter().filter(|part| changed.contains(part)) {
+            written.push((*part, self.chunk(*part, section_bytes)?));
+        }
         let head = MemorySnapshot {
             format: SNAPSHOT_FORMAT,
             swarm: self.swarm.clone(),
@@ -154,15 +325,15 @@ impl AgentMemory {
             admitted_agents: self.config.admitted_agents.as_ref().map(|admitted| admitted.iter().cloned().collect()),
             handoff_bundle_tokens: self.config.handoff_bundle_tokens as u64,
             checkpoint: self.checkpoint,
+            parts: parts.iter().map(SnapshotPart::code).collect(),
             item_count: self.items.len() as u64,
-            vector_count: vectors.len() as u64,
-            graph_bytes: graph.len() as u64,
+            seen_count: self.seen_order.len() as u64,
+            graph_head: self.graph.snapshot_head()?,
             working: self
                 .working
                 .entries()
                 .map(|entry| WorkingRecord { seq: entry.seq, text: entry.text.clone(), tokens: entry.tokens as u64 })
                 .collect(),
-            seen_ids: self.seen_ids.iter().map(|(id, seen)| (id.0, seen.seq, seen.fingerprint)).collect(),
             phases: self.phases.to_record(),
             open_contradictions: self
                 .open_contradictions
@@ -205,33 +376,74 @@ impl AgentMemory {
                 .collect(),
             sent_bundles: self.sent_bundles.iter().map(|(id, (seq, bundle))| (id.0, *seq, bundle.clone())).collect(),
         };
+        let mut head_bytes = Vec::new();
+        append_section(&mut head_bytes, "head", &head)?;
+        Ok(SnapshotDelta { checkpoint: self.checkpoint, head: head_bytes, written, parts })
+    }
+
+    /// One chunk's bytes: its records in sections of about `section_bytes`.
+    fn chunk(&self, part: SnapshotPart, section_bytes: usize) -> Result<Vec<u8>, ProjectionError> {
         let mut body = Vec::new();
-        append_section(&mut body, "head", &head)?;
-        let mut items = Vec::new();
-        let mut items_bytes = 0;
-        for item in self.items.values() {
-            items_bytes += item_record_bytes(item);
-            items.push(item_record(item));
-            if items_bytes >= section_bytes {
-                append_section(&mut body, "items", &SnapshotSection::Items(std::mem::take(&mut items)))?;
-                items_bytes = 0;
+        match part {
+            SnapshotPart::Items(index) => {
+                let mut records = Vec::new();
+                let mut bytes = 0;
+                for item in self.items.range(SnapshotPart::seqs(index)).map(|(_, item)| item) {
+                    bytes += item_record_bytes(item);
+                    records.push(item_record(item));
+                    if bytes >= section_bytes {
+                        append_section(&mut body, "items", &MemoryChunk::Items(std::mem::take(&mut records)))?;
+                        bytes = 0;
+                    }
+                }
+                append_section(&mut body, "items", &MemoryChunk::Items(records))?;
             }
-        }
-        if !items.is_empty() {
-            append_section(&mut body, "items", &SnapshotSection::Items(items))?;
-        }
-        let vector_bytes = 32 + self.config.embedder.dimensions();
-        for chunk in vectors.chunks((section_bytes / vector_bytes).max(1)) {
-            append_section(&mut body, "vectors", &SnapshotSection::Vectors(chunk.to_vec()))?;
-        }
-        for chunk in graph.chunks(section_bytes.max(1)) {
-            append_section(&mut body, "graph", &SnapshotSection::Graph(chunk.to_vec()))?;
+            SnapshotPart::Vectors(index) => {
+                // Its own vectors and those of the shared items it holds
+                // (the swarm's copy may be gone when it is restored).
+                let shared = self.shared_vectors();
+                let mut vectors = Vec::new();
+                for item in self.items.range(SnapshotPart::seqs(index)).map(|(_, item)| item) {
+                    if item.state == ItemState::Purged {
+                        continue;
+                    }
+                    let vector = match item.text.shared_entry() {
+                        Some(_) => shared.quantized_of(item.seq),
+                        None => self.vectors.quantized_of(item.seq),
+                    };
+                    let vector = vector.ok_or_else(|| {
+                        ProjectionError::CorruptSnapshot(format!("the vector of seq {} is missing", item.seq))
+                    })?;
+                    vectors.push((item.seq, vector.scale, vector.values));
+                }
+                let per_section = (section_bytes / (32 + self.config.embedder.dimensions())).max(1);
+                for section in vectors.chunks(per_section) {
+                    append_section(&mut body, "vectors", &MemoryChunk::Vectors(section.to_vec()))?;
+                }
+                if vectors.is_empty() {
+                    append_section(&mut body, "vectors", &MemoryChunk::Vectors(Vec::new()))?;
+                }
+            }
+            SnapshotPart::Seen(index) => {
+                let range = SnapshotPart::seqs(index);
+                let start = self.seen_order.partition_point(|(seq, _)| *seq < range.start);
+                let end = self.seen_order.partition_point(|(seq, _)| *seq < range.end);
+                let seen: Vec<(u128, u64, u64)> = self.seen_order[start..end]
+                    .iter()
+                    .map(|(seq, id)| (id.0, *seq, self.seen_ids.get(id).map_or(0, |seen| seen.fingerprint)))
+                    .collect();
+                append_section(&mut body, "seen ids", &MemoryChunk::Seen(seen))?;
+            }
+            graph => {
+                let graph = graph.graph().expect("the other parts are the graph's");
+                append_bytes(&mut body, &self.graph.chunk(graph)?);
+            }
         }
         Ok(body)
     }
 
     /// Restores a memory from [`AgentMemory::to_snapshot`] bytes. Refuses a
-    /// snapshot of another format, agent or configuration.
+    /// snapshot of another format, agent or configuration, or cut short.
     pub fn from_snapshot(
         bytes: &[u8],
         swarm: &str,
@@ -239,34 +451,93 @@ impl AgentMemory {
         config: MemoryConfig,
     ) -> Result<AgentMemory, ProjectionError> {
         let mut sections = Sections { rest: bytes };
-        let snapshot: MemorySnapshot = match sections.next_archive("head")? {
+        let head = sections.next_bytes("head")?.ok_or_else(|| ProjectionError::CorruptSnapshot("empty".into()))?;
+        let mut memory = AgentMemory::from_snapshot_parts(
+            head,
+            &mut |part| {
+                sections.next_bytes("chunk")?.map(<[u8]>::to_vec).ok_or_else(|| {
+                    ProjectionError::CorruptSnapshot(format!("snapshot is cut short before {}", part.name()))
+                })
+            },
+            swarm,
+            agent,
+            config,
+        )?;
+        // Whoever saves it next has none of its chunks.
+        memory.changes = Changes::everything();
+        Ok(memory)
+    }
+
+    /// Restores a memory from a snapshot's head and its chunks, read by
+    /// `read` in the order the head names them. Refuses a snapshot of
+    /// another format, agent or configuration, or missing a chunk.
+    pub fn from_snapshot_parts(
+        head: &[u8],
+        read: &mut dyn FnMut(SnapshotPart) -> Result<Vec<u8>, ProjectionError>,
+        swarm: &str,
+        agent: &str,
+        config: MemoryConfig,
+    ) -> Result<AgentMemory, ProjectionError> {
+        let mut head_sections = Sections { rest: head };
+        let snapshot: MemorySnapshot = match head_sections.next_archive("head")? {
             Some(archive) => decode(&archive, "head")?,
             None => return Err(ProjectionError::CorruptSnapshot("empty snapshot".to_string())),
         };
         check_compatible(&snapshot, swarm, agent, &config)?;
         let mut item_records = Vec::new();
         let mut vector_records = Vec::new();
-        let mut graph_bytes = Vec::new();
-        while let Some(archive) = sections.next_archive("section")? {
-            // Sections come in order: items, vectors, graph.
-            match decode::<SnapshotSection>(&archive, "section")? {
-                SnapshotSection::Items(chunk) if vector_records.is_empty() && graph_bytes.is_empty() => {
-                    item_records.extend(chunk)
+        let mut seen_records = Vec::new();
+        let mut graph_chunks = Vec::new();
+        for code in snapshot.parts.iter().copied() {
+            let part = SnapshotPart::from_code(code)?;
+            let bytes = read(part)?;
+            if let Some(graph_part) = part.graph() {
+                let mut sections = Sections { rest: &bytes };
+                let chunk = sections
+                    .next_bytes("graph chunk")?
+                    .ok_or_else(|| ProjectionError::CorruptSnapshot(format!("chunk {} is empty", part.name())))?;
+                graph_chunks.push((graph_part, chunk.to_vec()));
+                continue;
+            }
+            let mut sections = Sections { rest: &bytes };
+            let mut found = false;
+            while let Some(archive) = sections.next_archive("chunk")? {
+                found = true;
+                let in_range = |seq: u64, index: u32| SnapshotPart::seqs(index).contains(&seq);
+                let fits = match (part, decode::<MemoryChunk>(&archive, "chunk")?) {
+                    (SnapshotPart::Items(index), MemoryChunk::Items(records)) => {
+                        let fits = records.iter().all(|record| in_range(record.seq, index));
+                        item_records.extend(records);
+                        fits
+                    }
+                    (SnapshotPart::Vectors(index), MemoryChunk::Vectors(records)) => {
+                        let fits = records.iter().all(|(seq, _, _)| in_range(*seq, index));
+                        vector_records.extend(records);
+                        fits
+                    }
+                    (SnapshotPart::Seen(index), MemoryChunk::Seen(records)) => {
+                        let fits = records.iter().all(|(_, seq, _)| in_range(*seq, index));
+                        seen_records.extend(records);
+                        fits
+                    }
+                    _ => false,
+                };
+                if !fits {
+                    return Err(ProjectionError::CorruptSnapshot(format!("chunk {} is not what it says", part.name())));
                 }
-                SnapshotSection::Vectors(chunk) if graph_bytes.is_empty() => vector_records.extend(chunk),
-                SnapshotSection::Graph(chunk) => graph_bytes.extend_from_slice(&chunk),
-                _ => return Err(ProjectionError::CorruptSnapshot("snapshot sections out of order".to_string())),
+            }
+            if !found {
+                return Err(ProjectionError::CorruptSnapshot(format!("chunk {} is empty", part.name())));
             }
         }
-        let found = (item_records.len() as u64, vector_records.len() as u64, graph_bytes.len() as u64);
-        let announced = (snapshot.item_count, snapshot.vector_count, snapshot.graph_bytes);
+        let found = (item_records.len() as u64, seen_records.len() as u64);
+        let announced = (snapshot.item_count, snapshot.seen_count);
         if found != announced {
             return Err(ProjectionError::CorruptSnapshot(format!(
-                "snapshot is incomplete: (items, vectors, graph bytes) {found:?} where the head announced {announced:?}"
+                "snapshot is incomplete: (items, applied ids) {found:?} where the head announced {announced:?}"
             )));
         }
         let mut vectors_by_seq: BTreeMap<u64, QuantizedVector> = BTreeMap::new();
-        let mut previous_seq = None;
         for (seq, scale, values) in vector_records {
             if values.len() != config.embedder.dimensions() || !scale.is_finite() {
                 return Err(ProjectionError::CorruptSnapshot(format!(
@@ -275,27 +546,30 @@ impl AgentMemory {
                     config.embedder.dimensions()
                 )));
             }
-            if previous_seq.is_some_and(|previous| previous >= seq) {
-                return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} is out of order")));
+            if vectors_by_seq.insert(seq, QuantizedVector { scale, values }).is_some() {
+                return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} is there twice")));
             }
-            previous_seq = Some(seq);
-            vectors_by_seq.insert(seq, QuantizedVector { scale, values });
         }
         // Filled in place, so that what it takes of the swarm's shared
         // content is given back (on drop) if the restore fails half-way.
         let mut memory = AgentMemory::new(swarm, agent, config)?;
         let config = memory.config.clone();
+        let mut previous_seq = None;
         for record in item_records {
+            if previous_seq.is_some_and(|previous| previous >= record.seq) {
+                return Err(ProjectionError::CorruptSnapshot(format!("item of seq {} is out of order", record.seq)));
+            }
+            previous_seq = Some(record.seq);
             let shared_prefix = record.shared_prefix.map(|prefix| prefix as usize);
             let mut item = memory_item(record)?;
             // Hidden items stay indexed (see `AgentMemory::change_state`);
             // purged ones do not (see `AgentMemory::purge`).
             if item.state != ItemState::Purged {
+                let vector = vectors_by_seq.remove(&item.seq).ok_or_else(|| {
+                    ProjectionError::CorruptSnapshot(format!("item of seq {} has no vector", item.seq))
+                })?;
                 match shared_prefix {
                     Some(prefix) => {
-                        let vector = vectors_by_seq.remove(&item.seq).ok_or_else(|| {
-                            ProjectionError::CorruptSnapshot(format!("shared item of seq {} has no vector", item.seq))
-                        })?;
                         if prefix > item.text.len() || !item.text.is_char_boundary(prefix) {
                             return Err(ProjectionError::CorruptSnapshot(format!(
                                 "shared item of seq {} has a prefix of {prefix} bytes in {} bytes of text",
@@ -313,7 +587,10 @@ impl AgentMemory {
                         memory.bm25.hold_shared(&entry.terms, entry.change, 1);
                         item.text = ItemText::shared(entry, item.agent == agent);
                     }
-                    None => memory.bm25.add(item.seq, item.kind, &item.text)?,
+                    None => {
+                        memory.bm25.add(item.seq, item.kind, &item.text)?;
+                        memory.vectors.insert_quantized(item.seq, vector);
+                    }
                 }
                 if !item.state.is_searchable() {
                     memory.hidden_count += 1;
@@ -323,12 +600,16 @@ impl AgentMemory {
             memory.seqs_by_kind.entry(item.kind).or_default().push(item.seq);
             memory.items.insert(item.seq, item);
         }
-        memory.bm25.commit()?;
-        for (seq, vector) in vectors_by_seq {
-            memory.vectors.insert_quantized(seq, vector);
+        if let Some(seq) = vectors_by_seq.keys().next() {
+            return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} has no item")));
         }
-        let graph = FactGraph::from_snapshot(&graph_bytes)?;
-        drop(graph_bytes);
+        memory.bm25.commit()?;
+        seen_records.sort_unstable_by_key(|(_, seq, _)| *seq);
+        for (id, seq, fingerprint) in seen_records {
+            memory.seen_ids.insert(EventId(id), SeenId { seq, fingerprint });
+            memory.seen_order.push((seq, EventId(id)));
+        }
+        let graph = FactGraph::from_parts(&snapshot.graph_head, graph_chunks)?;
         let phases = PhaseTracker::from_record(snapshot.phases).map_err(ProjectionError::CorruptSnapshot)?;
         let open_contradictions = snapshot
             .open_contradictions
@@ -369,11 +650,6 @@ impl AgentMemory {
             .map(|record| WorkingEntry { seq: record.seq, text: record.text, tokens: record.tokens as usize })
             .collect();
         memory.checkpoint = snapshot.checkpoint;
-        memory.seen_ids = snapshot
-            .seen_ids
-            .into_iter()
-            .map(|(id, seq, fingerprint)| (EventId(id), SeenId { seq, fingerprint }))
-            .collect();
         memory.working =
             WorkingTier::restore(config.working_tier_tokens, config.working_item_max_tokens, working_entries);
         memory.graph = graph;
@@ -383,8 +659,15 @@ impl AgentMemory {
         memory.handoffs = handoffs;
         memory.sent_bundles =
             snapshot.sent_bundles.into_iter().map(|(id, seq, bundle)| (EventId(id), (seq, bundle))).collect();
+        memory.changes = Changes::default();
         Ok(memory)
     }
+}
+
+/// Appends bytes behind their little-endian u64 length.
+fn append_bytes(body: &mut Vec<u8>, bytes: &[u8]) {
+    body.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    body.extend_from_slice(bytes);
 }
 
 /// Appends one section: its archive's length, then the archive. Refuses an
@@ -423,8 +706,8 @@ struct Sections<'body> {
     rest: &'body [u8],
 }
 
-impl Sections<'_> {
-    fn next_archive(&mut self, what: &str) -> Result<Option<AlignedVec<16>>, ProjectionError> {
+impl<'body> Sections<'body> {
+    fn next_bytes(&mut self, what: &str) -> Result<Option<&'body [u8]>, ProjectionError> {
         if self.rest.is_empty() {
             return Ok(None);
         }
@@ -434,8 +717,13 @@ impl Sections<'_> {
         if length > rest.len() {
             return Err(truncated());
         }
-        let (archive, rest) = rest.split_at(length);
+        let (bytes, rest) = rest.split_at(length);
         self.rest = rest;
+        Ok(Some(bytes))
+    }
+
+    fn next_archive(&mut self, what: &str) -> Result<Option<AlignedVec<16>>, ProjectionError> {
+        let Some(archive) = self.next_bytes(what)? else { return Ok(None) };
         let mut aligned: AlignedVec<16> = AlignedVec::with_capacity(archive.len());
         aligned.extend_from_slice(archive);
         Ok(Some(aligned))

@@ -436,7 +436,8 @@ impl VectorIndex {
         hits
     }
 
-    /// Every (seq, quantized vector), in seq order, for snapshots.
+    /// Every (seq, quantized vector), in seq order.
+    #[cfg(test)]
     pub fn quantized(&self) -> impl Iterator<Item = (u64, QuantizedVector)> + '_ {
         (0..self.seqs.len()).map(|position| (self.seqs[position], self.quantized_at(position)))
     }

@@ -12,7 +12,7 @@ use mneme_events::{
 };
 use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
 use mneme_projections::{
-    AgentMemory, ContextRequest, ItemState, MemoryConfig, ProjectionError, SearchMode, SearchRequest,
+    AgentMemory, ContextRequest, ItemState, MemoryConfig, ProjectionError, SearchMode, SearchRequest, SnapshotPart,
 };
 use proptest::prelude::*;
 
@@ -399,6 +399,54 @@ proptest! {
         prop_assert!(swarm.shared.is_empty());
     }
 
+    /// Snapshots written as deltas (the head and the chunks changed since
+    /// the last one) into a store restore what the log gives, wherever they
+    /// were taken, also when the memory writing them was itself restored
+    /// from that store part-way.
+    #[test]
+    fn incremental_snapshots_restore_what_the_log_gives(
+        ops in prop::collection::vec(op(), 1..60),
+        saves in prop::collection::vec(any::<prop::sample::Index>(), 1..6),
+        restart in any::<prop::sample::Index>(),
+    ) {
+        let log = log_of(&ops);
+        let save_points: BTreeSet<usize> = saves.iter().map(|save| save.index(log.len() + 1)).collect();
+        let restart = restart.index(log.len() + 1);
+        let mut store: std::collections::BTreeMap<SnapshotPart, Vec<u8>> = std::collections::BTreeMap::new();
+        let mut head = Vec::new();
+        let mut save = |memory: &mut AgentMemory, head: &mut Vec<u8>| {
+            let delta = memory.snapshot_delta().unwrap();
+            for (part, bytes) in delta.written {
+                store.insert(part, bytes);
+            }
+            store.retain(|part, _| delta.parts.contains(part));
+            *head = delta.head;
+            memory.mark_snapshot_saved();
+            let restored = AgentMemory::from_snapshot_parts(
+                head,
+                &mut |part| store.get(&part).cloned().ok_or_else(|| ProjectionError::CorruptSnapshot(part.name())),
+                "demo",
+                "coder",
+                config(),
+            )
+            .unwrap();
+            assert_eq!(restored.digest(), memory.digest(), "restored from the store");
+            restored
+        };
+        let mut memory = AgentMemory::new("demo", "coder", config()).unwrap();
+        for (position, (seq, event)) in log.iter().enumerate() {
+            if save_points.contains(&position) {
+                let restored = save(&mut memory, &mut head);
+                if position == restart {
+                    memory = restored;
+                }
+            }
+            memory.apply(*seq, event).unwrap();
+        }
+        let restored = save(&mut memory, &mut head);
+        prop_assert_eq!(restored.digest(), rebuild(&log).digest());
+    }
+
     /// A memory holds its agent's events and the other agents' shared ones,
     /// never another agent's private event: not as an item, not in any
     /// provenance, not in the graph, not in its phases.
@@ -510,10 +558,18 @@ proptest! {
             prop_assert_eq!(as_of.sent_bundle(event.id), Some((*seq, &then)));
             // A purge later on reaches the bundle too: what it erased leaves.
             let purged = |seq: u64| full.item_at(seq).is_some_and(|item| item.state == ItemState::Purged);
+            // A file leaves when a purge leaves no event that names it
+            // (the handoff itself may be the one purged), even if a later
+            // event names it again.
             let mut expected = then.clone();
-            if expected.items.iter().any(|item| item.provenance.iter().any(|reference| purged(reference.seq))) {
-                expected.items.retain(|item| !item.provenance.iter().any(|reference| purged(reference.seq)));
-                expected.files.retain(|file| full.graph().node(&format!("file:{file}")).is_some());
+            expected.items.retain(|item| !item.provenance.iter().any(|reference| purged(reference.seq)));
+            for (purge, (_, later)) in log.iter().enumerate().skip(position + 1) {
+                if later.agent == "coder" && matches!(later.kind, EventKind::MemoryPurged(_)) {
+                    let then_purged = rebuild(&log[..=purge]);
+                    expected.files.retain(|file| then_purged.graph().node(&format!("file:{file}")).is_some());
+                }
+            }
+            if expected != then {
                 let used: usize = expected.items.iter().map(|item| mneme_projections::tokens::count(&item.text)).sum::<usize>()
                     + expected.files.iter().map(|file| mneme_projections::tokens::count(file)).sum::<usize>();
                 expected.used_tokens = used as u32;

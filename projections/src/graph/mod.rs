@@ -103,7 +103,7 @@ mod names;
 mod query;
 mod redact;
 mod signature;
-mod snapshot;
+pub(crate) mod snapshot;
 mod source;
 mod store;
 mod tools;

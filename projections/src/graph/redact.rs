@@ -25,6 +25,8 @@ impl FactGraph {
         {
             return;
         }
+        // Nodes and edges are renumbered: every chunk changes.
+        self.changes.all = true;
         let mut keep_edge = Vec::with_capacity(self.edges.len());
         for edge in &mut self.edges {
             edge.provenance.retain(|reference| !is_purged(reference));

@@ -15,7 +15,7 @@ use rkyv::util::AlignedVec;
 
 use super::fixes::{ErrorWatch, FailureTracker, WatchedCommand};
 use super::model::{EntityKind, Node};
-use super::store::{EdgeIndex, EdgeRecord, EventStamp, FactGraph, NodeIndex};
+use super::store::{Changes, EdgeIndex, EdgeRecord, EventStamp, FactGraph, NodeIndex};
 use crate::digest::ContentHasher;
 use crate::error::ProjectionError;
 use crate::item::ProvenanceRef;
@@ -40,6 +40,38 @@ struct GraphSnapshot {
     facts: Vec<FactRecord>,
     watched: Vec<WatchedRecord>,
 }
+
+/// The graph's state but its nodes, edges and event times, which are kept
+/// in chunks of their own (see [`FactGraph::node_chunk`]).
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct GraphHead {
+    format: u32,
+    node_count: u64,
+    edge_count: u64,
+    relations: Vec<String>,
+    facts: Vec<FactRecord>,
+    watched: Vec<WatchedRecord>,
+}
+
+/// Nodes, edges or event times held in one chunk.
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+enum GraphChunk {
+    Nodes(Vec<NodeRecord>),
+    Edges(Vec<EdgeSnapshot>),
+    Events(Vec<(u64, i64, u128)>),
+}
+
+/// Which part of the graph a chunk holds, and which slice: nodes and edges
+/// by storage index, event times by seq, [`GRAPH_CHUNK`] to a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum GraphPart {
+    Nodes(u32),
+    Edges(u32),
+    Events(u32),
+}
+
+/// Nodes, edges or seqs per chunk.
+pub(crate) const GRAPH_CHUNK: u64 = 4096;
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct NodeRecord {
@@ -88,6 +120,137 @@ struct ErrorWatchRecord {
 }
 
 impl FactGraph {
+    /// The head of a chunked snapshot: everything but nodes, edges and
+    /// event times.
+    pub(crate) fn snapshot_head(&self) -> Result<Vec<u8>, ProjectionError> {
+        let head = GraphHead {
+            format: GRAPH_SNAPSHOT_FORMAT,
+            node_count: self.nodes.len() as u64,
+            edge_count: self.edges.len() as u64,
+            relations: self.relations.clone(),
+            facts: self.fact_records(),
+            watched: self.failures.watched.iter().map(|(command, watched)| watched_record(*command, watched)).collect(),
+        };
+        encode(&head, "the fact graph's head")
+    }
+
+    /// Every chunk the graph's state is held in now.
+    pub(crate) fn parts(&self) -> Vec<GraphPart> {
+        let chunks = |count: usize| (0..(count as u64).div_ceil(GRAPH_CHUNK)).map(|chunk| chunk as u32);
+        let mut parts: Vec<GraphPart> = chunks(self.nodes.len()).map(GraphPart::Nodes).collect();
+        parts.extend(chunks(self.edges.len()).map(GraphPart::Edges));
+        let mut event_chunks: Vec<u32> = self.events.keys().map(|seq| (seq / GRAPH_CHUNK) as u32).collect();
+        event_chunks.dedup();
+        parts.extend(event_chunks.into_iter().map(GraphPart::Events));
+        parts
+    }
+
+    /// The parts changed since [`FactGraph::mark_saved`], or every part.
+    pub(crate) fn changed_parts(&self) -> Vec<GraphPart> {
+        if self.changes.all {
+            return self.parts();
+        }
+        self.changes.parts.iter().copied().collect()
+    }
+
+    /// What was changed is saved now.
+    pub(crate) fn mark_saved(&mut self) {
+        self.changes = Changes::default();
+    }
+
+    /// The bytes of one chunk, as it stands.
+    pub(crate) fn chunk(&self, part: GraphPart) -> Result<Vec<u8>, ProjectionError> {
+        let range = |chunk: u32, count: usize| {
+            let start = (u64::from(chunk) * GRAPH_CHUNK) as usize;
+            start.min(count)..(start + GRAPH_CHUNK as usize).min(count)
+        };
+        let chunk = match part {
+            GraphPart::Nodes(chunk) => {
+                GraphChunk::Nodes(self.nodes[range(chunk, self.nodes.len())].iter().map(node_record).collect())
+            }
+            GraphPart::Edges(chunk) => {
+                GraphChunk::Edges(self.edges[range(chunk, self.edges.len())].iter().map(edge_snapshot).collect())
+            }
+            GraphPart::Events(chunk) => {
+                let start = u64::from(chunk) * GRAPH_CHUNK;
+                GraphChunk::Events(
+                    self.events
+                        .range(start..start + GRAPH_CHUNK)
+                        .map(|(seq, event)| (*seq, event.ts.unix_nanos(), event.id.0))
+                        .collect(),
+                )
+            }
+        };
+        encode(&chunk, "a fact graph chunk")
+    }
+
+    /// Restores a graph from its head and every chunk of it, in any order.
+    pub(crate) fn from_parts(head: &[u8], chunks: Vec<(GraphPart, Vec<u8>)>) -> Result<FactGraph, ProjectionError> {
+        let head: GraphHead = decode(head, "the fact graph's head")?;
+        if head.format != GRAPH_SNAPSHOT_FORMAT {
+            return Err(ProjectionError::CorruptSnapshot(format!(
+                "fact graph snapshot format {} is not {GRAPH_SNAPSHOT_FORMAT}",
+                head.format
+            )));
+        }
+        let mut chunks = chunks;
+        chunks.sort_by_key(|(part, _)| *part);
+        let mut snapshot = GraphSnapshot {
+            nodes: Vec::with_capacity(head.node_count as usize),
+            relations: head.relations,
+            edges: Vec::with_capacity(head.edge_count as usize),
+            events: Vec::new(),
+            facts: head.facts,
+            watched: head.watched,
+        };
+        for (part, bytes) in chunks {
+            let expected = match (part, decode::<GraphChunk>(&bytes, "a fact graph chunk")?) {
+                (GraphPart::Nodes(chunk), GraphChunk::Nodes(nodes)) => {
+                    let expected = u64::from(chunk) * GRAPH_CHUNK == snapshot.nodes.len() as u64;
+                    snapshot.nodes.extend(nodes);
+                    expected
+                }
+                (GraphPart::Edges(chunk), GraphChunk::Edges(edges)) => {
+                    let expected = u64::from(chunk) * GRAPH_CHUNK == snapshot.edges.len() as u64;
+                    snapshot.edges.extend(edges);
+                    expected
+                }
+                (GraphPart::Events(chunk), GraphChunk::Events(events)) => {
+                    let start = u64::from(chunk) * GRAPH_CHUNK;
+                    let expected = events.iter().all(|(seq, _, _)| (start..start + GRAPH_CHUNK).contains(seq));
+                    snapshot.events.extend(events);
+                    expected
+                }
+                _ => false,
+            };
+            if !expected {
+                return Err(ProjectionError::CorruptSnapshot(format!("fact graph chunk {part:?} is not what it says")));
+            }
+        }
+        if snapshot.nodes.len() as u64 != head.node_count || snapshot.edges.len() as u64 != head.edge_count {
+            return Err(ProjectionError::CorruptSnapshot(format!(
+                "the fact graph has {} nodes and {} edges where its head says {} and {}",
+                snapshot.nodes.len(),
+                snapshot.edges.len(),
+                head.node_count,
+                head.edge_count
+            )));
+        }
+        restore(snapshot)
+    }
+
+    fn fact_records(&self) -> Vec<FactRecord> {
+        self.facts
+            .iter()
+            .map(|((subject, relation, object), edge)| FactRecord {
+                subject: subject.clone(),
+                relation: relation.clone(),
+                object: object.clone(),
+                edge: *edge,
+            })
+            .collect()
+    }
+
     /// Snapshot bytes: a header (magic, format) and the rkyv record.
     pub fn to_snapshot(&self) -> Result<Vec<u8>, ProjectionError> {
         let snapshot = GraphSnapshot {
@@ -95,16 +258,7 @@ impl FactGraph {
             relations: self.relations.clone(),
             edges: self.edges.iter().map(edge_snapshot).collect(),
             events: self.events.iter().map(|(seq, event)| (*seq, event.ts.unix_nanos(), event.id.0)).collect(),
-            facts: self
-                .facts
-                .iter()
-                .map(|((subject, relation, object), edge)| FactRecord {
-                    subject: subject.clone(),
-                    relation: relation.clone(),
-                    object: object.clone(),
-                    edge: *edge,
-                })
-                .collect(),
+            facts: self.fact_records(),
             watched: self.failures.watched.iter().map(|(command, watched)| watched_record(*command, watched)).collect(),
         };
         let body = rkyv::to_bytes::<rancor::Error>(&snapshot)
@@ -227,6 +381,33 @@ fn hash_node(hasher: &mut ContentHasher, node: &Node) {
     hasher.time(node.valid_from);
     hasher.time(node.valid_to);
     hasher.provenance(&node.provenance);
+}
+
+/// An rkyv archive of `value`, refused past rkyv's 32-bit reach.
+fn encode<T>(value: &T, what: &str) -> Result<Vec<u8>, ProjectionError>
+where
+    T: for<'a> rkyv::Serialize<
+            rkyv::api::high::HighSerializer<AlignedVec, rkyv::ser::allocator::ArenaHandle<'a>, rancor::Error>,
+        >,
+{
+    let bytes = rkyv::to_bytes::<rancor::Error>(value)
+        .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot encode {what}: {error}")))?;
+    if bytes.len() > i32::MAX as usize {
+        return Err(ProjectionError::CorruptSnapshot(format!("{what} is {} bytes, past rkyv's reach", bytes.len())));
+    }
+    Ok(bytes.into_vec())
+}
+
+fn decode<T>(bytes: &[u8], what: &str) -> Result<T, ProjectionError>
+where
+    T: rkyv::Archive,
+    T::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rancor::Error>>
+        + rkyv::Deserialize<T, rkyv::api::high::HighDeserializer<rancor::Error>>,
+{
+    let mut aligned: AlignedVec<16> = AlignedVec::with_capacity(bytes.len());
+    aligned.extend_from_slice(bytes);
+    rkyv::from_bytes::<T, rancor::Error>(&aligned)
+        .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot decode {what}: {error}")))
 }
 
 fn node_record(node: &Node) -> NodeRecord {

@@ -11,6 +11,7 @@ use mneme_events::{Event, EventId, Timestamp};
 
 use super::fixes::FailureTracker;
 use super::model::{Edge, EntityKind, Node, entity_id, relation};
+use super::snapshot::{GRAPH_CHUNK, GraphPart};
 use crate::item::ProvenanceRef;
 
 /// Index of a node in [`FactGraph::nodes`].
@@ -154,6 +155,24 @@ pub struct FactGraph {
     /// emptied at the start of every apply and taken by the memory, which
     /// notes what a phase touched without scanning the graph.
     pub(crate) touched: TouchedScratch,
+    /// The chunks changed since the last snapshot was saved.
+    pub(crate) changes: Changes,
+}
+
+/// Which chunks of the graph's snapshot changed since it was last saved:
+/// bookkeeping, not state, so two graphs of the same content are equal
+/// whatever they changed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Changes {
+    pub(crate) parts: BTreeSet<GraphPart>,
+    /// Everything, after a purge renumbered nodes and edges.
+    pub(crate) all: bool,
+}
+
+impl PartialEq for Changes {
+    fn eq(&self, _: &Changes) -> bool {
+        true
+    }
 }
 
 /// Scratch space, not state: two graphs with the same content are equal
@@ -247,6 +266,7 @@ impl FactGraph {
             provenance: vec![provenance],
         });
         self.node_index.insert(id, index);
+        self.changes.parts.insert(GraphPart::Nodes((u64::from(index) / GRAPH_CHUNK) as u32));
         self.adjacency.push(Adjacency::default());
         self.links.push(Vec::new());
         self.add_link(index, context.seq, LinkStrength::Direct);
@@ -262,6 +282,7 @@ impl FactGraph {
     /// Records that the event changed the node.
     pub(crate) fn touch(&mut self, node: NodeIndex, context: &EventContext) {
         let provenance = self.note(context);
+        self.changes.parts.insert(GraphPart::Nodes((u64::from(node) / GRAPH_CHUNK) as u32));
         let provenance_list = &mut self.nodes[node as usize].provenance;
         if provenance_list.last().is_none_or(|last| last.seq != provenance.seq) {
             provenance_list.push(provenance);
@@ -415,6 +436,7 @@ impl FactGraph {
     /// provenance and to its endpoints' links.
     fn extend_edge(&mut self, edge: EdgeIndex, context: &EventContext, supporting: &[ProvenanceRef]) {
         let current = self.note(context);
+        self.changes.parts.insert(GraphPart::Edges((u64::from(edge) / GRAPH_CHUNK) as u32));
         if !self.touched.0.contains(&edge) {
             self.touched.0.push(edge);
         }
@@ -517,6 +539,7 @@ impl FactGraph {
     /// Remembers the event's time and returns its provenance reference.
     fn note(&mut self, context: &EventContext) -> ProvenanceRef {
         self.events.insert(context.seq, EventStamp { ts: context.ts, id: context.event_id });
+        self.changes.parts.insert(GraphPart::Events((context.seq / GRAPH_CHUNK) as u32));
         context.provenance()
     }
 
