@@ -106,9 +106,14 @@ impl SharedVectors {
         if self.quantized_of(seq).is_some() {
             return;
         }
-        let mut single = VectorIndex::new(self.main.dimensions());
-        single.insert_quantized(seq, vector);
-        self.late = self.late.merged(&single);
+        if self.late.last_seq().is_none_or(|last| last < seq) {
+            // Memories restoring or catching up take entries in seq order.
+            self.late.insert_quantized(seq, vector);
+        } else {
+            let mut single = VectorIndex::new(self.main.dimensions());
+            single.insert_quantized(seq, vector);
+            self.late = self.late.merged(&single);
+        }
         if self.late.seq_count() >= MERGE_LATE_AFTER.max(self.main.seq_count() / 8) {
             self.main = self.main.merged(&self.late);
             self.late.retain(|_| false);
@@ -253,7 +258,7 @@ impl SharedContent {
             return Ok(());
         }
         entries.remove(&seq);
-        self.text_index.delete_document(self.owner, seq)?;
+        self.text_index.delete_shared_document(seq);
         self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).drop_vector(seq);
         Ok(())
     }

@@ -5,7 +5,7 @@
 //! Everything is kept in insertion order or in ordered maps, so the state
 //! is a pure function of the events applied, in order.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use mneme_events::{Event, EventId, Timestamp};
 
@@ -127,7 +127,9 @@ pub(crate) type FactKey = (String, String, String);
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FactGraph {
     pub(crate) nodes: Vec<Node>,
-    pub(crate) node_index: BTreeMap<String, NodeIndex>,
+    /// Hashed, not ordered: extraction looks every word of a text up here
+    /// and in the name indexes below (`nodes()` sorts when order matters).
+    pub(crate) node_index: HashMap<String, NodeIndex>,
     pub(crate) edges: Vec<EdgeRecord>,
     /// (from, relation, to) → the edge of its latest validity interval.
     pub(crate) edge_index: BTreeMap<(NodeIndex, RelationIndex, NodeIndex), EdgeIndex>,
@@ -135,13 +137,13 @@ pub struct FactGraph {
     pub(crate) relation_index: BTreeMap<String, RelationIndex>,
     pub(crate) adjacency: Vec<Adjacency>,
     /// Lowercased name → nodes of that name (item nodes excluded).
-    pub(crate) names: BTreeMap<String, BTreeSet<NodeIndex>>,
+    pub(crate) names: HashMap<String, BTreeSet<NodeIndex>>,
     /// Lowercased first word of multi-word names → the most words such a
     /// name has: bounds the phrases looked up when scanning text.
-    pub(crate) phrase_heads: BTreeMap<String, usize>,
+    pub(crate) phrase_heads: HashMap<String, usize>,
     /// File name without directories → file nodes, so that `token.rs`
     /// resolves to `src/auth/token.rs` when that is the only one.
-    pub(crate) file_names: BTreeMap<String, BTreeSet<NodeIndex>>,
+    pub(crate) file_names: HashMap<String, BTreeSet<NodeIndex>>,
     /// Per node, the events linked to it, by ascending seq.
     pub(crate) links: Vec<Vec<Link>>,
     /// Every event that entered the graph's provenance, by seq: its time
@@ -206,7 +208,9 @@ impl FactGraph {
 
     /// Every node, sorted by id.
     pub fn nodes(&self) -> Vec<&Node> {
-        self.node_index.values().map(|&index| &self.nodes[index as usize]).collect()
+        let mut nodes: Vec<&Node> = self.nodes.iter().collect();
+        nodes.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        nodes
     }
 
     /// Every edge (every validity interval), sorted by id.
