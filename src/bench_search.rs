@@ -76,7 +76,7 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
         memory.graph().edge_count()
     );
 
-    let texts: Vec<String> = memory.items().map(|item| item.text.to_string()).collect();
+    let texts: Vec<String> = memory.items().map(|item| item.text.indexed().to_string()).collect();
     let bare = bare_libraries(&texts, embedder.as_ref())?;
     out!(
         "bare libraries on the same {} texts, one thread, no Mneme code: embedding {:.0}/s, tantivy add+commit {:.0}/s, \
@@ -227,8 +227,10 @@ fn vector_recall(
     embedder: &dyn mneme_projections::embed::Embedder,
     queries: usize,
 ) -> anyhow::Result<f64> {
-    let items: Vec<(u64, Vec<f32>)> =
-        memory.items().map(|item| (item.seq, embedder.embed(mneme_projections::embedded_text(&item.text)))).collect();
+    let items: Vec<(u64, Vec<f32>)> = memory
+        .items()
+        .map(|item| (item.seq, embedder.embed(mneme_projections::embedded_text(item.text.indexed()))))
+        .collect();
     let mut words = WordStream::zipf(ZIPF_VOCABULARY);
     let (mut found, mut wanted) = (0usize, 0usize);
     for index in 0..queries {

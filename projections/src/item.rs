@@ -128,6 +128,15 @@ impl ItemText {
         }
     }
 
+    /// The text the indexes hold for the item: a shared item's as the
+    /// other agents read it (`(from author) …`), whoever reads it.
+    pub fn indexed(&self) -> &str {
+        match &self.0 {
+            Repr::Own(text) => text,
+            Repr::Shared { entry, .. } => &entry.text,
+        }
+    }
+
     /// The swarm's copy of a shared event's text, as its author (`own`) or
     /// another agent reads it.
     pub(crate) fn shared(entry: Arc<SharedEntry>, own: bool) -> ItemText {

@@ -55,9 +55,8 @@ struct Slot {
 
 /// One shared event's text and its share of BM25's statistics.
 pub struct SharedEntry {
-    /// The text as the other agents read it: `(from author) …`. Its
-    /// document and vector are of the text without the prefix, as its
-    /// author wrote it.
+    /// The text as the other agents read it, `(from author) …`; its
+    /// document and vector are of this text, for the author too.
     pub(crate) text: String,
     /// Bytes of the `(from author) ` prefix, which the author does not see.
     pub(crate) author_prefix: usize,
@@ -184,8 +183,7 @@ impl SharedContent {
 
     /// The entry of the shared event at `seq`, for one more memory. Built
     /// on first use: `text` gives the text as other agents read it and the
-    /// bytes of its author prefix, `embed` the vector of the text without
-    /// the prefix.
+    /// bytes of its author prefix, `embed` its vector.
     pub(crate) fn acquire(
         &self,
         seq: u64,
@@ -197,7 +195,7 @@ impl SharedContent {
             return Ok(entry);
         }
         let (text, author_prefix) = text();
-        let vector = embed(&text[author_prefix..]);
+        let vector = embed(&text);
         self.insert(seq, kind, text, author_prefix, vector)
     }
 
@@ -232,16 +230,16 @@ impl SharedContent {
         author_prefix: usize,
         vector: QuantizedVector,
     ) -> Result<Arc<SharedEntry>, ProjectionError> {
-        // Indexed as its author wrote it: the prefix is for reading.
-        let indexed = &text[author_prefix..];
-        let terms = self.text_index.term_counts(indexed);
+        // Indexed as the other agents read it: who said it is part of what
+        // a question may name (`eval` loses fixed-by recall without it).
+        let terms = self.text_index.term_counts(&text);
         let mut entries = self.lock_entries();
         // Another memory may have built it meanwhile.
         if let Some(slot) = entries.get_mut(&seq) {
             slot.holders += 1;
             return Ok(slot.entry.clone());
         }
-        let change = self.text_index.add_document(self.owner, seq, kind, indexed)?;
+        let change = self.text_index.add_document(self.owner, seq, kind, &text)?;
         self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(seq, vector);
         let entry = Arc::new(SharedEntry { text, author_prefix, terms, change });
         entries.insert(seq, Slot { entry: entry.clone(), holders: 1 });
