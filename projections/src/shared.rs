@@ -209,10 +209,7 @@ impl SharedContent {
         author_prefix: usize,
         vector: QuantizedVector,
     ) -> Result<Arc<SharedEntry>, ProjectionError> {
-        if let Some(entry) = self.hold_existing(seq) {
-            return Ok(entry);
-        }
-        self.insert(seq, kind, text, author_prefix, vector)
+        self.acquire(seq, kind, move || (text, author_prefix), move |_| vector)
     }
 
     fn hold_existing(&self, seq: u64) -> Option<Arc<SharedEntry>> {
