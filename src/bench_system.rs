@@ -551,7 +551,6 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
             return Ok(ExitCode::FAILURE);
         }
     };
-    drop(stored);
     let restore_seconds = started.elapsed().as_secs_f64();
     anyhow::ensure!(restored.checkpoint() == events as u64, "restored at seq {}", restored.checkpoint());
     anyhow::ensure!(restored.digest() == digest, "the restored memory's digest differs from the replayed one's");

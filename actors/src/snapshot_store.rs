@@ -41,12 +41,13 @@ pub struct StoredSnapshot {
 }
 
 impl StoredSnapshot {
-    /// The memory it holds.
-    pub fn restore(&self, swarm: &str, agent: &str, config: MemoryConfig) -> Result<AgentMemory, ProjectionError> {
+    /// The memory it holds; each chunk is handed over, not copied.
+    pub fn restore(mut self, swarm: &str, agent: &str, config: MemoryConfig) -> Result<AgentMemory, ProjectionError> {
+        let head = std::mem::take(&mut self.head);
         AgentMemory::from_snapshot_parts(
-            &self.head,
+            &head,
             &mut |part| {
-                self.chunks.get(&part.name()).cloned().ok_or_else(|| {
+                self.chunks.remove(&part.name()).ok_or_else(|| {
                     ProjectionError::CorruptSnapshot(format!("the snapshot has no chunk {}", part.name()))
                 })
             },
@@ -318,8 +319,7 @@ mod tests {
         let second = store.save("s", "a", &memory.snapshot_delta().unwrap()).unwrap();
         memory.mark_snapshot_saved();
         assert!(second * 5 < first, "the second snapshot wrote {second} bytes, the first {first}");
-        let stored = store.load("s", "a").unwrap().unwrap();
-        let restored = stored.restore("s", "a", MemoryConfig::default()).unwrap();
+        let restored = store.load("s", "a").unwrap().unwrap().restore("s", "a", MemoryConfig::default()).unwrap();
         assert_eq!(restored.checkpoint(), 10_010);
         assert_eq!(restored.digest(), memory.digest());
     }
