@@ -318,51 +318,16 @@ impl VectorIndex {
     /// (cosine similarity, seq), best first; equal similarities rank the
     /// newer item first. `accept` is asked only about the candidates walked,
     /// nearest first, until the pool is full.
+    #[cfg(test)]
     pub fn search(&self, query: &[f32], limit: usize, accept: Option<&dyn Fn(u64) -> bool>) -> Vec<(f32, u64)> {
-        if self.seqs.is_empty() || limit == 0 {
-            return Vec::new();
-        }
-        let pool = RESCORE_POOL.max(limit.saturating_mul(RESCORE_PER_RESULT));
-        let mut query_code = Vec::with_capacity(self.words);
-        self.rotation.push_code(query.iter().copied(), &mut query_code);
-        let mut distances = Vec::with_capacity(self.seqs.len());
-        hamming_distances(&self.codes, &query_code, &mut distances);
-        // Positions by distance (a counting sort: distances are at most the
-        // dimensions), the newer first among equals.
-        let mut starts = vec![0u32; self.rotation.padded + 2];
-        for distance in &distances {
-            starts[usize::from(*distance) + 1] += 1;
-        }
-        for bucket in 1..starts.len() {
-            starts[bucket] += starts[bucket - 1];
-        }
-        let mut order = vec![0u32; distances.len()];
-        for position in (0..distances.len()).rev() {
-            let bucket = &mut starts[usize::from(distances[position])];
-            order[*bucket as usize] = position as u32;
-            *bucket += 1;
-        }
-        let mut hits: Vec<(f32, u64)> = Vec::with_capacity(pool.min(order.len()));
-        for position in order {
-            let position = position as usize;
-            let seq = self.seqs[position];
-            if accept.is_some_and(|accept| !accept(seq)) {
-                continue;
-            }
-            let values = &self.values[position * self.dimensions..(position + 1) * self.dimensions];
-            hits.push((dot_quantized(query, values) * self.scales[position], seq));
-            if hits.len() == pool {
-                break;
-            }
-        }
-        hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        hits.truncate(limit);
-        hits
+        VectorIndex::search_all(&[self], query, limit, accept)
     }
 
     /// Searches several indexes (of the same dimensions) as if they were
     /// one: the same candidates, order and scores as one index holding all
-    /// their vectors would give.
+    /// their vectors would give. Candidates are walked by Hamming distance
+    /// (a counting sort: distances are at most the dimensions), the newer
+    /// first among equals, until the pool is full.
     pub fn search_all(
         indexes: &[&VectorIndex],
         query: &[f32],
@@ -370,12 +335,7 @@ impl VectorIndex {
         accept: Option<&dyn Fn(u64) -> bool>,
     ) -> Vec<(f32, u64)> {
         let indexes: Vec<&VectorIndex> = indexes.iter().copied().filter(|index| !index.seqs.is_empty()).collect();
-        match indexes.as_slice() {
-            [] => return Vec::new(),
-            [only] => return only.search(query, limit, accept),
-            _ => {}
-        }
-        if limit == 0 {
+        if indexes.is_empty() || limit == 0 {
             return Vec::new();
         }
         let first = indexes[0];
@@ -395,6 +355,10 @@ impl VectorIndex {
         let total: usize = indexes.iter().map(|index| index.seqs.len()).sum();
         let mut newest_first: Vec<(u32, u32)> = Vec::with_capacity(total);
         let mut remaining: Vec<usize> = indexes.iter().map(|index| index.seqs.len()).collect();
+        if let [only] = indexes.as_slice() {
+            newest_first.extend((0..only.seqs.len() as u32).rev().map(|position| (0, position)));
+            remaining[0] = 0;
+        }
         loop {
             let next = (0..indexes.len())
                 .filter(|which| remaining[*which] > 0)
