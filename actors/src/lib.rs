@@ -27,7 +27,7 @@ pub use memory_actor::{
     MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals, TakeSnapshot,
 };
 pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};
-pub use replay::{ReplayReport, continue_from_log, rebuild_from_log, verify_against_log};
+pub use replay::{ApplyTotals, ReplayReport, apply_from_log, continue_from_log, rebuild_from_log, verify_against_log};
 pub use snapshot_store::SnapshotStore;
 pub use supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, SnapshotAll, Supervisor};
 pub use swarm_config::{AgentConfig, LogBackend, SwarmConfig};

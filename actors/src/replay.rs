@@ -47,15 +47,44 @@ pub async fn rebuild_from_log(
     Ok((memory, report))
 }
 
-/// Applies to `memory` the events after its checkpoint, up to `up_to`.
-///
-/// If applying an event panics, the memory is half-changed: it is rebuilt
-/// from an empty one with that event dead-lettered, as live memory does.
+/// What [`apply_from_log`] read and dead-lettered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApplyTotals {
+    pub entries_read: usize,
+    pub dead_lettered: usize,
+}
+
+/// Applies to `memory` the events after its checkpoint, up to `up_to`, and
+/// reports its digest ([`apply_from_log`] without the digest, which reads
+/// the whole memory).
 pub async fn continue_from_log(
     log: &dyn EventLog,
     memory: AgentMemory,
     up_to: Option<Seq>,
 ) -> Result<(AgentMemory, ReplayReport), ActorsError> {
+    let (memory, totals) = apply_from_log(log, memory, up_to).await?;
+    let report = ReplayReport {
+        agent: memory.agent().to_string(),
+        checkpoint: memory.checkpoint(),
+        digest: memory.digest(),
+        entries_read: totals.entries_read,
+        dead_lettered: totals.dead_lettered,
+        live_checkpoint: None,
+        live_digest: None,
+    };
+    Ok((memory, report))
+}
+
+/// Applies to `memory` the events after its checkpoint, up to `up_to`, and
+/// commits its text index.
+///
+/// If applying an event panics, the memory is half-changed: it is rebuilt
+/// from an empty one with that event dead-lettered, as live memory does.
+pub async fn apply_from_log(
+    log: &dyn EventLog,
+    memory: AgentMemory,
+    up_to: Option<Seq>,
+) -> Result<(AgentMemory, ApplyTotals), ActorsError> {
     let (swarm, agent, config) = (memory.swarm().to_string(), memory.agent().to_string(), memory.config().clone());
     let mut poisoned = BTreeMap::new();
     let mut memory = memory;
@@ -76,8 +105,7 @@ async fn continue_with_poisoned(
     mut memory: AgentMemory,
     up_to: Option<Seq>,
     poisoned: &BTreeMap<u64, String>,
-) -> Result<(AgentMemory, ReplayReport), ActorsError> {
-    let agent = memory.agent().to_string();
+) -> Result<(AgentMemory, ApplyTotals), ActorsError> {
     let mut totals = ApplyReport::default();
     let mut entries_read = 0;
     loop {
@@ -112,16 +140,7 @@ async fn continue_with_poisoned(
         }
     }
     memory.commit()?;
-    let report = ReplayReport {
-        agent,
-        checkpoint: memory.checkpoint(),
-        digest: memory.digest(),
-        entries_read,
-        dead_lettered: totals.dead_letters.len(),
-        live_checkpoint: None,
-        live_digest: None,
-    };
-    Ok((memory, report))
+    Ok((memory, ApplyTotals { entries_read, dead_lettered: totals.dead_letters.len() }))
 }
 
 /// Rebuilds `agent` from the log up to `live_checkpoint` and compares the
