@@ -17,6 +17,12 @@ pub fn snapshot_dir(config: &SwarmConfig) -> std::path::PathBuf {
     config.log.data_dir.join("snapshots")
 }
 
+/// Where `mneme serve` keeps the swarm's full-text index (derived state:
+/// deleting it costs a re-index at the next start, nothing else).
+pub fn text_index_dir(config: &SwarmConfig) -> std::path::PathBuf {
+    config.log.data_dir.join("text-index")
+}
+
 /// The log a configuration names and, on NATS, the broker beside it: the
 /// same connection carries events, handoff packages and query requests.
 pub struct OpenedLog {

@@ -26,7 +26,7 @@ use mneme_events::{DecodeLimits, Event, EventId, Timestamp, decode_json, decode_
 use mneme_nats::server::NatsServer;
 use mneme_nats::{EventLog, JetStreamLog, JetStreamOptions, SledLog, SledOptions};
 use mneme_projections::embed::Embedder;
-use mneme_projections::{AgentMemory, SearchRequest};
+use mneme_projections::{AgentMemory, MemoryConfig, SearchRequest, SharedContent, TextIndex};
 
 use crate::bench::{BenchBackend, SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};
 use crate::bench_search::percentile;
@@ -427,11 +427,17 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
     let events = events.max(1);
     let config = SwarmConfig::with_name(SWARM);
     let embedder = crate::model::load_configured_embedder(&config)?;
-    let memory_config = config.memory_config(embedder.clone());
     out!("{}", machine_description());
     out!("command: mneme bench replay --events {events} --tail {tail}");
     out!("embedder: {}", embedder.model_id());
     let scratch = ScratchDir::new("replay")?;
+    // The text index on disk, as `mneme serve` keeps it.
+    let text_dir = scratch.0.join("text-index");
+    let on_disk = |text_index: Arc<TextIndex>| {
+        let config = config.memory_config(embedder.clone());
+        MemoryConfig { shared: SharedContent::new(text_index, embedder.dimensions()), ..config }
+    };
+    let memory_config = on_disk(TextIndex::open(&text_dir)?.0);
     // Writing the log is set-up, not measured: no flush per batch.
     let log =
         SledLog::open(&scratch.0.join("log"), SWARM, SledOptions { flush_on_append: false, ..SledOptions::default() })?;
@@ -529,10 +535,29 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
         snapshot_bytes as f64 / 1024.0 / 1024.0
     );
 
-    // A restart: the snapshot loaded and restored as `restore_or_new` does
-    // (called directly, so that a refusal is reported rather than silently
-    // turned into a rebuild from the log), then the tail applied from the log.
+    // The process stops: its memories and text index go.
+    drop(memory_config);
+
+    // For reference, a restore that indexes every item again: what a
+    // restart does with the text index in RAM (before this issue) or gone.
     let started = Instant::now();
+    let stored = match store.load(SWARM, AGENT)? {
+        Ok(stored) => stored,
+        Err(problem) => anyhow::bail!("the snapshot just written cannot be loaded: {problem:?}"),
+    };
+    let reindexed = stored.restore(SWARM, AGENT, config.memory_config(embedder.clone()))?;
+    let reindex_seconds = started.elapsed().as_secs_f64();
+    anyhow::ensure!(!reindexed.reused_text_index(), "a restore into a RAM index reused documents");
+    drop(reindexed);
+
+    // A restart: the text index opened, the snapshot loaded and restored
+    // as `restore_or_new` does (called directly, so that a refusal is
+    // reported rather than silently turned into a rebuild from the log),
+    // the index swept as the supervisor does, then the tail applied.
+    let started = Instant::now();
+    let (text_index, discarded) = TextIndex::open(&text_dir)?;
+    anyhow::ensure!(discarded.is_none(), "the text index was not reopened: {discarded:?}");
+    let memory_config = on_disk(text_index);
     let stored = match store.load(SWARM, AGENT)? {
         Ok(stored) => stored,
         Err(problem) => anyhow::bail!("the snapshot just written cannot be loaded: {problem:?}"),
@@ -551,8 +576,10 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
             return Ok(ExitCode::FAILURE);
         }
     };
+    memory_config.shared.text_index().sweep_unclaimed()?;
     let restore_seconds = started.elapsed().as_secs_f64();
     anyhow::ensure!(restored.checkpoint() == events as u64, "restored at seq {}", restored.checkpoint());
+    anyhow::ensure!(restored.reused_text_index(), "the restore indexed its items again");
     anyhow::ensure!(restored.digest() == digest, "the restored memory's digest differs from the replayed one's");
     let started = Instant::now();
     let (mut restored, totals) = apply_from_log(&log, restored, None).await?;
@@ -568,7 +595,14 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
     let delta_seconds = started.elapsed().as_secs_f64();
     // Replaying everything instead, at the rate just measured.
     let full_replay_seconds = total as f64 / replay_rate;
-    out!("| restore from the snapshot | {events} | {restore_seconds:.2} | {:.0} | |", events as f64 / restore_seconds);
+    out!(
+        "| restore, indexing every item again (text index in RAM) | {events} | {reindex_seconds:.2} | {:.0} | |",
+        events as f64 / reindex_seconds
+    );
+    out!(
+        "| restore from the snapshot and the text index on disk | {events} | {restore_seconds:.2} | {:.0} | |",
+        events as f64 / restore_seconds
+    );
     out!("| tail after the snapshot | {tail} | {tail_seconds:.2} | {:.0} | |", tail as f64 / tail_seconds);
     out!(
         "| restart: restore + tail | {total} | {restart_seconds:.2} | | replay would take {full_replay_seconds:.1} s: {:.1}× |",

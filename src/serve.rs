@@ -15,6 +15,7 @@ use mneme_actors::{
 
 use crate::api::{self, AppState};
 use crate::{auth, backend, model, nats_queries};
+use mneme_projections::TextIndex;
 
 /// HTTP worker threads. Queries are answered by memory actors on their own
 /// workers, so the HTTP side needs few threads.
@@ -44,7 +45,14 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let embedder = model::load_configured_embedder(&config)?;
     let memory_config = config.memory_config(embedder.clone());
     let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
-    let mut supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder);
+    let text_index_dir = backend::text_index_dir(&config);
+    let (text_index, discarded) = TextIndex::open(&text_index_dir)
+        .with_context(|| format!("opening the text index in {}", text_index_dir.display()))?;
+    if let Some(why) = discarded {
+        tracing::warn!(directory = %text_index_dir.display(), %why, "text index unusable; memories index their items again");
+    }
+    let mut supervisor =
+        Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).with_text_index(text_index);
     if let Some(llm) = &config.compression.llm {
         let summarizer = crate::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
         tracing::info!(endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");

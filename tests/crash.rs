@@ -457,6 +457,37 @@ fn restores(log: &str) -> BTreeMap<String, Option<u64>> {
     restores
 }
 
+/// For each agent restored from its snapshot, whether it took its documents
+/// over from the text index on disk.
+fn text_index_reuse(log: &str) -> BTreeMap<String, bool> {
+    let message = "memory restored from its snapshot";
+    log.lines()
+        .filter_map(|line| {
+            let agent = field(line, message, "agent")?;
+            Some((agent.to_string(), field(line, message, "text_index_reused")? == "true"))
+        })
+        .collect()
+}
+
+/// Each agent's BM25 and hybrid hits (ids and scores) for a few queries.
+fn searches(server: &MnemeServer, min_seq: u64) -> Vec<Value> {
+    let mut answers = Vec::new();
+    for agent in AGENTS {
+        for query in ["retry budget", "ledger", "cargo test billing", "panicked"] {
+            for mode in ["bm25", "hybrid"] {
+                let path = format!(
+                    "/v1/swarms/demo/agents/{agent}/search?q={}&k=20&mode={mode}&min_seq={min_seq}",
+                    query.replace(' ', "+")
+                );
+                let (status, body) = server.get_as(Some(OPERATOR_TOKEN), &path);
+                assert_eq!(status, 200, "{body}");
+                answers.push(body["hits"].clone());
+            }
+        }
+    }
+    answers
+}
+
 #[test]
 fn killed_while_writing_a_snapshot_the_last_complete_one_is_used_and_the_tail_replayed() {
     const WANTED_CUTS: usize = 3;
@@ -556,6 +587,7 @@ fn a_damaged_or_truncated_snapshot_is_detected_and_rebuilt_from_the_log_never_se
         digest["digest"].as_str().unwrap().to_string()
     };
     let before: Vec<String> = AGENTS.iter().map(|agent| digest_of(&server, agent)).collect();
+    let searches_before = searches(&server, log_end);
     server.stop();
 
     // The planner's snapshot loses its second half; one byte in the middle
@@ -586,8 +618,29 @@ fn a_damaged_or_truncated_snapshot_is_detected_and_rebuilt_from_the_log_never_se
     assert_eq!(restored.get("planner"), Some(&None), "{restart_log}");
     assert_eq!(restored.get("coder"), Some(&None), "{restart_log}");
     assert!(matches!(restored.get("reviewer"), Some(Some(_))), "{restart_log}");
+    // The sound one took its documents over from the text index on disk;
+    // the rebuilt ones' old documents were dropped, not searched twice.
+    assert_eq!(text_index_reuse(&restart_log), BTreeMap::from([("reviewer".to_string(), true)]), "{restart_log}");
+    assert_eq!(searches(&server, log_end), searches_before);
     eprintln!(
-        "checked: 2 warnings naming the damaged snapshots, both memories rebuilt from the log, the sound one restored; 3 digests equal those before and a fresh replay"
+        "checked: 2 warnings naming the damaged snapshots, both memories rebuilt from the log, the sound one restored with its text index documents; 3 digests equal those before and a fresh replay, searches equal those before"
+    );
+
+    // The text index deleted: every memory restores from its snapshot and
+    // indexes its items again.
+    server.stop();
+    std::fs::remove_dir_all(server.data_dir.join("text-index")).unwrap();
+    let log_start = serve_log(&server).len();
+    server.start_again();
+    let after_deletion: Vec<String> = AGENTS.iter().map(|agent| digest_of(&server, agent)).collect();
+    assert_eq!(before, after_deletion);
+    assert_eq!(searches(&server, log_end), searches_before);
+    let restart_log = serve_log(&server)[log_start..].to_string();
+    let reuse = text_index_reuse(&restart_log);
+    assert_eq!(reuse.len(), AGENTS.len(), "{restart_log}");
+    assert!(reuse.values().all(|reused| !reused), "{restart_log}");
+    eprintln!(
+        "checked: with the text index deleted, 3 memories restored and indexed again; digests and searches equal"
     );
 
     // The snapshot store's files themselves cut short, as by a full disk.

@@ -608,6 +608,17 @@ impl Handler<TakeSnapshot> for MemoryActor {
     }
 }
 
+/// Answers once the memory actor has started: its memory is restored.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Started;
+
+impl Handler<Started> for MemoryActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Started, _: &mut Self::Context) {}
+}
+
 /// Restores an agent's memory from its snapshot, or starts it empty when
 /// there is none or it cannot be used (it is then rebuilt from the log).
 ///
@@ -632,7 +643,10 @@ pub fn restore_or_new(
                 );
             }
             Ok(memory) => {
-                tracing::info!(%swarm, %agent, snapshot_seq = memory.checkpoint(), "memory restored from its snapshot");
+                tracing::info!(
+                    %swarm, %agent, snapshot_seq = memory.checkpoint(), text_index_reused = memory.reused_text_index(),
+                    "memory restored from its snapshot"
+                );
                 return Ok(memory);
             }
             Err(ProjectionError::CorruptSnapshot(why)) => {

@@ -10,12 +10,12 @@ use actix::prelude::*;
 use mneme_events::IdKey;
 use mneme_nats::{EventLog, Seq};
 use mneme_projections::embed::Embedder;
-use mneme_projections::{AgentMemory, MemoryConfig};
+use mneme_projections::{AgentMemory, MemoryConfig, SharedContent, TextIndex};
 use tokio::sync::{mpsc, watch};
 
 use crate::error::ActorsError;
 use crate::feed::Join;
-use crate::memory_actor::{CheckpointPolicy, MemoryActor, SummaryLink, TakeSnapshot, restore_or_new};
+use crate::memory_actor::{CheckpointPolicy, MemoryActor, Started, SummaryLink, TakeSnapshot, restore_or_new};
 use crate::phase_compressor::PhaseCompressor;
 use crate::phase_summarizer::PhaseSummarizer;
 use crate::snapshot_store::SnapshotStore;
@@ -82,6 +82,9 @@ pub struct Supervisor {
     feed: mpsc::UnboundedSender<Join>,
     /// The feed's end, until the supervisor starts it.
     feed_joins: Option<mpsc::UnboundedReceiver<Join>>,
+    /// Whether what the last process left in the text index and no memory
+    /// took over has been swept (see [`TextIndex::sweep_unclaimed`]).
+    swept: bool,
 }
 
 impl Supervisor {
@@ -110,7 +113,40 @@ impl Supervisor {
             discovering: false,
             log_end_at_start,
             summaries: None,
+            swept: false,
         }
+    }
+
+    /// Keep the swarm's text index in `index` (on disk, see
+    /// [`TextIndex::open`]) instead of in RAM: memories restored from their
+    /// snapshots take their documents over instead of indexing them again.
+    pub fn with_text_index(mut self, index: Arc<TextIndex>) -> Supervisor {
+        let dimensions = self.memory_config.embedder.dimensions();
+        self.memory_config.shared = SharedContent::new(index, dimensions);
+        self
+    }
+
+    /// Once every memory started so far has restored (its actor answers),
+    /// sweeps what the last process left in the text index that none took
+    /// over: agents gone from the swarm, shared documents nobody holds.
+    fn sweep_after_restores(&mut self, ctx: &mut Context<Self>) {
+        if self.swept {
+            return;
+        }
+        self.swept = true;
+        let addrs: Vec<Addr<MemoryActor>> = self.agents.values().map(|handle| handle.addr.clone()).collect();
+        let index = self.memory_config.shared.text_index().clone();
+        ctx.spawn(
+            async move {
+                for addr in addrs {
+                    let _ = addr.send(Started).await;
+                }
+                if let Err(error) = index.sweep_unclaimed() {
+                    tracing::warn!(%error, "cannot sweep the text index");
+                }
+            }
+            .into_actor(self),
+        );
     }
 
     /// Summarise phases that complete while this process runs with a model;
@@ -180,7 +216,7 @@ impl Supervisor {
         }
         self.discovering = true;
         let log = self.log.clone();
-        ctx.spawn(async move { log.agents().await }.into_actor(self).map(|agents, supervisor, _| {
+        ctx.spawn(async move { log.agents().await }.into_actor(self).map(|agents, supervisor, ctx| {
             supervisor.discovering = false;
             match agents {
                 Ok(agents) => {
@@ -190,6 +226,8 @@ impl Supervisor {
                 }
                 Err(error) => tracing::warn!(%error, "cannot list the log's agents"),
             }
+            // After the first discovery the agents on the log have started.
+            supervisor.sweep_after_restores(ctx);
         }));
     }
 }
@@ -208,6 +246,8 @@ impl Actor for Supervisor {
         if self.config.swarm.admit_unknown_agents {
             self.discover(ctx);
             ctx.run_interval(DISCOVERY_INTERVAL, |supervisor, ctx| supervisor.discover(ctx));
+        } else {
+            self.sweep_after_restores(ctx);
         }
     }
 }

@@ -18,25 +18,40 @@
 //! the newer item first, and the cut at `limit` waits for every tie, so
 //! segment layout and commit history never show in results either.
 //!
-//! The index is derived state: it is rebuilt from items on restore and
-//! never persisted on its own, so it cannot disagree with the checkpoint.
+//! The index is derived state. In RAM ([`TextIndex::new`]) it is rebuilt
+//! from items on restore. On disk ([`TextIndex::open`], what `mneme serve`
+//! uses) a restart opens it instead: each memory's snapshot names the
+//! index and its owner number and carries its statistics; a restored
+//! memory takes its documents over after checking them against its items
+//! (the documents past its checkpoint are deleted, the tail re-adds them)
+//! and re-adds them all when they do not match. The index is made durable
+//! before each checkpoint is saved (see [`crate::text_dir`]), so what a
+//! snapshot names is on disk; deleting the index's directory costs a
+//! re-index, never a wrong answer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tantivy::collector::TopDocs;
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
-    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, TermQuery, TermSetQuery,
+    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, QueryParser, RangeQuery, TermQuery,
+    TermSetQuery,
 };
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::tokenizer::{LowerCaser, TextAnalyzer, WhitespaceTokenizer};
-use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Score, Searcher, TantivyDocument, Term, doc};
+use tantivy::{
+    DocAddress, DocSet, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Score, Searcher, SegmentReader,
+    TERMINATED, TantivyDocument, Term, doc,
+};
 
 use crate::error::ProjectionError;
+use crate::text_dir::LazySyncDirectory;
 
 /// tantivy's smallest arena; the writer flushes a segment when it is full.
 const WRITER_MEMORY_BYTES: usize = 15_000_000;
@@ -60,7 +75,54 @@ pub struct TextIndex {
     /// Bumped by every change; `committed` is its value at the last commit.
     changes: AtomicU64,
     committed: AtomicU64,
+    /// Set when the index is on disk.
+    disk: Option<OnDisk>,
+    /// The owner of each agent's documents, and which owners a memory
+    /// holds now: see [`Owners`].
+    owners: Mutex<Owners>,
+    /// Set by an erasure: the next commit merges the segments holding
+    /// deleted documents, so that erased terms leave the index's files.
+    merge_deletes: std::sync::atomic::AtomicBool,
 }
+
+/// A text index on disk.
+struct OnDisk {
+    directory: LazySyncDirectory,
+    /// Names this index in snapshots: a snapshot's owner number means
+    /// something only in the index that gave it.
+    id: u128,
+    /// The owner of the swarm's shared documents, the same across restarts.
+    shared_owner: u64,
+    /// Shared documents found in the index on open that no shared entry
+    /// has taken over yet (see [`TextIndex::take_shared_document`]).
+    orphans: Mutex<HashSet<u64>>,
+    /// The last commit made durable.
+    durable: AtomicU64,
+}
+
+/// Who owns the documents of the index.
+#[derive(Default)]
+struct Owners {
+    /// Each agent's current owner: a memory's, or, on disk, the one the
+    /// last commit recorded for an agent whose memory has not come back
+    /// yet (it is taken over by [`TextIndex::claim`]).
+    of_agent: HashMap<String, u64>,
+    /// Owners a live [`Bm25Index`] holds.
+    live: HashSet<u64>,
+}
+
+/// What a commit on disk records beside its segments (tantivy's commit
+/// payload).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Payload {
+    format: u32,
+    id: String,
+    next_owner: u64,
+    shared_owner: u64,
+    owners: std::collections::BTreeMap<String, u64>,
+}
+
+const PAYLOAD_FORMAT: u32 = 1;
 
 #[derive(Clone, Copy)]
 struct Fields {
@@ -81,17 +143,89 @@ impl std::fmt::Debug for TextIndex {
 }
 
 impl TextIndex {
+    /// An index in RAM, rebuilt by every restore.
     pub fn new() -> Result<Arc<TextIndex>, ProjectionError> {
-        let mut schema = Schema::builder();
-        let owner = schema.add_u64_field("owner", INDEXED);
-        let seq = schema.add_u64_field("seq", INDEXED | STORED | FAST);
-        let text = schema.add_text_field("text", TEXT);
-        let kind = schema.add_text_field("kind", STRING);
-        let identifier_indexing = TextFieldIndexing::default()
-            .set_tokenizer(IDENTIFIER_ANALYZER)
-            .set_index_option(IndexRecordOption::WithFreqs);
-        let code = schema.add_text_field("code", TextOptions::default().set_indexing_options(identifier_indexing));
-        let index = Index::create_in_ram(schema.build());
+        let index = Index::create_in_ram(schema());
+        TextIndex::with_index(index, None, 0, HashMap::new())
+    }
+
+    /// The index kept in `directory`, created there if there is none (or
+    /// if the one there is damaged, of another schema or format: it is
+    /// derived state, and memories rebuild what they miss).
+    ///
+    /// Besides the index, says why an index found there was not used.
+    pub fn open(directory: &Path) -> Result<(Arc<TextIndex>, Option<String>), ProjectionError> {
+        let disk_error = |error: std::io::Error| ProjectionError::Index(tantivy::TantivyError::from(error));
+        let discarded = match TextIndex::open_existing(directory) {
+            Ok(Some(index)) => return Ok((index, None)),
+            Ok(None) => None,
+            Err(why) => Some(why),
+        };
+        LazySyncDirectory::wipe(directory).map_err(disk_error)?;
+        let lazy = LazySyncDirectory::open(directory)?;
+        let index = Index::create(lazy.clone(), schema(), IndexSettings::default())?;
+        let mut id_bytes = [0u8; 16];
+        getrandom::fill(&mut id_bytes).map_err(|error| disk_error(std::io::Error::other(error)))?;
+        let id = u128::from_le_bytes(id_bytes);
+        let disk = OnDisk {
+            directory: lazy,
+            id,
+            shared_owner: 0,
+            orphans: Mutex::new(HashSet::new()),
+            durable: AtomicU64::new(0),
+        };
+        Ok((TextIndex::with_index(index, Some(disk), 1, HashMap::new())?, discarded))
+    }
+
+    /// The index in `directory` if there is a usable one.
+    fn open_existing(directory: &Path) -> Result<Option<Arc<TextIndex>>, String> {
+        let lazy = LazySyncDirectory::open(directory).map_err(|error| error.to_string())?;
+        if !Index::exists(&lazy).map_err(|error| error.to_string())? {
+            return Ok(None);
+        }
+        let index = Index::open(lazy.clone()).map_err(|error| error.to_string())?;
+        if index.schema() != schema() {
+            return Err("its schema is not this version's".to_string());
+        }
+        if !lazy.is_durable() {
+            // Committed after its last checkpoint: intact after a killed
+            // process, maybe not after a lost machine.
+            let damaged = index.validate_checksum().map_err(|error| error.to_string())?;
+            if !damaged.is_empty() {
+                return Err(format!("damaged files: {damaged:?}"));
+            }
+        }
+        let metas = index.load_metas().map_err(|error| error.to_string())?;
+        let Some(payload) = metas.payload else { return Err("it has no commit of mneme's".to_string()) };
+        let payload: Payload = serde_json::from_str(&payload).map_err(|error| error.to_string())?;
+        if payload.format != PAYLOAD_FORMAT {
+            return Err(format!("its format is {}, this version's {PAYLOAD_FORMAT}", payload.format));
+        }
+        let id = u128::from_str_radix(&payload.id, 16).map_err(|error| error.to_string())?;
+        let disk = OnDisk {
+            directory: lazy,
+            id,
+            shared_owner: payload.shared_owner,
+            orphans: Mutex::new(HashSet::new()),
+            durable: AtomicU64::new(0),
+        };
+        let text_index =
+            TextIndex::with_index(index, Some(disk), payload.next_owner, payload.owners.into_iter().collect())
+                .map_err(|error| error.to_string())?;
+        let shared = text_index.seqs_of_owner(payload.shared_owner).map_err(|error| error.to_string())?;
+        if let Some(disk) = &text_index.disk {
+            *lock(&disk.orphans) = shared.into_iter().collect();
+        }
+        Ok(Some(text_index))
+    }
+
+    fn with_index(
+        index: Index,
+        disk: Option<OnDisk>,
+        next_owner: u64,
+        of_agent: HashMap<String, u64>,
+    ) -> Result<Arc<TextIndex>, ProjectionError> {
+        let fields = Fields::of(&index.schema())?;
         index.tokenizers().register(
             IDENTIFIER_ANALYZER,
             TextAnalyzer::builder(WhitespaceTokenizer::default()).filter(LowerCaser).build(),
@@ -107,11 +241,19 @@ impl TextIndex {
             index,
             writer: Mutex::new(writer),
             reader,
-            fields: Fields { owner, seq, text, code, kind },
-            next_owner: AtomicU64::new(0),
+            fields,
+            next_owner: AtomicU64::new(next_owner),
             changes: AtomicU64::new(0),
             committed: AtomicU64::new(0),
+            disk,
+            owners: Mutex::new(Owners { of_agent, live: HashSet::new() }),
+            merge_deletes: std::sync::atomic::AtomicBool::new(false),
         }))
+    }
+
+    /// Whether the index is on disk (and kept across restarts).
+    pub fn is_on_disk(&self) -> bool {
+        self.disk.is_some()
     }
 
     fn writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
@@ -120,8 +262,13 @@ impl TextIndex {
         self.writer.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    fn owners(&self) -> MutexGuard<'_, Owners> {
+        lock(&self.owners)
+    }
+
     /// Makes every change made so far searchable, unless a commit since
-    /// `change` did already.
+    /// `change` did already. On disk the commit records the owners (see
+    /// [`Payload`]), but is not synced: [`TextIndex::make_durable`] is.
     fn commit_through(&self, change: u64) -> Result<(), ProjectionError> {
         if self.committed.load(Ordering::Acquire) >= change {
             return Ok(());
@@ -132,9 +279,59 @@ impl TextIndex {
         if self.committed.load(Ordering::Acquire) >= change {
             return Ok(());
         }
-        writer.commit()?;
+        match &self.disk {
+            None => {
+                writer.commit()?;
+            }
+            Some(disk) => {
+                let payload = Payload {
+                    format: PAYLOAD_FORMAT,
+                    id: format!("{:032x}", disk.id),
+                    next_owner: self.next_owner.load(Ordering::Acquire),
+                    shared_owner: disk.shared_owner,
+                    owners: self.owners().of_agent.iter().map(|(agent, owner)| (agent.clone(), *owner)).collect(),
+                };
+                let payload = serde_json::to_string(&payload).expect("the payload is plain data");
+                let mut commit = writer.prepare_commit()?;
+                commit.set_payload(&payload);
+                commit.commit()?;
+            }
+        }
+        if self.merge_deletes.swap(false, Ordering::AcqRel) {
+            // Erased terms stay in a segment's files until it is merged.
+            let segments: Vec<_> = self
+                .index
+                .searchable_segment_metas()?
+                .into_iter()
+                .filter(|segment| segment.has_deletes())
+                .map(|segment| segment.id())
+                .collect();
+            if !segments.is_empty() {
+                writer.merge(&segments).wait()?;
+            }
+        }
         self.reader.reload()?;
         self.committed.store(latest, Ordering::Release);
+        Ok(())
+    }
+
+    /// Commits everything and, on disk, syncs it: what a checkpoint saved
+    /// after this names is on disk. Cheap when nothing changed since the
+    /// last call.
+    pub(crate) fn make_durable(&self) -> Result<(), ProjectionError> {
+        let Some(disk) = &self.disk else { return Ok(()) };
+        let latest = self.changes.load(Ordering::Acquire);
+        // `durable` is one past the last change made durable, 0 for none.
+        if disk.durable.load(Ordering::Acquire) > latest {
+            return Ok(());
+        }
+        // A commit even with no change: it records the owners.
+        self.committed.store(0, Ordering::Release);
+        self.commit_through(latest.max(1))?;
+        // Holding the writer: no commit runs while the files are synced.
+        let _writer = self.writer();
+        disk.directory.make_durable().map_err(|error| ProjectionError::Index(error.into()))?;
+        disk.durable.fetch_max(latest + 1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -142,10 +339,138 @@ impl TextIndex {
         self.changes.fetch_add(1, Ordering::AcqRel) + 1
     }
 
-    /// A new owner number, for a memory's own documents or the swarm's
-    /// shared ones.
-    pub(crate) fn new_owner(&self) -> u64 {
+    /// A new owner number.
+    fn new_owner(&self) -> u64 {
         self.next_owner.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The owner of the swarm's shared documents: on disk always the same
+    /// one, in RAM a new one for each [`SharedContent`](crate::SharedContent).
+    pub(crate) fn shared_owner(&self) -> u64 {
+        match &self.disk {
+            Some(disk) => disk.shared_owner,
+            None => self.new_owner(),
+        }
+    }
+
+    /// A new owner for `agent`'s documents, held by a new [`Bm25Index`].
+    /// Documents of an earlier owner of the agent that no memory holds
+    /// (left by the last process) are deleted; those of a live one go when
+    /// its memory is dropped.
+    fn register_new_owner(&self, agent: &str) -> u64 {
+        let owner = self.new_owner();
+        let left_behind = {
+            let mut owners = self.owners();
+            owners.live.insert(owner);
+            owners.of_agent.insert(agent.to_string(), owner).filter(|previous| !owners.live.contains(previous))
+        };
+        // Not under the owners' lock: a commit takes the writer, then it.
+        if let Some(previous) = left_behind {
+            self.delete_owner(previous);
+        }
+        owner
+    }
+
+    /// Takes over `agent`'s documents of owner `owner` in the index `id`,
+    /// which the last process left: true if they are there for the taking.
+    fn claim(&self, agent: &str, id: u128, owner: u64) -> bool {
+        let Some(disk) = &self.disk else { return false };
+        let mut owners = self.owners();
+        let claimable = disk.id == id && owners.of_agent.get(agent) == Some(&owner) && !owners.live.contains(&owner);
+        if claimable {
+            owners.live.insert(owner);
+        }
+        claimable
+    }
+
+    /// Where a snapshot finds its memory's documents again: this index's id
+    /// and the owner, on disk.
+    fn location(&self, owner: u64) -> Option<(u128, u64)> {
+        self.disk.as_ref().map(|disk| (disk.id, owner))
+    }
+
+    /// A memory's documents leave with it when it was replaced (a restore
+    /// or a rebuild made a new one) or when the index is in RAM; on disk,
+    /// the current memory of an agent keeps them for the next process.
+    fn release_owner(&self, owner: u64) {
+        let delete = {
+            let mut owners = self.owners();
+            owners.live.remove(&owner);
+            let current = owners.of_agent.values().any(|current| *current == owner);
+            if self.disk.is_none() && current {
+                owners.of_agent.retain(|_, current| *current != owner);
+            }
+            self.disk.is_none() || !current
+        };
+        if delete {
+            self.delete_owner(owner);
+        }
+    }
+
+    fn delete_owner(&self, owner: u64) {
+        self.writer().delete_term(Term::from_field_u64(self.fields.owner, owner));
+        self.changed();
+    }
+
+    /// Deletes what the last process left that no memory took over: the
+    /// documents of agents whose memory did not come back, and shared
+    /// documents no memory holds. Called once every memory the process
+    /// serves has been restored; until then they may still be claimed.
+    pub fn sweep_unclaimed(&self) -> Result<(), ProjectionError> {
+        let Some(disk) = &self.disk else { return Ok(()) };
+        let orphans = std::mem::take(&mut *lock(&disk.orphans));
+        for seq in orphans {
+            self.delete_shared_document(seq);
+        }
+        let kept: HashSet<u64> = {
+            let mut owners = self.owners();
+            let live = owners.live.clone();
+            owners.of_agent.retain(|_, owner| live.contains(owner));
+            live
+        };
+        let searcher = self.reader.searcher();
+        let mut gone = HashSet::new();
+        for segment in searcher.segment_readers() {
+            let inverted = segment.inverted_index(self.fields.owner)?;
+            let mut terms = inverted.terms().stream().map_err(io_error)?;
+            while terms.advance() {
+                let key: [u8; 8] = terms.key().try_into().map_err(|_| {
+                    ProjectionError::Index(tantivy::TantivyError::InternalError("an owner term is not a u64".into()))
+                })?;
+                let owner = u64::from_be_bytes(key);
+                if owner != disk.shared_owner && !kept.contains(&owner) {
+                    gone.insert(owner);
+                }
+            }
+        }
+        for owner in gone {
+            self.delete_owner(owner);
+        }
+        Ok(())
+    }
+
+    /// The seqs of `owner`'s documents in the last commit, ascending.
+    fn seqs_of_owner(&self, owner: u64) -> Result<Vec<u64>, ProjectionError> {
+        let searcher = self.reader.searcher();
+        let term = Term::from_field_u64(self.fields.owner, owner);
+        let mut seqs = Vec::new();
+        for segment in searcher.segment_readers() {
+            seqs_in_segment(segment, &term, &mut seqs)?;
+        }
+        seqs.sort_unstable();
+        Ok(seqs)
+    }
+
+    /// Deletes `owner`'s documents past `seq`.
+    fn delete_owner_after(&self, owner: u64, seq: u64) -> Result<(), ProjectionError> {
+        let fields = self.fields;
+        let owner: Box<dyn Query> =
+            Box::new(TermQuery::new(Term::from_field_u64(fields.owner, owner), IndexRecordOption::Basic));
+        let after: Box<dyn Query> =
+            Box::new(RangeQuery::new(Bound::Excluded(Term::from_field_u64(fields.seq, seq)), Bound::Unbounded));
+        self.writer().delete_query(Box::new(BooleanQuery::new(vec![(Occur::Must, owner), (Occur::Must, after)])))?;
+        self.changed();
+        Ok(())
     }
 
     /// Adds a document of `owner`; returns the change that added it.
@@ -162,6 +487,12 @@ impl TextIndex {
         Ok(self.changed())
     }
 
+    /// Takes over the shared document of `seq` if the last process left it
+    /// in the index: true if it is there (and needs no adding).
+    pub(crate) fn take_shared_document(&self, seq: u64) -> bool {
+        self.disk.as_ref().is_some_and(|disk| lock(&disk.orphans).remove(&seq))
+    }
+
     /// Deletes the shared document of `seq`. A term delete, not a query: a
     /// seq's event is either shared (one document, the swarm's) or its
     /// author's alone, so the seq names the document, and tantivy applies
@@ -169,6 +500,14 @@ impl TextIndex {
     pub(crate) fn delete_shared_document(&self, seq: u64) {
         self.writer().delete_term(Term::from_field_u64(self.fields.seq, seq));
         self.changed();
+    }
+
+    /// After an erasure deleted documents: commits, and merges the
+    /// segments holding deleted documents, so that the erased terms leave
+    /// the index's files (and RAM) now rather than at some later merge.
+    pub(crate) fn erase_deleted(&self) -> Result<(), ProjectionError> {
+        self.merge_deletes.store(true, Ordering::Release);
+        self.commit_through(self.changed())
     }
 
     /// What a text adds to BM25's statistics, as the index's analyzers see
@@ -209,6 +548,61 @@ fn term_key(term: &Term) -> u64 {
     hasher.finish()
 }
 
+/// The fields of the index, by name.
+fn schema() -> Schema {
+    let mut schema = Schema::builder();
+    schema.add_u64_field("owner", INDEXED);
+    schema.add_u64_field("seq", INDEXED | STORED | FAST);
+    schema.add_text_field("text", TEXT);
+    schema.add_text_field("kind", STRING);
+    let identifier_indexing =
+        TextFieldIndexing::default().set_tokenizer(IDENTIFIER_ANALYZER).set_index_option(IndexRecordOption::WithFreqs);
+    schema.add_text_field("code", TextOptions::default().set_indexing_options(identifier_indexing));
+    schema.build()
+}
+
+impl Fields {
+    fn of(schema: &Schema) -> Result<Fields, ProjectionError> {
+        let field = |name: &str| schema.get_field(name).map_err(ProjectionError::Index);
+        Ok(Fields {
+            owner: field("owner")?,
+            seq: field("seq")?,
+            text: field("text")?,
+            code: field("code")?,
+            kind: field("kind")?,
+        })
+    }
+}
+
+/// Pushes the seqs of the live documents of `owner` (a term of the owner
+/// field) in one segment.
+fn seqs_in_segment(segment: &SegmentReader, owner: &Term, seqs: &mut Vec<u64>) -> Result<(), ProjectionError> {
+    let postings = segment.inverted_index(owner.field())?.read_postings(owner, IndexRecordOption::Basic);
+    let Some(mut postings) = postings.map_err(io_error)? else {
+        return Ok(());
+    };
+    let column = segment.fast_fields().u64("seq")?;
+    let mut doc = postings.doc();
+    while doc != TERMINATED {
+        if !segment.is_deleted(doc)
+            && let Some(seq) = column.first(doc)
+        {
+            seqs.push(seq);
+        }
+        doc = postings.advance();
+    }
+    Ok(())
+}
+
+fn io_error(error: std::io::Error) -> ProjectionError {
+    ProjectionError::Index(error.into())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each guarded value is consistent between statements.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A text's share of BM25's statistics: tokens per field and the keys of
 /// its distinct terms (of both fields).
 #[derive(Default, Clone, Debug)]
@@ -222,6 +616,7 @@ pub(crate) struct TermCounts {
 /// documentation.
 pub(crate) struct Bm25Index {
     shared: Arc<TextIndex>,
+    agent: String,
     owner: u64,
     /// The owner of the swarm's shared documents, which this memory's
     /// searches read too (only those it holds, see [`Bm25Index::search`]).
@@ -268,17 +663,105 @@ impl Bm25StatisticsProvider for ViewStatistics<'_> {
     }
 }
 
+/// What a snapshot keeps of a memory's documents in an index on disk:
+/// where they are, and their statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SavedText {
+    pub index_id: u128,
+    pub owner: u64,
+    pub documents: u64,
+    pub text_tokens: u64,
+    pub code_tokens: u64,
+    /// By term key, ascending.
+    pub document_frequency: Vec<(u64, u32)>,
+}
+
 impl Bm25Index {
-    /// An empty view of `shared` for a new memory.
-    pub fn new(shared: Arc<TextIndex>, shared_owner: Option<u64>) -> Bm25Index {
-        let owner = shared.new_owner();
-        Bm25Index { shared, owner, shared_owner, stats: OwnStatistics::default(), last_change: 0 }
+    /// An empty view of `shared` for a new memory of `agent`.
+    pub fn new(shared: Arc<TextIndex>, shared_owner: Option<u64>, agent: &str) -> Bm25Index {
+        let owner = shared.register_new_owner(agent);
+        Bm25Index {
+            shared,
+            agent: agent.to_string(),
+            owner,
+            shared_owner,
+            stats: OwnStatistics::default(),
+            last_change: 0,
+        }
+    }
+
+    /// The view of a memory restored at `checkpoint` whose own indexed
+    /// items are `own_seqs` (ascending): its documents taken over from the
+    /// index on disk when `saved` names them and they are exactly those
+    /// (true), else a new, empty view to fill (false). Its documents past
+    /// the checkpoint are deleted: the log's tail adds them again.
+    pub fn restore(
+        shared: Arc<TextIndex>,
+        shared_owner: Option<u64>,
+        agent: &str,
+        saved: Option<SavedText>,
+        checkpoint: u64,
+        own_seqs: &[u64],
+    ) -> Result<(Bm25Index, bool), ProjectionError> {
+        if let Some(saved) = saved
+            && shared.claim(agent, saved.index_id, saved.owner)
+        {
+            let found = shared.seqs_of_owner(saved.owner)?;
+            let up_to_checkpoint = found.partition_point(|seq| *seq <= checkpoint);
+            if found[..up_to_checkpoint] == *own_seqs {
+                let mut last_change = 0;
+                if up_to_checkpoint < found.len() {
+                    shared.delete_owner_after(saved.owner, checkpoint)?;
+                    last_change = shared.changes.load(Ordering::Acquire);
+                }
+                let stats = OwnStatistics {
+                    documents: saved.documents,
+                    text_tokens: saved.text_tokens,
+                    code_tokens: saved.code_tokens,
+                    document_frequency: saved.document_frequency.into_iter().collect(),
+                };
+                let index = Bm25Index {
+                    shared,
+                    agent: agent.to_string(),
+                    owner: saved.owner,
+                    shared_owner,
+                    stats,
+                    last_change,
+                };
+                return Ok((index, true));
+            }
+            // Not what the memory holds: its documents go (see
+            // `register_new_owner`) and it is indexed again.
+            shared.owners().live.remove(&saved.owner);
+        }
+        Ok((Bm25Index::new(shared, shared_owner, agent), false))
+    }
+
+    /// What a snapshot keeps of this view, when its index is on disk.
+    pub fn saved(&self) -> Option<SavedText> {
+        let (index_id, owner) = self.shared.location(self.owner)?;
+        let mut document_frequency: Vec<(u64, u32)> =
+            self.stats.document_frequency.iter().map(|(term, count)| (*term, *count)).collect();
+        document_frequency.sort_unstable();
+        Some(SavedText {
+            index_id,
+            owner,
+            documents: self.stats.documents,
+            text_tokens: self.stats.text_tokens,
+            code_tokens: self.stats.code_tokens,
+            document_frequency,
+        })
+    }
+
+    /// Commits and syncs the index (see [`TextIndex::make_durable`]).
+    pub fn make_durable(&self) -> Result<(), ProjectionError> {
+        self.shared.make_durable()
     }
 
     /// A new, empty view of the same index: what a rebuild fills, while
     /// this one keeps answering until it is replaced (and dropped).
     pub fn empty_like(&self) -> Bm25Index {
-        Bm25Index::new(self.shared.clone(), self.shared_owner)
+        Bm25Index::new(self.shared.clone(), self.shared_owner, &self.agent)
     }
 
     /// Adds a document of this memory's own.
@@ -407,13 +890,11 @@ impl Bm25Index {
 }
 
 impl Drop for Bm25Index {
-    /// A memory that is gone (replaced by a restore or a rebuild, or
-    /// stopped) takes its documents out of the shared index; the next
-    /// commit makes that visible and merges reclaim the space.
+    /// A memory that is gone takes its documents out of the shared index
+    /// (see [`TextIndex::release_owner`]); the next commit makes that
+    /// visible and merges reclaim the space.
     fn drop(&mut self) {
-        let term = Term::from_field_u64(self.shared.fields.owner, self.owner);
-        self.shared.writer().delete_term(term);
-        self.shared.changed();
+        self.shared.release_owner(self.owner);
     }
 }
 
@@ -448,7 +929,7 @@ mod tests {
     }
 
     fn index_with(shared: &Arc<TextIndex>, texts: &[&str]) -> Bm25Index {
-        let mut index = Bm25Index::new(shared.clone(), None);
+        let mut index = Bm25Index::new(shared.clone(), None, "agent");
         for (position, text) in texts.iter().enumerate() {
             index.add(position as u64 + 1, "message_recorded", text).unwrap();
         }
@@ -487,7 +968,7 @@ mod tests {
     #[test]
     fn kinds_filter_without_scoring() {
         let shared = TextIndex::new().unwrap();
-        let mut index = Bm25Index::new(shared, None);
+        let mut index = Bm25Index::new(shared, None, "agent");
         index.add(1, "message_recorded", "token refresh").unwrap();
         index.add(2, "decision_made", "token refresh").unwrap();
         index.commit().unwrap();
@@ -495,5 +976,55 @@ mod tests {
         let decisions = index.search("token", 10, &["decision_made".to_string()], &|_| true).unwrap();
         assert_eq!(decisions, vec![(all[0].0, 2)]);
         assert_eq!(all[0].0, all[1].0);
+    }
+
+    /// Documents the last process left are taken over by the memory that
+    /// comes back; those of a memory that does not go at the sweep.
+    #[test]
+    fn an_index_on_disk_keeps_what_a_memory_takes_over_and_sweeps_the_rest() {
+        let directory = tempfile::tempdir().unwrap();
+        let saved = {
+            let (shared, discarded) = TextIndex::open(directory.path()).unwrap();
+            assert_eq!(discarded, None);
+            let mut kept = Bm25Index::new(shared.clone(), None, "kept");
+            let mut gone = Bm25Index::new(shared.clone(), None, "gone");
+            for seq in 1..=3 {
+                kept.add(seq, "message_recorded", "token refresh failed").unwrap();
+                gone.add(seq + 10, "message_recorded", "database migration").unwrap();
+            }
+            kept.make_durable().unwrap();
+            kept.saved().unwrap()
+        };
+        let (shared, discarded) = TextIndex::open(directory.path()).unwrap();
+        assert_eq!(discarded, None);
+        let (mut kept, reused) =
+            Bm25Index::restore(shared.clone(), None, "kept", Some(saved.clone()), 2, &[1, 2]).unwrap();
+        assert!(reused);
+        // Claimed once: a second memory of the agent cannot take them too.
+        let (_again, reused_again) = Bm25Index::restore(shared.clone(), None, "kept", Some(saved), 2, &[1, 2]).unwrap();
+        assert!(!reused_again);
+        drop(_again);
+        shared.sweep_unclaimed().unwrap();
+        kept.commit().unwrap();
+        shared.commit_through(shared.changed()).unwrap();
+        assert_eq!(shared.seqs_of_owner(kept.owner).unwrap(), [1, 2]);
+        assert_eq!(shared.reader.searcher().num_docs(), 2);
+        let hits = kept.search("token", 10, &[], &|_| true).unwrap();
+        assert_eq!(hits.iter().map(|(_, seq)| *seq).collect::<Vec<_>>(), [2, 1]);
+    }
+
+    #[test]
+    fn a_damaged_index_on_disk_is_replaced() {
+        let directory = tempfile::tempdir().unwrap();
+        {
+            let (shared, _) = TextIndex::open(directory.path()).unwrap();
+            let mut index = Bm25Index::new(shared, None, "agent");
+            index.add(1, "message_recorded", "token").unwrap();
+            index.make_durable().unwrap();
+        }
+        std::fs::write(directory.path().join("meta.json"), b"{ not json").unwrap();
+        let (shared, discarded) = TextIndex::open(directory.path()).unwrap();
+        assert!(discarded.is_some());
+        assert_eq!(shared.reader.searcher().num_docs(), 0);
     }
 }

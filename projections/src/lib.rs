@@ -20,6 +20,7 @@ mod retrieval;
 mod shared;
 mod snapshot;
 mod superseded;
+mod text_dir;
 pub mod tokens;
 mod vector;
 mod working;

@@ -71,6 +71,14 @@ impl Default for MemoryConfig {
 }
 
 impl MemoryConfig {
+    /// This configuration, with content of its own if its shared content
+    /// is of other dimensions than its embedder's (a configuration whose
+    /// embedder was changed after its content was made): vectors of two
+    /// models cannot be compared.
+    pub(crate) fn fitted(self) -> MemoryConfig {
+        if self.shared.dimensions() == self.embedder.dimensions() { self } else { self.with_fresh_shared_content() }
+    }
+
     /// Gives this configuration (and its clones) content of its own, for
     /// memories of another swarm or another shape.
     pub fn with_fresh_shared_content(mut self) -> MemoryConfig {
@@ -141,6 +149,9 @@ pub struct AgentMemory {
     /// event under the same id.
     pub(crate) seen_ids: HashMap<EventId, SeenId>,
     pub(crate) working: WorkingTier,
+    /// Whether this memory, restored from a snapshot, took its documents
+    /// over from the text index on disk (rather than indexing them again).
+    pub(crate) text_reused: bool,
     pub(crate) bm25: Bm25Index,
     pub(crate) vectors: VectorIndex,
     pub(crate) graph: FactGraph,
@@ -231,15 +242,15 @@ pub struct OpenContradiction {
 
 impl AgentMemory {
     pub fn new(swarm: &str, agent: &str, config: MemoryConfig) -> Result<AgentMemory, ProjectionError> {
-        // Content shared with memories of other dimensions (a configuration
-        // whose embedder was changed after its content was made) would mix
-        // vectors that cannot be compared.
-        let config = if config.shared.dimensions() == config.embedder.dimensions() {
-            config
-        } else {
-            config.with_fresh_shared_content()
-        };
-        Ok(AgentMemory {
+        let config = config.fitted();
+        let bm25 = Bm25Index::new(config.shared.text_index().clone(), Some(config.shared.owner()), agent);
+        Ok(AgentMemory::with_text_index(swarm, agent, config, bm25))
+    }
+
+    /// An empty memory with its view of the text index; `config` is
+    /// [`MemoryConfig::fitted`].
+    pub(crate) fn with_text_index(swarm: &str, agent: &str, config: MemoryConfig, bm25: Bm25Index) -> AgentMemory {
+        AgentMemory {
             swarm: swarm.to_string(),
             agent: agent.to_string(),
             checkpoint: 0,
@@ -247,7 +258,8 @@ impl AgentMemory {
             seq_by_item_id: HashMap::new(),
             seen_ids: HashMap::new(),
             working: WorkingTier::new(config.working_tier_tokens, config.working_item_max_tokens),
-            bm25: Bm25Index::new(config.shared.text_index().clone(), Some(config.shared.owner())),
+            bm25,
+            text_reused: false,
             vectors: VectorIndex::new(config.embedder.dimensions()),
             graph: FactGraph::new(),
             hidden_count: 0,
@@ -260,11 +272,17 @@ impl AgentMemory {
             seen_order: Vec::new(),
             changes: Changes::everything(),
             config,
-        })
+        }
     }
 
     pub fn swarm(&self) -> &str {
         &self.swarm
+    }
+
+    /// Whether this memory was restored with its documents taken over from
+    /// the text index on disk.
+    pub fn reused_text_index(&self) -> bool {
+        self.text_reused
     }
 
     pub fn agent(&self) -> &str {
@@ -458,7 +476,7 @@ impl AgentMemory {
                 || (format!("{prefix}{text}"), prefix.len()),
                 |shared_text| QuantizedVector::of(&embedder.embed(embedded_text(shared_text))),
             )?;
-            self.bm25.hold_shared(&entry.terms, entry.change, 1);
+            self.bm25.hold_shared(self.config.shared.terms_of(&entry), entry.change, 1);
             ItemText::shared(entry, own)
         } else {
             // Its own private event (or its own, when the swarm does not
@@ -752,7 +770,7 @@ impl AgentMemory {
         let mut hidden = 0;
         for item in self.items.values().filter(|item| item.state != ItemState::Purged) {
             match item.text.shared_entry() {
-                Some(entry) => bm25.hold_shared(&entry.terms, entry.change, 1),
+                Some(entry) => bm25.hold_shared(self.config.shared.terms_of(entry), entry.change, 1),
                 None => bm25.add(item.seq, item.kind, &item.text)?,
             }
             if !item.state.is_searchable() {
@@ -762,9 +780,10 @@ impl AgentMemory {
         bm25.commit()?;
         let items = &self.items;
         self.vectors.retain(|seq| items.get(&seq).is_some_and(|item| item.state != ItemState::Purged));
+        // Dropping the old view deletes its documents.
         self.bm25 = bm25;
         self.hidden_count = hidden;
-        Ok(())
+        self.config.shared.text_index().erase_deleted()
     }
 
     /// Makes every applied item searchable. Cheap when nothing changed.
@@ -906,7 +925,7 @@ mod tests {
             "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
             "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
         let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
-        assert_eq!(crate::SNAPSHOT_FORMAT, 11);
+        assert_eq!(crate::SNAPSHOT_FORMAT, 12);
         assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
     }
 }

@@ -21,7 +21,7 @@
 //! holds.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard};
 
 use crate::bm25::{TermCounts, TextIndex};
 use crate::error::ProjectionError;
@@ -60,8 +60,12 @@ pub struct SharedEntry {
     pub(crate) text: String,
     /// Bytes of the `(from author) ` prefix, which the author does not see.
     pub(crate) author_prefix: usize,
-    pub(crate) terms: TermCounts,
-    /// The text index change that added the entry's document.
+    /// Counted when a memory first needs them (see
+    /// [`SharedContent::terms_of`]): a memory restored with its statistics
+    /// does not, and its entries then do without.
+    terms: OnceLock<TermCounts>,
+    /// The text index change that added the entry's document (0: it was
+    /// in the index when this process opened it).
     pub(crate) change: u64,
 }
 
@@ -139,7 +143,7 @@ impl SharedContent {
     /// Shared content for the memories of one swarm, whose vectors have
     /// `dimensions` dimensions, indexed in `text_index`.
     pub fn new(text_index: Arc<TextIndex>, dimensions: usize) -> Arc<SharedContent> {
-        let owner = text_index.new_owner();
+        let owner = text_index.shared_owner();
         Arc::new(SharedContent {
             text_index,
             owner,
@@ -160,6 +164,11 @@ impl SharedContent {
 
     pub(crate) fn dimensions(&self) -> usize {
         self.dimensions
+    }
+
+    /// The entry's share of BM25's statistics.
+    pub(crate) fn terms_of<'a>(&self, entry: &'a SharedEntry) -> &'a TermCounts {
+        entry.terms.get_or_init(|| self.text_index.term_counts(&entry.text))
     }
 
     /// How many shared entries some memory holds.
@@ -227,18 +236,22 @@ impl SharedContent {
         author_prefix: usize,
         vector: QuantizedVector,
     ) -> Result<Arc<SharedEntry>, ProjectionError> {
-        // Indexed as the other agents read it: who said it is part of what
-        // a question may name (`eval` loses fixed-by recall without it).
-        let terms = self.text_index.term_counts(&text);
         let mut entries = self.lock_entries();
         // Another memory may have built it meanwhile.
         if let Some(slot) = entries.get_mut(&seq) {
             slot.holders += 1;
             return Ok(slot.entry.clone());
         }
-        let change = self.text_index.add_document(self.owner, seq, kind, &text)?;
+        // Indexed as the other agents read it: who said it is part of what
+        // a question may name (`eval` loses fixed-by recall without it).
+        // The last process may have left the document in the index.
+        let change = if self.text_index.take_shared_document(seq) {
+            0
+        } else {
+            self.text_index.add_document(self.owner, seq, kind, &text)?
+        };
         self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(seq, vector);
-        let entry = Arc::new(SharedEntry { text, author_prefix, terms, change });
+        let entry = Arc::new(SharedEntry { text, author_prefix, terms: OnceLock::new(), change });
         entries.insert(seq, Slot { entry: entry.clone(), holders: 1 });
         Ok(entry)
     }

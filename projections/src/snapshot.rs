@@ -25,6 +25,7 @@ use mneme_events::{ContradictionResolution, EventId, EventKind, HandoffBundle, H
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
+use crate::bm25::{Bm25Index, SavedText};
 use crate::error::ProjectionError;
 use crate::graph::FactGraph;
 use crate::graph::snapshot::GraphPart;
@@ -37,7 +38,7 @@ use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 11;
+pub const SNAPSHOT_FORMAT: u32 = 12;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -210,6 +211,20 @@ struct MemorySnapshot {
     handoffs: Vec<HandoffSnapshotRecord>,
     /// Bundles of the handoffs this agent sent: (handoff id, its seq, bundle).
     sent_bundles: Vec<(u128, u64, HandoffBundle)>,
+    /// Where the memory's documents are in a text index on disk, and their
+    /// statistics; `None` in RAM (a restore indexes the items again).
+    text: Option<TextRecord>,
+}
+
+/// See [`SavedText`].
+#[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+struct TextRecord {
+    index_id: u128,
+    owner: u64,
+    documents: u64,
+    text_tokens: u64,
+    code_tokens: u64,
+    document_frequency: Vec<(u64, u32)>,
 }
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
@@ -302,6 +317,8 @@ impl AgentMemory {
     }
 
     fn delta(&self, everything: bool, section_bytes: usize) -> Result<SnapshotDelta, ProjectionError> {
+        // What the snapshot names of the text index is on disk before it.
+        self.bm25.make_durable()?;
         let parts = self.parts();
         let changed: BTreeSet<SnapshotPart> = if everything {
             parts.iter().copied().collect()
@@ -375,6 +392,14 @@ impl AgentMemory {
                 })
                 .collect(),
             sent_bundles: self.sent_bundles.iter().map(|(id, (seq, bundle))| (id.0, *seq, bundle.clone())).collect(),
+            text: self.bm25.saved().map(|saved| TextRecord {
+                index_id: saved.index_id,
+                owner: saved.owner,
+                documents: saved.documents,
+                text_tokens: saved.text_tokens,
+                code_tokens: saved.code_tokens,
+                document_frequency: saved.document_frequency,
+            }),
         };
         let mut head_bytes = Vec::new();
         append_section(&mut head_bytes, "head", &head)?;
@@ -550,10 +575,7 @@ impl AgentMemory {
                 return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} is there twice")));
             }
         }
-        // Filled in place, so that what it takes of the swarm's shared
-        // content is given back (on drop) if the restore fails half-way.
-        let mut memory = AgentMemory::new(swarm, agent, config)?;
-        let config = memory.config.clone();
+        let mut items = Vec::with_capacity(item_records.len());
         let mut previous_seq = None;
         for record in item_records {
             if previous_seq.is_some_and(|previous| previous >= record.seq) {
@@ -561,7 +583,39 @@ impl AgentMemory {
             }
             previous_seq = Some(record.seq);
             let shared_prefix = record.shared_prefix.map(|prefix| prefix as usize);
-            let mut item = memory_item(record)?;
+            items.push((memory_item(record)?, shared_prefix));
+        }
+        // The memory's own documents in the text index: taken over if the
+        // index on disk has them, else indexed again.
+        let config = config.fitted();
+        let own_seqs: Vec<u64> = items
+            .iter()
+            .filter(|(item, prefix)| prefix.is_none() && item.state != ItemState::Purged)
+            .map(|(item, _)| item.seq)
+            .collect();
+        let saved = snapshot.text.map(|record| SavedText {
+            index_id: record.index_id,
+            owner: record.owner,
+            documents: record.documents,
+            text_tokens: record.text_tokens,
+            code_tokens: record.code_tokens,
+            document_frequency: record.document_frequency,
+        });
+        let (bm25, documents_kept) = Bm25Index::restore(
+            config.shared.text_index().clone(),
+            Some(config.shared.owner()),
+            agent,
+            saved,
+            snapshot.checkpoint,
+            &own_seqs,
+        )?;
+        drop(own_seqs);
+        // Filled in place, so that what it takes of the swarm's shared
+        // content is given back (on drop) if the restore fails half-way.
+        let mut memory = AgentMemory::with_text_index(swarm, agent, config, bm25);
+        memory.text_reused = documents_kept;
+        let config = memory.config.clone();
+        for (mut item, shared_prefix) in items {
             // Hidden items stay indexed (see `AgentMemory::change_state`);
             // purged ones do not (see `AgentMemory::purge`).
             if item.state != ItemState::Purged {
@@ -584,11 +638,15 @@ impl AgentMemory {
                             prefix,
                             vector,
                         )?;
-                        memory.bm25.hold_shared(&entry.terms, entry.change, 1);
+                        if !documents_kept {
+                            memory.bm25.hold_shared(config.shared.terms_of(&entry), entry.change, 1);
+                        }
                         item.text = ItemText::shared(entry, item.agent == agent);
                     }
                     None => {
-                        memory.bm25.add(item.seq, item.kind, &item.text)?;
+                        if !documents_kept {
+                            memory.bm25.add(item.seq, item.kind, &item.text)?;
+                        }
                         memory.vectors.insert_quantized(item.seq, vector);
                     }
                 }

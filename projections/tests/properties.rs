@@ -447,6 +447,77 @@ proptest! {
         prop_assert_eq!(restored.digest(), rebuild(&log).digest());
     }
 
+    /// A restart with the text index on disk: two memories snapshot
+    /// part-way, apply more (their documents past the snapshot are in the
+    /// index, committed or not), the process stops; a new one opens the
+    /// index, restores both from their snapshots, takes their documents
+    /// over and applies the tail. Each answers what the log gives.
+    #[test]
+    fn a_restart_on_the_text_index_on_disk_answers_what_the_log_gives(
+        ops in prop::collection::vec(op(), 1..60),
+        split in any::<prop::sample::Index>(),
+        beyond in 0usize..10,
+        commit_beyond in any::<bool>(),
+    ) {
+        let log = log_of(&ops);
+        let split = split.index(log.len() + 1);
+        let beyond = (split + beyond).min(log.len());
+        let directory = tempfile::tempdir().unwrap();
+        let on_disk = || {
+            let (index, discarded) = mneme_projections::TextIndex::open(directory.path()).unwrap();
+            assert_eq!(discarded, None);
+            let config = config();
+            let dimensions = config.embedder.dimensions();
+            MemoryConfig { shared: mneme_projections::SharedContent::new(index, dimensions), ..config }
+        };
+        let agents = ["coder", "reviewer"];
+        let mut snapshots = Vec::new();
+        {
+            let swarm = on_disk();
+            let mut memories: Vec<AgentMemory> =
+                agents.iter().map(|agent| AgentMemory::new("demo", agent, swarm.clone()).unwrap()).collect();
+            for memory in &mut memories {
+                for (seq, event) in &log[..split] {
+                    memory.apply(*seq, event).unwrap();
+                }
+                snapshots.push(memory.to_snapshot().unwrap());
+                for (seq, event) in &log[split..beyond] {
+                    memory.apply(*seq, event).unwrap();
+                }
+                if commit_beyond {
+                    memory.commit().unwrap();
+                }
+            }
+        }
+        let swarm = on_disk();
+        let mut memories: Vec<AgentMemory> = agents
+            .iter()
+            .zip(&snapshots)
+            .map(|(agent, snapshot)| AgentMemory::from_snapshot(snapshot, "demo", agent, swarm.clone()).unwrap())
+            .collect();
+        swarm.shared.text_index().sweep_unclaimed().unwrap();
+        // Unless a purge after the snapshot replaced its documents, each
+        // memory takes them over.
+        let purged_beyond = log[split..beyond].iter().any(|(_, event)| matches!(event.kind, EventKind::MemoryPurged(_)));
+        for (memory, agent) in memories.iter_mut().zip(agents) {
+            prop_assert!(memory.reused_text_index() || purged_beyond, "{agent} indexed its items again");
+            for (seq, event) in &log[split..] {
+                memory.apply(*seq, event).unwrap();
+            }
+            memory.commit().unwrap();
+            let mut alone = rebuild_as(agent, &log);
+            prop_assert_eq!(memory.digest(), alone.digest());
+            for word in ["token", "cargo test", "TokenExpiredError", "src/auth/token.rs"] {
+                prop_assert_eq!(hit_ids(memory, word), hit_ids(&mut alone, word), "{} {}", agent, word);
+                for mode in [SearchMode::Bm25, SearchMode::Hybrid] {
+                    prop_assert_eq!(top_ids(memory, word, 3, &[], mode), top_ids(&mut alone, word, 3, &[], mode));
+                }
+            }
+            let request = ContextRequest::new("token refresh", 300);
+            prop_assert_eq!(memory.context(&request).unwrap(), alone.context(&request).unwrap());
+        }
+    }
+
     /// A memory holds its agent's events and the other agents' shared ones,
     /// never another agent's private event: not as an item, not in any
     /// provenance, not in the graph, not in its phases.
