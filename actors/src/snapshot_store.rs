@@ -4,8 +4,10 @@
 //! (items, vectors, applied ids and the fact graph, see
 //! [`mneme_projections::SnapshotPart`]). Each chunk is a value of its own,
 //! `swarm/agent/<part>`; the manifest, under `swarm/agent`, holds the head
-//! and the SHA-256 of every chunk the snapshot consists of, and carries a
-//! SHA-256 of itself. A snapshot writes the chunks that changed, removes
+//! and the CRC-32 of every chunk the snapshot consists of, and carries a
+//! CRC-32 of itself. (SHA-256 was a quarter of a restore's time; these
+//! checksums catch damage, not forgery, and CRC-32 does that at memory
+//! speed.) A snapshot writes the chunks that changed, removes
 //! those the memory no longer has and replaces the manifest in one atomic
 //! batch, so head, checkpoint and chunks can never disagree; a damaged
 //! manifest or chunk is detected and the memory rebuilt from the log, never
@@ -15,12 +17,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use mneme_projections::{AgentMemory, MemoryConfig, ProjectionError, SnapshotDelta, SnapshotPart};
-use sha2::{Digest, Sha256};
 
 use crate::error::ActorsError;
 
-const MAGIC: &[u8; 4] = b"MNS2";
-const HEADER_LEN: usize = MAGIC.len() + 32;
+const MAGIC: &[u8; 4] = b"MNS3";
+const CHECKSUM_LEN: usize = 4;
+const HEADER_LEN: usize = MAGIC.len() + CHECKSUM_LEN;
+
+fn checksum(bytes: &[u8]) -> [u8; CHECKSUM_LEN] {
+    crc32fast::hash(bytes).to_le_bytes()
+}
 
 #[derive(Clone)]
 pub struct SnapshotStore {
@@ -66,23 +72,23 @@ impl StoredSnapshot {
 /// The manifest's body: the head, then each chunk's name and checksum.
 struct Manifest {
     head: Vec<u8>,
-    chunks: BTreeMap<String, [u8; 32]>,
+    chunks: BTreeMap<String, [u8; CHECKSUM_LEN]>,
 }
 
 impl Manifest {
     fn encode(&self) -> Vec<u8> {
-        let mut body = Vec::with_capacity(self.head.len() + 16 + self.chunks.len() * 56);
+        let mut body = Vec::with_capacity(self.head.len() + 16 + self.chunks.len() * 32);
         body.extend_from_slice(&(self.head.len() as u64).to_le_bytes());
         body.extend_from_slice(&self.head);
         body.extend_from_slice(&(self.chunks.len() as u64).to_le_bytes());
-        for (name, checksum) in &self.chunks {
+        for (name, stored) in &self.chunks {
             body.extend_from_slice(&(name.len() as u16).to_le_bytes());
             body.extend_from_slice(name.as_bytes());
-            body.extend_from_slice(checksum);
+            body.extend_from_slice(stored);
         }
         let mut value = Vec::with_capacity(HEADER_LEN + body.len());
         value.extend_from_slice(MAGIC);
-        value.extend_from_slice(&Sha256::digest(&body));
+        value.extend_from_slice(&checksum(&body));
         value.extend_from_slice(&body);
         value
     }
@@ -91,8 +97,8 @@ impl Manifest {
         if value.len() < HEADER_LEN || &value[..MAGIC.len()] != MAGIC {
             return Err("header is missing or unknown".to_string());
         }
-        let (checksum, body) = value[MAGIC.len()..].split_at(32);
-        if Sha256::digest(body).as_slice() != checksum {
+        let (stored, body) = value[MAGIC.len()..].split_at(CHECKSUM_LEN);
+        if checksum(body) != stored {
             return Err("checksum does not match the body".to_string());
         }
         let mut rest = body;
@@ -111,8 +117,8 @@ impl Manifest {
         for _ in 0..count {
             let name_length = u16::from_le_bytes(take(2)?.try_into().expect("two bytes")) as usize;
             let name = String::from_utf8(take(name_length)?.to_vec()).map_err(|_| "a chunk name is not UTF-8")?;
-            let checksum: [u8; 32] = take(32)?.try_into().expect("32 bytes");
-            chunks.insert(name, checksum);
+            let stored: [u8; CHECKSUM_LEN] = take(CHECKSUM_LEN)?.try_into().expect("a checksum's bytes");
+            chunks.insert(name, stored);
         }
         Ok(Manifest { head, chunks })
     }
@@ -167,12 +173,12 @@ impl SnapshotStore {
     /// Returns the bytes written.
     pub fn save(&self, swarm: &str, agent: &str, delta: &SnapshotDelta) -> Result<usize, ActorsError> {
         let previous = self.tree.get(SnapshotStore::key(swarm, agent))?.and_then(|value| Manifest::decode(&value).ok());
-        let mut chunks: BTreeMap<String, [u8; 32]> = BTreeMap::new();
+        let mut chunks: BTreeMap<String, [u8; CHECKSUM_LEN]> = BTreeMap::new();
         let mut batch = sled::Batch::default();
         let mut written = 0;
         for (part, bytes) in &delta.written {
             let name = part.name();
-            chunks.insert(name.clone(), Sha256::digest(bytes).into());
+            chunks.insert(name.clone(), checksum(bytes));
             batch.insert(SnapshotStore::chunk_key(swarm, agent, &name), bytes.as_slice());
             written += bytes.len();
         }
@@ -182,12 +188,12 @@ impl SnapshotStore {
                 continue;
             }
             // Unchanged since the snapshot before: its stored copy stands.
-            let checksum = previous.as_ref().and_then(|manifest| manifest.chunks.get(&name)).ok_or_else(|| {
+            let stored = previous.as_ref().and_then(|manifest| manifest.chunks.get(&name)).ok_or_else(|| {
                 ActorsError::SnapshotIncomplete(format!(
                     "{swarm}/{agent}: chunk {name} did not change, yet the store holds none"
                 ))
             })?;
-            chunks.insert(name, *checksum);
+            chunks.insert(name, *stored);
         }
         if let Some(previous) = &previous {
             for name in previous.chunks.keys().filter(|name| !chunks.contains_key(*name)) {
@@ -212,11 +218,11 @@ impl SnapshotStore {
             Err(why) => return Ok(Err(SnapshotProblem::Damaged(why))),
         };
         let mut chunks = BTreeMap::new();
-        for (name, checksum) in manifest.chunks {
+        for (name, stored) in manifest.chunks {
             let Some(bytes) = self.tree.get(SnapshotStore::chunk_key(swarm, agent, &name))? else {
                 return Ok(Err(SnapshotProblem::Damaged(format!("chunk {name} is missing"))));
             };
-            if Sha256::digest(&bytes).as_slice() != checksum {
+            if checksum(&bytes) != stored {
                 return Ok(Err(SnapshotProblem::Damaged(format!("chunk {name} does not match its checksum"))));
             }
             chunks.insert(name, bytes.to_vec());

@@ -306,8 +306,11 @@ impl TextIndex {
                 .filter(|segment| segment.has_deletes())
                 .map(|segment| segment.id())
                 .collect();
-            if !segments.is_empty() {
-                writer.merge(&segments).wait()?;
+            // A merge already running on one of them refuses this one: the
+            // next commit tries again (that merge drops deleted documents
+            // too).
+            if !segments.is_empty() && writer.merge(&segments).wait().is_err() {
+                self.merge_deletes.store(true, Ordering::Release);
             }
         }
         self.reader.reload()?;
@@ -1026,5 +1029,30 @@ mod tests {
         let (shared, discarded) = TextIndex::open(directory.path()).unwrap();
         assert!(discarded.is_some());
         assert_eq!(shared.reader.searcher().num_docs(), 0);
+    }
+
+    /// Whether any segment's term dictionary still has `word` in the text
+    /// field, deleted documents included.
+    fn indexed_anywhere(shared: &TextIndex, word: &str) -> bool {
+        let searcher = shared.reader.searcher();
+        searcher.segment_readers().iter().any(|segment| {
+            let inverted = segment.inverted_index(shared.fields.text).unwrap();
+            inverted.terms().get(word.as_bytes()).unwrap().is_some()
+        })
+    }
+
+    /// Deleting a document leaves its terms in its segment until a merge;
+    /// an erasure merges at once.
+    #[test]
+    fn an_erasure_takes_the_erased_terms_out_of_the_segments() {
+        let shared = TextIndex::new().unwrap();
+        let kept = index_with(&shared, &["token refresh", "database migration", "the zyxsecret launch code"]);
+        shared.delete_shared_document(3);
+        shared.commit_through(shared.changed()).unwrap();
+        assert!(indexed_anywhere(&shared, "zyxsecret"), "a plain delete keeps the term until a merge");
+        shared.erase_deleted().unwrap();
+        assert!(!indexed_anywhere(&shared, "zyxsecret"));
+        assert!(indexed_anywhere(&shared, "migration"));
+        assert_eq!(kept.search("token", 10, &[], &|_| true).unwrap().len(), 1);
     }
 }

@@ -176,9 +176,10 @@ impl Changes {
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 enum MemoryChunk {
     Items(Vec<ItemRecord>),
-    /// (seq, scale, 8-bit values) in seq order: the vector index as it
-    /// was, read back without embedding or quantizing anything again.
-    Vectors(Vec<(u64, f32, Vec<i8>)>),
+    /// (seq, scale, 8-bit values, binary code) in seq order: the vector
+    /// index as it was, read back without embedding, quantizing or
+    /// rotating anything again.
+    Vectors(Vec<(u64, f32, Vec<i8>, Vec<u64>)>),
     /// (event id, seq, content fingerprint).
     Seen(Vec<(u128, u64, u64)>),
 }
@@ -439,9 +440,10 @@ impl AgentMemory {
                     let vector = vector.ok_or_else(|| {
                         ProjectionError::CorruptSnapshot(format!("the vector of seq {} is missing", item.seq))
                     })?;
-                    vectors.push((item.seq, vector.scale, vector.values));
+                    vectors.push((item.seq, vector.scale, vector.values, vector.code));
                 }
-                let per_section = (section_bytes / (32 + self.config.embedder.dimensions())).max(1);
+                let dimensions = self.config.embedder.dimensions();
+                let per_section = (section_bytes / (64 + dimensions + dimensions / 8)).max(1);
                 for section in vectors.chunks(per_section) {
                     append_section(&mut body, "vectors", &MemoryChunk::Vectors(section.to_vec()))?;
                 }
@@ -536,7 +538,7 @@ impl AgentMemory {
                         fits
                     }
                     (SnapshotPart::Vectors(index), MemoryChunk::Vectors(records)) => {
-                        let fits = records.iter().all(|(seq, _, _)| in_range(*seq, index));
+                        let fits = records.iter().all(|(seq, _, _, _)| in_range(*seq, index));
                         vector_records.extend(records);
                         fits
                     }
@@ -563,7 +565,7 @@ impl AgentMemory {
             )));
         }
         let mut vectors_by_seq: BTreeMap<u64, QuantizedVector> = BTreeMap::new();
-        for (seq, scale, values) in vector_records {
+        for (seq, scale, values, code) in vector_records {
             if values.len() != config.embedder.dimensions() || !scale.is_finite() {
                 return Err(ProjectionError::CorruptSnapshot(format!(
                     "vector of seq {seq} has {} dimensions and scale {scale}, the model {} dimensions",
@@ -571,7 +573,7 @@ impl AgentMemory {
                     config.embedder.dimensions()
                 )));
             }
-            if vectors_by_seq.insert(seq, QuantizedVector { scale, values }).is_some() {
+            if vectors_by_seq.insert(seq, QuantizedVector { scale, values, code }).is_some() {
                 return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} is there twice")));
             }
         }

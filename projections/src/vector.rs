@@ -66,16 +66,19 @@ fn dot_quantized(query: &[f32], quantized: &[i8]) -> f32 {
 pub(crate) struct QuantizedVector {
     pub(crate) scale: f32,
     pub(crate) values: Vec<i8>,
+    /// Its binary code (see [`Rotation`]) as an index computed it, so that
+    /// a restore need not rotate every vector again; empty when not known.
+    pub(crate) code: Vec<u64>,
 }
 
 impl QuantizedVector {
     pub(crate) fn of(vector: &[f32]) -> QuantizedVector {
         let largest = vector.iter().fold(0.0f32, |largest, value| largest.max(value.abs()));
         if largest == 0.0 || !largest.is_finite() {
-            return QuantizedVector { scale: 0.0, values: vec![0; vector.len()] };
+            return QuantizedVector { scale: 0.0, values: vec![0; vector.len()], code: Vec::new() };
         }
         let values = vector.iter().map(|value| (value / largest * 127.0).round() as i8).collect();
-        QuantizedVector { scale: largest / 127.0, values }
+        QuantizedVector { scale: largest / 127.0, values, code: Vec::new() }
     }
 }
 
@@ -246,7 +249,11 @@ impl VectorIndex {
         // The code is computed from what is kept, so that a restored index,
         // which reads back only that, has the same codes as the live one.
         let scale = vector.scale;
-        self.rotation.push_code(values.iter().map(|value| f32::from(*value) * scale), &mut self.codes);
+        if vector.code.len() == self.words {
+            self.codes.extend_from_slice(&vector.code);
+        } else {
+            self.rotation.push_code(values.iter().map(|value| f32::from(*value) * scale), &mut self.codes);
+        }
         self.values.extend_from_slice(&values);
         self.scales.push(vector.scale);
         self.seqs.push(seq);
@@ -311,7 +318,8 @@ impl VectorIndex {
 
     fn quantized_at(&self, position: usize) -> QuantizedVector {
         let values = self.values[position * self.dimensions..(position + 1) * self.dimensions].to_vec();
-        QuantizedVector { scale: self.scales[position], values }
+        let code = self.codes[position * self.words..(position + 1) * self.words].to_vec();
+        QuantizedVector { scale: self.scales[position], values, code }
     }
 
     /// The `limit` nearest items accepted by `accept` (all when `None`), as
