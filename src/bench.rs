@@ -81,6 +81,9 @@ enum Suite {
     /// Resident memory of one agent's memory of `--items` items, and of one process with `--agents`
     /// agents given `--events-per-agent` events each.
     Memory,
+    /// `--events` events (100,000) from `--agents` agents (3) accepted by `mneme serve`, which is
+    /// killed with SIGKILL at once and started again: time until every agent finds the last one.
+    Burst,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -124,6 +127,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Suite::Memory => {
             let agents = args.agents.unwrap_or(1000);
             return crate::bench_system::memory(items(10_000), agents, args.events_per_agent, args.batch).await;
+        }
+        Suite::Burst => {
+            let (events, agents, batch) = (args.events.unwrap_or(100_000), args.agents.unwrap_or(3), args.batch);
+            return tokio::task::spawn_blocking(move || crate::bench_burst::run(events, agents, batch)).await?;
         }
         Suite::Ingest => {}
     }
@@ -308,8 +315,11 @@ async fn end_to_end_rate(
     config.memory.checkpoint_every_events = args.checkpoint_every_events;
     let store = SnapshotStore::open(&dir.join("snapshots"))?;
     let embedder = crate::model::load_configured_embedder(&config)?;
-    let supervisor: Addr<Supervisor> =
-        Supervisor::new(config, log.clone(), store, log.last_seq().await?, embedder).start();
+    // The text index on disk, as `mneme serve` keeps it.
+    let (text_index, _) = mneme_projections::TextIndex::open(&dir.join("text-index"))?;
+    let supervisor: Addr<Supervisor> = Supervisor::new(config, log.clone(), store, log.last_seq().await?, embedder)
+        .with_text_index(text_index)
+        .start();
     let limits = DecodeLimits::default();
     let started = Instant::now();
     for chunk in json_events.chunks(args.batch.max(1)) {

@@ -267,7 +267,8 @@ async fn raw_nats_latency(url: &str, prefill: &[String], probes: &[String]) -> a
     Ok(after_warm_up(latencies, probes.len() / 11))
 }
 
-/// Starts a supervisor over `log` with the default memory settings.
+/// Starts a supervisor over `log` with the default memory settings and, as
+/// `mneme serve` has it, the text index on disk in `dir`.
 fn start_supervisor(
     log: Arc<dyn EventLog>,
     dir: &std::path::Path,
@@ -281,7 +282,8 @@ fn start_supervisor(
         Some(embedder) => embedder,
         None => crate::model::load_configured_embedder(&config)?,
     };
-    Ok(Supervisor::new(config, log, store, log_end, embedder).start())
+    let (text_index, _) = TextIndex::open(&dir.join("text-index"))?;
+    Ok(Supervisor::new(config, log, store, log_end, embedder).with_text_index(text_index).start())
 }
 
 async fn search_hits(handle: &AgentHandle, request: SearchRequest) -> anyhow::Result<Vec<u64>> {

@@ -157,14 +157,13 @@ impl Drop for Scratch {
 
 /// A `mneme serve` child on the embedded log, stopped with SIGTERM when
 /// dropped.
-struct ServerProcess {
+pub(crate) struct ServerProcess {
     child: Child,
     base_url: String,
 }
 
 impl ServerProcess {
     fn start(dir: &Path, agents: &[String], embedder: &str) -> anyhow::Result<ServerProcess> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         // Consolidation runs when the evaluation asks for it, not on a
         // timer that would race the measurements.
         let mut config = format!(
@@ -174,9 +173,16 @@ impl ServerProcess {
         for agent in agents {
             config.push_str(&format!("\n[[agents]]\nname = \"{agent}\"\n"));
         }
+        std::fs::write(dir.join("swarm.toml"), config)?;
+        ServerProcess::start_configured(dir, "warn")
+    }
+
+    /// `mneme serve` with `<dir>/swarm.toml`, its data in `<dir>/data` and
+    /// its log appended to `<dir>/server.log`; answers once it is up.
+    pub(crate) fn start_configured(dir: &Path, log_filter: &str) -> anyhow::Result<ServerProcess> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let config_path = dir.join("swarm.toml");
-        std::fs::write(&config_path, config)?;
-        let log = std::fs::File::create(dir.join("server.log"))?;
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log"))?;
         let child = Command::new(std::env::current_exe()?)
             .arg("serve")
             .arg("--config")
@@ -184,7 +190,7 @@ impl ServerProcess {
             .arg("--data-dir")
             .arg(dir.join("data"))
             .args(["--http", &format!("127.0.0.1:{port}")])
-            .env("MNEME_LOG", "warn")
+            .env("MNEME_LOG", log_filter)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
@@ -204,13 +210,23 @@ impl ServerProcess {
         Ok(server)
     }
 
-    fn url(&self, path_and_query: &str) -> String {
+    pub(crate) fn url(&self, path_and_query: &str) -> String {
         format!("{}{path_and_query}", self.base_url)
+    }
+
+    /// SIGKILL, and waits for the process to be gone.
+    pub(crate) fn kill_hard(&mut self) -> anyhow::Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
     }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {

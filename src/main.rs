@@ -12,6 +12,7 @@ mod api_handoffs;
 mod auth;
 mod backend;
 mod bench;
+mod bench_burst;
 mod bench_consolidate;
 mod bench_search;
 mod bench_system;
