@@ -80,7 +80,9 @@ pub fn run(events: usize, agent_count: usize, batch: usize) -> anyhow::Result<Ex
     for agent in &agents {
         let restored = restart_log
             .lines()
-            .find(|line| line.contains("memory restored from its snapshot") && line.contains(&format!("agent={agent} ")))
+            .find(|line| {
+                line.contains("memory restored from its snapshot") && line.contains(&format!("agent={agent} "))
+            })
             .and_then(|line| line.split("snapshot_seq=").nth(1))
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|seq| seq.parse::<u64>().ok());

@@ -506,7 +506,7 @@ impl AgentMemory {
         config: MemoryConfig,
     ) -> Result<AgentMemory, ProjectionError> {
         let mut head_sections = Sections { rest: head };
-        let snapshot: MemorySnapshot = match head_sections.next_archive("head")? {
+        let mut snapshot: MemorySnapshot = match head_sections.next_archive("head")? {
             Some(archive) => decode(&archive, "head")?,
             None => return Err(ProjectionError::CorruptSnapshot("empty snapshot".to_string())),
         };
@@ -557,6 +557,13 @@ impl AgentMemory {
                 return Err(ProjectionError::CorruptSnapshot(format!("chunk {} is empty", part.name())));
             }
         }
+        // The graph is rebuilt on a thread of its own while the items are:
+        // about half of a restore each, and independent.
+        let graph_head = std::mem::take(&mut snapshot.graph_head);
+        let graph = std::thread::Builder::new()
+            .name("restore-graph".to_string())
+            .spawn(move || FactGraph::from_parts(&graph_head, graph_chunks))
+            .map_err(|error| ProjectionError::CorruptSnapshot(format!("cannot start restoring the graph: {error}")))?;
         let found = (item_records.len() as u64, seen_records.len() as u64);
         let announced = (snapshot.item_count, snapshot.seen_count);
         if found != announced {
@@ -669,7 +676,7 @@ impl AgentMemory {
             memory.seen_ids.insert(EventId(id), SeenId { seq, fingerprint });
             memory.seen_order.push((seq, EventId(id)));
         }
-        let graph = FactGraph::from_parts(&snapshot.graph_head, graph_chunks)?;
+        let graph = graph.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let phases = PhaseTracker::from_record(snapshot.phases).map_err(ProjectionError::CorruptSnapshot)?;
         let open_contradictions = snapshot
             .open_contradictions
