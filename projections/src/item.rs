@@ -144,6 +144,14 @@ impl ItemText {
         ItemText(Repr::Shared { entry, start })
     }
 
+    /// The text, owned: moved out when it is the item's own.
+    pub(crate) fn into_string(self) -> String {
+        match self.0 {
+            Repr::Own(text) => text,
+            Repr::Shared { entry, start } => entry.text[start..].to_string(),
+        }
+    }
+
     /// The shared copy this text points at, if any.
     pub(crate) fn shared_entry(&self) -> Option<&Arc<SharedEntry>> {
         match &self.0 {

@@ -640,13 +640,9 @@ impl AgentMemory {
                                 item.text.len()
                             )));
                         }
-                        let entry = config.shared.acquire_restored(
-                            item.seq,
-                            item.kind,
-                            item.text.to_string(),
-                            prefix,
-                            vector,
-                        )?;
+                        // The record's text becomes the entry's, moved, not copied.
+                        let text = std::mem::take(&mut item.text).into_string();
+                        let entry = config.shared.acquire_restored(item.seq, item.kind, text, prefix, vector)?;
                         if !documents_kept {
                             memory.bm25.hold_shared(config.shared.terms_of(&entry), entry.change, 1);
                         }
