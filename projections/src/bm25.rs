@@ -51,7 +51,7 @@ use tantivy::{
 };
 
 use crate::error::ProjectionError;
-use crate::text_dir::LazySyncDirectory;
+use crate::text_dir::CheckpointedDirectory;
 
 /// tantivy's smallest arena; the writer flushes a segment when it is full.
 const WRITER_MEMORY_BYTES: usize = 15_000_000;
@@ -87,7 +87,7 @@ pub struct TextIndex {
 
 /// A text index on disk.
 struct OnDisk {
-    directory: LazySyncDirectory,
+    directory: CheckpointedDirectory,
     /// Names this index in snapshots: a snapshot's owner number means
     /// something only in the index that gave it.
     id: u128,
@@ -161,8 +161,8 @@ impl TextIndex {
             Ok(None) => None,
             Err(why) => Some(why),
         };
-        LazySyncDirectory::wipe(directory).map_err(disk_error)?;
-        let lazy = LazySyncDirectory::open(directory)?;
+        CheckpointedDirectory::wipe(directory).map_err(disk_error)?;
+        let lazy = CheckpointedDirectory::open(directory).map_err(disk_error)?;
         let index = Index::create(lazy.clone(), schema(), IndexSettings::default())?;
         let mut id_bytes = [0u8; 16];
         getrandom::fill(&mut id_bytes).map_err(|error| disk_error(std::io::Error::other(error)))?;
@@ -179,7 +179,7 @@ impl TextIndex {
 
     /// The index in `directory` if there is a usable one.
     fn open_existing(directory: &Path) -> Result<Option<Arc<TextIndex>>, String> {
-        let lazy = LazySyncDirectory::open(directory).map_err(|error| error.to_string())?;
+        let lazy = CheckpointedDirectory::open(directory).map_err(|error| error.to_string())?;
         if !Index::exists(&lazy).map_err(|error| error.to_string())? {
             return Ok(None);
         }
