@@ -24,10 +24,10 @@
 //! index and its owner number and carries its statistics; a restored
 //! memory takes its documents over after checking them against its items
 //! (the documents past its checkpoint are deleted, the tail re-adds them)
-//! and re-adds them all when they do not match. The index is made durable
-//! before each checkpoint is saved (see [`crate::text_dir`]), so what a
-//! snapshot names is on disk; deleting the index's directory costs a
-//! re-index, never a wrong answer.
+//! and re-adds them all when they do not match. The index works in RAM and
+//! is written to disk before each checkpoint is saved (see
+//! [`crate::text_dir`]), so what a snapshot names is on disk; deleting the
+//! index's directory costs a re-index, never a wrong answer.
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
@@ -251,7 +251,7 @@ impl TextIndex {
         }))
     }
 
-    /// Whether the index is on disk (and kept across restarts).
+    /// Whether the index is kept on disk across restarts.
     pub fn is_on_disk(&self) -> bool {
         self.disk.is_some()
     }
@@ -267,8 +267,9 @@ impl TextIndex {
     }
 
     /// Makes every change made so far searchable, unless a commit since
-    /// `change` did already. On disk the commit records the owners (see
-    /// [`Payload`]), but is not synced: [`TextIndex::make_durable`] is.
+    /// `change` did already. A kept index's commit records the owners (see
+    /// [`Payload`]) and stays in RAM: [`TextIndex::make_durable`] writes
+    /// it to disk.
     fn commit_through(&self, change: u64) -> Result<(), ProjectionError> {
         if self.committed.load(Ordering::Acquire) >= change {
             return Ok(());
@@ -318,8 +319,8 @@ impl TextIndex {
         Ok(())
     }
 
-    /// Commits everything and, on disk, syncs it: what a checkpoint saved
-    /// after this names is on disk. Cheap when nothing changed since the
+    /// Commits everything and, for a kept index, writes it to disk,
+    /// synced: what a checkpoint saved after this names is on disk. Cheap when nothing changed since the
     /// last call.
     pub(crate) fn make_durable(&self) -> Result<(), ProjectionError> {
         let Some(disk) = &self.disk else { return Ok(()) };
@@ -331,7 +332,7 @@ impl TextIndex {
         // A commit even with no change: it records the owners.
         self.committed.store(0, Ordering::Release);
         self.commit_through(latest.max(1))?;
-        // Holding the writer: no commit runs while the files are synced.
+        // Holding the writer: no commit runs while the files are written.
         let _writer = self.writer();
         disk.directory.make_durable().map_err(|error| ProjectionError::Index(error.into()))?;
         disk.durable.fetch_max(latest + 1, Ordering::AcqRel);
