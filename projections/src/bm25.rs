@@ -32,7 +32,7 @@
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tantivy::collector::TopDocs;
@@ -82,7 +82,7 @@ pub struct TextIndex {
     owners: Mutex<Owners>,
     /// Set by an erasure: the next commit merges the segments holding
     /// deleted documents, so that erased terms leave the index's files.
-    merge_deletes: std::sync::atomic::AtomicBool,
+    merge_deletes: AtomicBool,
 }
 
 /// A text index on disk.
@@ -247,13 +247,8 @@ impl TextIndex {
             committed: AtomicU64::new(0),
             disk,
             owners: Mutex::new(Owners { of_agent, live: HashSet::new() }),
-            merge_deletes: std::sync::atomic::AtomicBool::new(false),
+            merge_deletes: AtomicBool::new(false),
         }))
-    }
-
-    /// Whether the index is kept on disk across restarts.
-    pub fn is_on_disk(&self) -> bool {
-        self.disk.is_some()
     }
 
     fn writer(&self) -> std::sync::MutexGuard<'_, IndexWriter> {
