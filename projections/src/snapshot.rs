@@ -32,13 +32,13 @@ use crate::graph::snapshot::GraphPart;
 use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
-use crate::phases::{PhaseTracker, PhaseTrackerRecord};
+use crate::phases::{PHASE_CHUNK, PhasePart, PhaseRecord, PhaseTracker, PhaseTrackerRecord};
 use crate::vector::QuantizedVector;
 use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 12;
+pub const SNAPSHOT_FORMAT: u32 = 13;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -66,6 +66,10 @@ pub enum SnapshotPart {
     GraphEdges(u32),
     /// Times and ids of the graph's events, by seq.
     GraphEvents(u32),
+    /// The agent's own phases `[n × 64, (n + 1) × 64)` by index.
+    Phases(u32),
+    /// The other agents' shared phases, the same way.
+    SharedPhases(u32),
 }
 
 impl SnapshotPart {
@@ -78,7 +82,9 @@ impl SnapshotPart {
             2 => "seen",
             3 => "graph-nodes",
             4 => "graph-edges",
-            _ => "graph-events",
+            5 => "graph-events",
+            6 => "phases",
+            _ => "shared-phases",
         };
         format!("{section}/{index:08x}")
     }
@@ -91,6 +97,8 @@ impl SnapshotPart {
             SnapshotPart::GraphNodes(index) => (3, index),
             SnapshotPart::GraphEdges(index) => (4, index),
             SnapshotPart::GraphEvents(index) => (5, index),
+            SnapshotPart::Phases(index) => (6, index),
+            SnapshotPart::SharedPhases(index) => (7, index),
         }
     }
 
@@ -102,6 +110,8 @@ impl SnapshotPart {
             3 => SnapshotPart::GraphNodes(index),
             4 => SnapshotPart::GraphEdges(index),
             5 => SnapshotPart::GraphEvents(index),
+            6 => SnapshotPart::Phases(index),
+            7 => SnapshotPart::SharedPhases(index),
             other => return Err(ProjectionError::CorruptSnapshot(format!("unknown snapshot section {other}"))),
         })
     }
@@ -111,6 +121,13 @@ impl SnapshotPart {
             GraphPart::Nodes(index) => SnapshotPart::GraphNodes(index),
             GraphPart::Edges(index) => SnapshotPart::GraphEdges(index),
             GraphPart::Events(index) => SnapshotPart::GraphEvents(index),
+        }
+    }
+
+    fn of_phases(part: PhasePart) -> SnapshotPart {
+        match part {
+            PhasePart::Own(index) => SnapshotPart::Phases(index),
+            PhasePart::Shared(index) => SnapshotPart::SharedPhases(index),
         }
     }
 
@@ -182,6 +199,8 @@ enum MemoryChunk {
     Vectors(Vec<(u64, f32, Vec<i8>, Vec<u64>)>),
     /// (event id, seq, content fingerprint).
     Seen(Vec<(u128, u64, u64)>),
+    /// Phases in index order.
+    Phases(Vec<PhaseRecord>),
 }
 
 /// Everything but the bulk, which is in the chunks it names.
@@ -284,6 +303,7 @@ impl AgentMemory {
     pub fn mark_snapshot_saved(&mut self) {
         self.changes = Changes::default();
         self.graph.mark_saved();
+        self.phases.mark_saved();
     }
 
     /// The memory and its checkpoint as one body: the head, then every
@@ -314,6 +334,7 @@ impl AgentMemory {
         parts.extend(item_chunks.iter().map(|index| SnapshotPart::Vectors(*index)));
         parts.extend(seen_chunks.into_iter().map(SnapshotPart::Seen));
         parts.extend(self.graph.parts().into_iter().map(SnapshotPart::of_graph));
+        parts.extend(self.phases.parts().into_iter().map(SnapshotPart::of_phases));
         parts
     }
 
@@ -326,6 +347,7 @@ impl AgentMemory {
         } else {
             let mut changed = self.changes.parts.clone();
             changed.extend(self.graph.changed_parts().into_iter().map(SnapshotPart::of_graph));
+            changed.extend(self.phases.changed_parts().map(SnapshotPart::of_phases));
             changed
         };
         let mut written = Vec::new();
@@ -461,6 +483,14 @@ impl AgentMemory {
                     .collect();
                 append_section(&mut body, "seen ids", &MemoryChunk::Seen(seen))?;
             }
+            SnapshotPart::Phases(index) => {
+                let records = self.phases.chunk(PhasePart::Own(index));
+                append_section(&mut body, "phases", &MemoryChunk::Phases(records))?;
+            }
+            SnapshotPart::SharedPhases(index) => {
+                let records = self.phases.chunk(PhasePart::Shared(index));
+                append_section(&mut body, "shared phases", &MemoryChunk::Phases(records))?;
+            }
             graph => {
                 let graph = graph.graph().expect("the other parts are the graph's");
                 append_bytes(&mut body, &self.graph.chunk(graph)?);
@@ -515,6 +545,7 @@ impl AgentMemory {
         let mut vector_records = Vec::new();
         let mut seen_records = Vec::new();
         let mut graph_chunks = Vec::new();
+        let (mut own_phases, mut shared_phases) = (Vec::new(), Vec::new());
         for code in snapshot.parts.iter().copied() {
             let part = SnapshotPart::from_code(code)?;
             let bytes = read(part)?;
@@ -545,6 +576,18 @@ impl AgentMemory {
                     (SnapshotPart::Seen(index), MemoryChunk::Seen(records)) => {
                         let fits = records.iter().all(|(_, seq, _)| in_range(*seq, index));
                         seen_records.extend(records);
+                        fits
+                    }
+                    // Chunks are named in index order: each starts where
+                    // the ones before it ended.
+                    (SnapshotPart::Phases(index), MemoryChunk::Phases(records)) => {
+                        let fits = own_phases.len() == index as usize * PHASE_CHUNK;
+                        own_phases.extend(records);
+                        fits
+                    }
+                    (SnapshotPart::SharedPhases(index), MemoryChunk::Phases(records)) => {
+                        let fits = shared_phases.len() == index as usize * PHASE_CHUNK;
+                        shared_phases.extend(records);
                         fits
                     }
                     _ => false,
@@ -673,7 +716,8 @@ impl AgentMemory {
             memory.seen_order.push((seq, EventId(id)));
         }
         let graph = graph.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-        let phases = PhaseTracker::from_record(snapshot.phases).map_err(ProjectionError::CorruptSnapshot)?;
+        let phases = PhaseTracker::from_record(snapshot.phases, own_phases, shared_phases)
+            .map_err(ProjectionError::CorruptSnapshot)?;
         let open_contradictions = snapshot
             .open_contradictions
             .into_iter()

@@ -8,7 +8,8 @@ use mneme_events::{
     ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind,
     FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent, IdKey, JsonText,
     MemoriesLinked, MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten,
-    MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, RetrievalCount, Scope, Timestamp, ToolResultRecorded,
+    MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, PhaseCompleted, PhaseStarted, RetrievalCount, Scope,
+    Timestamp, ToolResultRecorded,
 };
 use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
 use mneme_projections::{
@@ -65,6 +66,11 @@ enum Op {
     HandoffAcknowledged(usize),
     /// Hand the task off to the reviewer (or, as the reviewer, to the coder).
     HandoffSent(Vec<usize>),
+    /// Open an explicit phase named by a word (the other agent's opens a
+    /// shared phase in this memory when it is shared).
+    PhaseStarted(usize),
+    /// Complete the innermost open phase of that name.
+    PhaseCompleted(usize),
     /// The same, published by the other agent of the swarm.
     ByReviewer(Box<Op>),
 }
@@ -101,6 +107,8 @@ fn own_op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), any::<bool>()).prop_map(|(pick, packaged)| Op::HandoffReceived(pick, packaged)),
         1 => any::<usize>().prop_map(Op::HandoffAcknowledged),
         1 => words().prop_map(Op::HandoffSent),
+        1 => (0..3usize).prop_map(Op::PhaseStarted),
+        1 => (0..3usize).prop_map(Op::PhaseCompleted),
     ]
 }
 
@@ -152,6 +160,15 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
                 choice: sentence(w),
                 rationale: String::new(),
                 supersedes: None,
+            }),
+            Op::PhaseStarted(name) => EventKind::PhaseStarted(PhaseStarted {
+                phase: WORDS[*name].into(),
+                goal: Some(WORDS[*name + 1].into()),
+            }),
+            Op::PhaseCompleted(name) => EventKind::PhaseCompleted(PhaseCompleted {
+                phase: WORDS[*name].into(),
+                phase_id: None,
+                outcome: Some("done".into()),
             }),
             Op::Fact(s, o) => EventKind::FactAsserted(FactAsserted {
                 subject: WORDS[*s].into(),
@@ -541,10 +558,10 @@ proptest! {
             for edge in memory.graph().edges() {
                 prop_assert!(edge.provenance.iter().all(|reference| visible.contains(&reference.seq)), "{edge:?}");
             }
-            let own: BTreeSet<u64> =
-                log.iter().filter(|(_, event)| event.agent == agent).map(|(seq, _)| *seq).collect();
-            for phase in memory.phases().phases() {
-                prop_assert!(phase.event_seqs.iter().all(|seq| own.contains(seq)), "{phase:?}");
+            // An explicit phase opened for a task takes in the other
+            // agents' shared events of that task; never a private one.
+            for phase in memory.phases().phases().iter().chain(memory.phases().shared_phases()) {
+                prop_assert!(phase.event_seqs.iter().all(|seq| visible.contains(seq)), "{phase:?}");
             }
         }
     }

@@ -54,7 +54,7 @@ mod notes;
 mod rollup;
 mod snapshot;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use mneme_events::{Event, EventKind, PhaseCompleted, PhaseCompressed, Scope, TaskStatus, Timestamp};
 
@@ -66,7 +66,7 @@ use crate::tokens;
 pub(crate) use compress::fit_to_tokens;
 pub use notes::{CommandNote, DecisionNote, ErrorNote, MessageNote, PhaseNotes};
 pub use rollup::TaskSummary;
-pub(crate) use snapshot::PhaseTrackerRecord;
+pub(crate) use snapshot::{PhaseRecord, PhaseTrackerRecord};
 
 /// The name of the deterministic compressor in [`PhaseLevels::compressor`].
 pub const EXTRACTIVE_COMPRESSOR: &str = "extractive-v1";
@@ -276,6 +276,31 @@ pub struct PhaseTracker {
     pub(crate) uses_explicit_phases: bool,
     /// The phase the last observed event completed: scratch, not state.
     pub(crate) completed_by_last_event: LastCompleted,
+    /// Which snapshot chunks of phases changed since the last was saved.
+    pub(crate) changes: PhaseChanges,
+}
+
+/// Phases per snapshot chunk.
+pub(crate) const PHASE_CHUNK: usize = 64;
+
+/// A snapshot chunk of phases: the agent's own or the shared ones, by
+/// index, [`PHASE_CHUNK`] to a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum PhasePart {
+    Own(u32),
+    Shared(u32),
+}
+
+/// The chunks of phases changed since the snapshot was last saved:
+/// bookkeeping, not state, so two trackers of the same phases are equal
+/// whatever they changed.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PhaseChanges(pub(crate) BTreeSet<PhasePart>);
+
+impl PartialEq for PhaseChanges {
+    fn eq(&self, _: &PhaseChanges) -> bool {
+        true
+    }
 }
 
 /// One event as the tracker observes it.
@@ -393,7 +418,7 @@ impl PhaseTracker {
                     Some(index) => self.take_over(index, observed),
                     None => self.open_phase(seq, event, PhaseBoundary::Explicit),
                 };
-                let phase = &mut self.phases[index];
+                let phase = self.own_mut(index);
                 phase.name = started.phase.clone();
                 phase.goal = started.goal.clone();
                 phase.provenance.push(provenance);
@@ -405,7 +430,7 @@ impl PhaseTracker {
             EventKind::PhaseCompleted(completed) => {
                 if let Some(position) = completion_target(&self.phases, &self.open_explicit, completed) {
                     let index = self.open_explicit.remove(position);
-                    complete_with(&mut self.phases[index], observed, completed);
+                    complete_with(self.own_mut(index), observed, completed);
                     self.complete(index, seq, event.ts);
                     return;
                 }
@@ -413,7 +438,7 @@ impl PhaseTracker {
             _ => {}
         }
         if let Some(&index) = self.open_explicit.last() {
-            join(&mut self.phases[index], observed);
+            join(self.own_mut(index), observed);
             return;
         }
         let Some(task) = event.correlation_id.clone() else { return };
@@ -424,20 +449,21 @@ impl PhaseTracker {
             None if self.uses_explicit_phases || is_task_opening(&event.kind) => return,
             None => {
                 let index = self.open_phase(seq, event, PhaseBoundary::Task);
-                let phase = &mut self.phases[index];
-                phase.name = self.task_titles.get(&task).cloned().unwrap_or_else(|| task.clone());
+                let name = self.task_titles.get(&task).cloned().unwrap_or_else(|| task.clone());
+                let phase = self.own_mut(index);
+                phase.name = name;
                 phase.provenance.push(provenance);
                 self.open_by_task.insert(task.clone(), index);
                 index
             }
         };
-        join(&mut self.phases[index], observed);
+        join(self.own_mut(index), observed);
         if let EventKind::TaskUpdated(update) = &event.kind
             && update.task_id == task
             && matches!(update.status, TaskStatus::Done | TaskStatus::Cancelled)
         {
             self.open_by_task.remove(&task);
-            let phase = &mut self.phases[index];
+            let phase = self.own_mut(index);
             phase.outcome = update.note.clone().or_else(|| update.title.clone()).or_else(|| {
                 Some(if update.status == TaskStatus::Done { "done".to_string() } else { "cancelled".to_string() })
             });
@@ -450,12 +476,13 @@ impl PhaseTracker {
     /// for: the task phase becomes the explicit one (explicit wins), with
     /// the `phase_started`'s id, keeping the events it already holds.
     fn take_over(&mut self, index: usize, observed: Observed<'_>) -> usize {
-        let phase = &mut self.phases[index];
-        self.index_by_id.remove(&phase.phase_id);
-        phase.phase_id = observed.event.id.to_string();
+        let phase_id = observed.event.id.to_string();
+        let phase = self.own_mut(index);
+        let previous_id = std::mem::replace(&mut phase.phase_id, phase_id.clone());
         phase.boundary = PhaseBoundary::Explicit;
         phase.event_seqs.push(observed.seq);
-        self.index_by_id.insert(phase.phase_id.clone(), PhaseSlot::Own(index));
+        self.index_by_id.remove(&previous_id);
+        self.index_by_id.insert(phase_id, PhaseSlot::Own(index));
         index
     }
 
@@ -466,7 +493,7 @@ impl PhaseTracker {
         let target =
             self.open_explicit.iter().rev().copied().find(|&index| self.phases[index].task.as_deref() == Some(task));
         if let Some(index) = target {
-            join(&mut self.phases[index], observed);
+            join(self.own_mut(index), observed);
         }
     }
 
@@ -488,6 +515,7 @@ impl PhaseTracker {
                 phase.notes.observe(seq, event, &phase.agent, touched, item_text);
                 self.index_by_id.insert(phase.phase_id.clone(), PhaseSlot::Shared(index));
                 self.shared.push(phase);
+                self.changes.0.insert(PhasePart::Shared((index / PHASE_CHUNK) as u32));
                 self.open_shared.push(index);
                 Some(index)
             }
@@ -497,7 +525,7 @@ impl PhaseTracker {
                 let position = completion_target(&self.shared, &of_agent, completed)?;
                 let index = of_agent[position];
                 self.open_shared.retain(|&open| open != index);
-                let phase = &mut self.shared[index];
+                let phase = self.shared_mut(index);
                 complete_with(phase, observed, completed);
                 finish(phase, seq, event.ts);
                 Some(index)
@@ -540,7 +568,7 @@ impl PhaseTracker {
             })
             .collect();
         for index in targets {
-            join(&mut self.shared[index], observed);
+            join(self.shared_mut(index), observed);
         }
     }
 
@@ -549,18 +577,19 @@ impl PhaseTracker {
         let phase = new_phase(seq, event, boundary);
         self.index_by_id.insert(phase.phase_id.clone(), PhaseSlot::Own(index));
         self.phases.push(phase);
+        self.changes.0.insert(PhasePart::Own((index / PHASE_CHUNK) as u32));
         index
     }
 
     fn complete(&mut self, index: usize, seq: u64, at: Timestamp) {
         self.completed_by_last_event = LastCompleted(Some(index));
-        finish(&mut self.phases[index], seq, at);
+        finish(self.own_mut(index), seq, at);
         self.roll_up(index);
     }
 
     fn apply_compressed(&mut self, compressed: &PhaseCompressed, provenance: ProvenanceRef) {
         let Some(&PhaseSlot::Own(index)) = self.index_by_id.get(&compressed.phase_id.to_string()) else { return };
-        let phase = &mut self.phases[index];
+        let phase = self.own_mut(index);
         // Written from the phase before its purge, a model's levels may
         // quote what was erased.
         if phase.redacted {
@@ -621,6 +650,7 @@ impl PhaseTracker {
         let mut touched = Vec::new();
         for (index, phase) in self.phases.iter_mut().enumerate() {
             let Some(task_update_purged) = redact_phase(phase, purged, graph) else { continue };
+            self.changes.0.insert(PhasePart::Own((index / PHASE_CHUNK) as u32));
             if task_update_purged && let Some(task) = &phase.task {
                 self.task_titles.remove(task);
             }
@@ -628,12 +658,28 @@ impl PhaseTracker {
                 touched.push(index);
             }
         }
-        for phase in &mut self.shared {
-            redact_phase(phase, purged, graph);
+        for (index, phase) in self.shared.iter_mut().enumerate() {
+            if redact_phase(phase, purged, graph).is_some() {
+                self.changes.0.insert(PhasePart::Shared((index / PHASE_CHUNK) as u32));
+            }
         }
         for index in touched {
             self.summarise(index);
         }
+    }
+
+    /// The agent's own phase at `index`, to change: its chunk is saved at
+    /// the next snapshot. Every change to a phase goes through here or
+    /// [`PhaseTracker::shared_mut`].
+    fn own_mut(&mut self, index: usize) -> &mut Phase {
+        self.changes.0.insert(PhasePart::Own((index / PHASE_CHUNK) as u32));
+        &mut self.phases[index]
+    }
+
+    /// The shared phase at `index`, to change (see [`PhaseTracker::own_mut`]).
+    fn shared_mut(&mut self, index: usize) -> &mut Phase {
+        self.changes.0.insert(PhasePart::Shared((index / PHASE_CHUNK) as u32));
+        &mut self.shared[index]
     }
 
     /// Rebuilds the lookup maps after a restore.
