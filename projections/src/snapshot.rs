@@ -38,7 +38,7 @@ use crate::working::{WorkingEntry, WorkingTier};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 13;
+pub const SNAPSHOT_FORMAT: u32 = 14;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -66,6 +66,8 @@ pub enum SnapshotPart {
     GraphEdges(u32),
     /// Times and ids of the graph's events, by seq.
     GraphEvents(u32),
+    /// The edges whose provenance holds each seq, by seq.
+    GraphEdgeProvenance(u32),
     /// The agent's own phases `[n × 64, (n + 1) × 64)` by index.
     Phases(u32),
     /// The other agents' shared phases, the same way.
@@ -84,7 +86,8 @@ impl SnapshotPart {
             4 => "graph-edges",
             5 => "graph-events",
             6 => "phases",
-            _ => "shared-phases",
+            7 => "shared-phases",
+            _ => "graph-edge-provenance",
         };
         format!("{section}/{index:08x}")
     }
@@ -99,6 +102,7 @@ impl SnapshotPart {
             SnapshotPart::GraphEvents(index) => (5, index),
             SnapshotPart::Phases(index) => (6, index),
             SnapshotPart::SharedPhases(index) => (7, index),
+            SnapshotPart::GraphEdgeProvenance(index) => (8, index),
         }
     }
 
@@ -112,6 +116,7 @@ impl SnapshotPart {
             5 => SnapshotPart::GraphEvents(index),
             6 => SnapshotPart::Phases(index),
             7 => SnapshotPart::SharedPhases(index),
+            8 => SnapshotPart::GraphEdgeProvenance(index),
             other => return Err(ProjectionError::CorruptSnapshot(format!("unknown snapshot section {other}"))),
         })
     }
@@ -121,6 +126,7 @@ impl SnapshotPart {
             GraphPart::Nodes(index) => SnapshotPart::GraphNodes(index),
             GraphPart::Edges(index) => SnapshotPart::GraphEdges(index),
             GraphPart::Events(index) => SnapshotPart::GraphEvents(index),
+            GraphPart::EdgeProvenance(index) => SnapshotPart::GraphEdgeProvenance(index),
         }
     }
 
@@ -136,6 +142,7 @@ impl SnapshotPart {
             SnapshotPart::GraphNodes(index) => Some(GraphPart::Nodes(index)),
             SnapshotPart::GraphEdges(index) => Some(GraphPart::Edges(index)),
             SnapshotPart::GraphEvents(index) => Some(GraphPart::Events(index)),
+            SnapshotPart::GraphEdgeProvenance(index) => Some(GraphPart::EdgeProvenance(index)),
             _ => None,
         }
     }
@@ -350,9 +357,20 @@ impl AgentMemory {
             changed.extend(self.phases.changed_parts().map(SnapshotPart::of_phases));
             changed
         };
+        let graph_parts: Vec<GraphPart> =
+            parts.iter().filter(|part| changed.contains(part)).filter_map(SnapshotPart::graph).collect();
+        let mut graph_chunks: BTreeMap<GraphPart, Vec<u8>> = self.graph.chunks(&graph_parts)?.into_iter().collect();
         let mut written = Vec::new();
         for part in parts.iter().filter(|part| changed.contains(part)) {
-            written.push((*part, self.chunk(*part, section_bytes)?));
+            let bytes = match part.graph() {
+                Some(graph_part) => {
+                    let mut body = Vec::new();
+                    append_bytes(&mut body, &graph_chunks.remove(&graph_part).expect("every changed graph part"));
+                    body
+                }
+                None => self.chunk(*part, section_bytes)?,
+            };
+            written.push((*part, bytes));
         }
         let head = MemorySnapshot {
             format: SNAPSHOT_FORMAT,
@@ -493,7 +511,8 @@ impl AgentMemory {
             }
             graph => {
                 let graph = graph.graph().expect("the other parts are the graph's");
-                append_bytes(&mut body, &self.graph.chunk(graph)?);
+                let (_, bytes) = self.graph.chunks(&[graph])?.pop().expect("one part asked, one given");
+                append_bytes(&mut body, &bytes);
             }
         }
         Ok(body)

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::fixes::{ErrorWatch, FailureTracker, WatchedCommand};
 use super::model::EntityKind;
-use super::store::{EdgeIndex, FactGraph, NodeIndex, TouchedScratch};
+use super::store::{EdgeIndex, EdgeProvenanceLog, FactGraph, NodeIndex, TouchedScratch};
 use crate::item::ProvenanceRef;
 
 impl FactGraph {
@@ -25,8 +25,10 @@ impl FactGraph {
         {
             return;
         }
-        // Nodes and edges are renumbered: every chunk changes.
+        // Nodes and edges are renumbered: every chunk changes, and the
+        // edge indexes of the provenance log are stale.
         self.changes.all = true;
+        self.edge_provenance = EdgeProvenanceLog { tracked_from: None, entries: Vec::new() };
         let mut keep_edge = Vec::with_capacity(self.edges.len());
         for edge in &mut self.edges {
             edge.provenance.retain(|reference| !is_purged(reference));

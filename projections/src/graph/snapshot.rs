@@ -15,7 +15,7 @@ use rkyv::util::AlignedVec;
 
 use super::fixes::{ErrorWatch, FailureTracker, WatchedCommand};
 use super::model::{EntityKind, Node};
-use super::store::{Changes, EdgeIndex, EdgeRecord, EventStamp, FactGraph, NodeIndex};
+use super::store::{Changes, EdgeIndex, EdgeProvenanceLog, EdgeRecord, EventStamp, FactGraph, NodeIndex};
 use crate::digest::ContentHasher;
 use crate::error::ProjectionError;
 use crate::item::ProvenanceRef;
@@ -23,7 +23,7 @@ use crate::item::ProvenanceRef;
 /// Bumped whenever the snapshot layout or the meaning of its fields, or an
 /// extraction rule, changes; other formats are refused and the graph is
 /// rebuilt from the log.
-pub const GRAPH_SNAPSHOT_FORMAT: u32 = 1;
+pub const GRAPH_SNAPSHOT_FORMAT: u32 = 2;
 
 /// First bytes of every graph snapshot, before the format number.
 const MAGIC: &[u8; 8] = b"MNEMEFG\0";
@@ -59,6 +59,8 @@ enum GraphChunk {
     Nodes(Vec<NodeRecord>),
     Edges(Vec<EdgeSnapshot>),
     Events(Vec<(u64, i64, u128)>),
+    /// (seq, edge): the edges whose provenance holds each seq of the chunk.
+    EdgeProvenance(Vec<(u64, u32)>),
 }
 
 /// Which part of the graph a chunk holds, and which slice: nodes and edges
@@ -66,8 +68,12 @@ enum GraphChunk {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum GraphPart {
     Nodes(u32),
+    /// Edge records without their provenance, which is kept by seq in
+    /// `EdgeProvenance` (see [`super::store::EdgeProvenanceLog`]).
     Edges(u32),
     Events(u32),
+    /// Restored after the edges: keep it last.
+    EdgeProvenance(u32),
 }
 
 /// Nodes, edges or seqs per chunk.
@@ -141,7 +147,8 @@ impl FactGraph {
         parts.extend(chunks(self.edges.len()).map(GraphPart::Edges));
         let mut event_chunks: Vec<u32> = self.events.keys().map(|seq| (seq / GRAPH_CHUNK) as u32).collect();
         event_chunks.dedup();
-        parts.extend(event_chunks.into_iter().map(GraphPart::Events));
+        parts.extend(event_chunks.iter().copied().map(GraphPart::Events));
+        parts.extend(event_chunks.into_iter().map(GraphPart::EdgeProvenance));
         parts
     }
 
@@ -153,13 +160,78 @@ impl FactGraph {
         self.changes.parts.iter().copied().collect()
     }
 
-    /// What was changed is saved now.
+    /// What was changed is saved now. The provenance log keeps the
+    /// chunk of the newest seq, which the next checkpoint rewrites, and
+    /// forgets the older ones.
     pub(crate) fn mark_saved(&mut self) {
         self.changes = Changes::default();
+        let last_seq = self.events.keys().next_back().copied().unwrap_or(0);
+        let from = last_seq / GRAPH_CHUNK * GRAPH_CHUNK;
+        let log = &mut self.edge_provenance;
+        match log.tracked_from {
+            Some(tracked) if tracked <= from => log.entries.retain(|(seq, _)| *seq >= from),
+            _ => {
+                log.entries.clear();
+                for (index, record) in self.edges.iter().enumerate() {
+                    // Provenance is in seq order: only its end can be new.
+                    for reference in record.provenance.iter().rev().take_while(|reference| reference.seq >= from) {
+                        log.entries.push((reference.seq, index as EdgeIndex));
+                    }
+                }
+            }
+        }
+        log.tracked_from = Some(from);
     }
 
-    /// The bytes of one chunk, as it stands.
-    pub(crate) fn chunk(&self, part: GraphPart) -> Result<Vec<u8>, ProjectionError> {
+    /// The bytes of each of `parts`, as they stand: [`FactGraph::chunk`],
+    /// with one pass over the edges for every provenance chunk the log does
+    /// not hold.
+    pub(crate) fn chunks(&self, parts: &[GraphPart]) -> Result<Vec<(GraphPart, Vec<u8>)>, ProjectionError> {
+        let tracked_from = self.edge_provenance.tracked_from;
+        let is_tracked = |chunk: u32| tracked_from.is_some_and(|from| u64::from(chunk) * GRAPH_CHUNK >= from);
+        let mut provenance: BTreeMap<u32, Vec<(u64, u32)>> = BTreeMap::new();
+        for part in parts {
+            if let GraphPart::EdgeProvenance(chunk) = *part {
+                provenance.insert(chunk, Vec::new());
+            }
+        }
+        let needs_scan = provenance.keys().any(|chunk| !is_tracked(*chunk));
+        let mut add = |seq: u64, edge: EdgeIndex, tracked: bool| {
+            let chunk = (seq / GRAPH_CHUNK) as u32;
+            if is_tracked(chunk) == tracked
+                && let Some(entries) = provenance.get_mut(&chunk)
+            {
+                entries.push((seq, edge));
+            }
+        };
+        for &(seq, edge) in &self.edge_provenance.entries {
+            add(seq, edge, true);
+        }
+        if needs_scan {
+            for (index, record) in self.edges.iter().enumerate() {
+                for reference in &record.provenance {
+                    add(reference.seq, index as EdgeIndex, false);
+                }
+            }
+        }
+        let mut chunks = Vec::with_capacity(parts.len());
+        for part in parts {
+            let bytes = match *part {
+                GraphPart::EdgeProvenance(chunk) => {
+                    let mut entries = provenance.remove(&chunk).unwrap_or_default();
+                    entries.sort_unstable();
+                    encode(&GraphChunk::EdgeProvenance(entries), "a fact graph chunk")?
+                }
+                other => self.chunk(other)?,
+            };
+            chunks.push((*part, bytes));
+        }
+        Ok(chunks)
+    }
+
+    /// The bytes of one chunk, as it stands (a provenance chunk through
+    /// [`FactGraph::chunks`]).
+    fn chunk(&self, part: GraphPart) -> Result<Vec<u8>, ProjectionError> {
         let range = |chunk: u32, count: usize| {
             let start = (u64::from(chunk) * GRAPH_CHUNK) as usize;
             start.min(count)..(start + GRAPH_CHUNK as usize).min(count)
@@ -168,8 +240,15 @@ impl FactGraph {
             GraphPart::Nodes(chunk) => {
                 GraphChunk::Nodes(self.nodes[range(chunk, self.nodes.len())].iter().map(node_record).collect())
             }
-            GraphPart::Edges(chunk) => {
-                GraphChunk::Edges(self.edges[range(chunk, self.edges.len())].iter().map(edge_snapshot).collect())
+            GraphPart::Edges(chunk) => GraphChunk::Edges(
+                self.edges[range(chunk, self.edges.len())]
+                    .iter()
+                    .map(|edge| EdgeSnapshot { provenance: Vec::new(), ..edge_snapshot_without_provenance(edge) })
+                    .collect(),
+            ),
+            GraphPart::EdgeProvenance(_) => {
+                let (_, bytes) = self.chunks(&[part])?.pop().expect("one part asked, one given");
+                return Ok(bytes);
             }
             GraphPart::Events(chunk) => {
                 let start = u64::from(chunk) * GRAPH_CHUNK;
@@ -219,6 +298,19 @@ impl FactGraph {
                     let start = u64::from(chunk) * GRAPH_CHUNK;
                     let expected = events.iter().all(|(seq, _, _)| (start..start + GRAPH_CHUNK).contains(seq));
                     snapshot.events.extend(events);
+                    expected
+                }
+                // After every edge chunk (parts are sorted), in seq order:
+                // each edge's provenance comes out in seq order.
+                (GraphPart::EdgeProvenance(chunk), GraphChunk::EdgeProvenance(entries)) => {
+                    let start = u64::from(chunk) * GRAPH_CHUNK;
+                    let mut expected = true;
+                    for (seq, edge) in entries {
+                        match snapshot.edges.get_mut(edge as usize) {
+                            Some(record) if (start..start + GRAPH_CHUNK).contains(&seq) => record.provenance.push(seq),
+                            _ => expected = false,
+                        }
+                    }
                     expected
                 }
                 _ => false,
@@ -423,6 +515,10 @@ fn node_record(node: &Node) -> NodeRecord {
 }
 
 fn edge_snapshot(edge: &EdgeRecord) -> EdgeSnapshot {
+    EdgeSnapshot { provenance: provenance_record(&edge.provenance), ..edge_snapshot_without_provenance(edge) }
+}
+
+fn edge_snapshot_without_provenance(edge: &EdgeRecord) -> EdgeSnapshot {
     EdgeSnapshot {
         from: edge.from,
         to: edge.to,
@@ -432,7 +528,7 @@ fn edge_snapshot(edge: &EdgeRecord) -> EdgeSnapshot {
         valid_to: edge.valid_to.map(Timestamp::unix_nanos),
         recorded_seq: edge.recorded_seq,
         confidence: edge.confidence,
-        provenance: provenance_record(&edge.provenance),
+        provenance: Vec::new(),
     }
 }
 
@@ -525,6 +621,9 @@ fn restore(snapshot: GraphSnapshot) -> Result<FactGraph, ProjectionError> {
     if graph.node_index.len() != graph.nodes.len() {
         return corrupt("two nodes share an id".to_string());
     }
+    // Nothing of the provenance is in the log: found by scanning until the
+    // next checkpoint is saved (see `FactGraph::mark_saved`).
+    graph.edge_provenance = EdgeProvenanceLog { tracked_from: None, entries: Vec::new() };
     Ok(graph)
 }
 
