@@ -241,10 +241,7 @@ impl FactGraph {
                 GraphChunk::Nodes(self.nodes[range(chunk, self.nodes.len())].iter().map(node_record).collect())
             }
             GraphPart::Edges(chunk) => GraphChunk::Edges(
-                self.edges[range(chunk, self.edges.len())]
-                    .iter()
-                    .map(|edge| EdgeSnapshot { provenance: Vec::new(), ..edge_snapshot_without_provenance(edge) })
-                    .collect(),
+                self.edges[range(chunk, self.edges.len())].iter().map(edge_snapshot_without_provenance).collect(),
             ),
             GraphPart::EdgeProvenance(_) => {
                 let (_, bytes) = self.chunks(&[part])?.pop().expect("one part asked, one given");
