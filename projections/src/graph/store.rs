@@ -305,7 +305,9 @@ impl FactGraph {
         self.node_index.insert(id, index);
         self.changes.parts.insert(GraphPart::Nodes((u64::from(index) / GRAPH_CHUNK) as u32));
         self.adjacency.push(Adjacency::default());
-        self.links.push(Vec::new());
+        // Most nodes (an item's) keep one link and most edges one event:
+        // a first push would reserve room for four.
+        self.links.push(Vec::with_capacity(1));
         self.add_link(index, context.seq, LinkStrength::Direct);
         self.index_name(index);
         index
@@ -455,7 +457,7 @@ impl FactGraph {
             valid_to: terms.valid_to.map(|to| to.max(valid_from)),
             recorded_seq: context.seq,
             confidence: terms.confidence,
-            provenance: Vec::new(),
+            provenance: Vec::with_capacity(1 + supporting.len()),
         });
         self.edge_index.insert(key, index);
         self.changes.parts.insert(GraphPart::Edges((u64::from(index) / GRAPH_CHUNK) as u32));
