@@ -246,7 +246,14 @@ impl EventLog for SledLog {
             validate_name("agent", agent)?;
         }
         let agent = agent.map(str::to_string);
-        self.blocking(move |shared| shared.read(from, agent.as_deref(), max)).await
+        // Only what `last_seq` announces: a record committed by an append
+        // that has not yet flushed and announced it stays unread, so no
+        // reader sees past `last_seq` (the handoff router waits for memories
+        // up to `min(seq, last_seq)` of a record it has read).
+        let announced = *self.shared.last_seq.borrow();
+        let mut entries = self.blocking(move |shared| shared.read(from, agent.as_deref(), max)).await?;
+        entries.truncate(entries.partition_point(|entry| entry.seq <= announced));
+        Ok(entries)
     }
 
     async fn subscribe(
@@ -502,8 +509,11 @@ impl Subscription {
             // starts, so the read sees it; anything later wakes the wait below.
             let observed = *self.last_seq.borrow_and_update();
             let (next, agent) = (self.next, self.agent.clone());
-            let batch =
+            let mut batch =
                 run_blocking(shared, move |shared| shared.read(next, agent.as_deref(), SUBSCRIBE_BATCH)).await?;
+            // What an append committed but has not announced yet waits for
+            // its announcement (see `SledLog::read`).
+            batch.truncate(batch.partition_point(|entry| entry.seq <= observed));
             match batch.last() {
                 Some(last) => {
                     self.next = last.seq + 1;
@@ -601,6 +611,38 @@ mod tests {
         assert_eq!(seq_of_key(&event_key(42)).ok(), Some(42));
         assert_eq!(seq_of_key(&agent_record_key("coder", 7)).ok(), Some(7));
         assert!(seq_of_key(b"e12").is_err());
+    }
+
+    /// An append commits its batch, flushes, then announces `last_seq`.
+    /// A record committed and not yet announced must not be read: the
+    /// handoff router read a `handoff_sent` by subscription while
+    /// `last_seq` was one short, so it waited for the sender's memory only
+    /// up to the seq before it, and found no bundle (a flaky
+    /// `tests/hostile_clients.rs`).
+    #[tokio::test]
+    async fn nothing_is_read_before_last_seq_announces_it() {
+        use futures::StreamExt;
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path(), "demo", SledOptions::default()).unwrap();
+        let record = |text: &str| PendingRecord {
+            id: None,
+            agent: "coder".to_string(),
+            value: record_value("coder", text.as_bytes()),
+        };
+        log.shared.append(vec![record("first")]).unwrap();
+        log.wake_subscribers();
+        // Committed, as an append is between its batch and its flush.
+        log.shared.append(vec![record("second")]).unwrap();
+        assert_eq!(log.last_seq().await.unwrap(), 1);
+        assert_eq!(log.read(1, None, 10).await.unwrap().len(), 1);
+        assert_eq!(log.read(1, Some("coder"), 10).await.unwrap().len(), 1);
+        let mut subscription = log.subscribe(1, None).await.unwrap();
+        assert_eq!(subscription.next().await.unwrap().unwrap().seq, 1);
+        let early = tokio::time::timeout(std::time::Duration::from_millis(200), subscription.next()).await;
+        assert!(early.is_err(), "read seq 2 before it was announced");
+        log.wake_subscribers();
+        assert_eq!(subscription.next().await.unwrap().unwrap().seq, 2);
+        assert_eq!(log.read(1, None, 10).await.unwrap().len(), 2);
     }
 
     #[test]
