@@ -229,8 +229,8 @@ impl FactGraph {
         Ok(chunks)
     }
 
-    /// The bytes of one chunk, as it stands (a provenance chunk through
-    /// [`FactGraph::chunks`]).
+    /// The bytes of one chunk of nodes, edges or event times, as it stands
+    /// (provenance chunks are [`FactGraph::chunks`]' own).
     fn chunk(&self, part: GraphPart) -> Result<Vec<u8>, ProjectionError> {
         let range = |chunk: u32, count: usize| {
             let start = (u64::from(chunk) * GRAPH_CHUNK) as usize;
@@ -243,10 +243,7 @@ impl FactGraph {
             GraphPart::Edges(chunk) => GraphChunk::Edges(
                 self.edges[range(chunk, self.edges.len())].iter().map(edge_snapshot_without_provenance).collect(),
             ),
-            GraphPart::EdgeProvenance(_) => {
-                let (_, bytes) = self.chunks(&[part])?.pop().expect("one part asked, one given");
-                return Ok(bytes);
-            }
+            GraphPart::EdgeProvenance(_) => unreachable!("`FactGraph::chunks` writes provenance chunks itself"),
             GraphPart::Events(chunk) => {
                 let start = u64::from(chunk) * GRAPH_CHUNK;
                 GraphChunk::Events(
