@@ -221,7 +221,7 @@ impl AgentMemory {
             .values()
             .map(|&edge| &self.graph.edges[edge as usize])
             .filter(|record| record.valid_to.is_none())
-            .flat_map(|record| record.provenance.iter().map(|reference| reference.seq))
+            .flat_map(|record| record.provenance.iter().copied())
             .collect()
     }
 

@@ -72,8 +72,8 @@ impl AgentMemory {
             // The assertions of one validity interval, each closed by the
             // first retraction after it.
             let mut pending: Vec<&str> = Vec::new();
-            for reference in provenance {
-                let Some(item) = self.items.get(&reference.seq) else { continue };
+            for seq in provenance {
+                let Some(item) = self.items.get(seq) else { continue };
                 match item.kind {
                     "fact_asserted" => pending.push(&item.item_id),
                     "fact_retracted" => {

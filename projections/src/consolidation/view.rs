@@ -98,10 +98,10 @@ impl AgentMemory {
         let mut facts = Vec::new();
         for ((subject, predicate, object), &edge) in &graph.facts {
             let record = &graph.edges[edge as usize];
-            for reference in &record.provenance {
-                if item_kind(reference.seq) == Some("fact_asserted") {
+            for &seq in &record.provenance {
+                if item_kind(seq) == Some("fact_asserted") {
                     facts.push(FactView {
-                        seq: reference.seq,
+                        seq,
                         subject: subject.clone(),
                         predicate: predicate.clone(),
                         object: object.clone(),

@@ -39,7 +39,7 @@ impl FactGraph {
     /// list per validity interval: the assertions behind it and the events
     /// that closed it, in log order. Open facts, by far the most, cost one
     /// comparison each.
-    pub(crate) fn closed_fact_provenance(&self) -> Vec<&[ProvenanceRef]> {
+    pub(crate) fn closed_fact_provenance(&self) -> Vec<&[u64]> {
         let mut closed = Vec::new();
         for &latest in self.facts.values() {
             let record = &self.edges[latest as usize];
@@ -71,11 +71,11 @@ impl FactGraph {
         let mut fixes = Vec::new();
         for command in self.related_at(agent_node, relation::RUNS, failing_seq) {
             for (error, fails_with) in self.related_edges_at(command, relation::FAILS_WITH, failing_seq) {
-                let passed =
-                    self.edges[fails_with as usize].provenance.iter().find(|reference| reference.seq > failing_seq);
-                let files = self.fixing_files(error, failing_seq, passed.map(|reference| reference.seq));
+                let passed = self.edges[fails_with as usize].provenance.iter().copied().find(|&seq| seq > failing_seq);
+                let files = self.fixing_files(error, failing_seq, passed);
                 if !files.is_empty() {
-                    fixes.push(FixOfFailure { error: self.node_at(error).id.clone(), files, passed: passed.copied() });
+                    let passed = passed.map(|seq| self.reference(seq));
+                    fixes.push(FixOfFailure { error: self.node_at(error).id.clone(), files, passed });
                 }
             }
         }
@@ -111,8 +111,8 @@ impl FactGraph {
             let edits: Vec<ProvenanceRef> = record
                 .provenance
                 .iter()
-                .filter(|reference| reference.seq > after && until.is_none_or(|until| reference.seq < until))
-                .copied()
+                .filter(|&&seq| seq > after && until.is_none_or(|until| seq < until))
+                .map(|&seq| self.reference(seq))
                 .collect();
             if edits.is_empty() {
                 continue;
@@ -134,5 +134,5 @@ impl FactGraph {
 
 /// Whether the edge's provenance (in seq order) holds `seq`.
 fn holds_seq(record: &EdgeRecord, seq: u64) -> bool {
-    record.provenance.binary_search_by_key(&seq, |reference| reference.seq).is_ok()
+    record.provenance.binary_search(&seq).is_ok()
 }

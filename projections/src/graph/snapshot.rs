@@ -15,7 +15,7 @@ use rkyv::util::AlignedVec;
 
 use super::fixes::{ErrorWatch, FailureTracker, WatchedCommand};
 use super::model::{EntityKind, Node};
-use super::store::{Changes, EdgeIndex, EdgeProvenanceLog, EdgeRecord, EventStamp, FactGraph, NodeIndex};
+use super::store::{Changes, EdgeIndex, EdgeProvenanceLog, EdgeRecord, EdgeSeqs, EventStamp, FactGraph, NodeIndex};
 use crate::digest::ContentHasher;
 use crate::error::ProjectionError;
 use crate::item::ProvenanceRef;
@@ -174,8 +174,8 @@ impl FactGraph {
                 log.entries.clear();
                 for (index, record) in self.edges.iter().enumerate() {
                     // Provenance is in seq order: only its end can be new.
-                    for reference in record.provenance.iter().rev().take_while(|reference| reference.seq >= from) {
-                        log.entries.push((reference.seq, index as EdgeIndex));
+                    for &seq in record.provenance.iter().rev().take_while(|&&seq| seq >= from) {
+                        log.entries.push((seq, index as EdgeIndex));
                     }
                 }
             }
@@ -209,8 +209,8 @@ impl FactGraph {
         }
         if needs_scan {
             for (index, record) in self.edges.iter().enumerate() {
-                for reference in &record.provenance {
-                    add(reference.seq, index as EdgeIndex, false);
+                for &seq in &record.provenance {
+                    add(seq, index as EdgeIndex, false);
                 }
             }
         }
@@ -409,7 +409,7 @@ impl FactGraph {
             hasher.time(record.valid_to);
             hasher.number(record.recorded_seq);
             hasher.number(record.confidence.map_or(u64::MAX, |confidence| u64::from(confidence.to_bits())));
-            hasher.provenance(&record.provenance);
+            hasher.provenance(&self.references(&record.provenance));
         }
         hasher.number(self.facts.len() as u64);
         for ((subject, relation, object), edge) in &self.facts {
@@ -509,7 +509,7 @@ fn node_record(node: &Node) -> NodeRecord {
 }
 
 fn edge_snapshot(edge: &EdgeRecord) -> EdgeSnapshot {
-    EdgeSnapshot { provenance: provenance_record(&edge.provenance), ..edge_snapshot_without_provenance(edge) }
+    EdgeSnapshot { provenance: edge.provenance.to_vec(), ..edge_snapshot_without_provenance(edge) }
 }
 
 fn edge_snapshot_without_provenance(edge: &EdgeRecord) -> EdgeSnapshot {
@@ -554,6 +554,14 @@ fn provenance_refs(events: &BTreeMap<u64, EventStamp>, seqs: Vec<u64>) -> Result
             None => Err(ProjectionError::CorruptSnapshot(format!("provenance names seq {seq}, which has no event"))),
         })
         .collect()
+}
+
+/// An edge's provenance seqs, each checked to have its event.
+fn provenance_seqs(events: &BTreeMap<u64, EventStamp>, seqs: Vec<u64>) -> Result<EdgeSeqs, ProjectionError> {
+    match seqs.iter().find(|seq| !events.contains_key(seq)) {
+        Some(seq) => Err(ProjectionError::CorruptSnapshot(format!("provenance names seq {seq}, which has no event"))),
+        None => Ok(EdgeSeqs::from_vec(seqs)),
+    }
 }
 
 /// Builds the graph from a decoded snapshot, checking that every index in
@@ -601,7 +609,7 @@ fn restore(snapshot: GraphSnapshot) -> Result<FactGraph, ProjectionError> {
             valid_to: edge.valid_to.map(Timestamp),
             recorded_seq: edge.recorded_seq,
             confidence: edge.confidence,
-            provenance: provenance_refs(&graph.events, edge.provenance)?,
+            provenance: provenance_seqs(&graph.events, edge.provenance)?,
         });
     }
     for fact in snapshot.facts {

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use mneme_events::{Event, EventId, Timestamp};
+use smallvec::SmallVec;
 
 use super::fixes::FailureTracker;
 use super::model::{Edge, EntityKind, Node, entity_id, relation};
@@ -20,6 +21,16 @@ pub(crate) type NodeIndex = u32;
 pub(crate) type EdgeIndex = u32;
 /// Index of a relation name in [`FactGraph::relations`].
 pub(crate) type RelationIndex = u32;
+
+/// The seqs of the events behind an edge, ascending; their ids are in
+/// [`FactGraph::events`]. Most edges have one or two, kept inline: a `Vec`
+/// put each edge's first reference on the heap (the largest single cost in
+/// a profile of the graph's RAM).
+pub(crate) type EdgeSeqs = SmallVec<[u64; 2]>;
+
+/// The events linked to a node, by seq. Most nodes (an item's) have one,
+/// kept inline.
+pub(crate) type NodeLinks = SmallVec<[Link; 1]>;
 
 /// The event being applied, as extraction sees it.
 #[derive(Debug, Clone, Copy)]
@@ -56,7 +67,7 @@ pub(crate) struct EdgeRecord {
     pub valid_to: Option<Timestamp>,
     pub recorded_seq: u64,
     pub confidence: Option<f32>,
-    pub provenance: Vec<ProvenanceRef>,
+    pub provenance: EdgeSeqs,
 }
 
 /// Validity and confidence of an asserted fact; extracted relations use
@@ -145,7 +156,7 @@ pub struct FactGraph {
     /// resolves to `src/auth/token.rs` when that is the only one.
     pub(crate) file_names: HashMap<String, BTreeSet<NodeIndex>>,
     /// Per node, the events linked to it, by ascending seq.
-    pub(crate) links: Vec<Vec<Link>>,
+    pub(crate) links: Vec<NodeLinks>,
     /// Every event that entered the graph's provenance, by seq: its time
     /// (for `as_of` filtering of items) and its id (so that snapshots store
     /// provenance as seqs alone).
@@ -305,9 +316,7 @@ impl FactGraph {
         self.node_index.insert(id, index);
         self.changes.parts.insert(GraphPart::Nodes((u64::from(index) / GRAPH_CHUNK) as u32));
         self.adjacency.push(Adjacency::default());
-        // Most nodes (an item's) keep one link and most edges one event:
-        // a first push would reserve room for four.
-        self.links.push(Vec::with_capacity(1));
+        self.links.push(NodeLinks::new());
         self.add_link(index, context.seq, LinkStrength::Direct);
         self.index_name(index);
         index
@@ -457,7 +466,7 @@ impl FactGraph {
             valid_to: terms.valid_to.map(|to| to.max(valid_from)),
             recorded_seq: context.seq,
             confidence: terms.confidence,
-            provenance: Vec::with_capacity(1 + supporting.len()),
+            provenance: EdgeSeqs::new(),
         });
         self.edge_index.insert(key, index);
         self.changes.parts.insert(GraphPart::Edges((u64::from(index) / GRAPH_CHUNK) as u32));
@@ -483,7 +492,7 @@ impl FactGraph {
         let record = &mut self.edges[edge as usize];
         let mut added = Vec::with_capacity(supporting.len() + 1);
         for reference in supporting.iter().chain(std::iter::once(&current)) {
-            if insert_provenance(&mut record.provenance, *reference) {
+            if insert_seq(&mut record.provenance, reference.seq) {
                 added.push(reference.seq);
                 self.changes.parts.insert(GraphPart::EdgeProvenance((reference.seq / GRAPH_CHUNK) as u32));
                 if self.edge_provenance.tracked_from.is_some_and(|from| reference.seq >= from) {
@@ -575,8 +584,20 @@ impl FactGraph {
             valid_to: record.valid_to,
             recorded_seq: record.recorded_seq,
             confidence: record.confidence,
-            provenance: record.provenance.clone(),
+            provenance: self.references(&record.provenance),
         }
+    }
+
+    /// An edge's provenance seqs as references. Every seq an edge holds is
+    /// in [`FactGraph::events`]: noted when it was added, and a purge takes
+    /// both out together.
+    pub(crate) fn references(&self, seqs: &[u64]) -> Vec<ProvenanceRef> {
+        seqs.iter().map(|&seq| self.reference(seq)).collect()
+    }
+
+    pub(crate) fn reference(&self, seq: u64) -> ProvenanceRef {
+        let event = self.events.get(&seq).expect("every provenance seq of an edge has its event noted");
+        ProvenanceRef { seq, event_id: event.id }
     }
 
     // ------------------------------------------------------------ links
@@ -613,7 +634,7 @@ impl FactGraph {
         self.relation_index =
             self.relations.iter().enumerate().map(|(index, name)| (name.clone(), index as RelationIndex)).collect();
         self.adjacency = vec![Adjacency::default(); self.nodes.len()];
-        self.links = vec![Vec::new(); self.nodes.len()];
+        self.links = vec![NodeLinks::new(); self.nodes.len()];
         self.names.clear();
         self.phrase_heads.clear();
         self.file_names.clear();
@@ -642,9 +663,9 @@ impl FactGraph {
                     list.push(index);
                 }
             }
-            for reference in &record.provenance {
-                links[from as usize].push(Link { seq: reference.seq, strength: LinkStrength::Direct });
-                links[to as usize].push(Link { seq: reference.seq, strength: target_strength });
+            for &seq in &record.provenance {
+                links[from as usize].push(Link { seq, strength: LinkStrength::Direct });
+                links[to as usize].push(Link { seq, strength: target_strength });
             }
         }
         for list in &mut links {
@@ -660,19 +681,22 @@ impl FactGraph {
 
 /// Inserts `reference` in seq order unless an entry with its seq is there;
 /// returns whether it was inserted.
-fn insert_provenance(provenance: &mut Vec<ProvenanceRef>, reference: ProvenanceRef) -> bool {
+/// Adds `seq` to an edge's provenance, kept ascending; false if it was
+/// there.
+fn insert_seq(provenance: &mut EdgeSeqs, seq: u64) -> bool {
     match provenance.last() {
-        Some(last) if last.seq == reference.seq => false,
-        Some(last) if last.seq > reference.seq => match provenance.binary_search_by_key(&reference.seq, |r| r.seq) {
+        Some(&last) if last == seq => false,
+        Some(&last) if last > seq => match provenance.binary_search(&seq) {
             Ok(_) => false,
             Err(position) => {
-                provenance.insert(position, reference);
+                provenance.insert(position, seq);
                 true
             }
         },
         _ => {
-            provenance.push(reference);
+            provenance.push(seq);
             true
         }
     }
 }
+
