@@ -229,7 +229,7 @@ impl AgentMemory {
     fn files_touched(&self, seqs: &BTreeSet<u64>) -> Vec<String> {
         let mut files = BTreeSet::new();
         for (index, node) in self.graph.nodes.iter().enumerate() {
-            if node.kind == EntityKind::File && self.graph.links[index].iter().any(|link| seqs.contains(&link.seq)) {
+            if node.kind == EntityKind::File && self.graph.links[index].iter().any(|link| seqs.contains(&link.seq())) {
                 files.insert(node.name.clone());
             }
         }

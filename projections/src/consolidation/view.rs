@@ -180,11 +180,11 @@ impl AgentMemory {
             // the agent's queries, short.
             let mut seqs: Vec<u64> = Vec::new();
             for link in &graph.links[index] {
-                if seqs.last() == Some(&link.seq) {
+                if seqs.last() == Some(&link.seq()) {
                     continue;
                 }
-                if self.items.get(&link.seq).is_some_and(|item| item.state.is_searchable()) {
-                    seqs.push(link.seq);
+                if self.items.get(&link.seq()).is_some_and(|item| item.state.is_searchable()) {
+                    seqs.push(link.seq());
                     if seqs.len() > MAX_LINK_ENTITY_ITEMS {
                         break;
                     }

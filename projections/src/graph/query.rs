@@ -168,13 +168,13 @@ impl FactGraph {
             let visible = self.links[node as usize]
                 .iter()
                 .rev()
-                .filter(|link| as_of.is_none_or(|at| self.events.get(&link.seq).is_some_and(|event| event.ts <= at)));
+                .filter(|link| as_of.is_none_or(|at| self.events.get(&link.seq()).is_some_and(|event| event.ts <= at)));
             for link in visible.take(MAX_ITEMS_PER_ENTITY >> (2 * distance)) {
-                let strength = match link.strength {
+                let strength = match link.strength() {
                     LinkStrength::Direct => 1.0,
                     LinkStrength::Mention => MENTION_WEIGHT,
                 };
-                let entry = scores.entry(link.seq).or_insert((0.0, 0));
+                let entry = scores.entry(link.seq()).or_insert((0.0, 0));
                 entry.0 = entry.0.max(decay * strength);
                 entry.1 += 1;
             }

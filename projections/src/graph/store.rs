@@ -28,9 +28,9 @@ pub(crate) type RelationIndex = u32;
 /// a profile of the graph's RAM).
 pub(crate) type EdgeSeqs = SmallVec<[u64; 2]>;
 
-/// The events linked to a node, by seq. Most nodes (an item's) have one,
-/// kept inline.
-pub(crate) type NodeLinks = SmallVec<[Link; 1]>;
+/// The events linked to a node, by seq. Most nodes (an item's) have one
+/// or two, kept inline.
+pub(crate) type NodeLinks = SmallVec<[Link; 2]>;
 
 /// The event being applied, as extraction sees it.
 #[derive(Debug, Clone, Copy)]
@@ -103,11 +103,35 @@ pub(crate) struct EventStamp {
     pub id: EventId,
 }
 
-/// One event linked to an entity.
+/// One event linked to an entity: its seq, with the strength in the top
+/// bit (log seqs stay far below 2^63). Eight bytes, not sixteen: a node
+/// holds one per event that links it, about one per edge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Link {
-    pub seq: u64,
-    pub strength: LinkStrength,
+pub(crate) struct Link(u64);
+
+impl Link {
+    const DIRECT: u64 = 1 << 63;
+
+    pub(crate) fn new(seq: u64, strength: LinkStrength) -> Link {
+        debug_assert!(seq < Link::DIRECT, "a log seq of 2^63 or more");
+        let seq = seq & !Link::DIRECT;
+        Link(if strength == LinkStrength::Direct { seq | Link::DIRECT } else { seq })
+    }
+
+    pub(crate) fn seq(self) -> u64 {
+        self.0 & !Link::DIRECT
+    }
+
+    pub(crate) fn strength(self) -> LinkStrength {
+        if self.0 & Link::DIRECT != 0 { LinkStrength::Direct } else { LinkStrength::Mention }
+    }
+
+    /// Keeps the stronger of the two strengths.
+    fn strengthen(&mut self, strength: LinkStrength) {
+        if strength == LinkStrength::Direct {
+            self.0 |= Link::DIRECT;
+        }
+    }
 }
 
 /// An edge one event created, confirmed or closed (see
@@ -142,7 +166,9 @@ pub struct FactGraph {
     /// and in the name indexes below (`nodes()` sorts when order matters).
     pub(crate) node_index: HashMap<String, NodeIndex>,
     pub(crate) edges: Vec<EdgeRecord>,
-    /// (from, relation, to) → the edge of its latest validity interval.
+    /// (from, relation, to) → the edge of its latest validity interval;
+    /// not an item's mentions (most edges, found in the item's adjacency:
+    /// see [`FactGraph::latest_edge`]).
     pub(crate) edge_index: BTreeMap<(NodeIndex, RelationIndex, NodeIndex), EdgeIndex>,
     pub(crate) relations: Vec<String>,
     pub(crate) relation_index: BTreeMap<String, RelationIndex>,
@@ -282,7 +308,7 @@ impl FactGraph {
     pub fn items_of(&self, id: &str) -> Vec<u64> {
         self.node_index
             .get(id)
-            .map(|&index| self.links[index as usize].iter().map(|link| link.seq).collect())
+            .map(|&index| self.links[index as usize].iter().map(|link| link.seq()).collect())
             .unwrap_or_default()
     }
 
@@ -443,7 +469,9 @@ impl FactGraph {
         let relation_index = self.relation(relation);
         let key = (from, relation_index, to);
         let valid_from = terms.valid_from.unwrap_or(context.ts);
-        if let Some(&latest) = self.edge_index.get(&key) {
+        let is_mention = self.is_mention(from, relation_index);
+        let latest = self.latest_edge(key, is_mention);
+        if let Some(latest) = latest {
             let record = &self.edges[latest as usize];
             let same_bounds = record.valid_from == Some(valid_from) && record.valid_to == terms.valid_to;
             if record.valid_to.is_none() || same_bounds {
@@ -455,7 +483,7 @@ impl FactGraph {
                 return latest;
             }
         }
-        let interval = self.edge_index.get(&key).map_or(0, |&latest| self.edges[latest as usize].interval + 1);
+        let interval = latest.map_or(0, |latest| self.edges[latest as usize].interval + 1);
         let index = self.edges.len() as EdgeIndex;
         self.edges.push(EdgeRecord {
             from,
@@ -468,9 +496,10 @@ impl FactGraph {
             confidence: terms.confidence,
             provenance: EdgeSeqs::new(),
         });
-        self.edge_index.insert(key, index);
+        if !is_mention {
+            self.edge_index.insert(key, index);
+        }
         self.changes.parts.insert(GraphPart::Edges((u64::from(index) / GRAPH_CHUNK) as u32));
-        let is_mention = relation == relation::REFERENCES && self.nodes[from as usize].kind == EntityKind::Item;
         for endpoint in [from, to] {
             let adjacency = &mut self.adjacency[endpoint as usize];
             let list = if is_mention { &mut adjacency.mentions } else { &mut adjacency.facts };
@@ -480,6 +509,27 @@ impl FactGraph {
         }
         self.extend_edge(index, context, supporting);
         index
+    }
+
+    /// Whether an edge `from —relation→ …` is an item's mention: it sits
+    /// in the adjacency's `mentions` and not in `edge_index`.
+    fn is_mention(&self, from: NodeIndex, relation: RelationIndex) -> bool {
+        self.relations[relation as usize] == relation::REFERENCES && self.nodes[from as usize].kind == EntityKind::Item
+    }
+
+    /// The edge of the latest validity interval of `(from, relation, to)`.
+    /// An item's mentions are looked for among the item's own (one event
+    /// makes them, a few each) instead of in `edge_index`, which they would
+    /// fill: an index entry per mention was a fifth of the graph's RAM.
+    fn latest_edge(&self, key: (NodeIndex, RelationIndex, NodeIndex), is_mention: bool) -> Option<EdgeIndex> {
+        if !is_mention {
+            return self.edge_index.get(&key).copied();
+        }
+        let (from, relation, to) = key;
+        self.adjacency[from as usize].mentions.iter().rev().copied().find(|&edge| {
+            let record = &self.edges[edge as usize];
+            record.from == from && record.to == to && record.relation == relation
+        })
     }
 
     /// Adds the supporting events and the current one to an edge's
@@ -612,19 +662,21 @@ impl FactGraph {
     fn add_link(&mut self, node: NodeIndex, seq: u64, strength: LinkStrength) {
         let links = &mut self.links[node as usize];
         match links.last_mut() {
-            Some(last) if last.seq == seq => last.strength = last.strength.max(strength),
-            Some(last) if last.seq > seq => match links.binary_search_by_key(&seq, |link| link.seq) {
-                Ok(found) => links[found].strength = links[found].strength.max(strength),
-                Err(position) => links.insert(position, Link { seq, strength }),
+            Some(last) if last.seq() == seq => last.strengthen(strength),
+            Some(last) if last.seq() > seq => match links.binary_search_by_key(&seq, |link| link.seq()) {
+                Ok(found) => links[found].strengthen(strength),
+                Err(position) => links.insert(position, Link::new(seq, strength)),
             },
-            _ => links.push(Link { seq, strength }),
+            _ => links.push(Link::new(seq, strength)),
         }
     }
 
     /// Whether event `seq` created, changed or related `node` (more than
     /// mentioned it).
     pub(crate) fn is_directly_linked(&self, node: NodeIndex, seq: u64) -> bool {
-        self.links[node as usize].last().is_some_and(|link| link.seq == seq && link.strength == LinkStrength::Direct)
+        self.links[node as usize]
+            .last()
+            .is_some_and(|link| link.seq() == seq && link.strength() == LinkStrength::Direct)
     }
 
     /// Rebuilds every derived index from nodes and edges (after a restore).
@@ -647,14 +699,16 @@ impl FactGraph {
             self.index_name(index);
             let provenance = &self.nodes[index as usize].provenance;
             links[index as usize]
-                .extend(provenance.iter().map(|reference| Link { seq: reference.seq, strength: LinkStrength::Direct }));
+                .extend(provenance.iter().map(|reference| Link::new(reference.seq, LinkStrength::Direct)));
         }
         for index in 0..self.edges.len() as EdgeIndex {
             let record = &self.edges[index as usize];
             let (from, to) = (record.from, record.to);
-            self.edge_index.insert((from, record.relation, to), index);
             let is_reference = self.relations[record.relation as usize] == relation::REFERENCES;
             let is_mention = is_reference && self.nodes[from as usize].kind == EntityKind::Item;
+            if !is_mention {
+                self.edge_index.insert((from, record.relation, to), index);
+            }
             let target_strength = if is_reference { LinkStrength::Mention } else { LinkStrength::Direct };
             for endpoint in [from, to] {
                 let adjacency = &mut self.adjacency[endpoint as usize];
@@ -664,15 +718,15 @@ impl FactGraph {
                 }
             }
             for &seq in &record.provenance {
-                links[from as usize].push(Link { seq, strength: LinkStrength::Direct });
-                links[to as usize].push(Link { seq, strength: target_strength });
+                links[from as usize].push(Link::new(seq, LinkStrength::Direct));
+                links[to as usize].push(Link::new(seq, target_strength));
             }
         }
         for list in &mut links {
             // By seq, the strongest link of a seq first, and only it kept:
             // what `add_link` keeps.
-            list.sort_unstable_by(|a, b| a.seq.cmp(&b.seq).then(b.strength.cmp(&a.strength)));
-            list.dedup_by_key(|link| link.seq);
+            list.sort_unstable_by(|a, b| a.seq().cmp(&b.seq()).then(b.strength().cmp(&a.strength())));
+            list.dedup_by_key(|link| link.seq());
             list.shrink_to_fit();
         }
         self.links = links;
@@ -700,3 +754,44 @@ fn insert_seq(provenance: &mut EdgeSeqs, seq: u64) -> bool {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_keeps_its_seq_and_its_strongest_strength_in_eight_bytes() {
+        assert_eq!(std::mem::size_of::<Link>(), 8);
+        let seq = (1 << 62) + 7;
+        let mut link = Link::new(seq, LinkStrength::Mention);
+        assert_eq!((link.seq(), link.strength()), (seq, LinkStrength::Mention));
+        link.strengthen(LinkStrength::Direct);
+        assert_eq!((link.seq(), link.strength()), (seq, LinkStrength::Direct));
+        link.strengthen(LinkStrength::Mention);
+        assert_eq!(link.strength(), LinkStrength::Direct);
+        assert_eq!(std::mem::size_of::<NodeLinks>(), std::mem::size_of::<Vec<Link>>());
+        assert_eq!(std::mem::size_of::<EdgeSeqs>(), std::mem::size_of::<Vec<u64>>());
+    }
+
+    #[test]
+    fn an_items_mentions_are_found_again_without_the_edge_index() {
+        let mut graph = FactGraph::default();
+        let id = EventId(7);
+        let context =
+            EventContext { seq: 3, event_id: id, ts: Timestamp(10), agent: "coder", kind: "message_recorded" };
+        let item = graph.item_node(&context);
+        let file = graph.entity(EntityKind::File, "src/a.rs", "src/a.rs", &context);
+        let task = graph.entity(EntityKind::Task, "t1", "t1", &context);
+        let mention = graph.link(item, relation::REFERENCES, file, &context);
+        let fact = graph.link(task, relation::REFERENCES, file, &context);
+        assert_eq!(graph.edge_index.len(), 1, "only the task's edge is indexed");
+        // Linking the same triple again confirms the edge it made.
+        assert_eq!(graph.link(item, relation::REFERENCES, file, &context), mention);
+        assert_eq!(graph.link(task, relation::REFERENCES, file, &context), fact);
+        assert_eq!(graph.edges.len(), 2);
+        // And so after a restore rebuilt the indexes.
+        graph.rebuild_indexes();
+        assert_eq!(graph.edge_index.len(), 1);
+        assert_eq!(graph.link(item, relation::REFERENCES, file, &context), mention);
+        assert_eq!(graph.edges[mention as usize].provenance.as_slice(), &[3]);
+    }
+}
