@@ -220,8 +220,8 @@ impl AgentMemory {
             .facts
             .values()
             .map(|&edge| &self.graph.edges[edge as usize])
-            .filter(|record| record.valid_to.is_none())
-            .flat_map(|record| record.provenance.iter().copied())
+            .filter(|record| record.valid_to().is_none())
+            .flat_map(|record| record.seqs().iter().copied())
             .collect()
     }
 

@@ -98,15 +98,15 @@ impl AgentMemory {
         let mut facts = Vec::new();
         for ((subject, predicate, object), &edge) in &graph.facts {
             let record = &graph.edges[edge as usize];
-            for &seq in &record.provenance {
+            for &seq in record.seqs() {
                 if item_kind(seq) == Some("fact_asserted") {
                     facts.push(FactView {
                         seq,
                         subject: subject.clone(),
                         predicate: predicate.clone(),
                         object: object.clone(),
-                        valid_from: record.valid_from,
-                        valid_to: record.valid_to,
+                        valid_from: Some(record.valid_from),
+                        valid_to: record.valid_to(),
                     });
                 }
             }

@@ -105,7 +105,7 @@ impl FactGraph {
     ) {
         let context = EventContext::new(closing_seq, closing);
         let fact_edge =
-            self.facts.values().copied().find(|&edge| self.edges[edge as usize].provenance.contains(&created.seq));
+            self.facts.values().copied().find(|&edge| self.edges[edge as usize].seqs().contains(&created.seq));
         if let Some(edge) = fact_edge {
             self.close_edge(edge, to, &context);
         }

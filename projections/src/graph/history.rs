@@ -44,8 +44,8 @@ impl FactGraph {
         for &latest in self.facts.values() {
             let record = &self.edges[latest as usize];
             if record.interval == 0 {
-                if record.valid_to.is_some() {
-                    closed.push(record.provenance.as_slice());
+                if record.valid_to().is_some() {
+                    closed.push(record.seqs());
                 }
                 continue;
             }
@@ -53,8 +53,8 @@ impl FactGraph {
             for &edge in &self.adjacency[record.from as usize].facts {
                 let other = &self.edges[edge as usize];
                 let same_triple = other.to == record.to && other.relation == record.relation;
-                if same_triple && other.valid_to.is_some() {
-                    closed.push(other.provenance.as_slice());
+                if same_triple && other.valid_to().is_some() {
+                    closed.push(other.seqs());
                 }
             }
         }
@@ -71,7 +71,7 @@ impl FactGraph {
         let mut fixes = Vec::new();
         for command in self.related_at(agent_node, relation::RUNS, failing_seq) {
             for (error, fails_with) in self.related_edges_at(command, relation::FAILS_WITH, failing_seq) {
-                let passed = self.edges[fails_with as usize].provenance.iter().copied().find(|&seq| seq > failing_seq);
+                let passed = self.edges[fails_with as usize].seqs().iter().copied().find(|&seq| seq > failing_seq);
                 let files = self.fixing_files(error, failing_seq, passed);
                 if !files.is_empty() {
                     let passed = passed.map(|seq| self.reference(seq));
@@ -109,7 +109,7 @@ impl FactGraph {
                 continue;
             }
             let edits: Vec<ProvenanceRef> = record
-                .provenance
+                .seqs()
                 .iter()
                 .filter(|&&seq| seq > after && until.is_none_or(|until| seq < until))
                 .map(|&seq| self.reference(seq))
@@ -134,5 +134,5 @@ impl FactGraph {
 
 /// Whether the edge's provenance (in seq order) holds `seq`.
 fn holds_seq(record: &EdgeRecord, seq: u64) -> bool {
-    record.provenance.binary_search(&seq).is_ok()
+    record.seqs().binary_search(&seq).is_ok()
 }

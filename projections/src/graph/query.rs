@@ -248,7 +248,7 @@ impl FactGraph {
         let admitted = |edge: &&EdgeIndex| {
             let record = &self.edges[**edge as usize];
             filter.relations.as_ref().is_none_or(|relations| relations.contains(&record.relation))
-                && filter.as_of.is_none_or(|at| super::model::is_within(record.valid_from, record.valid_to, at))
+                && filter.as_of.is_none_or(|at| super::model::is_within(Some(record.valid_from), record.valid_to(), at))
         };
         let adjacency = &self.adjacency[node as usize];
         adjacency

@@ -21,7 +21,7 @@ impl FactGraph {
         let is_purged = |reference: &ProvenanceRef| purged.contains(&reference.seq);
         let touched_by_purge = |provenance: &[ProvenanceRef]| provenance.iter().any(is_purged);
         if !self.nodes.iter().any(|node| touched_by_purge(&node.provenance))
-            && !self.edges.iter().any(|edge| edge.provenance.iter().any(|seq| purged.contains(seq)))
+            && !self.edges.iter().any(|edge| edge.seqs().iter().any(|seq| purged.contains(seq)))
         {
             return;
         }
@@ -31,8 +31,7 @@ impl FactGraph {
         self.edge_provenance = EdgeProvenanceLog { tracked_from: None, entries: Vec::new() };
         let mut keep_edge = Vec::with_capacity(self.edges.len());
         for edge in &mut self.edges {
-            edge.provenance.retain(|seq| !purged.contains(seq));
-            keep_edge.push(!edge.provenance.is_empty());
+            keep_edge.push(edge.retain_seqs(|seq| !purged.contains(&seq)));
         }
         let mut keep_node = Vec::with_capacity(self.nodes.len());
         for node in &mut self.nodes {

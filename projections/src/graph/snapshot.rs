@@ -15,7 +15,7 @@ use rkyv::util::AlignedVec;
 
 use super::fixes::{ErrorWatch, FailureTracker, WatchedCommand};
 use super::model::{EntityKind, Node};
-use super::store::{Changes, EdgeIndex, EdgeProvenanceLog, EdgeRecord, EdgeSeqs, EventStamp, FactGraph, NodeIndex};
+use super::store::{Changes, EdgeIndex, EdgeProvenanceLog, EdgeRecord, EventStamp, FactGraph, NodeIndex};
 use crate::digest::ContentHasher;
 use crate::error::ProjectionError;
 use crate::item::ProvenanceRef;
@@ -174,7 +174,7 @@ impl FactGraph {
                 log.entries.clear();
                 for (index, record) in self.edges.iter().enumerate() {
                     // Provenance is in seq order: only its end can be new.
-                    for &seq in record.provenance.iter().rev().take_while(|&&seq| seq >= from) {
+                    for &seq in record.seqs().iter().rev().take_while(|&&seq| seq >= from) {
                         log.entries.push((seq, index as EdgeIndex));
                     }
                 }
@@ -209,7 +209,7 @@ impl FactGraph {
         }
         if needs_scan {
             for (index, record) in self.edges.iter().enumerate() {
-                for &seq in &record.provenance {
+                for &seq in record.seqs() {
                     add(seq, index as EdgeIndex, false);
                 }
             }
@@ -405,11 +405,11 @@ impl FactGraph {
         for (id, edge) in &edge_order {
             let record = &self.edges[*edge as usize];
             hasher.text(id);
-            hasher.time(record.valid_from);
-            hasher.time(record.valid_to);
+            hasher.time(Some(record.valid_from));
+            hasher.time(record.valid_to());
             hasher.number(record.recorded_seq);
-            hasher.number(record.confidence.map_or(u64::MAX, |confidence| u64::from(confidence.to_bits())));
-            hasher.provenance(&self.references(&record.provenance));
+            hasher.number(record.confidence().map_or(u64::MAX, |confidence| u64::from(confidence.to_bits())));
+            hasher.provenance(&self.references(record.seqs()));
         }
         hasher.number(self.facts.len() as u64);
         for ((subject, relation, object), edge) in &self.facts {
@@ -509,7 +509,7 @@ fn node_record(node: &Node) -> NodeRecord {
 }
 
 fn edge_snapshot(edge: &EdgeRecord) -> EdgeSnapshot {
-    EdgeSnapshot { provenance: edge.provenance.to_vec(), ..edge_snapshot_without_provenance(edge) }
+    EdgeSnapshot { provenance: edge.seqs().to_vec(), ..edge_snapshot_without_provenance(edge) }
 }
 
 fn edge_snapshot_without_provenance(edge: &EdgeRecord) -> EdgeSnapshot {
@@ -518,10 +518,10 @@ fn edge_snapshot_without_provenance(edge: &EdgeRecord) -> EdgeSnapshot {
         to: edge.to,
         relation: edge.relation,
         interval: edge.interval,
-        valid_from: edge.valid_from.map(Timestamp::unix_nanos),
-        valid_to: edge.valid_to.map(Timestamp::unix_nanos),
+        valid_from: Some(edge.valid_from.unix_nanos()),
+        valid_to: edge.valid_to().map(Timestamp::unix_nanos),
         recorded_seq: edge.recorded_seq,
-        confidence: edge.confidence,
+        confidence: edge.confidence(),
         provenance: Vec::new(),
     }
 }
@@ -557,10 +557,13 @@ fn provenance_refs(events: &BTreeMap<u64, EventStamp>, seqs: Vec<u64>) -> Result
 }
 
 /// An edge's provenance seqs, each checked to have its event.
-fn provenance_seqs(events: &BTreeMap<u64, EventStamp>, seqs: Vec<u64>) -> Result<EdgeSeqs, ProjectionError> {
+fn provenance_seqs(events: &BTreeMap<u64, EventStamp>, seqs: Vec<u64>) -> Result<Vec<u64>, ProjectionError> {
     match seqs.iter().find(|seq| !events.contains_key(seq)) {
         Some(seq) => Err(ProjectionError::CorruptSnapshot(format!("provenance names seq {seq}, which has no event"))),
-        None => Ok(EdgeSeqs::from_vec(seqs)),
+        None if seqs.is_empty() || !seqs.is_sorted_by(|a, b| a < b) => {
+            Err(ProjectionError::CorruptSnapshot("an edge's provenance is empty or out of order".to_string()))
+        }
+        None => Ok(seqs),
     }
 }
 
@@ -600,17 +603,19 @@ fn restore(snapshot: GraphSnapshot) -> Result<FactGraph, ProjectionError> {
         if !in_range || u64::from(edge.relation) >= relation_count {
             return corrupt("an edge points outside the graph".to_string());
         }
-        graph.edges.push(EdgeRecord {
-            from: edge.from,
-            to: edge.to,
-            relation: edge.relation,
-            interval: edge.interval,
-            valid_from: edge.valid_from.map(Timestamp),
-            valid_to: edge.valid_to.map(Timestamp),
-            recorded_seq: edge.recorded_seq,
-            confidence: edge.confidence,
-            provenance: provenance_seqs(&graph.events, edge.provenance)?,
-        });
+        let Some(valid_from) = edge.valid_from else {
+            return corrupt("an edge has no start of validity".to_string());
+        };
+        let mut record = EdgeRecord::new(
+            (edge.from, edge.relation, edge.to),
+            edge.interval,
+            Timestamp(valid_from),
+            edge.recorded_seq,
+        );
+        record.set_valid_to(edge.valid_to.map(Timestamp));
+        record.set_confidence(edge.confidence);
+        record.set_seqs(provenance_seqs(&graph.events, edge.provenance)?);
+        graph.edges.push(record);
     }
     for fact in snapshot.facts {
         if u64::from(fact.edge) >= edge_count {

@@ -22,12 +22,6 @@ pub(crate) type EdgeIndex = u32;
 /// Index of a relation name in [`FactGraph::relations`].
 pub(crate) type RelationIndex = u32;
 
-/// The seqs of the events behind an edge, ascending; their ids are in
-/// [`FactGraph::events`]. Most edges have one or two, kept inline: a `Vec`
-/// put each edge's first reference on the heap (the largest single cost in
-/// a profile of the graph's RAM).
-pub(crate) type EdgeSeqs = SmallVec<[u64; 2]>;
-
 /// The events linked to a node, by seq. Most nodes (an item's) have one
 /// or two, kept inline.
 pub(crate) type NodeLinks = SmallVec<[Link; 2]>;
@@ -63,11 +57,106 @@ pub(crate) struct EdgeRecord {
     /// 0 for the first validity interval of this (from, relation, to), 1 for
     /// the second...
     pub interval: u32,
-    pub valid_from: Option<Timestamp>,
-    pub valid_to: Option<Timestamp>,
+    pub valid_from: Timestamp,
+    /// The seq of the event that created the edge: also its provenance,
+    /// unless `rare` holds a list.
     pub recorded_seq: u64,
-    pub confidence: Option<f32>,
-    pub provenance: EdgeSeqs,
+    /// What most edges (an item's mentions: 80 % of them in a zipf
+    /// memory) do not have: an end, a confidence, more than one event. 40
+    /// bytes an edge instead of 88.
+    rare: Option<Box<RareEdgeTerms>>,
+}
+
+/// The terms of an edge that most edges do not have.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct RareEdgeTerms {
+    valid_to: Option<Timestamp>,
+    confidence: Option<f32>,
+    /// The seqs of the events behind the edge, ascending, when they are
+    /// not just `recorded_seq` (their ids are in [`FactGraph::events`]).
+    provenance: Option<Vec<u64>>,
+}
+
+impl EdgeRecord {
+    pub(crate) fn new(
+        (from, relation, to): (NodeIndex, RelationIndex, NodeIndex),
+        interval: u32,
+        valid_from: Timestamp,
+        recorded_seq: u64,
+    ) -> EdgeRecord {
+        EdgeRecord { from, to, relation, interval, valid_from, recorded_seq, rare: None }
+    }
+
+    /// The seqs of the events behind the edge, ascending.
+    pub(crate) fn seqs(&self) -> &[u64] {
+        match self.rare.as_deref().and_then(|rare| rare.provenance.as_deref()) {
+            Some(seqs) => seqs,
+            None => std::slice::from_ref(&self.recorded_seq),
+        }
+    }
+
+    pub(crate) fn valid_to(&self) -> Option<Timestamp> {
+        self.rare.as_ref().and_then(|rare| rare.valid_to)
+    }
+
+    pub(crate) fn confidence(&self) -> Option<f32> {
+        self.rare.as_ref().and_then(|rare| rare.confidence)
+    }
+
+    fn rare_mut(&mut self) -> &mut RareEdgeTerms {
+        self.rare.get_or_insert_with(Box::default)
+    }
+
+    pub(crate) fn set_valid_to(&mut self, valid_to: Option<Timestamp>) {
+        if valid_to.is_some() || self.rare.is_some() {
+            self.rare_mut().valid_to = valid_to;
+        }
+    }
+
+    pub(crate) fn set_confidence(&mut self, confidence: Option<f32>) {
+        if confidence.is_some() || self.rare.is_some() {
+            self.rare_mut().confidence = confidence;
+        }
+    }
+
+    /// Sets the provenance seqs (ascending; a restore's, a purge's).
+    pub(crate) fn set_seqs(&mut self, seqs: Vec<u64>) {
+        if seqs.as_slice() == [self.recorded_seq] && self.rare.as_ref().is_none_or(|rare| rare.provenance.is_none()) {
+            return;
+        }
+        self.rare_mut().provenance = Some(seqs);
+    }
+
+    /// Adds `seq` to the provenance, kept ascending; false if it was there.
+    pub(crate) fn insert_seq(&mut self, seq: u64) -> bool {
+        if self.seqs().binary_search(&seq).is_ok() {
+            return false;
+        }
+        let mut seqs = match self.rare.as_mut().and_then(|rare| rare.provenance.take()) {
+            Some(seqs) => seqs,
+            None => vec![self.recorded_seq],
+        };
+        match seqs.last() {
+            Some(&last) if last > seq => {
+                let position = seqs.binary_search(&seq).unwrap_or_else(|position| position);
+                seqs.insert(position, seq);
+            }
+            _ => seqs.push(seq),
+        }
+        self.rare_mut().provenance = Some(seqs);
+        true
+    }
+
+    /// Keeps the provenance seqs `keep` says; false if none is left.
+    pub(crate) fn retain_seqs(&mut self, keep: impl Fn(u64) -> bool) -> bool {
+        if self.seqs().iter().all(|&seq| keep(seq)) {
+            return true;
+        }
+        let kept: Vec<u64> = self.seqs().iter().copied().filter(|&seq| keep(seq)).collect();
+        let any = !kept.is_empty();
+        self.rare_mut().provenance = Some(kept);
+        any
+    }
 }
 
 /// Validity and confidence of an asserted fact; extracted relations use
@@ -473,29 +562,22 @@ impl FactGraph {
         let latest = self.latest_edge(key, is_mention);
         if let Some(latest) = latest {
             let record = &self.edges[latest as usize];
-            let same_bounds = record.valid_from == Some(valid_from) && record.valid_to == terms.valid_to;
-            if record.valid_to.is_none() || same_bounds {
+            let same_bounds = record.valid_from == valid_from && record.valid_to() == terms.valid_to;
+            if record.valid_to().is_none() || same_bounds {
                 if terms.confidence.is_some() {
-                    self.edges[latest as usize].confidence = terms.confidence;
+                    self.edges[latest as usize].set_confidence(terms.confidence);
                     self.changes.parts.insert(GraphPart::Edges((u64::from(latest) / GRAPH_CHUNK) as u32));
                 }
-                self.extend_edge(latest, context, supporting);
+                self.extend_edge(latest, context, supporting, false);
                 return latest;
             }
         }
         let interval = latest.map_or(0, |latest| self.edges[latest as usize].interval + 1);
         let index = self.edges.len() as EdgeIndex;
-        self.edges.push(EdgeRecord {
-            from,
-            to,
-            relation: relation_index,
-            interval,
-            valid_from: Some(valid_from),
-            valid_to: terms.valid_to.map(|to| to.max(valid_from)),
-            recorded_seq: context.seq,
-            confidence: terms.confidence,
-            provenance: EdgeSeqs::new(),
-        });
+        let mut record = EdgeRecord::new(key, interval, valid_from, context.seq);
+        record.set_valid_to(terms.valid_to.map(|to| to.max(valid_from)));
+        record.set_confidence(terms.confidence);
+        self.edges.push(record);
         if !is_mention {
             self.edge_index.insert(key, index);
         }
@@ -507,7 +589,7 @@ impl FactGraph {
                 list.push(index);
             }
         }
-        self.extend_edge(index, context, supporting);
+        self.extend_edge(index, context, supporting, true);
         index
     }
 
@@ -534,20 +616,27 @@ impl FactGraph {
 
     /// Adds the supporting events and the current one to an edge's
     /// provenance and to its endpoints' links.
-    fn extend_edge(&mut self, edge: EdgeIndex, context: &EventContext, supporting: &[ProvenanceRef]) {
+    /// `created`: the edge was just made by this event, whose seq is
+    /// already its provenance.
+    fn extend_edge(&mut self, edge: EdgeIndex, context: &EventContext, supporting: &[ProvenanceRef], created: bool) {
         let current = self.note(context);
         if !self.touched.0.contains(&edge) {
             self.touched.0.push(edge);
         }
         let record = &mut self.edges[edge as usize];
         let mut added = Vec::with_capacity(supporting.len() + 1);
-        for reference in supporting.iter().chain(std::iter::once(&current)) {
-            if insert_seq(&mut record.provenance, reference.seq) {
+        for reference in supporting {
+            if record.insert_seq(reference.seq) {
                 added.push(reference.seq);
-                self.changes.parts.insert(GraphPart::EdgeProvenance((reference.seq / GRAPH_CHUNK) as u32));
-                if self.edge_provenance.tracked_from.is_some_and(|from| reference.seq >= from) {
-                    self.edge_provenance.entries.push((reference.seq, edge));
-                }
+            }
+        }
+        if created || record.insert_seq(current.seq) {
+            added.push(current.seq);
+        }
+        for &seq in &added {
+            self.changes.parts.insert(GraphPart::EdgeProvenance((seq / GRAPH_CHUNK) as u32));
+            if self.edge_provenance.tracked_from.is_some_and(|from| seq >= from) {
+                self.edge_provenance.entries.push((seq, edge));
             }
         }
         let (from, to) = (record.from, record.to);
@@ -566,12 +655,12 @@ impl FactGraph {
     /// event that ended it. An edge already ending earlier keeps its end.
     pub(crate) fn close_edge(&mut self, edge: EdgeIndex, to: Timestamp, context: &EventContext) {
         let record = &mut self.edges[edge as usize];
-        let to = record.valid_from.map_or(to, |from| to.max(from));
-        if record.valid_to.is_none_or(|end| to < end) {
-            record.valid_to = Some(to);
+        let to = to.max(record.valid_from);
+        if record.valid_to().is_none_or(|end| to < end) {
+            record.set_valid_to(Some(to));
             self.changes.parts.insert(GraphPart::Edges((u64::from(edge) / GRAPH_CHUNK) as u32));
         }
-        self.extend_edge(edge, context, &[]);
+        self.extend_edge(edge, context, &[], false);
     }
 
     /// The edges the last applied event created, confirmed or closed, by
@@ -589,7 +678,7 @@ impl FactGraph {
                     from_name: from.name.clone(),
                     to_kind: to.kind,
                     to_name: to.name.clone(),
-                    open: record.valid_to.is_none(),
+                    open: record.valid_to().is_none(),
                 }
             })
             .collect()
@@ -630,11 +719,11 @@ impl FactGraph {
             from: from.clone(),
             to: to.clone(),
             relation: self.relation_name(record).to_string(),
-            valid_from: record.valid_from,
-            valid_to: record.valid_to,
+            valid_from: Some(record.valid_from),
+            valid_to: record.valid_to(),
             recorded_seq: record.recorded_seq,
-            confidence: record.confidence,
-            provenance: self.references(&record.provenance),
+            confidence: record.confidence(),
+            provenance: self.references(record.seqs()),
         }
     }
 
@@ -717,7 +806,7 @@ impl FactGraph {
                     list.push(index);
                 }
             }
-            for &seq in &record.provenance {
+            for &seq in record.seqs() {
                 links[from as usize].push(Link::new(seq, LinkStrength::Direct));
                 links[to as usize].push(Link::new(seq, target_strength));
             }
@@ -730,27 +819,6 @@ impl FactGraph {
             list.shrink_to_fit();
         }
         self.links = links;
-    }
-}
-
-/// Inserts `reference` in seq order unless an entry with its seq is there;
-/// returns whether it was inserted.
-/// Adds `seq` to an edge's provenance, kept ascending; false if it was
-/// there.
-fn insert_seq(provenance: &mut EdgeSeqs, seq: u64) -> bool {
-    match provenance.last() {
-        Some(&last) if last == seq => false,
-        Some(&last) if last > seq => match provenance.binary_search(&seq) {
-            Ok(_) => false,
-            Err(position) => {
-                provenance.insert(position, seq);
-                true
-            }
-        },
-        _ => {
-            provenance.push(seq);
-            true
-        }
     }
 }
 
@@ -769,7 +837,7 @@ mod tests {
         link.strengthen(LinkStrength::Mention);
         assert_eq!(link.strength(), LinkStrength::Direct);
         assert_eq!(std::mem::size_of::<NodeLinks>(), std::mem::size_of::<Vec<Link>>());
-        assert_eq!(std::mem::size_of::<EdgeSeqs>(), std::mem::size_of::<Vec<u64>>());
+        assert_eq!(std::mem::size_of::<EdgeRecord>(), 40);
     }
 
     #[test]
@@ -792,6 +860,6 @@ mod tests {
         graph.rebuild_indexes();
         assert_eq!(graph.edge_index.len(), 1);
         assert_eq!(graph.link(item, relation::REFERENCES, file, &context), mention);
-        assert_eq!(graph.edges[mention as usize].provenance.as_slice(), &[3]);
+        assert_eq!(graph.edges[mention as usize].seqs(), &[3]);
     }
 }

@@ -458,7 +458,7 @@ impl FactGraph {
             .copied()
             .filter(|&edge| {
                 let record = &self.edges[edge as usize];
-                record.from == node && record.valid_to.is_none() && self.relation_name(record) == relation
+                record.from == node && record.valid_to().is_none() && self.relation_name(record) == relation
             })
             .collect()
     }
