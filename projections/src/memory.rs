@@ -142,7 +142,6 @@ pub struct AgentMemory {
     pub(crate) checkpoint: u64,
     /// Items by the seq of the event that created them.
     pub(crate) items: BTreeMap<u64, MemoryItem>,
-    pub(crate) seq_by_item_id: HashMap<String, u64>,
     /// Every event id applied, with its seq and its content's fingerprint:
     /// ids are the dedup key, and the log only deduplicates within its
     /// window. The fingerprint tells a repeat of the event from a different
@@ -255,7 +254,6 @@ impl AgentMemory {
             agent: agent.to_string(),
             checkpoint: 0,
             items: BTreeMap::new(),
-            seq_by_item_id: HashMap::new(),
             seen_ids: HashMap::new(),
             working: WorkingTier::new(config.working_tier_tokens, config.working_item_max_tokens),
             bm25,
@@ -303,7 +301,7 @@ impl AgentMemory {
     }
 
     pub fn item(&self, item_id: &str) -> Option<&MemoryItem> {
-        self.seq_by_item_id.get(item_id).and_then(|seq| self.items.get(seq))
+        self.item_seq(item_id).and_then(|seq| self.items.get(&seq))
     }
 
     /// The item created by the event at `seq`.
@@ -491,7 +489,6 @@ impl AgentMemory {
         }
         let item_id = event.id.to_string();
         self.changes.item(seq);
-        self.seq_by_item_id.insert(item_id.clone(), seq);
         self.seqs_by_kind.entry(kind).or_default().push(seq);
         self.items.insert(
             seq,
@@ -579,8 +576,17 @@ impl AgentMemory {
         Ok(())
     }
 
+    /// The seq of the item whose id is exactly `item_id`. An item's id is
+    /// its creating event's, so the applied ids find it: no map of item ids
+    /// of its own (two copies of every id were 70 bytes an item).
+    fn item_seq(&self, item_id: &str) -> Option<u64> {
+        let id: EventId = item_id.parse().ok()?;
+        let seq = self.seen_ids.get(&id)?.seq;
+        self.items.get(&seq).is_some_and(|item| item.item_id == item_id).then_some(seq)
+    }
+
     fn item_mut(&mut self, item_id: &str) -> Option<&mut MemoryItem> {
-        let seq = *self.seq_by_item_id.get(item_id)?;
+        let seq = self.item_seq(item_id)?;
         self.changes.item(seq);
         self.items.get_mut(&seq)
     }
@@ -623,13 +629,13 @@ impl AgentMemory {
     /// survivor this memory does not hold, or one no longer searchable,
     /// merges nothing: the merged items would vanish without an heir.
     fn merge(&mut self, survivor_id: &str, merged_ids: &[String], provenance: ProvenanceRef) {
-        let Some(survivor_seq) = self.seq_by_item_id.get(survivor_id).copied() else { return };
+        let Some(survivor_seq) = self.item_seq(survivor_id) else { return };
         if !self.items[&survivor_seq].state.is_searchable() {
             return;
         }
         let mut inherited: Vec<ProvenanceRef> = Vec::new();
         for merged_id in merged_ids {
-            let Some(&seq) = self.seq_by_item_id.get(merged_id) else { continue };
+            let Some(seq) = self.item_seq(merged_id) else { continue };
             let merged = &self.items[&seq];
             if seq == survivor_seq || merged.state.is_final() || merged.pinned {
                 continue;
@@ -699,7 +705,7 @@ impl AgentMemory {
     /// memory are theirs to erase, not this agent's.
     fn purge(&mut self, purged: &MemoryPurged, author: &str, provenance: ProvenanceRef) -> Result<(), ProjectionError> {
         let mut targets: Vec<u64> =
-            purged.item_ids.iter().filter_map(|item_id| self.seq_by_item_id.get(item_id.trim()).copied()).collect();
+            purged.item_ids.iter().filter_map(|item_id| self.item_seq(item_id.trim())).collect();
         if let Some(before) = purged.before {
             targets.extend(
                 self.items.values().filter(|item| item.ts < before && item.agent == author).map(|item| item.seq),

@@ -718,7 +718,6 @@ impl AgentMemory {
                     memory.hidden_count += 1;
                 }
             }
-            memory.seq_by_item_id.insert(item.item_id.clone(), item.seq);
             memory.seqs_by_kind.entry(item.kind).or_default().push(item.seq);
             memory.items.insert(item.seq, item);
         }
