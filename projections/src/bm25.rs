@@ -616,7 +616,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A text's share of BM25's statistics: tokens per field and the keys of
 /// its distinct terms (of both fields).
-#[derive(Default, Clone, Debug)]
+#[derive(Default, Clone, Debug, PartialEq)]
 pub(crate) struct TermCounts {
     text_tokens: u64,
     code_tokens: u64,

@@ -18,7 +18,7 @@ use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::phases::{PhaseTracker, PurgedEvent};
 use crate::render;
 use crate::retrieval::embedded_text;
-use crate::shared::SharedContent;
+use crate::shared::{MemoryRegistration, SharedContent};
 use crate::snapshot::Changes;
 use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
@@ -178,6 +178,8 @@ pub struct AgentMemory {
     pub(crate) seen_order: Vec<(u64, EventId)>,
     /// Which chunks of the snapshot changed since it was last saved.
     pub(crate) changes: Changes,
+    /// This memory counted among the swarm's while it lives.
+    _registration: MemoryRegistration,
 }
 
 /// Whether `event` changes the memory of `viewer`: its own events always;
@@ -269,6 +271,7 @@ impl AgentMemory {
             sent_bundles: BTreeMap::new(),
             seen_order: Vec::new(),
             changes: Changes::everything(),
+            _registration: config.shared.register(),
             config,
         }
     }
@@ -474,7 +477,8 @@ impl AgentMemory {
                 || (format!("{prefix}{text}"), prefix.len()),
                 |shared_text| QuantizedVector::of(&embedder.embed(embedded_text(shared_text))),
             )?;
-            self.bm25.hold_shared(self.config.shared.terms_of(&entry), entry.change, 1);
+            let bm25 = &mut self.bm25;
+            self.config.shared.count_terms(seq, &entry, |terms| bm25.hold_shared(terms, entry.change, 1));
             ItemText::shared(entry, own)
         } else {
             // Its own private event (or its own, when the swarm does not
@@ -776,7 +780,9 @@ impl AgentMemory {
         let mut hidden = 0;
         for item in self.items.values().filter(|item| item.state != ItemState::Purged) {
             match item.text.shared_entry() {
-                Some(entry) => bm25.hold_shared(self.config.shared.terms_of(entry), entry.change, 1),
+                Some(entry) => {
+                    self.config.shared.count_terms(item.seq, entry, |terms| bm25.hold_shared(terms, entry.change, 1))
+                }
                 None => bm25.add(item.seq, item.kind, &item.text)?,
             }
             if !item.state.is_searchable() {

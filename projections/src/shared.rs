@@ -21,7 +21,8 @@
 //! holds.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use crate::bm25::{TermCounts, TextIndex};
 use crate::error::ProjectionError;
@@ -45,6 +46,18 @@ pub struct SharedContent {
     dimensions: usize,
     entries: Mutex<HashMap<u64, Slot>>,
     vectors: RwLock<SharedVectors>,
+    /// The memories of the swarm alive now (see [`MemoryRegistration`]).
+    memories: AtomicUsize,
+}
+
+/// Counts a memory among the swarm's while it lives: an entry keeps its
+/// term counts only while a memory may still need them.
+pub(crate) struct MemoryRegistration(Arc<SharedContent>);
+
+impl Drop for MemoryRegistration {
+    fn drop(&mut self) {
+        self.0.memories.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 struct Slot {
@@ -60,10 +73,11 @@ pub struct SharedEntry {
     pub(crate) text: String,
     /// Bytes of the `(from author) ` prefix, which the author does not see.
     pub(crate) author_prefix: usize,
-    /// Counted when a memory first needs them (see
-    /// [`SharedContent::terms_of`]): a memory restored with its statistics
-    /// does not, and its entries then do without.
-    terms: OnceLock<TermCounts>,
+    /// Counted when a memory needs them and kept until every memory of the
+    /// swarm holds the entry (see [`SharedContent::count_terms`]): 8 bytes
+    /// per distinct term, a tenth of a memory's RAM per item if kept for
+    /// good. A memory restored with its statistics does not need them.
+    terms: Mutex<Option<Arc<TermCounts>>>,
     /// The text index change that added the entry's document (0: it was
     /// in the index when this process opened it).
     pub(crate) change: u64,
@@ -150,7 +164,14 @@ impl SharedContent {
             dimensions,
             entries: Mutex::new(HashMap::new()),
             vectors: RwLock::new(SharedVectors::new(dimensions)),
+            memories: AtomicUsize::new(0),
         })
+    }
+
+    /// Counts a new memory of the swarm until the registration is dropped.
+    pub(crate) fn register(self: &Arc<Self>) -> MemoryRegistration {
+        self.memories.fetch_add(1, Ordering::Relaxed);
+        MemoryRegistration(self.clone())
     }
 
     pub fn text_index(&self) -> &Arc<TextIndex> {
@@ -166,9 +187,21 @@ impl SharedContent {
         self.dimensions
     }
 
-    /// The entry's share of BM25's statistics.
-    pub(crate) fn terms_of<'a>(&self, entry: &'a SharedEntry) -> &'a TermCounts {
-        entry.terms.get_or_init(|| self.text_index.term_counts(&entry.text))
+    /// Hands the entry's share of BM25's statistics to `count`: counted
+    /// from its text unless kept, and kept only while some memory of the
+    /// swarm does not hold the entry yet (one that does not may still
+    /// need them). They are a function of the text, so counting them
+    /// again gives the same.
+    pub(crate) fn count_terms(&self, seq: u64, entry: &SharedEntry, count: impl FnOnce(&TermCounts)) {
+        let mut kept = entry.terms.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let terms = kept.get_or_insert_with(|| Arc::new(self.text_index.term_counts(&entry.text))).clone();
+        let held_by_all =
+            self.lock_entries().get(&seq).is_some_and(|slot| slot.holders >= self.memories.load(Ordering::Relaxed));
+        if held_by_all {
+            *kept = None;
+        }
+        drop(kept);
+        count(&terms);
     }
 
     /// How many shared entries some memory holds.
@@ -251,7 +284,7 @@ impl SharedContent {
             self.text_index.add_document(self.owner, seq, kind, &text)?
         };
         self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(seq, vector);
-        let entry = Arc::new(SharedEntry { text, author_prefix, terms: OnceLock::new(), change });
+        let entry = Arc::new(SharedEntry { text, author_prefix, terms: Mutex::new(None), change });
         entries.insert(seq, Slot { entry: entry.clone(), holders: 1 });
         Ok(entry)
     }
@@ -313,6 +346,28 @@ mod tests {
         take(&content, &embedder, 7, &mut built);
         assert_eq!(built, 2);
         assert_eq!(content.vectors().len(), 1);
+    }
+
+    #[test]
+    fn term_counts_are_kept_only_while_a_memory_does_not_hold_the_entry() {
+        let (content, embedder) = content();
+        let kept = |entry: &SharedEntry| entry.terms.lock().unwrap().is_some();
+        let mut counted = Vec::new();
+        let (coder, reviewer) = (content.register(), content.register());
+        let mut built = 0;
+        let entry = take(&content, &embedder, 7, &mut built);
+        content.count_terms(7, &entry, |terms| counted.push(terms.clone()));
+        assert!(kept(&entry), "the reviewer has yet to count them");
+        take(&content, &embedder, 7, &mut built);
+        content.count_terms(7, &entry, |terms| counted.push(terms.clone()));
+        assert!(!kept(&entry), "every memory holds the entry");
+        // A third memory, or a rebuild, counts them again: the same.
+        let planner = content.register();
+        content.count_terms(7, &entry, |terms| counted.push(terms.clone()));
+        assert!(kept(&entry));
+        assert!(counted.windows(2).all(|pair| pair[0] == pair[1]));
+        drop((coder, reviewer, planner));
+        assert_eq!(content.memories.load(Ordering::Relaxed), 0);
     }
 
     /// Vectors that come older than the newest (memories restored at

@@ -703,7 +703,9 @@ impl AgentMemory {
                         let text = std::mem::take(&mut item.text).into_string();
                         let entry = config.shared.acquire_restored(item.seq, item.kind, text, prefix, vector)?;
                         if !documents_kept {
-                            memory.bm25.hold_shared(config.shared.terms_of(&entry), entry.change, 1);
+                            config.shared.count_terms(item.seq, &entry, |terms| {
+                                memory.bm25.hold_shared(terms, entry.change, 1);
+                            });
                         }
                         item.text = ItemText::shared(entry, item.agent == agent);
                     }
