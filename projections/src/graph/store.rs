@@ -223,6 +223,11 @@ impl Link {
     }
 }
 
+/// The relations a phase's notes read of what an event changed in the
+/// graph (`phases/notes.rs`): what [`FactGraph::take_touched`] reports.
+const NOTED_RELATIONS: [&str; 6] =
+    [relation::READS, relation::MODIFIES, relation::RUNS, relation::DEFINES, relation::FAILS_WITH, relation::FIXES];
+
 /// An edge one event created, confirmed or closed (see
 /// [`FactGraph::take_touched`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -663,25 +668,33 @@ impl FactGraph {
         self.extend_edge(edge, context, &[], false);
     }
 
-    /// The edges the last applied event created, confirmed or closed, by
-    /// their endpoints' kinds and names, and empties the list.
+    /// The edges of [`NOTED_RELATIONS`] the last applied event created,
+    /// confirmed or closed, by their endpoints' kinds and names, and empties
+    /// the list. The others (an item's mentions, most edges) are not
+    /// copied out: nothing reads them.
     pub(crate) fn take_touched(&mut self) -> Vec<TouchedEdge> {
-        let touched = std::mem::take(&mut self.touched.0);
-        touched
-            .into_iter()
-            .map(|edge| {
+        let mut touched = std::mem::take(&mut self.touched.0);
+        let noted = touched
+            .drain(..)
+            .filter_map(|edge| {
                 let record = &self.edges[edge as usize];
+                let relation = &self.relations[record.relation as usize];
+                if !NOTED_RELATIONS.contains(&relation.as_str()) {
+                    return None;
+                }
                 let (from, to) = (&self.nodes[record.from as usize], &self.nodes[record.to as usize]);
-                TouchedEdge {
-                    relation: self.relations[record.relation as usize].clone(),
+                Some(TouchedEdge {
+                    relation: relation.clone(),
                     from_kind: from.kind,
                     from_name: from.name.clone(),
                     to_kind: to.kind,
                     to_name: to.name.clone(),
                     open: record.valid_to().is_none(),
-                }
+                })
             })
-            .collect()
+            .collect();
+        self.touched.0 = touched;
+        noted
     }
 
     pub(crate) fn relation_name(&self, edge: &EdgeRecord) -> &str {
