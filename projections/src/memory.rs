@@ -2,7 +2,7 @@
 //! events applied to it in log order.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use mneme_events::{
     ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, HandoffBundle, MemoryPurged, Scope,
@@ -20,6 +20,7 @@ use crate::render;
 use crate::retrieval::embedded_text;
 use crate::shared::{MemoryRegistration, SharedContent};
 use crate::snapshot::Changes;
+use crate::superseded::Retractions;
 use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
 
@@ -178,6 +179,9 @@ pub struct AgentMemory {
     pub(crate) seen_order: Vec<(u64, EventId)>,
     /// Which chunks of the snapshot changed since it was last saved.
     pub(crate) changes: Changes,
+    /// The retractions (see `superseded.rs`) as last derived, with the
+    /// graph's `closed_version` they were derived at.
+    pub(crate) retractions: Mutex<Option<(u64, Retractions)>>,
     /// This memory counted among the swarm's while it lives.
     _registration: MemoryRegistration,
 }
@@ -271,6 +275,7 @@ impl AgentMemory {
             sent_bundles: BTreeMap::new(),
             seen_order: Vec::new(),
             changes: Changes::everything(),
+            retractions: Mutex::new(None),
             _registration: config.shared.register(),
             config,
         }

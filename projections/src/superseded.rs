@@ -3,24 +3,30 @@
 //! side of a settled contradiction. Item state says what consolidation did
 //! to an item; this says whether what it states still holds.
 //!
-//! Derived on every ask from the fact graph and the settled contradictions,
-//! both part of the snapshot and the digest, so a restored or replayed
-//! memory answers the same and nothing new is stored.
+//! Derived from the fact graph and the settled contradictions, both part
+//! of the snapshot and the digest, so a restored or replayed memory answers
+//! the same. The retractions, a pass over every closed fact, are kept
+//! between asks until a closed edge changes (the graph's `closed_version`):
+//! a context at 100,000 items spent a ninth of its time deriving them again.
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use mneme_events::ContradictionResolution;
 
 use crate::item::MemoryItem;
 use crate::memory::AgentMemory;
 
+/// Each retracted assertion's item id → the retraction's.
+pub(crate) type Retractions = Arc<HashMap<String, String>>;
+
 /// Item id → the id of what superseded it, for facts and contradiction
 /// sides; decisions are looked up in the graph as asked.
 pub(crate) struct Supersessions {
     /// Built on the first fact asked about: it takes a pass over every
     /// fact, which a search or context with no fact among its items skips.
-    retracted: OnceCell<HashMap<String, String>>,
+    retracted: OnceCell<Retractions>,
     lost: HashMap<String, String>,
 }
 
@@ -65,8 +71,21 @@ impl AgentMemory {
     }
 
     /// Each retracted assertion's item id → the retraction's: one pass over
-    /// the closed facts.
-    fn retractions(&self) -> HashMap<String, String> {
+    /// the closed facts, kept until a closed edge changes.
+    fn retractions(&self) -> Retractions {
+        let version = self.graph.closed_version.0;
+        let mut kept = self.retractions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((at, retracted)) = kept.as_ref()
+            && *at == version
+        {
+            return retracted.clone();
+        }
+        let retracted = Arc::new(self.derive_retractions());
+        *kept = Some((version, retracted.clone()));
+        retracted
+    }
+
+    fn derive_retractions(&self) -> HashMap<String, String> {
         let mut retracted = HashMap::new();
         for provenance in self.graph.closed_fact_provenance() {
             // The assertions of one validity interval, each closed by the

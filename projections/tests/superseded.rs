@@ -172,3 +172,38 @@ fn phase_findings_mark_a_decision_superseded_within_the_phase() {
         assert!(marked[0].contains("redis") && marked[0].contains(&ids.postgres), "{level:?}:\n{text}");
     }
 }
+
+/// The retractions are kept between asks, and asked again after each event
+/// they are what a memory built from the log so far says: a retraction,
+/// a purge of it, a new interval and its retraction each show at once.
+#[test]
+fn supersessions_asked_after_every_event_are_those_of_the_log_so_far() {
+    let mut log = Log::default();
+    let first = log.push(fact("refresh_token", "ttl", "7 days"));
+    let retract = |log: &mut Log| {
+        log.push(EventKind::FactRetracted(FactRetracted {
+            subject: "refresh_token".into(),
+            predicate: "ttl".into(),
+            object: "7 days".into(),
+            valid_to: None,
+            reason: None,
+        }))
+    };
+    let retraction = retract(&mut log);
+    let second = log.push(fact("refresh_token", "ttl", "7 days"));
+    let second_retraction = retract(&mut log);
+    log.push(EventKind::MemoryPurged(mneme_events::MemoryPurged {
+        item_ids: vec![retraction.clone()],
+        before: None,
+        of_agent: None,
+        reason: Some("erasure request".into()),
+    }));
+    let mut live = AgentMemory::new("demo", "planner", MemoryConfig::default()).unwrap();
+    for (index, (seq, event)) in log.events.iter().enumerate() {
+        live.apply(*seq, event).unwrap();
+        let so_far = Log { events: log.events[..=index].to_vec() };
+        assert_eq!(supersessions(&live), supersessions(&so_far.memory()), "after seq {seq}");
+    }
+    assert_eq!(live.superseded_by(&second), Some(second_retraction));
+    assert_ne!(live.superseded_by(&first), Some(retraction));
+}

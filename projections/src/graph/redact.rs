@@ -28,6 +28,7 @@ impl FactGraph {
         // Nodes and edges are renumbered: every chunk changes, and the
         // edge indexes of the provenance log are stale.
         self.changes.all = true;
+        self.closed_version.0 += 1;
         self.edge_provenance = EdgeProvenanceLog { tracked_from: None, entries: Vec::new() };
         let mut keep_edge = Vec::with_capacity(self.edges.len());
         for edge in &mut self.edges {

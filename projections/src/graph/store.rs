@@ -292,6 +292,22 @@ pub struct FactGraph {
     pub(crate) changes: Changes,
     /// The newest edges' provenance, for the checkpoint's chunks of it.
     pub(crate) edge_provenance: EdgeProvenanceLog,
+    /// Changes to closed edges, for what is derived from them.
+    pub(crate) closed_version: ClosedVersion,
+}
+
+/// Counts the changes to closed edges: a closure, an event added to a
+/// closed edge, a purge. What is derived from the closed facts alone (the
+/// memory's retractions) is kept while this stays the same. Bookkeeping,
+/// not state: a restored graph starts again from 0 (with a new memory and
+/// nothing derived yet).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ClosedVersion(pub(crate) u64);
+
+impl PartialEq for ClosedVersion {
+    fn eq(&self, _: &ClosedVersion) -> bool {
+        true
+    }
 }
 
 /// Which chunks of the graph's snapshot changed since it was last saved:
@@ -638,6 +654,9 @@ impl FactGraph {
         if created || record.insert_seq(current.seq) {
             added.push(current.seq);
         }
+        if record.valid_to().is_some() && !added.is_empty() {
+            self.closed_version.0 += 1;
+        }
         for &seq in &added {
             self.changes.parts.insert(GraphPart::EdgeProvenance((seq / GRAPH_CHUNK) as u32));
             if self.edge_provenance.tracked_from.is_some_and(|from| seq >= from) {
@@ -664,6 +683,7 @@ impl FactGraph {
         if record.valid_to().is_none_or(|end| to < end) {
             record.set_valid_to(Some(to));
             self.changes.parts.insert(GraphPart::Edges((u64::from(edge) / GRAPH_CHUNK) as u32));
+            self.closed_version.0 += 1;
         }
         self.extend_edge(edge, context, &[], false);
     }
