@@ -87,13 +87,17 @@ impl FactGraph {
         self.related_edges_at(from, relation, seq).into_iter().map(|(to, _)| to).collect()
     }
 
+    /// An agent's node is a hub (an edge per command, file, decision…):
+    /// each edge is rejected by integer comparisons before its provenance
+    /// is searched.
     fn related_edges_at(&self, from: NodeIndex, relation: &str, seq: u64) -> Vec<(NodeIndex, EdgeIndex)> {
+        let Some(&relation) = self.relation_index.get(relation) else { return Vec::new() };
         self.adjacency[from as usize]
             .facts
             .iter()
             .filter(|&&edge| {
                 let record = &self.edges[edge as usize];
-                record.from == from && self.relation_name(record) == relation && holds_seq(record, seq)
+                record.from == from && record.relation == relation && holds_seq(record, seq)
             })
             .map(|&edge| (self.edges[edge as usize].to, edge))
             .collect()
