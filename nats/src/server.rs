@@ -327,8 +327,9 @@ impl NatsCluster {
         let binary = NatsServer::binary().ok_or_else(|| {
             LogError::Server(format!("no nats-server binary found: run {INSTALL_SCRIPT} or set {SERVER_BINARY_ENV}"))
         })?;
-        let client_ports = (0..size).map(|_| free_loopback_port()).collect::<Result<Vec<_>, _>>()?;
-        let route_ports = (0..size).map(|_| free_loopback_port()).collect::<Result<Vec<_>, _>>()?;
+        let mut ports = free_loopback_ports(2 * size)?;
+        let route_ports = ports.split_off(size);
+        let client_ports = ports;
         let node_names: Vec<String> = (0..size).map(|index| format!("mneme-node-{index}")).collect();
         let mut nodes = Vec::with_capacity(size);
         for index in 0..size {
@@ -542,6 +543,22 @@ fn repository_roots() -> impl Iterator<Item = PathBuf> {
 /// Asks the kernel for a free port. Another process could take it before the
 /// server binds it; the kernel hands out ephemeral ports in rotation, so that
 /// is unlikely enough for tests.
+/// `count` distinct free loopback ports. Each is held until all are found:
+/// ports taken one at a time may repeat, since the system hands a port
+/// released a moment ago out again (a cluster node once got the same port
+/// for clients and routes, and nats-server exited).
+fn free_loopback_ports(count: usize) -> Result<Vec<u16>, LogError> {
+    let listeners = (0..count)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| LogError::Server(format!("could not find a free port: {error}")))?;
+    listeners
+        .iter()
+        .map(|listener| listener.local_addr().map(|address| address.port()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| LogError::Server(format!("could not find a free port: {error}")))
+}
+
 fn free_loopback_port() -> Result<u16, LogError> {
     let listener = TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
