@@ -548,22 +548,15 @@ fn repository_roots() -> impl Iterator<Item = PathBuf> {
 /// released a moment ago out again (a cluster node once got the same port
 /// for clients and routes, and nats-server exited).
 fn free_loopback_ports(count: usize) -> Result<Vec<u16>, LogError> {
-    let listeners = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| LogError::Server(format!("could not find a free port: {error}")))?;
-    listeners
-        .iter()
-        .map(|listener| listener.local_addr().map(|address| address.port()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| LogError::Server(format!("could not find a free port: {error}")))
+    let ports = || -> std::io::Result<Vec<u16>> {
+        let listeners = (0..count).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<Vec<_>, _>>()?;
+        listeners.iter().map(|listener| listener.local_addr().map(|address| address.port())).collect()
+    };
+    ports().map_err(|error| LogError::Server(format!("could not find a free port: {error}")))
 }
 
 fn free_loopback_port() -> Result<u16, LogError> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map_err(|error| LogError::Server(format!("could not find a free port: {error}")))?;
-    Ok(listener.port())
+    Ok(free_loopback_ports(1)?[0])
 }
 
 /// A new, empty directory under the system's temporary directory, unique
