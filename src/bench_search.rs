@@ -72,8 +72,8 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
     out!(
         "memory: {} items applied at {apply_rate:.0} items/s; graph {} nodes, {} edges",
         memory.item_count(),
-        memory.graph().node_count(),
-        memory.graph().edge_count()
+        memory.graph().view().node_count(),
+        memory.graph().view().edge_count()
     );
 
     let texts: Vec<String> = memory.items().map(|item| item.text.indexed().to_string()).collect();
@@ -108,7 +108,7 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
     }
     let entities: Vec<String> = ["file:src/auth/token.rs", "command:cargo test", "symbol:refresh_access_token"]
         .iter()
-        .filter(|id| memory.graph().node(id).is_some())
+        .filter(|id| memory.graph().view().node(id).is_some())
         .map(|id| id.to_string())
         .collect();
     anyhow::ensure!(!entities.is_empty(), "the synthetic memory has none of the benchmark's entities");

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mneme_events::{BundleItem, BundleProvenance, Event, EventId, HandoffBundle, HandoffPackage, HandoffSent};
 
-use crate::graph::EntityKind;
+use crate::graph::GraphView;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
-use crate::memory::AgentMemory;
+use crate::memory::{AgentMemory, MemoryGraph};
 use crate::tokens;
 
 /// A bundle item's text is cut to this many tokens, so that one long tool
@@ -92,7 +92,8 @@ impl AgentMemory {
         let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
         let named_decisions: Vec<EventId> =
             sent.decisions.iter().filter_map(|decision| decision.trim().parse().ok()).collect();
-        let bundle = self.handoff_bundle(&tasks, &named_decisions, sent.to.trim(), self.config.handoff_bundle_tokens);
+        let bundle =
+            self.handoff_bundle_at(seq, &tasks, &named_decisions, sent.to.trim(), self.config.handoff_bundle_tokens);
         self.sent_bundles.insert(event.id, (seq, bundle));
     }
 
@@ -102,8 +103,9 @@ impl AgentMemory {
     pub(crate) fn redact_sent_bundles(&mut self, erased_seqs: &BTreeSet<u64>) {
         for (_, bundle) in self.sent_bundles.values_mut() {
             bundle.items.retain(|item| !item.provenance.iter().any(|reference| erased_seqs.contains(&reference.seq)));
-            let graph = &self.graph;
-            bundle.files.retain(|file| graph.node(&format!("file:{file}")).is_some());
+            let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);
+            let view = graph.view();
+            bundle.files.retain(|file| view.node(&format!("file:{file}")).is_some());
             let used: usize = bundle.items.iter().map(|item| tokens::count(&item.text)).sum::<usize>()
                 + bundle.files.iter().map(|file| tokens::count(file)).sum::<usize>();
             bundle.used_tokens = u32::try_from(used).unwrap_or(u32::MAX);
@@ -131,6 +133,22 @@ impl AgentMemory {
         recipient: &str,
         budget_tokens: usize,
     ) -> HandoffBundle {
+        self.handoff_bundle_at(self.checkpoint, tasks, named_decisions, recipient, budget_tokens)
+    }
+
+    /// [`AgentMemory::handoff_bundle`] as of the event at `seq` (the
+    /// `handoff_sent` being applied): the swarm's graph may have gone
+    /// further, and a bundle holds what the agent knew then.
+    fn handoff_bundle_at(
+        &self,
+        as_of_seq: u64,
+        tasks: &[&str],
+        named_decisions: &[EventId],
+        recipient: &str,
+        budget_tokens: usize,
+    ) -> HandoffBundle {
+        let graph = self.graph().through(as_of_seq);
+        let view = graph.view();
         let mut bundle = BundleBuilder::new(budget_tokens);
         let in_task = |item: &MemoryItem| item.correlation_id.as_deref().is_some_and(|task| tasks.contains(&task));
         let usable = |item: &MemoryItem| item.is_visible_to(recipient) && item.state.is_searchable();
@@ -154,7 +172,7 @@ impl AgentMemory {
             .collect();
         let active_in_task = self.seqs_by_kind.get("decision_made").into_iter().flatten().rev().filter_map(|seq| {
             let item = &self.items[seq];
-            (task_items.contains(seq) && self.is_active_decision(item)).then_some(item)
+            (task_items.contains(seq) && is_active_decision(&view, item, as_of_seq)).then_some(item)
         });
         for item in active_in_task {
             if !decisions.iter().any(|chosen| chosen.seq == item.seq) {
@@ -165,7 +183,7 @@ impl AgentMemory {
             bundle.push_item("decision", item, &self.visible_provenance(item, recipient));
         }
 
-        let valid_fact_seqs = self.valid_fact_seqs();
+        let valid_fact_seqs = view.valid_fact_seqs_at(as_of_seq);
         for seq in self.seqs_by_kind.get("fact_asserted").into_iter().flatten().rev() {
             if task_items.contains(seq) && valid_fact_seqs.contains(seq) {
                 let item = &self.items[seq];
@@ -187,7 +205,7 @@ impl AgentMemory {
             bundle.push("finding", &phase.phase_id, "phase", &self.agent, &levels.findings, &provenance);
         }
 
-        bundle.files = self.files_touched(&task_items);
+        bundle.files = view.files_linked_to(&task_items).into_iter().take(BUNDLE_FILES).collect();
         bundle.finish()
     }
 
@@ -205,36 +223,12 @@ impl AgentMemory {
             })
             .collect()
     }
+}
 
-    fn is_active_decision(&self, item: &MemoryItem) -> bool {
-        self.graph
-            .node(&format!("decision:{}", item.creating_event().event_id))
-            .is_some_and(|node| node.valid_to.is_none())
-    }
-
-    /// The seqs of the events behind facts still valid, in one pass over
-    /// the facts (a bundle is assembled as its handoff is applied, replay
-    /// included, so asking per fact would be quadratic).
-    fn valid_fact_seqs(&self) -> BTreeSet<u64> {
-        self.graph
-            .facts
-            .values()
-            .map(|&edge| &self.graph.edges[edge as usize])
-            .filter(|record| record.valid_to().is_none())
-            .flat_map(|record| record.seqs().iter().copied())
-            .collect()
-    }
-
-    /// Files linked to any of `seqs` in the fact graph.
-    fn files_touched(&self, seqs: &BTreeSet<u64>) -> Vec<String> {
-        let mut files = BTreeSet::new();
-        for (index, node) in self.graph.nodes.iter().enumerate() {
-            if node.kind == EntityKind::File && self.graph.links[index].iter().any(|link| seqs.contains(&link.seq())) {
-                files.insert(node.name.clone());
-            }
-        }
-        files.into_iter().take(BUNDLE_FILES).collect()
-    }
+/// Whether the decision `item` made still stood as of the event at `seq`.
+fn is_active_decision(view: &GraphView<'_>, item: &MemoryItem, seq: u64) -> bool {
+    let id = format!("decision:{}", item.creating_event().event_id);
+    view.node(&id).is_some() && !view.is_closed_at(&id, seq)
 }
 
 /// The tasks a handoff is about: its `task` and the event's correlation id.

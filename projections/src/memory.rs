@@ -12,7 +12,7 @@ use crate::bm25::{Bm25Index, TextIndex};
 use crate::digest::ContentHasher;
 use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
-use crate::graph::{FactGraph, GraphQuery, Subgraph};
+use crate::graph::{FactGraph, GraphQuery, GraphView, Holding, Subgraph, SwarmGraph};
 use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::phases::{PhaseTracker, PurgedEvent};
@@ -20,7 +20,7 @@ use crate::render;
 use crate::retrieval::embedded_text;
 use crate::shared::{MemoryRegistration, SharedContent};
 use crate::snapshot::Changes;
-use crate::superseded::Retractions;
+use crate::superseded::{Retractions, RetractionsVersion};
 use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
 
@@ -115,6 +115,46 @@ impl PartialEq for MemoryConfig {
     }
 }
 
+/// The fact graph as one memory sees it (see [`AgentMemory::graph`]).
+pub struct MemoryGraph<'a> {
+    own: &'a FactGraph,
+    shared: parking_lot::RwLockReadGuard<'a, SwarmGraph>,
+    through: u64,
+    unheld: &'a BTreeSet<u64>,
+}
+
+impl<'a> MemoryGraph<'a> {
+    /// The graph of a memory's parts: `own` and the swarm's of `shared`,
+    /// seen up to `through` but for `unheld`.
+    pub(crate) fn of(
+        own: &'a FactGraph,
+        shared: &'a SharedContent,
+        through: u64,
+        unheld: &'a BTreeSet<u64>,
+    ) -> MemoryGraph<'a> {
+        MemoryGraph { own, shared: shared.graph(), through, unheld }
+    }
+
+    /// The joined graph, to query.
+    pub fn view(&self) -> GraphView<'_> {
+        GraphView::new(self.own, self.shared.graph(), Holding { through: self.through, unheld: self.unheld })
+    }
+
+    /// As of the event at `seq`, being applied: the swarm's events up to it.
+    pub(crate) fn through(mut self, seq: u64) -> Self {
+        self.through = self.through.max(seq);
+        self
+    }
+}
+
+/// An entity given by id (`file:src/lib.rs`) or by name (`src/lib.rs`).
+pub(crate) fn resolve_entity(view: &GraphView<'_>, entity: &str) -> Vec<String> {
+    if view.node(entity).is_some() {
+        return vec![entity.to_string()];
+    }
+    view.entities_in_text(entity)
+}
+
 /// What applying one event did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AppliedEvent {
@@ -154,7 +194,14 @@ pub struct AgentMemory {
     pub(crate) text_reused: bool,
     pub(crate) bm25: Bm25Index,
     pub(crate) vectors: VectorIndex,
+    /// The graph of what only this memory holds: its agent's private
+    /// events, and what its verdicts changed of the swarm's graph (see
+    /// [`AgentMemory::graph`]).
     pub(crate) graph: FactGraph,
+    /// Events of the swarm's graph at or below the checkpoint that this
+    /// memory does not hold: purged, or refused as a repeated id. Derived
+    /// from the items (rebuilt on restore); usually empty.
+    pub(crate) unheld_shared: BTreeSet<u64>,
     /// Items still in the BM25 and vector indexes that no search may
     /// return (forgotten, merged); searches over-fetch by this.
     pub(crate) hidden_count: usize,
@@ -181,7 +228,7 @@ pub struct AgentMemory {
     pub(crate) changes: Changes,
     /// The retractions (see `superseded.rs`) as last derived, with the
     /// graph's `closed_version` they were derived at.
-    pub(crate) retractions: Mutex<Option<(u64, Retractions)>>,
+    pub(crate) retractions: Mutex<Option<(RetractionsVersion, Retractions)>>,
     /// This memory counted among the swarm's while it lives.
     _registration: MemoryRegistration,
 }
@@ -266,6 +313,7 @@ impl AgentMemory {
             text_reused: false,
             vectors: VectorIndex::new(config.embedder.dimensions()),
             graph: FactGraph::new(),
+            unheld_shared: BTreeSet::new(),
             hidden_count: 0,
             phases: PhaseTracker::default(),
             seqs_by_kind: HashMap::new(),
@@ -329,21 +377,31 @@ impl AgentMemory {
         if let Some(item) = self.item(item_id) {
             return Some(item.provenance.clone());
         }
-        if let Some(node) = self.graph.node(item_id) {
-            return Some(node.provenance.clone());
+        let graph = self.graph();
+        let view = graph.view();
+        if let Some(node) = view.node(item_id) {
+            return Some(node.provenance);
         }
-        self.graph.edges().into_iter().find(|edge| edge.id == item_id).map(|edge| edge.provenance)
+        view.edge(item_id).map(|edge| edge.provenance)
     }
 
     /// The fact graph around an entity given by id or name; `None` when the
     /// memory knows no such entity.
     pub fn neighbourhood(&self, query: &GraphQuery) -> Option<Subgraph> {
-        let entity = self.resolve_entity(&query.entity).into_iter().next()?;
-        self.graph.neighbourhood(&GraphQuery { entity, ..query.clone() })
+        let graph = self.graph();
+        let view = graph.view();
+        let entity = resolve_entity(&view, &query.entity).into_iter().next()?;
+        view.neighbourhood(&GraphQuery { entity, ..query.clone() })
     }
 
-    /// The fact graph, for inspection.
-    pub fn graph(&self) -> &FactGraph {
+    /// The fact graph as this memory sees it: its own joined with the
+    /// swarm's, read under the swarm graph's lock while the value lives.
+    pub fn graph(&self) -> MemoryGraph<'_> {
+        MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared)
+    }
+
+    /// This memory's own graph (private events and verdicts).
+    pub fn own_graph(&self) -> &FactGraph {
         &self.graph
     }
 
@@ -407,6 +465,10 @@ impl AgentMemory {
         let rendered = render::render(event, self.config.large_output_bytes);
         let fingerprint = content_fingerprint(event);
         if let Some(&seen) = self.seen_ids.get(&event.id) {
+            if self.goes_to_swarm_graph(event) {
+                // Another memory may apply it there: not this one's.
+                self.unheld_shared.insert(seq);
+            }
             self.checkpoint = seq;
             return Ok(if seen.fingerprint == fingerprint {
                 AppliedEvent::DuplicateId { original_seq: seen.seq }
@@ -415,8 +477,12 @@ impl AgentMemory {
             });
         }
         let provenance = ProvenanceRef { seq, event_id: event.id };
-        self.graph.apply(seq, event);
-        let touched = self.graph.take_touched();
+        let touched = if self.goes_to_swarm_graph(event) {
+            self.config.shared.apply_to_graph(seq, event)
+        } else {
+            self.graph.apply(seq, event);
+            self.graph.take_touched()
+        };
         self.phases.observe(seq, event, own, &touched, rendered.as_deref());
         match rendered {
             Some(text) => self.remember(seq, event, text)?,
@@ -437,6 +503,12 @@ impl AgentMemory {
         self.changes.seen(seq);
         self.checkpoint = seq;
         Ok(AppliedEvent::Applied)
+    }
+
+    /// Whether the event is extracted into the swarm's graph (a shared or
+    /// system event that says something) rather than this memory's own.
+    pub(crate) fn goes_to_swarm_graph(&self, event: &Event) -> bool {
+        self.sees_event_of_another(event) && render::carries_content(&event.kind)
     }
 
     /// Whether an event of another agent enters this memory: not private,
@@ -679,7 +751,15 @@ impl AgentMemory {
         for loser in losers {
             let Some(item) = self.item(loser) else { continue };
             let created = item.creating_event();
-            self.graph.close_asserted_by(created, event.ts, provenance.seq, event);
+            if self.config.shared.graph().graph().events.contains_key(&created.seq) && item.scope != Scope::Private {
+                let shared = self.config.shared.graph();
+                let holding = Holding { through: self.checkpoint, unheld: &self.unheld_shared };
+                self.graph.close_shared_asserted(shared.graph(), created, event.ts, provenance.seq, event, &|seq| {
+                    holding.holds(seq)
+                });
+            } else {
+                self.graph.close_asserted_by(created, event.ts, provenance.seq, event);
+            }
             if let Some(item) = self.item_mut(loser) {
                 item.provenance.push(provenance);
             }
@@ -759,7 +839,13 @@ impl AgentMemory {
         }
         if !erased.is_empty() {
             self.graph.redact(&erased.keys().copied().collect());
-            self.phases.redact(&erased, &self.graph);
+            let shared_graph = self.config.shared.graph();
+            self.unheld_shared
+                .extend(erased.keys().copied().filter(|seq| shared_graph.graph().events.contains_key(seq)));
+            drop(shared_graph);
+            let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);
+            self.phases.redact(&erased, &graph.view());
+            drop(graph);
             self.redact_contradictions(&erased_ids);
             self.redact_sent_bundles(&erased.keys().copied().collect());
             self.rebuild_indexes_without_purged()?;
@@ -840,6 +926,7 @@ impl AgentMemory {
         // stands for them. The graph hashes its own content.
         hasher.text(self.config.embedder.model_id());
         hasher.text(&self.graph.digest());
+        hasher.text(&self.graph().view().shared_digest());
         hasher.number(self.config.large_output_bytes as u64);
         self.phases.hash_into(&mut hasher);
         hasher.number(self.resolved_contradictions.len() as u64);
@@ -942,7 +1029,7 @@ mod tests {
             "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
             "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
         let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
-        assert_eq!(crate::SNAPSHOT_FORMAT, 14);
+        assert_eq!(crate::SNAPSHOT_FORMAT, 15);
         assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
     }
 }

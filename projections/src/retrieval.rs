@@ -14,7 +14,7 @@ use mneme_events::{Scope, Timestamp};
 
 use crate::error::ProjectionError;
 use crate::item::{MemoryItem, ProvenanceRef};
-use crate::memory::AgentMemory;
+use crate::memory::{AgentMemory, resolve_entity};
 use crate::superseded::Supersessions;
 use crate::vector::VectorIndex;
 
@@ -276,16 +276,10 @@ impl AgentMemory {
     /// entity the graph does not know matches nothing.
     fn items_of_entity_filter(&self, filters: &SearchFilters) -> Option<HashSet<u64>> {
         let entity = filters.entity.as_deref()?;
-        let ids = self.resolve_entity(entity);
-        Some(self.graph.items_near(&ids, 1, None).into_iter().map(|(seq, _)| seq).collect())
-    }
-
-    /// An entity given by id (`file:src/lib.rs`) or by name (`src/lib.rs`).
-    pub(crate) fn resolve_entity(&self, entity: &str) -> Vec<String> {
-        if self.graph.node(entity).is_some() {
-            return vec![entity.to_string()];
-        }
-        self.graph.entities_in_text(entity)
+        let graph = self.graph();
+        let view = graph.view();
+        let ids = resolve_entity(&view, entity);
+        Some(view.items_near(&ids, 1, None).into_iter().map(|(seq, _)| seq).collect())
     }
 
     /// Whether this memory holds the item's text (shared documents and
@@ -349,17 +343,18 @@ impl AgentMemory {
     /// Items linked in the fact graph to the entities the query names (and
     /// to the filter's entity), nearest first.
     fn graph_ranking(&self, request: &SearchRequest, candidates: usize, accept: &dyn Fn(u64) -> bool) -> Ranking {
-        let mut entities = self.graph.entities_in_text(&request.query);
+        let graph = self.graph();
+        let view = graph.view();
+        let mut entities = view.entities_in_text(&request.query);
         if let Some(entity) = &request.filters.entity {
-            entities.extend(self.resolve_entity(entity));
+            entities.extend(resolve_entity(&view, entity));
         }
         entities.sort();
         entities.dedup();
         if entities.is_empty() {
             return Vec::new();
         }
-        self.graph
-            .items_near(&entities, GRAPH_HOPS, None)
+        view.items_near(&entities, GRAPH_HOPS, None)
             .into_iter()
             .filter(|(seq, _)| accept(*seq))
             .take(candidates)

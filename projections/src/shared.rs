@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use crate::bm25::{TermCounts, TextIndex};
 use crate::error::ProjectionError;
+use crate::graph::{SwarmGraph, TouchedEdge};
 use crate::vector::{QuantizedVector, VectorIndex};
 
 /// Once there are this many dropped vectors, and they are a quarter of the
@@ -48,6 +49,11 @@ pub struct SharedContent {
     vectors: RwLock<SharedVectors>,
     /// The memories of the swarm alive now (see [`MemoryRegistration`]).
     memories: AtomicUsize,
+    /// What the shared events say, extracted once (see [`SwarmGraph`]).
+    /// `parking_lot`'s, read recursively: a query reads it in nested
+    /// calls, and std's lock would block a nested read behind a waiting
+    /// writer (another memory applying a shared event).
+    graph: parking_lot::RwLock<SwarmGraph>,
 }
 
 /// Counts a memory among the swarm's while it lives: an entry keeps its
@@ -165,7 +171,32 @@ impl SharedContent {
             entries: Mutex::new(HashMap::new()),
             vectors: RwLock::new(SharedVectors::new(dimensions)),
             memories: AtomicUsize::new(0),
+            graph: parking_lot::RwLock::new(SwarmGraph::new()),
         })
+    }
+
+    /// The swarm's graph of shared events, to read.
+    pub fn graph(&self) -> parking_lot::RwLockReadGuard<'_, SwarmGraph> {
+        self.graph.read_recursive()
+    }
+
+    /// The swarm's graph, to restore or save.
+    pub(crate) fn graph_mut(&self) -> parking_lot::RwLockWriteGuard<'_, SwarmGraph> {
+        self.graph.write()
+    }
+
+    /// Applies the shared event at `seq` to the swarm's graph if no memory
+    /// did yet, and answers what it touched there.
+    pub(crate) fn apply_to_graph(&self, seq: u64, event: &mneme_events::Event) -> Vec<TouchedEdge> {
+        {
+            let graph = self.graph();
+            if seq <= graph.through() {
+                return graph.touched_at(seq);
+            }
+        }
+        let mut graph = self.graph_mut();
+        graph.apply(seq, event);
+        graph.touched_at(seq)
     }
 
     /// Counts a new memory of the swarm until the registration is dropped.

@@ -21,6 +21,11 @@ use crate::memory::AgentMemory;
 /// Each retracted assertion's item id → the retraction's.
 pub(crate) type Retractions = Arc<HashMap<String, String>>;
 
+/// What the retractions were derived from: the closed-edge versions of the
+/// memory's graph and of the swarm's, how far the memory sees the swarm's,
+/// and how many of its events it does not hold.
+pub(crate) type RetractionsVersion = (u64, u64, u64, usize);
+
 /// Item id → the id of what superseded it, for facts and contradiction
 /// sides; decisions are looked up in the graph as asked.
 pub(crate) struct Supersessions {
@@ -36,7 +41,7 @@ impl Supersessions {
     /// contradiction it lost. `None` while what it states holds.
     pub(crate) fn of(&self, memory: &AgentMemory, item: &MemoryItem) -> Option<String> {
         let by_graph = match item.kind {
-            "decision_made" => memory.graph.superseding_decision(&item.item_id),
+            "decision_made" => memory.graph().view().superseding_decision(&item.item_id),
             "fact_asserted" => self.retracted.get_or_init(|| memory.retractions()).get(&item.item_id).cloned(),
             _ => None,
         };
@@ -71,9 +76,18 @@ impl AgentMemory {
     }
 
     /// Each retracted assertion's item id → the retraction's: one pass over
-    /// the closed facts, kept until a closed edge changes.
+    /// the closed facts, kept until a closed edge changes in either graph,
+    /// or the memory sees more of the swarm's.
     fn retractions(&self) -> Retractions {
-        let version = self.graph.closed_version.0;
+        let version = {
+            let shared = self.config.shared.graph();
+            (
+                self.graph.closed_version.0,
+                shared.graph().closed_version.0,
+                self.checkpoint.min(shared.through()),
+                self.unheld_shared.len(),
+            )
+        };
         let mut kept = self.retractions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some((at, retracted)) = kept.as_ref()
             && *at == version
@@ -87,11 +101,12 @@ impl AgentMemory {
 
     fn derive_retractions(&self) -> HashMap<String, String> {
         let mut retracted = HashMap::new();
-        for provenance in self.graph.closed_fact_provenance() {
+        let graph = self.graph();
+        for provenance in graph.view().closed_fact_provenance() {
             // The assertions of one validity interval, each closed by the
             // first retraction after it.
             let mut pending: Vec<&str> = Vec::new();
-            for seq in provenance {
+            for seq in &provenance {
                 let Some(item) = self.items.get(seq) else { continue };
                 match item.kind {
                     "fact_asserted" => pending.push(&item.item_id),

@@ -371,7 +371,10 @@ fn a_purge_leaves_no_trace_in_graph_phases_contradictions_duplicates_or_late_sum
     let plan = given.consolidate(&ConsolidationPolicy::default());
     assert_eq!((plan.merges.len(), plan.contradictions.len()), (1, 1), "{plan:#?}");
     let before = given.memory();
-    assert!(before.graph().nodes().iter().any(|node| node.name.contains("zqkey7781")), "the graph knew the file");
+    assert!(
+        before.graph().view().nodes().iter().any(|node| node.name.contains("zqkey7781")),
+        "the graph knew the file"
+    );
     assert!(before.phases().phases()[0].notes.commands.keys().any(|command| command.contains("zqkey7781")));
     given.push(EventKind::MemoryPurged(MemoryPurged {
         item_ids: vec![secret.clone(), read.clone(), fact.clone()],
@@ -396,8 +399,8 @@ fn a_purge_leaves_no_trace_in_graph_phases_contradictions_duplicates_or_late_sum
     for needle in ["zqsecret7781", "zqkey7781"] {
         assert!(!snapshot.windows(needle.len()).any(|window| window == needle.as_bytes()), "{needle} in the snapshot");
     }
-    assert!(memory.graph().nodes().iter().all(|node| !node.name.contains("7781")));
-    let names: Vec<String> = memory.graph().nodes().iter().map(|node| node.id.clone()).collect();
+    assert!(memory.graph().view().nodes().iter().all(|node| !node.name.contains("7781")));
+    let names: Vec<String> = memory.graph().view().nodes().iter().map(|node| node.id.clone()).collect();
     assert!(names.iter().any(|id| id.contains("vault_key")), "what other events say stays: {names:?}");
     let phase = &memory.phases().phases()[0];
     assert!(phase.redacted);
@@ -443,7 +446,7 @@ fn memories_sharing_entities_are_linked_once() {
     let in_task = plan.links.iter().find(|link| link.a == lunch || link.b == lunch).expect("a task link");
     assert!(in_task.reason.starts_with("next in task"), "{in_task:?}");
     let memory = given.memory();
-    let edges = memory.graph().edges_of(&format!("item:{a}"));
+    let edges = memory.graph().view().edges_of(&format!("item:{a}"));
     assert!(edges.iter().any(|edge| edge.relation == "related_to"), "{edges:#?}");
     assert!(given.consolidate(&policy).links.is_empty(), "links are made once");
 }

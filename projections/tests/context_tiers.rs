@@ -85,8 +85,9 @@ fn a_named_failure_that_was_fixed_brings_the_files_and_edits_that_fixed_it() {
     let mut memory = trajectory_memory("coder");
     let error_id = "error:rust:assertion_failed:reuse_revokes_newer_token_in_family";
     // What the graph knows: the run that failed, and the fixing edits.
-    let failing_seq = memory.graph().items_of(error_id)[0];
-    let fixes: Vec<_> = memory.graph().edges_of(error_id).into_iter().filter(|edge| edge.relation == "fixes").collect();
+    let failing_seq = memory.graph().view().items_of(error_id)[0];
+    let fixes: Vec<_> =
+        memory.graph().view().edges_of(error_id).into_iter().filter(|edge| edge.relation == "fixes").collect();
     assert!(fixes.len() >= 2, "the trajectory fixes this failure in several files: {fixes:?}");
     let request = ContextRequest::new("how was it fixed", 3000).with_signals(ContextSignals {
         recent_errors: vec!["reuse_revokes_newer_token_in_family panicked".to_string()],

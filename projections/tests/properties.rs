@@ -552,10 +552,10 @@ proptest! {
                 prop_assert!(item.is_visible_to(agent), "{agent} holds {item:?}");
                 prop_assert!(item.provenance.iter().all(|reference| visible.contains(&reference.seq)));
             }
-            for node in memory.graph().nodes() {
+            for node in memory.graph().view().nodes() {
                 prop_assert!(node.provenance.iter().all(|reference| visible.contains(&reference.seq)), "{node:?}");
             }
-            for edge in memory.graph().edges() {
+            for edge in memory.graph().view().edges() {
                 prop_assert!(edge.provenance.iter().all(|reference| visible.contains(&reference.seq)), "{edge:?}");
             }
             // An explicit phase opened for a task takes in the other
@@ -654,7 +654,7 @@ proptest! {
             for (purge, (_, later)) in log.iter().enumerate().skip(position + 1) {
                 if later.agent == "coder" && matches!(later.kind, EventKind::MemoryPurged(_)) {
                     let then_purged = rebuild(&log[..=purge]);
-                    expected.files.retain(|file| then_purged.graph().node(&format!("file:{file}")).is_some());
+                    expected.files.retain(|file| then_purged.graph().view().node(&format!("file:{file}")).is_some());
                 }
             }
             if expected != then {

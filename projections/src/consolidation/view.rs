@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mneme_events::Timestamp;
 
 use crate::embed::Embedder;
-use crate::graph::{EntityKind, relation};
+use crate::graph::{EntityKind, GraphView, relation};
 use crate::item::{ItemState, MemoryItem};
 use crate::memory::AgentMemory;
 
@@ -93,20 +93,20 @@ impl AgentMemory {
     /// A copy of what consolidation reads. Purged items come without text
     /// (they have none); the copy costs one pass over items and graph.
     pub fn consolidation_view(&self) -> ConsolidationView {
-        let graph = &self.graph;
+        let memory_graph = self.graph();
+        let view = memory_graph.view();
         let item_kind = |seq: u64| self.items.get(&seq).map(|item| item.kind);
         let mut facts = Vec::new();
-        for ((subject, predicate, object), &edge) in &graph.facts {
-            let record = &graph.edges[edge as usize];
-            for &seq in record.seqs() {
+        for ((subject, predicate, object), valid_from, valid_to, seqs) in view.facts() {
+            for seq in seqs {
                 if item_kind(seq) == Some("fact_asserted") {
                     facts.push(FactView {
                         seq,
                         subject: subject.clone(),
                         predicate: predicate.clone(),
                         object: object.clone(),
-                        valid_from: Some(record.valid_from),
-                        valid_to: record.valid_to(),
+                        valid_from: Some(valid_from),
+                        valid_to,
                     });
                 }
             }
@@ -120,7 +120,7 @@ impl AgentMemory {
             .flatten()
             .filter_map(|&seq| {
                 let item = self.items.get(&seq)?;
-                let node = graph.node(&format!("decision:{}", item.creating_event().event_id))?;
+                let node = view.node(&format!("decision:{}", item.creating_event().event_id))?;
                 Some(DecisionView {
                     seq,
                     title: node.name.clone(),
@@ -139,7 +139,9 @@ impl AgentMemory {
         for resolved in self.resolved_contradictions.values() {
             reported_pairs.insert(ordered_pair(&resolved.a, &resolved.b));
         }
-        let (entities_by_seq, entity_names) = self.item_entities();
+        let (entities_by_seq, entity_names) = self.item_entities(&view);
+        drop(memory_graph);
+        let graph = &self.graph;
         let related_to = graph.relation_index.get(relation::RELATED_TO).copied();
         let mut linked_pairs = BTreeSet::new();
         if let Some(related_to) = related_to {
@@ -166,35 +168,23 @@ impl AgentMemory {
     }
 
     /// Per item, the entities (not agents, tools, items or hubs) linked to it.
-    fn item_entities(&self) -> (BTreeMap<u64, Vec<u32>>, Vec<String>) {
-        let graph = &self.graph;
+    fn item_entities(&self, view: &GraphView<'_>) -> (BTreeMap<u64, Vec<u32>>, Vec<String>) {
         let mut by_seq: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
         let mut names = Vec::new();
-        for (index, node) in graph.nodes.iter().enumerate() {
-            if matches!(node.kind, EntityKind::Agent | EntityKind::Tool | EntityKind::Item) {
-                continue;
-            }
-            // Links are in seq order. A hub is known as soon as it has one
-            // item too many: the rest of its (often very long) list is not
-            // looked at, which keeps the copy, the one step that holds up
-            // the agent's queries, short.
-            let mut seqs: Vec<u64> = Vec::new();
-            for link in &graph.links[index] {
-                if seqs.last() == Some(&link.seq()) {
-                    continue;
-                }
-                if self.items.get(&link.seq()).is_some_and(|item| item.state.is_searchable()) {
-                    seqs.push(link.seq());
-                    if seqs.len() > MAX_LINK_ENTITY_ITEMS {
-                        break;
-                    }
-                }
-            }
+        // A hub is known as soon as it has one item too many: the rest of
+        // its (often very long) list of links is not looked at, which keeps
+        // the copy, the one step that holds up the agent's queries, short.
+        let linked = view.entity_links(
+            |node| !matches!(node.kind, EntityKind::Agent | EntityKind::Tool | EntityKind::Item),
+            |seq| self.items.get(&seq).is_some_and(|item| item.state.is_searchable()),
+            MAX_LINK_ENTITY_ITEMS,
+        );
+        for (id, seqs) in linked {
             if seqs.len() < 2 || seqs.len() > MAX_LINK_ENTITY_ITEMS {
                 continue;
             }
             let entity = names.len() as u32;
-            names.push(node.id.clone());
+            names.push(id.to_string());
             for seq in seqs {
                 by_seq.entry(seq).or_default().push(entity);
             }

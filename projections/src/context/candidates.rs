@@ -309,7 +309,9 @@ impl AgentMemory {
     /// failure signatures that `fixes` links.
     fn fix_candidates(&self, failing_seq: u64) -> Vec<Candidate> {
         let Some(item) = self.items.get(&failing_seq) else { return Vec::new() };
-        self.graph
+        let graph = self.graph();
+        graph
+            .view()
             .fixes_of_failure(&item.agent, failing_seq)
             .into_iter()
             .map(|fix| {
@@ -363,10 +365,11 @@ impl AgentMemory {
         let file_name = file.and_then(|file| file.rsplit('/').next()).filter(|name| !name.is_empty());
         let mut touching = Vec::new();
         let mut others = Vec::new();
+        let graph = self.graph();
+        let view = graph.view();
         for &seq in self.seqs_of_kind("decision_made").iter().rev().take(SCAN_NEWEST) {
             let item = &self.items[&seq];
-            let superseded =
-                self.graph.node(&format!("decision:{}", item.item_id)).is_some_and(|node| node.valid_to.is_some());
+            let superseded = view.is_closed_at(&format!("decision:{}", item.item_id), self.checkpoint);
             if item.state != ItemState::Active || superseded {
                 continue;
             }
@@ -400,9 +403,13 @@ impl AgentMemory {
             }
         }
         if let Some(file) = request.signals.current_file.as_deref().filter(|file| !file.is_empty()) {
-            let mut entities = self.graph.entities_in_text(file);
+            let graph = self.graph();
+            let view = graph.view();
+            let mut entities = view.entities_in_text(file);
             entities.retain(|id| id.starts_with("file:"));
-            for (seq, _) in self.graph.items_near(&entities, 1, None).into_iter().take(FILE_ITEMS) {
+            let near = view.items_near(&entities, 1, None);
+            drop(graph);
+            for (seq, _) in near.into_iter().take(FILE_ITEMS) {
                 candidates.extend(self.item_candidate(tier, "current file", seq, None));
             }
         }
@@ -535,18 +542,16 @@ impl AgentMemory {
             .take(POINTERS)
             .map(|phase| phase_candidate(tier, "pointer", phase, PhaseLevel::Index))
             .collect();
-        let mut busiest: Vec<(usize, &str, &str)> = self
-            .graph
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, node)| {
+        let graph = self.graph();
+        let view = graph.view();
+        let mut busiest: Vec<(usize, &str, &str)> = view
+            .entities_by_links(|kind| {
                 matches!(
-                    node.kind,
+                    kind,
                     EntityKind::File | EntityKind::Symbol | EntityKind::Error | EntityKind::Concept | EntityKind::Task
                 )
             })
-            .map(|(index, node)| (self.graph.links[index].len(), node.id.as_str(), node.name.as_str()))
+            .into_iter()
             .filter(|(links, _, _)| *links > 1)
             .collect();
         // Only the top few are shown: select them, then sort those.
@@ -557,7 +562,7 @@ impl AgentMemory {
         }
         busiest.sort_by(order);
         for (links, id, name) in busiest.into_iter().take(POINTERS) {
-            let latest = self.graph.items_of(id).into_iter().max().unwrap_or(0);
+            let latest = view.items_of(id).into_iter().max().unwrap_or(0);
             let Some(provenance) =
                 self.items.get(&latest).and_then(|item| item.provenance.first()).map(|first| vec![*first])
             else {

@@ -25,27 +25,37 @@ impl FactGraph {
     /// by event `decision_id` (the first, if several did); `None` while it
     /// stands.
     pub fn superseding_decision(&self, decision_id: &str) -> Option<String> {
+        self.superseding_edge(decision_id, &|_| true).map(|(_, id)| id)
+    }
+
+    /// The first `supersedes` edge into the decision that `visible`
+    /// admits: its seq and the superseding decision's event id.
+    pub(crate) fn superseding_edge(
+        &self,
+        decision_id: &str,
+        visible: &dyn Fn(EdgeIndex) -> bool,
+    ) -> Option<(u64, String)> {
         let node = self.find(EntityKind::Decision, decision_id)?;
         self.adjacency[node as usize]
             .facts
             .iter()
+            .filter(|&&edge| visible(edge))
             .map(|&edge| &self.edges[edge as usize])
             .filter(|edge| edge.to == node && self.relation_name(edge) == relation::SUPERSEDES)
             .min_by_key(|edge| edge.recorded_seq)
-            .map(|edge| self.node_at(edge.from).id.trim_start_matches("decision:").to_string())
+            .map(|edge| (edge.recorded_seq, self.node_at(edge.from).id.trim_start_matches("decision:").to_string()))
     }
 
-    /// The provenance of every asserted fact whose validity has ended, one
-    /// list per validity interval: the assertions behind it and the events
-    /// that closed it, in log order. Open facts, by far the most, cost one
-    /// comparison each.
-    pub(crate) fn closed_fact_provenance(&self) -> Vec<&[u64]> {
+    /// The edge of every asserted fact whose validity has ended, one per
+    /// validity interval. Open facts, by far the most, cost one comparison
+    /// each.
+    pub(crate) fn closed_fact_edges(&self) -> Vec<EdgeIndex> {
         let mut closed = Vec::new();
         for &latest in self.facts.values() {
             let record = &self.edges[latest as usize];
             if record.interval == 0 {
                 if record.valid_to().is_some() {
-                    closed.push(record.seqs());
+                    closed.push(latest);
                 }
                 continue;
             }
@@ -54,11 +64,32 @@ impl FactGraph {
                 let other = &self.edges[edge as usize];
                 let same_triple = other.to == record.to && other.relation == record.relation;
                 if same_triple && other.valid_to().is_some() {
-                    closed.push(other.seqs());
+                    closed.push(edge);
                 }
             }
         }
         closed
+    }
+
+    /// Every interval of every asserted fact.
+    pub(crate) fn fact_edges(&self) -> Vec<EdgeIndex> {
+        let mut edges = Vec::new();
+        for &latest in self.facts.values() {
+            let record = &self.edges[latest as usize];
+            if record.interval == 0 {
+                edges.push(latest);
+                continue;
+            }
+            for &edge in &self.adjacency[record.from as usize].facts {
+                let other = &self.edges[edge as usize];
+                if other.from == record.from && other.to == record.to && other.relation == record.relation {
+                    edges.push(edge);
+                }
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        edges
     }
 
     /// What fixed the errors the run at `failing_seq` failed with: the run

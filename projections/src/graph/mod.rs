@@ -100,13 +100,16 @@ mod lookup;
 mod mentions;
 mod model;
 mod names;
+mod overlay;
 mod query;
 mod redact;
 mod signature;
 pub(crate) mod snapshot;
 mod source;
 mod store;
+mod swarm;
 mod tools;
+mod view;
 
 pub use history::FixOfFailure;
 pub use model::{Edge, EntityKind, GraphQuery, Node, Subgraph, relation};
@@ -116,3 +119,6 @@ pub use query::{
 pub use snapshot::GRAPH_SNAPSHOT_FORMAT;
 pub use store::FactGraph;
 pub(crate) use store::TouchedEdge;
+pub use swarm::SwarmGraph;
+pub use view::GraphView;
+pub(crate) use view::Holding;

@@ -128,6 +128,9 @@ pub struct Node {
     /// When the entity stops holding: a decision is closed by the decision
     /// that supersedes it.
     pub valid_to: Option<Timestamp>,
+    /// The seq of the event that first closed the node: whether it was
+    /// closed as of an earlier seq (see [`Node::is_closed_at`]).
+    pub(crate) closed_seq: Option<u64>,
     /// The events that created the node or changed its name, attributes or
     /// validity, in log order. Events that only link the node to others are
     /// in the provenance of those edges (and in [`crate::graph::FactGraph::items_of`]).
@@ -138,6 +141,12 @@ impl Node {
     /// Whether the node holds at event time `at`.
     pub fn is_valid_at(&self, at: Timestamp) -> bool {
         is_within(self.valid_from, self.valid_to, at)
+    }
+
+    /// Whether the node had been closed as of the event at `seq` (that
+    /// event included).
+    pub(crate) fn is_closed_at(&self, seq: u64) -> bool {
+        self.closed_seq.is_some_and(|closed| closed <= seq)
     }
 }
 

@@ -62,7 +62,7 @@ type IndexSet = HashSet<u32, BuildHasherDefault<IndexHasher>>;
 /// `u32` and `u64`, so distinct indexes and seqs never collide before
 /// bucketing.
 #[derive(Default)]
-struct IndexHasher(u64);
+pub(crate) struct IndexHasher(u64);
 
 impl Hasher for IndexHasher {
     fn finish(&self) -> u64 {
@@ -92,10 +92,41 @@ struct Walk {
 }
 
 /// What a walk may follow.
-struct WalkFilter {
+#[derive(Clone)]
+pub(crate) struct WalkFilter {
     /// Relations allowed; `None` means all.
-    relations: Option<Vec<RelationIndex>>,
-    as_of: Option<Timestamp>,
+    pub(crate) relations: Option<Vec<RelationIndex>>,
+    pub(crate) as_of: Option<Timestamp>,
+}
+
+/// seq → (best weight, number of entities linking it); iterated only to
+/// be sorted by a total order, so the hash order never shows.
+pub(crate) type ScoreMap = HashMap<u64, (f32, u32), BuildHasherDefault<IndexHasher>>;
+
+/// Counts one link of an entity `distance` hops from the query's into
+/// the score of its event.
+pub(crate) fn item_score(scores: &mut ScoreMap, seq: u64, strength: LinkStrength, distance: usize) {
+    let decay = HOP_DECAY.powi(distance as i32);
+    let strength = match strength {
+        LinkStrength::Direct => 1.0,
+        LinkStrength::Mention => MENTION_WEIGHT,
+    };
+    let entry = scores.entry(seq).or_insert((0.0, 0));
+    entry.0 = entry.0.max(decay * strength);
+    entry.1 += 1;
+}
+
+/// Events by score, best first, ties by seq descending.
+pub(crate) fn rank_scores(scores: ScoreMap) -> Vec<(u64, f32)> {
+    let mut ranked: Vec<(u64, f32)> = scores
+        .into_iter()
+        .map(|(seq, (best, links))| {
+            let extra = links.saturating_sub(1).min(4) as f32;
+            (seq, best * (1.0 + EXTRA_LINK_BONUS * extra))
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    ranked
 }
 
 impl FactGraph {
@@ -122,6 +153,15 @@ impl FactGraph {
     /// whose name or id occurs in it, plus extracted paths, identifiers and
     /// errors that are known. Sorted, deduplicated.
     pub fn entities_in_text(&self, text: &str) -> Vec<String> {
+        let mut ids: Vec<String> =
+            self.entity_nodes_in_text(text).into_iter().map(|node| self.node_at(node).id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// The nodes of [`FactGraph::entities_in_text`].
+    pub(crate) fn entity_nodes_in_text(&self, text: &str) -> BTreeSet<NodeIndex> {
         let found = mentions(text, &PathContext::default(), TextSource::Prose);
         let mut nodes: BTreeSet<NodeIndex> = BTreeSet::new();
         nodes.extend(found.files.iter().filter_map(|path| self.find_file(path)));
@@ -131,10 +171,7 @@ impl FactGraph {
             nodes.extend(self.find(EntityKind::Symbol, &key).or_else(|| self.find(EntityKind::Error, &key)));
         }
         nodes.extend(self.known_names_in(text, NameScope::Query));
-        let mut ids: Vec<String> = nodes.into_iter().map(|node| self.node_at(node).id.clone()).collect();
-        ids.sort();
-        ids.dedup();
-        ids
+        nodes
     }
 
     /// Items (event seqs) linked to these entities and to their neighbours
@@ -157,42 +194,25 @@ impl FactGraph {
             return Vec::new();
         }
         let walk = self.walk(&starts, hops.min(MAX_HOPS), &WalkFilter { relations: None, as_of });
-        // seq → (best weight, number of entities linking it); iterated only
-        // to be sorted by a total order, so the hash order never shows.
-        let mut scores: HashMap<u64, (f32, u32), BuildHasherDefault<IndexHasher>> = HashMap::default();
+        let mut scores = ScoreMap::default();
         for &(node, distance) in &walk.nodes {
             if distance > 0 && self.node_at(node).kind.is_hub() {
                 continue;
             }
-            let decay = HOP_DECAY.powi(distance as i32);
             let visible = self.links[node as usize]
                 .iter()
                 .rev()
                 .filter(|link| as_of.is_none_or(|at| self.events.get(&link.seq()).is_some_and(|event| event.ts <= at)));
             for link in visible.take(MAX_ITEMS_PER_ENTITY >> (2 * distance)) {
-                let strength = match link.strength() {
-                    LinkStrength::Direct => 1.0,
-                    LinkStrength::Mention => MENTION_WEIGHT,
-                };
-                let entry = scores.entry(link.seq()).or_insert((0.0, 0));
-                entry.0 = entry.0.max(decay * strength);
-                entry.1 += 1;
+                item_score(&mut scores, link.seq(), link.strength(), distance);
             }
         }
-        let mut ranked: Vec<(u64, f32)> = scores
-            .into_iter()
-            .map(|(seq, (best, links))| {
-                let extra = links.saturating_sub(1).min(4) as f32;
-                (seq, best * (1.0 + EXTRA_LINK_BONUS * extra))
-            })
-            .collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-        ranked
+        rank_scores(scores)
     }
 
     /// The entity a query names: an id or a name (see
     /// [`FactGraph::resolve_name`]), a path, or a concept.
-    fn resolve_query_entity(&self, text: &str) -> Option<NodeIndex> {
+    pub(crate) fn resolve_query_entity(&self, text: &str) -> Option<NodeIndex> {
         self.resolve_name(text)
             .or_else(|| PathContext::default().normalise(text).and_then(|path| self.find_file(&path)))
             .or_else(|| self.find(EntityKind::Concept, &concept_key(text)))
@@ -217,7 +237,7 @@ impl FactGraph {
                 if depth > 0 && self.node_at(node).kind.is_hub() {
                     continue;
                 }
-                for edge in self.edges_to_follow(node, filter) {
+                for edge in self.edges_to_follow(node, filter, &|_| true) {
                     let record = &self.edges[edge as usize];
                     let other = if record.from == node { record.to } else { record.from };
                     if filter.as_of.is_some_and(|at| !self.node_at(other).is_valid_at(at)) {
@@ -244,10 +264,16 @@ impl FactGraph {
     /// The edges a walk follows from `node`: the most recently created
     /// structural edges, then mentions, each up to its cap, admitted by
     /// the filter.
-    fn edges_to_follow(&self, node: NodeIndex, filter: &WalkFilter) -> Vec<EdgeIndex> {
+    pub(crate) fn edges_to_follow(
+        &self,
+        node: NodeIndex,
+        filter: &WalkFilter,
+        visible: &dyn Fn(EdgeIndex) -> bool,
+    ) -> Vec<EdgeIndex> {
         let admitted = |edge: &&EdgeIndex| {
             let record = &self.edges[**edge as usize];
-            filter.relations.as_ref().is_none_or(|relations| relations.contains(&record.relation))
+            visible(**edge)
+                && filter.relations.as_ref().is_none_or(|relations| relations.contains(&record.relation))
                 && filter.as_of.is_none_or(|at| super::model::is_within(Some(record.valid_from), record.valid_to(), at))
         };
         let adjacency = &self.adjacency[node as usize];

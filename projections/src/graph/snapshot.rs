@@ -23,7 +23,7 @@ use crate::item::ProvenanceRef;
 /// Bumped whenever the snapshot layout or the meaning of its fields, or an
 /// extraction rule, changes; other formats are refused and the graph is
 /// rebuilt from the log.
-pub const GRAPH_SNAPSHOT_FORMAT: u32 = 2;
+pub const GRAPH_SNAPSHOT_FORMAT: u32 = 3;
 
 /// First bytes of every graph snapshot, before the format number.
 const MAGIC: &[u8; 8] = b"MNEMEFG\0";
@@ -87,6 +87,7 @@ struct NodeRecord {
     attributes: Vec<(String, String)>,
     valid_from: Option<i64>,
     valid_to: Option<i64>,
+    closed_seq: Option<u64>,
     provenance: Vec<u64>,
 }
 
@@ -98,6 +99,7 @@ struct EdgeSnapshot {
     interval: u32,
     valid_from: Option<i64>,
     valid_to: Option<i64>,
+    closed_seq: Option<u64>,
     recorded_seq: u64,
     confidence: Option<f32>,
     provenance: Vec<u64>,
@@ -407,6 +409,7 @@ impl FactGraph {
             hasher.text(id);
             hasher.time(Some(record.valid_from));
             hasher.time(record.valid_to());
+            hasher.number(record.closed_seq().unwrap_or(0));
             hasher.number(record.recorded_seq);
             hasher.number(record.confidence().map_or(u64::MAX, |confidence| u64::from(confidence.to_bits())));
             hasher.provenance(&self.references(record.seqs()));
@@ -466,6 +469,7 @@ fn hash_node(hasher: &mut ContentHasher, node: &Node) {
     }
     hasher.time(node.valid_from);
     hasher.time(node.valid_to);
+    hasher.number(node.closed_seq.unwrap_or(0));
     hasher.provenance(&node.provenance);
 }
 
@@ -504,6 +508,7 @@ fn node_record(node: &Node) -> NodeRecord {
         attributes: node.attributes.iter().map(|(key, value)| (key.clone(), value.clone())).collect(),
         valid_from: node.valid_from.map(Timestamp::unix_nanos),
         valid_to: node.valid_to.map(Timestamp::unix_nanos),
+        closed_seq: node.closed_seq,
         provenance: provenance_record(&node.provenance),
     }
 }
@@ -520,6 +525,7 @@ fn edge_snapshot_without_provenance(edge: &EdgeRecord) -> EdgeSnapshot {
         interval: edge.interval,
         valid_from: Some(edge.valid_from.unix_nanos()),
         valid_to: edge.valid_to().map(Timestamp::unix_nanos),
+        closed_seq: edge.closed_seq(),
         recorded_seq: edge.recorded_seq,
         confidence: edge.confidence(),
         provenance: Vec::new(),
@@ -594,6 +600,7 @@ fn restore(snapshot: GraphSnapshot) -> Result<FactGraph, ProjectionError> {
             attributes: record.attributes.into_iter().collect(),
             valid_from: record.valid_from.map(Timestamp),
             valid_to: record.valid_to.map(Timestamp),
+            closed_seq: record.closed_seq,
             provenance: provenance_refs(&graph.events, record.provenance)?,
         });
     }
@@ -612,7 +619,10 @@ fn restore(snapshot: GraphSnapshot) -> Result<FactGraph, ProjectionError> {
             Timestamp(valid_from),
             edge.recorded_seq,
         );
-        record.set_valid_to(edge.valid_to.map(Timestamp));
+        if edge.valid_to.is_some() != edge.closed_seq.is_some() {
+            return corrupt("an edge's end and the seq that ended it disagree".to_string());
+        }
+        record.restore_valid_to(edge.valid_to.map(Timestamp), edge.closed_seq);
         record.set_confidence(edge.confidence);
         record.set_seqs(provenance_seqs(&graph.events, edge.provenance)?);
         graph.edges.push(record);

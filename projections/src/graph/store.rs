@@ -71,6 +71,10 @@ pub(crate) struct EdgeRecord {
 #[derive(Debug, Clone, Default, PartialEq)]
 struct RareEdgeTerms {
     valid_to: Option<Timestamp>,
+    /// The seq of the event that first ended the edge (its creating event,
+    /// when it was asserted with an end): what the edge was as of an
+    /// earlier seq (see [`EdgeRecord::is_closed_at`]).
+    closed_seq: Option<u64>,
     confidence: Option<f32>,
     /// The seqs of the events behind the edge, ascending, when they are
     /// not just `recorded_seq` (their ids are in [`FactGraph::events`]).
@@ -107,9 +111,36 @@ impl EdgeRecord {
         self.rare.get_or_insert_with(Box::default)
     }
 
-    pub(crate) fn set_valid_to(&mut self, valid_to: Option<Timestamp>) {
+    /// The seq of the event that first ended the edge.
+    pub(crate) fn closed_seq(&self) -> Option<u64> {
+        self.rare.as_ref().and_then(|rare| rare.closed_seq)
+    }
+
+    /// Whether the edge had ended as of the event at `seq` (that event
+    /// included).
+    pub(crate) fn is_closed_at(&self, seq: u64) -> bool {
+        self.closed_seq().is_some_and(|closed| closed <= seq)
+    }
+
+    /// Sets the end, and the seq that first set one (kept when an end is
+    /// moved earlier later on).
+    pub(crate) fn set_valid_to(&mut self, valid_to: Option<Timestamp>, seq: u64) {
         if valid_to.is_some() || self.rare.is_some() {
-            self.rare_mut().valid_to = valid_to;
+            let rare = self.rare_mut();
+            rare.valid_to = valid_to;
+            rare.closed_seq = match valid_to {
+                Some(_) => Some(rare.closed_seq.unwrap_or(seq)),
+                None => None,
+            };
+        }
+    }
+
+    /// A restored end and the seq that first set it.
+    pub(crate) fn restore_valid_to(&mut self, valid_to: Option<Timestamp>, closed_seq: Option<u64>) {
+        if valid_to.is_some() || self.rare.is_some() {
+            let rare = self.rare_mut();
+            rare.valid_to = valid_to;
+            rare.closed_seq = closed_seq;
         }
     }
 
@@ -447,6 +478,7 @@ impl FactGraph {
             attributes: BTreeMap::new(),
             valid_from: None,
             valid_to: None,
+            closed_seq: None,
             provenance: vec![provenance],
         });
         self.node_index.insert(id, index);
@@ -510,6 +542,7 @@ impl FactGraph {
         let to = current.valid_from.map_or(to, |from| to.max(from));
         if current.valid_to.is_none_or(|end| to < end) {
             current.valid_to = Some(to);
+            current.closed_seq.get_or_insert(context.seq);
         }
         self.touch(node, context);
     }
@@ -545,7 +578,7 @@ impl FactGraph {
 
     // ------------------------------------------------------------ edges
 
-    fn relation(&mut self, name: &str) -> RelationIndex {
+    pub(crate) fn relation(&mut self, name: &str) -> RelationIndex {
         if let Some(&index) = self.relation_index.get(name) {
             return index;
         }
@@ -596,7 +629,7 @@ impl FactGraph {
         let interval = latest.map_or(0, |latest| self.edges[latest as usize].interval + 1);
         let index = self.edges.len() as EdgeIndex;
         let mut record = EdgeRecord::new(key, interval, valid_from, context.seq);
-        record.set_valid_to(terms.valid_to.map(|to| to.max(valid_from)));
+        record.set_valid_to(terms.valid_to.map(|to| to.max(valid_from)), context.seq);
         record.set_confidence(terms.confidence);
         self.edges.push(record);
         if !is_mention {
@@ -657,22 +690,27 @@ impl FactGraph {
         if record.valid_to().is_some() && !added.is_empty() {
             self.closed_version.0 += 1;
         }
-        for &seq in &added {
-            self.changes.parts.insert(GraphPart::EdgeProvenance((seq / GRAPH_CHUNK) as u32));
-            if self.edge_provenance.tracked_from.is_some_and(|from| seq >= from) {
-                self.edge_provenance.entries.push((seq, edge));
-            }
+        for seq in added {
+            self.note_edge_seq(edge, seq);
         }
+    }
+
+    /// Records that `seq` joined the edge's provenance: in the snapshot's
+    /// provenance chunks and in its endpoints' links.
+    pub(crate) fn note_edge_seq(&mut self, edge: EdgeIndex, seq: u64) {
+        self.changes.parts.insert(GraphPart::EdgeProvenance((seq / GRAPH_CHUNK) as u32));
+        if self.edge_provenance.tracked_from.is_some_and(|from| seq >= from) {
+            self.edge_provenance.entries.push((seq, edge));
+        }
+        let record = &self.edges[edge as usize];
         let (from, to) = (record.from, record.to);
         let target_strength = if self.relations[record.relation as usize] == relation::REFERENCES {
             LinkStrength::Mention
         } else {
             LinkStrength::Direct
         };
-        for seq in added {
-            self.add_link(from, seq, LinkStrength::Direct);
-            self.add_link(to, seq, target_strength);
-        }
+        self.add_link(from, seq, LinkStrength::Direct);
+        self.add_link(to, seq, target_strength);
     }
 
     /// Ends an edge's validity at `to` (clamped to its start) and records the
@@ -681,7 +719,7 @@ impl FactGraph {
         let record = &mut self.edges[edge as usize];
         let to = to.max(record.valid_from);
         if record.valid_to().is_none_or(|end| to < end) {
-            record.set_valid_to(Some(to));
+            record.set_valid_to(Some(to), context.seq);
             self.changes.parts.insert(GraphPart::Edges((u64::from(edge) / GRAPH_CHUNK) as u32));
             self.closed_version.0 += 1;
         }
@@ -693,28 +731,37 @@ impl FactGraph {
     /// the list. The others (an item's mentions, most edges) are not
     /// copied out: nothing reads them.
     pub(crate) fn take_touched(&mut self) -> Vec<TouchedEdge> {
+        self.take_touched_edges().into_iter().map(|(edge, open)| self.touched_edge(edge, open)).collect()
+    }
+
+    /// [`FactGraph::take_touched`] as edge indexes, each with whether it
+    /// was open after the event.
+    pub(crate) fn take_touched_edges(&mut self) -> Vec<(EdgeIndex, bool)> {
         let mut touched = std::mem::take(&mut self.touched.0);
         let noted = touched
             .drain(..)
-            .filter_map(|edge| {
+            .filter(|&edge| {
                 let record = &self.edges[edge as usize];
-                let relation = &self.relations[record.relation as usize];
-                if !NOTED_RELATIONS.contains(&relation.as_str()) {
-                    return None;
-                }
-                let (from, to) = (&self.nodes[record.from as usize], &self.nodes[record.to as usize]);
-                Some(TouchedEdge {
-                    relation: relation.clone(),
-                    from_kind: from.kind,
-                    from_name: from.name.clone(),
-                    to_kind: to.kind,
-                    to_name: to.name.clone(),
-                    open: record.valid_to().is_none(),
-                })
+                NOTED_RELATIONS.contains(&self.relations[record.relation as usize].as_str())
             })
+            .map(|edge| (edge, self.edges[edge as usize].valid_to().is_none()))
             .collect();
         self.touched.0 = touched;
         noted
+    }
+
+    /// A touched edge by its endpoints' kinds and names.
+    pub(crate) fn touched_edge(&self, edge: EdgeIndex, open: bool) -> TouchedEdge {
+        let record = &self.edges[edge as usize];
+        let (from, to) = (&self.nodes[record.from as usize], &self.nodes[record.to as usize]);
+        TouchedEdge {
+            relation: self.relations[record.relation as usize].clone(),
+            from_kind: from.kind,
+            from_name: from.name.clone(),
+            to_kind: to.kind,
+            to_name: to.name.clone(),
+            open,
+        }
     }
 
     pub(crate) fn relation_name(&self, edge: &EdgeRecord) -> &str {
@@ -743,7 +790,7 @@ impl FactGraph {
 
     /// The public form of an edge whose id (see [`FactGraph::edge_id`]) is
     /// already computed.
-    fn edge_view(&self, edge: EdgeIndex, id: String) -> Edge {
+    pub(crate) fn edge_view(&self, edge: EdgeIndex, id: String) -> Edge {
         let record = &self.edges[edge as usize];
         let from = &self.nodes[record.from as usize].id;
         let to = &self.nodes[record.to as usize].id;

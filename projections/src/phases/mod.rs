@@ -59,7 +59,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use mneme_events::{Event, EventKind, PhaseCompleted, PhaseCompressed, Scope, TaskStatus, Timestamp};
 
 use crate::digest::ContentHasher;
-use crate::graph::{EntityKind, FactGraph, TouchedEdge};
+use crate::graph::{EntityKind, GraphView, TouchedEdge};
 use crate::item::ProvenanceRef;
 use crate::tokens;
 
@@ -211,7 +211,12 @@ const PURGED_PHASE_NAME: &str = "(purged)";
 
 /// Drops from a phase's notes what the purged events said; see
 /// [`PhaseTracker::redact`].
-fn redact_notes(notes: &mut PhaseNotes, purged: &BTreeMap<u64, PurgedEvent>, hit: &[&PurgedEvent], graph: &FactGraph) {
+fn redact_notes(
+    notes: &mut PhaseNotes,
+    purged: &BTreeMap<u64, PurgedEvent>,
+    hit: &[&PurgedEvent],
+    graph: &GraphView<'_>,
+) {
     notes.first_messages.retain(|note| !purged.contains_key(&note.seq));
     notes.last_messages.retain(|note| !purged.contains_key(&note.seq));
     notes.decisions.retain(|note| !purged.contains_key(&note.seq));
@@ -641,7 +646,7 @@ impl PhaseTracker {
     /// extractive levels again, because a model's may quote the purged
     /// text, and a model summary that arrives later for a redacted phase is
     /// not applied.
-    pub(crate) fn redact(&mut self, purged: &BTreeMap<u64, PurgedEvent>, graph: &FactGraph) {
+    pub(crate) fn redact(&mut self, purged: &BTreeMap<u64, PurgedEvent>, graph: &GraphView<'_>) {
         for purged_event in purged.values().filter(|purged_event| purged_event.kind == "task_updated") {
             if let Some(task) = &purged_event.task {
                 self.task_titles.remove(task);
@@ -761,7 +766,7 @@ fn completion_target(phases: &[Phase], open: &[usize], completed: &PhaseComplete
 
 /// Drops what the purged events said from one phase; `None` when none of
 /// its events was purged, else whether one of them was a task update.
-fn redact_phase(phase: &mut Phase, purged: &BTreeMap<u64, PurgedEvent>, graph: &FactGraph) -> Option<bool> {
+fn redact_phase(phase: &mut Phase, purged: &BTreeMap<u64, PurgedEvent>, graph: &GraphView<'_>) -> Option<bool> {
     let hit: Vec<&PurgedEvent> = phase.event_seqs.iter().filter_map(|seq| purged.get(seq)).collect();
     if hit.is_empty() {
         return None;
