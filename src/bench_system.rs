@@ -518,7 +518,8 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
     let store = SnapshotStore::open(&scratch.0.join("snapshots"))?;
     let started = Instant::now();
     memory.commit()?;
-    let snapshot_bytes = store.save(SWARM, AGENT, &memory.snapshot_delta()?)?;
+    let snapshot_bytes = store.save_swarm_graph(SWARM, &memory.config().shared, memory.checkpoint())?
+        + store.save(SWARM, AGENT, &memory.snapshot_delta()?)?;
     memory.mark_snapshot_saved();
     let snapshot_seconds = started.elapsed().as_secs_f64();
     drop(memory);
@@ -547,7 +548,9 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
         Ok(stored) => stored,
         Err(problem) => anyhow::bail!("the snapshot just written cannot be loaded: {problem:?}"),
     };
-    let reindexed = stored.restore(SWARM, AGENT, config.memory_config(embedder.clone()))?;
+    let reindex_config = config.memory_config(embedder.clone());
+    store.restore_swarm_graph(SWARM, &reindex_config.shared);
+    let reindexed = stored.restore(SWARM, AGENT, reindex_config)?;
     let reindex_seconds = started.elapsed().as_secs_f64();
     anyhow::ensure!(!reindexed.reused_text_index(), "a restore into a RAM index reused documents");
     drop(reindexed);
@@ -564,6 +567,7 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
         Ok(stored) => stored,
         Err(problem) => anyhow::bail!("the snapshot just written cannot be loaded: {problem:?}"),
     };
+    store.restore_swarm_graph(SWARM, &memory_config.shared);
     let restored = match stored.restore(SWARM, AGENT, memory_config.clone()) {
         Ok(restored) => restored,
         Err(error) => {
@@ -592,7 +596,8 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
     // The next checkpoint writes what the tail changed, not the memory.
     let started = Instant::now();
     restored.commit()?;
-    let delta_bytes = store.save(SWARM, AGENT, &restored.snapshot_delta()?)?;
+    let delta_bytes = store.save_swarm_graph(SWARM, &restored.config().shared, restored.checkpoint())?
+        + store.save(SWARM, AGENT, &restored.snapshot_delta()?)?;
     restored.mark_snapshot_saved();
     let delta_seconds = started.elapsed().as_secs_f64();
     // Replaying everything instead, at the rate just measured.

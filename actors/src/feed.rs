@@ -24,7 +24,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use mneme_nats::{DeadLetter, EventLog, LogEntry, Seq};
-use mneme_projections::enters_memory_of;
+use mneme_projections::{SharedContent, enters_memory_of};
 use tokio::sync::{mpsc, watch};
 
 use crate::memory_actor::{ApplyBatch, ApplyReport, DeadLettersFiled, MemoryActor, Query, QueryAnswer};
@@ -62,10 +62,12 @@ pub(crate) struct Join {
 pub(crate) async fn run(
     log: Arc<dyn EventLog>,
     admitted: Option<BTreeSet<String>>,
+    shared: Arc<SharedContent>,
     joins: mpsc::UnboundedReceiver<Join>,
 ) {
     let mut feed = SwarmFeed {
         log,
+        shared,
         admitted,
         members: BTreeMap::new(),
         joins,
@@ -95,6 +97,9 @@ struct Member {
 
 struct SwarmFeed {
     log: Arc<dyn EventLog>,
+    /// The swarm's graph of shared events is driven here, once, in log
+    /// order, before anything is routed (see `SwarmGraph::drive`).
+    shared: Arc<SharedContent>,
     admitted: Option<BTreeSet<String>>,
     members: BTreeMap<String, Member>,
     joins: mpsc::UnboundedReceiver<Join>,
@@ -189,6 +194,14 @@ impl SwarmFeed {
         }
         if let Some(last) = entries.last() {
             let through = last.seq;
+            let admitted = self.admitted.as_ref();
+            for entry in &entries {
+                if let Ok(event) = &entry.record
+                    && !self.shared.drive_graph_with(entry.seq, event, admitted)
+                {
+                    tracing::error!(seq = entry.seq, id = %event.id, "extracting a shared event into the swarm graph panicked");
+                }
+            }
             self.deliver(&entries, through, Audience::Head).await;
             self.head = Some(through);
             let newest = self.recent.back().map_or(0, |entry| entry.seq);

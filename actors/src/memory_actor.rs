@@ -215,6 +215,9 @@ impl MemoryActor {
         tracing::debug!(agent = %self.memory.agent(), snapshot_seq = checkpoint, "snapshot started");
         self.memory.commit()?;
         let (swarm, agent) = (self.memory.swarm().to_string(), self.memory.agent().to_string());
+        // The swarm's graph first: a memory's snapshot must never be ahead
+        // of the graph it reads shared events from.
+        let graph_bytes = self.store.save_swarm_graph(&swarm, &self.memory.config().shared, checkpoint)?;
         // The head and what changed since the last snapshot; everything
         // when the store lacks what the memory thinks it holds.
         let bytes = match self.store.save(&swarm, &agent, &self.memory.snapshot_delta()?) {
@@ -223,7 +226,7 @@ impl MemoryActor {
                 self.store.save(&swarm, &agent, &self.memory.full_snapshot()?)?
             }
             written => written?,
-        };
+        } + graph_bytes;
         self.memory.mark_snapshot_saved();
         self.snapshot_seq = checkpoint;
         self.events_since_snapshot = 0;
@@ -635,6 +638,7 @@ pub fn restore_or_new(
     log_end: u64,
 ) -> Result<AgentMemory, ActorsError> {
     use crate::snapshot_store::SnapshotProblem;
+    store.restore_swarm_graph(swarm, &config.shared);
     match store.load(swarm, agent)? {
         Ok(stored) => match stored.restore(swarm, agent, config.clone()) {
             Ok(memory) if memory.checkpoint() > log_end => {

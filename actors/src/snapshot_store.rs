@@ -16,7 +16,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use mneme_projections::{AgentMemory, MemoryConfig, ProjectionError, SnapshotDelta, SnapshotPart};
+use mneme_projections::graph::SwarmGraph;
+use mneme_projections::{AgentMemory, MemoryConfig, ProjectionError, SharedContent, SnapshotDelta, SnapshotPart};
 
 use crate::error::ActorsError;
 
@@ -61,6 +62,16 @@ impl StoredSnapshot {
             agent,
             config,
         )
+    }
+
+    /// The swarm graph it holds (see [`SnapshotStore::SWARM_GRAPH`]).
+    pub fn restore_swarm_graph(mut self) -> Result<SwarmGraph, ProjectionError> {
+        let head = std::mem::take(&mut self.head);
+        SwarmGraph::from_snapshot_parts(&head, &mut |part| {
+            self.chunks.remove(&part.name()).ok_or_else(|| {
+                ProjectionError::CorruptSnapshot(format!("the swarm graph's snapshot has no chunk {}", part.name()))
+            })
+        })
     }
 
     /// Bytes stored, head and chunks.
@@ -125,6 +136,47 @@ impl Manifest {
 }
 
 impl SnapshotStore {
+    /// Where a swarm's graph of shared events is kept, in place of an
+    /// agent's name: no agent can be called this (names are `A-Z a-z 0-9
+    /// _ -`).
+    pub const SWARM_GRAPH: &'static str = "~graph";
+
+    /// Restores the swarm's graph into `shared` from its snapshot, once per
+    /// swarm, before the first memory restores; a missing or unusable one
+    /// leaves the graph empty (the memories' snapshots are then refused,
+    /// and they are rebuilt from the log).
+    pub fn restore_swarm_graph(&self, swarm: &str, shared: &SharedContent) {
+        shared.restore_graph_once(|| match self.load(swarm, SnapshotStore::SWARM_GRAPH) {
+            Ok(Ok(stored)) => match stored.restore_swarm_graph() {
+                Ok(graph) => {
+                    tracing::info!(%swarm, covers = graph.covers(), "swarm graph restored from its snapshot");
+                    Some(graph)
+                }
+                Err(error) => {
+                    tracing::warn!(%swarm, %error, "swarm graph snapshot unusable; memories rebuild from the log");
+                    None
+                }
+            },
+            Ok(Err(SnapshotProblem::Missing)) => None,
+            Ok(Err(SnapshotProblem::Damaged(why))) => {
+                tracing::warn!(%swarm, %why, "swarm graph snapshot damaged; memories rebuild from the log");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(%swarm, %error, "swarm graph snapshot unreadable; memories rebuild from the log");
+                None
+            }
+        });
+    }
+
+    /// Saves the swarm's graph so that it covers `checkpoint` (a memory's,
+    /// about to be saved): what changed, or all of it when the store lacks
+    /// what the graph thinks it saved.
+    /// Answers the bytes written.
+    pub fn save_swarm_graph(&self, swarm: &str, shared: &SharedContent, checkpoint: u64) -> Result<usize, ActorsError> {
+        shared.save_graph(checkpoint, |delta| self.save(swarm, SnapshotStore::SWARM_GRAPH, delta))
+    }
+
     /// Opens the store in `dir`. A store whose files sled cannot read (cut
     /// short by a full disk, overwritten) is moved aside to
     /// `<dir>.unreadable-<unix seconds>`, with a warning, and an empty one

@@ -237,7 +237,12 @@ impl Actor for Supervisor {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         if let Some(joins) = self.feed_joins.take() {
-            actix::spawn(crate::feed::run(self.log.clone(), self.memory_config.admitted_agents.clone(), joins));
+            actix::spawn(crate::feed::run(
+                self.log.clone(),
+                self.memory_config.admitted_agents.clone(),
+                self.memory_config.shared.clone(),
+                joins,
+            ));
         }
         let configured: Vec<String> = self.config.agents.iter().map(|agent| agent.name.clone()).collect();
         for agent in configured {

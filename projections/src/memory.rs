@@ -245,7 +245,7 @@ pub fn enters_memory_of(viewer: &str, admitted: Option<&BTreeSet<String>>, event
     event.agent == viewer || (sees_event_of_another(admitted, event) && render::carries_content(&event.kind))
 }
 
-fn sees_event_of_another(admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {
+pub(crate) fn sees_event_of_another(admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {
     event.scope != Scope::Private && admitted.is_none_or(|admitted| admitted.contains(&event.agent))
 }
 
@@ -458,6 +458,10 @@ impl AgentMemory {
             });
         }
         let own = event.agent == self.agent;
+        // Every record drives the swarm's graph, this memory's or not (a
+        // purge by another agent erases there too); the feed has done it
+        // already when there is one.
+        let shared_touched = self.config.shared.drive_graph(seq, event, self.config.admitted_agents.as_ref());
         if !enters_memory_of(&self.agent, self.config.admitted_agents.as_ref(), event) {
             self.checkpoint = seq;
             return Ok(AppliedEvent::NotVisible);
@@ -478,7 +482,7 @@ impl AgentMemory {
         }
         let provenance = ProvenanceRef { seq, event_id: event.id };
         let touched = if self.goes_to_swarm_graph(event) {
-            self.config.shared.apply_to_graph(seq, event)
+            shared_touched
         } else {
             self.graph.apply(seq, event);
             self.graph.take_touched()
@@ -840,9 +844,10 @@ impl AgentMemory {
         if !erased.is_empty() {
             self.graph.redact(&erased.keys().copied().collect());
             let shared_graph = self.config.shared.graph();
-            self.unheld_shared
-                .extend(erased.keys().copied().filter(|seq| shared_graph.graph().events.contains_key(seq)));
+            let shared_seqs: Vec<u64> =
+                erased.keys().copied().filter(|seq| shared_graph.graph().events.contains_key(seq)).collect();
             drop(shared_graph);
+            self.unheld_shared.extend(shared_seqs);
             let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);
             self.phases.redact(&erased, &graph.view());
             drop(graph);

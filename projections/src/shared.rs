@@ -54,6 +54,11 @@ pub struct SharedContent {
     /// calls, and std's lock would block a nested read behind a waiting
     /// writer (another memory applying a shared event).
     graph: parking_lot::RwLock<SwarmGraph>,
+    /// Whether the swarm graph was restored (or found missing) yet: the
+    /// first memory to restore does it, before any memory reads it.
+    graph_restored: Mutex<bool>,
+    /// One save of the swarm graph at a time.
+    graph_saving: Mutex<()>,
 }
 
 /// Counts a memory among the swarm's while it lives: an entry keeps its
@@ -172,7 +177,71 @@ impl SharedContent {
             vectors: RwLock::new(SharedVectors::new(dimensions)),
             memories: AtomicUsize::new(0),
             graph: parking_lot::RwLock::new(SwarmGraph::new()),
+            graph_restored: Mutex::new(false),
+            graph_saving: Mutex::new(()),
         })
+    }
+
+    /// Restores the swarm graph with `load` unless it was done already;
+    /// `load` answers `None` when there is no usable snapshot of it (the
+    /// graph is then built again by the memories from the log). A graph
+    /// that has applied events already is kept.
+    pub fn restore_graph_once(&self, load: impl FnOnce() -> Option<SwarmGraph>) {
+        let mut restored = self.graph_restored.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if *restored {
+            return;
+        }
+        *restored = true;
+        if self.graph().through() > 0 {
+            return;
+        }
+        if let Some(graph) = load() {
+            *self.graph_mut() = graph;
+        }
+    }
+
+    /// Takes over `graph` if it covers more of the log than the swarm's
+    /// (a memory restored from one body that carries its swarm graph).
+    pub(crate) fn adopt_graph(&self, graph: SwarmGraph) {
+        let mut current = self.graph_mut();
+        if graph.covers() > current.covers() {
+            *current = graph;
+        }
+    }
+
+    /// Saves the swarm graph with `save` (answering the bytes written) if
+    /// it changed or does not cover
+    /// `covers` yet (the checkpoint of the memory about to save its own
+    /// snapshot, which must never be ahead of the graph's). The delta is
+    /// taken and marked saved under the graph's lock, so that nothing a
+    /// memory applies meanwhile is lost; if `save` fails, the next save
+    /// writes everything.
+    pub fn save_graph<E>(
+        &self,
+        covers: u64,
+        mut save: impl FnMut(&crate::snapshot::SnapshotDelta) -> Result<usize, E>,
+    ) -> Result<usize, E>
+    where
+        E: From<ProjectionError>,
+    {
+        let _one_at_a_time = self.graph_saving.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let take = |everything: bool| -> Result<Option<crate::snapshot::SnapshotDelta>, ProjectionError> {
+            let mut graph = self.graph_mut();
+            if !everything && graph.saved_through(covers) {
+                return Ok(None);
+            }
+            let delta = graph.delta(everything, covers)?;
+            graph.mark_saved(covers);
+            Ok(Some(delta))
+        };
+        let Some(delta) = take(false)? else { return Ok(0) };
+        // The store may lack chunks this graph thinks it saved (it was
+        // restored from elsewhere, or a save failed): then all of it.
+        if let Ok(written) = save(&delta) {
+            return Ok(written);
+        }
+        let everything = take(true)?.expect("a whole snapshot is always taken");
+        save(&everything).inspect_err(|_| self.graph_mut().mark_unsaved())
     }
 
     /// The swarm's graph of shared events, to read.
@@ -185,17 +254,43 @@ impl SharedContent {
         self.graph.write()
     }
 
-    /// Applies the shared event at `seq` to the swarm's graph if no memory
-    /// did yet, and answers what it touched there.
-    pub(crate) fn apply_to_graph(&self, seq: u64, event: &mneme_events::Event) -> Vec<TouchedEdge> {
+    /// Drives the record at `seq` into the swarm's graph if nothing did yet
+    /// (see [`SwarmGraph::drive`]): the swarm's feed calls this for every
+    /// record it reads, in log order, before it routes them.
+    ///
+    /// A panic in extraction (a bug: every event shape extracts without
+    /// one, see the hostile-events property test) is contained, and false
+    /// answered for the caller to report; the graph keeps what the event
+    /// had changed until then.
+    pub fn drive_graph_with(
+        &self,
+        seq: u64,
+        event: &mneme_events::Event,
+        admitted: Option<&std::collections::BTreeSet<String>>,
+    ) -> bool {
+        if seq <= self.graph().covers() {
+            return true;
+        }
+        let drive = std::panic::AssertUnwindSafe(|| self.graph_mut().drive(seq, event, admitted));
+        std::panic::catch_unwind(drive).is_ok()
+    }
+
+    /// [`SharedContent::drive_graph_with`], answering what the event
+    /// touched there.
+    pub(crate) fn drive_graph(
+        &self,
+        seq: u64,
+        event: &mneme_events::Event,
+        admitted: Option<&std::collections::BTreeSet<String>>,
+    ) -> Vec<TouchedEdge> {
         {
             let graph = self.graph();
-            if seq <= graph.through() {
+            if seq <= graph.covers() {
                 return graph.touched_at(seq);
             }
         }
         let mut graph = self.graph_mut();
-        graph.apply(seq, event);
+        graph.drive(seq, event, admitted);
         graph.touched_at(seq)
     }
 

@@ -27,8 +27,8 @@ use rkyv::util::AlignedVec;
 
 use crate::bm25::{Bm25Index, SavedText};
 use crate::error::ProjectionError;
-use crate::graph::FactGraph;
 use crate::graph::snapshot::GraphPart;
+use crate::graph::{FactGraph, SwarmGraph};
 use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
@@ -72,6 +72,9 @@ pub enum SnapshotPart {
     Phases(u32),
     /// The other agents' shared phases, the same way.
     SharedPhases(u32),
+    /// Of the swarm's graph (see [`crate::graph::SwarmGraph`]): what each
+    /// shared event touched, by seq, [`MEMORY_CHUNK`] seqs to a chunk.
+    SwarmTouched(u32),
 }
 
 impl SnapshotPart {
@@ -87,12 +90,13 @@ impl SnapshotPart {
             5 => "graph-events",
             6 => "phases",
             7 => "shared-phases",
+            9 => "swarm-touched",
             _ => "graph-edge-provenance",
         };
         format!("{section}/{index:08x}")
     }
 
-    fn code(&self) -> (u8, u32) {
+    pub(crate) fn code(&self) -> (u8, u32) {
         match *self {
             SnapshotPart::Items(index) => (0, index),
             SnapshotPart::Vectors(index) => (1, index),
@@ -103,10 +107,11 @@ impl SnapshotPart {
             SnapshotPart::Phases(index) => (6, index),
             SnapshotPart::SharedPhases(index) => (7, index),
             SnapshotPart::GraphEdgeProvenance(index) => (8, index),
+            SnapshotPart::SwarmTouched(index) => (9, index),
         }
     }
 
-    fn from_code((section, index): (u8, u32)) -> Result<SnapshotPart, ProjectionError> {
+    pub(crate) fn from_code((section, index): (u8, u32)) -> Result<SnapshotPart, ProjectionError> {
         Ok(match section {
             0 => SnapshotPart::Items(index),
             1 => SnapshotPart::Vectors(index),
@@ -117,11 +122,12 @@ impl SnapshotPart {
             6 => SnapshotPart::Phases(index),
             7 => SnapshotPart::SharedPhases(index),
             8 => SnapshotPart::GraphEdgeProvenance(index),
+            9 => SnapshotPart::SwarmTouched(index),
             other => return Err(ProjectionError::CorruptSnapshot(format!("unknown snapshot section {other}"))),
         })
     }
 
-    fn of_graph(part: GraphPart) -> SnapshotPart {
+    pub(crate) fn of_graph(part: GraphPart) -> SnapshotPart {
         match part {
             GraphPart::Nodes(index) => SnapshotPart::GraphNodes(index),
             GraphPart::Edges(index) => SnapshotPart::GraphEdges(index),
@@ -137,7 +143,7 @@ impl SnapshotPart {
         }
     }
 
-    fn graph(&self) -> Option<GraphPart> {
+    pub(crate) fn graph(&self) -> Option<GraphPart> {
         match *self {
             SnapshotPart::GraphNodes(index) => Some(GraphPart::Nodes(index)),
             SnapshotPart::GraphEdges(index) => Some(GraphPart::Edges(index)),
@@ -324,6 +330,13 @@ impl AgentMemory {
     pub fn to_snapshot_in_sections(&self, section_bytes: usize) -> Result<Vec<u8>, ProjectionError> {
         let delta = self.delta(true, section_bytes)?;
         let mut body = Vec::new();
+        // The swarm's graph first, as it stands (it covers this memory's
+        // checkpoint), so that the body restores on its own.
+        let swarm_graph = self.config.shared.graph().delta(true, self.checkpoint)?;
+        append_bytes(&mut body, &swarm_graph.head);
+        for (_, bytes) in &swarm_graph.written {
+            append_bytes(&mut body, bytes);
+        }
         append_bytes(&mut body, &delta.head);
         for (_, bytes) in &delta.written {
             append_bytes(&mut body, bytes);
@@ -524,7 +537,16 @@ impl AgentMemory {
         config: MemoryConfig,
     ) -> Result<AgentMemory, ProjectionError> {
         let mut sections = Sections { rest: bytes };
-        let head = sections.next_bytes("head")?.ok_or_else(|| ProjectionError::CorruptSnapshot("empty".into()))?;
+        let empty = || ProjectionError::CorruptSnapshot("empty".into());
+        let swarm_head = sections.next_bytes("swarm graph head")?.ok_or_else(empty)?;
+        let swarm_graph = SwarmGraph::from_snapshot_parts(swarm_head, &mut |part| {
+            sections.next_bytes("swarm graph chunk")?.map(<[u8]>::to_vec).ok_or_else(|| {
+                ProjectionError::CorruptSnapshot(format!("snapshot is cut short before {}", part.name()))
+            })
+        })?;
+        let config = config.fitted();
+        config.shared.adopt_graph(swarm_graph);
+        let head = sections.next_bytes("head")?.ok_or_else(empty)?;
         let mut memory = AgentMemory::from_snapshot_parts(
             head,
             &mut |part| {
@@ -784,6 +806,27 @@ impl AgentMemory {
         memory.sent_bundles =
             snapshot.sent_bundles.into_iter().map(|(id, seq, bundle)| (EventId(id), (seq, bundle))).collect();
         memory.changes = Changes::default();
+        // What it reads of the swarm's graph: every shared event up to its
+        // checkpoint must be there, and it sees those it holds.
+        {
+            let swarm_graph = memory.config.shared.graph();
+            if swarm_graph.covers() < memory.checkpoint {
+                return Err(ProjectionError::CorruptSnapshot(format!(
+                    "the swarm's graph covers the log up to seq {}, the memory's snapshot up to {}",
+                    swarm_graph.covers(),
+                    memory.checkpoint
+                )));
+            }
+            let unheld: BTreeSet<u64> = swarm_graph
+                .graph()
+                .events
+                .range(..=memory.checkpoint)
+                .map(|(seq, _)| *seq)
+                .filter(|seq| memory.items.get(seq).is_none_or(|item| item.state == ItemState::Purged))
+                .collect();
+            drop(swarm_graph);
+            memory.unheld_shared = unheld;
+        }
         Ok(memory)
     }
 }

@@ -16,14 +16,15 @@ impl FactGraph {
     /// too). A node that stays but was changed by a purged event loses its
     /// attributes, because which event set which attribute is not recorded;
     /// erring towards erasure. Indexes are then rebuilt as on a restore, so
-    /// a purged graph, its snapshot and its replay agree.
-    pub(crate) fn redact(&mut self, purged: &BTreeSet<u64>) {
+    /// a purged graph, its snapshot and its replay agree. Answers where
+    /// each kept edge went (`None`: the purge touched nothing).
+    pub(crate) fn redact(&mut self, purged: &BTreeSet<u64>) -> Option<BTreeMap<EdgeIndex, EdgeIndex>> {
         let is_purged = |reference: &ProvenanceRef| purged.contains(&reference.seq);
         let touched_by_purge = |provenance: &[ProvenanceRef]| provenance.iter().any(is_purged);
         if !self.nodes.iter().any(|node| touched_by_purge(&node.provenance))
             && !self.edges.iter().any(|edge| edge.seqs().iter().any(|seq| purged.contains(seq)))
         {
-            return;
+            return None;
         }
         // Nodes and edges are renumbered: every chunk changes, and the
         // edge indexes of the provenance log are stale.
@@ -85,6 +86,7 @@ impl FactGraph {
         self.failures = redact_failures(&self.failures, &node_map, &edge_map, purged);
         self.touched = TouchedScratch::default();
         self.rebuild_indexes();
+        Some(edge_map)
     }
 }
 

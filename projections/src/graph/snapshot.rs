@@ -474,7 +474,7 @@ fn hash_node(hasher: &mut ContentHasher, node: &Node) {
 }
 
 /// An rkyv archive of `value`, refused past rkyv's 32-bit reach.
-fn encode<T>(value: &T, what: &str) -> Result<Vec<u8>, ProjectionError>
+pub(crate) fn encode<T>(value: &T, what: &str) -> Result<Vec<u8>, ProjectionError>
 where
     T: for<'a> rkyv::Serialize<
             rkyv::api::high::HighSerializer<AlignedVec, rkyv::ser::allocator::ArenaHandle<'a>, rancor::Error>,
@@ -488,7 +488,7 @@ where
     Ok(bytes.into_vec())
 }
 
-fn decode<T>(bytes: &[u8], what: &str) -> Result<T, ProjectionError>
+pub(crate) fn decode<T>(bytes: &[u8], what: &str) -> Result<T, ProjectionError>
 where
     T: rkyv::Archive,
     T::Archived: for<'a> rkyv::bytecheck::CheckBytes<rkyv::api::high::HighValidator<'a, rancor::Error>>

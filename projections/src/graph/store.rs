@@ -824,7 +824,11 @@ impl FactGraph {
     /// Remembers the event's time and returns its provenance reference.
     fn note(&mut self, context: &EventContext) -> ProvenanceRef {
         self.events.insert(context.seq, EventStamp { ts: context.ts, id: context.event_id });
-        self.changes.parts.insert(GraphPart::Events((context.seq / GRAPH_CHUNK) as u32));
+        let chunk = (context.seq / GRAPH_CHUNK) as u32;
+        self.changes.parts.insert(GraphPart::Events(chunk));
+        // Every chunk of events has a chunk of edge provenance, if empty
+        // (an event that only changed a node).
+        self.changes.parts.insert(GraphPart::EdgeProvenance(chunk));
         context.provenance()
     }
 
