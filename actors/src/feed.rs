@@ -192,16 +192,10 @@ impl SwarmFeed {
                 }
             }
         }
-        if let Some(last) = entries.last() {
+        if let (Some(first), Some(last)) = (entries.first(), entries.last()) {
             let through = last.seq;
-            let admitted = self.admitted.as_ref();
-            for entry in &entries {
-                if let Ok(event) = &entry.record
-                    && !self.shared.drive_graph_with(entry.seq, event, admitted)
-                {
-                    tracing::error!(seq = entry.seq, id = %event.id, "extracting a shared event into the swarm graph panicked");
-                }
-            }
+            self.drive_graph_to(first.seq - 1).await;
+            self.drive_graph(&entries);
             self.deliver(&entries, through, Audience::Head).await;
             self.head = Some(through);
             let newest = self.recent.back().map_or(0, |entry| entry.seq);
@@ -215,6 +209,51 @@ impl SwarmFeed {
             return false;
         }
         true
+    }
+
+    /// Drives the swarm's graph with `entries` (in log order, after what it
+    /// has taken).
+    fn drive_graph(&self, entries: &[LogEntry]) {
+        let admitted = self.admitted.as_ref();
+        for entry in entries {
+            if let Ok(event) = &entry.record
+                && !self.shared.drive_graph_with(entry.seq, event, admitted)
+            {
+                tracing::error!(seq = entry.seq, id = %event.id, "extracting a shared event into the swarm graph panicked");
+            }
+        }
+    }
+
+    /// Drives the swarm's graph up to `seq` from the log, if it is behind
+    /// (restored from an older snapshot than the memories', or not at all):
+    /// it must take every record, in order, before any memory reads what
+    /// comes after.
+    async fn drive_graph_to(&self, seq: Seq) {
+        loop {
+            let covers = self.shared.graph().covers();
+            if covers >= seq {
+                return;
+            }
+            match self.log.read(covers + 1, None, CATCH_UP_CHUNK).await {
+                Ok(entries) => {
+                    let entries: Vec<LogEntry> = entries.into_iter().filter(|entry| entry.seq <= seq).collect();
+                    if entries.is_empty() {
+                        // Nothing more up to `seq` on the log.
+                        self.shared.graph_covers(seq);
+                        return;
+                    }
+                    self.drive_graph(&entries);
+                    if entries.last().is_some_and(|entry| entry.seq < seq) && entries.len() < CATCH_UP_CHUNK {
+                        self.shared.graph_covers(seq);
+                        return;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, from = covers + 1, "cannot read the log to bring the swarm graph up; retrying");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                }
+            }
+        }
     }
 
     /// Whether a member that can take a batch is behind the head.
@@ -244,6 +283,7 @@ impl SwarmFeed {
                 .cloned()
                 .collect();
             let through = if entries.len() < CATCH_UP_CHUNK { head } else { entries.last().map_or(head, |e| e.seq) };
+            self.drive_graph_to(through).await;
             self.deliver(&entries, through, Audience::CatchingUp).await;
             return;
         }
@@ -254,6 +294,7 @@ impl SwarmFeed {
                 // the log (deleted or never written).
                 let through =
                     if entries.len() < CATCH_UP_CHUNK { head } else { entries.last().map_or(head, |e| e.seq) };
+                self.drive_graph_to(through).await;
                 self.deliver(&entries, through, Audience::CatchingUp).await;
             }
             Err(error) => {

@@ -129,7 +129,9 @@ async fn a_snapshot_is_written_every_n_events_together_with_its_checkpoint() {
     let live = status(&handle).await;
     assert!(live.snapshot_seq >= 20, "snapshot at {}", live.snapshot_seq);
     let body = fixture.store.load("demo", "coder").unwrap().unwrap();
-    let restored = body.restore("demo", "coder", memory_config(&config)).unwrap();
+    let restore_config = memory_config(&config);
+    fixture.store.restore_swarm_graph("demo", &restore_config.shared);
+    let restored = body.restore("demo", "coder", restore_config).unwrap();
     assert_eq!(restored.checkpoint(), live.snapshot_seq);
     let (_, rebuilt) =
         rebuild_from_log(fixture.log.as_ref(), "coder", memory_config(&config), Some(live.snapshot_seq)).await.unwrap();
@@ -268,7 +270,9 @@ async fn no_snapshot_is_written_while_a_dead_letter_is_unfiled() {
     assert!(fixture.store.load("demo", "coder").unwrap().is_err());
     actor.send(DeadLettersFiled(vec![1])).await.unwrap();
     let body = fixture.store.load("demo", "coder").unwrap().unwrap();
-    let restored = body.restore("demo", "coder", memory_config(&config(&[], false))).unwrap();
+    let restore_config = memory_config(&config(&[], false));
+    fixture.store.restore_swarm_graph("demo", &restore_config.shared);
+    let restored = body.restore("demo", "coder", restore_config).unwrap();
     assert_eq!(restored.checkpoint(), 2);
 }
 

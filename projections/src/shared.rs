@@ -275,6 +275,11 @@ impl SharedContent {
         std::panic::catch_unwind(drive).is_ok()
     }
 
+    /// The log held nothing more for the swarm's graph up to `seq`.
+    pub fn graph_covers(&self, seq: u64) {
+        self.graph_mut().advance_to(seq);
+    }
+
     /// [`SharedContent::drive_graph_with`], answering what the event
     /// touched there.
     pub(crate) fn drive_graph(

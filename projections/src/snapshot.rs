@@ -810,9 +810,16 @@ impl AgentMemory {
         // checkpoint must be there, and it sees those it holds.
         {
             let swarm_graph = memory.config.shared.graph();
-            if swarm_graph.covers() < memory.checkpoint {
+            // Shared events past what the graph covers would be missing
+            // from it (a memory with none there, every agent's private
+            // events, needs nothing of it).
+            let missing = memory
+                .items
+                .range(swarm_graph.covers() + 1..=memory.checkpoint.max(swarm_graph.covers() + 1))
+                .any(|(_, item)| item.scope != Scope::Private);
+            if missing {
                 return Err(ProjectionError::CorruptSnapshot(format!(
-                    "the swarm's graph covers the log up to seq {}, the memory's snapshot up to {}",
+                    "the swarm's graph covers the log up to seq {}, the memory's snapshot up to {}, with shared events in between",
                     swarm_graph.covers(),
                     memory.checkpoint
                 )));

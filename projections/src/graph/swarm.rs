@@ -200,6 +200,11 @@ impl SwarmGraph {
         }
     }
 
+    /// The log held nothing for the graph up to `seq`.
+    pub(crate) fn advance_to(&mut self, seq: u64) {
+        self.through = self.through.max(seq);
+    }
+
     /// The seq of the shared event an item id (an event id) names.
     fn seq_of(&self, item_id: &str) -> Option<u64> {
         let id = item_id.trim().parse::<EventId>().ok()?;
