@@ -216,10 +216,14 @@ impl SwarmFeed {
     fn drive_graph(&self, entries: &[LogEntry]) {
         let admitted = self.admitted.as_ref();
         for entry in entries {
-            if let Ok(event) = &entry.record
-                && !self.shared.drive_graph_with(entry.seq, event, admitted)
-            {
-                tracing::error!(seq = entry.seq, id = %event.id, "extracting a shared event into the swarm graph panicked");
+            match &entry.record {
+                Ok(event) => {
+                    if !self.shared.drive_graph_with(entry.seq, event, admitted) {
+                        tracing::error!(seq = entry.seq, id = %event.id, "extracting a shared event into the swarm graph panicked");
+                    }
+                }
+                // Not an event: nothing for the graph, which moves past it.
+                Err(_) => self.shared.graph_covers(entry.seq),
             }
         }
     }
@@ -243,7 +247,7 @@ impl SwarmFeed {
                         return;
                     }
                     self.drive_graph(&entries);
-                    if entries.last().is_some_and(|entry| entry.seq < seq) && entries.len() < CATCH_UP_CHUNK {
+                    if entries.len() < CATCH_UP_CHUNK {
                         self.shared.graph_covers(seq);
                         return;
                     }
