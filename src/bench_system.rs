@@ -518,7 +518,7 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
     let store = SnapshotStore::open(&scratch.0.join("snapshots"))?;
     let started = Instant::now();
     memory.commit()?;
-    let snapshot_bytes = store.save_swarm_graph(SWARM, &memory.config().shared, memory.checkpoint())?
+    let snapshot_bytes = store.save_swarm_graph(SWARM, AGENT, &memory.config().shared, memory.checkpoint())?
         + store.save(SWARM, AGENT, &memory.snapshot_delta()?)?;
     memory.mark_snapshot_saved();
     let snapshot_seconds = started.elapsed().as_secs_f64();
@@ -596,7 +596,7 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
     // The next checkpoint writes what the tail changed, not the memory.
     let started = Instant::now();
     restored.commit()?;
-    let delta_bytes = store.save_swarm_graph(SWARM, &restored.config().shared, restored.checkpoint())?
+    let delta_bytes = store.save_swarm_graph(SWARM, AGENT, &restored.config().shared, restored.checkpoint())?
         + store.save(SWARM, AGENT, &restored.snapshot_delta()?)?;
     restored.mark_snapshot_saved();
     let delta_seconds = started.elapsed().as_secs_f64();

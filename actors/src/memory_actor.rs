@@ -217,7 +217,7 @@ impl MemoryActor {
         let (swarm, agent) = (self.memory.swarm().to_string(), self.memory.agent().to_string());
         // The swarm's graph first: a memory's snapshot must never be ahead
         // of the graph it reads shared events from.
-        let graph_bytes = self.store.save_swarm_graph(&swarm, &self.memory.config().shared, checkpoint)?;
+        let graph_bytes = self.store.save_swarm_graph(&swarm, &agent, &self.memory.config().shared, checkpoint)?;
         // The head and what changed since the last snapshot; everything
         // when the store lacks what the memory thinks it holds.
         let bytes = match self.store.save(&swarm, &agent, &self.memory.snapshot_delta()?) {
@@ -228,6 +228,7 @@ impl MemoryActor {
             written => written?,
         } + graph_bytes;
         self.memory.mark_snapshot_saved();
+        self.memory.config().shared.note_saved(&agent, checkpoint);
         self.snapshot_seq = checkpoint;
         self.events_since_snapshot = 0;
         self.first_unsaved_at = None;

@@ -173,8 +173,14 @@ impl SnapshotStore {
     /// about to be saved): what changed, or all of it when the store lacks
     /// what the graph thinks it saved.
     /// Answers the bytes written.
-    pub fn save_swarm_graph(&self, swarm: &str, shared: &SharedContent, checkpoint: u64) -> Result<usize, ActorsError> {
-        shared.save_graph(checkpoint, |delta| self.save(swarm, SnapshotStore::SWARM_GRAPH, delta))
+    pub fn save_swarm_graph(
+        &self,
+        swarm: &str,
+        agent: &str,
+        shared: &SharedContent,
+        checkpoint: u64,
+    ) -> Result<usize, ActorsError> {
+        shared.save_graph(agent, checkpoint, |delta| self.save(swarm, SnapshotStore::SWARM_GRAPH, delta))
     }
 
     /// Opens the store in `dir`. A store whose files sled cannot read (cut

@@ -324,7 +324,7 @@ impl AgentMemory {
             seen_order: Vec::new(),
             changes: Changes::everything(),
             retractions: Mutex::new(None),
-            _registration: config.shared.register(),
+            _registration: config.shared.register(agent),
             config,
         }
     }

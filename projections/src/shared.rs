@@ -20,7 +20,7 @@
 //! a function of its event, and each memory reads only the entries it
 //! holds.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
@@ -59,6 +59,10 @@ pub struct SharedContent {
     graph_restored: Mutex<bool>,
     /// One save of the swarm graph at a time.
     graph_saving: Mutex<()>,
+    /// Every agent that had a memory here, with the checkpoint of its last
+    /// stored snapshot (0: none): what erased events touched is kept while
+    /// one of them may still apply them (see `SwarmGraph::release_retained`).
+    saved: Mutex<BTreeMap<String, u64>>,
 }
 
 /// Counts a memory among the swarm's while it lives: an entry keeps its
@@ -179,6 +183,7 @@ impl SharedContent {
             graph: parking_lot::RwLock::new(SwarmGraph::new()),
             graph_restored: Mutex::new(false),
             graph_saving: Mutex::new(()),
+            saved: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -200,6 +205,25 @@ impl SharedContent {
         }
     }
 
+    /// `agent`'s memory stored a snapshot at `checkpoint` (with the swarm
+    /// graph covering it).
+    pub fn note_saved(&self, agent: &str, checkpoint: u64) {
+        let floor = {
+            let mut saved = self.saved.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let entry = saved.entry(agent.to_string()).or_insert(0);
+            *entry = (*entry).max(checkpoint);
+            saved.values().copied().min().unwrap_or(0)
+        };
+        self.graph_mut().release_retained(floor);
+    }
+
+    /// The lowest checkpoint any memory could restart from, counting
+    /// `agent`'s as `checkpoint` (its snapshot about to be stored).
+    pub(crate) fn retain_floor(&self, agent: &str, checkpoint: u64) -> u64 {
+        let saved = self.saved.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        saved.iter().map(|(other, seq)| if other == agent { checkpoint } else { *seq }).min().unwrap_or(checkpoint)
+    }
+
     /// Takes over `graph` if it covers more of the log than the swarm's
     /// (a memory restored from one body that carries its swarm graph).
     pub(crate) fn adopt_graph(&self, graph: SwarmGraph) {
@@ -218,6 +242,7 @@ impl SharedContent {
     /// writes everything.
     pub fn save_graph<E>(
         &self,
+        agent: &str,
         covers: u64,
         mut save: impl FnMut(&crate::snapshot::SnapshotDelta) -> Result<usize, E>,
     ) -> Result<usize, E>
@@ -225,12 +250,13 @@ impl SharedContent {
         E: From<ProjectionError>,
     {
         let _one_at_a_time = self.graph_saving.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let floor = self.retain_floor(agent, covers);
         let take = |everything: bool| -> Result<Option<crate::snapshot::SnapshotDelta>, ProjectionError> {
             let mut graph = self.graph_mut();
             if !everything && graph.saved_through(covers) {
                 return Ok(None);
             }
-            let delta = graph.delta(everything, covers)?;
+            let delta = graph.delta(everything, covers, floor)?;
             graph.mark_saved(covers);
             Ok(Some(delta))
         };
@@ -300,8 +326,9 @@ impl SharedContent {
     }
 
     /// Counts a new memory of the swarm until the registration is dropped.
-    pub(crate) fn register(self: &Arc<Self>) -> MemoryRegistration {
+    pub(crate) fn register(self: &Arc<Self>, agent: &str) -> MemoryRegistration {
         self.memories.fetch_add(1, Ordering::Relaxed);
+        self.saved.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).entry(agent.to_string()).or_insert(0);
         MemoryRegistration(self.clone())
     }
 
@@ -484,7 +511,7 @@ mod tests {
         let (content, embedder) = content();
         let kept = |entry: &SharedEntry| entry.terms.lock().unwrap().is_some();
         let mut counted = Vec::new();
-        let (coder, reviewer) = (content.register(), content.register());
+        let (coder, reviewer) = (content.register("coder"), content.register("reviewer"));
         let mut built = 0;
         let entry = take(&content, &embedder, 7, &mut built);
         content.count_terms(7, &entry, |terms| counted.push(terms.clone()));
@@ -493,7 +520,7 @@ mod tests {
         content.count_terms(7, &entry, |terms| counted.push(terms.clone()));
         assert!(!kept(&entry), "every memory holds the entry");
         // A third memory, or a rebuild, counts them again: the same.
-        let planner = content.register();
+        let planner = content.register("planner");
         content.count_terms(7, &entry, |terms| counted.push(terms.clone()));
         assert!(kept(&entry));
         assert!(counted.windows(2).all(|pair| pair[0] == pair[1]));

@@ -332,7 +332,8 @@ impl AgentMemory {
         let mut body = Vec::new();
         // The swarm's graph first, as it stands (it covers this memory's
         // checkpoint), so that the body restores on its own.
-        let swarm_graph = self.config.shared.graph().delta(true, self.checkpoint)?;
+        let floor = self.config.shared.retain_floor(&self.agent, self.checkpoint);
+        let swarm_graph = self.config.shared.graph().delta(true, self.checkpoint, floor)?;
         append_bytes(&mut body, &swarm_graph.head);
         for (_, bytes) in &swarm_graph.written {
             append_bytes(&mut body, bytes);

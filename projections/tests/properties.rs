@@ -439,7 +439,7 @@ proptest! {
             memory
                 .config()
                 .shared
-                .save_graph(memory.checkpoint(), |delta| {
+                .save_graph("coder", memory.checkpoint(), |delta| {
                     for (part, bytes) in &delta.written {
                         graph_store.insert(*part, bytes.clone());
                     }

@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use mneme_events::{Event, EventId, EventKind, MemoryPurged, Timestamp};
 
+use super::model::EntityKind;
 use super::snapshot::{GraphPart, decode, encode};
 use super::store::{EdgeIndex, FactGraph, TouchedEdge};
 use crate::error::ProjectionError;
@@ -42,6 +43,8 @@ struct SwarmGraphHead {
     published: Vec<bool>,
     pending_purges: Vec<(u64, Vec<u32>)>,
     merged_into: Vec<(u32, u64, Vec<u64>)>,
+    /// (seq, [(relation, from kind, from name, to kind, to name, open)]).
+    retained: Vec<(u64, Vec<(String, String, String, String, String, bool)>)>,
     parts: Vec<(u8, u32)>,
 }
 
@@ -91,6 +94,12 @@ pub struct SwarmGraph {
     /// Per agent, the shared events its memory merged into each survivor
     /// (`memories_merged`): a purge of the survivor reaches them too.
     merged_into: BTreeMap<(u32, u64), BTreeSet<u64>>,
+    /// What erased events touched, by name, kept while some memory of the
+    /// swarm may still apply them (one behind, or restarting from a
+    /// snapshot before them): its phases must note them as the others
+    /// did before the erasure. Let go once every memory's snapshot is past
+    /// them (see [`SwarmGraph::release_retained`]).
+    retained: BTreeMap<u64, Vec<TouchedEdge>>,
     /// Every shared event at or below this seq is applied: the highest
     /// checkpoint of a memory that saved the graph (which had then applied
     /// every shared event up to its checkpoint), or `through`. A memory
@@ -252,14 +261,30 @@ impl SwarmGraph {
 
     /// What the event at `seq` touched, as the memory that applied it saw.
     pub(crate) fn touched_at(&self, seq: u64) -> Vec<TouchedEdge> {
+        if let Some(retained) = self.retained.get(&seq) {
+            return retained.clone();
+        }
         self.touched.get(&seq).into_iter().flatten().map(|&(edge, open)| self.graph.touched_edge(edge, open)).collect()
+    }
+
+    /// Lets go of what erased events at or below `floor` touched: every
+    /// memory of the swarm has applied them and saved a snapshot past them.
+    pub(crate) fn release_retained(&mut self, floor: u64) {
+        let before = self.retained.len();
+        self.retained.retain(|seq, _| *seq > floor);
+        if self.retained.len() != before {
+            self.touched_changes.all = true;
+        }
     }
 
     /// The snapshot of the graph as it stands, saying it covers `covers`
     /// (the checkpoint of the memory saving it): the head and the chunks
     /// changed since [`SwarmGraph::mark_saved`] (every chunk with
     /// `everything`).
-    pub fn delta(&self, everything: bool, covers: u64) -> Result<SnapshotDelta, ProjectionError> {
+    ///
+    /// What erased events touched is written only for those past
+    /// `retain_floor` (see [`SwarmGraph::release_retained`]).
+    pub fn delta(&self, everything: bool, covers: u64, retain_floor: u64) -> Result<SnapshotDelta, ProjectionError> {
         let covers = self.covers().max(covers);
         let graph_parts = self.graph.parts();
         let mut touched_chunks: Vec<u32> = self.events.keys().map(|seq| (seq / MEMORY_CHUNK) as u32).collect();
@@ -305,6 +330,26 @@ impl SwarmGraph {
                 .iter()
                 .map(|((agent, survivor), merged)| (*agent, *survivor, merged.iter().copied().collect()))
                 .collect(),
+            retained: self
+                .retained
+                .range(retain_floor.saturating_add(1)..)
+                .map(|(seq, edges)| {
+                    let edges = edges
+                        .iter()
+                        .map(|edge| {
+                            (
+                                edge.relation.clone(),
+                                edge.from_kind.as_str().to_string(),
+                                edge.from_name.clone(),
+                                edge.to_kind.as_str().to_string(),
+                                edge.to_name.clone(),
+                                edge.open,
+                            )
+                        })
+                        .collect();
+                    (*seq, edges)
+                })
+                .collect(),
             parts: parts.iter().map(SnapshotPart::code).collect(),
         };
         Ok(SnapshotDelta { checkpoint: covers, head: encode(&head, "the swarm graph's head")?, written, parts })
@@ -313,6 +358,12 @@ impl SwarmGraph {
     /// Erases what the events at `seqs` told the graph (see
     /// [`FactGraph::redact`]): every memory that held them purged them.
     pub(crate) fn erase(&mut self, seqs: &BTreeSet<u64>) {
+        for seq in seqs {
+            if let Some(edges) = self.touched.get(seq) {
+                let named = edges.iter().map(|&(edge, open)| self.graph.touched_edge(edge, open)).collect();
+                self.retained.insert(*seq, named);
+            }
+        }
         let touched_before = self.touched.len();
         self.touched.retain(|seq, _| !seqs.contains(seq));
         if self.touched.len() != touched_before {
@@ -408,6 +459,21 @@ impl SwarmGraph {
             return Err(ProjectionError::CorruptSnapshot("the swarm graph's checkpoints disagree".to_string()));
         }
         let by_id = events.iter().map(|(seq, (id, _, _))| (*id, *seq)).collect();
+        let mut retained = BTreeMap::new();
+        for (seq, edges) in head.retained {
+            let mut named = Vec::with_capacity(edges.len());
+            for (relation, from_kind, from_name, to_kind, to_name, open) in edges {
+                let (Some(from_kind), Some(to_kind)) =
+                    (EntityKind::from_name(&from_kind), EntityKind::from_name(&to_kind))
+                else {
+                    return Err(ProjectionError::CorruptSnapshot(format!(
+                        "a retained edge of seq {seq} has an unknown kind"
+                    )));
+                };
+                named.push(TouchedEdge { relation, from_kind, from_name, to_kind, to_name, open });
+            }
+            retained.insert(seq, named);
+        }
         let agents = head.authors.len();
         let known = |agent: u32| (agent as usize) < agents;
         if head.published.len() != agents
@@ -425,6 +491,7 @@ impl SwarmGraph {
             authors: head.authors,
             published: head.published,
             pending_purges: head.pending_purges.into_iter().map(|(seq, by)| (seq, by.into_iter().collect())).collect(),
+            retained,
             merged_into: head
                 .merged_into
                 .into_iter()
