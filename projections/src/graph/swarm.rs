@@ -152,6 +152,8 @@ impl SwarmGraph {
             return;
         }
         self.through = seq;
+        let publisher = self.agent_index(&event.agent);
+        self.published[publisher as usize] = true;
         if crate::memory::sees_event_of_another(admitted, event) && crate::render::carries_content(&event.kind) {
             if self.by_id.contains_key(&event.id) {
                 return;
@@ -161,9 +163,7 @@ impl SwarmGraph {
             if !touched.is_empty() {
                 self.touched.insert(seq, touched);
             }
-            let author = self.agent_index(&event.agent);
-            self.published[author as usize] = true;
-            self.events.insert(seq, (event.id, author, event.ts));
+            self.events.insert(seq, (event.id, publisher, event.ts));
             self.by_id.insert(event.id, seq);
             self.touched_changes.chunks.insert((seq / MEMORY_CHUNK) as u32);
             return;
@@ -176,11 +176,22 @@ impl SwarmGraph {
                 for seq in named {
                     let by = self.pending_purges.entry(seq).or_default();
                     by.insert(agent);
-                    let everyone = self
-                        .published
-                        .iter()
-                        .enumerate()
-                        .all(|(author, published)| !published || by.contains(&(author as u32)));
+                    // Every agent of the swarm: those admitted, or else
+                    // every agent the log has shown so far.
+                    let purged_by = |agent: &str| {
+                        self.authors
+                            .iter()
+                            .position(|known| known == agent)
+                            .is_some_and(|index| by.contains(&(index as u32)))
+                    };
+                    let everyone = match admitted {
+                        Some(admitted) => admitted.iter().all(|agent| purged_by(agent)),
+                        None => self
+                            .published
+                            .iter()
+                            .enumerate()
+                            .all(|(author, published)| !published || by.contains(&(author as u32))),
+                    };
                     if everyone {
                         self.pending_purges.remove(&seq);
                         erased.insert(seq);
