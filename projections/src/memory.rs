@@ -137,7 +137,12 @@ impl<'a> MemoryGraph<'a> {
 
     /// The joined graph, to query.
     pub fn view(&self) -> GraphView<'_> {
-        GraphView::new(self.own, self.shared.graph(), Holding { through: self.through, unheld: self.unheld })
+        GraphView::new(
+            self.own,
+            self.shared.graph(),
+            self.shared.through(),
+            Holding { through: self.through, unheld: self.unheld },
+        )
     }
 
     /// As of the event at `seq`, being applied: the swarm's events up to it.

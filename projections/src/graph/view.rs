@@ -57,11 +57,22 @@ pub struct GraphView<'a> {
     pub(crate) own: &'a FactGraph,
     pub(crate) shared: &'a FactGraph,
     pub(crate) holding: Holding<'a>,
+    /// The memory holds every event of the swarm's graph (it has applied
+    /// as far, and purged or refused none of them): nothing there needs
+    /// checking, the usual case of a memory that keeps up.
+    holds_all: bool,
 }
 
 impl<'a> GraphView<'a> {
-    pub(crate) fn new(own: &'a FactGraph, shared: &'a FactGraph, holding: Holding<'a>) -> GraphView<'a> {
-        GraphView { own, shared, holding }
+    /// `shared_through`: how far the swarm's graph has taken the log.
+    pub(crate) fn new(
+        own: &'a FactGraph,
+        shared: &'a FactGraph,
+        shared_through: u64,
+        holding: Holding<'a>,
+    ) -> GraphView<'a> {
+        let holds_all = holding.unheld.is_empty() && holding.through >= shared_through;
+        GraphView { own, shared, holding, holds_all }
     }
 
     fn graph(&self, layer: Layer) -> &'a FactGraph {
@@ -78,6 +89,7 @@ impl<'a> GraphView<'a> {
     pub(crate) fn sees_edge(&self, layer: Layer, edge: EdgeIndex) -> bool {
         match layer {
             Layer::Own => true,
+            Layer::Shared if self.holds_all => true,
             Layer::Shared => {
                 let record = &self.shared.edges[edge as usize];
                 record.recorded_seq <= self.holding.through
@@ -93,6 +105,9 @@ impl<'a> GraphView<'a> {
     /// Whether the memory sees a node of the swarm's graph: one of its
     /// links is an event it holds.
     fn sees_shared_node(&self, node: NodeIndex) -> bool {
+        if self.holds_all {
+            return true;
+        }
         self.shared.links[node as usize]
             .iter()
             .take_while(|link| link.seq() <= self.holding.through)
@@ -212,6 +227,7 @@ impl<'a> GraphView<'a> {
         let links = &self.graph(layer).links[node as usize];
         match layer {
             Layer::Own => links.len(),
+            Layer::Shared if self.holds_all => links.len(),
             Layer::Shared => {
                 let reached = links.partition_point(|link| link.seq() <= self.holding.through);
                 if self.holding.unheld.is_empty() {
