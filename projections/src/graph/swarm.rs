@@ -44,14 +44,22 @@ struct SwarmGraphHead {
     pending_purges: Vec<(u64, Vec<u32>)>,
     merged_into: Vec<(u32, u64, Vec<u64>)>,
     /// (seq, [(relation, from kind, from name, to kind, to name, open)]).
-    retained: Vec<(u64, Vec<(String, String, String, String, String, bool)>)>,
+    retained: Vec<(u64, Vec<RetainedEdge>)>,
     parts: Vec<(u8, u32)>,
 }
 
 /// The shared events of one chunk of seqs: (seq, id, author, time in
 /// nanoseconds, the edges it touched and whether each stayed open).
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
-struct EventChunk(Vec<(u64, u128, u32, i64, Vec<(u32, bool)>)>);
+struct EventChunk(Vec<EventRecord>);
+
+/// (seq, id, author, time in nanoseconds, touched edges and whether each
+/// stayed open).
+type EventRecord = (u64, u128, u32, i64, Vec<(u32, bool)>);
+
+/// A touched edge by name: (relation, from kind, from name, to kind, to
+/// name, open).
+type RetainedEdge = (String, String, String, String, String, bool);
 
 /// The swarm graph's chunks of touched edges changed since it was saved:
 /// bookkeeping, not state.

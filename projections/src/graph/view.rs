@@ -18,7 +18,7 @@ use mneme_events::Timestamp;
 use super::history::FixOfFailure;
 use super::model::{Edge, EntityKind, GraphQuery, Node, Subgraph};
 use super::query::{MAX_HOPS, MAX_ITEMS_PER_ENTITY, MAX_SUBGRAPH_NODES, WalkFilter, item_score, rank_scores};
-use super::store::{EdgeIndex, FactGraph, LinkStrength, NodeIndex};
+use super::store::{EdgeIndex, FactGraph, FactKey, LinkStrength, NodeIndex};
 use crate::digest::ContentHasher;
 
 /// Which events of the swarm's graph a memory holds.
@@ -632,8 +632,8 @@ impl<'a> GraphView<'a> {
 
     /// Every asserted fact the memory sees: (subject, predicate, object) as
     /// written, the edge's start and end, and its events.
-    pub(crate) fn facts(&self) -> Vec<(&'a (String, String, String), Timestamp, Option<Timestamp>, Vec<u64>)> {
-        let mut facts: BTreeMap<&'a (String, String, String), (Timestamp, Option<Timestamp>, Vec<u64>)> =
+    pub(crate) fn facts(&self) -> Vec<(&'a FactKey, Timestamp, Option<Timestamp>, Vec<u64>)> {
+        let mut facts: BTreeMap<&'a FactKey, FactTerms> =
             BTreeMap::new();
         for (key, &edge) in &self.own.facts {
             let record = &self.own.edges[edge as usize];
@@ -748,6 +748,9 @@ impl GraphView<'_> {
         hasher.finish()
     }
 }
+
+/// A fact's start, end and events, as [`GraphView::facts`] gathers them.
+type FactTerms = (Timestamp, Option<Timestamp>, Vec<u64>);
 
 /// The nodes and edges a walk over both graphs reached.
 struct JointWalk<'a> {
