@@ -633,8 +633,7 @@ impl<'a> GraphView<'a> {
     /// Every asserted fact the memory sees: (subject, predicate, object) as
     /// written, the edge's start and end, and its events.
     pub(crate) fn facts(&self) -> Vec<(&'a FactKey, Timestamp, Option<Timestamp>, Vec<u64>)> {
-        let mut facts: BTreeMap<&'a FactKey, FactTerms> =
-            BTreeMap::new();
+        let mut facts: BTreeMap<&'a FactKey, FactTerms> = BTreeMap::new();
         for (key, &edge) in &self.own.facts {
             let record = &self.own.edges[edge as usize];
             facts.insert(key, (record.valid_from, record.valid_to(), record.seqs().to_vec()));
