@@ -37,7 +37,10 @@ use futures::{StreamExt, TryStreamExt};
 use mneme_events::{DecodeLimits, Event};
 use tokio::sync::Semaphore;
 
+mod open;
 mod read;
+
+use open::Opened;
 
 use read::{
     READ_REQUEST_TIMEOUT, ReadFailure, ReadRetry, create_reading_consumer, delete_in_background, entry_of_message,
@@ -278,36 +281,7 @@ impl JetStreamLog {
             .max_ack_inflight(MAX_ACKS_IN_FLIGHT)
             .backpressure_on_inflight(true)
             .build(client);
-        let events = context
-            .get_or_create_stream(stream::Config {
-                name: subjects::events_stream(swarm),
-                description: Some(format!("Mneme event log of swarm {swarm}")),
-                subjects: vec![subjects::swarm_events_filter(swarm)],
-                storage: stream::StorageType::File,
-                retention: stream::RetentionPolicy::Limits,
-                duplicate_window: options.duplicate_window,
-                max_message_size: options.max_message_bytes,
-                max_age: options.max_age.unwrap_or_default(),
-                num_replicas: options.replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|error| LogError::Nats(format!("could not open the events stream of {swarm}: {error}")))?;
-        let dead_letters = context
-            .get_or_create_stream(stream::Config {
-                name: subjects::deadletter_stream(swarm),
-                description: Some(format!("Mneme dead letters of swarm {swarm}")),
-                subjects: vec![subjects::deadletter_subject(swarm)],
-                storage: stream::StorageType::File,
-                retention: stream::RetentionPolicy::Limits,
-                duplicate_window: options.duplicate_window,
-                num_replicas: options.replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|error| LogError::Nats(format!("could not open the dead-letter stream of {swarm}: {error}")))?;
-        open_handoffs_stream(&context, swarm, &options).await?;
-        let positions = open_positions_bucket(&context, swarm, options.replicas).await?;
+        let Opened { events, dead_letters, positions } = open::open_with_retries(&context, swarm, &options).await?;
         Ok(JetStreamLog {
             swarm: swarm.to_string(),
             context,
@@ -478,63 +452,6 @@ fn publish_error_is_transient(error: &jetstream::context::PublishError) -> bool 
             // message; anything else (503, or not an API answer) is not.
             api_error.is_none_or(|api_error| !(400..500).contains(&api_error.code()))
         }
-    }
-}
-
-/// Opens (creating if needed) the stream of the swarm's handoff packages:
-/// the events stream's storage, size, age and replica settings, and a
-/// duplicate window of at least [`HANDOFF_DUPLICATE_WINDOW`] (the server
-/// wants it no longer than the age limit).
-async fn open_handoffs_stream(
-    context: &jetstream::Context,
-    swarm: &str,
-    options: &JetStreamOptions,
-) -> Result<stream::Stream, LogError> {
-    let mut duplicate_window = options.duplicate_window.max(HANDOFF_DUPLICATE_WINDOW);
-    if let Some(max_age) = options.max_age {
-        duplicate_window = duplicate_window.min(max_age);
-    }
-    context
-        .get_or_create_stream(stream::Config {
-            name: subjects::handoffs_stream(swarm),
-            description: Some(format!("Mneme handoff packages of swarm {swarm}")),
-            subjects: vec![subjects::swarm_handoffs_filter(swarm)],
-            storage: stream::StorageType::File,
-            retention: stream::RetentionPolicy::Limits,
-            duplicate_window,
-            max_message_size: options.max_message_bytes,
-            max_age: options.max_age.unwrap_or_default(),
-            num_replicas: options.replicas,
-            ..Default::default()
-        })
-        .await
-        .map_err(|error| LogError::Nats(format!("could not open the handoffs stream of {swarm}: {error}")))
-}
-
-async fn open_positions_bucket(
-    context: &jetstream::Context,
-    swarm: &str,
-    replicas: usize,
-) -> Result<kv::Store, LogError> {
-    let bucket = subjects::positions_bucket(swarm);
-    match context.get_key_value(&bucket).await {
-        Ok(store) => Ok(store),
-        Err(error) if error.kind() == jetstream::context::KeyValueErrorKind::GetBucket => {
-            // Not there yet. If another process creates it at the same
-            // moment, creating an identical bucket again succeeds.
-            context
-                .create_key_value(kv::Config {
-                    bucket: bucket.clone(),
-                    description: format!("Mneme durable consumer positions of swarm {swarm}"),
-                    history: 1,
-                    storage: stream::StorageType::File,
-                    num_replicas: replicas,
-                    ..Default::default()
-                })
-                .await
-                .map_err(|error| LogError::Nats(format!("could not create the bucket {bucket}: {error}")))
-        }
-        Err(error) => Err(LogError::Nats(format!("could not open the bucket {bucket}: {error}"))),
     }
 }
 

@@ -1,0 +1,176 @@
+//! Opening (creating if needed) the streams and the bucket of a swarm.
+//!
+//! Opening is idempotent (`get_or_create`), so it is retried like a read:
+//! a cluster that has just lost or restarted a node answers nothing, or
+//! "no leader", for a few seconds while it elects one, and a process that
+//! starts in that moment (a `mneme replay`, a restarted server) should wait
+//! for it rather than fail. A bad name or configuration fails at once.
+
+use async_nats::jetstream::context::{CreateKeyValueErrorKind, CreateStreamError, CreateStreamErrorKind};
+use async_nats::jetstream::{self, kv, stream};
+
+use super::read::{ReadFailure, ReadRetry};
+use super::{HANDOFF_DUPLICATE_WINDOW, JetStreamOptions};
+use crate::{LogError, subjects};
+
+/// What [`open_with_retries`] opened.
+pub(super) struct Opened {
+    pub(super) events: stream::Stream,
+    pub(super) dead_letters: stream::Stream,
+    pub(super) positions: kv::Store,
+}
+
+/// Opens the swarm's events, dead-letter and handoff streams and its
+/// positions bucket, retrying transient failures for up to
+/// `options.read_retry_window`.
+pub(super) async fn open_with_retries(
+    context: &jetstream::Context,
+    swarm: &str,
+    options: &JetStreamOptions,
+) -> Result<Opened, LogError> {
+    let mut retry = ReadRetry::new(options.read_retry_window);
+    loop {
+        match open(context, swarm, options).await {
+            Ok(opened) => return Ok(opened),
+            Err(failure) => retry.wait_after(failure).await?,
+        }
+    }
+}
+
+async fn open(context: &jetstream::Context, swarm: &str, options: &JetStreamOptions) -> Result<Opened, ReadFailure> {
+    let events = context
+        .get_or_create_stream(stream::Config {
+            name: subjects::events_stream(swarm),
+            description: Some(format!("Mneme event log of swarm {swarm}")),
+            subjects: vec![subjects::swarm_events_filter(swarm)],
+            storage: stream::StorageType::File,
+            retention: stream::RetentionPolicy::Limits,
+            duplicate_window: options.duplicate_window,
+            max_message_size: options.max_message_bytes,
+            max_age: options.max_age.unwrap_or_default(),
+            num_replicas: options.replicas,
+            ..Default::default()
+        })
+        .await
+        .map_err(|error| stream_failure(format!("could not open the events stream of {swarm}"), &error))?;
+    let dead_letters = context
+        .get_or_create_stream(stream::Config {
+            name: subjects::deadletter_stream(swarm),
+            description: Some(format!("Mneme dead letters of swarm {swarm}")),
+            subjects: vec![subjects::deadletter_subject(swarm)],
+            storage: stream::StorageType::File,
+            retention: stream::RetentionPolicy::Limits,
+            duplicate_window: options.duplicate_window,
+            num_replicas: options.replicas,
+            ..Default::default()
+        })
+        .await
+        .map_err(|error| stream_failure(format!("could not open the dead-letter stream of {swarm}"), &error))?;
+    open_handoffs_stream(context, swarm, options).await?;
+    let positions = open_positions_bucket(context, swarm, options.replicas).await?;
+    Ok(Opened { events, dead_letters, positions })
+}
+
+/// Opens the stream of the swarm's handoff packages: the events stream's
+/// storage, size, age and replica settings, and a duplicate window of at
+/// least [`HANDOFF_DUPLICATE_WINDOW`] (the server wants it no longer than
+/// the age limit).
+async fn open_handoffs_stream(
+    context: &jetstream::Context,
+    swarm: &str,
+    options: &JetStreamOptions,
+) -> Result<stream::Stream, ReadFailure> {
+    let mut duplicate_window = options.duplicate_window.max(HANDOFF_DUPLICATE_WINDOW);
+    if let Some(max_age) = options.max_age {
+        duplicate_window = duplicate_window.min(max_age);
+    }
+    context
+        .get_or_create_stream(stream::Config {
+            name: subjects::handoffs_stream(swarm),
+            description: Some(format!("Mneme handoff packages of swarm {swarm}")),
+            subjects: vec![subjects::swarm_handoffs_filter(swarm)],
+            storage: stream::StorageType::File,
+            retention: stream::RetentionPolicy::Limits,
+            duplicate_window,
+            max_message_size: options.max_message_bytes,
+            max_age: options.max_age.unwrap_or_default(),
+            num_replicas: options.replicas,
+            ..Default::default()
+        })
+        .await
+        .map_err(|error| stream_failure(format!("could not open the handoffs stream of {swarm}"), &error))
+}
+
+async fn open_positions_bucket(
+    context: &jetstream::Context,
+    swarm: &str,
+    replicas: usize,
+) -> Result<kv::Store, ReadFailure> {
+    let bucket = subjects::positions_bucket(swarm);
+    match context.get_key_value(&bucket).await {
+        Ok(store) => Ok(store),
+        // `GetBucket` is both "not there yet" and "no answer in time": try
+        // creating it. If another process creates it at the same moment,
+        // creating an identical bucket again succeeds; if the server did
+        // not answer, creating fails as transient too.
+        Err(error) if error.kind() == jetstream::context::KeyValueErrorKind::GetBucket => context
+            .create_key_value(kv::Config {
+                bucket: bucket.clone(),
+                description: format!("Mneme durable consumer positions of swarm {swarm}"),
+                history: 1,
+                storage: stream::StorageType::File,
+                num_replicas: replicas,
+                ..Default::default()
+            })
+            .await
+            .map_err(|error| {
+                let transient = !matches!(
+                    error.kind(),
+                    CreateKeyValueErrorKind::InvalidStoreName
+                        | CreateKeyValueErrorKind::TooLongHistory
+                        | CreateKeyValueErrorKind::LimitMarkersNotSupported
+                );
+                ReadFailure { message: format!("could not create the bucket {bucket}: {error}"), transient }
+            }),
+        Err(error) => {
+            let transient = error.kind() != jetstream::context::KeyValueErrorKind::InvalidStoreName;
+            Err(ReadFailure { message: format!("could not open the bucket {bucket}: {error}"), transient })
+        }
+    }
+}
+
+/// No answer, no JetStream yet, or a server error (5xx: no leader, cluster
+/// not ready) is what an election looks like; a client error (4xx: a
+/// configuration the existing stream refuses) or a bad name would repeat.
+fn stream_failure(what: String, error: &CreateStreamError) -> ReadFailure {
+    let transient = match error.kind() {
+        CreateStreamErrorKind::TimedOut
+        | CreateStreamErrorKind::JetStreamUnavailable
+        | CreateStreamErrorKind::Response
+        | CreateStreamErrorKind::ResponseParse => true,
+        CreateStreamErrorKind::JetStream(api_error) => !(400..500).contains(&api_error.code()),
+        CreateStreamErrorKind::EmptyStreamName
+        | CreateStreamErrorKind::InvalidStreamName
+        | CreateStreamErrorKind::DomainAndExternalSet
+        | CreateStreamErrorKind::NotFound => false,
+    };
+    ReadFailure { message: format!("{what}: {error}"), transient }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_election_is_transient_and_a_bad_name_is_not() {
+        for kind in [CreateStreamErrorKind::TimedOut, CreateStreamErrorKind::JetStreamUnavailable] {
+            let failure = stream_failure("opening".into(), &CreateStreamError::new(kind));
+            assert!(failure.transient, "{}", failure.message);
+        }
+        for kind in [CreateStreamErrorKind::InvalidStreamName, CreateStreamErrorKind::NotFound] {
+            let failure = stream_failure("opening".into(), &CreateStreamError::new(kind));
+            assert!(!failure.transient, "{}", failure.message);
+            assert!(failure.message.starts_with("opening: "), "{}", failure.message);
+        }
+    }
+}
