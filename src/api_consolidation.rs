@@ -67,6 +67,11 @@ fn report_json(report: &ConsolidationReport) -> Value {
         "dry_run": report.dry_run,
         "elapsed_ms": report.elapsed.as_millis() as u64,
         "events_written": report.events_written(),
+        "shared": {
+            "items": report.shared.items,
+            "duplicate_pairs": report.shared.duplicate_pairs,
+            "scan_ms": (report.shared.shared_seconds * 1000.0 * 10.0).round() / 10.0,
+        },
         "agents": agents,
     })
 }

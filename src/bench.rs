@@ -24,7 +24,8 @@ pub struct BenchArgs {
     /// Events per measurement (ingest: 20,000; replay: 1,000,000 events replayed).
     #[arg(long)]
     events: Option<usize>,
-    /// Agents the events are spread over (ingest: 3; memory: 1,000 agents in one process).
+    /// Agents the events are spread over (ingest: 3; memory: 1,000 agents in one process;
+    /// consolidate: 1, or N memories of the same shared events scanned alone and in one run).
     #[arg(long)]
     agents: Option<usize>,
     /// Events per append (one HTTP request's worth).
@@ -70,7 +71,8 @@ enum Suite {
     Search,
     /// Compression of the example trajectory's completed phases: original tokens / each level's tokens.
     Phases,
-    /// Consolidation of one agent's memory of `--items` items, and search latency while it scans.
+    /// Consolidation of one agent's memory of `--items` items, and search latency while it scans;
+    /// with `--agents N`, N memories of the same shared items: each scanned alone against one run.
     Consolidate,
     /// Publish → queryable latency (append as the API does until a search finds the event) against
     /// the raw log's append → read-back latency, on a memory of `--items` items.
@@ -119,7 +121,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     match args.suite {
         Suite::Search => return crate::bench_search::run(items(100_000), queries(1000), args.vocabulary),
         Suite::Phases => return crate::bench_search::phases(),
-        Suite::Consolidate => return crate::bench_consolidate::run(items(100_000), queries(1000)),
+        Suite::Consolidate => {
+            return crate::bench_consolidate::run(items(100_000), queries(1000), args.agents.unwrap_or(1));
+        }
         Suite::Latency => return crate::bench_system::latency(items(10_000), queries(200), args.backend).await,
         Suite::Replay => {
             return crate::bench_system::replay(args.events.unwrap_or(1_000_000), args.tail, args.batch).await;

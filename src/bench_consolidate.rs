@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use mneme_actors::SwarmConfig;
-use mneme_events::{DecodeLimits, EventKind, FactAsserted, Timestamp, decode_json};
-use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
+use mneme_events::{DecodeLimits, Event, EventKind, FactAsserted, Timestamp, decode_json};
+use mneme_projections::consolidation::{
+    ConsolidationPlan, ConsolidationPolicy, SharedScan, consolidate, consolidate_with,
+};
 use mneme_projections::{AgentMemory, SearchMode, SearchRequest};
 
 use crate::bench::WordStream;
@@ -21,51 +23,17 @@ use crate::bench_search::percentile;
 const AGENT: &str = "agent-0";
 const QUERIES: &[&str] = &["token refresh", "database migration fails", "cargo test panic", "retry after timeout"];
 
-pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
+pub fn run(items: usize, queries: usize, agents: usize) -> anyhow::Result<ExitCode> {
     let config = SwarmConfig::with_name("bench");
     let embedder = crate::model::load_configured_embedder(&config)?;
     out!("{}", crate::bench::machine_description());
-    out!("command: mneme bench consolidate --items {items} --queries {queries}");
+    out!("command: mneme bench consolidate --items {items} --queries {queries} --agents {agents}");
     out!("embedder: {}", embedder.model_id());
-    let agents = vec![AGENT.to_string()];
-    let events = crate::bench::synthetic_events_from(items, &agents, &mut WordStream::zipf(20_000));
-    let limits = DecodeLimits::default();
+    let (events, duplicates, conflicting) = planted_events(items)?;
     let mut memory = AgentMemory::new("bench", AGENT, config.memory_config(embedder.clone()))?;
-    let mut recent_messages: Vec<String> = Vec::new();
-    let (mut duplicates, mut conflicting) = (0usize, 0usize);
     let started = Instant::now();
-    for (index, json) in events.iter().enumerate() {
-        let mut event = decode_json(json.as_bytes(), &limits).context("decoding a synthetic event")?;
-        // Every 20th message repeats one said shortly before (shouted), and
-        // every 100th fact gives a component a second region: work for
-        // dedup and for contradiction detection.
-        if let EventKind::MessageRecorded(message) = &mut event.kind {
-            if index % 20 == 10 && !recent_messages.is_empty() {
-                message.text = recent_messages[index % recent_messages.len()].to_uppercase();
-                duplicates += 1;
-            } else {
-                recent_messages.push(message.text.clone());
-                if recent_messages.len() > 50 {
-                    recent_messages.remove(0);
-                }
-            }
-        }
-        if let EventKind::FactAsserted(fact) = &mut event.kind {
-            if index % 100 == 9 {
-                let component = format!("component-{}", index / 200);
-                let region = if index % 200 == 9 { "eu-west" } else { "us-east" };
-                *fact = FactAsserted {
-                    subject: component,
-                    predicate: "runs_in_region".into(),
-                    object: region.into(),
-                    confidence: 1.0,
-                    valid_from: None,
-                    valid_to: None,
-                };
-                conflicting += 1;
-            }
-        }
-        memory.apply(index as u64 + 1, &event)?;
+    for (index, event) in events.iter().enumerate() {
+        memory.apply(index as u64 + 1, event)?;
     }
     memory.commit()?;
     let apply_seconds = started.elapsed().as_secs_f64();
@@ -150,7 +118,108 @@ pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
         "p99 while scanning / alone: {:.2}",
         percentile(&during, 0.99).as_secs_f64() / percentile(&alone, 0.99).as_secs_f64()
     );
+    if agents > 1 {
+        drop(memory);
+        swarm_run(&config, embedder, &events, agents)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bench's events, decoded: every 20th message repeats one said
+/// shortly before (shouted), and every 100th fact gives a component a
+/// second region: work for dedup and for contradiction detection. Answers
+/// the events and how many of each were planted.
+fn planted_events(items: usize) -> anyhow::Result<(Vec<Event>, usize, usize)> {
+    let agents = vec![AGENT.to_string()];
+    let jsons = crate::bench::synthetic_events_from(items, &agents, &mut WordStream::zipf(20_000));
+    let limits = DecodeLimits::default();
+    let mut recent_messages: Vec<String> = Vec::new();
+    let (mut duplicates, mut conflicting) = (0usize, 0usize);
+    let mut events = Vec::with_capacity(items);
+    for (index, json) in jsons.iter().enumerate() {
+        let mut event = decode_json(json.as_bytes(), &limits).context("decoding a synthetic event")?;
+        if let EventKind::MessageRecorded(message) = &mut event.kind {
+            if index % 20 == 10 && !recent_messages.is_empty() {
+                message.text = recent_messages[index % recent_messages.len()].to_uppercase();
+                duplicates += 1;
+            } else {
+                recent_messages.push(message.text.clone());
+                if recent_messages.len() > 50 {
+                    recent_messages.remove(0);
+                }
+            }
+        }
+        if let EventKind::FactAsserted(fact) = &mut event.kind {
+            if index % 100 == 9 {
+                let component = format!("component-{}", index / 200);
+                let region = if index % 200 == 9 { "eu-west" } else { "us-east" };
+                *fact = FactAsserted {
+                    subject: component,
+                    predicate: "runs_in_region".into(),
+                    object: region.into(),
+                    confidence: 1.0,
+                    valid_from: None,
+                    valid_to: None,
+                };
+                conflicting += 1;
+            }
+        }
+        events.push(event);
+    }
+    Ok((events, duplicates, conflicting))
+}
+
+/// `agents` memories of one swarm holding the same shared events (one
+/// `SharedContent`, as the supervisor gives them): every agent's memory
+/// scanned alone, as each agent's scan did its shared items itself, against
+/// one run that compares the shared items once ([`SharedScan`]) and scans
+/// each memory through it. Same views, same thread, same run.
+fn swarm_run(
+    config: &SwarmConfig,
+    embedder: Arc<dyn mneme_projections::embed::Embedder>,
+    events: &[Event],
+    agents: usize,
+) -> anyhow::Result<()> {
+    let memory_config = config.memory_config(embedder);
+    let mut views = Vec::with_capacity(agents);
+    let started = Instant::now();
+    for agent in 0..agents {
+        let mut memory = AgentMemory::new("bench", &format!("agent-{agent}"), memory_config.clone())?;
+        for (index, event) in events.iter().enumerate() {
+            memory.apply(index as u64 + 1, event)?;
+        }
+        memory.commit()?;
+        views.push(memory.consolidation_view());
+    }
+    out!("");
+    out!(
+        "swarm: {agents} agents' memories of the same {} shared events built in {:.1} s",
+        events.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let policy = ConsolidationPolicy::default();
+    let started = Instant::now();
+    let alone: Vec<ConsolidationPlan> = views.iter().map(|view| consolidate(view, &policy)).collect();
+    let alone_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let shared = SharedScan::new(&views.iter().collect::<Vec<_>>(), &policy);
+    let shared_seconds = started.elapsed().as_secs_f64();
+    let together: Vec<ConsolidationPlan> = views.iter().map(|view| consolidate_with(view, &policy, &shared)).collect();
+    let together_seconds = started.elapsed().as_secs_f64();
+    out!("");
+    out!("| {agents} agents, same shared items | seconds | ratio to each agent alone |");
+    out!("|---|---|---|");
+    out!("| each agent's memory scanned alone (its shared items compared by each) | {alone_seconds:.2} | 1.00x |");
+    out!(
+        "| one run: shared items compared once ({:.2} s, {} items, {} pairs), then each memory | {together_seconds:.2} | {:.2}x |",
+        shared_seconds,
+        shared.items(),
+        shared.duplicate_pairs(),
+        together_seconds / alone_seconds
+    );
+    let same = alone == together;
+    out!("plans of the one run equal to each memory's alone: {same}");
+    Ok(())
 }
 
 fn search_latencies(memory: &mut AgentMemory, queries: usize) -> anyhow::Result<Vec<Duration>> {

@@ -37,6 +37,11 @@ pub fn consolidate(
         report["elapsed_ms"],
         if dry_run { total_verdicts(&report) } else { report["events_written"].as_u64().unwrap_or(0) }
     ));
+    let shared = &report["shared"];
+    print_line(format!(
+        "shared items compared once for every agent: {} ({} near-duplicate pairs) in {} ms",
+        shared["items"], shared["duplicate_pairs"], shared["scan_ms"]
+    ));
     print_line(format!(
         "{:<16} {:>8} {:>14} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8}",
         "agent", "items", "contradictions", "merges", "forgotten", "decayed", "links", "later", "scan ms"

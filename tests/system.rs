@@ -499,12 +499,15 @@ fn consolidation_writes_verdicts_as_events_and_replay_applies_them_without_scann
     let coder = dry["agents"].as_array().unwrap().iter().find(|agent| agent["agent"] == "coder").unwrap().clone();
     assert!(coder["counts"]["merges"].as_u64().unwrap() >= 1, "{coder}");
     assert!(coder["counts"]["contradictions"].as_u64().unwrap() >= 1, "{coder}");
+    // The shared duplicates were compared once, for every agent.
+    assert!(dry["shared"]["duplicate_pairs"].as_u64().unwrap() >= 1, "{dry}");
+    assert!(dry["shared"]["items"].as_u64().unwrap() >= 2, "{dry}");
     let after_dry_run = server.get(&format!("/v1/swarms/demo/events?from_seq={}", last_seq + 1));
     assert_eq!(after_dry_run["events"].as_array().unwrap().len(), 0, "{after_dry_run}");
 
     // The CLI's dry run says the same.
     let cli = stdout_of(&server.cli(&["consolidate", "--dry-run", "--agent", "coder"]));
-    assert!(cli.contains("dry run") && cli.contains("coder"), "{cli}");
+    assert!(cli.contains("dry run") && cli.contains("coder") && cli.contains("compared once"), "{cli}");
 
     // A real run writes verdicts as events of each agent.
     let (status, run) = server.post("/v1/swarms/demo/consolidate?dry_run=false", "");

@@ -1,7 +1,7 @@
 //! The consolidator: one per swarm. On a schedule, after every N events, or
 //! on demand, it takes each agent's retrieval counts, reads a copy of the
 //! agent's memory through a query, scans it
-//! ([`mneme_projections::consolidation::consolidate`]) on a blocking thread
+//! ([`mneme_projections::consolidation::consolidate_with`]) on a blocking thread
 //! — off the arbiters that apply events and answer queries — and, once
 //! every agent is scanned, appends the counts and the verdicts to the log.
 //! A run that fails before that appends nothing; no verdict can fail a run
@@ -21,7 +21,9 @@ use mneme_events::{
     RetrievalCount, Scope, Timestamp,
 };
 use mneme_nats::{EventLog, Seq};
-use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, ConsolidationView, consolidate};
+use mneme_projections::consolidation::{
+    ConsolidationPlan, ConsolidationPolicy, ConsolidationView, SharedScan, consolidate_with,
+};
 
 use crate::error::ActorsError;
 use crate::memory_actor::{Query, QueryAnswer, ReturnRetrievals, TakeRetrievals};
@@ -39,10 +41,11 @@ const MAILBOX_CAPACITY: usize = 16;
 /// How often the event-count trigger looks at the log.
 const EVENT_TRIGGER_POLL: Duration = Duration::from_secs(1);
 
-/// The scan a run performs on the copy of a memory: [`consolidate`] in
+/// The scan a run performs on the copy of a memory: [`consolidate_with`] in
 /// production. A seam so that tests can hold a scan open and show that the
 /// agent's queries still answer meanwhile.
-pub type Scanner = Arc<dyn Fn(&ConsolidationView, &ConsolidationPolicy) -> ConsolidationPlan + Send + Sync>;
+pub type Scanner =
+    Arc<dyn Fn(&ConsolidationView, &ConsolidationPolicy, &SharedScan) -> ConsolidationPlan + Send + Sync>;
 
 /// When the consolidator runs by itself.
 #[derive(Debug, Clone, Copy, Default)]
@@ -85,14 +88,14 @@ impl Consolidator {
             supervisor,
             policy,
             schedule,
-            scanner: Arc::new(consolidate),
+            scanner: Arc::new(consolidate_with),
             running: Arc::new(tokio::sync::Mutex::new(())),
             events_counted_after: None,
             checking_events: false,
         }
     }
 
-    /// Scans with `scanner` instead of [`consolidate`].
+    /// Scans with `scanner` instead of [`consolidate_with`].
     pub fn with_scanner(mut self, scanner: Scanner) -> Consolidator {
         self.scanner = scanner;
         self
@@ -180,27 +183,29 @@ impl Consolidator {
                 elapsed: Duration::ZERO,
                 log_seq_at_start,
                 log_seq_at_end: log_seq_at_start,
+                shared: SharedScanSummary::default(),
             };
             // Every agent is read and scanned before anything is written, so
             // a run that fails there (an agent gone, a scan that panicked)
             // appends nothing, for no agent; what it took is given back.
-            let mut scanned: Vec<ScannedAgent> = Vec::new();
+            let mut read: Vec<ReadAgent> = Vec::new();
             for agent in agents {
                 let outcome = match supervisor.send(GetAgent(agent.clone())).await {
-                    Ok(Ok(handle)) => {
-                        scan_agent(&swarm, &handle, log.as_ref(), &policy, &scanner, &id_key, request.dry_run).await
-                    }
+                    Ok(Ok(handle)) => read_agent(&handle, request.dry_run).await,
                     Ok(Err(error)) => Err(error),
                     Err(_) => Err(stopped("supervisor")),
                 };
                 match outcome {
-                    Ok(agent) => scanned.push(agent),
+                    Ok(agent) => read.push(agent),
                     Err(error) => {
-                        scanned.into_iter().for_each(ScannedAgent::return_retrievals);
+                        read.into_iter().for_each(ReadAgent::return_retrievals);
                         return Err(error);
                     }
                 }
             }
+            let context = ScanContext { swarm: &swarm, log: log.as_ref(), id_key: &id_key, dry_run: request.dry_run };
+            let (shared, scanned) = scan_all(read, &policy, &scanner, context).await?;
+            report.shared = shared;
             let mut scanned = scanned.into_iter();
             while let Some(agent) = scanned.next() {
                 match write_agent(agent, log.as_ref()).await {
@@ -226,6 +231,28 @@ fn stopped(agent: &str) -> ActorsError {
     ActorsError::ActorStopped { agent: agent.to_string() }
 }
 
+/// One agent read, before its scan: the retrieval counts taken from its
+/// memory and the copy of the memory they were counted into.
+struct ReadAgent {
+    handle: AgentHandle,
+    /// Taken from the memory actor: returned to it if the run fails before
+    /// they are on the log.
+    counts: Vec<(String, u32)>,
+    view: ConsolidationView,
+}
+
+impl ReadAgent {
+    fn give_back(handle: &AgentHandle, counts: Vec<(String, u32)>) {
+        if !counts.is_empty() {
+            handle.addr.do_send(ReturnRetrievals(counts));
+        }
+    }
+
+    fn return_retrievals(self) {
+        ReadAgent::give_back(&self.handle, self.counts);
+    }
+}
+
 /// One agent's run before anything is written: the retrieval counts taken
 /// from its memory, the plan, and the events that record both.
 struct ScannedAgent {
@@ -248,28 +275,15 @@ impl ScannedAgent {
     }
 }
 
-/// One agent, read and scanned, nothing written: take the retrieval counts
+/// One agent read, nothing scanned or written: take the retrieval counts
 /// (counted into the copy as if applied, which is what recording them
-/// first did), read a copy, scan it on a blocking thread, and turn the plan
-/// into events that each fit the log.
-async fn scan_agent(
-    swarm: &str,
-    handle: &AgentHandle,
-    log: &dyn EventLog,
-    policy: &ConsolidationPolicy,
-    scanner: &Scanner,
-    id_key: &IdKey,
-    dry_run: bool,
-) -> Result<ScannedAgent, ActorsError> {
+/// first did) and read a copy of its memory.
+async fn read_agent(handle: &AgentHandle, dry_run: bool) -> Result<ReadAgent, ActorsError> {
     let agent = handle.agent.clone();
     let counts =
         if dry_run { Vec::new() } else { handle.addr.send(TakeRetrievals).await.map_err(|_| stopped(&agent))? };
-    let give_back = |counts: Vec<(String, u32)>| {
-        if !counts.is_empty() {
-            handle.addr.do_send(ReturnRetrievals(counts));
-        }
-    };
-    let view = match handle.addr.send(Query::ConsolidationView).await {
+    let give_back = |counts| ReadAgent::give_back(handle, counts);
+    let mut view = match handle.addr.send(Query::ConsolidationView).await {
         Ok(Ok(QueryAnswer::ConsolidationView(view))) => view,
         Ok(Ok(_)) => unreachable!("a ConsolidationView query answers with a view"),
         Ok(Err(error)) => {
@@ -281,27 +295,76 @@ async fn scan_agent(
             return Err(stopped(&agent));
         }
     };
-    let mut view = view;
     count_retrievals_into(&mut view, &counts);
-    let items = view.items.len();
-    let scan_started = Instant::now();
-    let scan_policy = policy.clone();
+    Ok(ReadAgent { handle: handle.clone(), counts, view: *view })
+}
+
+/// Scans every agent read, on one blocking thread: first the swarm's shared
+/// items, once for all of them ([`SharedScan`]), then each memory through
+/// it; then turns each plan into events that each fit the log. A scan that
+/// panics fails the run, and every count goes back.
+async fn scan_all(
+    read: Vec<ReadAgent>,
+    policy: &ConsolidationPolicy,
+    scanner: &Scanner,
+    context: ScanContext<'_>,
+) -> Result<(SharedScanSummary, Vec<ScannedAgent>), ActorsError> {
+    let policy = policy.clone();
     let scanner = scanner.clone();
-    let plan = match tokio::task::spawn_blocking(move || scanner(&view, &scan_policy)).await {
-        Ok(plan) => plan,
+    let (taken, views): (Vec<_>, Vec<_>) =
+        read.into_iter().map(|agent| ((agent.handle, agent.counts), agent.view)).unzip();
+    let scanning = tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let shared = SharedScan::new(&views.iter().collect::<Vec<_>>(), &policy);
+        let shared_seconds = started.elapsed().as_secs_f64();
+        metrics::histogram!("mneme_consolidation_shared_scan_seconds").record(shared_seconds);
+        tracing::debug!(?shared, seconds = shared_seconds, "shared items compared once for the run");
+        let summary =
+            SharedScanSummary { items: shared.items(), duplicate_pairs: shared.duplicate_pairs(), shared_seconds };
+        let plans = views
+            .iter()
+            .map(|view| {
+                let started = Instant::now();
+                let plan = scanner(view, &policy, &shared);
+                let scan_seconds = started.elapsed().as_secs_f64();
+                metrics::histogram!("mneme_consolidation_scan_seconds").record(scan_seconds);
+                (view.items.len(), plan, scan_seconds)
+            })
+            .collect::<Vec<_>>();
+        (summary, plans)
+    });
+    let (summary, plans) = match scanning.await {
+        Ok(scanned) => scanned,
         Err(error) => {
-            give_back(counts);
-            return Err(ActorsError::Consolidation { agent: agent.clone(), message: error.to_string() });
+            let agent = taken.first().map_or_else(String::new, |(handle, _)| handle.agent.clone());
+            for (handle, counts) in taken {
+                ReadAgent::give_back(&handle, counts);
+            }
+            return Err(ActorsError::Consolidation { agent, message: error.to_string() });
         }
     };
-    let scan_seconds = scan_started.elapsed().as_secs_f64();
-    metrics::histogram!("mneme_consolidation_scan_seconds").record(scan_seconds);
-    let mut events = retrieval_events(swarm, &agent, &counts);
-    if !dry_run {
-        events.extend(plan.events(now(), id_key));
-    }
-    let (events, verdicts_dropped) = fit_to_log(events, log, id_key);
-    Ok(ScannedAgent { handle: handle.clone(), items, plan, counts, events, verdicts_dropped, scan_seconds })
+    let ScanContext { swarm, log, id_key, dry_run } = context;
+    let scanned = taken
+        .into_iter()
+        .zip(plans)
+        .map(|((handle, counts), (items, plan, scan_seconds))| {
+            let mut events = retrieval_events(swarm, &handle.agent, &counts);
+            if !dry_run {
+                events.extend(plan.events(now(), id_key));
+            }
+            let (events, verdicts_dropped) = fit_to_log(events, log, id_key);
+            ScannedAgent { handle, items, plan, counts, events, verdicts_dropped, scan_seconds }
+        })
+        .collect();
+    Ok((summary, scanned))
+}
+
+/// What turning plans into events needs.
+struct ScanContext<'a> {
+    swarm: &'a str,
+    log: &'a dyn EventLog,
+    id_key: &'a IdKey,
+    dry_run: bool,
 }
 
 /// Adds the counts a run takes from the memory actor to the items of its
@@ -529,6 +592,18 @@ pub struct ConsolidationReport {
     pub log_seq_at_start: Seq,
     /// The log's last seq when the run ended, its own events included.
     pub log_seq_at_end: Seq,
+    /// The swarm's shared items, compared once for every agent of the run.
+    pub shared: SharedScanSummary,
+}
+
+/// What a run compared once for all its agents ([`SharedScan`]).
+#[derive(Debug, Clone, Default)]
+pub struct SharedScanSummary {
+    /// Shared items of a dedup kind live in at least one memory.
+    pub items: usize,
+    /// Near-duplicate pairs confirmed among them.
+    pub duplicate_pairs: usize,
+    pub shared_seconds: f64,
 }
 
 impl ConsolidationReport {

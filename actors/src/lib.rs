@@ -19,6 +19,7 @@ pub mod swarm_config;
 
 pub use consolidator::{
     AgentConsolidation, ConsolidationReport, ConsolidationRequest, ConsolidationSchedule, Consolidator, Scanner,
+    SharedScanSummary,
 };
 pub use error::ActorsError;
 pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery_json};

@@ -16,7 +16,7 @@ use mneme_actors::{
 };
 use mneme_events::{Event, EventId, EventKind, FactAsserted, IdKey, MessageRecorded, Scope, Timestamp};
 use mneme_nats::{EventLog, SledLog, SledOptions};
-use mneme_projections::consolidation::{ConsolidationPolicy, LinkVerdict, consolidate};
+use mneme_projections::consolidation::{ConsolidationPolicy, LinkVerdict, consolidate_with};
 use mneme_projections::{SearchMode, SearchRequest};
 
 const SWARM: &str = "demo";
@@ -192,10 +192,10 @@ async fn queries_answer_while_a_scan_is_under_way() {
     let (release, released) = mpsc::channel::<()>();
     let started_sender = Mutex::new(started_sender);
     let released = Mutex::new(released);
-    let scanner: Scanner = Arc::new(move |view, policy| {
+    let scanner: Scanner = Arc::new(move |view, policy, shared| {
         started_sender.lock().unwrap().send(()).unwrap();
         released.lock().unwrap().recv().unwrap();
-        consolidate(view, policy)
+        consolidate_with(view, policy, shared)
     });
     let consolidator = fixture.consolidator(ConsolidationSchedule::default(), Some(scanner));
     let run = consolidator.send(ConsolidationRequest { dry_run: false, agent: None });
@@ -223,9 +223,9 @@ async fn a_run_starts_by_itself_after_every_n_events_and_its_own_verdicts_do_not
     let scans = Arc::new(AtomicUsize::new(0));
     let counting_scanner: Scanner = {
         let scans = scans.clone();
-        Arc::new(move |view, policy| {
+        Arc::new(move |view, policy, shared| {
             scans.fetch_add(1, Ordering::SeqCst);
-            consolidate(view, policy)
+            consolidate_with(view, policy, shared)
         })
     };
     // Every 2 events: the run below writes 2 verdicts, which must not count.
@@ -267,9 +267,9 @@ async fn a_run_that_fails_for_one_agent_appends_nothing_for_any_agent() {
     let handle = fixture.caught_up().await;
     // Retrievals to record: the coder searched.
     assert!(!search(&handle, "nightly build release profile").await.is_empty());
-    let failing: Scanner = Arc::new(|view, policy| {
+    let failing: Scanner = Arc::new(|view, policy, shared| {
         assert_ne!(view.agent, "reviewer", "the reviewer's scan fails");
-        consolidate(view, policy)
+        consolidate_with(view, policy, shared)
     });
     let end_before = fixture.log.last_seq().await.unwrap();
     let consolidator = fixture.consolidator(ConsolidationSchedule::default(), Some(failing));
@@ -299,8 +299,8 @@ async fn verdicts_too_large_for_the_log_are_split_or_left_out_and_never_fail_the
     let events = given_events();
     let fixture = fixture_with(&events, &[AGENT], options).await;
     let handle = fixture.caught_up().await;
-    let oversized: Scanner = Arc::new(|view, policy| {
-        let mut plan = consolidate(view, policy);
+    let oversized: Scanner = Arc::new(|view, policy, shared| {
+        let mut plan = consolidate_with(view, policy, shared);
         let filler: Vec<String> = view.items.iter().skip(6).map(|item| item.item_id.clone()).collect();
         plan.links = filler
             .iter()
@@ -333,4 +333,48 @@ async fn verdicts_too_large_for_the_log_are_split_or_left_out_and_never_fail_the
     assert_eq!(ids.len(), written.len(), "each part has an id of its own");
     let last_seq = fixture.log.last_seq().await.unwrap();
     handle.caught_up(fixture.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
+}
+
+/// Issue 18: a run compares the swarm's shared items once, for every
+/// memory, and as their authors wrote them. Two agents share the same
+/// short note and contradicting facts; a third holds the note privately
+/// too. Every memory gets the merge and the contradiction of the shared
+/// pair (before, each agent compared the other agents' copies with
+/// `(from author)` in front, and a note this short was not a duplicate of
+/// its author's own copy), and the third merges its private copy as well.
+#[actix_rt::test]
+async fn duplicates_and_contradictions_between_two_agents_shared_memories_are_found_in_every_memory() {
+    let by = |agent: &str, scope: Scope, mut event: Event| {
+        event.agent = agent.to_string();
+        event.scope = scope;
+        event
+    };
+    let mut events = vec![
+        by(AGENT, Scope::Shared, message(1, "staging deployed")),
+        by("reviewer", Scope::Shared, message(2, "staging deployed")),
+        by(AGENT, Scope::Shared, fact(3, "session_cache", "backed_by", "redis")),
+        by("reviewer", Scope::Shared, fact(4, "session_cache", "backed_by", "memcached")),
+        by("tester", Scope::Private, message(5, "staging deployed")),
+    ];
+    events.extend((6..40).map(|counter| message(counter, &format!("step {counter}: refactored module {counter}"))));
+    let agents = [AGENT, "reviewer", "tester"];
+    let fixture = fixture_with(&events, &agents, SledOptions::default()).await;
+    fixture.caught_up().await;
+    let id = |counter: usize| events[counter - 1].id.to_string();
+    let consolidator = fixture.consolidator(ConsolidationSchedule::default(), None);
+    let report = consolidator.send(ConsolidationRequest { dry_run: true, agent: None }).await.unwrap().unwrap();
+    assert_eq!(report.agents.len(), 3);
+    for agent in &report.agents {
+        let merges = &agent.plan.merges;
+        assert_eq!(merges.len(), 1, "{}: {merges:?}", agent.agent);
+        assert_eq!(merges[0].survivor, id(1), "{}: the older copy survives", agent.agent);
+        let mut expected = vec![id(2)];
+        if agent.agent == "tester" {
+            expected.push(id(5));
+        }
+        assert_eq!(merges[0].merged, expected, "{}", agent.agent);
+        let contradictions = &agent.plan.contradictions;
+        assert_eq!(contradictions.len(), 1, "{}: {contradictions:?}", agent.agent);
+        assert_eq!((&contradictions[0].a, &contradictions[0].b), (&id(3), &id(4)), "{}", agent.agent);
+    }
 }

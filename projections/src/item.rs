@@ -128,6 +128,17 @@ impl ItemText {
         }
     }
 
+    /// The text as its author wrote it, whoever reads it: a shared item's
+    /// without the `(from author)` the other agents read in front. What
+    /// consolidation compares, so that two agents' copies of the same
+    /// words are the same words in every memory.
+    pub fn body(&self) -> &str {
+        match &self.0 {
+            Repr::Own(text) => text,
+            Repr::Shared { entry, .. } => &entry.text[entry.author_prefix..],
+        }
+    }
+
     /// The text the indexes hold for the item: a shared item's as the
     /// other agents read it (`(from author) …`), whoever reads it.
     pub fn indexed(&self) -> &str {

@@ -3,6 +3,8 @@
 //! verdicts are applied as events, memory changes accordingly, the same
 //! live and on replay.
 
+use std::sync::Arc;
+
 use mneme_events::{
     ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind, FactAsserted, IdKey,
     MemoryCited, MemoryIgnored, MemoryPinned, MemoryPurged, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
@@ -804,4 +806,77 @@ fn many_copies_of_one_line_merge_into_one_survivor_in_one_run() {
     assert_eq!(plan.merges.len(), 1, "{:?}", plan.merges.iter().map(|merge| merge.merged.len()).collect::<Vec<_>>());
     assert_eq!(plan.merges[0].survivor, first);
     assert_eq!(plan.merges[0].merged.len(), 199);
+}
+
+/// Counts the texts it embeds.
+struct CountingEmbedder {
+    inner: mneme_projections::embed::HashedNgramEmbedder,
+    embedded: std::sync::atomic::AtomicUsize,
+}
+
+impl mneme_projections::embed::Embedder for CountingEmbedder {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    fn dimensions(&self) -> usize {
+        self.inner.dimensions()
+    }
+
+    fn embed(&self, text: &str) -> Vec<f32> {
+        self.embedded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.embed(text)
+    }
+}
+
+/// Issue 18: a run compares the swarm's shared items once for all its
+/// memories. Three agents' memories of the same shared log, two pairs of
+/// shared near duplicates among them and one private copy in one memory:
+/// the run embeds each shared duplicate once (not once per memory), and
+/// each memory's plan is what scanning it alone decides.
+#[test]
+fn a_run_compares_shared_items_once_and_decides_for_each_memory_what_it_alone_would() {
+    use mneme_projections::consolidation::{SharedScan, consolidate_with};
+    let mut given = Given::default();
+    given.say("The nightly build uses the release profile with LTO.");
+    given.say("the nightly build uses the release profile with LTO");
+    given.say("Staging was deployed from the main branch at noon.");
+    given.say("staging was deployed from the main branch at noon");
+    for step in 0..30 {
+        given.say(&format!("step {step}: refactored module {step}"));
+    }
+    let counting =
+        Arc::new(CountingEmbedder { inner: Default::default(), embedded: std::sync::atomic::AtomicUsize::new(0) });
+    let config = MemoryConfig { embedder: counting.clone(), ..MemoryConfig::default() };
+    let mut memories = Vec::new();
+    for agent in ["coder", "reviewer", "tester"] {
+        let mut memory = AgentMemory::new("demo", agent, config.clone()).unwrap();
+        for (seq, event) in &given.log {
+            memory.apply(*seq, event).unwrap();
+        }
+        if agent == "tester" {
+            let mut private = given.log[0].1.clone();
+            private.id = EventId::from_parts(START_MS as u64 + 999_000, 999);
+            private.agent = "tester".to_string();
+            private.scope = Scope::Private;
+            memory.apply(given.log.len() as u64 + 1, &private).unwrap();
+        }
+        memory.commit().unwrap();
+        memories.push(memory);
+    }
+    let views: Vec<_> = memories.iter().map(AgentMemory::consolidation_view).collect();
+    let policy = ConsolidationPolicy::default();
+    let alone: Vec<ConsolidationPlan> = views.iter().map(|view| consolidate(view, &policy)).collect();
+
+    let before = counting.embedded.load(std::sync::atomic::Ordering::SeqCst);
+    let shared = SharedScan::new(&views.iter().collect::<Vec<_>>(), &policy);
+    let plans: Vec<ConsolidationPlan> = views.iter().map(|view| consolidate_with(view, &policy, &shared)).collect();
+    let embedded = counting.embedded.load(std::sync::atomic::Ordering::SeqCst) - before;
+    assert_eq!(shared.duplicate_pairs(), 2, "{shared:?}");
+    // Four shared texts, embedded once for the three memories; the tester's
+    // private copy once, in its own scan.
+    assert_eq!(embedded, 5);
+    assert_eq!(plans, alone);
+    assert_eq!(plans[0].merges.len(), 2);
+    assert_eq!(plans[2].merges.iter().map(|merge| merge.merged.len()).sum::<usize>(), 3, "{:?}", plans[2].merges);
 }

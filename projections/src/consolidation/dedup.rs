@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::lexical::{ContentTerms, candidate_pairs, content_terms, lexically_equivalent, minhash};
+use super::lexical::{ContentTerms, MinHashSignature, candidate_pairs, content_terms, lexically_equivalent, minhash};
 use super::policy::ConsolidationPolicy;
-use super::view::{ConsolidationView, is_live};
+use super::shared_scan::{SharedScan, cosine, is_dedup_candidate, is_shared};
+use super::view::ConsolidationView;
 use crate::item::MemoryItem;
 use crate::retrieval::embedded_text;
 
@@ -19,13 +20,6 @@ pub struct MergeVerdict {
     pub similarity: f32,
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let denominator = norm(a) * norm(b);
-    if denominator == 0.0 { 0.0 } else { dot / denominator }
-}
-
 /// Which of two duplicates survives: the pinned, then the more important,
 /// then the more cited, then the older (the first time it was said).
 fn survivor_rank(item: &MemoryItem) -> (bool, u32, u32, std::cmp::Reverse<u64>) {
@@ -33,32 +27,69 @@ fn survivor_rank(item: &MemoryItem) -> (bool, u32, u32, std::cmp::Reverse<u64>) 
     (item.pinned, importance, item.citations, std::cmp::Reverse(item.seq))
 }
 
-pub fn merge_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Vec<MergeVerdict> {
+/// `shared`: what the run worked out once for the swarm's shared items;
+/// only the pairs with one of this memory's private items are compared
+/// here.
+pub fn merge_verdicts(
+    view: &ConsolidationView,
+    policy: &ConsolidationPolicy,
+    shared: &SharedScan,
+) -> Vec<MergeVerdict> {
     let candidates: Vec<&MemoryItem> = view
         .items
         .iter()
-        .filter(|item| is_live(item) && policy.dedup_kinds.iter().any(|kind| kind == item.kind))
+        .filter(|item| is_dedup_candidate(item, policy))
         .filter(|item| !view.in_open_contradictions.contains(&item.item_id))
         .collect();
-    let terms: BTreeMap<u64, ContentTerms> =
-        candidates.iter().map(|item| (item.seq, content_terms(&item.text))).collect();
-    let signatures: Vec<_> = terms.iter().map(|(seq, terms)| (*seq, minhash(terms))).collect();
+    let from_shared = |item: &MemoryItem| is_shared(item) && shared.texts.contains_key(&item.seq);
+    let own_terms: BTreeMap<u64, ContentTerms> = candidates
+        .iter()
+        .filter(|item| !from_shared(item))
+        .map(|item| (item.seq, content_terms(item.text.body())))
+        .collect();
+    let own_signatures: BTreeMap<u64, MinHashSignature> =
+        own_terms.iter().map(|(seq, terms)| (*seq, minhash(terms))).collect();
+    let terms_of = |seq: u64| own_terms.get(&seq).unwrap_or_else(|| &shared.texts[&seq].terms);
+    let signatures: Vec<(u64, &MinHashSignature)> = candidates
+        .iter()
+        .map(|item| (item.seq, own_signatures.get(&item.seq).unwrap_or_else(|| &shared.texts[&item.seq].signature)))
+        .collect();
     let by_seq: BTreeMap<u64, &MemoryItem> = candidates.iter().map(|item| (item.seq, *item)).collect();
     let mut vectors: BTreeMap<u64, Vec<f32>> = BTreeMap::new();
     let mut confirmed: BTreeMap<u64, Vec<(u64, f32)>> = BTreeMap::new();
+    let mut confirm = |first: u64, second: u64, similarity: f32| {
+        confirmed.entry(first).or_default().push((second, similarity));
+        confirmed.entry(second).or_default().push((first, similarity));
+    };
     for (first, second) in candidate_pairs(&signatures) {
         let (a, b) = (by_seq[&first], by_seq[&second]);
-        if a.kind != b.kind || !lexically_equivalent(&terms[&first], &terms[&second]) {
+        // Two shared items: compared once for the whole run, below.
+        if (from_shared(a) && from_shared(b))
+            || a.kind != b.kind
+            || !lexically_equivalent(terms_of(first), terms_of(second))
+        {
             continue;
         }
         for item in [a, b] {
-            vectors.entry(item.seq).or_insert_with(|| view.embedder.embed(embedded_text(&item.text)));
+            if !shared.vectors.contains_key(&item.seq) {
+                vectors.entry(item.seq).or_insert_with(|| view.embedder.embed(embedded_text(item.text.body())));
+            }
         }
-        let similarity = cosine(&vectors[&first], &vectors[&second]);
+        let vector = |seq: u64| shared.vectors.get(&seq).unwrap_or_else(|| &vectors[&seq]);
+        let similarity = cosine(vector(first), vector(second));
         if similarity >= policy.dedup_cosine {
-            confirmed.entry(first).or_default().push((second, similarity));
-            confirmed.entry(second).or_default().push((first, similarity));
+            confirm(first, second, similarity);
         }
+    }
+    for &(first, second, similarity) in &shared.duplicates {
+        if by_seq.contains_key(&first) && by_seq.contains_key(&second) {
+            confirm(first, second, similarity);
+        }
+    }
+    // Each item's confirmed neighbours in seq order, whichever pass found
+    // them.
+    for neighbours in confirmed.values_mut() {
+        neighbours.sort_by_key(|(seq, _)| *seq);
     }
     // Survivors in rank order take their confirmed neighbours: a group is a
     // star around its survivor, so every merged item was checked against

@@ -15,6 +15,7 @@ mod dedup;
 pub mod lexical;
 mod links;
 mod policy;
+mod shared_scan;
 mod view;
 
 use std::collections::BTreeSet;
@@ -29,6 +30,7 @@ pub use decay::{DecayVerdict, decay_score};
 pub use dedup::MergeVerdict;
 pub use links::LinkVerdict;
 pub use policy::{BUILT_IN_MULTI_VALUED_PREDICATES, ConsolidationPolicy};
+pub use shared_scan::SharedScan;
 pub use view::{ConsolidationView, DecisionView, FactView, MAX_LINK_ENTITY_ITEMS};
 
 /// Links per `memories_linked` event.
@@ -135,11 +137,23 @@ impl ConsolidationPlan {
     }
 }
 
-/// Scans one memory. Contradictions come first and protect their sides
+/// Scans one memory alone: [`consolidate_with`] the shared items of this
+/// memory only.
+pub fn consolidate(view: &ConsolidationView, policy: &ConsolidationPolicy) -> ConsolidationPlan {
+    consolidate_with(view, policy, &SharedScan::new(&[view], policy))
+}
+
+/// Scans one memory of a run, reading what the run worked out once for
+/// the swarm's shared items from `shared` ([`SharedScan::new`] over every
+/// memory of the run). Contradictions come first and protect their sides
 /// from the other passes of the same run; merged items are neither decayed
 /// nor linked; at most `max_outcomes_per_run` verdicts are kept, in that
 /// order of priority (contradictions, merges, forgetting, demotion, links).
-pub fn consolidate(view: &ConsolidationView, policy: &ConsolidationPolicy) -> ConsolidationPlan {
+pub fn consolidate_with(
+    view: &ConsolidationView,
+    policy: &ConsolidationPolicy,
+    shared: &SharedScan,
+) -> ConsolidationPlan {
     let contradictions = contradictions::contradiction_verdicts(view, policy);
     let mut protected_view;
     let view = if contradictions.is_empty() {
@@ -152,7 +166,7 @@ pub fn consolidate(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Co
         }
         &protected_view
     };
-    let merges = dedup::merge_verdicts(view, policy);
+    let merges = dedup::merge_verdicts(view, policy, shared);
     let merged: BTreeSet<&str> = merges.iter().flat_map(|verdict| verdict.merged.iter().map(String::as_str)).collect();
     // A fact stops holding at its valid_to; "now" is the latest event time
     // in the memory (no clock: a replay judges the same), so a fact valid
