@@ -50,7 +50,8 @@ pub fn run(items: usize, queries: usize, agents: usize) -> anyhow::Result<ExitCo
     let started = Instant::now();
     let plan = consolidate(&view, &policy);
     let scan_seconds = started.elapsed().as_secs_f64();
-    let events = plan.events(Timestamp::from_unix_millis(1_800_000_000_000), &mneme_events::IdKey::from_bytes([0; 32]));
+    let verdicts =
+        plan.events(Timestamp::from_unix_millis(1_800_000_000_000), &mneme_events::IdKey::from_bytes([0; 32]));
     out!(
         "plan: {} contradictions, {} merges ({} items), {} forgotten, {} demoted, {} links, {} deferred -> {} events",
         plan.contradictions.len(),
@@ -60,7 +61,7 @@ pub fn run(items: usize, queries: usize, agents: usize) -> anyhow::Result<ExitCo
         plan.decayed_count(),
         plan.links.len(),
         plan.deferred,
-        events.len()
+        verdicts.len()
     );
 
     // Search latency alone, then with a scan running on another thread, as
@@ -85,7 +86,7 @@ pub fn run(items: usize, queries: usize, agents: usize) -> anyhow::Result<ExitCo
 
     let checkpoint = memory.checkpoint();
     let started = Instant::now();
-    for (offset, event) in events.iter().enumerate() {
+    for (offset, event) in verdicts.iter().enumerate() {
         memory.apply(checkpoint + 1 + offset as u64, event)?;
     }
     memory.commit()?;
