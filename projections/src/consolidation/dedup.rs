@@ -61,7 +61,9 @@ pub fn merge_verdicts(
         confirmed.entry(first).or_default().push((second, similarity));
         confirmed.entry(second).or_default().push((first, similarity));
     };
-    for (first, second) in candidate_pairs(&signatures) {
+    // A memory of shared items only has no pair left to compare itself.
+    let pairs = if own_terms.is_empty() { Vec::new() } else { candidate_pairs(&signatures) };
+    for (first, second) in pairs {
         let (a, b) = (by_seq[&first], by_seq[&second]);
         // Two shared items: compared once for the whole run, below.
         if (from_shared(a) && from_shared(b))
