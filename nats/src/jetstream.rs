@@ -134,6 +134,13 @@ pub struct JetStreamOptions {
     /// is recreated. Reads change nothing, so retrying is always safe. Zero
     /// fails a read at its first failure.
     pub read_retry_window: Duration,
+    /// How long opening the swarm's streams and bucket keeps trying again
+    /// after a failure that a restart or an election causes. Longer than a
+    /// read's: a process starting right after a node of a cluster was lost
+    /// waits for every stream of the swarm to elect a leader, one after
+    /// another, and one unanswered request already takes the client's
+    /// request timeout.
+    pub open_retry_window: Duration,
     /// Events larger than `limits.max_event_bytes` (as JSON) are refused on
     /// append. Reads take any size: what was accepted stays readable.
     pub limits: DecodeLimits,
@@ -149,6 +156,7 @@ impl Default for JetStreamOptions {
             replicas: 1,
             publish_retry_window: Duration::from_secs(20),
             read_retry_window: Duration::from_secs(10),
+            open_retry_window: Duration::from_secs(60),
             limits: DecodeLimits::default(),
             credentials: None,
         }

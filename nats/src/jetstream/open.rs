@@ -22,13 +22,13 @@ pub(super) struct Opened {
 
 /// Opens the swarm's events, dead-letter and handoff streams and its
 /// positions bucket, retrying transient failures for up to
-/// `options.read_retry_window`.
+/// `options.open_retry_window`.
 pub(super) async fn open_with_retries(
     context: &jetstream::Context,
     swarm: &str,
     options: &JetStreamOptions,
 ) -> Result<Opened, LogError> {
-    let mut retry = ReadRetry::new(options.read_retry_window);
+    let mut retry = ReadRetry::new(options.open_retry_window);
     loop {
         match open(context, swarm, options).await {
             Ok(opened) => return Ok(opened),
