@@ -8,14 +8,15 @@ use actix::Addr;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use metrics_exporter_prometheus::PrometheusHandle;
-use mneme::api_params::{
-    EventsParams, GraphParams, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PER_REQUEST, MinSeqParams, NoParams, ParameterError,
-    ProvenanceParams, ReplayParams, SearchParams, SearchWeights, check_item_id, quote,
-};
 use mneme_actors::swarm_config::RetrievalSection;
 use mneme_actors::{
     ActorsError, AgentHandle, AgentsWritten, Consolidator, GetAgent, ListAgents, Query, QueryAnswer, Supervisor,
     SwarmConfig, verify_against_log,
+};
+use mneme_api::ErrorBody;
+use mneme_api::params::{
+    EventsParams, GraphParams, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PER_REQUEST, MinSeqParams, NoParams, ParameterError,
+    ProvenanceParams, ReplayParams, SearchParams, SearchWeights, check_item_id, quote,
 };
 use mneme_events::Scope;
 use mneme_events::{ErrorCode, ValidationError, decode_json_batch_of_at_most};
@@ -118,8 +119,8 @@ impl ApiError {
         ApiError { status, code: error.code.as_str().to_string(), field: error.field, message: error.message }
     }
 
-    pub fn body(&self) -> Value {
-        json!({"error": {"status": self.status.as_u16(), "code": self.code, "field": self.field, "message": self.message}})
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody::new(self.status.as_u16(), self.code.clone(), self.field.clone(), self.message.clone())
     }
 }
 
@@ -801,7 +802,7 @@ async fn item(
 
 #[cfg(test)]
 mod tests {
-    use mneme::api_params::SEARCH_MODES;
+    use mneme_api::params::SEARCH_MODES;
     use mneme_projections::SearchMode;
 
     /// The parameter check knows the modes by name; this keeps its list in

@@ -4,8 +4,8 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use mneme::api_params::{NoParams, quote};
 use mneme_actors::{ConsolidationReport, ConsolidationRequest, ListAgents, Query, QueryAnswer, TakeSnapshot};
+use mneme_api::params::{NoParams, quote};
 use mneme_events::{
     CURRENT_SCHEMA_VERSION, ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged,
     Scope, Timestamp,

@@ -4,8 +4,8 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
-use mneme::api_params::{ContextBody, ContextParams, MinSeqParams, NoParams, PhaseParams, quote};
 use mneme_actors::{AgentConfig, Query, QueryAnswer};
+use mneme_api::params::{ContextBody, ContextParams, MinSeqParams, NoParams, PhaseParams, quote};
 use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
 use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 //! list and the acknowledgement are also the NATS verbs `handoffs` and `ack`
 //! (`nats_queries.rs`), answered by the same functions.
 
-use mneme::api_params::{NoParams, quote};
+use mneme_api::params::{NoParams, quote};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -78,7 +78,7 @@ pub async fn require_token(
             let key = match &caller {
                 Caller::Token { .. } => caller.to_string(),
                 Caller::Anyone => match rest.split('/').collect::<Vec<_>>().as_slice() {
-                    [_, "agents", agent, ..] => format!("agent {}", mneme::api_params::quote(agent)),
+                    [_, "agents", agent, ..] => format!("agent {}", mneme_api::params::quote(agent)),
                     _ => caller.to_string(),
                 },
             };
@@ -125,7 +125,7 @@ pub fn authorize(tokens: &[ApiToken], presented: Option<Option<String>>, path: &
         return Err(forbidden(format!(
             "{caller} is for swarm {:?}, not {}",
             token.swarm,
-            mneme::api_params::quote(swarm)
+            mneme_api::params::quote(swarm)
         )));
     }
     let Some(bound_agent) = &token.agent else { return Ok(caller) };

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use mneme_api::ErrorBody;
 use serde_json::Value;
 
 /// Query-string encoding for the few characters that matter in a query.
@@ -54,14 +55,15 @@ pub(crate) fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result
 fn describe_error(url: &str, error: ureq::Error) -> anyhow::Error {
     match error {
         ureq::Error::Status(status, response) => {
-            let body: Value = response.into_json().unwrap_or(Value::Null);
-            let error = &body["error"];
-            let field = error["field"].as_str().map(|field| format!(" (field {field})")).unwrap_or_default();
-            anyhow::anyhow!(
-                "{url} answered {status}: {}: {}{field}",
-                error["code"].as_str().unwrap_or("error"),
-                error["message"].as_str().unwrap_or("no message")
-            )
+            let text = response.into_string().unwrap_or_default();
+            match serde_json::from_str::<ErrorBody>(&text) {
+                Ok(ErrorBody { error }) => {
+                    let field = error.field.map(|field| format!(" (field {field})")).unwrap_or_default();
+                    anyhow::anyhow!("{url} answered {status}: {}: {}{field}", error.code, error.message)
+                }
+                // Not Mneme's answer (a proxy's page, a cut-off body).
+                Err(_) => anyhow::anyhow!("{url} answered {status}: {}", text.chars().take(200).collect::<String>()),
+            }
         }
         error => anyhow::Error::new(error).context(format!("calling {url} (is `mneme serve` running?)")),
     }

@@ -28,7 +28,7 @@ use mneme_nats::{Broker, QueryRequest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use mneme::api_params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams, quote};
+use mneme_api::params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams, quote};
 
 use crate::api::{self, ApiError, AppState};
 use crate::api_context;
@@ -87,17 +87,17 @@ async fn answer_and_reply(state: Arc<AppState>, broker: Arc<dyn Broker>, request
         return;
     }
     metrics::counter!("mneme_nats_queries_total", "verb" => verb_label(&request.verb)).increment(1);
-    let caller = format!("agent {} over NATS", mneme::api_params::quote(&request.agent));
+    let caller = format!("agent {} over NATS", mneme_api::params::quote(&request.agent));
     let permit = state.query_permits.try_acquire(&caller);
     let answered = match permit {
         Ok(_permit) => answer(&state, &request).await,
         Err(refused) => Err(refused),
     };
     let body = match answered {
-        Ok(answer) => answer,
-        Err(error) => error.body(),
+        Ok(answer) => answer.to_string(),
+        Err(error) => serde_json::to_string(&error.body()).expect("an error body is always JSON"),
     };
-    if let Err(error) = broker.reply(reply_to, body.to_string().into_bytes()).await {
+    if let Err(error) = broker.reply(reply_to, body.into_bytes()).await {
         tracing::warn!(agent = %request.agent, verb = %request.verb, %error, "cannot answer a NATS query");
     }
 }

@@ -69,8 +69,8 @@ mod tests {
         let first = permits.try_acquire("token \"reviewer-key\"").unwrap();
         let _second = permits.try_acquire("token \"reviewer-key\"").unwrap();
         let refused = permits.try_acquire("token \"reviewer-key\"").unwrap_err().body();
-        assert_eq!(refused["error"]["status"], 429);
-        assert!(refused["error"]["message"].as_str().unwrap().contains("2 queries in flight"), "{refused}");
+        assert_eq!(refused.error.status, 429);
+        assert!(refused.error.message.contains("2 queries in flight"), "{refused}");
         assert!(permits.try_acquire("token \"planner-key\"").is_ok(), "another caller has its own permits");
         drop(first);
         assert!(permits.try_acquire("token \"reviewer-key\"").is_ok(), "a permit comes back when its query answers");

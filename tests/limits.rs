@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{MnemeServer, encode};
-use mneme::api_params::{
+use mneme_api::params::{
     MAX_BUDGET_TOKENS, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PAGE, MAX_EVENTS_PER_REQUEST, MAX_HOPS, MAX_K,
     MAX_QUERY_BYTES, MAX_RECENT_ERRORS,
 };

@@ -9,14 +9,9 @@
 
 #![no_main]
 
-// The module the binary uses, compiled here from the same file: linking the
-// `mneme` package would build the whole server for every fuzz run. Parts of
-// it only the server reads (`min_seq`, body limits) are unused here.
-#[allow(dead_code)]
-#[path = "../../src/api_params.rs"]
-mod api_params;
-
-use api_params::*;
+// The wire crate the server and its clients use: it has no IO and no
+// server dependency, so linking it builds only what the checks need.
+use mneme_api::params::*;
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
 

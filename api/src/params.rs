@@ -5,9 +5,9 @@
 //! (`deny_unknown_fields`), in a query string and in a JSON body alike:
 //! [`ParameterError::unknown_field`] names it.
 //!
-//! Free of HTTP and of the projection crates, and using nothing of the
-//! binary, so that the fuzz target `fuzz/fuzz_targets/query_params.rs`
-//! compiles this very file with only `mneme-events` and serde beside it.
+//! Free of HTTP and of the projection crates, like the whole of
+//! `mneme-api`, so that the fuzz target `fuzz/fuzz_targets/query_params.rs`
+//! links it with only `mneme-events` and serde beside it.
 
 use mneme_events::{EventKind, Scope, Timestamp};
 use serde::Deserialize;
@@ -529,7 +529,7 @@ mod tests {
 
     /// Parses a query string exactly as the HTTP routes' extractor does.
     fn parsed<T: serde::de::DeserializeOwned>(query_string: &str) -> T {
-        actix_web::web::Query::<T>::from_query(query_string).expect("parses").into_inner()
+        serde_urlencoded::from_str::<T>(query_string).expect("parses")
     }
 
     const DEFAULT_WEIGHTS: SearchWeights =
@@ -597,10 +597,9 @@ mod tests {
     #[test]
     fn unknown_fields_are_refused_by_name() {
         fn refusal_in_query<T: serde::de::DeserializeOwned + std::fmt::Debug>(query_string: &str) -> ParameterError {
-            match actix_web::web::Query::<T>::from_query(query_string) {
-                Err(actix_web::error::QueryPayloadError::Deserialize(error)) => {
-                    ParameterError::unknown_field("", &error.to_string()).expect("an unknown field")
-                }
+            // What actix-web's `web::Query` parses a query string with.
+            match serde_urlencoded::from_str::<T>(query_string) {
+                Err(error) => ParameterError::unknown_field("", &error.to_string()).expect("an unknown field"),
                 other => panic!("{query_string:?} not refused as unknown: {other:?}"),
             }
         }

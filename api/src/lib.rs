@@ -1,0 +1,17 @@
+//! Mneme's wire contract: what crosses HTTP and NATS, in both directions.
+//!
+//! The server answers with these types and the CLI, the tools and the
+//! tests read them back with the same types, so that a field renamed on
+//! one side fails to compile on the other instead of reading `null`.
+//!
+//! - [`params`]: every request's parameters and body, with the limits and
+//!   checks they pass before any memory is asked.
+//! - [`error`]: the one error body of every endpoint and transport.
+//!
+//! No IO, no HTTP framework, no projection crate: the fuzz target
+//! `fuzz/fuzz_targets/query_params.rs` links this crate alone.
+
+pub mod error;
+pub mod params;
+
+pub use error::{ErrorBody, ErrorDetail};
