@@ -14,10 +14,17 @@ use mneme_actors::{
     SwarmConfig, verify_against_log,
 };
 use mneme_api::ErrorBody;
+use mneme_api::log::{
+    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, SwarmProvenance,
+};
+use mneme_api::memory::{
+    Digest, GraphAnswer, GraphEdge, GraphNode, Hit, ItemAnswer, ItemStates, ReplayAnswer, RetrieverRank, SearchAnswer,
+};
 use mneme_api::params::{
     EventsParams, GraphParams, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PER_REQUEST, MinSeqParams, NoParams, ParameterError,
     ProvenanceParams, ReplayParams, SearchParams, SearchWeights, check_item_id, quote,
 };
+use mneme_api::{self as wire};
 use mneme_events::Scope;
 use mneme_events::{ErrorCode, ValidationError, decode_json_batch_of_at_most};
 use mneme_nats::{EventLog, LogEntry, LogError};
@@ -25,7 +32,6 @@ use mneme_projections::graph::{Edge, GraphQuery, Node};
 use mneme_projections::{
     MemoryConfig, ProvenanceRef, RetrievalWeights, SearchFilters, SearchHit, SearchMode, SearchRequest,
 };
-use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
@@ -205,18 +211,15 @@ async fn not_found(request: actix_web::HttpRequest) -> Result<HttpResponse, ApiE
 
 async fn healthz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let last_seq = state.log.last_seq().await?;
-    Ok(HttpResponse::Ok().json(json!({"status": "ok", "swarm": state.config.swarm.name, "last_seq": last_seq})))
+    Ok(HttpResponse::Ok().json(wire::log::Health {
+        status: "ok".to_string(),
+        swarm: state.config.swarm.name.clone(),
+        last_seq,
+    }))
 }
 
 async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(state.metrics.render())
-}
-
-#[derive(Serialize)]
-struct Accepted {
-    id: String,
-    seq: u64,
-    duplicate: bool,
 }
 
 /// `POST /v1/events`: one event or an array. Every event is validated
@@ -265,9 +268,9 @@ async fn post_events(
     agents.dedup();
     state.supervisor.do_send(AgentsWritten(agents));
     metrics::counter!("mneme_events_appended_total").increment(appended.iter().filter(|a| !a.duplicate).count() as u64);
-    let accepted: Vec<Accepted> =
+    let accepted =
         appended.iter().map(|a| Accepted { id: a.id.to_string(), seq: a.seq, duplicate: a.duplicate }).collect();
-    Ok(HttpResponse::Accepted().json(json!({"accepted": accepted})))
+    Ok(HttpResponse::Accepted().json(AcceptedEvents { accepted }))
 }
 
 /// The request body with `scope` set, on every event that leaves it out,
@@ -429,32 +432,35 @@ fn search_request(params: &SearchParams, defaults: &RetrievalSection) -> Result<
     Ok(SearchRequest { query: checked.query, k: checked.k, mode, filters, weights, explain: checked.explain })
 }
 
-pub fn provenance_json(provenance: &[ProvenanceRef]) -> Value {
-    Value::Array(provenance.iter().map(|p| json!({"seq": p.seq, "event_id": p.event_id.to_string()})).collect())
+/// Provenance as the wire has it.
+pub fn provenance_refs(provenance: &[ProvenanceRef]) -> Vec<wire::log::ProvenanceRef> {
+    provenance.iter().map(|p| wire::log::ProvenanceRef { seq: p.seq, event_id: p.event_id.to_string() }).collect()
 }
 
-fn hit_json(hit: &SearchHit, explain: bool) -> Value {
-    let mut value = json!({
-        "item_id": hit.item_id,
-        "seq": hit.seq,
-        "kind": hit.kind,
-        "score": hit.score,
-        "text": hit.text,
-        "agent": hit.agent,
-        "scope": hit.scope.as_str(),
-        "ts": hit.ts.to_string(),
-        "provenance": provenance_json(&hit.provenance),
-        "superseded_by": hit.superseded_by,
-    });
-    if explain {
-        let ranks: serde_json::Map<String, Value> = hit
-            .explain
+pub fn provenance_json(provenance: &[ProvenanceRef]) -> Value {
+    serde_json::to_value(provenance_refs(provenance)).expect("provenance is JSON")
+}
+
+fn wire_hit(hit: &SearchHit, explain: bool) -> Hit {
+    let explain = explain.then(|| {
+        hit.explain
             .iter()
-            .map(|rank| (rank.retriever.to_string(), json!({"rank": rank.rank, "score": rank.score})))
-            .collect();
-        value["explain"] = Value::Object(ranks);
+            .map(|rank| (rank.retriever.to_string(), RetrieverRank { rank: rank.rank, score: rank.score }))
+            .collect()
+    });
+    Hit {
+        item_id: hit.item_id.clone(),
+        seq: hit.seq,
+        kind: hit.kind.to_string(),
+        score: hit.score,
+        text: hit.text.clone(),
+        agent: hit.agent.clone(),
+        scope: hit.scope.as_str().to_string(),
+        ts: hit.ts,
+        provenance: provenance_refs(&hit.provenance),
+        superseded_by: hit.superseded_by.clone(),
+        explain,
     }
-    value
 }
 
 async fn search(
@@ -472,7 +478,7 @@ pub async fn search_answer(
     swarm: &str,
     agent: &str,
     params: &SearchParams,
-) -> Result<Value, ApiError> {
+) -> Result<SearchAnswer, ApiError> {
     let request = search_request(params, &state.config.retrieval)?;
     let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
     let explain = request.explain;
@@ -480,26 +486,35 @@ pub async fn search_answer(
     let QueryAnswer::Search(hits) = ask(&handle, Query::Search(request)).await? else {
         unreachable!("a search query answers with hits")
     };
-    let hits: Vec<Value> = hits.iter().map(|hit| hit_json(hit, explain)).collect();
-    Ok(json!({"swarm": swarm, "agent": agent, "mode": mode.as_str(), "hits": hits}))
-}
-
-fn edge_json(edge: &Edge) -> Value {
-    json!({
-        "id": edge.id,
-        "from": edge.from,
-        "to": edge.to,
-        "relation": edge.relation,
-        "valid_from": edge.valid_from.map(|ts| ts.to_string()),
-        "valid_to": edge.valid_to.map(|ts| ts.to_string()),
-        "recorded_seq": edge.recorded_seq,
-        "confidence": edge.confidence.map(mneme_events::published_number),
-        "provenance": provenance_json(&edge.provenance),
+    Ok(SearchAnswer {
+        swarm: swarm.to_string(),
+        agent: agent.to_string(),
+        mode: mode.as_str().to_string(),
+        hits: hits.iter().map(|hit| wire_hit(hit, explain)).collect(),
     })
 }
 
-fn node_json(node: &Node) -> Value {
-    json!({"id": node.id, "kind": node.kind.as_str(), "name": node.name, "provenance": provenance_json(&node.provenance)})
+fn wire_edge(edge: &Edge) -> GraphEdge {
+    GraphEdge {
+        id: edge.id.clone(),
+        from: edge.from.clone(),
+        to: edge.to.clone(),
+        relation: edge.relation.clone(),
+        valid_from: edge.valid_from,
+        valid_to: edge.valid_to,
+        recorded_seq: edge.recorded_seq,
+        confidence: edge.confidence.map(mneme_events::published_number),
+        provenance: provenance_refs(&edge.provenance),
+    }
+}
+
+fn wire_node(node: &Node) -> GraphNode {
+    GraphNode {
+        id: node.id.clone(),
+        kind: node.kind.as_str().to_string(),
+        name: node.name.clone(),
+        provenance: provenance_refs(&node.provenance),
+    }
 }
 
 /// `GET …/graph?entity=…&hops=2&relations=…&as_of=…`: the fact graph around
@@ -514,7 +529,12 @@ async fn graph(
 }
 
 /// A graph neighbourhood as HTTP and NATS answer it.
-pub async fn graph_answer(state: &AppState, swarm: &str, agent: &str, params: &GraphParams) -> Result<Value, ApiError> {
+pub async fn graph_answer(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    params: &GraphParams,
+) -> Result<GraphAnswer, ApiError> {
     let checked = params.check()?;
     let query =
         GraphQuery { entity: checked.entity, hops: checked.hops, relations: checked.relations, as_of: checked.as_of };
@@ -530,11 +550,11 @@ pub async fn graph_answer(state: &AppState, swarm: &str, agent: &str, params: &G
             format!("the memory of {agent:?} knows no entity {}", quote(&params.entity)),
         ));
     };
-    Ok(json!({
-        "center": subgraph.center,
-        "nodes": subgraph.nodes.iter().map(node_json).collect::<Vec<_>>(),
-        "edges": subgraph.edges.iter().map(edge_json).collect::<Vec<_>>(),
-    }))
+    Ok(GraphAnswer {
+        center: subgraph.center.clone(),
+        nodes: subgraph.nodes.iter().map(wire_node).collect(),
+        edges: subgraph.edges.iter().map(wire_edge).collect(),
+    })
 }
 
 async fn digest(
@@ -547,13 +567,13 @@ async fn digest(
     let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
         unreachable!("a status query answers with a status")
     };
-    Ok(HttpResponse::Ok().json(json!({
-        "agent": status.agent,
-        "seq": status.checkpoint,
-        "digest": status.digest,
-        "items": status.items,
-        "snapshot_seq": status.snapshot_seq,
-    })))
+    Ok(HttpResponse::Ok().json(Digest {
+        agent: status.agent,
+        seq: status.checkpoint,
+        digest: status.digest,
+        items: status.items,
+        snapshot_seq: status.snapshot_seq,
+    }))
 }
 
 /// `POST …/replay?verify=true`: rebuilds the agent's memory from the log into
@@ -582,34 +602,38 @@ async fn replay(
     if params.verify && matches == Some(false) {
         tracing::error!(%agent, live = %status.digest, replayed = %report.digest, "replay digest differs from live memory");
     }
-    Ok(HttpResponse::Ok().json(json!({
-        "agent": agent,
-        "seq": report.checkpoint,
-        "digest": report.digest,
-        "entries_read": report.entries_read,
-        "dead_lettered": report.dead_lettered,
-        "live_seq": report.live_checkpoint,
-        "live_digest": report.live_digest,
-        "matches": matches,
-    })))
+    Ok(HttpResponse::Ok().json(ReplayAnswer {
+        agent,
+        seq: report.checkpoint,
+        digest: report.digest,
+        entries_read: report.entries_read,
+        dead_lettered: report.dead_lettered,
+        live_seq: report.live_checkpoint,
+        live_digest: report.live_digest,
+        matches,
+    }))
 }
 
 /// A log entry as the API shows it: the event with its `seq`, or why the
 /// record is not a valid event.
-pub fn entry_json(entry: &LogEntry) -> Value {
+pub fn wire_entry(entry: &LogEntry) -> wire::log::LogEntry {
     match &entry.record {
         Ok(event) => {
-            let mut value = event.to_json_value();
-            value["seq"] = json!(entry.seq);
-            value
+            let Value::Object(event) = event.to_json_value() else { unreachable!("an event is a JSON object") };
+            wire::log::LogEntry::Event(wire::log::EventEntry { seq: entry.seq, event })
         }
-        Err(invalid) => json!({
-            "seq": entry.seq,
-            "agent": entry.agent,
-            "invalid": invalid.reason,
-            "raw": String::from_utf8_lossy(&invalid.raw),
+        Err(invalid) => wire::log::LogEntry::Invalid(wire::log::InvalidEntry {
+            seq: entry.seq,
+            agent: entry.agent.clone(),
+            invalid: invalid.reason.clone(),
+            raw: String::from_utf8_lossy(&invalid.raw).into_owned(),
         }),
     }
+}
+
+/// [`wire_entry`] as JSON.
+pub fn entry_json(entry: &LogEntry) -> Value {
+    serde_json::to_value(wire_entry(entry)).expect("a log entry is JSON")
 }
 
 async fn get_events(
@@ -621,8 +645,7 @@ async fn get_events(
     let page = params.check()?;
     let entries = state.log.read(page.from_seq, page.agent.as_deref(), page.limit).await?;
     let next_seq = entries.last().map_or(page.from_seq, |entry| entry.seq + 1);
-    let events: Vec<Value> = entries.iter().map(entry_json).collect();
-    Ok(HttpResponse::Ok().json(json!({"events": events, "next_seq": next_seq})))
+    Ok(HttpResponse::Ok().json(EventsPage { events: entries.iter().map(wire_entry).collect(), next_seq }))
 }
 
 async fn get_dead_letters(
@@ -631,16 +654,19 @@ async fn get_dead_letters(
     _: web::Query<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
     check_swarm(&state, &path)?;
-    let letters: Vec<Value> = state
+    let dead_letters = state
         .log
         .dead_letters()
         .await?
         .iter()
-        .map(|letter| {
-            json!({"seq": letter.seq, "agent": letter.agent, "reason": letter.reason, "raw": String::from_utf8_lossy(&letter.raw)})
+        .map(|letter| DeadLetter {
+            seq: letter.seq,
+            agent: letter.agent.clone(),
+            reason: letter.reason.clone(),
+            raw: String::from_utf8_lossy(&letter.raw).into_owned(),
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({"dead_letters": letters})))
+    Ok(HttpResponse::Ok().json(DeadLetters { dead_letters }))
 }
 
 async fn get_agents(
@@ -650,7 +676,7 @@ async fn get_agents(
 ) -> Result<HttpResponse, ApiError> {
     check_swarm(&state, &path)?;
     let agents = state.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
-    Ok(HttpResponse::Ok().json(json!({"agents": agents})))
+    Ok(HttpResponse::Ok().json(Agents { agents }))
 }
 
 /// `GET /v1/swarms/{swarm}/provenance/{item_id}`: the full events behind an
@@ -683,8 +709,8 @@ async fn provenance(
     }
     let seqs: Vec<u64> = seqs.into_iter().collect();
     let entries = state.log.read_seqs(&seqs).await?;
-    let events: Vec<Value> = entries.iter().map(entry_json).collect();
-    Ok(HttpResponse::Ok().json(json!({"item_id": item_id, "holders": holders, "events": events})))
+    let events = entries.iter().map(wire_entry).collect();
+    Ok(HttpResponse::Ok().json(SwarmProvenance { item_id, holders, events }))
 }
 
 /// `GET /v1/swarms/{swarm}/agents/{agent}/provenance/{item_id}`: the events
@@ -708,7 +734,7 @@ pub async fn agent_provenance_answer(
     swarm: &str,
     agent: &str,
     params: &ProvenanceParams,
-) -> Result<Value, ApiError> {
+) -> Result<AgentProvenance, ApiError> {
     params.check()?;
     let handle = agent_handle(state, swarm, agent, params.min_seq).await?;
     let unknown = || {
@@ -727,12 +753,12 @@ pub async fn agent_provenance_answer(
     seqs.sort_unstable();
     seqs.dedup();
     let entries = state.log.read_seqs(&seqs).await?;
-    let visible: Vec<Value> = entries.iter().filter(|entry| entry_visible_to(entry, agent)).map(entry_json).collect();
+    let visible: Vec<_> = entries.iter().filter(|entry| entry_visible_to(entry, agent)).map(wire_entry).collect();
     let hidden = entries.len() - visible.len();
     if hidden > 0 {
         tracing::error!(%agent, item_id = %params.item_id, hidden, "provenance pointed at events the agent may not see; withheld");
     }
-    Ok(json!({"item_id": params.item_id, "agent": agent, "events": visible}))
+    Ok(AgentProvenance { item_id: params.item_id.clone(), agent: agent.to_string(), events: visible })
 }
 
 /// Whether `agent` may read a log entry: its own, or another agent's event
@@ -757,7 +783,8 @@ async fn item_states(
     let QueryAnswer::Items(listing) = ask(&handle, Query::Items(None)).await? else {
         unreachable!("an items query answers with items")
     };
-    Ok(HttpResponse::Ok().json(json!({"agent": agent, "states": listing.states})))
+    let states = listing.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
+    Ok(HttpResponse::Ok().json(ItemStates { agent, states }))
 }
 
 /// `GET …/agents/{agent}/items/{item_id}`: one memory and what became of it:
@@ -781,23 +808,23 @@ async fn item(
             format!("the memory of {agent:?} holds no item {}", quote(&item_id)),
         ));
     };
-    Ok(HttpResponse::Ok().json(json!({
-        "item_id": item.item_id,
-        "seq": item.seq,
-        "kind": item.kind,
-        "agent": item.agent,
-        "scope": item.scope.as_str(),
-        "ts": item.ts.to_string(),
-        "state": item.state.as_str(),
-        "pinned": item.pinned,
-        "importance": item.importance.map(mneme_events::published_number),
-        "retrievals": item.retrievals,
-        "citations": item.citations,
-        "ignored": item.ignored,
-        "text": item.text.as_str(),
-        "provenance": provenance_json(&item.provenance),
-        "superseded_by": listing.superseded_by,
-    })))
+    Ok(HttpResponse::Ok().json(ItemAnswer {
+        item_id: item.item_id.clone(),
+        seq: item.seq,
+        kind: item.kind.to_string(),
+        agent: item.agent.clone(),
+        scope: item.scope.as_str().to_string(),
+        ts: item.ts,
+        state: item.state.as_str().to_string(),
+        pinned: item.pinned,
+        importance: item.importance.map(mneme_events::published_number),
+        retrievals: item.retrievals,
+        citations: item.citations,
+        ignored: item.ignored,
+        text: item.text.as_str().to_string(),
+        provenance: provenance_refs(&item.provenance),
+        superseded_by: listing.superseded_by,
+    }))
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use mneme_api::ErrorBody;
+use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry, ProvenanceRef, SwarmProvenance};
+use mneme_api::memory::{GraphAnswer, ReplayAnswer, SearchAnswer};
 use serde_json::Value;
 
 /// Query-string encoding for the few characters that matter in a query.
@@ -35,6 +37,14 @@ fn authorized(request: ureq::Request) -> ureq::Request {
         Some(token) => request.set("authorization", &format!("Bearer {token}")),
         None => request,
     }
+}
+
+/// Sends a request and reads the answer as the wire type `T`; an error
+/// response becomes an error naming its code, field and message.
+pub(crate) fn call_as<T: serde::de::DeserializeOwned>(request: ureq::Request, body: Option<&str>) -> anyhow::Result<T> {
+    let url = request.url().to_string();
+    let value = call(request, body)?;
+    serde_json::from_value(value).with_context(|| format!("reading the answer of {url}"))
 }
 
 /// Sends a request and returns the JSON body; an error response becomes an
@@ -104,7 +114,7 @@ pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCod
     let (mut accepted, mut duplicates, mut last_seq) = (0usize, 0usize, 0u64);
     for chunk in events_of_file(&text).chunks(batch.max(1)) {
         let body = format!("[{}]", chunk.iter().map(|(_, json)| json.as_str()).collect::<Vec<_>>().join(","));
-        let response = call(ureq::post(&url), Some(&body)).map_err(|error| {
+        let response: AcceptedEvents = call_as(ureq::post(&url), Some(&body)).map_err(|error| {
             // The server names the event by its index in the batch.
             let message = error.to_string();
             let index = message.split("field [").nth(1).and_then(|rest| rest.split(']').next()?.parse::<usize>().ok());
@@ -114,14 +124,19 @@ pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCod
                 "{file}: {place} was refused; {accepted} events before its batch were appended, none of its batch"
             ))
         })?;
-        for item in response["accepted"].as_array().into_iter().flatten() {
+        for item in response.accepted {
             accepted += 1;
-            duplicates += usize::from(item["duplicate"].as_bool().unwrap_or(false));
-            last_seq = last_seq.max(item["seq"].as_u64().unwrap_or(0));
+            duplicates += usize::from(item.duplicate);
+            last_seq = last_seq.max(item.seq);
         }
     }
     out!("published {accepted} events ({duplicates} already on the log); last seq {last_seq}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The seqs of a provenance, as a list to print.
+fn seqs_of(provenance: &[ProvenanceRef]) -> String {
+    provenance.iter().map(|reference| reference.seq.to_string()).collect::<Vec<_>>().join(",")
 }
 
 fn query_string(parameters: &[(&str, String)]) -> String {
@@ -137,32 +152,28 @@ pub fn search(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let url = format!("{}?{}", agent_url(server, swarm, agent, "search"), query_string(parameters));
-    let response = call(ureq::get(&url), None)?;
+    let response: SearchAnswer = call_as(ureq::get(&url), None)?;
     if json {
         out!("{}", serde_json::to_string_pretty(&response)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for (rank, hit) in response["hits"].as_array().into_iter().flatten().enumerate() {
-        let seqs: Vec<String> =
-            hit["provenance"].as_array().into_iter().flatten().map(|p| p["seq"].to_string()).collect();
-        let first_line = hit["text"].as_str().unwrap_or("").lines().next().unwrap_or("");
+    for (rank, hit) in response.hits.iter().enumerate() {
+        let first_line = hit.text.lines().next().unwrap_or("");
         out!(
             "{:>2}. {:>7.4}  {}  {}  seq {}\n    {}",
             rank + 1,
-            hit["score"].as_f64().unwrap_or(0.0),
-            hit["item_id"].as_str().unwrap_or(""),
-            hit["kind"].as_str().unwrap_or(""),
-            seqs.join(","),
+            hit.score,
+            hit.item_id,
+            hit.kind,
+            seqs_of(&hit.provenance),
             first_line
         );
         if explain {
-            let ranks: Vec<String> = hit["explain"]
-                .as_object()
-                .into_iter()
+            let ranks: Vec<String> = hit
+                .explain
+                .iter()
                 .flatten()
-                .map(|(retriever, rank)| {
-                    format!("{retriever} #{} ({:.3})", rank["rank"], rank["score"].as_f64().unwrap_or(0.0))
-                })
+                .map(|(retriever, rank)| format!("{retriever} #{} ({:.3})", rank.rank, rank.score))
                 .collect();
             out!("    {}", ranks.join(", "));
         }
@@ -178,24 +189,22 @@ pub fn graph(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let url = format!("{}?{}", agent_url(server, swarm, agent, "graph"), query_string(parameters));
-    let response = call(ureq::get(&url), None)?;
+    let response: GraphAnswer = call_as(ureq::get(&url), None)?;
     if json {
         out!("{}", serde_json::to_string_pretty(&response)?);
         return Ok(ExitCode::SUCCESS);
     }
-    out!("{}", response["center"].as_str().unwrap_or(""));
-    for edge in response["edges"].as_array().into_iter().flatten() {
-        let seqs: Vec<String> =
-            edge["provenance"].as_array().into_iter().flatten().map(|p| p["seq"].to_string()).collect();
-        let valid_to = edge["valid_to"].as_str().unwrap_or("now");
+    out!("{}", response.center);
+    for edge in &response.edges {
+        let time = |ts: Option<mneme_events::Timestamp>, none: &str| ts.map_or(none.to_string(), |ts| ts.to_string());
         out!(
             "  {} -[{}]-> {}   valid {} .. {}   seq {}",
-            edge["from"].as_str().unwrap_or(""),
-            edge["relation"].as_str().unwrap_or(""),
-            edge["to"].as_str().unwrap_or(""),
-            edge["valid_from"].as_str().unwrap_or("?"),
-            valid_to,
-            seqs.join(",")
+            edge.from,
+            edge.relation,
+            edge.to,
+            time(edge.valid_from, "?"),
+            time(edge.valid_to, "now"),
+            seqs_of(&edge.provenance)
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -311,13 +320,12 @@ pub fn tail(server: &str, swarm: &str, agent: Option<&str>, from_seq: u64, follo
         if let Some(agent) = agent {
             url.push_str(&format!("&agent={}", encode(agent)));
         }
-        let response = call(ureq::get(&url), None)?;
-        let events = response["events"].as_array().cloned().unwrap_or_default();
-        for event in &events {
-            out!("{event}");
+        let page: EventsPage = call_as(ureq::get(&url), None)?;
+        for entry in &page.events {
+            out!("{}", serde_json::to_string(entry)?);
         }
-        next_seq = response["next_seq"].as_u64().unwrap_or(next_seq);
-        if events.is_empty() {
+        next_seq = page.next_seq;
+        if page.events.is_empty() {
             if !follow {
                 return Ok(ExitCode::SUCCESS);
             }
@@ -328,11 +336,12 @@ pub fn tail(server: &str, swarm: &str, agent: Option<&str>, from_seq: u64, follo
 
 pub fn replay(server: &str, swarm: &str, agent: &str, verify: bool) -> anyhow::Result<ExitCode> {
     let url = format!("{}?verify={verify}", agent_url(server, swarm, agent, "replay"));
-    let response = call(ureq::post(&url), Some("{}"))?;
-    out!("agent {agent}: replayed {} entries to seq {}", response["entries_read"], response["seq"]);
-    out!("  replayed digest {}", response["digest"].as_str().unwrap_or(""));
-    out!("  live digest     {} (seq {})", response["live_digest"].as_str().unwrap_or(""), response["live_seq"]);
-    let matches = response["matches"].as_bool() == Some(true);
+    let response: ReplayAnswer = call_as(ureq::post(&url), Some("{}"))?;
+    out!("agent {agent}: replayed {} entries to seq {}", response.entries_read, response.seq);
+    out!("  replayed digest {}", response.digest);
+    let live_seq = response.live_seq.map_or_else(|| "null".to_string(), |seq| seq.to_string());
+    out!("  live digest     {} (seq {live_seq})", response.live_digest.as_deref().unwrap_or(""));
+    let matches = response.matches == Some(true);
     out!("  {}", if matches { "MATCH" } else { "MISMATCH" });
     Ok(if verify && !matches { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -361,44 +370,85 @@ pub fn audit(
             text.parse::<mneme_events::Timestamp>().map_err(|error| anyhow::anyhow!("--since: {}", error.message))
         })
         .transpose()?;
-    let events: Vec<Value> = match (item_id, agent) {
+    let entries: Vec<LogEntry> = match (item_id, agent) {
         (Some(item_id), _) => {
             let url = format!("{}/v1/swarms/{swarm}/provenance/{}", server.trim_end_matches('/'), encode(item_id));
-            call(ureq::get(&url), None)?["events"].as_array().cloned().unwrap_or_default()
+            call_as::<SwarmProvenance>(ureq::get(&url), None)?.events
         }
         (None, Some(agent)) => events_of_agent(server, swarm, agent)?,
         (None, None) => bail!("name an item id, or an agent with --agent"),
     };
-    let recorded_since = |event: &&Value| match (since, event["ts"].as_str()) {
-        (Some(since), Some(ts)) => ts.parse::<mneme_events::Timestamp>().is_ok_and(|ts| ts >= since),
-        _ => true,
-    };
-    for event in events.iter().filter(recorded_since) {
+    for entry in &entries {
+        let line = AuditLine::of(entry)?;
+        if since.is_some_and(|since| line.ts.is_some_and(|ts| ts < since)) {
+            continue;
+        }
         match format {
             AuditFormat::Table => out!(
                 "{:>7}  {}  {:<10}  {:<22}  {}  {}",
-                event["seq"],
-                event["ts"].as_str().unwrap_or(""),
-                event["agent"].as_str().unwrap_or(""),
-                event["kind"].as_str().unwrap_or("(invalid record)"),
-                event["id"].as_str().unwrap_or(""),
-                summary(event)
+                line.seq,
+                line.ts.map(|ts| ts.to_string()).unwrap_or_default(),
+                line.agent,
+                line.kind.unwrap_or("(invalid record)"),
+                line.id.as_deref().unwrap_or(""),
+                line.summary
             ),
-            AuditFormat::Jsonl => out!(
-                "{}",
-                serde_json::json!({
-                    "seq": event["seq"], "ts": event["ts"], "agent": event["agent"], "kind": event["kind"],
-                    "id": event["id"], "scope": event["scope"], "correlation_id": event["correlation_id"],
-                    "causation_id": event["causation_id"], "summary": summary(event),
-                })
-            ),
+            AuditFormat::Jsonl => out!("{}", serde_json::to_string(&line)?),
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
+/// One line of `mneme audit`: an entry of the log, said in a line.
+#[derive(serde::Serialize)]
+struct AuditLine {
+    seq: u64,
+    ts: Option<mneme_events::Timestamp>,
+    agent: String,
+    kind: Option<&'static str>,
+    id: Option<String>,
+    scope: Option<&'static str>,
+    correlation_id: Option<String>,
+    causation_id: Option<String>,
+    summary: String,
+}
+
+impl AuditLine {
+    fn of(entry: &LogEntry) -> anyhow::Result<AuditLine> {
+        Ok(match entry {
+            LogEntry::Event(entry) => {
+                let event = entry.decode().map_err(|error| {
+                    anyhow::anyhow!("the server sent an event that does not decode: {}", error.message)
+                })?;
+                AuditLine {
+                    seq: entry.seq,
+                    ts: Some(event.ts),
+                    agent: event.agent.clone(),
+                    kind: Some(event.kind_name()),
+                    id: Some(event.id.to_string()),
+                    scope: Some(event.scope.as_str()),
+                    correlation_id: event.correlation_id.clone(),
+                    causation_id: event.causation_id.map(|id| id.to_string()),
+                    summary: one_line(summary(&event)),
+                }
+            }
+            LogEntry::Invalid(invalid) => AuditLine {
+                seq: invalid.seq,
+                ts: None,
+                agent: invalid.agent.clone(),
+                kind: None,
+                id: None,
+                scope: None,
+                correlation_id: None,
+                causation_id: None,
+                summary: one_line(invalid.invalid.clone()),
+            },
+        })
+    }
+}
+
 /// Every event of one agent, oldest first, paging through the log.
-fn events_of_agent(server: &str, swarm: &str, agent: &str) -> anyhow::Result<Vec<Value>> {
+fn events_of_agent(server: &str, swarm: &str, agent: &str) -> anyhow::Result<Vec<LogEntry>> {
     let mut events = Vec::new();
     let mut next_seq = 1;
     loop {
@@ -407,33 +457,43 @@ fn events_of_agent(server: &str, swarm: &str, agent: &str) -> anyhow::Result<Vec
             server.trim_end_matches('/'),
             encode(agent)
         );
-        let response = call(ureq::get(&url), None)?;
-        let page = response["events"].as_array().cloned().unwrap_or_default();
-        if page.is_empty() {
+        let page: EventsPage = call_as(ureq::get(&url), None)?;
+        if page.events.is_empty() {
             return Ok(events);
         }
-        next_seq = response["next_seq"].as_u64().unwrap_or(next_seq + 1);
-        events.extend(page);
+        next_seq = page.next_seq;
+        events.extend(page.events);
     }
 }
 
-/// One line saying what an event recorded.
-fn summary(event: &Value) -> String {
-    let data = &event["data"];
-    let text = |key: &str| data[key].as_str().unwrap_or("").to_string();
-    let line = match event["kind"].as_str().unwrap_or("") {
-        "message_recorded" => format!("[{}] {}", text("role"), text("text")),
-        "tool_result_recorded" => format!("{} {} → exit {}", text("tool"), data["args"], data["exit_code"]),
-        "decision_made" => format!("{}: {}", text("title"), text("choice")),
-        "fact_asserted" | "fact_retracted" => format!("{} {} {}", text("subject"), text("predicate"), text("object")),
-        "handoff_sent" => format!("to {}: {}", text("to"), text("task")),
-        "phase_started" | "phase_completed" => text("phase"),
-        "task_updated" => format!("{} {}", text("task_id"), data["status"].as_str().unwrap_or("")),
-        "preference_set" => format!("{} = {}", text("key"), text("value")),
-        "" => event["invalid"].as_str().unwrap_or("").to_string(),
-        _ => data.to_string(),
-    };
-    let line = line.lines().next().unwrap_or("").to_string();
+/// What an event recorded, as text.
+fn summary(event: &mneme_events::Event) -> String {
+    use mneme_events::EventKind;
+    match &event.kind {
+        EventKind::MessageRecorded(message) => format!("[{}] {}", message.role, message.text),
+        EventKind::ToolResultRecorded(result) => format!(
+            "{} {} → exit {}",
+            result.tool,
+            result.args.to_value(),
+            result.exit_code.map_or("null".to_string(), |code| code.to_string())
+        ),
+        EventKind::DecisionMade(decision) => format!("{}: {}", decision.title, decision.choice),
+        EventKind::FactAsserted(fact) => format!("{} {} {}", fact.subject, fact.predicate, fact.object),
+        EventKind::FactRetracted(fact) => format!("{} {} {}", fact.subject, fact.predicate, fact.object),
+        EventKind::HandoffSent(handoff) => format!("to {}: {}", handoff.to, handoff.task),
+        EventKind::PhaseStarted(phase) => phase.phase.clone(),
+        EventKind::PhaseCompleted(phase) => phase.phase.clone(),
+        EventKind::TaskUpdated(task) => {
+            format!("{} {}", task.task_id, serde_json::to_value(task.status).unwrap_or_default().as_str().unwrap_or(""))
+        }
+        EventKind::PreferenceSet(preference) => format!("{} = {}", preference.key, preference.value),
+        _ => event.to_json_value().get("data").map(ToString::to_string).unwrap_or_default(),
+    }
+}
+
+/// The first line of a text, cut to 100 characters.
+fn one_line(text: String) -> String {
+    let line = text.lines().next().unwrap_or("").to_string();
     if line.chars().count() > 100 { format!("{}…", line.chars().take(99).collect::<String>()) } else { line }
 }
 

@@ -113,11 +113,11 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
     let agent = request.agent.as_str();
     mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
     match request.verb.as_str() {
-        "search" => api::search_answer(state, swarm, agent, &body_of::<SearchParams>(&request.body)?).await,
+        "search" => json(api::search_answer(state, swarm, agent, &body_of::<SearchParams>(&request.body)?).await),
         "context" => api_context::context_answer(state, swarm, agent, body_of::<ContextBody>(&request.body)?).await,
-        "graph" => api::graph_answer(state, swarm, agent, &body_of::<GraphParams>(&request.body)?).await,
+        "graph" => json(api::graph_answer(state, swarm, agent, &body_of::<GraphParams>(&request.body)?).await),
         "provenance" => {
-            api::agent_provenance_answer(state, swarm, agent, &body_of::<ProvenanceParams>(&request.body)?).await
+            json(api::agent_provenance_answer(state, swarm, agent, &body_of::<ProvenanceParams>(&request.body)?).await)
         }
         "phase" => {
             let body: PhaseRequest = body_of(&request.body)?;
@@ -171,6 +171,11 @@ struct HandoffsRequest {
 struct AcknowledgeRequest {
     handoff_id: String,
     note: Option<String>,
+}
+
+/// A typed answer as the JSON the reply carries.
+fn json<T: serde::Serialize>(answer: Result<T, ApiError>) -> Result<Value, ApiError> {
+    answer.map(|answer| serde_json::to_value(answer).expect("every answer is JSON"))
 }
 
 /// The request body as `T`; an empty body is `{}`.

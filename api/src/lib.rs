@@ -7,11 +7,17 @@
 //! - [`params`]: every request's parameters and body, with the limits and
 //!   checks they pass before any memory is asked.
 //! - [`error`]: the one error body of every endpoint and transport.
+//! - [`log`]: answers about the swarm's log (accepted events, pages of
+//!   events, dead letters, agents, provenance).
+//! - [`memory`]: answers about one agent's memory (search, graph, items,
+//!   digest, replay).
 //!
 //! No IO, no HTTP framework, no projection crate: the fuzz target
 //! `fuzz/fuzz_targets/query_params.rs` links this crate alone.
 
 pub mod error;
+pub mod log;
+pub mod memory;
 pub mod params;
 
 pub use error::{ErrorBody, ErrorDetail};

@@ -1,0 +1,166 @@
+//! Answers about the swarm's log: what was accepted, pages of events, dead
+//! letters, the agents, the service's health, and the events behind an
+//! item.
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// `ok`.
+    pub status: String,
+    pub swarm: String,
+    /// The log's last seq (0 when empty).
+    pub last_seq: u64,
+}
+
+/// `POST /v1/events` (202): each event of the request, in request order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AcceptedEvents {
+    pub accepted: Vec<Accepted>,
+}
+
+/// One event as the log took it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Accepted {
+    pub id: String,
+    /// Its seq on the log: the earlier one if it is a duplicate.
+    pub seq: u64,
+    /// An event with this id and the same content was already on the log.
+    pub duplicate: bool,
+}
+
+/// One entry of the log as the API shows it: a valid event with its seq, or
+/// a record that is not one (dead-lettered), with why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum LogEntry {
+    Invalid(InvalidEntry),
+    Event(EventEntry),
+}
+
+/// A valid event: the envelope as published (`id`, `swarm`, `agent`, `ts`,
+/// `kind`, `data`, `scope`…) and its `seq`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventEntry {
+    pub seq: u64,
+    #[serde(flatten)]
+    pub event: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A record on the log that is not a valid event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InvalidEntry {
+    pub seq: u64,
+    /// The agent of the subject it came on.
+    pub agent: String,
+    /// Why it is not an event.
+    pub invalid: String,
+    /// The record, as text (lossy UTF-8).
+    pub raw: String,
+}
+
+impl LogEntry {
+    pub fn seq(&self) -> u64 {
+        match self {
+            LogEntry::Invalid(entry) => entry.seq,
+            LogEntry::Event(entry) => entry.seq,
+        }
+    }
+
+    /// The event's kind; `None` for an invalid record.
+    pub fn kind(&self) -> Option<&str> {
+        match self {
+            LogEntry::Event(entry) => entry.event.get("kind").and_then(serde_json::Value::as_str),
+            LogEntry::Invalid(_) => None,
+        }
+    }
+}
+
+impl EventEntry {
+    /// The event, decoded and validated as the log took it.
+    pub fn decode(&self) -> Result<mneme_events::Event, mneme_events::ValidationError> {
+        let json = serde_json::to_vec(&self.event).expect("a JSON object writes as JSON");
+        // What the log holds was within the server's limits; the client
+        // reads it back without its own.
+        let limits = mneme_events::DecodeLimits { max_event_bytes: json.len().max(1) };
+        mneme_events::decode_json(&json, &limits)
+    }
+}
+
+/// `GET /v1/swarms/{swarm}/events`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventsPage {
+    pub events: Vec<LogEntry>,
+    /// Where the next page starts (`from_seq`).
+    pub next_seq: u64,
+}
+
+/// `GET /v1/swarms/{swarm}/deadletters`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetters {
+    pub dead_letters: Vec<DeadLetter>,
+}
+
+/// A record no memory could apply, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub seq: u64,
+    pub agent: String,
+    pub reason: String,
+    pub raw: String,
+}
+
+/// `GET /v1/swarms/{swarm}/agents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agents {
+    pub agents: Vec<String>,
+}
+
+/// `GET /v1/swarms/{swarm}/provenance/{item_id}`: the events behind an item,
+/// in log order, from every memory that holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SwarmProvenance {
+    pub item_id: String,
+    /// The agents whose memories hold the item.
+    pub holders: Vec<String>,
+    pub events: Vec<LogEntry>,
+}
+
+/// `GET …/agents/{agent}/provenance/{item_id}`: the events behind an item
+/// of one agent's memory, in log order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentProvenance {
+    pub item_id: String,
+    pub agent: String,
+    pub events: Vec<LogEntry>,
+}
+
+/// An event an item, node or edge came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProvenanceRef {
+    pub seq: u64,
+    pub event_id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_an_event_or_an_invalid_record() {
+        let event = serde_json::json!({"seq": 3, "id": "01KG", "agent": "coder", "kind": "message_recorded",
+            "data": {"role": "user", "text": "hi"}});
+        let entry: LogEntry = serde_json::from_value(event.clone()).unwrap();
+        assert_eq!((entry.seq(), entry.kind()), (3, Some("message_recorded")));
+        let LogEntry::Event(event_entry) = &entry else { panic!("an event") };
+        assert!(event_entry.decode().is_err(), "an id that is not a ULID is refused on decode");
+        assert_eq!(serde_json::to_value(&entry).unwrap(), event);
+        let invalid = serde_json::json!({"seq": 4, "agent": "coder", "invalid": "not JSON", "raw": "{"});
+        let entry: LogEntry = serde_json::from_value(invalid.clone()).unwrap();
+        assert!(matches!(entry, LogEntry::Invalid(_)));
+        assert_eq!(entry.kind(), None);
+        assert_eq!(serde_json::to_value(&entry).unwrap(), invalid);
+    }
+}
