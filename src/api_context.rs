@@ -5,13 +5,16 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use mneme_actors::{AgentConfig, Query, QueryAnswer};
+use mneme_api::context::{
+    ContextAnswer, ContextItem, PhaseAnswer, PhaseCommand, PhaseDecision, PhaseError, PhaseEvents, PhaseFull,
+    PhaseHeading, PhaseLevels as WireLevels, PhaseMessage, PhaseText, PhasesAnswer, TaskRollup, TierUsage,
+};
 use mneme_api::params::{ContextBody, ContextParams, MinSeqParams, NoParams, PhaseParams, quote};
 use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
 use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
-use serde_json::{Value, json};
 
 use crate::api::{
-    ApiError, AppState, agent_handle, ask, entry_json, entry_visible_to, json_body, provenance_json, read_command_body,
+    ApiError, AppState, agent_handle, ask, entry_visible_to, json_body, provenance_refs, read_command_body, wire_entry,
 };
 
 pub async fn get_context(
@@ -39,7 +42,12 @@ pub async fn post_context(
 /// Context as HTTP and NATS answer it. A request that gives no budget (or
 /// no thinking budget) gets the agent's from `swarm.toml`; an agent not
 /// listed there gets the defaults of one that is listed without them.
-pub async fn context_answer(state: &AppState, swarm: &str, agent: &str, body: ContextBody) -> Result<Value, ApiError> {
+pub async fn context_answer(
+    state: &AppState,
+    swarm: &str,
+    agent: &str,
+    body: ContextBody,
+) -> Result<ContextAnswer, ApiError> {
     let unlisted = AgentConfig::named(agent);
     let agent_config = state.config.agent(agent).unwrap_or(&unlisted);
     let checked = body.check(agent_config.context_budget, agent_config.thinking_budget)?;
@@ -55,51 +63,47 @@ pub async fn context_answer(state: &AppState, swarm: &str, agent: &str, body: Co
     let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
         unreachable!("a context query answers with context")
     };
-    Ok(context_json(&context))
+    Ok(wire_context(&context))
 }
 
-pub fn context_json(context: &ContextResponse) -> Value {
-    let items: Vec<Value> = context
+pub fn wire_context(context: &ContextResponse) -> ContextAnswer {
+    let items = context
         .items
         .iter()
-        .map(|item| {
-            json!({
-                "tier": item.tier.as_str(),
-                "reason": item.reason,
-                "item_id": item.item_id,
-                "seq": item.seq,
-                "kind": item.kind,
-                "text": item.text,
-                "tokens": item.tokens,
-                "provenance": provenance_json(&item.provenance),
-                "superseded_by": item.superseded_by,
-            })
+        .map(|item| ContextItem {
+            tier: item.tier.as_str().to_string(),
+            reason: item.reason.to_string(),
+            item_id: item.item_id.clone(),
+            seq: item.seq,
+            kind: item.kind.to_string(),
+            text: item.text.clone(),
+            tokens: item.tokens,
+            provenance: provenance_refs(&item.provenance),
+            superseded_by: item.superseded_by.clone(),
         })
         .collect();
-    let tiers: serde_json::Map<String, Value> = context
+    let tiers = context
         .tiers
         .iter()
         .map(|usage| {
-            (
-                usage.tier.as_str().to_string(),
-                json!({
-                    "share": usage.share_tokens,
-                    "allocated": usage.allocated_tokens,
-                    "used": usage.used_tokens,
-                    "wanted": usage.wanted_tokens,
-                }),
-            )
+            let usage_on_wire = TierUsage {
+                share: usage.share_tokens,
+                allocated: usage.allocated_tokens,
+                used: usage.used_tokens,
+                wanted: usage.wanted_tokens,
+            };
+            (usage.tier.as_str().to_string(), usage_on_wire)
         })
         .collect();
-    json!({
-        "text": context.text,
-        "tokens": context.tokens,
-        "budget": context.budget_tokens,
-        "policy": context.policy.as_str(),
-        "tiers": tiers,
-        "as_of_seq": context.as_of_seq,
-        "items": items,
-    })
+    ContextAnswer {
+        text: context.text.clone(),
+        tokens: context.tokens,
+        budget: context.budget_tokens,
+        policy: context.policy.as_str().to_string(),
+        tiers,
+        as_of_seq: context.as_of_seq,
+        items,
+    }
 }
 
 /// `GET …/phases`: every phase of the agent's (open ones too), the task
@@ -120,21 +124,18 @@ pub async fn phases_answer(
     swarm: &str,
     agent: &str,
     min_seq: Option<u64>,
-) -> Result<Value, ApiError> {
+) -> Result<PhasesAnswer, ApiError> {
     let handle = agent_handle(state, swarm, agent, min_seq).await?;
     let QueryAnswer::Phases(listing) = ask(&handle, Query::Phases).await? else {
         unreachable!("a phases query answers with phases")
     };
-    let phases: Vec<Value> = listing.phases.iter().map(phase_heading_json).collect();
-    let shared_phases: Vec<Value> = listing.shared_phases.iter().map(phase_heading_json).collect();
-    let tasks: Vec<Value> = listing.tasks.iter().map(task_json).collect();
-    Ok(json!({
-        "agent": agent,
-        "phases": phases,
-        "shared_phases": shared_phases,
-        "tasks": tasks,
-        "session_summary": listing.session_summary,
-    }))
+    Ok(PhasesAnswer {
+        agent: agent.to_string(),
+        phases: listing.phases.iter().map(phase_heading).collect(),
+        shared_phases: listing.shared_phases.iter().map(phase_heading).collect(),
+        tasks: listing.tasks.iter().map(task_rollup).collect(),
+        session_summary: listing.session_summary,
+    })
 }
 
 /// `GET …/phases/{phase_id}?level=index|compressed|summary|findings|full|original`
@@ -155,7 +156,7 @@ pub async fn phase_answer(
     agent: &str,
     phase_id: &str,
     params: &PhaseParams,
-) -> Result<Value, ApiError> {
+) -> Result<PhaseAnswer, ApiError> {
     let level_name = params.level.as_deref().unwrap_or("summary");
     let level = PhaseLevel::from_name(level_name).ok_or_else(|| {
         ApiError::bad_parameter(
@@ -178,9 +179,8 @@ pub async fn phase_answer(
             format!("the memory of {agent:?} knows no phase {}", quote(phase_id)),
         ));
     };
-    let mut body = phase_heading_json(&phase);
-    let object = body.as_object_mut().expect("a phase heading is an object");
-    object.insert("level".to_string(), json!(level.as_str()));
+    let mut answer =
+        PhaseAnswer { heading: phase_heading(&phase), level: level.as_str().to_string(), text: None, full: None };
     match level {
         PhaseLevel::Original => {
             let entries = state.log.read_seqs(&phase.event_seqs).await?;
@@ -188,10 +188,10 @@ pub async fn phase_answer(
             // own, and the other agents' non-private ones); checked again,
             // as every path that reads the log directly does.
             let visible = entries.iter().filter(|entry| entry_visible_to(entry, agent));
-            object.insert("events".to_string(), json!(visible.map(entry_json).collect::<Vec<_>>()));
+            answer.heading.events = PhaseEvents::Original(visible.map(wire_entry).collect());
         }
         PhaseLevel::Full => {
-            object.insert("full".to_string(), full_json(&phase));
+            answer.full = Some(phase_full(&phase));
         }
         text_level => {
             let Some(levels) = &phase.levels else {
@@ -206,85 +206,98 @@ pub async fn phase_answer(
                 ));
             };
             let text = levels.text(text_level).expect("a text level");
-            object.insert("text".to_string(), json!(text));
-            object.insert("tokens".to_string(), json!(mneme_projections::tokens::count(text)));
-            object.insert("bound".to_string(), json!(text_level.token_bound()));
+            answer.text = Some(PhaseText {
+                text: text.to_string(),
+                tokens: mneme_projections::tokens::count(text),
+                bound: text_level.token_bound(),
+            });
         }
     }
-    Ok(body)
+    Ok(answer)
 }
 
-fn phase_heading_json(phase: &Phase) -> Value {
-    json!({
-        "phase_id": phase.phase_id,
-        "agent": phase.agent,
-        "name": phase.name,
-        "boundary": phase.boundary.as_str(),
-        "task": phase.task,
-        "status": if phase.is_completed() { "completed" } else { "open" },
-        "goal": phase.goal,
-        "outcome": phase.outcome,
-        "started_seq": phase.started_seq,
-        "started_at": phase.started_at.to_string(),
-        "completed_seq": phase.completed_seq,
-        "completed_at": phase.completed_at.map(|at| at.to_string()),
-        "events": phase.event_seqs.len(),
-        "compressor": phase.levels.as_ref().map(|levels| levels.compressor.clone()),
-        "index": phase.levels.as_ref().map(|levels| levels.index.clone()),
-        "provenance": provenance_json(&phase.provenance),
-    })
+fn phase_heading(phase: &Phase) -> PhaseHeading {
+    PhaseHeading {
+        phase_id: phase.phase_id.clone(),
+        agent: phase.agent.clone(),
+        name: phase.name.clone(),
+        boundary: phase.boundary.as_str().to_string(),
+        task: phase.task.clone(),
+        status: if phase.is_completed() { "completed" } else { "open" }.to_string(),
+        goal: phase.goal.clone(),
+        outcome: phase.outcome.clone(),
+        started_seq: phase.started_seq,
+        started_at: phase.started_at,
+        completed_seq: phase.completed_seq,
+        completed_at: phase.completed_at,
+        events: PhaseEvents::Count(phase.event_seqs.len()),
+        compressor: phase.levels.as_ref().map(|levels| levels.compressor.clone()),
+        index: phase.levels.as_ref().map(|levels| levels.index.clone()),
+        provenance: provenance_refs(&phase.provenance),
+    }
 }
 
-fn task_json(task: &TaskSummary) -> Value {
-    json!({
-        "task": task.task,
-        "title": task.title,
-        "phase_ids": task.phase_ids,
-        "index": task.index,
-        "summary": task.summary,
-    })
+fn task_rollup(task: &TaskSummary) -> TaskRollup {
+    TaskRollup {
+        task: task.task.clone(),
+        title: task.title.clone(),
+        phase_ids: task.phase_ids.clone(),
+        index: task.index.clone(),
+        summary: task.summary.clone(),
+    }
 }
 
 /// The `full` level: the phase's structured record.
-fn full_json(phase: &Phase) -> Value {
+fn phase_full(phase: &Phase) -> PhaseFull {
     let notes: &PhaseNotes = &phase.notes;
-    json!({
-        "event_seqs": phase.event_seqs,
-        "kinds": notes.kinds,
-        "item_tokens": notes.item_tokens,
-        "decisions": notes.decisions.iter().map(|decision| json!({
-            "seq": decision.seq,
-            "item_id": decision.item_id,
-            "title": decision.title,
-            "choice": decision.choice,
-            "rationale": decision.rationale,
-            "supersedes": decision.supersedes,
-        })).collect::<Vec<_>>(),
-        "files_read": notes.files_read,
-        "files_modified": notes.files_modified,
-        "symbols": notes.symbols,
-        "commands": notes.commands.iter().map(|(command, note)| json!({
-            "command": command, "runs": note.runs, "failures": note.failures,
-        })).collect::<Vec<_>>(),
-        "errors": notes.errors.iter().map(|error| json!({
-            "error": error.error,
-            "command": error.command,
-            "first_seq": error.first_seq,
-            "fixed_by": error.fixed_by,
-            "fixed_seq": error.fixed_seq,
-        })).collect::<Vec<_>>(),
-        "facts": notes.facts,
-        "handoffs": notes.handoffs,
-        "messages": notes.kept_messages().map(|message| json!({
-            "seq": message.seq, "role": message.role, "text": message.text,
-        })).collect::<Vec<_>>(),
-        "message_count": notes.message_count,
-        "levels": phase.levels.as_ref().map(|levels| json!({
-            "compressor": levels.compressor,
-            "index": levels.index,
-            "compressed": levels.compressed,
-            "summary": levels.summary,
-            "findings": levels.findings,
-        })),
-    })
+    PhaseFull {
+        event_seqs: phase.event_seqs.clone(),
+        kinds: notes.kinds.clone(),
+        item_tokens: notes.item_tokens,
+        decisions: notes
+            .decisions
+            .iter()
+            .map(|decision| PhaseDecision {
+                seq: decision.seq,
+                item_id: decision.item_id.clone(),
+                title: decision.title.clone(),
+                choice: decision.choice.clone(),
+                rationale: decision.rationale.clone(),
+                supersedes: decision.supersedes.clone(),
+            })
+            .collect(),
+        files_read: notes.files_read.clone(),
+        files_modified: notes.files_modified.clone(),
+        symbols: notes.symbols.clone(),
+        commands: notes
+            .commands
+            .iter()
+            .map(|(command, note)| PhaseCommand { command: command.clone(), runs: note.runs, failures: note.failures })
+            .collect(),
+        errors: notes
+            .errors
+            .iter()
+            .map(|error| PhaseError {
+                error: error.error.clone(),
+                command: error.command.clone(),
+                first_seq: error.first_seq,
+                fixed_by: error.fixed_by.clone(),
+                fixed_seq: error.fixed_seq,
+            })
+            .collect(),
+        facts: notes.facts.clone(),
+        handoffs: notes.handoffs.clone(),
+        messages: notes
+            .kept_messages()
+            .map(|message| PhaseMessage { seq: message.seq, role: message.role.clone(), text: message.text.clone() })
+            .collect(),
+        message_count: notes.message_count,
+        levels: phase.levels.as_ref().map(|levels| WireLevels {
+            compressor: levels.compressor.clone(),
+            index: levels.index.clone(),
+            compressed: levels.compressed.clone(),
+            summary: levels.summary.clone(),
+            findings: levels.findings.clone(),
+        }),
+    }
 }

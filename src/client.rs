@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use mneme_api::ErrorBody;
+use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseHeading, PhasesAnswer};
 use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry, ProvenanceRef, SwarmProvenance};
 use mneme_api::memory::{GraphAnswer, ReplayAnswer, SearchAnswer};
+use mneme_api::params::{ContextBody, SignalsBody};
 use serde_json::Value;
 
 /// Query-string encoding for the few characters that matter in a query.
@@ -240,23 +242,24 @@ pub fn context(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let url = agent_url(server, swarm, agent, "context");
-    let body = serde_json::json!({
-        "query": query,
-        "budget": budget,
-        "signals": {
-            "current_file": signals.current_file,
-            "recent_errors": signals.recent_errors,
-            "activity": signals.activity,
-            "phase": signals.phase,
-            "thinking_budget": signals.thinking_budget,
+    let body = ContextBody {
+        query: query.to_string(),
+        budget: Some(budget),
+        signals: SignalsBody {
+            current_file: signals.current_file.clone(),
+            recent_errors: signals.recent_errors.clone(),
+            activity: signals.activity.clone(),
+            phase: signals.phase.clone(),
+            thinking_budget: signals.thinking_budget,
         },
-    });
-    let response = call(ureq::post(&url), Some(&body.to_string()))?;
+        min_seq: None,
+    };
+    let response: ContextAnswer = call_as(ureq::post(&url), Some(&serde_json::to_string(&body)?))?;
     if json {
         out!("{}", serde_json::to_string_pretty(&response)?);
     } else {
-        print!("{}", response["text"].as_str().unwrap_or(""));
-        eprintln!("({} of {} tokens, {} policy)", response["tokens"], response["budget"], response["policy"]);
+        print!("{}", response.text);
+        eprintln!("({} of {} tokens, {} policy)", response.tokens, response.budget, response.policy);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -270,44 +273,45 @@ pub fn phase(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let Some(phase_id) = phase_id else {
-        let response = call(ureq::get(&agent_url(server, swarm, agent, "phases")), None)?;
+        let response: PhasesAnswer = call_as(ureq::get(&agent_url(server, swarm, agent, "phases")), None)?;
         if json {
             out!("{}", serde_json::to_string_pretty(&response)?);
             return Ok(ExitCode::SUCCESS);
         }
-        let line = |phase: &serde_json::Value| {
+        let line = |phase: &PhaseHeading| {
             format!(
                 "{}  {:<9}  {:<8}  seq {}–{}  {}",
-                phase["phase_id"].as_str().unwrap_or("?"),
-                phase["status"].as_str().unwrap_or("?"),
-                phase["boundary"].as_str().unwrap_or("?"),
-                phase["started_seq"],
-                phase["completed_seq"].as_u64().map_or("…".to_string(), |seq| seq.to_string()),
-                phase["index"].as_str().or(phase["name"].as_str()).unwrap_or(""),
+                phase.phase_id,
+                phase.status,
+                phase.boundary,
+                phase.started_seq,
+                phase.completed_seq.map_or("…".to_string(), |seq| seq.to_string()),
+                phase.index.as_deref().unwrap_or(&phase.name),
             )
         };
-        for phase in response["phases"].as_array().into_iter().flatten() {
+        for phase in &response.phases {
             out!("{}", line(phase));
         }
-        let shared = response["shared_phases"].as_array().filter(|shared| !shared.is_empty());
-        if let Some(shared) = shared {
+        if !response.shared_phases.is_empty() {
             out!("\nother agents' shared phases:");
-            for phase in shared {
-                out!("{}  (of {})", line(phase), phase["agent"].as_str().unwrap_or("?"));
+            for phase in &response.shared_phases {
+                out!("{}  (of {})", line(phase), phase.agent);
             }
         }
-        if let Some(summary) = response["session_summary"].as_str().filter(|summary| !summary.is_empty()) {
-            out!("\n{summary}");
+        if !response.session_summary.is_empty() {
+            out!("\n{}", response.session_summary);
         }
         return Ok(ExitCode::SUCCESS);
     };
     let url = format!("{}/{}?level={}", agent_url(server, swarm, agent, "phases"), encode(phase_id), encode(level));
-    let response = call(ureq::get(&url), None)?;
-    if json || level == "full" || level == "original" {
-        out!("{}", serde_json::to_string_pretty(&response)?);
-    } else {
-        out!("{}", response["text"].as_str().unwrap_or(""));
-        eprintln!("({} tokens, at most {})", response["tokens"], response["bound"]);
+    let response: PhaseAnswer = call_as(ureq::get(&url), None)?;
+    match &response.text {
+        Some(text) if !json => {
+            out!("{}", text.text);
+            let bound = text.bound.map_or("null".to_string(), |bound| bound.to_string());
+            eprintln!("({} tokens, at most {bound})", text.tokens);
+        }
+        _ => out!("{}", serde_json::to_string_pretty(&response)?),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -114,7 +114,9 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
     mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
     match request.verb.as_str() {
         "search" => json(api::search_answer(state, swarm, agent, &body_of::<SearchParams>(&request.body)?).await),
-        "context" => api_context::context_answer(state, swarm, agent, body_of::<ContextBody>(&request.body)?).await,
+        "context" => {
+            json(api_context::context_answer(state, swarm, agent, body_of::<ContextBody>(&request.body)?).await)
+        }
         "graph" => json(api::graph_answer(state, swarm, agent, &body_of::<GraphParams>(&request.body)?).await),
         "provenance" => {
             json(api::agent_provenance_answer(state, swarm, agent, &body_of::<ProvenanceParams>(&request.body)?).await)
@@ -124,7 +126,7 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
             match &body.phase_id {
                 Some(phase_id) => {
                     let params = PhaseParams { level: body.level, min_seq: body.min_seq };
-                    api_context::phase_answer(state, swarm, agent, phase_id, &params).await
+                    json(api_context::phase_answer(state, swarm, agent, phase_id, &params).await)
                 }
                 // The listing has no level: a level without a phase is a
                 // request for one phase that forgot to name it.
@@ -132,7 +134,7 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
                     "phase_id",
                     "level is for one phase: name it with phase_id, or send no level for the listing",
                 )),
-                None => api_context::phases_answer(state, swarm, agent, body.min_seq).await,
+                None => json(api_context::phases_answer(state, swarm, agent, body.min_seq).await),
             }
         }
         "handoffs" => {

@@ -11,10 +11,12 @@
 //!   events, dead letters, agents, provenance).
 //! - [`memory`]: answers about one agent's memory (search, graph, items,
 //!   digest, replay).
+//! - [`context`]: budgeted context and phases.
 //!
 //! No IO, no HTTP framework, no projection crate: the fuzz target
 //! `fuzz/fuzz_targets/query_params.rs` links this crate alone.
 
+pub mod context;
 pub mod error;
 pub mod log;
 pub mod memory;

@@ -10,7 +10,7 @@
 //! links it with only `mneme-events` and serde beside it.
 
 use mneme_events::{EventKind, Scope, Timestamp};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Most hits a search returns.
 pub const MAX_K: usize = 1000;
@@ -439,7 +439,7 @@ impl ContextParams {
 
 /// `POST …/context` body (and a NATS `context` query's): the same as the
 /// query parameters, with `recent_errors` a list.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextBody {
     /// The search verb's `q` is refused here (unknown field), not taken as
@@ -452,7 +452,7 @@ pub struct ContextBody {
     pub min_seq: Option<u64>,
 }
 
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SignalsBody {
     pub current_file: Option<String>,
