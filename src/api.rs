@@ -437,10 +437,6 @@ pub fn provenance_refs(provenance: &[ProvenanceRef]) -> Vec<wire::log::Provenanc
     provenance.iter().map(|p| wire::log::ProvenanceRef { seq: p.seq, event_id: p.event_id.to_string() }).collect()
 }
 
-pub fn provenance_json(provenance: &[ProvenanceRef]) -> Value {
-    serde_json::to_value(provenance_refs(provenance)).expect("provenance is JSON")
-}
-
 fn wire_hit(hit: &SearchHit, explain: bool) -> Hit {
     let explain = explain.then(|| {
         hit.explain

@@ -5,6 +5,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use mneme_actors::{ConsolidationReport, ConsolidationRequest, ListAgents, Query, QueryAnswer, TakeSnapshot};
+use mneme_api::consolidation::{
+    AgentConsolidation, AlreadyPurged, ConsolidationAnswer, Contradiction, ContradictionVerdict, ContradictionsAnswer,
+    Decayed, Forgotten, Link, MergeVerdict, Plan, PurgeAnswer, PurgeBody, Purged, ResolveBody, Resolved, SharedScan,
+    VerdictCounts,
+};
 use mneme_api::params::{NoParams, quote};
 use mneme_events::{
     CURRENT_SCHEMA_VERSION, ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged,
@@ -13,9 +18,8 @@ use mneme_events::{
 use mneme_projections::consolidation::ConsolidationPlan;
 use mneme_projections::{ItemState, OpenContradiction, ResolvedContradiction};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
-use crate::api::{ApiError, AppState, agent_handle, ask, check_swarm, provenance_json, read_command_body, stopped};
+use crate::api::{ApiError, AppState, agent_handle, ask, check_swarm, provenance_refs, read_command_body, stopped};
 
 /// Verdicts listed per kind in a report; counts are always complete.
 const MAX_LISTED_VERDICTS: usize = 1000;
@@ -44,85 +48,100 @@ pub async fn consolidate(
     }
     let request = ConsolidationRequest { dry_run: params.dry_run, agent: params.agent.clone() };
     let report = state.consolidator.send(request).await.map_err(|_| stopped("consolidator"))??;
-    Ok(HttpResponse::Ok().json(report_json(&report)))
+    Ok(HttpResponse::Ok().json(wire_report(&report)))
 }
 
-fn report_json(report: &ConsolidationReport) -> Value {
-    let agents: Vec<Value> = report
+fn milliseconds(seconds: f64) -> f64 {
+    (seconds * 1000.0 * 10.0).round() / 10.0
+}
+
+fn wire_report(report: &ConsolidationReport) -> ConsolidationAnswer {
+    let agents = report
         .agents
         .iter()
-        .map(|agent| {
-            let mut value = plan_json(&agent.plan);
-            value["agent"] = json!(agent.agent);
-            value["items"] = json!(agent.items);
-            value["retrievals_recorded"] = json!(agent.retrievals_recorded);
-            value["events_written"] = json!(agent.events_written);
-            value["verdicts_dropped"] = json!(agent.verdicts_dropped);
-            value["scan_ms"] = json!((agent.scan_seconds * 1000.0 * 10.0).round() / 10.0);
-            value
+        .map(|agent| AgentConsolidation {
+            agent: agent.agent.clone(),
+            items: agent.items,
+            retrievals_recorded: agent.retrievals_recorded,
+            events_written: agent.events_written,
+            verdicts_dropped: agent.verdicts_dropped,
+            scan_ms: milliseconds(agent.scan_seconds),
+            plan: wire_plan(&agent.plan),
         })
         .collect();
-    json!({
-        "swarm": report.swarm,
-        "dry_run": report.dry_run,
-        "elapsed_ms": report.elapsed.as_millis() as u64,
-        "events_written": report.events_written(),
-        "shared": {
-            "items": report.shared.items,
-            "duplicate_pairs": report.shared.duplicate_pairs,
-            "scan_ms": (report.shared.shared_seconds * 1000.0 * 10.0).round() / 10.0,
+    ConsolidationAnswer {
+        swarm: report.swarm.clone(),
+        dry_run: report.dry_run,
+        elapsed_ms: report.elapsed.as_millis() as u64,
+        events_written: report.events_written(),
+        shared: SharedScan {
+            items: report.shared.items,
+            duplicate_pairs: report.shared.duplicate_pairs,
+            scan_ms: milliseconds(report.shared.shared_seconds),
         },
-        "agents": agents,
-    })
+        agents,
+    }
 }
 
-fn plan_json(plan: &ConsolidationPlan) -> Value {
-    let listed = |count: usize| count.min(MAX_LISTED_VERDICTS);
-    let forgotten: Vec<Value> = plan
-        .decays
-        .iter()
-        .filter(|verdict| verdict.forget)
-        .take(MAX_LISTED_VERDICTS)
-        .map(|verdict| json!({"item_id": verdict.item_id, "score": verdict.score, "reason": verdict.reason}))
-        .collect();
-    let decayed: Vec<Value> = plan
-        .decays
-        .iter()
-        .filter(|verdict| !verdict.forget)
-        .take(MAX_LISTED_VERDICTS)
-        .map(|verdict| json!({"item_id": verdict.item_id, "score": verdict.score}))
-        .collect();
-    json!({
-        "checkpoint": plan.checkpoint,
-        "counts": {
-            "contradictions": plan.contradictions.len(),
-            "merges": plan.merges.len(),
-            "merged_items": plan.merges.iter().map(|merge| merge.merged.len()).sum::<usize>(),
-            "forgotten": plan.forgotten_count(),
-            "decayed": plan.decayed_count(),
-            "links": plan.links.len(),
-            "deferred": plan.deferred,
+fn wire_plan(plan: &ConsolidationPlan) -> Plan {
+    Plan {
+        checkpoint: plan.checkpoint,
+        counts: VerdictCounts {
+            contradictions: plan.contradictions.len(),
+            merges: plan.merges.len(),
+            merged_items: plan.merges.iter().map(|merge| merge.merged.len()).sum(),
+            forgotten: plan.forgotten_count(),
+            decayed: plan.decayed_count(),
+            links: plan.links.len(),
+            deferred: plan.deferred,
         },
-        "contradictions": plan.contradictions.iter().take(listed(plan.contradictions.len())).map(|verdict| json!({
-            "contradiction_id": verdict.contradiction_id,
-            "a": verdict.a,
-            "b": verdict.b,
-            "rule": verdict.rule,
-            "reason": verdict.reason,
-        })).collect::<Vec<_>>(),
-        "merges": plan.merges.iter().take(listed(plan.merges.len())).map(|merge| json!({
-            "survivor": merge.survivor,
-            "merged": merge.merged,
-            "similarity": merge.similarity,
-        })).collect::<Vec<_>>(),
-        "forgotten": forgotten,
-        "decayed": decayed,
-        "links": plan.links.iter().take(listed(plan.links.len())).map(|link| json!({
-            "a": link.a,
-            "b": link.b,
-            "reason": link.reason,
-        })).collect::<Vec<_>>(),
-    })
+        contradictions: plan
+            .contradictions
+            .iter()
+            .take(MAX_LISTED_VERDICTS)
+            .map(|verdict| ContradictionVerdict {
+                contradiction_id: verdict.contradiction_id.clone(),
+                a: verdict.a.clone(),
+                b: verdict.b.clone(),
+                rule: verdict.rule.to_string(),
+                reason: verdict.reason.clone(),
+            })
+            .collect(),
+        merges: plan
+            .merges
+            .iter()
+            .take(MAX_LISTED_VERDICTS)
+            .map(|merge| MergeVerdict {
+                survivor: merge.survivor.clone(),
+                merged: merge.merged.clone(),
+                similarity: merge.similarity,
+            })
+            .collect(),
+        forgotten: plan
+            .decays
+            .iter()
+            .filter(|verdict| verdict.forget)
+            .take(MAX_LISTED_VERDICTS)
+            .map(|verdict| Forgotten {
+                item_id: verdict.item_id.clone(),
+                score: verdict.score,
+                reason: verdict.reason.clone(),
+            })
+            .collect(),
+        decayed: plan
+            .decays
+            .iter()
+            .filter(|verdict| !verdict.forget)
+            .take(MAX_LISTED_VERDICTS)
+            .map(|verdict| Decayed { item_id: verdict.item_id.clone(), score: verdict.score })
+            .collect(),
+        links: plan
+            .links
+            .iter()
+            .take(MAX_LISTED_VERDICTS)
+            .map(|link| Link { a: link.a.clone(), b: link.b.clone(), reason: link.reason.clone() })
+            .collect(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -131,28 +150,30 @@ pub struct ContradictionParams {
     agent: Option<String>,
 }
 
-fn open_json(agent: &str, open: &OpenContradiction) -> Value {
-    json!({
-        "contradiction_id": open.contradiction_id,
-        "agent": agent,
-        "status": "open",
-        "a": open.a,
-        "b": open.b,
-        "reason": open.reason,
-        "provenance": provenance_json(std::slice::from_ref(&open.provenance)),
-    })
+fn wire_open(agent: &str, open: &OpenContradiction) -> Contradiction {
+    Contradiction {
+        contradiction_id: open.contradiction_id.clone(),
+        agent: agent.to_string(),
+        status: "open".to_string(),
+        a: open.a.clone(),
+        b: open.b.clone(),
+        reason: Some(open.reason.clone()),
+        resolution: None,
+        provenance: provenance_refs(std::slice::from_ref(&open.provenance)),
+    }
 }
 
-fn resolved_json(agent: &str, resolved: &ResolvedContradiction) -> Value {
-    json!({
-        "contradiction_id": resolved.contradiction_id,
-        "agent": agent,
-        "status": "resolved",
-        "a": resolved.a,
-        "b": resolved.b,
-        "resolution": resolution_name(resolved.resolution),
-        "provenance": provenance_json(std::slice::from_ref(&resolved.provenance)),
-    })
+fn wire_resolved(agent: &str, resolved: &ResolvedContradiction) -> Contradiction {
+    Contradiction {
+        contradiction_id: resolved.contradiction_id.clone(),
+        agent: agent.to_string(),
+        status: "resolved".to_string(),
+        a: resolved.a.clone(),
+        b: resolved.b.clone(),
+        reason: None,
+        resolution: Some(resolution_name(resolved.resolution).to_string()),
+        provenance: provenance_refs(std::slice::from_ref(&resolved.provenance)),
+    }
 }
 
 fn resolution_name(resolution: ContradictionResolution) -> &'static str {
@@ -188,19 +209,11 @@ pub async fn list_contradictions(
     for agent in agents_of(&state, &swarm, params.agent.as_deref()).await? {
         let handle = agent_handle(&state, &swarm, &agent, None).await?;
         if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
-            open.extend(listing.open.iter().map(|item| open_json(&agent, item)));
-            resolved.extend(listing.resolved.iter().map(|item| resolved_json(&agent, item)));
+            open.extend(listing.open.iter().map(|item| wire_open(&agent, item)));
+            resolved.extend(listing.resolved.iter().map(|item| wire_resolved(&agent, item)));
         }
     }
-    Ok(HttpResponse::Ok().json(json!({"open": open, "resolved": resolved})))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ResolveBody {
-    /// `a_wins`, `b_wins`, `both_valid` or `merged`.
-    resolution: String,
-    note: Option<String>,
+    Ok(HttpResponse::Ok().json(ContradictionsAnswer { open, resolved }))
 }
 
 fn parse_resolution(text: &str) -> Result<ContradictionResolution, ApiError> {
@@ -285,11 +298,11 @@ pub async fn resolve_contradiction(
         resolved = listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
     }
     match resolved {
-        Some(resolved) if resolved.provenance.seq == seq => Ok(HttpResponse::Ok().json(json!({
-            "event_id": event.id.to_string(),
-            "seq": seq,
-            "contradiction": resolved_json(&handle.agent, &resolved),
-        }))),
+        Some(resolved) if resolved.provenance.seq == seq => Ok(HttpResponse::Ok().json(Resolved {
+            event_id: event.id.to_string(),
+            seq,
+            contradiction: wire_resolved(&handle.agent, &resolved),
+        })),
         // Another resolution of the same contradiction was applied first:
         // ours is on the log but changed nothing.
         Some(resolved) => Err(ApiError::new(
@@ -310,18 +323,6 @@ pub async fn resolve_contradiction(
             format!("the resolution at seq {seq} was applied but contradiction {contradiction_id:?} is not resolved"),
         )),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PurgeBody {
-    /// Whose memory; without it, every memory that holds one of `item_ids`.
-    agent: Option<String>,
-    #[serde(default)]
-    item_ids: Vec<String>,
-    /// Every item of `agent` with an event time before this (RFC 3339).
-    before: Option<String>,
-    reason: Option<String>,
 }
 
 /// `POST /v1/swarms/{swarm}/purge`: erases memories' content from
@@ -363,7 +364,7 @@ pub async fn purge(
     let mut targets: Vec<(String, Vec<String>)> = Vec::new();
     // Items a memory holds that an earlier purge erased already: a second
     // tombstone would change nothing and cost a snapshot rewrite.
-    let mut already_purged: Vec<Value> = Vec::new();
+    let mut already_purged: Vec<AlreadyPurged> = Vec::new();
     for agent in memories {
         let handle = agent_handle(&state, &swarm, &agent, None).await?;
         let mut held = Vec::new();
@@ -372,7 +373,7 @@ pub async fn purge(
             if let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.clone()))).await? {
                 match listing.item {
                     Some(item) if item.state == ItemState::Purged => {
-                        already_purged.push(json!({"agent": agent, "item_id": item_id}));
+                        already_purged.push(AlreadyPurged { agent: agent.clone(), item_id: item_id.clone() });
                     }
                     Some(_) => held.push(item_id.clone()),
                     None => {}
@@ -384,11 +385,16 @@ pub async fn purge(
         }
     }
     if targets.is_empty() && !already_purged.is_empty() {
-        return Ok(HttpResponse::Ok().json(json!({
-            "purged": [],
-            "already_purged": already_purged,
-            "message": "nothing left to erase: every memory that holds these items has purged them already; no tombstone was appended",
-        })));
+        return Ok(HttpResponse::Ok().json(PurgeAnswer {
+            purged: Vec::new(),
+            already_purged,
+            message: Some(
+                "nothing left to erase: every memory that holds these items has purged them already; \
+                 no tombstone was appended"
+                    .to_string(),
+            ),
+            log: None,
+        }));
     }
     if targets.is_empty() {
         return Err(ApiError::new(
@@ -428,26 +434,34 @@ pub async fn purge(
             QueryAnswer::Items(listing) => listing.states.get("purged").copied().unwrap_or(0),
             _ => 0,
         };
-        results.push(json!({
-            "agent": agent,
-            "event_id": event.id.to_string(),
-            "seq": seq,
-            "item_ids": item_ids,
-            "before": body.before,
-            "purged_items_in_memory": purged,
-            "snapshot_seq": snapshot_seq,
-            "snapshot": match snapshot_seq {
-                Some(_) => "rewritten without the purged content",
-                None => "not rewritten yet: dead letters of this agent wait to be filed; the previous snapshot \
-                         still holds the purged content until the next one is written",
-            },
-        }));
+        let snapshot = match snapshot_seq {
+            Some(_) => "rewritten without the purged content",
+            None => {
+                "not rewritten yet: dead letters of this agent wait to be filed; the previous snapshot \
+                 still holds the purged content until the next one is written"
+            }
+        };
+        results.push(Purged {
+            agent,
+            event_id: event.id.to_string(),
+            seq,
+            item_ids,
+            before: body.before.clone(),
+            purged_items_in_memory: purged,
+            snapshot_seq,
+            snapshot: snapshot.to_string(),
+        });
     }
-    Ok(HttpResponse::Ok().json(json!({
-        "purged": results,
-        "already_purged": already_purged,
-        "log": "the original events are still in the log: on JetStream, drop them by retention (log.max_age_secs) or by deleting their messages; the embedded log keeps them; see README, Erasure",
-    })))
+    Ok(HttpResponse::Ok().json(PurgeAnswer {
+        purged: results,
+        already_purged,
+        message: None,
+        log: Some(
+            "the original events are still in the log: on JetStream, drop them by retention (log.max_age_secs) or \
+             by deleting their messages; the embedded log keeps them; see README, Erasure"
+                .to_string(),
+        ),
+    }))
 }
 
 /// An event of `agent` written by the service itself.

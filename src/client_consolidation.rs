@@ -3,9 +3,11 @@
 
 use std::process::ExitCode;
 
-use serde_json::{Value, json};
+use mneme_api::consolidation::{
+    ConsolidationAnswer, ContradictionsAnswer, PurgeAnswer, PurgeBody, ResolveBody, Resolved,
+};
 
-use crate::client::{call, encode};
+use crate::client::{call_as, encode};
 use crate::print_line;
 
 fn swarm_url(server: &str, swarm: &str, verb: &str) -> String {
@@ -25,7 +27,7 @@ pub fn consolidate(
     }
     // A first run over a large memory can take a while.
     let request = ureq::post(&url).timeout(std::time::Duration::from_secs(600));
-    let report = call(request, Some(""))?;
+    let report: ConsolidationAnswer = call_as(request, Some(""))?;
     if json_output {
         print_line(serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
@@ -34,59 +36,52 @@ pub fn consolidate(
     print_line(format!(
         "{}consolidation of swarm {swarm} in {} ms: {verb} {} events",
         if dry_run { "dry run: " } else { "" },
-        report["elapsed_ms"],
-        if dry_run { total_verdicts(&report) } else { report["events_written"].as_u64().unwrap_or(0) }
+        report.elapsed_ms,
+        if dry_run { total_verdicts(&report) } else { report.events_written }
     ));
-    let shared = &report["shared"];
     print_line(format!(
         "shared items compared once for every agent: {} ({} near-duplicate pairs) in {} ms",
-        shared["items"], shared["duplicate_pairs"], shared["scan_ms"]
+        report.shared.items, report.shared.duplicate_pairs, report.shared.scan_ms
     ));
     print_line(format!(
         "{:<16} {:>8} {:>14} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8}",
         "agent", "items", "contradictions", "merges", "forgotten", "decayed", "links", "later", "scan ms"
     ));
-    for agent in report["agents"].as_array().into_iter().flatten() {
-        let counts = &agent["counts"];
+    for agent in &report.agents {
+        let counts = &agent.plan.counts;
         print_line(format!(
             "{:<16} {:>8} {:>14} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8}",
-            agent["agent"].as_str().unwrap_or(""),
-            agent["items"],
-            counts["contradictions"],
-            counts["merges"],
-            counts["forgotten"],
-            counts["decayed"],
-            counts["links"],
-            counts["deferred"],
-            agent["scan_ms"],
+            agent.agent,
+            agent.items,
+            counts.contradictions,
+            counts.merges,
+            counts.forgotten,
+            counts.decayed,
+            counts.links,
+            counts.deferred,
+            agent.scan_ms,
         ));
-        for contradiction in agent["contradictions"].as_array().into_iter().flatten() {
+        for contradiction in &agent.plan.contradictions {
             print_line(format!(
                 "  contradiction {} [{}] {}",
-                contradiction["contradiction_id"].as_str().unwrap_or(""),
-                contradiction["rule"].as_str().unwrap_or(""),
-                contradiction["reason"].as_str().unwrap_or("")
+                contradiction.contradiction_id, contradiction.rule, contradiction.reason
             ));
         }
-        for merge in agent["merges"].as_array().into_iter().flatten() {
-            print_line(format!("  merge into {}: {}", merge["survivor"].as_str().unwrap_or(""), merge["merged"]));
+        for merge in &agent.plan.merges {
+            print_line(format!("  merge into {}: {:?}", merge.survivor, merge.merged));
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn total_verdicts(report: &Value) -> u64 {
-    report["agents"]
-        .as_array()
-        .into_iter()
-        .flatten()
+/// Events a dry run would write: one per verdict, links 256 to an event.
+fn total_verdicts(report: &ConsolidationAnswer) -> usize {
+    report
+        .agents
+        .iter()
         .map(|agent| {
-            let counts = &agent["counts"];
-            ["contradictions", "merges", "forgotten", "decayed"]
-                .iter()
-                .map(|key| counts[*key].as_u64().unwrap_or(0))
-                .sum::<u64>()
-                + counts["links"].as_u64().unwrap_or(0).div_ceil(256)
+            let counts = &agent.plan.counts;
+            counts.contradictions + counts.merges + counts.forgotten + counts.decayed + counts.links.div_ceil(256)
         })
         .sum()
 }
@@ -96,20 +91,20 @@ pub fn contradictions(server: &str, swarm: &str, agent: Option<&str>, json_outpu
     if let Some(agent) = agent {
         url.push_str(&format!("?agent={}", encode(agent)));
     }
-    let listing = call(ureq::get(&url), None)?;
+    let listing: ContradictionsAnswer = call_as(ureq::get(&url), None)?;
     if json_output {
         print_line(serde_json::to_string_pretty(&listing)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for status in ["open", "resolved"] {
-        for contradiction in listing[status].as_array().into_iter().flatten() {
+    for (status, contradictions) in [("open", &listing.open), ("resolved", &listing.resolved)] {
+        for contradiction in contradictions {
             print_line(format!(
                 "{status:<8} {} {} a={} b={} {}",
-                contradiction["contradiction_id"].as_str().unwrap_or(""),
-                contradiction["agent"].as_str().unwrap_or(""),
-                contradiction["a"].as_str().unwrap_or(""),
-                contradiction["b"].as_str().unwrap_or(""),
-                contradiction["reason"].as_str().or(contradiction["resolution"].as_str()).unwrap_or("")
+                contradiction.contradiction_id,
+                contradiction.agent,
+                contradiction.a,
+                contradiction.b,
+                contradiction.reason.as_deref().or(contradiction.resolution.as_deref()).unwrap_or("")
             ));
         }
     }
@@ -124,12 +119,9 @@ pub fn resolve(
     note: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let url = swarm_url(server, swarm, &format!("contradictions/{}/resolve", encode(contradiction_id)));
-    let body = json!({"resolution": resolution, "note": note});
-    let answer = call(ureq::post(&url), Some(&body.to_string()))?;
-    print_line(format!(
-        "resolved {contradiction_id} ({resolution}) at seq {}",
-        answer["seq"].as_u64().unwrap_or_default()
-    ));
+    let body = ResolveBody { resolution: resolution.to_string(), note: note.map(str::to_string) };
+    let answer: Resolved = call_as(ureq::post(&url), Some(&serde_json::to_string(&body)?))?;
+    print_line(format!("resolved {contradiction_id} ({resolution}) at seq {}", answer.seq));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -142,26 +134,23 @@ pub fn purge(
     reason: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let url = swarm_url(server, swarm, "purge");
-    let body = json!({"agent": agent, "item_ids": item_ids, "before": before, "reason": reason});
-    let answer = call(ureq::post(&url), Some(&body.to_string()))?;
-    for purged in answer["purged"].as_array().into_iter().flatten() {
+    let body = PurgeBody {
+        agent: agent.map(str::to_string),
+        item_ids: item_ids.to_vec(),
+        before: before.map(str::to_string),
+        reason: reason.map(str::to_string),
+    };
+    let answer: PurgeAnswer = call_as(ureq::post(&url), Some(&serde_json::to_string(&body)?))?;
+    for purged in &answer.purged {
+        let snapshot_seq = purged.snapshot_seq.map_or("null".to_string(), |seq| seq.to_string());
         print_line(format!(
-            "purged from {}'s memory (tombstone {} at seq {}); {} purged items in that memory; snapshot rewritten at seq {}",
-            purged["agent"].as_str().unwrap_or(""),
-            purged["event_id"].as_str().unwrap_or(""),
-            purged["seq"],
-            purged["purged_items_in_memory"],
-            purged["snapshot_seq"],
+            "purged from {}'s memory (tombstone {} at seq {}); {} purged items in that memory; snapshot rewritten at seq {snapshot_seq}",
+            purged.agent, purged.event_id, purged.seq, purged.purged_items_in_memory,
         ));
     }
-    for held in answer["already_purged"].as_array().into_iter().flatten() {
-        print_line(format!(
-            "already purged from {}'s memory: {}",
-            held["agent"].as_str().unwrap_or(""),
-            held["item_id"].as_str().unwrap_or("")
-        ));
+    for held in &answer.already_purged {
+        print_line(format!("already purged from {}'s memory: {}", held.agent, held.item_id));
     }
-    let note = answer["log"].as_str().or(answer["message"].as_str()).unwrap_or("");
-    print_line(note);
+    print_line(answer.log.as_deref().or(answer.message.as_deref()).unwrap_or(""));
     Ok(ExitCode::SUCCESS)
 }

@@ -12,10 +12,12 @@
 //! - [`memory`]: answers about one agent's memory (search, graph, items,
 //!   digest, replay).
 //! - [`context`]: budgeted context and phases.
+//! - [`consolidation`]: consolidation runs, contradictions, purges.
 //!
 //! No IO, no HTTP framework, no projection crate: the fuzz target
 //! `fuzz/fuzz_targets/query_params.rs` links this crate alone.
 
+pub mod consolidation;
 pub mod context;
 pub mod error;
 pub mod log;
