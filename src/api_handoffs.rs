@@ -13,12 +13,12 @@ use std::time::Duration;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use futures::StreamExt;
-use mneme_actors::{AgentHandle, AgentsWritten, Query, QueryAnswer, handoff_delivery_json};
+use mneme_actors::{AgentHandle, AgentsWritten, Query, QueryAnswer, handoff_delivery, handoff_delivery_bytes};
+use mneme_api::handoffs::{AcknowledgeBody, Acknowledged, HandoffsAnswer};
 use mneme_events::{EventId, EventKind, HandoffAcknowledged};
 use mneme_nats::LogEntry;
 use mneme_projections::HandoffRecord;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::api::{ApiError, AppState, agent_handle, ask, json_body, read_command_body};
@@ -82,13 +82,13 @@ pub async fn handoffs_answer(
     swarm: &str,
     agent: &str,
     min_seq: Option<u64>,
-) -> Result<Value, ApiError> {
+) -> Result<HandoffsAnswer, ApiError> {
     let handle = agent_handle(state, swarm, agent, min_seq).await?;
     let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
         unreachable!("a handoffs query answers with handoffs")
     };
-    let handoffs: Vec<Value> = records.iter().map(|record| handoff_delivery_json(swarm, agent, record)).collect();
-    Ok(json!({"agent": agent, "handoffs": handoffs}))
+    let handoffs = records.iter().map(|record| handoff_delivery(swarm, agent, record)).collect();
+    Ok(HandoffsAnswer { agent: agent.to_string(), handoffs })
 }
 
 /// Sends `pending`, then follows the agent's part of the log after
@@ -183,14 +183,8 @@ async fn memory_record(
 /// One server-sent event: `event: handoff`, the handoff id as the event id,
 /// and the delivery JSON on one `data:` line.
 fn handoff_frame(swarm: &str, agent: &str, record: &HandoffRecord) -> web::Bytes {
-    let data = handoff_delivery_json(swarm, agent, record);
+    let data = String::from_utf8(handoff_delivery_bytes(swarm, agent, record)).expect("JSON is UTF-8");
     web::Bytes::from(format!("event: handoff\nid: {}\ndata: {data}\n\n", record.handoff_id))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct AcknowledgeBody {
-    note: Option<String>,
 }
 
 /// `POST …/agents/{agent}/handoffs/{handoff_id}/ack`, optionally with
@@ -219,7 +213,7 @@ pub async fn acknowledge_answer(
     agent: &str,
     handoff_id: &str,
     note: Option<String>,
-) -> Result<Value, ApiError> {
+) -> Result<Acknowledged, ApiError> {
     let handoff_id: EventId = handoff_id.parse().map_err(|_| {
         ApiError::bad_parameter("handoff_id", format!("{} is not an event id (a ULID)", quote(handoff_id)))
     })?;
@@ -251,11 +245,11 @@ pub async fn acknowledge_answer(
     event.validate().map_err(ApiError::from_validation)?;
     let appended = state.log.append(std::slice::from_ref(&event)).await?;
     state.supervisor.do_send(AgentsWritten(vec![agent.to_string()]));
-    Ok(json!({
-        "handoff_id": handoff_id.to_string(),
-        "agent": agent,
-        "event_id": event.id.to_string(),
-        "seq": appended[0].seq,
-        "duplicate": appended[0].duplicate,
-    }))
+    Ok(Acknowledged {
+        handoff_id: handoff_id.to_string(),
+        agent: agent.to_string(),
+        event_id: event.id.to_string(),
+        seq: appended[0].seq,
+        duplicate: appended[0].duplicate,
+    })
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use mneme_api::ErrorBody;
 use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseHeading, PhasesAnswer};
+use mneme_api::handoffs::{AcknowledgeBody, Acknowledged, HandoffDelivery, HandoffsAnswer};
 use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry, ProvenanceRef, SwarmProvenance};
 use mneme_api::memory::{GraphAnswer, ReplayAnswer, SearchAnswer};
 use mneme_api::params::{ContextBody, SignalsBody};
@@ -515,21 +516,20 @@ pub fn handoffs(
 ) -> anyhow::Result<ExitCode> {
     if let Some(handoff_id) = acknowledge {
         let url = format!("{}/{}/ack", agent_url(server, swarm, agent, "handoffs"), encode(handoff_id));
-        let body = serde_json::json!({"note": note}).to_string();
-        let response = call(ureq::post(&url), Some(&body))?;
-        out!("acknowledged {handoff_id} at seq {}", response["seq"]);
+        let body = serde_json::to_string(&AcknowledgeBody { note: note.map(str::to_string) })?;
+        let response: Acknowledged = call_as(ureq::post(&url), Some(&body))?;
+        out!("acknowledged {handoff_id} at seq {}", response.seq);
         return Ok(ExitCode::SUCCESS);
     }
     if !follow {
-        let response = call(ureq::get(&agent_url(server, swarm, agent, "handoffs")), None)?;
-        let handoffs = response["handoffs"].as_array().cloned().unwrap_or_default();
+        let response: HandoffsAnswer = call_as(ureq::get(&agent_url(server, swarm, agent, "handoffs")), None)?;
         if json {
-            out!("{response}");
-        } else if handoffs.is_empty() {
+            out!("{}", serde_json::to_string(&response)?);
+        } else if response.handoffs.is_empty() {
             eprintln!("{agent} has received no handoff");
         }
         if !json {
-            for handoff in &handoffs {
+            for handoff in &response.handoffs {
                 out!("{}", handoff_line(handoff));
             }
         }
@@ -547,7 +547,8 @@ pub fn handoffs(
         if json {
             out!("{data}");
         } else {
-            let handoff: Value = serde_json::from_str(data).with_context(|| format!("a handoff from {url}"))?;
+            let handoff: HandoffDelivery =
+                serde_json::from_str(data).with_context(|| format!("a handoff from {url}"))?;
             out!("{}", handoff_line(&handoff));
         }
     }
@@ -555,17 +556,17 @@ pub fn handoffs(
 }
 
 /// One line per handoff: id, status, sender, task, summary, bundle size.
-fn handoff_line(handoff: &Value) -> String {
-    let package = &handoff["package"];
+fn handoff_line(handoff: &HandoffDelivery) -> String {
+    let package = handoff.package.as_ref();
     format!(
         "{}  {:<12}  from {:<12}  {}: {}  ({} bundle items, {} files)",
-        handoff["handoff_id"].as_str().unwrap_or("?"),
-        handoff["status"].as_str().unwrap_or("?"),
-        handoff["from"].as_str().unwrap_or("?"),
-        package["task"].as_str().unwrap_or("?"),
-        package["summary"].as_str().unwrap_or(""),
-        package["bundle"]["items"].as_array().map_or(0, Vec::len),
-        package["bundle"]["files"].as_array().map_or(0, Vec::len),
+        handoff.handoff_id,
+        handoff.status,
+        handoff.from,
+        package.map_or("?", |package| package.task.as_str()),
+        package.map_or("", |package| package.summary.as_str()),
+        package.map_or(0, |package| package.bundle.items.len()),
+        package.map_or(0, |package| package.bundle.files.len()),
     )
 }
 

@@ -139,11 +139,11 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
         }
         "handoffs" => {
             let body: HandoffsRequest = body_of(&request.body)?;
-            api_handoffs::handoffs_answer(state, swarm, agent, body.min_seq).await
+            json(api_handoffs::handoffs_answer(state, swarm, agent, body.min_seq).await)
         }
         "ack" => {
             let body: AcknowledgeRequest = body_of(&request.body)?;
-            api_handoffs::acknowledge_answer(state, swarm, agent, &body.handoff_id, body.note).await
+            json(api_handoffs::acknowledge_answer(state, swarm, agent, &body.handoff_id, body.note).await)
         }
         verb => Err(ApiError::new(
             StatusCode::NOT_FOUND,

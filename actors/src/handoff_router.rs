@@ -17,12 +17,12 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use futures::StreamExt;
+use mneme_api::handoffs::HandoffDelivery;
 use mneme_events::{
     CURRENT_SCHEMA_VERSION, Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey, Scope, Timestamp,
 };
 use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
-use serde_json::{Value, json};
 
 use crate::error::ActorsError;
 use crate::memory_actor::{Query, QueryAnswer};
@@ -154,7 +154,7 @@ impl Routing {
             Err(_) => return Err(ActorsError::ActorStopped { agent: agent.to_string() }),
         };
         for record in records.iter().filter(|record| record.is_pending()) {
-            let body = handoff_delivery_json(&self.swarm, agent, record).to_string().into_bytes();
+            let body = handoff_delivery_bytes(&self.swarm, agent, record);
             broker.publish_handoff(agent, record.handoff_id, body).await?;
             tracing::info!(%agent, handoff_id = %record.handoff_id, "pending handoff redelivered");
         }
@@ -306,7 +306,7 @@ impl Routing {
                 package: Some(package),
                 acknowledged: None,
             };
-            let body = handoff_delivery_json(&self.swarm, recipient_name, &record).to_string().into_bytes();
+            let body = handoff_delivery_bytes(&self.swarm, recipient_name, &record);
             broker.publish_handoff(recipient_name, record.handoff_id, body).await?;
         }
         Ok(())
@@ -384,16 +384,21 @@ fn now() -> Timestamp {
 
 /// A handoff as its recipient reads it, on NATS and over HTTP: who sent it
 /// to whom, whether it is acknowledged, and the package.
-pub fn handoff_delivery_json(swarm: &str, recipient: &str, record: &HandoffRecord) -> Value {
-    json!({
-        "handoff_id": record.handoff_id.to_string(),
-        "swarm": swarm,
-        "from": record.from,
-        "to": recipient,
-        "status": if record.is_pending() { "pending" } else { "acknowledged" },
-        "received_seq": record.received.seq,
-        "received_event_id": record.received.event_id.to_string(),
-        "acknowledged_seq": record.acknowledged.map(|reference| reference.seq),
-        "package": record.package,
-    })
+pub fn handoff_delivery(swarm: &str, recipient: &str, record: &HandoffRecord) -> HandoffDelivery {
+    HandoffDelivery {
+        handoff_id: record.handoff_id.to_string(),
+        swarm: swarm.to_string(),
+        from: record.from.clone(),
+        to: recipient.to_string(),
+        status: if record.is_pending() { "pending" } else { "acknowledged" }.to_string(),
+        received_seq: record.received.seq,
+        received_event_id: record.received.event_id.to_string(),
+        acknowledged_seq: record.acknowledged.map(|reference| reference.seq),
+        package: record.package.clone(),
+    }
+}
+
+/// [`handoff_delivery`] as the bytes of a NATS message or an SSE frame.
+pub fn handoff_delivery_bytes(swarm: &str, recipient: &str, record: &HandoffRecord) -> Vec<u8> {
+    serde_json::to_vec(&handoff_delivery(swarm, recipient, record)).expect("a delivery is JSON")
 }

@@ -22,7 +22,7 @@ pub use consolidator::{
     SharedScanSummary,
 };
 pub use error::ActorsError;
-pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery_json};
+pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery, handoff_delivery_bytes};
 pub use memory_actor::{
     AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled, ItemListing,
     MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals, TakeSnapshot,

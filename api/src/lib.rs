@@ -13,6 +13,7 @@
 //!   digest, replay).
 //! - [`context`]: budgeted context and phases.
 //! - [`consolidation`]: consolidation runs, contradictions, purges.
+//! - [`handoffs`]: handoffs as their recipients read and acknowledge them.
 //!
 //! No IO, no HTTP framework, no projection crate: the fuzz target
 //! `fuzz/fuzz_targets/query_params.rs` links this crate alone.
@@ -20,6 +21,7 @@
 pub mod consolidation;
 pub mod context;
 pub mod error;
+pub mod handoffs;
 pub mod log;
 pub mod memory;
 pub mod params;
