@@ -15,7 +15,13 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::client::{call, encode};
+use mneme_api::consolidation::{ConsolidationAnswer, ContradictionsAnswer, VerdictCounts};
+use mneme_api::context::{ContextAnswer, PhaseAnswer};
+use mneme_api::log::{AcceptedEvents, Health};
+use mneme_api::memory::{Digest, Hit, ItemAnswer, SearchAnswer};
+use mneme_api::params::ContextBody;
+
+use crate::client::{call_as, encode};
 use crate::eval_dataset::{Dataset, EVAL_SWARM, GeneratorSize, Question, QuestionKind};
 use crate::eval_generator::generate;
 
@@ -77,7 +83,8 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let context = evaluate_context_budgets(&server, &dataset.truth.questions, args.context_samples, last_seq)?;
 
     let started = Instant::now();
-    let consolidation = call(ureq::post(&server.url(&format!("/v1/swarms/{EVAL_SWARM}/consolidate"))), Some("{}"))?;
+    let consolidation: ConsolidationAnswer =
+        call_as(ureq::post(&server.url(&format!("/v1/swarms/{EVAL_SWARM}/consolidate"))), Some("{}"))?;
     let after_consolidation = last_log_seq(&server)?;
     wait_until_applied(&server, &dataset.agents, after_consolidation)?;
     timings.insert("consolidation_s", started.elapsed().as_secs_f64());
@@ -244,15 +251,14 @@ fn publish(server: &ServerProcess, events: &[Value]) -> anyhow::Result<u64> {
     let mut last_seq = 0;
     for batch in events.chunks(PUBLISH_BATCH) {
         let body = serde_json::to_string(batch)?;
-        let answer = call(ureq::post(&server.url("/v1/events")), Some(&body))?;
-        let accepted = answer["accepted"].as_array().context("an accepted list")?;
-        last_seq = last_seq.max(accepted.iter().filter_map(|a| a["seq"].as_u64()).max().unwrap_or(0));
+        let answer: AcceptedEvents = call_as(ureq::post(&server.url("/v1/events")), Some(&body))?;
+        last_seq = last_seq.max(answer.accepted.iter().map(|accepted| accepted.seq).max().unwrap_or(0));
     }
     Ok(last_seq)
 }
 
 fn last_log_seq(server: &ServerProcess) -> anyhow::Result<u64> {
-    call(ureq::get(&server.url("/healthz")), None)?["last_seq"].as_u64().context("last_seq")
+    Ok(call_as::<Health>(ureq::get(&server.url("/healthz")), None)?.last_seq)
 }
 
 /// Waits until every agent's memory has applied the log up to `seq`.
@@ -261,7 +267,7 @@ fn wait_until_applied(server: &ServerProcess, agents: &[String], seq: u64) -> an
     for agent in agents {
         loop {
             let path = format!("/v1/swarms/{EVAL_SWARM}/agents/{agent}/digest");
-            let applied = call(ureq::get(&server.url(&path)), None)?["seq"].as_u64().unwrap_or(0);
+            let applied = call_as::<Digest>(ureq::get(&server.url(&path)), None)?.seq;
             if applied >= seq {
                 break;
             }
@@ -332,14 +338,10 @@ pub fn first_answer_rank(hits: &[BTreeSet<String>], answers: &[String]) -> Optio
     hits.iter().position(|events| answers.iter().any(|answer| events.contains(answer))).map(|index| index + 1)
 }
 
-fn hit_events(hit: &Value) -> BTreeSet<String> {
-    let mut events: BTreeSet<String> = hit["item_id"].as_str().map(str::to_string).into_iter().collect();
-    for reference in hit["provenance"].as_array().into_iter().flatten() {
-        if let Some(event_id) = reference["event_id"].as_str() {
-            events.insert(event_id.to_string());
-        }
-    }
-    events
+fn hit_events(hit: &Hit) -> BTreeSet<String> {
+    std::iter::once(hit.item_id.clone())
+        .chain(hit.provenance.iter().map(|reference| reference.event_id.clone()))
+        .collect()
 }
 
 struct Retrieval {
@@ -364,9 +366,9 @@ fn evaluate_retrieval(server: &ServerProcess, dataset: &Dataset, min_seq: u64) -
     let mut by_kind: BTreeMap<QuestionKind, BTreeMap<&'static str, RankStats>> = BTreeMap::new();
     for question in &dataset.truth.questions {
         for mode in SEARCH_MODES {
-            let answer = call(ureq::get(&server.url(&search_path(question, mode, min_seq))), None)
+            let answer: SearchAnswer = call_as(ureq::get(&server.url(&search_path(question, mode, min_seq))), None)
                 .with_context(|| format!("question {}", question.id))?;
-            let hits: Vec<BTreeSet<String>> = answer["hits"].as_array().into_iter().flatten().map(hit_events).collect();
+            let hits: Vec<BTreeSet<String>> = answer.hits.iter().map(hit_events).collect();
             let rank = first_answer_rank(&hits, &question.answers);
             by_mode.entry(mode).or_default().add(rank);
             by_kind.entry(question.kind).or_default().entry(mode).or_default().add(rank);
@@ -395,9 +397,14 @@ fn evaluate_context_budgets(
     for question in questions.iter().take(samples) {
         for budget in CONTEXT_BUDGETS {
             let path = format!("/v1/swarms/{EVAL_SWARM}/agents/{}/context", question.agent);
-            let body = json!({"query": question.text, "budget": budget, "min_seq": min_seq}).to_string();
-            let context = call(ureq::post(&server.url(&path)), Some(&body))?;
-            let tokens = context["tokens"].as_u64().context("context tokens")?;
+            let body = ContextBody {
+                query: question.text.clone(),
+                budget: Some(budget as usize),
+                signals: Default::default(),
+                min_seq: Some(min_seq),
+            };
+            let context: ContextAnswer = call_as(ureq::post(&server.url(&path)), Some(&serde_json::to_string(&body)?))?;
+            let tokens = context.tokens as u64;
             check.requests += 1;
             if tokens > budget {
                 check.budget_violations += 1;
@@ -456,14 +463,10 @@ struct ContradictionResult {
 /// pair is judged: a contradiction the generator did not make is a false
 /// one.
 fn evaluate_contradictions(server: &ServerProcess, dataset: &Dataset) -> anyhow::Result<ContradictionResult> {
-    let listed = call(ureq::get(&server.url(&format!("/v1/swarms/{EVAL_SWARM}/contradictions"))), None)?;
-    let predicted: BTreeSet<(String, String)> = listed["open"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(listed["resolved"].as_array().into_iter().flatten())
-        .filter_map(|found| Some(pair(found["a"].as_str()?, found["b"].as_str()?)))
-        .collect();
+    let listed: ContradictionsAnswer =
+        call_as(ureq::get(&server.url(&format!("/v1/swarms/{EVAL_SWARM}/contradictions"))), None)?;
+    let predicted: BTreeSet<(String, String)> =
+        listed.open.iter().chain(&listed.resolved).map(|found| pair(&found.a, &found.b)).collect();
     let expected: BTreeSet<(String, String)> = dataset.truth.contradictions.iter().map(|(a, b)| pair(a, b)).collect();
     Ok(ContradictionResult { scores: PairScores::score(&predicted, &expected, |_| true) })
 }
@@ -481,20 +484,15 @@ struct DedupResult {
 /// groups. Only pairs of labelled events are judged: filler that repeats
 /// itself (two identical passing test runs) may rightly merge, and the
 /// generator does not label it.
-fn evaluate_dedup(consolidation: &Value, dataset: &Dataset) -> DedupResult {
+fn evaluate_dedup(consolidation: &ConsolidationAnswer, dataset: &Dataset) -> DedupResult {
     let mut predicted = BTreeSet::new();
     let mut truncated = false;
-    for agent in consolidation["agents"].as_array().into_iter().flatten() {
-        let merges = agent["merges"].as_array().cloned().unwrap_or_default();
-        truncated |= agent["counts"]["merges"].as_u64().unwrap_or(0) as usize > merges.len();
+    for agent in &consolidation.agents {
+        let merges = &agent.plan.merges;
+        truncated |= agent.plan.counts.merges > merges.len();
         for merge in merges {
-            let mut group: Vec<String> = merge["merged"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|id| id.as_str().map(str::to_string))
-                .collect();
-            group.extend(merge["survivor"].as_str().map(str::to_string));
+            let mut group: Vec<String> = merge.merged.clone();
+            group.push(merge.survivor.clone());
             for (index, a) in group.iter().enumerate() {
                 for b in &group[index + 1..] {
                     predicted.insert(pair(a, b));
@@ -537,7 +535,7 @@ struct ForgettingResult {
 /// author's memory.
 fn evaluate_forgetting(
     server: &ServerProcess,
-    consolidation: &Value,
+    consolidation: &ConsolidationAnswer,
     dataset: &Dataset,
 ) -> anyhow::Result<ForgettingResult> {
     let author: BTreeMap<&str, &str> =
@@ -546,24 +544,19 @@ fn evaluate_forgetting(
     for item_id in &dataset.truth.never_forget {
         let agent = author.get(item_id.as_str()).with_context(|| format!("never_forget {item_id} is no event"))?;
         let path = format!("/v1/swarms/{EVAL_SWARM}/agents/{agent}/items/{item_id}");
-        let item = call(ureq::get(&server.url(&path)), None)?;
-        if matches!(item["state"].as_str(), Some("forgotten" | "purged")) {
+        let item: ItemAnswer = call_as(ureq::get(&server.url(&path)), None)?;
+        if matches!(item.state.as_str(), "forgotten" | "purged") {
             falsely_forgotten.push(item_id.clone());
         }
     }
-    let total = |key: &str| {
-        consolidation["agents"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|agent| agent["counts"][key].as_u64().unwrap_or(0))
-            .sum()
+    let total = |count: fn(&VerdictCounts) -> usize| {
+        consolidation.agents.iter().map(|agent| count(&agent.plan.counts) as u64).sum()
     };
     Ok(ForgettingResult {
         never_forget: dataset.truth.never_forget.len(),
         falsely_forgotten,
-        forgotten_total: total("forgotten"),
-        decayed_total: total("decayed"),
+        forgotten_total: total(|counts| counts.forgotten),
+        decayed_total: total(|counts| counts.decayed),
     })
 }
 
@@ -589,19 +582,19 @@ fn evaluate_compression(server: &ServerProcess, dataset: &Dataset) -> anyhow::Re
     let mut result = CompressionResult { phases: 0, original_tokens: 0, key_facts: 0, levels: BTreeMap::new() };
     for phase in &dataset.truth.phases {
         let base = format!("/v1/swarms/{EVAL_SWARM}/agents/{}/phases/{}", phase.agent, phase.phase_id);
-        let full = call(ureq::get(&server.url(&format!("{base}?level=full"))), None)
+        let full: PhaseAnswer = call_as(ureq::get(&server.url(&format!("{base}?level=full"))), None)
             .with_context(|| format!("phase {} of {}", phase.phase_id, phase.agent))?;
-        if full["status"] != "completed" {
+        if full.heading.status != "completed" {
             continue;
         }
         result.phases += 1;
-        result.original_tokens += full["full"]["item_tokens"].as_u64().unwrap_or(0);
+        result.original_tokens += full.full.as_ref().map_or(0, |full| full.item_tokens);
         result.key_facts += phase.key_facts.len();
         for level in PHASE_LEVELS {
-            let answer = call(ureq::get(&server.url(&format!("{base}?level={level}"))), None)?;
-            let text = answer["text"].as_str().unwrap_or("");
+            let answer: PhaseAnswer = call_as(ureq::get(&server.url(&format!("{base}?level={level}"))), None)?;
+            let (text, tokens) = answer.text.as_ref().map_or(("", 0), |text| (text.text.as_str(), text.tokens));
             let totals = result.levels.entry(level).or_default();
-            totals.tokens += answer["tokens"].as_u64().unwrap_or(0);
+            totals.tokens += tokens as u64;
             totals.key_facts_kept += phase.key_facts.iter().filter(|fact| keeps_fact(text, fact)).count();
         }
     }
