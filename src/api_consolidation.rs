@@ -11,10 +11,7 @@ use mneme_api::consolidation::{
     VerdictCounts,
 };
 use mneme_api::params::{NoParams, quote};
-use mneme_events::{
-    CURRENT_SCHEMA_VERSION, ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, MemoryPurged,
-    Scope, Timestamp,
-};
+use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventKind, MemoryPurged, Timestamp};
 use mneme_projections::consolidation::ConsolidationPlan;
 use mneme_projections::{ItemState, OpenContradiction, ResolvedContradiction};
 use serde::Deserialize;
@@ -280,7 +277,7 @@ pub async fn resolve_contradiction(
             ),
         ));
     }
-    let event = agent_event(
+    let event = Event::new(
         &swarm,
         &handle.agent,
         EventKind::ContradictionResolved(ContradictionResolved {
@@ -408,7 +405,7 @@ pub async fn purge(
     // appends nothing.
     let mut tombstones = Vec::new();
     for (agent, item_ids) in targets {
-        let event = agent_event(
+        let event = Event::new(
             &swarm,
             &agent,
             EventKind::MemoryPurged(MemoryPurged {
@@ -462,21 +459,4 @@ pub async fn purge(
                 .to_string(),
         ),
     }))
-}
-
-/// An event of `agent` written by the service itself.
-pub(crate) fn agent_event(swarm: &str, agent: &str, kind: EventKind) -> Event {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
-    Event {
-        id: EventId::new(),
-        swarm: swarm.to_string(),
-        agent: agent.to_string(),
-        ts: Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX)),
-        correlation_id: None,
-        causation_id: None,
-        scope: Scope::Private,
-        importance: None,
-        schema_version: CURRENT_SCHEMA_VERSION,
-        kind,
-    }
 }

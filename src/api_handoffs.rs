@@ -15,14 +15,13 @@ use actix_web::{HttpResponse, web};
 use futures::StreamExt;
 use mneme_actors::{AgentHandle, AgentsWritten, Query, QueryAnswer, handoff_delivery, handoff_delivery_bytes};
 use mneme_api::handoffs::{AcknowledgeBody, Acknowledged, HandoffsAnswer};
-use mneme_events::{EventId, EventKind, HandoffAcknowledged};
+use mneme_events::{Event, EventId, EventKind, HandoffAcknowledged};
 use mneme_nats::LogEntry;
 use mneme_projections::HandoffRecord;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use crate::api::{ApiError, AppState, agent_handle, ask, json_body, read_command_body};
-use crate::api_consolidation::agent_event;
 
 /// A comment line goes down an idle stream this often, so that proxies and
 /// clients can tell a quiet stream from a dead one.
@@ -239,9 +238,9 @@ pub async fn acknowledge_answer(
             format!("handoff {handoff_id} was acknowledged at seq {}", acknowledged.seq),
         ));
     }
-    let mut event = agent_event(swarm, agent, EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note }));
-    event.id = state.id_key.derive(agent, "handoff_acknowledged", &handoff_id.to_string());
-    event.causation_id = Some(record.received.event_id);
+    let event = Event::new(swarm, agent, EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note }))
+        .with_id(state.id_key.derive(agent, "handoff_acknowledged", &handoff_id.to_string()))
+        .caused_by(record.received.event_id);
     event.validate().map_err(ApiError::from_validation)?;
     let appended = state.log.append(std::slice::from_ref(&event)).await?;
     state.supervisor.do_send(AgentsWritten(vec![agent.to_string()]));

@@ -17,8 +17,7 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mneme_events::{
-    CURRENT_SCHEMA_VERSION, Event, EventId, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoriesRetrieved,
-    RetrievalCount, Scope, Timestamp,
+    Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, RetrievalCount, Timestamp,
 };
 use mneme_nats::{EventLog, Seq};
 use mneme_projections::consolidation::{
@@ -350,7 +349,7 @@ async fn scan_all(
         .map(|((handle, counts), (items, plan, scan_seconds))| {
             let mut events = retrieval_events(swarm, &handle.agent, &counts);
             if !dry_run {
-                events.extend(plan.events(now(), id_key));
+                events.extend(plan.events(Timestamp::now(), id_key));
             }
             let (events, verdicts_dropped) = fit_to_log(events, log, id_key);
             ScannedAgent { handle, items, plan, counts, events, verdicts_dropped, scan_seconds }
@@ -507,30 +506,14 @@ fn count_outcomes(plan: &ConsolidationPlan) {
 fn retrieval_events(swarm: &str, agent: &str, counts: &[(String, u32)]) -> Vec<Event> {
     counts
         .chunks(COUNTS_PER_EVENT)
-        .map(|chunk| Event {
-            id: EventId::new(),
-            swarm: swarm.to_string(),
-            agent: agent.to_string(),
-            ts: now(),
-            correlation_id: None,
-            causation_id: None,
-            scope: Scope::Private,
-            importance: None,
-            schema_version: CURRENT_SCHEMA_VERSION,
-            kind: EventKind::MemoriesRetrieved(MemoriesRetrieved {
-                counts: chunk
-                    .iter()
-                    .map(|(item_id, count)| RetrievalCount { item_id: item_id.clone(), count: *count })
-                    .collect(),
-            }),
+        .map(|chunk| {
+            let counts = chunk
+                .iter()
+                .map(|(item_id, count)| RetrievalCount { item_id: item_id.clone(), count: *count })
+                .collect();
+            Event::new(swarm, agent, EventKind::MemoriesRetrieved(MemoriesRetrieved { counts }))
         })
         .collect()
-}
-
-/// Event time of verdicts: when the run decided.
-fn now() -> Timestamp {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
-    Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
 }
 
 impl Actor for Consolidator {

@@ -18,9 +18,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use futures::StreamExt;
 use mneme_api::handoffs::HandoffDelivery;
-use mneme_events::{
-    CURRENT_SCHEMA_VERSION, Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey, Scope, Timestamp,
-};
+use mneme_events::{Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey};
 use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
 
@@ -359,27 +357,13 @@ fn is_permanent(error: &ActorsError) -> bool {
 /// id derives (keyed) from the handoff's, so a second delivery is a
 /// duplicate and no client can take the id first.
 fn received_event(id_key: &IdKey, swarm: &str, recipient: &str, sent: &Event, package: HandoffPackage) -> Event {
-    Event {
-        id: id_key.derive(recipient, "handoff_received", &sent.id.to_string()),
-        swarm: swarm.to_string(),
-        agent: recipient.to_string(),
-        ts: now(),
-        correlation_id: sent.correlation_id.clone(),
-        causation_id: Some(sent.id),
-        scope: Scope::Private,
-        importance: sent.importance,
-        schema_version: CURRENT_SCHEMA_VERSION,
-        kind: EventKind::HandoffReceived(HandoffReceived {
-            from: sent.agent.clone(),
-            handoff_id: sent.id,
-            package: Some(package),
-        }),
-    }
-}
-
-fn now() -> Timestamp {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
-    Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
+    let id = id_key.derive(recipient, "handoff_received", &sent.id.to_string());
+    let received = HandoffReceived { from: sent.agent.clone(), handoff_id: sent.id, package: Some(package) };
+    Event::new(swarm, recipient, EventKind::HandoffReceived(received))
+        .with_id(id)
+        .with_correlation(sent.correlation_id.clone())
+        .caused_by(sent.id)
+        .with_importance(sent.importance)
 }
 
 /// A handoff as its recipient reads it, on NATS and over HTTP: who sent it

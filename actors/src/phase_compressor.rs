@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use actix::{Actor, Context, Handler, Message, ResponseFuture};
-use mneme_events::{CURRENT_SCHEMA_VERSION, Event, EventId, EventKind, IdKey, PhaseCompressed, Scope, Timestamp};
+use mneme_events::{Event, EventId, EventKind, IdKey, PhaseCompressed};
 use mneme_nats::EventLog;
 
 use crate::phase_summarizer::{PhaseSummarizer, PhaseSummaryRequest};
@@ -79,28 +79,21 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
                     return;
                 }
             };
-            let event = Event {
-                id: compressed_event_id(&id_key, &agent, notice.phase_id),
-                swarm: notice.request.swarm.clone(),
-                agent: agent.clone(),
-                ts: now(),
-                correlation_id: notice.correlation_id,
-                causation_id: Some(notice.completed_by),
-                // The summary quotes every event of the phase, private
-                // ones included: it is the agent's own, whatever the scope
-                // of the event that completed the phase.
-                scope: Scope::Private,
-                importance: None,
-                schema_version: CURRENT_SCHEMA_VERSION,
-                kind: EventKind::PhaseCompressed(PhaseCompressed {
-                    phase_id: notice.phase_id,
-                    compressor: summarizer.compressor_name(),
-                    index: summary.index,
-                    compressed: summary.compressed,
-                    summary: summary.summary,
-                    findings: summary.findings,
-                }),
+            let compressed = PhaseCompressed {
+                phase_id: notice.phase_id,
+                compressor: summarizer.compressor_name(),
+                index: summary.index,
+                compressed: summary.compressed,
+                summary: summary.summary,
+                findings: summary.findings,
             };
+            // Private, as `Event::new` makes it: the summary quotes every
+            // event of the phase, private ones included, so it is the
+            // agent's own whatever the scope of the event that completed it.
+            let event = Event::new(&notice.request.swarm, &agent, EventKind::PhaseCompressed(compressed))
+                .with_id(compressed_event_id(&id_key, &agent, notice.phase_id))
+                .with_correlation(notice.correlation_id)
+                .caused_by(notice.completed_by);
             if let Err(error) = event.validate() {
                 tracing::warn!(%agent, %phase, %error, "the model's summary is not a valid event; keeping the extractive levels");
                 metrics::counter!("mneme_phase_summaries_total", "result" => "invalid").increment(1);
@@ -118,10 +111,4 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
             }
         })
     }
-}
-
-/// Event time of the summary: when the model answered.
-fn now() -> Timestamp {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
-    Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
 }

@@ -349,18 +349,13 @@ mod tests {
     use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
 
     fn message(seq: u64) -> Event {
-        Event {
-            id: EventId::from_parts(1_760_000_000_000 + seq, u128::from(seq)),
-            swarm: "s".to_string(),
-            agent: "a".to_string(),
-            ts: Timestamp::from_unix_millis(1_760_000_000_000 + seq as i64),
-            correlation_id: None,
-            causation_id: None,
-            scope: Scope::Private,
-            importance: None,
-            schema_version: 1,
-            kind: EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: format!("note {seq}") }),
-        }
+        Event::new(
+            "s",
+            "a",
+            EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: format!("note {seq}") }),
+        )
+        .with_id(EventId::from_parts(1_760_000_000_000 + seq, u128::from(seq)))
+        .with_ts(Timestamp::from_unix_millis(1_760_000_000_000 + seq as i64))
     }
 
     /// A second snapshot writes the head and what the ten new events

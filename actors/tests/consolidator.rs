@@ -23,18 +23,10 @@ const SWARM: &str = "demo";
 const AGENT: &str = "coder";
 
 fn event(counter: u64, kind: EventKind) -> Event {
-    Event {
-        id: EventId::from_parts(1_767_000_000_000 + counter, u128::from(counter)),
-        swarm: SWARM.to_string(),
-        agent: AGENT.to_string(),
-        ts: Timestamp::from_unix_millis(1_767_000_000_000 + counter as i64 * 1000),
-        correlation_id: None,
-        causation_id: None,
-        scope: Scope::Shared,
-        importance: None,
-        schema_version: 1,
-        kind,
-    }
+    Event::new(SWARM, AGENT, kind)
+        .with_id(EventId::from_parts(1_767_000_000_000 + counter, u128::from(counter)))
+        .with_ts(Timestamp::from_unix_millis(1_767_000_000_000 + counter as i64 * 1000))
+        .with_scope(Scope::Shared)
 }
 
 fn message(counter: u64, text: &str) -> Event {

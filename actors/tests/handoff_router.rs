@@ -24,18 +24,11 @@ use mneme_projections::HandoffRecord;
 const SWARM: &str = "demo";
 
 fn event(counter: u64, agent: &str, scope: Scope, kind: EventKind) -> Event {
-    Event {
-        id: EventId::from_parts(1_768_000_000_000 + counter, u128::from(counter)),
-        swarm: SWARM.to_string(),
-        agent: agent.to_string(),
-        ts: Timestamp::from_unix_millis(1_768_000_000_000 + counter as i64 * 1000),
-        correlation_id: Some("task-7".to_string()),
-        causation_id: None,
-        scope,
-        importance: None,
-        schema_version: 1,
-        kind,
-    }
+    Event::new(SWARM, agent, kind)
+        .with_id(EventId::from_parts(1_768_000_000_000 + counter, u128::from(counter)))
+        .with_ts(Timestamp::from_unix_millis(1_768_000_000_000 + counter as i64 * 1000))
+        .with_task("task-7".to_string())
+        .with_scope(scope)
 }
 
 fn handoff(counter: u64, to: &str) -> Event {

@@ -15,18 +15,14 @@ use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp}
 use mneme_nats::{EventLog, SledLog, SledOptions};
 
 fn message(counter: u64, agent: &str, text: &str) -> Event {
-    Event {
-        id: EventId::from_parts(1_767_000_000_000 + counter, u128::from(counter)),
-        swarm: "demo".to_string(),
-        agent: agent.to_string(),
-        ts: Timestamp::from_unix_millis(1_767_000_000_000 + counter as i64),
-        correlation_id: None,
-        causation_id: None,
-        scope: Scope::Shared,
-        importance: None,
-        schema_version: 1,
-        kind: EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() }),
-    }
+    Event::new(
+        "demo",
+        agent,
+        EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() }),
+    )
+    .with_id(EventId::from_parts(1_767_000_000_000 + counter, u128::from(counter)))
+    .with_ts(Timestamp::from_unix_millis(1_767_000_000_000 + counter as i64))
+    .with_scope(Scope::Shared)
 }
 
 fn events(range: std::ops::Range<u64>, agents: &[&str]) -> Vec<Event> {

@@ -46,6 +46,71 @@ pub struct Event {
 }
 
 impl Event {
+    /// An event of `agent` in `swarm` with the envelope's defaults, as a
+    /// publisher that leaves them out gets them: a fresh id, the time now,
+    /// `private`, no task, no cause, no importance, the current schema
+    /// version. The `with_*` methods set the rest:
+    ///
+    /// ```
+    /// # use mneme_events::{Event, EventKind, MessageRecorded, Scope};
+    /// let said = EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: "hi".into() });
+    /// let event = Event::new("demo", "coder", said).with_scope(Scope::Shared).with_task("task-1");
+    /// assert_eq!((event.scope, event.correlation_id.as_deref()), (Scope::Shared, Some("task-1")));
+    /// ```
+    pub fn new(swarm: impl Into<String>, agent: impl Into<String>, kind: EventKind) -> Event {
+        Event {
+            id: EventId::new(),
+            swarm: swarm.into(),
+            agent: agent.into(),
+            ts: Timestamp::now(),
+            correlation_id: None,
+            causation_id: None,
+            scope: Scope::Private,
+            importance: None,
+            schema_version: CURRENT_SCHEMA_VERSION,
+            kind,
+        }
+    }
+
+    pub fn with_id(mut self, id: EventId) -> Event {
+        self.id = id;
+        self
+    }
+
+    /// The event time.
+    pub fn with_ts(mut self, ts: Timestamp) -> Event {
+        self.ts = ts;
+        self
+    }
+
+    pub fn with_scope(mut self, scope: Scope) -> Event {
+        self.scope = scope;
+        self
+    }
+
+    /// The task or session it belongs to (`correlation_id`).
+    pub fn with_task(mut self, correlation_id: impl Into<String>) -> Event {
+        self.correlation_id = Some(correlation_id.into());
+        self
+    }
+
+    /// The task or session it belongs to, if any.
+    pub fn with_correlation(mut self, correlation_id: Option<String>) -> Event {
+        self.correlation_id = correlation_id;
+        self
+    }
+
+    /// The event that led to it (`causation_id`).
+    pub fn caused_by(mut self, cause: EventId) -> Event {
+        self.causation_id = Some(cause);
+        self
+    }
+
+    pub fn with_importance(mut self, importance: Option<f32>) -> Event {
+        self.importance = importance;
+        self
+    }
+
     /// The snake_case wire name of this event's kind, e.g. `tool_result_recorded`.
     pub fn kind_name(&self) -> &'static str {
         self.kind.name()
@@ -240,6 +305,15 @@ impl<'de> Deserialize<'de> for EventId {
 pub struct Timestamp(pub i64);
 
 impl Timestamp {
+    /// The system clock's time: for events Mneme writes itself (verdicts,
+    /// deliveries, summaries). What memory does with it comes from the log,
+    /// so a replay reads the time that was written.
+    pub fn now() -> Timestamp {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
+        Timestamp::from_unix_nanos(i64::try_from(nanos).unwrap_or(i64::MAX))
+    }
+
     pub fn from_unix_nanos(nanos: i64) -> Timestamp {
         Timestamp(nanos)
     }

@@ -29,18 +29,12 @@ impl Given {
 
     fn push_with(&mut self, kind: EventKind, importance: Option<f32>) -> String {
         let seq = self.log.len() as u64 + 1;
-        let event = Event {
-            id: EventId::from_parts((START_MS as u64) + seq * 1000, u128::from(seq)),
-            swarm: "demo".to_string(),
-            agent: "coder".to_string(),
-            ts: Timestamp::from_unix_millis(START_MS + seq as i64 * 1000),
-            correlation_id: Some("task-1".to_string()),
-            causation_id: None,
-            scope: Scope::Shared,
-            importance,
-            schema_version: 1,
-            kind,
-        };
+        let event = Event::new("demo", "coder", kind)
+            .with_id(EventId::from_parts((START_MS as u64) + seq * 1000, u128::from(seq)))
+            .with_ts(Timestamp::from_unix_millis(START_MS + seq as i64 * 1000))
+            .with_task("task-1".to_string())
+            .with_scope(Scope::Shared)
+            .with_importance(importance);
         let id = event.id.to_string();
         self.log.push((seq, event));
         id

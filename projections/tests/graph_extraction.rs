@@ -21,18 +21,10 @@ fn at(second: u64) -> Timestamp {
 }
 
 fn event(seq: u64, agent: &str, kind: EventKind) -> Event {
-    Event {
-        id: EventId::from_parts(START_MS as u64 + seq * 1000, u128::from(seq)),
-        swarm: "demo".to_string(),
-        agent: agent.to_string(),
-        ts: at(seq),
-        correlation_id: None,
-        causation_id: None,
-        scope: Scope::Shared,
-        importance: None,
-        schema_version: 1,
-        kind,
-    }
+    Event::new("demo", agent, kind)
+        .with_id(EventId::from_parts(START_MS as u64 + seq * 1000, u128::from(seq)))
+        .with_ts(at(seq))
+        .with_scope(Scope::Shared)
 }
 
 fn tool(name: &str, args: serde_json::Value, output: &str, exit_code: i32) -> EventKind {

@@ -28,18 +28,7 @@ fn id(seq: u64) -> EventId {
 
 /// The event at `seq`, published at second `seq`.
 fn event(seq: u64, agent: &str, kind: EventKind) -> Event {
-    Event {
-        id: id(seq),
-        swarm: "demo".to_string(),
-        agent: agent.to_string(),
-        ts: at(seq),
-        correlation_id: None,
-        causation_id: None,
-        scope: Scope::Shared,
-        importance: None,
-        schema_version: 1,
-        kind,
-    }
+    Event::new("demo", agent, kind).with_id(id(seq)).with_ts(at(seq)).with_scope(Scope::Shared)
 }
 
 fn decision(title: &str, choice: &str, supersedes: Option<EventId>) -> EventKind {

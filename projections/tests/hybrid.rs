@@ -33,18 +33,14 @@ fn minilm() -> Arc<dyn Embedder> {
 }
 
 fn message(counter: u64, text: &str) -> Event {
-    Event {
-        id: EventId::from_parts(1_767_000_000_000 + counter, u128::from(counter)),
-        swarm: "demo".to_string(),
-        agent: "coder".to_string(),
-        ts: Timestamp::from_unix_millis(1_767_000_000_000 + counter as i64 * 1000),
-        correlation_id: None,
-        causation_id: None,
-        scope: Scope::Shared,
-        importance: None,
-        schema_version: 1,
-        kind: EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() }),
-    }
+    Event::new(
+        "demo",
+        "coder",
+        EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() }),
+    )
+    .with_id(EventId::from_parts(1_767_000_000_000 + counter, u128::from(counter)))
+    .with_ts(Timestamp::from_unix_millis(1_767_000_000_000 + counter as i64 * 1000))
+    .with_scope(Scope::Shared)
 }
 
 /// A memory holding `texts` as messages, seq = position + 1.

@@ -118,18 +118,11 @@ fn sentence(indexes: &[usize]) -> String {
 }
 
 fn event(counter: u64, kind: EventKind) -> Event {
-    Event {
-        id: EventId::from_parts(1_760_000_000_000 + counter, u128::from(counter)),
-        swarm: "demo".to_string(),
-        agent: "coder".to_string(),
-        ts: Timestamp::from_unix_millis(1_760_000_000_000 + counter as i64 * 1000),
-        correlation_id: Some(format!("task-{}", counter % 3)),
-        causation_id: None,
-        scope: if counter % 2 == 0 { Scope::Shared } else { Scope::Private },
-        importance: None,
-        schema_version: 1,
-        kind,
-    }
+    Event::new("demo", "coder", kind)
+        .with_id(EventId::from_parts(1_760_000_000_000 + counter, u128::from(counter)))
+        .with_ts(Timestamp::from_unix_millis(1_760_000_000_000 + counter as i64 * 1000))
+        .with_task(format!("task-{}", counter % 3))
+        .with_scope(if counter % 2 == 0 { Scope::Shared } else { Scope::Private })
 }
 
 /// Turns operations into the log: (seq, event) pairs as a consumer sees them.

@@ -20,18 +20,11 @@ struct Log {
 impl Log {
     fn push(&mut self, kind: EventKind) -> String {
         let seq = self.events.len() as u64 + 1;
-        let event = Event {
-            id: EventId::from_parts(START_MS as u64 + seq, u128::from(seq)),
-            swarm: "demo".into(),
-            agent: "planner".into(),
-            ts: Timestamp::from_unix_millis(START_MS + seq as i64 * 1000),
-            correlation_id: Some("task-9".into()),
-            causation_id: None,
-            scope: Scope::Shared,
-            importance: None,
-            schema_version: 1,
-            kind,
-        };
+        let event = Event::new("demo", "planner", kind)
+            .with_id(EventId::from_parts(START_MS as u64 + seq, u128::from(seq)))
+            .with_ts(Timestamp::from_unix_millis(START_MS + seq as i64 * 1000))
+            .with_task("task-9")
+            .with_scope(Scope::Shared);
         let id = event.id.to_string();
         self.events.push((seq, event));
         id

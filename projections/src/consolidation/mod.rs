@@ -21,8 +21,8 @@ mod view;
 use std::collections::BTreeSet;
 
 use mneme_events::{
-    CURRENT_SCHEMA_VERSION, ContradictionDetected, Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged,
-    MemoryDecayed, MemoryForgotten, MemoryLink, Scope, Timestamp,
+    ContradictionDetected, Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoryDecayed, MemoryForgotten,
+    MemoryLink, Timestamp,
 };
 
 pub use contradictions::{ContradictionVerdict, contradiction_id};
@@ -71,17 +71,9 @@ impl ConsolidationPlan {
     /// deduplicated and no client can take an id before the verdict.
     pub fn events(&self, ts: Timestamp, id_key: &IdKey) -> Vec<Event> {
         let checkpoint = self.checkpoint;
-        let event = |kind_key: String, kind: EventKind| Event {
-            id: id_key.derive(&self.agent, kind.name(), &kind_key),
-            swarm: self.swarm.clone(),
-            agent: self.agent.clone(),
-            ts,
-            correlation_id: None,
-            causation_id: None,
-            scope: Scope::Private,
-            importance: None,
-            schema_version: CURRENT_SCHEMA_VERSION,
-            kind,
+        let event = |kind_key: String, kind: EventKind| {
+            let id = id_key.derive(&self.agent, kind.name(), &kind_key);
+            Event::new(&self.swarm, &self.agent, kind).with_id(id).with_ts(ts)
         };
         let mut events = Vec::new();
         for verdict in &self.contradictions {

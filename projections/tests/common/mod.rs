@@ -59,18 +59,11 @@ impl Log {
     /// Appends an event of `agent` (task = correlation id) and returns it.
     pub fn push(&mut self, agent: &str, scope: Scope, task: Option<&str>, kind: EventKind) -> Event {
         let seq = self.events.len() as u64 + 1;
-        let event = Event {
-            id: EventId::from_parts(self.start_ms as u64 + seq, u128::from(seq)),
-            swarm: "demo".into(),
-            agent: agent.into(),
-            ts: Timestamp::from_unix_millis(self.start_ms + seq as i64 * 1000),
-            correlation_id: task.map(str::to_string),
-            causation_id: None,
-            scope,
-            importance: None,
-            schema_version: 1,
-            kind,
-        };
+        let event = Event::new("demo", agent, kind)
+            .with_id(EventId::from_parts(self.start_ms as u64 + seq, u128::from(seq)))
+            .with_ts(Timestamp::from_unix_millis(self.start_ms + seq as i64 * 1000))
+            .with_correlation(task.map(str::to_string))
+            .with_scope(scope);
         self.events.push((seq, event.clone()));
         event
     }
