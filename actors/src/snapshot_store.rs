@@ -346,7 +346,7 @@ fn files_are_unreadable(error: &sled::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
+    use mneme_events::{Event, EventId, EventKind, MessageRecorded, Timestamp};
 
     fn message(seq: u64) -> Event {
         Event::new(
