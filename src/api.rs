@@ -8,7 +8,6 @@ use actix::Addr;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use metrics_exporter_prometheus::PrometheusHandle;
-use mneme_actors::swarm_config::RetrievalSection;
 use mneme_actors::{
     ActorsError, AgentHandle, AgentsWritten, Consolidator, GetAgent, ListAgents, Query, QueryAnswer, Supervisor,
     SwarmConfig, verify_against_log,
@@ -22,7 +21,7 @@ use mneme_api::memory::{
 };
 use mneme_api::params::{
     EventsParams, GraphParams, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PER_REQUEST, MinSeqParams, NoParams, ParameterError,
-    ProvenanceParams, ReplayParams, SearchParams, SearchWeights, check_item_id, quote,
+    ProvenanceParams, ReplayParams, SearchParams, check_item_id, quote,
 };
 use mneme_api::{self as wire};
 use mneme_events::Scope;
@@ -402,16 +401,8 @@ pub(crate) fn json_body<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T
 
 /// The search a request asks for, with every parameter checked; weights it
 /// leaves out are the swarm's.
-fn search_request(params: &SearchParams, defaults: &RetrievalSection) -> Result<SearchRequest, ApiError> {
-    let defaults = SearchWeights {
-        rrf_k: defaults.rrf_k,
-        bm25: defaults.bm25_weight,
-        vector: defaults.vector_weight,
-        graph: defaults.graph_weight,
-        recency: defaults.recency_weight,
-        usage: defaults.usage_weight,
-    };
-    let checked = params.check(&defaults)?;
+fn search_request(params: &SearchParams, defaults: &RetrievalWeights) -> Result<SearchRequest, ApiError> {
+    let checked = params.check()?;
     let mode = checked.mode.parse::<SearchMode>().map_err(|message| ApiError::bad_parameter("mode", message))?;
     let filters = SearchFilters {
         kinds: checked.kinds,
@@ -421,13 +412,14 @@ fn search_request(params: &SearchParams, defaults: &RetrievalSection) -> Result<
         entity: checked.entity,
         correlation_id: checked.correlation_id,
     };
+    let overrides = checked.weights;
     let weights = RetrievalWeights {
-        rrf_k: checked.weights.rrf_k,
-        bm25: checked.weights.bm25,
-        vector: checked.weights.vector,
-        graph: checked.weights.graph,
-        recency: checked.weights.recency,
-        usage: checked.weights.usage,
+        rrf_k: overrides.rrf_k.unwrap_or(defaults.rrf_k),
+        bm25: overrides.bm25.unwrap_or(defaults.bm25),
+        vector: overrides.vector.unwrap_or(defaults.vector),
+        graph: overrides.graph.unwrap_or(defaults.graph),
+        recency: overrides.recency.unwrap_or(defaults.recency),
+        usage: overrides.usage.unwrap_or(defaults.usage),
     };
     Ok(SearchRequest { query: checked.query, k: checked.k, mode, filters, weights, explain: checked.explain })
 }

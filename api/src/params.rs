@@ -169,12 +169,13 @@ fn timestamp_parameter(field: &'static str, text: Option<&str>) -> Result<Option
         .transpose()
 }
 
-fn weight_parameter(field: &'static str, value: Option<f32>, default: f32) -> Result<f32, ParameterError> {
-    let value = value.unwrap_or(default);
-    if !value.is_finite() || value < 0.0 {
-        return Err(ParameterError::invalid(field, format!("{field} must be a number of zero or more, got {value}")));
+fn weight_parameter(field: &'static str, value: Option<f32>) -> Result<Option<f32>, ParameterError> {
+    match value {
+        Some(value) if !value.is_finite() || value < 0.0 => {
+            Err(ParameterError::invalid(field, format!("{field} must be a number of zero or more, got {value}")))
+        }
+        value => Ok(value),
     }
-    Ok(value)
 }
 
 /// The query string of a route that takes no parameters: any parameter is
@@ -214,16 +215,17 @@ pub struct SearchParams {
     pub min_seq: Option<u64>,
 }
 
-/// Retrieval weights: the configured defaults going in, the request's
-/// (checked) coming out.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SearchWeights {
-    pub rrf_k: f32,
-    pub bm25: f32,
-    pub vector: f32,
-    pub graph: f32,
-    pub recency: f32,
-    pub usage: f32,
+/// The retrieval weights a request sets, each checked (a number of zero or
+/// more); what it leaves out stays the swarm's (`[retrieval]` in
+/// `swarm.toml`, `RetrievalWeights` in the projections).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WeightOverrides {
+    pub rrf_k: Option<f32>,
+    pub bm25: Option<f32>,
+    pub vector: Option<f32>,
+    pub graph: Option<f32>,
+    pub recency: Option<f32>,
+    pub usage: Option<f32>,
 }
 
 /// A search with every parameter checked and defaulted.
@@ -239,14 +241,13 @@ pub struct CheckedSearch {
     pub scopes: Vec<Scope>,
     pub entity: Option<String>,
     pub correlation_id: Option<String>,
-    pub weights: SearchWeights,
+    pub weights: WeightOverrides,
     pub explain: bool,
 }
 
 impl SearchParams {
-    /// The search this request asks for, with every parameter checked;
-    /// weights it leaves out are `defaults`.
-    pub fn check(&self, defaults: &SearchWeights) -> Result<CheckedSearch, ParameterError> {
+    /// The search this request asks for, with every parameter checked.
+    pub fn check(&self) -> Result<CheckedSearch, ParameterError> {
         check_query_text(&self.q)?;
         let k = self.k.unwrap_or(DEFAULT_K);
         check_between("k", k, MAX_K)?;
@@ -269,13 +270,13 @@ impl SearchParams {
             .collect::<Result<Vec<_>, _>>()?;
         let since = timestamp_parameter("since", self.since.as_deref())?;
         let until = timestamp_parameter("until", self.until.as_deref())?;
-        let weights = SearchWeights {
-            rrf_k: weight_parameter("rrf_k", self.rrf_k, defaults.rrf_k)?,
-            bm25: weight_parameter("bm25_weight", self.bm25_weight, defaults.bm25)?,
-            vector: weight_parameter("vector_weight", self.vector_weight, defaults.vector)?,
-            graph: weight_parameter("graph_weight", self.graph_weight, defaults.graph)?,
-            recency: weight_parameter("recency_weight", self.recency_weight, defaults.recency)?,
-            usage: weight_parameter("usage_weight", self.usage_weight, defaults.usage)?,
+        let weights = WeightOverrides {
+            rrf_k: weight_parameter("rrf_k", self.rrf_k)?,
+            bm25: weight_parameter("bm25_weight", self.bm25_weight)?,
+            vector: weight_parameter("vector_weight", self.vector_weight)?,
+            graph: weight_parameter("graph_weight", self.graph_weight)?,
+            recency: weight_parameter("recency_weight", self.recency_weight)?,
+            usage: weight_parameter("usage_weight", self.usage_weight)?,
         };
         Ok(CheckedSearch {
             query: self.q.clone(),
@@ -532,11 +533,8 @@ mod tests {
         serde_urlencoded::from_str::<T>(query_string).expect("parses")
     }
 
-    const DEFAULT_WEIGHTS: SearchWeights =
-        SearchWeights { rrf_k: 60.0, bm25: 1.0, vector: 1.0, graph: 1.0, recency: 0.0, usage: 0.0 };
-
     fn search(query_string: &str) -> Result<CheckedSearch, ParameterError> {
-        parsed::<SearchParams>(query_string).check(&DEFAULT_WEIGHTS)
+        parsed::<SearchParams>(query_string).check()
     }
 
     #[test]
@@ -550,7 +548,7 @@ mod tests {
     #[test]
     fn search_defaults_and_limits() {
         let checked = search("q=rotate+keys").unwrap();
-        assert_eq!((checked.k, checked.mode, checked.weights), (10, "hybrid", DEFAULT_WEIGHTS));
+        assert_eq!((checked.k, checked.mode, checked.weights), (10, "hybrid", WeightOverrides::default()));
         assert_eq!(search("q=a&k=1000").unwrap().k, MAX_K);
         let over = search("q=a&k=1001").unwrap_err();
         assert_eq!(over, ParameterError::OutOfRange { field: "k", value: 1001, max: MAX_K });
@@ -570,7 +568,10 @@ mod tests {
         assert_eq!(search("q=a&rrf_k=NaN").unwrap_err().field(), "rrf_k");
         assert_eq!(search("q=a&usage_weight=inf").unwrap_err().field(), "usage_weight");
         let checked = search("q=a&mode=bm25&kind=+fact_asserted+,&scope=shared&vector_weight=0.5").unwrap();
-        assert_eq!((checked.mode, checked.kinds, checked.weights.vector), ("bm25", vec!["fact_asserted".into()], 0.5));
+        assert_eq!(
+            (checked.mode, checked.kinds, checked.weights.vector, checked.weights.bm25),
+            ("bm25", vec!["fact_asserted".into()], Some(0.5), None)
+        );
     }
 
     #[test]

@@ -15,8 +15,6 @@ use mneme_api::params::*;
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
 
-const DEFAULT_WEIGHTS: SearchWeights =
-    SearchWeights { rrf_k: 60.0, bm25: 1.0, vector: 1.0, graph: 1.0, recency: 0.1, usage: 0.1 };
 const DEFAULT_BUDGET: usize = 2000;
 
 fuzz_target!(|bytes: &[u8]| {
@@ -75,14 +73,15 @@ fn check_refusal(error: &ParameterError) {
 
 fn search(params: Option<SearchParams>) {
     let Some(params) = params else { return };
-    match params.check(&DEFAULT_WEIGHTS) {
+    match params.check() {
         Ok(checked) => {
             assert!(checked.query.len() <= MAX_QUERY_BYTES);
             assert!((1..=MAX_K).contains(&checked.k));
             assert!(SEARCH_MODES.contains(&checked.mode));
             assert!(checked.kinds.iter().all(|kind| mneme_events::EventKind::NAMES.contains(&kind.as_str())));
             let weights = checked.weights;
-            for weight in [weights.rrf_k, weights.bm25, weights.vector, weights.graph, weights.recency, weights.usage] {
+            let set = [weights.rrf_k, weights.bm25, weights.vector, weights.graph, weights.recency, weights.usage];
+            for weight in set.into_iter().flatten() {
                 assert!(weight.is_finite() && weight >= 0.0, "weight {weight} passed");
             }
         }

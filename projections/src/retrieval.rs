@@ -80,16 +80,28 @@ pub struct SearchFilters {
     pub correlation_id: Option<String>,
 }
 
-/// Weights of the fused rankings.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Weights of the fused rankings: the one type of them. `swarm.toml`'s
+/// `[retrieval]` section is this (`rrf_k`, `bm25_weight`, `vector_weight`,
+/// `graph_weight`, `recency_weight`, `usage_weight`; what it leaves out is
+/// the default), and a search request may override each weight.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RetrievalWeights {
+    /// The `k` of reciprocal rank fusion: `score = sum(weight / (k + rank))`.
     pub rrf_k: f32,
+    #[serde(rename = "bm25_weight")]
     pub bm25: f32,
+    #[serde(rename = "vector_weight")]
     pub vector: f32,
+    #[serde(rename = "graph_weight")]
     pub graph: f32,
+    /// Weight of the recency prior, fused like a fourth retriever that ranks
+    /// candidates newest first.
+    #[serde(rename = "recency_weight")]
     pub recency: f32,
     /// Weight of the usage prior: candidates that were cited more than
     /// ignored (and retrieved often) ranked by how useful they proved.
+    #[serde(rename = "usage_weight")]
     pub usage: f32,
 }
 

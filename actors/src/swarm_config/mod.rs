@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mneme_projections::embed::Embedder;
-use mneme_projections::{MemoryConfig, SharedContent, TextIndex};
+use mneme_projections::{MemoryConfig, RetrievalWeights, SharedContent, TextIndex};
 use serde::Deserialize;
 
 pub use access::{ApiToken, HttpTokenEntry, Secret, api_token_environment_variable};
@@ -37,7 +37,8 @@ pub struct SwarmConfig {
     #[serde(default)]
     pub embedder: EmbedderSection,
     #[serde(default)]
-    pub retrieval: RetrievalSection,
+    /// Defaults of hybrid retrieval; a search request may override them.
+    pub retrieval: RetrievalWeights,
     #[serde(default)]
     pub compression: CompressionSection,
     #[serde(default)]
@@ -76,29 +77,6 @@ pub struct EmbedderSection {
     pub static_model_dir: PathBuf,
     #[serde(default = "default_minilm_dir")]
     pub minilm_dir: PathBuf,
-}
-
-/// Defaults of hybrid retrieval; a search request may override them.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RetrievalSection {
-    /// The `k` of reciprocal rank fusion: `score = sum(weight / (k + rank))`.
-    #[serde(default = "default_rrf_k")]
-    pub rrf_k: f32,
-    #[serde(default = "one")]
-    pub bm25_weight: f32,
-    #[serde(default = "one")]
-    pub vector_weight: f32,
-    #[serde(default = "one")]
-    pub graph_weight: f32,
-    /// Weight of the recency prior, fused like a fourth retriever that ranks
-    /// candidates newest first.
-    #[serde(default = "default_recency_weight")]
-    pub recency_weight: f32,
-    /// Weight of the usage prior: candidates cited more than ignored (and
-    /// retrieved often, as recorded by consolidation) ranked by usefulness.
-    #[serde(default = "default_usage_weight")]
-    pub usage_weight: f32,
 }
 
 /// How memory compresses what it keeps: large tool outputs, and completed
@@ -263,19 +241,6 @@ pub struct MemorySection {
 fn yes() -> bool {
     true
 }
-fn one() -> f32 {
-    1.0
-}
-fn default_rrf_k() -> f32 {
-    60.0
-}
-fn default_usage_weight() -> f32 {
-    0.25
-}
-
-fn default_recency_weight() -> f32 {
-    0.25
-}
 fn default_static_model_dir() -> PathBuf {
     PathBuf::from("models/static-minilm-l6-256")
 }
@@ -383,19 +348,6 @@ impl Default for EmbedderSection {
     }
 }
 
-impl Default for RetrievalSection {
-    fn default() -> Self {
-        RetrievalSection {
-            rrf_k: default_rrf_k(),
-            bm25_weight: 1.0,
-            vector_weight: 1.0,
-            graph_weight: 1.0,
-            recency_weight: default_recency_weight(),
-            usage_weight: default_usage_weight(),
-        }
-    }
-}
-
 impl Default for HttpSection {
     fn default() -> Self {
         HttpSection {
@@ -490,7 +442,7 @@ impl SwarmConfig {
             http: HttpSection::default(),
             memory: MemorySection::default(),
             embedder: EmbedderSection::default(),
-            retrieval: RetrievalSection::default(),
+            retrieval: RetrievalWeights::default(),
             compression: CompressionSection::default(),
             consolidation: ConsolidationSection::default(),
             handoffs: HandoffsSection::default(),
@@ -556,11 +508,11 @@ impl SwarmConfig {
         }
         let weights = [
             ("retrieval.rrf_k", self.retrieval.rrf_k),
-            ("retrieval.bm25_weight", self.retrieval.bm25_weight),
-            ("retrieval.vector_weight", self.retrieval.vector_weight),
-            ("retrieval.graph_weight", self.retrieval.graph_weight),
-            ("retrieval.recency_weight", self.retrieval.recency_weight),
-            ("retrieval.usage_weight", self.retrieval.usage_weight),
+            ("retrieval.bm25_weight", self.retrieval.bm25),
+            ("retrieval.vector_weight", self.retrieval.vector),
+            ("retrieval.graph_weight", self.retrieval.graph),
+            ("retrieval.recency_weight", self.retrieval.recency),
+            ("retrieval.usage_weight", self.retrieval.usage),
         ];
         for (key, value) in weights {
             if !value.is_finite() || value < 0.0 {
@@ -606,18 +558,6 @@ impl SwarmConfig {
             // Fresh per call: the memories built from one config (one
             // supervisor's) share it.
             shared: SharedContent::new(TextIndex::new().expect("an empty in-RAM index can be created"), dimensions),
-        }
-    }
-
-    /// The configured retrieval defaults as request weights.
-    pub fn retrieval_weights(&self) -> mneme_projections::RetrievalWeights {
-        mneme_projections::RetrievalWeights {
-            rrf_k: self.retrieval.rrf_k,
-            bm25: self.retrieval.bm25_weight,
-            vector: self.retrieval.vector_weight,
-            graph: self.retrieval.graph_weight,
-            recency: self.retrieval.recency_weight,
-            usage: self.retrieval.usage_weight,
         }
     }
 
@@ -710,6 +650,21 @@ fn error_of(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[retrieval]` is the projections' `RetrievalWeights`: the keys the
+    /// README documents, defaults for what is left out, and a key it does
+    /// not know refused.
+    #[test]
+    fn the_retrieval_section_is_the_retrieval_weights() {
+        let config = SwarmConfig::parse("[swarm]\nname = \"demo\"\n[retrieval]\nbm25_weight = 2.5\n", "t").unwrap();
+        let defaults = RetrievalWeights::default();
+        assert_eq!(config.retrieval, RetrievalWeights { bm25: 2.5, ..defaults });
+        assert_eq!(SwarmConfig::with_name("demo").retrieval, defaults);
+        let unknown = error_of("[swarm]\nname = \"demo\"\n[retrieval]\nbm25 = 2.5\n");
+        assert!(unknown.contains("bm25"), "{unknown}");
+        let negative = error_of("[swarm]\nname = \"demo\"\n[retrieval]\nrecency_weight = -1\n");
+        assert!(negative.contains("retrieval.recency_weight"), "{negative}");
+    }
 
     #[test]
     fn the_shipped_swarm_toml_is_valid() {
