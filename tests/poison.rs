@@ -8,6 +8,9 @@
 mod common;
 
 use common::MnemeServer;
+use mneme_api::ErrorBody;
+use mneme_api::log::{AcceptedEvents, DeadLetters};
+use mneme_api::memory::{ItemAnswer, ReplayAnswer, SearchAnswer};
 use mneme_nats::server::NatsServer;
 use serde_json::{Value, json};
 
@@ -96,60 +99,58 @@ fn poison_records_are_dead_lettered_once_with_their_reason_and_the_consumer_move
     let (status, accepted) = server.post("/v1/events", &references.to_string());
     assert_eq!(status, 202, "{accepted}");
     let last_good = good_event(40, "coder", "the last good event: the ledger migration finished");
-    let (status, accepted) = server.post("/v1/events", &last_good.to_string());
-    assert_eq!(status, 202, "{accepted}");
-    let last_seq = accepted["accepted"][0]["seq"].as_u64().unwrap();
+    let accepted: AcceptedEvents = server.post_typed("/v1/events", &last_good.to_string());
+    let last_seq = accepted.accepted[0].seq;
 
     // The consumer went past every poison record: the last event is found.
-    let hits =
-        server.get(&format!("/v1/swarms/demo/agents/coder/search?q=ledger+migration&mode=bm25&min_seq={last_seq}"));
-    assert_eq!(hits["hits"][0]["item_id"], "01KG0000000000000000000040", "{hits}");
-    let all_good =
-        server.get(&format!("/v1/swarms/demo/agents/coder/search?q=rotated+signing&mode=bm25&k=50&min_seq={last_seq}"));
-    assert_eq!(all_good["hits"].as_array().unwrap().len(), poison.len(), "every good event was applied: {all_good}");
+    let hits: SearchAnswer = server
+        .get_typed(&format!("/v1/swarms/demo/agents/coder/search?q=ledger+migration&mode=bm25&min_seq={last_seq}"));
+    assert_eq!(hits.hits[0].item_id, "01KG0000000000000000000040", "{hits:?}");
+    let all_good: SearchAnswer = server
+        .get_typed(&format!("/v1/swarms/demo/agents/coder/search?q=rotated+signing&mode=bm25&k=50&min_seq={last_seq}"));
+    assert_eq!(all_good.hits.len(), poison.len(), "every good event was applied: {all_good:?}");
 
     let check_letters = |server: &MnemeServer| {
-        let letters = server.get("/v1/swarms/demo/deadletters")["dead_letters"].as_array().unwrap().clone();
-        let seqs: Vec<u64> = letters.iter().map(|letter| letter["seq"].as_u64().unwrap()).collect();
+        let letters = server.get_typed::<DeadLetters>("/v1/swarms/demo/deadletters").dead_letters;
+        let seqs: Vec<u64> = letters.iter().map(|letter| letter.seq).collect();
         assert_eq!(seqs, poison_seqs, "one dead letter per poison record, no more: {letters:?}");
         for (letter, (_, _, expected)) in letters.iter().zip(&poison) {
-            let reason = letter["reason"].as_str().unwrap();
-            assert!(reason.contains(expected), "seq {}: reason {reason:?} should name {expected:?}", letter["seq"]);
-            eprintln!("checked: seq {} dead-lettered: {reason}", letter["seq"]);
+            let reason = &letter.reason;
+            assert!(reason.contains(expected), "seq {}: reason {reason:?} should name {expected:?}", letter.seq);
+            eprintln!("checked: seq {} dead-lettered: {reason}", letter.seq);
         }
     };
     check_letters(&server);
     assert_eq!(metric(&server, "mneme_events_dead_lettered_total{agent=\"coder\"}"), poison.len() as u64);
     assert_eq!(metric(&server, "mneme_conflicting_duplicates_total{agent=\"coder\"}"), 1);
-    let first = server.get("/v1/swarms/demo/agents/coder/items/01KG0000000000000000000000");
-    assert!(first["text"].as_str().unwrap().contains("signing key number 0"), "{first}");
+    let first: ItemAnswer = server.get_typed("/v1/swarms/demo/agents/coder/items/01KG0000000000000000000000");
+    assert!(first.text.contains("signing key number 0"), "{first:?}");
 
     // Through the API a conflicting duplicate is refused before it reaches
     // the log; the same event again (a retry with a new time) is a duplicate.
     let mut retried = good_event(1, "coder", "the coder rotated signing key number 1");
     retried["ts"] = json!("2026-04-01T11:00:00Z");
-    let (status, answer) = server.post("/v1/events", &retried.to_string());
-    assert_eq!((status, answer["accepted"][0]["duplicate"].clone()), (202, json!(true)), "{answer}");
+    let answer: AcceptedEvents = server.post_typed("/v1/events", &retried.to_string());
+    assert!(answer.accepted[0].duplicate, "{answer:?}");
     let changed = good_event(1, "coder", "different text under a used id");
-    let (status, refused) = server.post("/v1/events", &json!([good_event(42, "coder", "fine"), changed]).to_string());
-    assert_eq!(status, 409, "{refused}");
-    assert_eq!(refused["error"]["code"], "conflicting_duplicate", "{refused}");
-    assert_eq!(refused["error"]["field"], "[1].id", "{refused}");
-    eprintln!("checked: a conflicting duplicate over HTTP is refused: {}", refused["error"]["message"]);
-    let verified = server.post(&format!("/v1/swarms/demo/agents/coder/replay?verify=true&min_seq={last_seq}"), "{}");
-    assert_eq!(verified.1["matches"], true, "{}", verified.1);
-    assert_eq!(verified.1["dead_lettered"], poison.len(), "replay skips the same records: {}", verified.1);
+    let (status, ErrorBody { error }) =
+        server.post_refused("/v1/events", &json!([good_event(42, "coder", "fine"), changed]).to_string());
+    assert_eq!(status, 409, "{error:?}");
+    assert_eq!((error.code.as_str(), error.field.as_deref()), ("conflicting_duplicate", Some("[1].id")), "{error:?}");
+    eprintln!("checked: a conflicting duplicate over HTTP is refused: {}", error.message);
+    let verified: ReplayAnswer =
+        server.post_typed(&format!("/v1/swarms/demo/agents/coder/replay?verify=true&min_seq={last_seq}"), "{}");
+    assert_eq!(verified.matches, Some(true), "{verified:?}");
+    assert_eq!(verified.dead_lettered, poison.len(), "replay skips the same records: {verified:?}");
 
     // After a restart the memory resumes past the poison: nothing is
     // dead-lettered again, nothing stalls.
     server.restart();
     let next = good_event(41, "coder", "after the restart the gateway timeout was raised");
-    let (status, accepted) = server.post("/v1/events", &next.to_string());
-    assert_eq!(status, 202, "{accepted}");
-    let next_seq = accepted["accepted"][0]["seq"].as_u64().unwrap();
-    let hits =
-        server.get(&format!("/v1/swarms/demo/agents/coder/search?q=gateway+timeout&mode=bm25&min_seq={next_seq}"));
-    assert_eq!(hits["hits"][0]["item_id"], "01KG0000000000000000000041", "{hits}");
+    let next_seq = server.post_typed::<AcceptedEvents>("/v1/events", &next.to_string()).accepted[0].seq;
+    let hits: SearchAnswer = server
+        .get_typed(&format!("/v1/swarms/demo/agents/coder/search?q=gateway+timeout&mode=bm25&min_seq={next_seq}"));
+    assert_eq!(hits.hits[0].item_id, "01KG0000000000000000000041", "{hits:?}");
     check_letters(&server);
     eprintln!(
         "checked: {} dead letters with their reasons, {} counted in mneme_events_dead_lettered_total, every good event applied, none re-filed after a restart",
@@ -172,29 +173,24 @@ fn past_the_duplicate_window_a_conflicting_duplicate_is_dead_lettered_and_the_fi
     let config = format!("\n[log]\nbackend = \"nats\"\nnats_url = \"{}\"\nduplicate_window_secs = 1\n", nats.url());
     let server = MnemeServer::start_with(work.path(), None, &config);
     let first = good_event(1, "coder", "the ledger moved to postgres");
-    let (status, accepted) = server.post("/v1/events", &first.to_string());
-    assert_eq!(status, 202, "{accepted}");
-    let first_seq = accepted["accepted"][0]["seq"].as_u64().unwrap();
+    let first_seq = server.post_typed::<AcceptedEvents>("/v1/events", &first.to_string()).accepted[0].seq;
     std::thread::sleep(std::time::Duration::from_millis(1500));
 
-    let (status, again) = server.post("/v1/events", &first.to_string());
-    assert_eq!((status, again["accepted"][0]["duplicate"].clone()), (202, json!(false)), "{again}");
+    let again: AcceptedEvents = server.post_typed("/v1/events", &first.to_string());
+    assert!(!again.accepted[0].duplicate, "{again:?}");
     // Past the window of that copy too: within it the log itself would
     // compare and refuse (409).
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let changed = good_event(1, "coder", "the ledger moved to sqlite");
-    let (status, stored) = server.post("/v1/events", &changed.to_string());
-    assert_eq!(status, 202, "{stored}");
-    let changed_seq = stored["accepted"][0]["seq"].as_u64().unwrap();
+    let changed_seq = server.post_typed::<AcceptedEvents>("/v1/events", &changed.to_string()).accepted[0].seq;
 
-    let item =
-        server.get(&format!("/v1/swarms/demo/agents/coder/items/01KG0000000000000000000001?min_seq={changed_seq}"));
-    assert!(item["text"].as_str().unwrap().contains("postgres"), "{item}");
-    let letters = server.get("/v1/swarms/demo/deadletters")["dead_letters"].clone();
-    let letters = letters.as_array().unwrap();
+    let item: ItemAnswer = server
+        .get_typed(&format!("/v1/swarms/demo/agents/coder/items/01KG0000000000000000000001?min_seq={changed_seq}"));
+    assert!(item.text.contains("postgres"), "{item:?}");
+    let letters = server.get_typed::<DeadLetters>("/v1/swarms/demo/deadletters").dead_letters;
     assert_eq!(letters.len(), 1, "only the conflicting copy is dead-lettered: {letters:?}");
-    assert_eq!(letters[0]["seq"], changed_seq);
-    let reason = letters[0]["reason"].as_str().unwrap();
+    assert_eq!(letters[0].seq, changed_seq);
+    let reason = &letters[0].reason;
     assert!(
         reason.starts_with(&format!(
             "conflicting_duplicate: event id 01KG0000000000000000000001 was first applied at seq {first_seq}"
@@ -202,6 +198,7 @@ fn past_the_duplicate_window_a_conflicting_duplicate_is_dead_lettered_and_the_fi
         "{reason}"
     );
     assert_eq!(metric(&server, "mneme_conflicting_duplicates_total{agent=\"coder\"}"), 1);
-    let verified = server.post(&format!("/v1/swarms/demo/agents/coder/replay?verify=true&min_seq={changed_seq}"), "{}");
-    assert_eq!(verified.1["matches"], true, "{}", verified.1);
+    let verified: ReplayAnswer =
+        server.post_typed(&format!("/v1/swarms/demo/agents/coder/replay?verify=true&min_seq={changed_seq}"), "{}");
+    assert_eq!(verified.matches, Some(true), "{verified:?}");
 }

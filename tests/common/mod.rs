@@ -225,6 +225,25 @@ impl MnemeServer {
         body
     }
 
+    /// GETs and reads the answer as the wire type `T` (a 200 expected).
+    pub fn get_typed<T: serde::de::DeserializeOwned>(&self, path_and_query: &str) -> T {
+        typed(&format!("GET {path_and_query}"), self.get(path_and_query))
+    }
+
+    /// POSTs and reads the answer as the wire type `T` (a 2xx expected).
+    pub fn post_typed<T: serde::de::DeserializeOwned>(&self, path: &str, body: &str) -> T {
+        let (status, answer) = self.post(path, body);
+        assert!((200..300).contains(&status), "POST {path}: {status} {answer}");
+        typed(&format!("POST {path}"), answer)
+    }
+
+    /// POSTs a request that must be refused: its status and error body.
+    pub fn post_refused(&self, path: &str, body: &str) -> (u16, mneme_api::ErrorBody) {
+        let (status, answer) = self.post(path, body);
+        assert!(status >= 400, "POST {path} was not refused: {status} {answer}");
+        (status, typed(&format!("POST {path}"), answer))
+    }
+
     /// GETs with this bearer token (or none); returns the status and the
     /// JSON answer, errors included.
     pub fn get_as(&self, token: Option<&str>, path_and_query: &str) -> (u16, Value) {
@@ -300,4 +319,11 @@ pub fn encode(text: &str) -> String {
             _ => format!("%{byte:02X}"),
         })
         .collect()
+}
+
+/// An answer read as the wire type the server answers with.
+pub fn typed<T: serde::de::DeserializeOwned>(request: &str, answer: Value) -> T {
+    serde_json::from_value(answer.clone()).unwrap_or_else(|error| {
+        panic!("{request}: the answer is not a {}: {error}: {answer}", std::any::type_name::<T>())
+    })
 }
