@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::MnemeServer;
+use common::{MnemeServer, typed};
+use mneme_api::log::{Accepted, AcceptedEvents, EventsPage, Health, LogEntry};
+use mneme_api::memory::{Digest, Hit, ReplayAnswer, SearchAnswer};
+use mneme_events::EventKind;
 use serde_json::{Value, json};
 
 const AGENTS: [&str; 3] = ["planner", "coder", "reviewer"];
@@ -102,17 +105,11 @@ fn batch(first: u64, size: u64) -> Value {
     Value::Array((first..first + size).map(event).collect())
 }
 
-/// An acknowledged event: its id, its seq, and whether it was on the log
-/// already (sent before, unacknowledged).
-struct Acknowledged {
-    id: String,
-    seq: u64,
-    duplicate: bool,
-}
-
 /// POSTs a batch as the operator; `None` when the server did not answer
 /// (it was killed before or while answering).
-fn try_publish(server: &MnemeServer, events: &Value) -> Option<Vec<Acknowledged>> {
+/// Each event's acknowledgement: its id, its seq, and whether it was on the
+/// log already (sent before, unacknowledged).
+fn try_publish(server: &MnemeServer, events: &Value) -> Option<Vec<Accepted>> {
     let request = ureq::post(&format!("{}/v1/events", server.url))
         .set("content-type", "application/json")
         .set("authorization", &format!("Bearer {OPERATOR_TOKEN}"))
@@ -120,18 +117,8 @@ fn try_publish(server: &MnemeServer, events: &Value) -> Option<Vec<Acknowledged>
     match request.send_string(&events.to_string()) {
         Ok(response) => {
             assert_eq!(response.status(), 202);
-            let answer: Value = response.into_json().ok()?;
-            let accepted = answer["accepted"].as_array().unwrap();
-            Some(
-                accepted
-                    .iter()
-                    .map(|accepted| Acknowledged {
-                        id: accepted["id"].as_str().unwrap().to_string(),
-                        seq: accepted["seq"].as_u64().unwrap(),
-                        duplicate: accepted["duplicate"].as_bool().unwrap(),
-                    })
-                    .collect(),
-            )
+            let answer: AcceptedEvents = response.into_json().ok()?;
+            Some(answer.accepted)
         }
         Err(ureq::Error::Status(status, response)) => {
             panic!("the server refused a valid batch with {status}: {}", response.into_string().unwrap())
@@ -148,20 +135,21 @@ fn log_ids(server: &MnemeServer) -> BTreeMap<String, Vec<u64>> {
         let (status, page) =
             server.get_as(Some(OPERATOR_TOKEN), &format!("/v1/swarms/demo/events?from_seq={from_seq}&limit=10000"));
         assert_eq!(status, 200, "{page}");
-        let events = page["events"].as_array().unwrap();
-        if events.is_empty() {
+        let page: EventsPage = typed("an events page", page);
+        if page.events.is_empty() {
             return ids;
         }
-        for event in events {
-            let seq = event["seq"].as_u64().unwrap();
-            ids.entry(event["id"].as_str().unwrap().to_string()).or_default().push(seq);
-            from_seq = seq + 1;
+        for entry in &page.events {
+            let LogEntry::Event(event) = entry else { panic!("an invalid record on the log: {entry:?}") };
+            let id = event.decode().expect("the log's events decode").id;
+            ids.entry(id.to_string()).or_default().push(event.seq);
+            from_seq = event.seq + 1;
         }
     }
 }
 
 fn last_seq(server: &MnemeServer) -> u64 {
-    server.get_as(None, "/healthz").1["last_seq"].as_u64().unwrap()
+    typed::<Health>("GET /healthz", server.get_as(None, "/healthz").1).last_seq
 }
 
 /// Checks the log against what was acknowledged: each acknowledged id is on
@@ -188,17 +176,18 @@ fn assert_each_handoff_delivered_once(server: &MnemeServer, acknowledged: &BTree
         let mut from_seq = 1;
         loop {
             let path = format!("/v1/swarms/demo/events?from_seq={from_seq}&limit=10000");
-            let page = server.get_as(Some(OPERATOR_TOKEN), &path).1;
-            let events = page["events"].as_array().unwrap();
-            if events.is_empty() {
+            let page: EventsPage = typed(&path, server.get_as(Some(OPERATOR_TOKEN), &path).1);
+            if page.events.is_empty() {
                 break;
             }
-            for event in events {
-                from_seq = event["seq"].as_u64().unwrap() + 1;
-                match event["kind"].as_str().unwrap() {
-                    "handoff_sent" => sent.push(event["id"].as_str().unwrap().to_string()),
-                    "handoff_received" => {
-                        *received.entry(event["data"]["handoff_id"].as_str().unwrap().to_string()).or_default() += 1
+            for entry in &page.events {
+                from_seq = entry.seq() + 1;
+                let LogEntry::Event(entry) = entry else { panic!("an invalid record on the log: {entry:?}") };
+                let event = entry.decode().expect("the log's events decode");
+                match &event.kind {
+                    EventKind::HandoffSent(_) => sent.push(event.id.to_string()),
+                    EventKind::HandoffReceived(delivery) => {
+                        *received.entry(delivery.handoff_id.to_string()).or_default() += 1
                     }
                     _ => {}
                 }
@@ -230,10 +219,10 @@ fn assert_memories_equal_replay(server: &MnemeServer, min_seq: u64) {
                 continue;
             }
             assert_eq!(status, 200, "{report}");
-            break report;
+            break typed::<ReplayAnswer>(&path, report);
         };
-        assert_eq!(report["matches"], true, "{agent}: live memory differs from a replay of the log: {report}");
-        assert!(report["seq"].as_u64().unwrap() >= min_seq, "{report}");
+        assert_eq!(report.matches, Some(true), "{agent}: live memory differs from a replay of the log: {report:?}");
+        assert!(report.seq >= min_seq, "{report:?}");
     }
 }
 
@@ -254,7 +243,8 @@ fn assert_scopes_and_tokens_hold(server: &MnemeServer, min_seq: u64) {
     assert!(!reviewer.to_string().contains(PLANNER_SECRET), "the planner's secret reached the reviewer: {reviewer}");
     let (status, planner) = search(Some(OPERATOR_TOKEN), "planner");
     assert_eq!(status, 200, "{planner}");
-    assert!(!planner["hits"].as_array().unwrap().is_empty(), "the planner finds its own private notes: {planner}");
+    let planner: SearchAnswer = typed("the planner's search", planner);
+    assert!(!planner.hits.is_empty(), "the planner finds its own private notes: {planner:?}");
     assert_eq!(server.get_as(Some(CODER_TOKEN), "/v1/swarms/demo/events").0, 403);
 }
 
@@ -470,7 +460,7 @@ fn text_index_reuse(log: &str) -> BTreeMap<String, bool> {
 }
 
 /// Each agent's BM25 and hybrid hits (ids and scores) for a few queries.
-fn searches(server: &MnemeServer, min_seq: u64) -> Vec<Value> {
+fn searches(server: &MnemeServer, min_seq: u64) -> Vec<Vec<Hit>> {
     let mut answers = Vec::new();
     for agent in AGENTS {
         for query in ["retry budget", "ledger", "cargo test billing", "panicked"] {
@@ -481,7 +471,7 @@ fn searches(server: &MnemeServer, min_seq: u64) -> Vec<Value> {
                 );
                 let (status, body) = server.get_as(Some(OPERATOR_TOKEN), &path);
                 assert_eq!(status, 200, "{body}");
-                answers.push(body["hits"].clone());
+                answers.push(typed::<SearchAnswer>(&path, body).hits);
             }
         }
     }
@@ -584,7 +574,7 @@ fn a_damaged_or_truncated_snapshot_is_detected_and_rebuilt_from_the_log_never_se
         let (status, digest) =
             server.get_as(Some(OPERATOR_TOKEN), &format!("/v1/swarms/demo/agents/{agent}/digest?min_seq={log_end}"));
         assert_eq!(status, 200, "{digest}");
-        digest["digest"].as_str().unwrap().to_string()
+        typed::<Digest>("a digest", digest).digest
     };
     let before: Vec<String> = AGENTS.iter().map(|agent| digest_of(&server, agent)).collect();
     let searches_before = searches(&server, log_end);
