@@ -8,7 +8,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{MnemeServer, encode};
+use common::{MnemeServer, encode, typed};
+use mneme_api::ErrorBody;
+use mneme_api::context::ContextAnswer;
+use mneme_api::log::{AcceptedEvents, AgentProvenance, EventsPage, LogEntry};
+use mneme_api::memory::{ItemAnswer, SearchAnswer};
 use mneme_events::EventId;
 use mneme_nats::server::NatsServer;
 use serde_json::{Value, json};
@@ -44,20 +48,21 @@ fn publish_decisions(server: &MnemeServer) -> (String, String, u64) {
     let postgres_id = postgres["id"].as_str().unwrap().to_string();
     let message =
         event("coder", "message_recorded", json!({"role": "assistant", "text": "storage settled"}), Some(0.3));
-    let (status, accepted) = server.post("/v1/events", &json!([redis, postgres, message]).to_string());
-    assert_eq!(status, 202, "{accepted}");
-    let last_seq = accepted["accepted"][2]["seq"].as_u64().unwrap();
+    let accepted: AcceptedEvents = server.post_typed("/v1/events", &json!([redis, postgres, message]).to_string());
+    let last_seq = accepted.accepted[2].seq;
     (redis_id, postgres_id, last_seq)
 }
 
 fn assert_unknown_field(what: &str, (status, body): (u16, Value), field: &str) {
     eprintln!("  {what}: {status} {body}");
     assert_eq!(status, 400, "{what}: {body}");
-    assert_eq!(body["error"]["status"], 400, "{what}: {body}");
-    assert_eq!(body["error"]["code"], "unknown_field", "{what}: {body}");
-    assert_eq!(body["error"]["field"], field, "{what}: {body}");
-    let message = body["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains(field), "{what}: the message does not name {field:?}: {body}");
+    let ErrorBody { error } = typed(what, body);
+    assert_eq!(
+        (error.status, error.code.as_str(), error.field.as_deref()),
+        (400, "unknown_field", Some(field)),
+        "{what}"
+    );
+    assert!(error.message.contains(field), "{what}: the message does not name {field:?}: {}", error.message);
 }
 
 #[test]
@@ -102,27 +107,33 @@ fn over_http_unknown_fields_are_refused_superseded_items_say_so_and_importance_i
     // What the verb takes still works.
     let (status, context) = post_context(json!({"query": "refresh tokens in postgres", "budget": 500, "min_seq": seq}));
     assert_eq!(status, 200, "{context}");
-    assert!(context["text"].as_str().unwrap().contains("postgres"), "{context}");
+    let context: ContextAnswer = typed("context", context);
+    assert!(context.text.contains("postgres"), "{context:?}");
 
     // Item 3: the superseded decision says what replaced it.
-    let search = server.get(&format!("{base}/search?q={}&min_seq={seq}", encode("refresh tokens redis postgres")));
-    let hit = |id: &str| search["hits"].as_array().unwrap().iter().find(|hit| hit["item_id"] == id).cloned();
-    assert_eq!(hit(&redis_id).expect("the redis decision is a hit")["superseded_by"], postgres_id.as_str(), "{search}");
-    assert_eq!(hit(&postgres_id).expect("the postgres decision is a hit")["superseded_by"], Value::Null, "{search}");
-    let redis = server.get(&format!("{base}/items/{redis_id}"));
-    assert_eq!(redis["superseded_by"], postgres_id.as_str(), "{redis}");
-    assert_eq!(redis["state"], "active", "{redis}");
+    let search: SearchAnswer =
+        server.get_typed(&format!("{base}/search?q={}&min_seq={seq}", encode("refresh tokens redis postgres")));
+    let superseded_by = |id: &str| {
+        let hit = search.hits.iter().find(|hit| hit.item_id == id);
+        hit.unwrap_or_else(|| panic!("{id} is a hit: {search:?}")).superseded_by.clone()
+    };
+    assert_eq!(superseded_by(&redis_id), Some(postgres_id.clone()));
+    assert_eq!(superseded_by(&postgres_id), None);
+    let redis: ItemAnswer = server.get_typed(&format!("{base}/items/{redis_id}"));
+    assert_eq!((redis.superseded_by.as_deref(), redis.state.as_str()), (Some(postgres_id.as_str()), "active"));
 
     // Item 10: importance as published, in the item, the log and provenance.
-    let postgres = server.get(&format!("{base}/items/{postgres_id}"));
-    assert_eq!(postgres["importance"].as_f64(), Some(0.8), "{postgres}");
-    assert_eq!(postgres["superseded_by"], Value::Null, "{postgres}");
-    let events = server.get("/v1/swarms/demo/events");
-    let published: Vec<Option<f64>> =
-        events["events"].as_array().unwrap().iter().map(|event| event["importance"].as_f64()).collect();
-    assert_eq!(published, [None, Some(0.8), Some(0.3)], "{events}");
-    let provenance = server.get(&format!("{base}/provenance/{postgres_id}"));
-    assert_eq!(provenance["events"][0]["importance"].as_f64(), Some(0.8), "{provenance}");
+    let postgres: ItemAnswer = server.get_typed(&format!("{base}/items/{postgres_id}"));
+    assert_eq!((postgres.importance, postgres.superseded_by.as_deref()), (Some(0.8), None), "{postgres:?}");
+    let importance = |entry: &LogEntry| match entry {
+        LogEntry::Event(event) => event.decode().expect("the log's events decode").importance,
+        LogEntry::Invalid(invalid) => panic!("an invalid record: {invalid:?}"),
+    };
+    let events: EventsPage = server.get_typed("/v1/swarms/demo/events");
+    let published: Vec<Option<f32>> = events.events.iter().map(importance).collect();
+    assert_eq!(published, [None, Some(0.8), Some(0.3)], "{events:?}");
+    let provenance: AgentProvenance = server.get_typed(&format!("{base}/provenance/{postgres_id}"));
+    assert_eq!(importance(&provenance.events[0]), Some(0.8), "{provenance:?}");
 }
 
 #[test]
@@ -152,15 +163,11 @@ fn over_nats_query_bodies_refuse_unknown_fields_naming_them() {
     refused("graph hopz", query("graph", json!({"entity": "coder", "hopz": 2})), "hopz");
     refused("provenance id", query("provenance", json!({"id": redis_id})), "id");
     refused("phase level", query("phase", json!({"levle": "summary"})), "levle");
-    let no_phase = query("phase", json!({"level": "summary"}));
-    assert_eq!(
-        (&no_phase["error"]["status"], &no_phase["error"]["field"]),
-        (&json!(400), &json!("phase_id")),
-        "a level without a phase is refused: {no_phase}"
-    );
+    let ErrorBody { error } = typed("phase without phase_id", query("phase", json!({"level": "summary"})));
+    assert_eq!((error.status, error.field.as_deref()), (400, Some("phase_id")), "a level without a phase: {error:?}");
     // The same answers as over HTTP for what the verbs take.
-    let search = query("search", json!({"q": "refresh tokens redis postgres", "min_seq": seq}));
-    let hits = search["hits"].as_array().unwrap_or_else(|| panic!("{search}"));
-    let redis = hits.iter().find(|hit| hit["item_id"] == redis_id.as_str()).expect("the redis decision is a hit");
-    assert_eq!(redis["superseded_by"], postgres_id.as_str(), "{search}");
+    let search: SearchAnswer =
+        typed("search", query("search", json!({"q": "refresh tokens redis postgres", "min_seq": seq})));
+    let redis = search.hits.iter().find(|hit| hit.item_id == redis_id).expect("the redis decision is a hit");
+    assert_eq!(redis.superseded_by.as_deref(), Some(postgres_id.as_str()), "{search:?}");
 }
