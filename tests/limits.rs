@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{MnemeServer, encode};
+use common::{MnemeServer, encode, typed};
+use mneme_api::ErrorBody;
+use mneme_api::log::{AcceptedEvents, EventsPage, Health};
+use mneme_api::memory::{Digest, SearchAnswer};
 use mneme_api::params::{
     MAX_BUDGET_TOKENS, MAX_COMMAND_BODY_BYTES, MAX_EVENTS_PAGE, MAX_EVENTS_PER_REQUEST, MAX_HOPS, MAX_K,
     MAX_QUERY_BYTES, MAX_RECENT_ERRORS,
@@ -28,7 +31,7 @@ fn message_event(agent: &str, text: &str) -> Value {
 }
 
 fn last_seq(server: &MnemeServer) -> u64 {
-    server.get("/healthz")["last_seq"].as_u64().unwrap()
+    server.get_typed::<Health>("/healthz").last_seq
 }
 
 /// Checks a refusal: its status, the parameter it names (`field`), and that
@@ -41,16 +44,15 @@ fn assert_refused(
     field: Option<&str>,
     needles: &[&str],
 ) {
-    let error = &body["error"];
-    let message = error["message"].as_str().unwrap_or_default();
-    eprintln!("  {what}: {status} {} {message:?}", error["code"]);
-    assert_eq!(status, expected_status, "{what}: {body}");
-    assert_eq!(error["status"], expected_status, "{what}: {body}");
+    let ErrorBody { error } = typed(what, body);
+    let message = &error.message;
+    eprintln!("  {what}: {status} {} {message:?}", error.code);
+    assert_eq!((status, error.status), (expected_status, expected_status), "{what}: {error:?}");
     if let Some(field) = field {
-        assert_eq!(error["field"], field, "{what}: {body}");
+        assert_eq!(error.field.as_deref(), Some(field), "{what}: {error:?}");
     }
     for needle in needles {
-        assert!(message.contains(needle), "{what}: the message does not name {needle:?}: {body}");
+        assert!(message.contains(needle), "{what}: the message does not name {needle:?}: {error:?}");
     }
 }
 
@@ -179,12 +181,13 @@ fn every_request_over_a_limit_is_refused_naming_the_limit_and_appends_nothing() 
     for path in &at_limits {
         let (status, body) = server.get_as(None, path);
         // The graph may know no entity `coder`: 404 is an answer, not a refusal.
-        assert!(status == 200 || (status == 404 && body["error"]["code"] == "unknown_entity"), "{path}: {body}");
+        let unknown_entity = || typed::<ErrorBody>(path, body.clone()).error.code == "unknown_entity";
+        assert!(status == 200 || (status == 404 && unknown_entity()), "{path}: {body}");
     }
     eprintln!("  the same requests right at each limit are answered ({} checked)", at_limits.len());
     assert_eq!(last_seq(&server), seq, "a refused request appended events");
-    let page = server.get("/v1/swarms/demo/events?from_seq=1");
-    assert_eq!(page["events"].as_array().unwrap().len(), 2, "{page}");
+    let page: EventsPage = server.get_typed("/v1/swarms/demo/events?from_seq=1");
+    assert_eq!(page.events.len(), 2, "{page:?}");
     eprintln!("checked: the log still ends at seq {seq} and holds only the two events published");
 }
 
@@ -238,16 +241,15 @@ fn a_flooding_agent_does_not_stall_another_agents_memory() {
 
     let flooded_before = flooded.load(Ordering::SeqCst);
     let published = Instant::now();
-    let (status, accepted) =
-        server.post("/v1/events", &message_event("coder", "the quokka migration is done").to_string());
-    assert_eq!(status, 202, "{accepted}");
-    let coder_seq = accepted["accepted"][0]["seq"].as_u64().unwrap();
+    let accepted: AcceptedEvents =
+        server.post_typed("/v1/events", &message_event("coder", "the quokka migration is done").to_string());
+    let coder_seq = accepted.accepted[0].seq;
     eprintln!(
         "flooder: {flooded_before} events in batches of {FLOOD_BATCH} so far; coder published one event at seq {coder_seq}"
     );
     let search = "/v1/swarms/demo/agents/coder/search?q=quokka&mode=bm25";
     loop {
-        let hits = server.get(search)["hits"].as_array().unwrap().len();
+        let hits = server.get_typed::<SearchAnswer>(search).hits.len();
         if hits > 0 {
             break;
         }
@@ -259,7 +261,7 @@ fn a_flooding_agent_does_not_stall_another_agents_memory() {
     }
     let searchable_after = published.elapsed();
     let flooded_meanwhile = flooded.load(Ordering::SeqCst) - flooded_before;
-    let flooder_memory_seq = server.get("/v1/swarms/demo/agents/flooder/digest")["seq"].as_u64().unwrap();
+    let flooder_memory_seq = server.get_typed::<Digest>("/v1/swarms/demo/agents/flooder/digest").seq;
     let log_end = last_seq(&server);
     let flood_was_running = !flooder.is_finished();
     stop.store(true, Ordering::SeqCst);
