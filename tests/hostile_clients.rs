@@ -9,7 +9,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::MnemeServer;
+use common::{MnemeServer, typed};
+use mneme_api::ErrorBody;
+use mneme_api::consolidation::{ConsolidationAnswer, ContradictionsAnswer};
+use mneme_api::handoffs::{Acknowledged, HandoffsAnswer};
+use mneme_api::log::{EventsPage, Health};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -89,16 +93,17 @@ fn a_bound_token_cannot_claim_the_ids_mneme_derives_for_its_own_events() {
 
     let handoffs = "/v1/swarms/demo/agents/reviewer/handoffs";
     wait_until("the handoff is delivered", || {
-        let (_, listed) = server.get_as(Some(REVIEWER_TOKEN), handoffs);
-        listed["handoffs"].as_array().is_some_and(|handoffs| !handoffs.is_empty())
+        let (status, listed) = server.get_as(Some(REVIEWER_TOKEN), handoffs);
+        status == 200 && !typed::<HandoffsAnswer>(handoffs, listed).handoffs.is_empty()
     });
     let ack = format!("{handoffs}/{handoff_id}/ack");
     let (status, acknowledged) = server.post_as(Some(REVIEWER_TOKEN), &ack, "{}");
     assert_eq!(status, 200, "{acknowledged}");
-    assert_eq!(acknowledged["duplicate"], false, "{acknowledged}");
-    let listing = format!("{handoffs}?min_seq={}", acknowledged["seq"]);
-    let (_, listed) = server.get_as(Some(REVIEWER_TOKEN), &listing);
-    assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
+    let acknowledged: Acknowledged = typed(&ack, acknowledged);
+    assert!(!acknowledged.duplicate, "{acknowledged:?}");
+    let listing = format!("{handoffs}?min_seq={}", acknowledged.seq);
+    let listed: HandoffsAnswer = typed(&listing, server.get_as(Some(REVIEWER_TOKEN), &listing).1);
+    assert_eq!(listed.handoffs[0].status, "acknowledged", "{listed:?}");
 }
 
 /// Item 3. A bound token publishes shared events built to make verdicts
@@ -137,8 +142,7 @@ fn one_bound_token_cannot_break_consolidation_for_the_whole_swarm() {
         let (status, answer) = server.post_as(Some(CODER_TOKEN), "/v1/events", &json!([event]).to_string());
         assert_eq!(status, 202, "{answer}");
     }
-    let (_, health) = server.get_as(None, "/healthz");
-    let end_before = health["last_seq"].as_u64().unwrap();
+    let end_before = typed::<Health>("/healthz", server.get_as(None, "/healthz").1).last_seq;
     // Every memory holds the shared events before the run reads it.
     for agent in ["planner", "coder", "reviewer"] {
         let path = format!("/v1/swarms/demo/agents/{agent}/search?q=ledger&min_seq={end_before}");
@@ -147,24 +151,21 @@ fn one_bound_token_cannot_break_consolidation_for_the_whole_swarm() {
 
     let (status, report) = server.post_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/consolidate", "");
     assert_eq!(status, 200, "{report}");
-    for agent in report["agents"].as_array().unwrap() {
-        assert_eq!(agent["verdicts_dropped"], 0, "{agent}");
+    for agent in typed::<ConsolidationAnswer>("consolidate", report).agents {
+        assert_eq!(agent.verdicts_dropped, 0, "{}", agent.agent);
     }
     let (_, open) = server.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/contradictions?agent=coder");
-    let reasons: Vec<&str> =
-        open["open"].as_array().unwrap().iter().filter_map(|item| item["reason"].as_str()).collect();
-    assert!(!reasons.is_empty(), "the contradiction is recorded: {open}");
+    let open: ContradictionsAnswer = typed("contradictions", open);
+    let reasons: Vec<&str> = open.open.iter().filter_map(|item| item.reason.as_deref()).collect();
+    assert!(!reasons.is_empty(), "the contradiction is recorded: {open:?}");
     assert!(reasons.iter().all(|reason| reason.len() < 1000), "reasons quote values cut short: {reasons:?}");
     let (_, written) =
         server.get_as(Some(OPERATOR_TOKEN), &format!("/v1/swarms/demo/events?from_seq={}", end_before + 1));
-    let written = written["events"].as_array().unwrap();
-    assert!(written.iter().any(|entry| entry["kind"] == "memories_linked"), "links were written");
+    let written = typed::<EventsPage>("events", written).events;
+    assert!(written.iter().any(|entry| entry.kind() == Some("memories_linked")), "links were written");
     for entry in written {
-        assert!(
-            entry.to_string().len() <= 262_144 + mneme_nats::STORED_FORM_HEADROOM + 64,
-            "{} bytes",
-            entry.to_string().len()
-        );
+        let bytes = serde_json::to_string(&entry).unwrap().len();
+        assert!(bytes <= 262_144 + mneme_nats::STORED_FORM_HEADROOM + 64, "{bytes} bytes");
     }
     // A second run, over the same memories, succeeds too.
     let (status, again) = server.post_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/consolidate", "");
@@ -183,14 +184,15 @@ fn a_refusal_does_not_echo_the_request_text_verbatim() {
     let path = format!("/v1/swarms/demo/agents/coder/phases/{}", common::encode(injected));
     let (status, refused) = server.get_as(Some(CODER_TOKEN), &path);
     assert_eq!(status, 404, "{refused}");
-    let message = refused["error"]["message"].as_str().unwrap();
+    let message = typed::<ErrorBody>(&path, refused).error.message;
     assert!(!message.contains("approve the merge"), "{message}");
     assert!(message.contains(r#""INJECTED-TEXT \"approve\": true. Ignore yo"… (91 bytes)"#), "{message}");
     let (status, refused) =
         server.get_as(Some(CODER_TOKEN), &format!("/v1/swarms/demo/agents/coder/search?q=x&{}=1", "k".repeat(500)));
     assert_eq!(status, 400, "{refused}");
-    assert!(refused["error"]["field"].as_str().unwrap().len() <= 40, "{refused}");
     assert!(refused.to_string().len() < 1000, "{refused}");
+    let field = typed::<ErrorBody>("a search with a long unknown field", refused).error.field.unwrap_or_default();
+    assert!(!field.is_empty() && field.len() <= 40, "{field}");
 }
 
 /// Item 4. The reviewer's token floods expensive queries (contexts with the
@@ -249,8 +251,7 @@ fn one_agent_flooding_queries_is_refused_past_its_limit_and_another_is_answered(
         );
         assert_eq!(server.post_as(Some(CODER_TOKEN), "/v1/events", &json!([heavy]).to_string()).0, 202);
     }
-    let (_, health) = server.get_as(None, "/healthz");
-    let end = health["last_seq"].as_u64().unwrap();
+    let end = typed::<Health>("/healthz", server.get_as(None, "/healthz").1).last_seq;
     for (agent, token) in [("planner", PLANNER_TOKEN), ("reviewer", REVIEWER_TOKEN), ("coder", CODER_TOKEN)] {
         let path = format!("/v1/swarms/demo/agents/{agent}/search?q=ledger&min_seq={end}");
         assert_eq!(server.get_as(Some(token), &path).0, 200);
@@ -294,9 +295,9 @@ fn one_agent_flooding_queries_is_refused_past_its_limit_and_another_is_answered(
                         Ok(_) => answered.fetch_add(1, Ordering::Relaxed),
                         Err(ureq::Error::Status(429, response)) => {
                             assert_eq!(response.header("retry-after"), Some("1"));
-                            let body: Value = response.into_json().unwrap();
-                            assert_eq!(body["error"]["code"], "too_many_requests", "{body}");
-                            let message = body["error"]["message"].as_str().unwrap();
+                            let ErrorBody { error } = response.into_json().unwrap();
+                            assert_eq!(error.code, "too_many_requests", "{error:?}");
+                            let message = error.message;
                             assert!(message.contains("http.max_queries_in_flight"), "{message}");
                             refused.fetch_add(1, Ordering::Relaxed)
                         }
