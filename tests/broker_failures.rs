@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::{MnemeServer, stdout_of};
+use common::{MnemeServer, stdout_of, typed};
+use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry};
+use mneme_api::memory::{Digest, ReplayAnswer};
 use mneme_nats::server::{NatsCluster, NatsServer};
 use serde_json::{Value, json};
 
@@ -104,7 +106,7 @@ fn publish_until_stopped(url: String, stop: Arc<AtomicBool>, accepted_count: Arc
                 .set("content-type", "application/json")
                 .send_string(&body)
             {
-                Ok(response) if response.status() == 202 => break response.into_json::<Value>().unwrap(),
+                Ok(response) if response.status() == 202 => break response.into_json::<AcceptedEvents>().unwrap(),
                 Ok(response) => format!("status {}", response.status()),
                 Err(ureq::Error::Status(503, _)) => "503 log_unavailable".to_string(),
                 Err(ureq::Error::Status(status, response)) => {
@@ -116,11 +118,11 @@ fn publish_until_stopped(url: String, stop: Arc<AtomicBool>, accepted_count: Arc
             published.posts_repeated += 1;
             std::thread::sleep(Duration::from_millis(100));
         };
-        for (event, accepted) in events.iter().zip(answer["accepted"].as_array().unwrap()) {
-            let id = accepted["id"].as_str().unwrap().to_string();
+        for (event, accepted) in events.iter().zip(answer.accepted) {
+            let id = accepted.id;
             assert_eq!(event["id"].as_str().unwrap(), id, "answers come in request order");
-            published.reported_duplicates += usize::from(accepted["duplicate"] == true);
-            let earlier = published.seq_of_event.insert(id.clone(), accepted["seq"].as_u64().unwrap());
+            published.reported_duplicates += usize::from(accepted.duplicate);
+            let earlier = published.seq_of_event.insert(id.clone(), accepted.seq);
             assert!(earlier.is_none(), "event {id} accepted twice");
             published.agent_of_event.insert(id, event["agent"].as_str().unwrap().to_string());
         }
@@ -265,17 +267,17 @@ fn assert_each_accepted_event_once_on_the_log(server: &MnemeServer, published: &
     let mut records = 0;
     let mut from_seq = 1;
     loop {
-        let page = server.get(&format!("/v1/swarms/demo/events?from_seq={from_seq}&limit=10000"));
-        let events = page["events"].as_array().unwrap();
-        if events.is_empty() {
+        let page: EventsPage = server.get_typed(&format!("/v1/swarms/demo/events?from_seq={from_seq}&limit=10000"));
+        if page.events.is_empty() {
             break;
         }
-        for event in events {
-            let id = event["id"].as_str().unwrap_or_else(|| panic!("not an event: {event}"));
-            seqs_of_event.entry(id.to_string()).or_default().push(event["seq"].as_u64().unwrap());
+        for entry in &page.events {
+            let LogEntry::Event(event) = entry else { panic!("not an event: {entry:?}") };
+            let id = event.decode().expect("the log's events decode").id;
+            seqs_of_event.entry(id.to_string()).or_default().push(event.seq);
         }
-        records += events.len();
-        from_seq = page["next_seq"].as_u64().unwrap();
+        records += page.events.len();
+        from_seq = page.next_seq;
     }
     let duplicates: Vec<_> = seqs_of_event.iter().filter(|(_, seqs)| seqs.len() > 1).collect();
     let missing: Vec<_> =
@@ -299,26 +301,25 @@ fn assert_memories_match_the_log(server: &MnemeServer, published: &Published, la
     for agent in AGENTS {
         let digest = wait_for_memory(server, agent, last_seq);
         let expected_items = published.events_of(agent) as u64;
-        assert_eq!(digest["items"].as_u64().unwrap(), expected_items, "{agent}: one item per event, none twice");
-        let (status, replay) = server.post(&format!("/v1/swarms/demo/agents/{agent}/replay?verify=true"), "");
-        assert_eq!(status, 200, "{replay}");
-        assert_eq!(replay["matches"], true, "{agent}: live digest differs from a replay: {replay}");
+        assert_eq!(digest.items as u64, expected_items, "{agent}: one item per event, none twice");
+        let replay: ReplayAnswer = server.post_typed(&format!("/v1/swarms/demo/agents/{agent}/replay?verify=true"), "");
+        assert_eq!(replay.matches, Some(true), "{agent}: live digest differs from a replay: {replay:?}");
         eprintln!(
             "checked: {agent} memory at seq {} holds {expected_items} items, one per event it published; online \
              replay of {} log entries matches digest {}",
-            digest["seq"], replay["entries_read"], digest["digest"]
+            digest.seq, replay.entries_read, digest.digest
         );
     }
 }
 
 /// The agent's digest once its memory has applied the log up to `seq`; the
 /// API waits 10 s per request, the feed may need longer after faults.
-fn wait_for_memory(server: &MnemeServer, agent: &str, seq: u64) -> Value {
+fn wait_for_memory(server: &MnemeServer, agent: &str, seq: u64) -> Digest {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (status, digest) = server.get_as(None, &format!("/v1/swarms/demo/agents/{agent}/digest?min_seq={seq}"));
         if status == 200 {
-            return digest;
+            return typed("a digest", digest);
         }
         assert!(Instant::now() < deadline, "{agent} never caught up with seq {seq}: {digest}");
     }
