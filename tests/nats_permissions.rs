@@ -16,8 +16,11 @@ use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer, pull};
-use common::MnemeServer;
+use common::{MnemeServer, typed};
 use futures::StreamExt;
+use mneme_api::handoffs::{Acknowledged, HandoffDelivery, HandoffsAnswer};
+use mneme_api::log::{EventsPage, LogEntry};
+use mneme_api::memory::SearchAnswer;
 use mneme_nats::server::NatsServer;
 use serde_json::{Value, json};
 
@@ -138,10 +141,10 @@ impl Swarm {
     }
 
     /// Every entry of the log, as Mneme's HTTP API lists it.
-    fn log(&self) -> Vec<Value> {
+    fn log(&self) -> Vec<LogEntry> {
         let (status, page) = self.mneme.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/events?limit=1000");
         assert_eq!(status, 200, "{page}");
-        page["events"].as_array().unwrap().clone()
+        typed::<EventsPage>("the events", page).events
     }
 
     /// The permission violations nats-server logged for `user`.
@@ -286,7 +289,8 @@ fn with_the_shipped_permissions_a_bound_nats_user_cannot_forge_query_or_read_wha
     let secret_seq =
         coder.publish_event_acknowledged(&swarm, "mneme.demo.coder.events.message_recorded", &coder_secret());
     let own = coder.query(&swarm, "coder", "search", json!({"q": CODER_SECRET, "mode": "bm25", "min_seq": secret_seq}));
-    assert!(own["hits"][0].to_string().contains(CODER_SECRET), "the coder finds its own note: {own}");
+    let own: SearchAnswer = typed("the coder's search", own);
+    assert!(own.hits[0].text.contains(CODER_SECRET), "the coder finds its own note: {own:?}");
 
     let reviewer = swarm.agent("reviewer", REVIEWER_PASSWORD);
     let log_before = swarm.log();
@@ -461,8 +465,9 @@ fn with_the_shipped_permissions_a_bound_nats_user_cannot_forge_query_or_read_wha
         reviewer.publish_event_acknowledged(&swarm, "mneme.demo.reviewer.events.message_recorded", &marker);
     let log_after = swarm.log();
     assert_eq!(log_after[..log_before.len()], log_before[..], "the log before the forgeries is unchanged");
-    let new: Vec<(&Value, &Value)> = log_after[log_before.len()..].iter().map(|e| (&e["id"], &e["seq"])).collect();
-    assert_eq!(new, [(&json!(MARKER_ID), &json!(marker_seq))], "only the reviewer's own event reached the log");
+    let new: Vec<(String, u64)> =
+        log_after[log_before.len()..].iter().map(|entry| (event_id(entry), entry.seq())).collect();
+    assert_eq!(new, [(MARKER_ID.to_string(), marker_seq)], "only the reviewer's own event reached the log");
     assert_eq!(swarm.stream_messages(HANDOFFS_STREAM), Some(handoffs_before), "no handoff package was stored");
     let (_, agents) = swarm.mneme.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/agents");
     assert!(!agents.to_string().contains("intruder"), "no agent was created: {agents}");
@@ -496,11 +501,13 @@ fn with_the_shipped_permissions_a_bound_nats_user_cannot_forge_query_or_read_wha
     ];
     for (lie, reason) in lies.iter().zip(reasons) {
         let seq = reviewer.publish_event_acknowledged(&swarm, "mneme.demo.reviewer.events.message_recorded", lie);
-        let entry = swarm.log().into_iter().find(|entry| entry["seq"] == seq).unwrap();
-        assert_eq!((&entry["agent"], &entry["invalid"]), (&json!("reviewer"), &json!(reason)), "{entry}");
+        let entry = swarm.log().into_iter().find(|entry| entry.seq() == seq).unwrap();
+        let LogEntry::Invalid(invalid) = &entry else { panic!("the lie was applied: {entry:?}") };
+        assert_eq!((invalid.agent.as_str(), invalid.invalid.as_str()), ("reviewer", reason), "{entry:?}");
     }
     let handoffs = reviewer.query(&swarm, "reviewer", "handoffs", json!({"min_seq": marker_seq}));
-    assert_eq!(handoffs["handoffs"], json!([]), "no handoff was received by forgery: {handoffs}");
+    let handoffs: HandoffsAnswer = typed("the reviewer's handoffs", handoffs);
+    assert!(handoffs.handoffs.is_empty(), "no handoff was received by forgery: {handoffs:?}");
 
     // The operator sees the attempts in nats-server's log; Mneme's own
     // user was refused nothing.
@@ -530,8 +537,10 @@ fn with_the_shipped_permissions_an_agent_still_publishes_queries_its_memory_and_
         json!({"role": "assistant", "text": "reviewer scratch: wombat review checklist"}),
     );
     let note_seq = reviewer.publish_event_acknowledged(&swarm, "mneme.demo.reviewer.events.message_recorded", &note);
-    let stored = swarm.log().into_iter().find(|entry| entry["seq"] == note_seq).unwrap();
-    assert_eq!((&stored["id"], &stored["agent"]), (&json!(REVIEWER_NOTE_ID), &json!("reviewer")), "{stored}");
+    let stored = swarm.log().into_iter().find(|entry| entry.seq() == note_seq).unwrap();
+    let LogEntry::Event(stored) = &stored else { panic!("the reviewer's note was dead-lettered: {stored:?}") };
+    let stored = stored.decode().expect("the log's events decode");
+    assert_eq!((stored.id.to_string(), stored.agent.as_str()), (REVIEWER_NOTE_ID.to_string(), "reviewer"));
 
     // The coder decides and hands the task to the reviewer, on its own
     // events subjects.
@@ -557,20 +566,22 @@ fn with_the_shipped_permissions_an_agent_still_publishes_queries_its_memory_and_
         .block_on(async { tokio::time::timeout(Duration::from_secs(30), live_handoffs.next()).await })
         .expect("a handoff within 30 s")
         .unwrap();
-    let delivered: Value = serde_json::from_slice(&delivered.payload).unwrap();
-    assert_eq!((&delivered["handoff_id"], &delivered["from"]), (&json!(HANDOFF_ID), &json!("coder")), "{delivered}");
-    assert_eq!(delivered["package"]["summary"], "please review", "{delivered}");
+    let delivered: HandoffDelivery = serde_json::from_slice(&delivered.payload).unwrap();
+    assert_eq!((delivered.handoff_id.as_str(), delivered.from.as_str()), (HANDOFF_ID, "coder"), "{delivered:?}");
+    assert_eq!(delivered.package.as_ref().map(|package| package.summary.as_str()), Some("please review"));
 
     // Its own memory, by request/reply on `_INBOX_reviewer.…`.
     let found =
         reviewer.query(&swarm, "reviewer", "search", json!({"q": "wombat", "mode": "bm25", "min_seq": note_seq}));
-    assert_eq!(found["hits"][0]["item_id"], REVIEWER_NOTE_ID, "{found}");
+    let found: SearchAnswer = typed("the reviewer's search", found);
+    assert_eq!(found.hits[0].item_id, REVIEWER_NOTE_ID, "{found:?}");
     let shared =
         reviewer.query(&swarm, "reviewer", "search", json!({"q": "pgvector", "mode": "bm25", "min_seq": handoff_seq}));
-    assert_eq!(shared["hits"][0]["item_id"], DECISION_ID, "the coder's shared decision: {shared}");
+    let shared: SearchAnswer = typed("the reviewer's search", shared);
+    assert_eq!(shared.hits[0].item_id, DECISION_ID, "the coder's shared decision: {shared:?}");
     let pending = reviewer.query(&swarm, "reviewer", "handoffs", json!({"min_seq": handoff_seq}));
-    assert_eq!(pending["handoffs"][0]["handoff_id"], HANDOFF_ID, "{pending}");
-    assert_eq!(pending["handoffs"][0]["status"], "pending", "{pending}");
+    let pending: HandoffsAnswer = typed("the reviewer's handoffs", pending);
+    assert_eq!((pending.handoffs[0].handoff_id.as_str(), pending.handoffs[0].status.as_str()), (HANDOFF_ID, "pending"));
 
     // From the handoffs stream, with its durable pull consumer filtered to
     // its own subject: stream info, consumer info and create, pull, ack.
@@ -596,7 +607,7 @@ fn with_the_shipped_permissions_an_agent_still_publishes_queries_its_memory_and_
                 message.double_ack().await.expect("an acknowledged ack");
                 let id = message.headers.as_ref().and_then(|headers| headers.get("Nats-Msg-Id")).unwrap();
                 let id = id.as_str().to_string();
-                handoffs.push((id, serde_json::from_slice::<Value>(&message.payload).unwrap()));
+                handoffs.push((id, serde_json::from_slice::<HandoffDelivery>(&message.payload).unwrap()));
             }
             handoffs
         };
@@ -604,14 +615,17 @@ fn with_the_shipped_permissions_an_agent_still_publishes_queries_its_memory_and_
     });
     assert_eq!(stored_handoffs.len(), 1, "{stored_handoffs:?}");
     assert_eq!(stored_handoffs[0].0, HANDOFF_ID, "its Nats-Msg-Id is the handoff id");
-    assert_eq!(stored_handoffs[0].1["package"]["summary"], "please review");
-    assert_eq!(again, [], "what the reviewer acknowledged to JetStream does not come again");
+    let package = stored_handoffs[0].1.package.as_ref().expect("a delivery carries its package");
+    assert_eq!(package.summary, "please review");
+    assert!(again.is_empty(), "what the reviewer acknowledged to JetStream does not come again: {again:?}");
 
     // And acknowledges it to Mneme by request/reply.
-    let acknowledged = reviewer.query(&swarm, "reviewer", "ack", json!({"handoff_id": HANDOFF_ID}));
-    assert_eq!(acknowledged["handoff_id"], HANDOFF_ID, "{acknowledged}");
-    let listed = reviewer.query(&swarm, "reviewer", "handoffs", json!({"min_seq": acknowledged["seq"]}));
-    assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
+    let acknowledged: Acknowledged =
+        typed("the ack", reviewer.query(&swarm, "reviewer", "ack", json!({"handoff_id": HANDOFF_ID})));
+    assert_eq!(acknowledged.handoff_id, HANDOFF_ID, "{acknowledged:?}");
+    let listed = reviewer.query(&swarm, "reviewer", "handoffs", json!({"min_seq": acknowledged.seq}));
+    let listed: HandoffsAnswer = typed("the reviewer's handoffs", listed);
+    assert_eq!(listed.handoffs[0].status, "acknowledged", "{listed:?}");
 
     for (who, agent) in [("reviewer", &reviewer), ("coder", &coder)] {
         let errors = agent.errors.lock().unwrap().clone();
@@ -654,5 +668,13 @@ fn the_shipped_configuration_holds_no_secret_and_does_not_start_without_its_pass
         let refused = check(&variables);
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert!(!refused.status.success() && stderr.contains(name), "started without {name}: {stderr}");
+    }
+}
+
+/// The id of a log entry that is an event.
+fn event_id(entry: &LogEntry) -> String {
+    match entry {
+        LogEntry::Event(event) => event.decode().expect("the log's events decode").id.to_string(),
+        LogEntry::Invalid(invalid) => panic!("an invalid record: {invalid:?}"),
     }
 }
