@@ -12,8 +12,14 @@ mod common;
 use std::io::BufRead;
 use std::time::Duration;
 
-use common::{MnemeServer, stdout_of};
+use common::{MnemeServer, stdout_of, typed};
 use futures::StreamExt;
+use mneme_api::consolidation::PurgeAnswer;
+use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseEvents, PhasesAnswer};
+use mneme_api::handoffs::{Acknowledged, HandoffDelivery, HandoffsAnswer};
+use mneme_api::log::{AcceptedEvents, AgentProvenance, EventsPage, Health, LogEntry, SwarmProvenance};
+use mneme_api::memory::SearchAnswer;
+use mneme_api::{ErrorBody, ErrorDetail};
 use mneme_nats::server::NatsServer;
 use serde_json::{Value, json};
 
@@ -158,27 +164,35 @@ fn assert_no_secret(what: &str, text: &str) {
 }
 
 /// Checks the package the reviewer got, from NATS or from HTTP.
-fn assert_package_for_reviewer(delivery: &Value) {
-    assert_eq!(delivery["handoff_id"], HANDOFF_ID, "{delivery}");
-    assert_eq!(delivery["from"], "coder");
-    assert_eq!(delivery["to"], "reviewer");
-    assert_eq!(delivery["status"], "pending");
-    let package = &delivery["package"];
-    assert_eq!(package["task"], "task-ledger");
-    assert_eq!(package["constraints"], json!(["do not touch the auth module"]));
-    assert_eq!(package["bundle"]["budget_tokens"], 1500);
-    let items = package["bundle"]["items"].as_array().unwrap();
+fn assert_package_for_reviewer(delivery: &HandoffDelivery) {
+    let heading = (&*delivery.handoff_id, &*delivery.from, &*delivery.to, &*delivery.status);
+    assert_eq!(heading, (HANDOFF_ID, "coder", "reviewer", "pending"), "{delivery:?}");
+    let package = delivery.package.as_ref().expect("a delivery carries its package");
+    assert_eq!(package.task, "task-ledger");
+    assert_eq!(package.constraints, ["do not touch the auth module"]);
+    assert_eq!(package.bundle.budget_tokens, 1500);
+    let items = &package.bundle.items;
     let decision = items
         .iter()
-        .find(|item| item["section"] == "decision" && item["text"].as_str().unwrap().contains("pgvector"))
-        .unwrap_or_else(|| panic!("the bundle has the shared decision: {package}"));
-    assert_eq!(decision["agent"], "coder");
-    assert_eq!(decision["provenance"][0]["event_id"], DECISION_ID, "{decision}");
-    assert!(decision["provenance"][0]["seq"].as_u64().unwrap() >= 1);
-    assert!(items.iter().all(|item| !item["provenance"].as_array().unwrap().is_empty()), "{package}");
-    assert!(package["bundle"]["files"].as_array().unwrap().contains(&json!("src/ledger/store.rs")), "{package}");
-    assert!(package["bundle"]["used_tokens"].as_u64().unwrap() <= 1500);
-    assert_no_secret("the handoff package", &delivery.to_string());
+        .find(|item| item.section == "decision" && item.text.contains("pgvector"))
+        .unwrap_or_else(|| panic!("the bundle has the shared decision: {package:?}"));
+    assert_eq!(decision.agent, "coder");
+    assert_eq!(decision.provenance[0].event_id.to_string(), DECISION_ID, "{decision:?}");
+    assert!(decision.provenance[0].seq >= 1);
+    assert!(items.iter().all(|item| !item.provenance.is_empty()), "{package:?}");
+    assert!(package.bundle.files.iter().any(|file| file == "src/ledger/store.rs"), "{package:?}");
+    assert!(package.bundle.used_tokens <= 1500);
+    assert_no_secret("the handoff package", &serde_json::to_string(delivery).unwrap());
+}
+
+/// An answer that was given, as the wire type `T`.
+fn answered<T: serde::de::DeserializeOwned>(what: &str, answer: Result<Value, Value>) -> T {
+    typed(what, answer.unwrap_or_else(|refused| panic!("{what} was refused: {refused}")))
+}
+
+/// A refusal's error.
+fn refusal(what: &str, answer: Result<Value, Value>) -> ErrorDetail {
+    typed::<ErrorBody>(what, answer.expect_err(what)).error
 }
 
 /// The reviewer's queries, answered over NATS request/reply or HTTP: the
@@ -255,46 +269,49 @@ fn assert_reviewer_sees_shared_work_only(queries: &dyn ReviewerQueries, min_seq:
             json!({"query": "ledger storage postgres zanzibar quokka", "budget": 3000, "min_seq": min_seq}),
         )
         .unwrap();
-    let text = context["text"].as_str().unwrap();
+    let context: ContextAnswer = typed("the reviewer's context", context);
+    let text = &context.text;
     assert!(text.contains("pgvector"), "the reviewer sees the coder's shared decision: {text}");
     assert!(text.contains("ledger-runbook"), "the scribe's note took its default scope, shared: {text}");
     assert!(text.contains(REVIEWER_SECRET), "the reviewer sees its own private note: {text}");
     assert_no_secret("reviewer context", text);
-    assert_eq!(context["budget"], 3000);
+    assert_eq!(context.budget, 3000);
 
     for secret in CODER_SECRETS {
         let exact = queries.query("reviewer", "search", json!({"q": secret, "mode": "bm25", "min_seq": min_seq}));
-        assert_eq!(exact.unwrap()["hits"], json!([]), "bm25 search for {secret}");
+        assert!(answered::<SearchAnswer>("bm25 search", exact).hits.is_empty(), "bm25 search for {secret}");
         // Hybrid search always returns the nearest vectors: none may be private.
-        let nearest = queries.query("reviewer", "search", json!({"q": secret, "min_seq": min_seq})).unwrap();
-        assert!(!nearest["hits"].as_array().unwrap().is_empty());
-        assert_no_secret("reviewer hybrid search", &nearest.to_string());
+        let nearest = queries.query("reviewer", "search", json!({"q": secret, "min_seq": min_seq}));
+        let nearest: SearchAnswer = answered("hybrid search", nearest);
+        assert!(!nearest.hits.is_empty());
+        assert_no_secret("reviewer hybrid search", &serde_json::to_string(&nearest).unwrap());
     }
-    let shared =
-        queries.query("reviewer", "search", json!({"q": "pgvector", "mode": "bm25", "min_seq": min_seq})).unwrap();
-    let hit = shared["hits"].as_array().unwrap().iter().find(|hit| hit["item_id"] == DECISION_ID);
-    assert_eq!(hit.unwrap_or_else(|| panic!("the shared decision: {shared}"))["agent"], "coder");
+    let shared = queries.query("reviewer", "search", json!({"q": "pgvector", "mode": "bm25", "min_seq": min_seq}));
+    let shared: SearchAnswer = answered("search", shared);
+    let hit = shared.hits.iter().find(|hit| hit.item_id == DECISION_ID);
+    assert_eq!(hit.unwrap_or_else(|| panic!("the shared decision: {shared:?}")).agent, "coder");
 
     let graph = queries.query("reviewer", "graph", json!({"entity": "zanzibar-cache", "min_seq": min_seq}));
-    let error = graph.expect_err("the coder's private entity is not in the reviewer's graph");
-    assert_eq!(error["error"]["code"], "unknown_entity", "{error}");
-    assert_eq!(error["error"]["status"], 404, "{error}");
+    let error = refusal("the coder's private entity is not in the reviewer's graph", graph);
+    assert_eq!((error.code.as_str(), error.status), ("unknown_entity", 404), "{error:?}");
     let graph = queries.query("reviewer", "graph", json!({"entity": "ledger-service", "min_seq": min_seq})).unwrap();
     assert_no_secret("reviewer graph", &graph.to_string());
 
     let hidden = queries.query("reviewer", "provenance", json!({"item_id": PRIVATE_NOTE_ID, "min_seq": min_seq}));
-    assert_eq!(hidden.expect_err("private provenance")["error"]["code"], "unknown_item");
-    let provenance =
-        queries.query("reviewer", "provenance", json!({"item_id": DECISION_ID, "min_seq": min_seq})).unwrap();
-    assert_eq!(provenance["events"][0]["id"], DECISION_ID, "{provenance}");
-    assert_no_secret("reviewer provenance", &provenance.to_string());
+    assert_eq!(refusal("private provenance", hidden).code, "unknown_item");
+    let provenance = queries.query("reviewer", "provenance", json!({"item_id": DECISION_ID, "min_seq": min_seq}));
+    let provenance: AgentProvenance = answered("provenance", provenance);
+    let LogEntry::Event(first) = &provenance.events[0] else { panic!("{provenance:?}") };
+    assert_eq!(first.decode().unwrap().id.to_string(), DECISION_ID, "{provenance:?}");
+    assert_no_secret("reviewer provenance", &serde_json::to_string(&provenance).unwrap());
 
     let phases = queries.query("reviewer", "phase", json!({"min_seq": min_seq})).unwrap();
     assert_no_secret("reviewer phases", &phases.to_string());
 
     // The coder's own memory keeps its private note.
-    let own = queries.query("coder", "search", json!({"q": "zanzibar", "mode": "bm25", "min_seq": min_seq})).unwrap();
-    assert_eq!(own["hits"][0]["item_id"], PRIVATE_NOTE_ID, "{own}");
+    let own = queries.query("coder", "search", json!({"q": "zanzibar", "mode": "bm25", "min_seq": min_seq}));
+    let own: SearchAnswer = answered("the coder's search", own);
+    assert_eq!(own.hits[0].item_id, PRIVATE_NOTE_ID, "{own:?}");
 }
 
 /// Tokens: none, another agent's, another swarm's path, swarm-wide routes.
@@ -323,12 +340,13 @@ fn assert_tokens_hold(server: &MnemeServer) {
     assert!(metrics.contains("mneme_events_applied_total"), "{metrics}");
     let forged = event(20, "coder", Some("shared"), "message_recorded", json!({"role": "user", "text": "forged"}));
     let (status, refused) = server.post_as(Some(REVIEWER_TOKEN), "/v1/events", &forged.to_string());
-    assert_eq!((status, &refused["error"]["field"]), (403, &json!("[0].agent")), "{refused}");
+    let refused = typed::<ErrorBody>("a forged event", refused).error;
+    assert_eq!((status, refused.field.as_deref()), (403, Some("[0].agent")), "{refused:?}");
     // The operator sees the private note's only holder.
     let (status, provenance) =
         server.get_as(Some(OPERATOR_TOKEN), &format!("/v1/swarms/demo/provenance/{PRIVATE_NOTE_ID}"));
     assert_eq!(status, 200);
-    assert_eq!(provenance["holders"], json!(["coder"]));
+    assert_eq!(typed::<SwarmProvenance>("provenance", provenance).holders, ["coder"]);
 }
 
 /// Publishes the orchestrator's events as the operator; returns the seq the
@@ -336,13 +354,13 @@ fn assert_tokens_hold(server: &MnemeServer) {
 fn publish_and_wait_for_delivery(server: &MnemeServer) -> u64 {
     let (status, accepted) = server.post_as(Some(OPERATOR_TOKEN), "/v1/events", &orchestrated_events().to_string());
     assert_eq!(status, 202, "{accepted}");
-    let published = accepted["accepted"].as_array().unwrap().len() as u64;
+    let published = typed::<AcceptedEvents>("the orchestrator's events", accepted).accepted.len() as u64;
     assert_eq!(published, 9);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
-        let (_, health) = server.get_as(None, "/healthz");
-        if health["last_seq"].as_u64().unwrap() > published {
-            return health["last_seq"].as_u64().unwrap();
+        let last_seq = typed::<Health>("/healthz", server.get_as(None, "/healthz").1).last_seq;
+        if last_seq > published {
+            return last_seq;
         }
         assert!(std::time::Instant::now() < deadline, "the handoff was never delivered");
         std::thread::sleep(Duration::from_millis(50));
@@ -350,7 +368,7 @@ fn publish_and_wait_for_delivery(server: &MnemeServer) -> u64 {
 }
 
 /// The first handoff on B's server-sent-event stream.
-fn first_handoff_on_the_stream(server: &MnemeServer) -> Value {
+fn first_handoff_on_the_stream(server: &MnemeServer) -> HandoffDelivery {
     let response = ureq::get(&format!("{}/v1/swarms/demo/agents/reviewer/handoffs?follow=true", server.url))
         .set("authorization", &format!("Bearer {REVIEWER_TOKEN}"))
         .call()
@@ -364,7 +382,7 @@ fn first_handoff_on_the_stream(server: &MnemeServer) -> Value {
 }
 
 /// The first line `mneme handoffs --follow --json` prints, as the reviewer.
-fn first_handoff_of_the_cli(server: &MnemeServer) -> Value {
+fn first_handoff_of_the_cli(server: &MnemeServer) -> HandoffDelivery {
     let mut follower = std::process::Command::new(common::MNEME)
         .args(["handoffs", "--agent", "reviewer", "--follow", "--json"])
         .env("MNEME_SERVER", &server.url)
@@ -393,7 +411,8 @@ fn acknowledge_with_the_cli(server: &MnemeServer, seq: u64) {
     let (status, listed) =
         server.get_as(Some(REVIEWER_TOKEN), &format!("/v1/swarms/demo/agents/reviewer/handoffs?min_seq={seq}"));
     assert_eq!(status, 200);
-    assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
+    let listed: HandoffsAnswer = typed("the reviewer's handoffs", listed);
+    assert_eq!(listed.handoffs[0].status, "acknowledged", "{listed:?}");
     let (status, _) = server.post_as(
         Some(REVIEWER_TOKEN),
         "/v1/swarms/demo/agents/reviewer/handoffs/01KF0000000000000000000099/ack",
@@ -426,7 +445,7 @@ fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_r
     runtime.block_on(client.flush()).unwrap();
 
     let seq = publish_and_wait_for_delivery(&server);
-    let next_handoff = |handoffs: &mut async_nats::Subscriber| -> Value {
+    let next_handoff = |handoffs: &mut async_nats::Subscriber| -> HandoffDelivery {
         let message = runtime
             .block_on(async { tokio::time::timeout(Duration::from_secs(30), handoffs.next()).await })
             .expect("a handoff within 30 s")
@@ -437,10 +456,9 @@ fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_r
 
     let queries = OverNats { runtime: &runtime, client: client.clone() };
     assert_reviewer_sees_shared_work_only(&queries, seq);
-    let unknown = queries.query("reviewer", "teleport", json!({})).unwrap_err();
-    assert_eq!(unknown["error"]["code"], "unknown_verb", "{unknown}");
-    let bad = queries.query("reviewer", "search", json!({"q": "x", "k": 0})).unwrap_err();
-    assert_eq!((bad["error"]["status"].clone(), bad["error"]["field"].clone()), (json!(400), json!("k")), "{bad}");
+    assert_eq!(refusal("an unknown verb", queries.query("reviewer", "teleport", json!({}))).code, "unknown_verb");
+    let bad = refusal("k = 0", queries.query("reviewer", "search", json!({"q": "x", "k": 0})));
+    assert_eq!((bad.status, bad.field.as_deref()), (400, Some("k")), "{bad:?}");
     assert_tokens_hold(&server);
     // A reply subject that is not an inbox is refused: Mneme must not
     // publish where a requester points it.
@@ -474,12 +492,13 @@ fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_r
     // Not acknowledged yet: a restart delivers it again.
     server.restart();
     let redelivered = next_handoff(&mut handoffs);
-    assert_eq!(redelivered["handoff_id"], HANDOFF_ID);
+    assert_eq!(redelivered.handoff_id, HANDOFF_ID);
     assert_package_for_reviewer(&redelivered);
     // ...and no second `handoff_received` is stored.
     let (_, log) = server.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/events?agent=reviewer");
-    let receipts = log["events"].as_array().unwrap().iter().filter(|event| event["kind"] == "handoff_received");
-    assert_eq!(receipts.count(), 1, "{log}");
+    let log: EventsPage = typed("the reviewer's events", log);
+    let receipts = log.events.iter().filter(|entry| entry.kind() == Some("handoff_received"));
+    assert_eq!(receipts.count(), 1, "{log:?}");
     acknowledge_with_the_cli(&server, seq);
 }
 
@@ -509,7 +528,7 @@ impl DurableHandoffs<'_> {
 
     /// The handoffs the consumer has now, each acknowledged to JetStream,
     /// with their `Nats-Msg-Id`s.
-    fn fetch_and_ack(&self) -> Vec<(String, Value)> {
+    fn fetch_and_ack(&self) -> Vec<(String, HandoffDelivery)> {
         self.runtime.block_on(async {
             let mut batch = self
                 .consumer
@@ -535,38 +554,45 @@ impl DurableHandoffs<'_> {
 /// The `handoffs` and `ack` verbs answer over NATS exactly as HTTP does,
 /// refusals too; after the ack the handoff is no longer pending.
 fn acknowledge_over_request_reply(nats: &OverNats<'_>, http: &OverHttp<'_>, seq: u64) {
-    let listed = nats.query("reviewer", "handoffs", json!({"min_seq": seq})).unwrap();
-    assert_eq!(listed["handoffs"][0]["status"], "pending", "{listed}");
-    assert_eq!(Ok(listed), http.query("reviewer", "handoffs", json!({"min_seq": seq})));
+    let listed = nats.query("reviewer", "handoffs", json!({"min_seq": seq}));
+    assert_eq!(listed, http.query("reviewer", "handoffs", json!({"min_seq": seq})));
+    let listed: HandoffsAnswer = answered("the handoffs", listed);
+    assert_eq!(listed.handoffs[0].status, "pending", "{listed:?}");
     let unknown = json!({"handoff_id": "01KF0000000000000000000099"});
-    let refused = nats.query("reviewer", "ack", unknown.clone()).unwrap_err();
-    assert_eq!((&refused["error"]["status"], &refused["error"]["code"]), (&json!(404), &json!("unknown_handoff")));
-    assert_eq!(Err(refused), http.query("reviewer", "ack", unknown));
-    let not_an_id = nats.query("reviewer", "ack", json!({"handoff_id": "nine"})).unwrap_err();
-    assert_eq!((&not_an_id["error"]["status"], &not_an_id["error"]["field"]), (&json!(400), &json!("handoff_id")));
-    let stray = nats.query("reviewer", "ack", json!({"handoff_id": HANDOFF_ID, "notes": "typo"})).unwrap_err();
-    assert_eq!((&stray["error"]["code"], &stray["error"]["field"]), (&json!("unknown_field"), &json!("notes")));
+    let refused = nats.query("reviewer", "ack", unknown.clone());
+    assert_eq!(refused, http.query("reviewer", "ack", unknown));
+    let refused = refusal("an unknown handoff", refused);
+    assert_eq!((refused.status, refused.code.as_str()), (404, "unknown_handoff"));
+    let not_an_id = refusal("not an id", nats.query("reviewer", "ack", json!({"handoff_id": "nine"})));
+    assert_eq!((not_an_id.status, not_an_id.field.as_deref()), (400, Some("handoff_id")));
+    let stray = nats.query("reviewer", "ack", json!({"handoff_id": HANDOFF_ID, "notes": "typo"}));
+    let stray = refusal("a stray field", stray);
+    assert_eq!((stray.code.as_str(), stray.field.as_deref()), ("unknown_field", Some("notes")));
     let path = format!("/v1/swarms/demo/agents/reviewer/handoffs/{HANDOFF_ID}/ack");
     let (status, stray_over_http) = http.server.post_as(Some(http.token), &path, r#"{"notes": "typo"}"#);
-    assert_eq!((status, &stray_over_http["error"]["field"]), (400, &json!("notes")), "{stray_over_http}");
-    let stray = nats.query("reviewer", "handoffs", json!({"min_seq": seq, "follow": true})).unwrap_err();
-    assert_eq!((&stray["error"]["code"], &stray["error"]["field"]), (&json!("unknown_field"), &json!("follow")));
+    let stray_over_http = typed::<ErrorBody>(&path, stray_over_http).error;
+    assert_eq!((status, stray_over_http.field.as_deref()), (400, Some("notes")), "{stray_over_http:?}");
+    let stray = refusal("follow", nats.query("reviewer", "handoffs", json!({"min_seq": seq, "follow": true})));
+    assert_eq!((stray.code.as_str(), stray.field.as_deref()), ("unknown_field", Some("follow")));
     let listing = "/v1/swarms/demo/agents/reviewer/handoffs?folow=true";
     let (status, stray_over_http) = http.server.get_as(Some(http.token), listing);
-    assert_eq!((status, &stray_over_http["error"]["field"]), (400, &json!("folow")), "{stray_over_http}");
+    let stray_over_http = typed::<ErrorBody>(listing, stray_over_http).error;
+    assert_eq!((status, stray_over_http.field.as_deref()), (400, Some("folow")), "{stray_over_http:?}");
 
     let ack = json!({"handoff_id": HANDOFF_ID, "note": "reviewing now"});
-    let acknowledged = nats.query("reviewer", "ack", ack.clone()).unwrap();
-    assert_eq!((&acknowledged["handoff_id"], &acknowledged["duplicate"]), (&json!(HANDOFF_ID), &json!(false)));
-    let ack_seq = acknowledged["seq"].as_u64().unwrap();
-    let again = nats.query("reviewer", "ack", ack.clone()).unwrap_err();
-    assert_eq!((&again["error"]["status"], &again["error"]["code"]), (&json!(409), &json!("already_acknowledged")));
-    assert_eq!(Err(again), http.query("reviewer", "ack", ack));
+    let acknowledged: Acknowledged = answered("the ack", nats.query("reviewer", "ack", ack.clone()));
+    assert_eq!((acknowledged.handoff_id.as_str(), acknowledged.duplicate), (HANDOFF_ID, false));
+    let ack_seq = acknowledged.seq;
+    let again = nats.query("reviewer", "ack", ack.clone());
+    assert_eq!(again, http.query("reviewer", "ack", ack));
+    let again = refusal("a second ack", again);
+    assert_eq!((again.status, again.code.as_str()), (409, "already_acknowledged"));
 
-    let listed = nats.query("reviewer", "handoffs", json!({"min_seq": ack_seq})).unwrap();
-    assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
-    assert_eq!(listed["handoffs"][0]["acknowledged_seq"], ack_seq, "{listed}");
-    assert_eq!(Ok(listed), http.query("reviewer", "handoffs", json!({"min_seq": ack_seq})));
+    let listed = nats.query("reviewer", "handoffs", json!({"min_seq": ack_seq}));
+    assert_eq!(listed, http.query("reviewer", "handoffs", json!({"min_seq": ack_seq})));
+    let listed: HandoffsAnswer = answered("the handoffs", listed);
+    assert_eq!(listed.handoffs[0].status, "acknowledged", "{listed:?}");
+    assert_eq!(listed.handoffs[0].acknowledged_seq, Some(ack_seq), "{listed:?}");
 }
 
 /// A reviewer that is not listening when its handoff is delivered, and
@@ -592,8 +618,9 @@ fn on_nats_a_reviewer_that_was_away_reads_its_handoff_from_the_stream_and_acknow
     queries.query("reviewer", "handoffs", json!({"min_seq": seq})).unwrap();
     server.restart();
     let redelivered = runtime.block_on(async { tokio::time::timeout(Duration::from_secs(30), observer.next()).await });
-    let redelivered: Value = serde_json::from_slice(&redelivered.expect("a redelivery").unwrap().payload).unwrap();
-    assert_eq!(redelivered["handoff_id"], HANDOFF_ID);
+    let redelivered: HandoffDelivery =
+        serde_json::from_slice(&redelivered.expect("a redelivery").unwrap().payload).unwrap();
+    assert_eq!(redelivered.handoff_id, HANDOFF_ID);
 
     let durable = DurableHandoffs::create(&runtime, client);
     let handoffs = durable.fetch_and_ack();
@@ -601,7 +628,7 @@ fn on_nats_a_reviewer_that_was_away_reads_its_handoff_from_the_stream_and_acknow
     assert_eq!(handoffs[0].0, HANDOFF_ID, "its Nats-Msg-Id is the handoff id");
     assert_package_for_reviewer(&handoffs[0].1);
 
-    assert_eq!(durable.fetch_and_ack(), [], "what the reviewer acknowledged to JetStream does not come again");
+    assert!(durable.fetch_and_ack().is_empty(), "what the reviewer acknowledged to JetStream does not come again");
 
     acknowledge_over_request_reply(&queries, &OverHttp { server: &server, token: REVIEWER_TOKEN }, seq);
 }
@@ -616,9 +643,10 @@ fn on_the_embedded_log_the_reviewer_gets_the_package_over_http_and_nothing_priva
     let queries = OverHttp { server: &server, token: REVIEWER_TOKEN };
     assert_reviewer_sees_shared_work_only(&OverHttp { server: &server, token: OPERATOR_TOKEN }, seq);
     // The reviewer's own token gets the same answers for its own memory.
-    let context = queries.query("reviewer", "context", json!({"query": "ledger", "min_seq": seq})).unwrap();
-    assert_no_secret("reviewer context", context["text"].as_str().unwrap());
-    assert_eq!(context["budget"], 2500, "a request without a budget gets the agent's context_budget");
+    let context = queries.query("reviewer", "context", json!({"query": "ledger", "min_seq": seq}));
+    let context: ContextAnswer = answered("the reviewer's context", context);
+    assert_no_secret("reviewer context", &context.text);
+    assert_eq!(context.budget, 2500, "a request without a budget gets the agent's context_budget");
     assert_tokens_hold(&server);
     acknowledge_with_the_cli(&server, seq);
 
@@ -630,20 +658,21 @@ fn on_the_embedded_log_the_reviewer_gets_the_package_over_http_and_nothing_priva
         );
         assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
     }
-    let (_, listed) = server.get_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/agents/reviewer/handoffs");
-    assert_eq!(listed["handoffs"][0]["status"], "acknowledged", "{listed}");
+    let listed: HandoffsAnswer =
+        typed("the handoffs", server.get_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/agents/reviewer/handoffs").1);
+    assert_eq!(listed.handoffs[0].status, "acknowledged", "{listed:?}");
 
     // Erasing the coder's memories by time reaches every memory that holds
     // them, and nothing of anyone else's.
     let erase = json!({"agent": "coder", "before": "2100-01-01T00:00:00Z", "reason": "erasure request"});
     let (status, purged) = server.post_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/purge", &erase.to_string());
     assert_eq!(status, 200, "{purged}");
-    let tombstoned: Vec<&str> =
-        purged["purged"].as_array().unwrap().iter().map(|result| result["agent"].as_str().unwrap()).collect();
-    assert!(tombstoned.contains(&"reviewer") && tombstoned.contains(&"coder"), "{purged}");
+    let purged: PurgeAnswer = typed("the purge", purged);
+    let tombstoned: Vec<&str> = purged.purged.iter().map(|result| result.agent.as_str()).collect();
+    assert!(tombstoned.contains(&"reviewer") && tombstoned.contains(&"coder"), "{purged:?}");
     let search = |agent: &str, query: &str| {
         let path = format!("/v1/swarms/demo/agents/{agent}/search?q={query}&mode=bm25");
-        server.get_as(Some(OPERATOR_TOKEN), &path).1["hits"].as_array().unwrap().len()
+        typed::<SearchAnswer>(&path, server.get_as(Some(OPERATOR_TOKEN), &path).1).hits.len()
     };
     assert_eq!(search("reviewer", "pgvector"), 0, "the coder's shared decision is erased from the reviewer's memory");
     assert_eq!(search("coder", "zanzibar"), 0);
@@ -701,28 +730,30 @@ fn a_phase_opened_for_a_task_holds_every_agents_shared_work_and_the_others_read_
     ]);
     let (status, accepted) = server.post_as(Some(OPERATOR_TOKEN), "/v1/events", &events.to_string());
     assert_eq!(status, 202, "{accepted}");
-    let min_seq = accepted["accepted"].as_array().unwrap().iter().map(|a| a["seq"].as_u64().unwrap()).max().unwrap();
-    let phase = |token: &str, agent: &str, level: &str| {
+    let accepted: AcceptedEvents = typed("the planner's events", accepted);
+    let min_seq = accepted.accepted.iter().map(|accepted| accepted.seq).max().unwrap();
+    let phase = |token: &str, agent: &str, level: &str| -> PhaseAnswer {
         let path = format!("/v1/swarms/demo/agents/{agent}/phases/{phase_id}?level={level}&min_seq={min_seq}");
         let (status, body) = server.get_as(Some(token), &path);
         assert_eq!(status, 200, "{agent} {level}: {body}");
-        body
+        typed(&path, body)
     };
     for (token, agent) in [(OPERATOR_TOKEN, "planner"), (CODER_TOKEN, "coder")] {
         let findings = phase(token, agent, "findings");
-        assert_eq!(findings["agent"], "planner", "{findings}");
-        let text = findings["text"].as_str().unwrap();
+        assert_eq!(findings.heading.agent, "planner", "{findings:?}");
+        let text = &findings.text.as_ref().expect("a text level").text;
         assert!(text.contains("fixed by editing src/ledger/store.rs"), "{agent}: {text}");
         assert!(text.contains("`cargo test` ×2 (1 failed)"), "{agent}: {text}");
         let original = phase(token, agent, "original");
-        let seqs: Vec<u64> =
-            original["events"].as_array().unwrap().iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-        assert_eq!(seqs.len(), 5, "{agent}: {original}");
-        assert_no_secret(&format!("{agent}'s view of the planner's phase"), &original.to_string());
-        assert_no_secret(&format!("{agent}'s view of the planner's phase"), &phase(token, agent, "full").to_string());
+        let PhaseEvents::Original(events) = &original.heading.events else { panic!("{agent}: {original:?}") };
+        assert_eq!(events.len(), 5, "{agent}: {original:?}");
+        let view = format!("{agent}'s view of the planner's phase");
+        assert_no_secret(&view, &serde_json::to_string(&original).unwrap());
+        assert_no_secret(&view, &serde_json::to_string(&phase(token, agent, "full")).unwrap());
     }
     let (_, listing) =
         server.get_as(Some(CODER_TOKEN), &format!("/v1/swarms/demo/agents/coder/phases?min_seq={min_seq}"));
-    assert_eq!(listing["shared_phases"][0]["phase_id"], phase_id, "{listing}");
-    assert!(listing["phases"].as_array().unwrap().iter().all(|own| own["agent"] == "coder"), "{listing}");
+    let listing: PhasesAnswer = typed("the coder's phases", listing);
+    assert_eq!(listing.shared_phases[0].phase_id, phase_id, "{listing:?}");
+    assert!(listing.phases.iter().all(|own| own.agent == "coder"), "{listing:?}");
 }
