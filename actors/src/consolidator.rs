@@ -312,34 +312,51 @@ async fn scan_all(
     let scanner = scanner.clone();
     let (taken, views): (Vec<_>, Vec<_>) =
         read.into_iter().map(|agent| ((agent.handle, agent.counts), agent.view)).unzip();
-    let scanning = tokio::task::spawn_blocking(move || {
+    // A panic is caught where it happens, so that the error names the scan
+    // that failed: the shared items', or one agent's.
+    let caught = |agent: &str, scan: &mut dyn FnMut()| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(scan)).map_err(|panic| {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|text| text.to_string()))
+                .unwrap_or_else(|| "the scan panicked".to_string());
+            ActorsError::Consolidation { agent: agent.to_string(), message }
+        })
+    };
+    let scanning = tokio::task::spawn_blocking(move || -> Result<_, ActorsError> {
         let started = Instant::now();
-        let shared = SharedScan::new(&views.iter().collect::<Vec<_>>(), &policy);
+        let mut shared = SharedScan::default();
+        caught("(the swarm's shared items)", &mut || {
+            shared = SharedScan::new(&views.iter().collect::<Vec<_>>(), &policy)
+        })?;
         let shared_seconds = started.elapsed().as_secs_f64();
         metrics::histogram!("mneme_consolidation_shared_scan_seconds").record(shared_seconds);
         tracing::debug!(?shared, seconds = shared_seconds, "shared items compared once for the run");
         let summary =
             SharedScanSummary { items: shared.items(), duplicate_pairs: shared.duplicate_pairs(), shared_seconds };
-        let plans = views
-            .iter()
-            .map(|view| {
-                let started = Instant::now();
-                let plan = scanner(view, &policy, &shared);
-                let scan_seconds = started.elapsed().as_secs_f64();
-                metrics::histogram!("mneme_consolidation_scan_seconds").record(scan_seconds);
-                (view.items.len(), plan, scan_seconds)
-            })
-            .collect::<Vec<_>>();
-        (summary, plans)
+        let mut plans = Vec::with_capacity(views.len());
+        for view in &views {
+            let started = Instant::now();
+            let mut plan = None;
+            caught(&view.agent, &mut || plan = Some(scanner(view, &policy, &shared)))?;
+            let scan_seconds = started.elapsed().as_secs_f64();
+            metrics::histogram!("mneme_consolidation_scan_seconds").record(scan_seconds);
+            plans.push((view.items.len(), plan.expect("a scan that returned made a plan"), scan_seconds));
+        }
+        Ok((summary, plans))
     });
-    let (summary, plans) = match scanning.await {
+    let scanned = match scanning.await {
+        Ok(scanned) => scanned,
+        Err(error) => Err(ActorsError::Consolidation { agent: String::new(), message: error.to_string() }),
+    };
+    let (summary, plans) = match scanned {
         Ok(scanned) => scanned,
         Err(error) => {
-            let agent = taken.first().map_or_else(String::new, |(handle, _)| handle.agent.clone());
             for (handle, counts) in taken {
                 ReadAgent::give_back(&handle, counts);
             }
-            return Err(ActorsError::Consolidation { agent, message: error.to_string() });
+            return Err(error);
         }
     };
     let ScanContext { swarm, log, id_key, dry_run } = context;

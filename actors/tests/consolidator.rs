@@ -267,6 +267,13 @@ async fn a_run_that_fails_for_one_agent_appends_nothing_for_any_agent() {
     let consolidator = fixture.consolidator(ConsolidationSchedule::default(), Some(failing));
     let failed = consolidator.send(ConsolidationRequest { dry_run: false, agent: None }).await.unwrap();
     assert!(failed.is_err(), "the reviewer's scan failed: {failed:?}");
+    match failed.unwrap_err() {
+        mneme_actors::ActorsError::Consolidation { agent, message } => {
+            assert_eq!(agent, "reviewer", "the error names the scan that failed");
+            assert!(message.contains("the reviewer's scan fails"), "{message}");
+        }
+        other => panic!("a consolidation error, not {other:?}"),
+    }
     assert_eq!(fixture.log.last_seq().await.unwrap(), end_before, "a failed run appends nothing");
 
     let consolidator = fixture.consolidator(ConsolidationSchedule::default(), None);
