@@ -1,14 +1,38 @@
-//! `mneme eval` end to end on the tiny generated swarm: it starts its own
-//! `mneme serve`, and its JSON report has every figure the issue asks for,
-//! in range, with no context over budget.
+//! `mneme-tools eval` end to end on the tiny generated swarm: it starts its
+//! own `mneme serve` from the `mneme` binary beside it, and its JSON report
+//! has every figure the issue asks for, in range, with no context over
+//! budget.
 
 mod common;
 
 use serde_json::Value;
 
+/// The tools binary: benchmarks and the evaluation, apart from `mneme`.
+const MNEME_TOOLS: &str = env!("CARGO_BIN_EXE_mneme-tools");
+
+/// The verbs `--help` lists, one per line after `Commands:`.
+fn verbs_of(binary: &str) -> Vec<String> {
+    let output = std::process::Command::new(binary).arg("--help").output().unwrap();
+    let help = common::stdout_of(&output);
+    let commands = help.split("Commands:").nth(1).unwrap_or_else(|| panic!("no Commands: in {help}"));
+    let commands = commands.split("Options:").next().unwrap();
+    commands.lines().filter_map(|line| line.split_whitespace().next()).map(str::to_string).collect()
+}
+
+#[test]
+fn benchmarks_and_the_evaluation_live_in_the_tools_binary_not_in_mneme() {
+    let production = verbs_of(common::MNEME);
+    assert!(production.contains(&"serve".to_string()), "{production:?}");
+    for verb in ["bench", "eval"] {
+        assert!(!production.contains(&verb.to_string()), "mneme --help lists {verb}: {production:?}");
+    }
+    let tools = verbs_of(MNEME_TOOLS);
+    assert!(tools.contains(&"bench".to_string()) && tools.contains(&"eval".to_string()), "{tools:?}");
+}
+
 #[test]
 fn eval_reports_every_metric_for_a_tiny_swarm() {
-    let output = std::process::Command::new(common::MNEME)
+    let output = std::process::Command::new(MNEME_TOOLS)
         .args(["eval", "--size", "tiny", "--seed", "3", "--embedder", "hashed", "--format", "json"])
         .env("MNEME_LOG", "warn")
         .output()

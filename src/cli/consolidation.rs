@@ -7,7 +7,7 @@ use mneme_api::consolidation::{
     ConsolidationAnswer, ContradictionsAnswer, PurgeAnswer, PurgeBody, ResolveBody, Resolved,
 };
 
-use crate::client::{call_as, encode};
+use crate::cli::client::{call_as, encode};
 use crate::print_line;
 
 fn swarm_url(server: &str, swarm: &str, verb: &str) -> String {

@@ -1,4 +1,4 @@
-//! `mneme bench search`: latency of every search mode, of 2-hop graph
+//! `mneme-tools bench search`: latency of every search mode, of 2-hop graph
 //! queries and of embedding, in one agent's memory of N items, in process.
 //! BM25 search is the baseline every other latency is compared with.
 
@@ -36,13 +36,13 @@ const QUERIES: &[&str] = &[
 
 pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Result<ExitCode> {
     let config = SwarmConfig::with_name("bench");
-    let embedder = crate::model::load_configured_embedder(&config)?;
+    let embedder = mneme::model::load_configured_embedder(&config)?;
     out!("{}", crate::bench::machine_description());
     let vocabulary_name = match vocabulary {
         Vocabulary::Zipf => "zipf",
         Vocabulary::Narrow => "narrow",
     };
-    out!("command: mneme bench search --items {items} --queries {queries} --vocabulary {vocabulary_name}");
+    out!("command: mneme-tools bench search --items {items} --queries {queries} --vocabulary {vocabulary_name}");
     out!("embedder: {}", embedder.model_id());
 
     let agents = vec![AGENT.to_string()];
@@ -267,7 +267,7 @@ pub(crate) fn percentile(sorted: &[Duration], quantile: f64) -> Duration {
     sorted[index]
 }
 
-/// `mneme bench phases`: how much the example trajectory's completed phases
+/// `mneme-tools bench phases`: how much the example trajectory's completed phases
 /// shrink at each level, counted in cl100k_base tokens. Original tokens are
 /// the phase's events as memory renders them.
 pub fn phases() -> anyhow::Result<ExitCode> {
@@ -279,7 +279,7 @@ pub fn phases() -> anyhow::Result<ExitCode> {
         .map(|line| decode_json(line.as_bytes(), &limits).context("decoding the example trajectory"))
         .collect::<anyhow::Result<_>>()?;
     out!("{}", crate::bench::machine_description());
-    out!("command: mneme bench phases (examples/trajectory.jsonl, {} events)", events.len());
+    out!("command: mneme-tools bench phases (examples/trajectory.jsonl, {} events)", events.len());
     out!("");
     out!("| agent | phase | events | original | findings | summary | compressed | index | original / findings |");
     out!("|---|---|---:|---:|---:|---:|---:|---:|---:|");

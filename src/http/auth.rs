@@ -19,7 +19,7 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use mneme_actors::swarm_config::ApiToken;
 
-use crate::api::{ApiError, AppState};
+use crate::http::{ApiError, AppState};
 
 /// Who made a request, as its token says; in the request's extensions.
 #[derive(Debug, Clone, PartialEq, Eq)]

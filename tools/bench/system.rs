@@ -1,4 +1,4 @@
-//! `mneme bench latency | replay | memory`: the system as a whole.
+//! `mneme-tools bench latency | replay | memory`: the system as a whole.
 //!
 //! - `latency`: how long after an event is published (decoded, appended and
 //!   announced to the supervisor, as `POST /v1/events` does) a search finds
@@ -28,8 +28,8 @@ use mneme_nats::{EventLog, JetStreamLog, JetStreamOptions, SledLog, SledOptions}
 use mneme_projections::embed::Embedder;
 use mneme_projections::{AgentMemory, MemoryConfig, SearchRequest, SharedContent, TextIndex};
 
+use crate::bench::search::percentile;
 use crate::bench::{BenchBackend, SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};
-use crate::bench_search::percentile;
 
 const AGENT: &str = "agent-0";
 /// As `bench search`: text with realistic word frequencies.
@@ -95,7 +95,7 @@ pub async fn latency(items: usize, queries: usize, backend: BenchBackend) -> any
         BenchBackend::Nats => "nats",
         BenchBackend::Both => "both",
     };
-    out!("command: mneme bench latency --items {items} --queries {queries} --backend {backend_name}");
+    out!("command: mneme-tools bench latency --items {items} --queries {queries} --backend {backend_name}");
     let prefill = zipf_items(items, &[AGENT.to_string()]);
     let probes = probe_events(queries + queries / 10, items);
     out!(
@@ -280,7 +280,7 @@ fn start_supervisor(
     let store = SnapshotStore::open(&dir.join("snapshots"))?;
     let embedder = match embedder {
         Some(embedder) => embedder,
-        None => crate::model::load_configured_embedder(&config)?,
+        None => mneme::model::load_configured_embedder(&config)?,
     };
     let (text_index, _) = TextIndex::open(&dir.join("text-index"))?;
     Ok(Supervisor::new(config, log, store, log_end, embedder).with_text_index(text_index).start())
@@ -428,9 +428,9 @@ pub(crate) fn realistic_events(start: usize, count: usize, words: &mut WordStrea
 pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<ExitCode> {
     let events = events.max(1);
     let config = SwarmConfig::with_name(SWARM);
-    let embedder = crate::model::load_configured_embedder(&config)?;
+    let embedder = mneme::model::load_configured_embedder(&config)?;
     out!("{}", machine_description());
-    out!("command: mneme bench replay --events {events} --tail {tail}");
+    out!("command: mneme-tools bench replay --events {events} --tail {tail}");
     out!("embedder: {}", embedder.model_id());
     let scratch = ScratchDir::new("replay")?;
     // The text index on disk, as `mneme serve` keeps it.
@@ -636,7 +636,7 @@ pub async fn memory(items: usize, agents: usize, events_per_agent: usize, batch:
         _ => {}
     }
     out!("{}", machine_description());
-    out!("command: mneme bench memory --items {items} --agents {agents} --events-per-agent {events_per_agent}");
+    out!("command: mneme-tools bench memory --items {items} --agents {agents} --events-per-agent {events_per_agent}");
     out!("each part runs in a child process of its own; RSS is VmRSS of /proc/self/status");
     let exe = std::env::current_exe().context("finding this binary")?;
     let mut rows = Vec::new();
@@ -671,7 +671,7 @@ pub async fn memory(items: usize, agents: usize, events_per_agent: usize, batch:
 /// One agent's memory of `items` items, built in this process.
 async fn memory_one_agent(items: usize) -> anyhow::Result<ExitCode> {
     let config = SwarmConfig::with_name(SWARM);
-    let embedder = crate::model::load_configured_embedder(&config)?;
+    let embedder = mneme::model::load_configured_embedder(&config)?;
     let events = zipf_items(items, &[AGENT.to_string()]);
     let limits = DecodeLimits::default();
     let before = proc_status("VmRSS");
@@ -769,7 +769,7 @@ async fn memory_many_agents(agents: usize, events_per_agent: usize, batch: usize
     }
     let last_seq = log.last_seq().await?;
     // The embedder is loaded before the first measurement, as in part one.
-    let embedder = crate::model::load_configured_embedder(&SwarmConfig::with_name(SWARM))?;
+    let embedder = mneme::model::load_configured_embedder(&SwarmConfig::with_name(SWARM))?;
     let before = proc_status("VmRSS");
     let threads_before = proc_status("Threads");
     let started = Instant::now();

@@ -1,6 +1,12 @@
 //! The HTTP JSON API. Request and response bodies are defined here, at the
 //! boundary; the crates below never see HTTP.
 
+pub mod auth;
+mod consolidation;
+pub mod context;
+pub mod handoffs;
+pub mod query_permits;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,8 +39,8 @@ use mneme_projections::{
 };
 use serde_json::{Value, json};
 
-use crate::auth::Caller;
-use crate::{api_consolidation, api_context, api_handoffs};
+use self::{consolidation as api_consolidation, context as api_context, handoffs as api_handoffs};
+use crate::http::auth::Caller;
 
 /// How long a query with `min_seq` waits for the agent to catch up.
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,7 +59,7 @@ pub struct AppState {
     /// Keys the ids Mneme derives for its own events (acknowledgements).
     pub id_key: mneme_events::IdKey,
     /// Queries each caller has in flight, over HTTP and NATS.
-    pub query_permits: crate::query_permits::QueryPermits,
+    pub query_permits: crate::http::query_permits::QueryPermits,
     /// Turns true when the server begins to shut down: long-lived responses
     /// (handoff streams) end then, rather than hold the shutdown up.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,

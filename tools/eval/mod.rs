@@ -1,10 +1,13 @@
-//! `mneme eval`: the memory-quality evaluation. It generates a synthetic
+//! `mneme-tools eval`: the memory-quality evaluation. It generates a synthetic
 //! swarm with ground truth (`eval_generator.rs`), runs a real `mneme serve`
 //! on a scratch embedded log, publishes the events over HTTP, and asks what
 //! the ground truth knows the answers to, through the public API only:
 //! search in each mode, context at several budgets, consolidation, the
 //! contradictions it found, what became of the items that must never be
 //! forgotten, and each phase's compressed levels.
+
+pub mod dataset;
+pub mod generator;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,9 +24,9 @@ use mneme_api::log::{AcceptedEvents, Health};
 use mneme_api::memory::{Digest, Hit, ItemAnswer, SearchAnswer};
 use mneme_api::params::ContextBody;
 
-use crate::client::{call_as, encode};
-use crate::eval_dataset::{Dataset, EVAL_SWARM, GeneratorSize, Question, QuestionKind};
-use crate::eval_generator::generate;
+use crate::eval::dataset::{Dataset, EVAL_SWARM, GeneratorSize, Question, QuestionKind};
+use crate::eval::generator::generate;
+use mneme::cli::client::{call_as, encode};
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -95,7 +98,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
 
     let report = EvalReport {
         command: format!(
-            "mneme eval --seed {} --size {} --embedder {embedder} --context-samples {}",
+            "mneme-tools eval --seed {} --size {} --embedder {embedder} --context-samples {}",
             args.seed, args.size, args.context_samples
         ),
         seed: args.seed,
@@ -190,7 +193,7 @@ impl ServerProcess {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let config_path = dir.join("swarm.toml");
         let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log"))?;
-        let child = Command::new(std::env::current_exe()?)
+        let child = Command::new(crate::mneme_binary()?)
             .arg("serve")
             .arg("--config")
             .arg(&config_path)

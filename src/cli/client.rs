@@ -14,7 +14,7 @@ use mneme_api::params::{ContextBody, SignalsBody};
 use serde_json::Value;
 
 /// Query-string encoding for the few characters that matter in a query.
-pub(crate) fn encode(text: &str) -> String {
+pub fn encode(text: &str) -> String {
     let mut encoded = String::with_capacity(text.len());
     for byte in text.bytes() {
         match byte {
@@ -44,7 +44,7 @@ fn authorized(request: ureq::Request) -> ureq::Request {
 
 /// Sends a request and reads the answer as the wire type `T`; an error
 /// response becomes an error naming its code, field and message.
-pub(crate) fn call_as<T: serde::de::DeserializeOwned>(request: ureq::Request, body: Option<&str>) -> anyhow::Result<T> {
+pub fn call_as<T: serde::de::DeserializeOwned>(request: ureq::Request, body: Option<&str>) -> anyhow::Result<T> {
     let url = request.url().to_string();
     let value = call(request, body)?;
     serde_json::from_value(value).with_context(|| format!("reading the answer of {url}"))
@@ -52,7 +52,7 @@ pub(crate) fn call_as<T: serde::de::DeserializeOwned>(request: ureq::Request, bo
 
 /// Sends a request and returns the JSON body; an error response becomes an
 /// error naming its code, field and message.
-pub(crate) fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
+pub fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
     let url = request.url().to_string();
     let request = authorized(request);
     let response = match body {

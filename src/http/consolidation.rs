@@ -16,7 +16,7 @@ use mneme_projections::consolidation::ConsolidationPlan;
 use mneme_projections::{ItemState, OpenContradiction, ResolvedContradiction};
 use serde::Deserialize;
 
-use crate::api::{ApiError, AppState, agent_handle, ask, check_swarm, provenance_refs, read_command_body, stopped};
+use crate::http::{ApiError, AppState, agent_handle, ask, check_swarm, provenance_refs, read_command_body, stopped};
 
 /// Verdicts listed per kind in a report; counts are always complete.
 const MAX_LISTED_VERDICTS: usize = 1000;
@@ -239,7 +239,7 @@ pub async fn resolve_contradiction(
     let body = read_command_body(payload).await?;
     let (swarm, contradiction_id) = path.into_inner();
     check_swarm(&state, &swarm)?;
-    let body: ResolveBody = crate::api::json_body(&body)?;
+    let body: ResolveBody = crate::http::json_body(&body)?;
     let resolution = parse_resolution(&body.resolution)?;
     let mut holder = None;
     for agent in agents_of(&state, &swarm, None).await? {
@@ -334,7 +334,7 @@ pub async fn purge(
     let body = read_command_body(payload).await?;
     let swarm = path.into_inner();
     check_swarm(&state, &swarm)?;
-    let body: PurgeBody = crate::api::json_body(&body)?;
+    let body: PurgeBody = crate::http::json_body(&body)?;
     let before =
         match &body.before {
             Some(text) => Some(text.parse::<Timestamp>().map_err(|error| {

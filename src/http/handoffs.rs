@@ -21,7 +21,7 @@ use mneme_projections::HandoffRecord;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use crate::api::{ApiError, AppState, agent_handle, ask, json_body, read_command_body};
+use crate::http::{ApiError, AppState, agent_handle, ask, json_body, read_command_body};
 
 /// A comment line goes down an idle stream this often, so that proxies and
 /// clients can tell a quiet stream from a dead one.

@@ -1,6 +1,9 @@
 //! `mneme serve`: the log, the supervisor and its memory actors, and the
 //! HTTP API, in one process.
 
+pub mod backend;
+pub mod llm;
+
 use std::sync::Arc;
 
 use actix::Actor;
@@ -13,8 +16,9 @@ use mneme_actors::{
     SwarmConfig,
 };
 
-use crate::api::{self, AppState};
-use crate::{auth, backend, model, nats_queries};
+use crate::http::{self as api, AppState, auth};
+use crate::model;
+use crate::nats as nats_queries;
 use mneme_projections::TextIndex;
 
 /// HTTP worker threads. Queries are answered by memory actors on their own
@@ -54,7 +58,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let mut supervisor =
         Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).with_text_index(text_index);
     if let Some(llm) = &config.compression.llm {
-        let summarizer = crate::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
+        let summarizer = crate::server::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
         tracing::info!(endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");
         supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens, id_key.clone());
     }
@@ -95,7 +99,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         memory_config,
         consolidator,
         id_key,
-        query_permits: crate::query_permits::QueryPermits::new(config.http.max_queries_in_flight),
+        query_permits: crate::http::query_permits::QueryPermits::new(config.http.max_queries_in_flight),
         shutting_down: shutting_down_receiver,
     });
     // Signals are handled here rather than by actix-web, whose handler stops

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use actix_web::http::StatusCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::api::ApiError;
+use crate::http::ApiError;
 
 /// Callers remembered at once: past this, those with nothing in flight are
 /// forgotten (agent names come from request paths).

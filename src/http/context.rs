@@ -13,7 +13,7 @@ use mneme_api::params::{ContextBody, ContextParams, MinSeqParams, NoParams, Phas
 use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
 use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
 
-use crate::api::{
+use crate::http::{
     ApiError, AppState, agent_handle, ask, entry_visible_to, json_body, provenance_refs, read_command_body, wire_entry,
 };
 

@@ -25,7 +25,7 @@ use std::collections::HashSet;
 use mneme_events::{EventId, Timestamp};
 use serde_json::{Map, Value, json};
 
-use crate::eval_dataset::{Dataset, EVAL_SWARM, GeneratorSize, GroundTruth, PhaseTruth, Question, QuestionKind};
+use crate::eval::dataset::{Dataset, EVAL_SWARM, GeneratorSize, GroundTruth, PhaseTruth, Question, QuestionKind};
 
 /// 2026-03-02T08:00:00Z, the time of the swarm's first event.
 const START_UNIX_MS: u64 = 1_772_438_400_000;

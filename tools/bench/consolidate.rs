@@ -1,4 +1,4 @@
-//! `mneme bench consolidate`: how long consolidation takes over one agent's
+//! `mneme-tools bench consolidate`: how long consolidation takes over one agent's
 //! memory of N items — the copy the memory actor hands over (the only part
 //! that holds up its queries), the scan, and applying the verdicts — and
 //! what a scan running on another thread does to search latency. The
@@ -18,16 +18,16 @@ use mneme_projections::consolidation::{
 use mneme_projections::{AgentMemory, SearchMode, SearchRequest};
 
 use crate::bench::WordStream;
-use crate::bench_search::percentile;
+use crate::bench::search::percentile;
 
 const AGENT: &str = "agent-0";
 const QUERIES: &[&str] = &["token refresh", "database migration fails", "cargo test panic", "retry after timeout"];
 
 pub fn run(items: usize, queries: usize, agents: usize) -> anyhow::Result<ExitCode> {
     let config = SwarmConfig::with_name("bench");
-    let embedder = crate::model::load_configured_embedder(&config)?;
+    let embedder = mneme::model::load_configured_embedder(&config)?;
     out!("{}", crate::bench::machine_description());
-    out!("command: mneme bench consolidate --items {items} --queries {queries} --agents {agents}");
+    out!("command: mneme-tools bench consolidate --items {items} --queries {queries} --agents {agents}");
     out!("embedder: {}", embedder.model_id());
     let (events, duplicates, conflicting) = planted_events(items)?;
     let mut memory = AgentMemory::new("bench", AGENT, config.memory_config(embedder.clone()))?;

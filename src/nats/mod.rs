@@ -30,9 +30,7 @@ use serde_json::Value;
 
 use mneme_api::params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams, quote};
 
-use crate::api::{self, ApiError, AppState};
-use crate::api_context;
-use crate::api_handoffs;
+use crate::http::{self as api, ApiError, AppState, context as api_context, handoffs as api_handoffs};
 
 /// The verbs a query subject may end in.
 pub const QUERY_VERBS: [&str; 7] = ["search", "context", "graph", "provenance", "phase", "handoffs", "ack"];

@@ -1,5 +1,10 @@
-//! `mneme bench`: throughput measured as a ratio to the raw log in the same
+//! `mneme-tools bench`: throughput measured as a ratio to the raw log in the same
 //! run, because the machines this runs on are shared and noisy.
+
+pub mod burst;
+pub mod consolidate;
+pub mod search;
+pub mod system;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -119,22 +124,22 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let items = |default: usize| args.items.unwrap_or(default);
     let queries = |default: usize| args.queries.unwrap_or(default);
     match args.suite {
-        Suite::Search => return crate::bench_search::run(items(100_000), queries(1000), args.vocabulary),
-        Suite::Phases => return crate::bench_search::phases(),
+        Suite::Search => return crate::bench::search::run(items(100_000), queries(1000), args.vocabulary),
+        Suite::Phases => return crate::bench::search::phases(),
         Suite::Consolidate => {
-            return crate::bench_consolidate::run(items(100_000), queries(1000), args.agents.unwrap_or(1));
+            return crate::bench::consolidate::run(items(100_000), queries(1000), args.agents.unwrap_or(1));
         }
-        Suite::Latency => return crate::bench_system::latency(items(10_000), queries(200), args.backend).await,
+        Suite::Latency => return crate::bench::system::latency(items(10_000), queries(200), args.backend).await,
         Suite::Replay => {
-            return crate::bench_system::replay(args.events.unwrap_or(1_000_000), args.tail, args.batch).await;
+            return crate::bench::system::replay(args.events.unwrap_or(1_000_000), args.tail, args.batch).await;
         }
         Suite::Memory => {
             let agents = args.agents.unwrap_or(1000);
-            return crate::bench_system::memory(items(10_000), agents, args.events_per_agent, args.batch).await;
+            return crate::bench::system::memory(items(10_000), agents, args.events_per_agent, args.batch).await;
         }
         Suite::Burst => {
             let (events, agents, batch) = (args.events.unwrap_or(100_000), args.agents.unwrap_or(3), args.batch);
-            return tokio::task::spawn_blocking(move || crate::bench_burst::run(events, agents, batch)).await?;
+            return tokio::task::spawn_blocking(move || crate::bench::burst::run(events, agents, batch)).await?;
         }
         Suite::Ingest => {}
     }
@@ -150,7 +155,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     out!("{}", machine_description());
     let scope = if args.scope == BenchScope::Shared { "shared" } else { "private" };
     out!(
-        "command: mneme bench ingest --events {} --agents {} --scope {scope} --batch {} --checkpoint-every-events {}",
+        "command: mneme-tools bench ingest --events {} --agents {} --scope {scope} --batch {} --checkpoint-every-events {}",
         event_count,
         agents.len(),
         args.batch,
@@ -318,7 +323,7 @@ async fn end_to_end_rate(
     config.log.data_dir = dir.to_path_buf();
     config.memory.checkpoint_every_events = args.checkpoint_every_events;
     let store = SnapshotStore::open(&dir.join("snapshots"))?;
-    let embedder = crate::model::load_configured_embedder(&config)?;
+    let embedder = mneme::model::load_configured_embedder(&config)?;
     // The text index on disk, as `mneme serve` keeps it.
     let (text_index, _) = mneme_projections::TextIndex::open(&dir.join("text-index"))?;
     let supervisor: Addr<Supervisor> = Supervisor::new(config, log.clone(), store, log.last_seq().await?, embedder)

@@ -9,7 +9,9 @@ use futures::StreamExt;
 use mneme_actors::{SnapshotStore, SwarmConfig, continue_from_log, memory_actor::restore_or_new, rebuild_from_log};
 use mneme_nats::{EventLog, SledLog, SledOptions};
 
-use crate::{api, backend, model};
+use crate::http as api;
+use crate::model;
+use crate::server::backend;
 
 pub async fn tail(
     data_dir: &Path,

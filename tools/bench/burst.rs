@@ -1,4 +1,4 @@
-//! `mneme bench burst`: a burst of events accepted by `mneme serve` on the
+//! `mneme-tools bench burst`: a burst of events accepted by `mneme serve` on the
 //! embedded log, the server killed with SIGKILL the moment the last one is
 //! accepted (its memories still applying), then started again: how long
 //! until every agent's search finds the last accepted event.
@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use crate::bench::{SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};
-use crate::client::call;
 use crate::eval::ServerProcess;
+use mneme::cli::client::call;
 
 /// A word no generated text holds, in the last event of the burst.
 const LAST_WORD: &str = "burstfinalmarker";
@@ -19,7 +19,7 @@ pub fn run(events: usize, agent_count: usize, batch: usize) -> anyhow::Result<Ex
     let events = events.max(1);
     let agents: Vec<String> = (0..agent_count.max(1)).map(|index| format!("agent-{index}")).collect();
     out!("{}", machine_description());
-    out!("command: mneme bench burst --events {events} --agents {} --batch {batch}", agents.len());
+    out!("command: mneme-tools bench burst --events {events} --agents {} --batch {batch}", agents.len());
     let scratch = ScratchDir::new("burst")?;
     let mut config = format!("[swarm]\nname = \"{SWARM}\"\n\n[consolidation]\nenabled = false\n");
     for agent in &agents {

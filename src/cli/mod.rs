@@ -1,0 +1,420 @@
+//! The `mneme` command line: one verb a variant of [`Command`], each
+//! dispatched to the server, a client call over HTTP, or an offline tool.
+
+pub mod client;
+mod consolidation;
+mod offline;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use mneme_actors::{LogBackend, SwarmConfig};
+
+#[derive(Parser)]
+#[command(name = "mneme", version, about = "The memory of multi-agent LLM swarms")]
+struct Cli {
+    /// Log filter, e.g. `info` or `mneme=debug,info`.
+    #[arg(long, env = "MNEME_LOG", default_value = "info,hnsw_rs=warn,tantivy=warn", global = true)]
+    log: String,
+    /// API token for a server with `[[http.tokens]]` (sent as a bearer token).
+    #[arg(long, env = "MNEME_TOKEN", global = true, hide_env_values = true)]
+    token: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the memory service: log, agent memories and HTTP API.
+    Serve(ConfigArgs),
+    /// Publish events from a JSON file (one event or an array), a JSONL file, or `-` for stdin.
+    Publish {
+        file: String,
+        /// Events per request.
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Search an agent's memory: bm25, vector, graph, or hybrid (fused by reciprocal rank).
+    Search {
+        #[command(flatten)]
+        target: AgentArgs,
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        #[arg(long, default_value = "hybrid")]
+        mode: String,
+        /// Only these kinds, comma-separated (e.g. `decision_made,fact_asserted`).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only items with event time at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only items with event time before this RFC 3339 time.
+        #[arg(long)]
+        until: Option<String>,
+        /// Only items linked to this entity in the fact graph.
+        #[arg(long)]
+        entity: Option<String>,
+        #[arg(long)]
+        correlation_id: Option<String>,
+        /// Show each retriever's rank and score per hit.
+        #[arg(long)]
+        explain: bool,
+        /// Print the JSON response instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// The fact graph around an entity, with validity and provenance.
+    Graph {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// An entity id (`file:src/auth/token.rs`) or name (`src/auth/token.rs`).
+        entity: String,
+        #[arg(long, default_value_t = 2)]
+        hops: usize,
+        /// Only these relations, comma-separated.
+        #[arg(long)]
+        relations: Option<String>,
+        /// Only what was valid at this RFC 3339 event time.
+        #[arg(long)]
+        as_of: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Distill the static embedding model from all-MiniLM-L6-v2 (after scripts/fetch-model.sh).
+    Distill(crate::model::DistillArgs),
+    /// Assemble an agent's budgeted context for a query.
+    Context {
+        #[command(flatten)]
+        target: AgentArgs,
+        #[arg(default_value = "")]
+        query: String,
+        /// Token budget (cl100k_base tokens).
+        #[arg(long, default_value_t = 8000)]
+        budget: usize,
+        #[command(flatten)]
+        signals: client::SignalArgs,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List an agent's phases, or show one at a level of compression.
+    Phase {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// The phase's id (the id of its phase_started event); without it,
+        /// every phase, the task roll-ups and the session summary.
+        phase_id: Option<String>,
+        /// index, compressed, summary, findings, full or original.
+        #[arg(long, default_value = "summary")]
+        level: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Print the log as JSON lines, from a running server or a data dir.
+    Tail {
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        from_seq: u64,
+        /// Keep printing new events as they arrive.
+        #[arg(long)]
+        follow: bool,
+        /// Read the embedded log in this data dir instead of asking a server.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Rebuild an agent's memory from the log and compare it with the live one.
+    Replay {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// Exit non-zero when the rebuilt digest differs from the live one.
+        #[arg(long)]
+        verify: bool,
+        /// Work offline on this data dir (the server must not be running),
+        /// against the memory persisted there.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// The swarm.toml whose memory settings the persisted memory used.
+        #[arg(long, env = "MNEME_CONFIG")]
+        config: Option<PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// The events behind an item as a timeline, or an agent's record of who recorded what and when.
+    Audit {
+        /// An item, fact, edge or summary id (as search and context return them).
+        item_id: Option<String>,
+        /// Export this agent's events instead.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only events with `ts` at or after this RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: client::AuditFormat,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Handoffs an agent received, pending first; --follow streams new ones, --ack acknowledges one.
+    Handoffs {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// Keep printing handoffs as they are delivered.
+        #[arg(long, conflicts_with = "ack")]
+        follow: bool,
+        /// Acknowledge this handoff (its `handoff_id`).
+        #[arg(long)]
+        ack: Option<String>,
+        /// A note to record with --ack.
+        #[arg(long, requires = "ack")]
+        note: Option<String>,
+        /// Print JSON (one handoff per line with --follow).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Run consolidation now (dedup, forgetting, contradictions, links); its verdicts go to the log as events.
+    Consolidate {
+        /// Report what it would do; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Only this agent's memory.
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List open and resolved contradictions.
+    Contradictions {
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Resolve a contradiction: a_wins, b_wins, both_valid or merged.
+    Resolve {
+        contradiction_id: String,
+        resolution: String,
+        #[arg(long)]
+        note: Option<String>,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Erase memories from projections and snapshots (an erasure request); the log keeps a tombstone.
+    Purge {
+        /// Items to erase (repeatable); held by any agent unless --agent says whose.
+        #[arg(long = "item")]
+        items: Vec<String>,
+        #[arg(long)]
+        agent: Option<String>,
+        /// Erase every item of --agent with an event time before this RFC 3339 time.
+        #[arg(long)]
+        before: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+}
+
+#[derive(Args, Clone)]
+struct ServerArgs {
+    /// Base URL of a running `mneme serve`.
+    #[arg(long, env = "MNEME_SERVER", default_value = "http://127.0.0.1:7700")]
+    server: String,
+}
+
+#[derive(Args, Clone)]
+struct AgentArgs {
+    #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+    swarm: String,
+    #[arg(long, env = "MNEME_AGENT")]
+    agent: String,
+}
+
+#[derive(Args, Clone)]
+pub struct ConfigArgs {
+    /// The swarm configuration; defaults to ./swarm.toml when it exists.
+    #[arg(long, env = "MNEME_CONFIG")]
+    config: Option<PathBuf>,
+    /// Where the embedded log and snapshots live.
+    #[arg(long, env = "MNEME_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Address the HTTP API listens on, e.g. 127.0.0.1:7700.
+    #[arg(long, env = "MNEME_HTTP")]
+    http: Option<SocketAddr>,
+    /// Use NATS JetStream at this URL (or several comma-separated URLs of one
+    /// cluster) instead of the embedded log.
+    #[arg(long, env = "MNEME_NATS_URL")]
+    nats: Option<String>,
+}
+
+impl ConfigArgs {
+    /// The configuration file, with flags and environment on top.
+    pub fn load(&self) -> anyhow::Result<SwarmConfig> {
+        let mut config = load_config_file(self.config.as_deref())?;
+        if let Some(data_dir) = &self.data_dir {
+            config.log.data_dir = data_dir.clone();
+        }
+        if let Some(http) = self.http {
+            config.http.bind = http;
+        }
+        if let Some(url) = &self.nats {
+            config.log.backend = LogBackend::Nats;
+            config.log.nats_url = url.clone();
+        }
+        Ok(config)
+    }
+}
+
+fn load_config_file(path: Option<&std::path::Path>) -> anyhow::Result<SwarmConfig> {
+    let default_path = PathBuf::from("swarm.toml");
+    match path {
+        Some(path) => Ok(SwarmConfig::load(path)?),
+        None if default_path.exists() => Ok(SwarmConfig::load(&default_path)?),
+        None => Ok(SwarmConfig::with_name("demo")),
+    }
+}
+
+/// Parses the command line, sets up logging and runs the verb.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, not in log files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    client::use_api_token(cli.token);
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Serve(args) => {
+            let config = args.load()?;
+            actix::System::new().block_on(crate::server::serve(config))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch),
+        Command::Search {
+            target,
+            query,
+            k,
+            mode,
+            kind,
+            since,
+            until,
+            entity,
+            correlation_id,
+            explain,
+            json,
+            server,
+        } => {
+            let mut parameters = vec![("q", query), ("k", k.to_string()), ("mode", mode)];
+            let optional = [("kind", kind), ("since", since), ("until", until), ("entity", entity)];
+            parameters.extend(optional.into_iter().filter_map(|(name, value)| value.map(|value| (name, value))));
+            if let Some(correlation_id) = correlation_id {
+                parameters.push(("correlation_id", correlation_id));
+            }
+            if explain {
+                parameters.push(("explain", "true".to_string()));
+            }
+            client::search(&server.server, &target.swarm, &target.agent, &parameters, explain, json)
+        }
+        Command::Graph { target, entity, hops, relations, as_of, json, server } => {
+            let mut parameters = vec![("entity", entity), ("hops", hops.to_string())];
+            parameters.extend(relations.map(|relations| ("relations", relations)));
+            parameters.extend(as_of.map(|as_of| ("as_of", as_of)));
+            client::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
+        }
+        Command::Distill(args) => crate::model::run_distill(&args),
+        Command::Context { target, query, budget, signals, json, server } => {
+            client::context(&server.server, &target.swarm, &target.agent, &query, budget, &signals, json)
+        }
+        Command::Phase { target, phase_id, level, json, server } => {
+            client::phase(&server.server, &target.swarm, &target.agent, phase_id.as_deref(), &level, json)
+        }
+        Command::Handoffs { target, follow, ack, note, json, server } => client::handoffs(
+            &server.server,
+            &target.swarm,
+            &target.agent,
+            follow,
+            ack.as_deref(),
+            note.as_deref(),
+            json,
+        ),
+        Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
+            Some(data_dir) => {
+                actix::System::new().block_on(offline::tail(&data_dir, &swarm, agent.as_deref(), from_seq, follow))
+            }
+            None => client::tail(&server.server, &swarm, agent.as_deref(), from_seq, follow),
+        },
+        Command::Replay { target, verify, data_dir, config, server } => match data_dir {
+            Some(data_dir) => {
+                let mut swarm_config =
+                    load_config_file(config.as_deref()).context("loading the swarm configuration")?;
+                swarm_config.swarm.name = target.swarm.clone();
+                swarm_config.log.data_dir = data_dir;
+                actix::System::new().block_on(offline::replay(&swarm_config, &target.agent, verify))
+            }
+            None => client::replay(&server.server, &target.swarm, &target.agent, verify),
+        },
+        Command::Audit { item_id, agent, since, format, swarm, server } => {
+            client::audit(&server.server, &swarm, item_id.as_deref(), agent.as_deref(), since.as_deref(), format)
+        }
+        Command::Consolidate { dry_run, agent, swarm, json, server } => {
+            consolidation::consolidate(&server.server, &swarm, agent.as_deref(), dry_run, json)
+        }
+        Command::Contradictions { agent, swarm, json, server } => {
+            consolidation::contradictions(&server.server, &swarm, agent.as_deref(), json)
+        }
+        Command::Resolve { contradiction_id, resolution, note, swarm, server } => {
+            consolidation::resolve(&server.server, &swarm, &contradiction_id, &resolution, note.as_deref())
+        }
+        Command::Purge { items, agent, before, reason, swarm, server } => {
+            if items.is_empty() && before.is_none() {
+                anyhow::bail!("mneme purge needs --item ID (repeatable) or --agent A --before TIME");
+            }
+            consolidation::purge(&server.server, &swarm, agent.as_deref(), &items, before.as_deref(), reason.as_deref())
+        }
+    }
+}

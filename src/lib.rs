@@ -1,0 +1,38 @@
+//! Mneme's server and command line, as a library behind two thin binaries:
+//! `mneme` (`src/main.rs`: serve, publish, query, replay, audit) and
+//! `mneme-tools` (`tools/`: benchmarks and the evaluation).
+//!
+//! - [`service`]: every query and command, transport-neutral: what HTTP,
+//!   NATS and (next) MCP answer is computed here, once.
+//! - [`http`]: the HTTP API, routes a few lines each, bearer tokens.
+//! - [`nats`]: the same queries over NATS request/reply.
+//! - [`server`]: `mneme serve`: opens the log, starts the actors, runs the
+//!   transports until its shutdown future resolves.
+//! - [`cli`]: the `mneme` verbs; [`cli::client`] speaks HTTP with the wire
+//!   types of `mneme-api`.
+//! - [`model`]: embedding models on the binary's side.
+
+/// `println!` that ends the program quietly when stdout is a closed pipe.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::print_line(format_args!($($arg)*)) };
+}
+
+pub mod cli;
+pub mod http;
+pub mod model;
+pub mod nats;
+pub mod server;
+
+/// Prints a line to stdout; a closed pipe (`mneme tail | head`) ends the
+/// program quietly instead of panicking.
+pub fn print_line(line: impl std::fmt::Display) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = writeln!(stdout, "{line}") {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        panic!("cannot write to stdout: {error}");
+    }
+}
