@@ -23,6 +23,7 @@ pub mod http;
 pub mod model;
 pub mod nats;
 pub mod server;
+pub mod service;
 
 /// Prints a line to stdout; a closed pipe (`mneme tail | head`) ends the
 /// program quietly instead of panicking.

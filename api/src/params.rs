@@ -396,6 +396,53 @@ pub struct ReplayParams {
     pub min_seq: Option<u64>,
 }
 
+/// `GET …/handoffs` parameters: with `follow=true`, a `text/event-stream`
+/// of handoffs instead of the list.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffsParams {
+    #[serde(default)]
+    pub follow: bool,
+    pub min_seq: Option<u64>,
+}
+
+/// `POST /v1/swarms/{swarm}/consolidate` parameters.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsolidateParams {
+    /// Report what it would do; write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Only this agent's memory.
+    pub agent: Option<String>,
+}
+
+/// `GET /v1/swarms/{swarm}/contradictions` parameters.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContradictionParams {
+    /// Only this agent's memory.
+    pub agent: Option<String>,
+}
+
+/// The body of the NATS `phase` query: one phase at a level, or (without
+/// `phase_id`) the listing.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseQuery {
+    pub phase_id: Option<String>,
+    pub level: Option<String>,
+    pub min_seq: Option<u64>,
+}
+
+/// The body of the NATS `ack` query.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcknowledgeQuery {
+    pub handoff_id: String,
+    pub note: Option<String>,
+}
+
 /// `GET …/phases/{phase_id}` parameters; the level is checked by the binary,
 /// which knows the phase levels.
 #[derive(Debug, Deserialize)]

@@ -9,9 +9,9 @@ use futures::StreamExt;
 use mneme_actors::{SnapshotStore, SwarmConfig, continue_from_log, memory_actor::restore_or_new, rebuild_from_log};
 use mneme_nats::{EventLog, SledLog, SledOptions};
 
-use crate::http as api;
 use crate::model;
 use crate::server::backend;
+use crate::service::log::entry_json;
 
 pub async fn tail(
     data_dir: &Path,
@@ -26,7 +26,7 @@ pub async fn tail(
     if follow {
         let mut entries = log.subscribe(from_seq.max(1), agent).await?;
         while let Some(entry) = entries.next().await {
-            out!("{}", api::entry_json(&entry?));
+            out!("{}", entry_json(&entry?));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -36,7 +36,7 @@ pub async fn tail(
         let Some(last) = entries.last() else { return Ok(ExitCode::SUCCESS) };
         next_seq = last.seq + 1;
         for entry in &entries {
-            out!("{}", api::entry_json(entry));
+            out!("{}", entry_json(entry));
         }
     }
 }

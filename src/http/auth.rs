@@ -9,8 +9,6 @@
 //! across memories, consolidation, purge) need an unbound token, and so
 //! does `/metrics`, whose series name every agent and count what each did.
 
-use std::fmt;
-
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::StatusCode;
@@ -19,35 +17,7 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use mneme_actors::swarm_config::ApiToken;
 
-use crate::http::{ApiError, AppState};
-
-/// Who made a request, as its token says; in the request's extensions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Caller {
-    /// No tokens are configured: anyone may do anything.
-    Anyone,
-    /// A configured token, by name, and the one agent it may act as.
-    Token { name: String, agent: Option<String> },
-}
-
-impl Caller {
-    pub fn may_act_as(&self, agent: &str) -> bool {
-        match self {
-            Caller::Anyone | Caller::Token { agent: None, .. } => true,
-            Caller::Token { agent: Some(bound), .. } => bound == agent,
-        }
-    }
-}
-
-impl fmt::Display for Caller {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Caller::Anyone => formatter.write_str("an unauthenticated caller"),
-            Caller::Token { name, agent: Some(agent) } => write!(formatter, "token {name:?} (agent {agent:?})"),
-            Caller::Token { name, agent: None } => write!(formatter, "token {name:?}"),
-        }
-    }
-}
+use crate::service::{ApiError, Caller, Service};
 
 /// Middleware: finds the caller's token, checks the route is open to it,
 /// and records the [`Caller`] for the handlers.
@@ -55,7 +25,7 @@ pub async fn require_token(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let state = request.app_data::<web::Data<AppState>>().cloned().expect("the API's state is registered");
+    let state = request.app_data::<web::Data<Service>>().cloned().expect("the API's state is registered");
     let path = request.path().to_string();
     let caller = if state.config.api_tokens().is_empty() || path == "/healthz" {
         Caller::Anyone
@@ -101,7 +71,7 @@ fn bearer_secret(header: &HeaderValue) -> Option<String> {
 /// Which caller a request with this `Authorization` (`None`: no header;
 /// `Some(None)`: not a bearer header) is, and whether `path` is open to it.
 pub fn authorize(tokens: &[ApiToken], presented: Option<Option<String>>, path: &str) -> Result<Caller, ApiError> {
-    let unauthorized = |message: &str| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", None, message);
+    let unauthorized = |message: &str| ApiError::unauthorized("unauthorized", None, message);
     let secret = match presented {
         None => return Err(unauthorized("this API needs a token: send Authorization: Bearer <token>")),
         Some(None) => return Err(unauthorized("the Authorization header is not `Bearer <token>`")),
@@ -117,7 +87,7 @@ pub fn authorize(tokens: &[ApiToken], presented: Option<Option<String>>, path: &
     }
     let token = found.ok_or_else(|| unauthorized("the token is not one this API accepts"))?;
     let caller = Caller::Token { name: token.name.clone(), agent: token.agent.clone() };
-    let forbidden = |message: String| ApiError::new(StatusCode::FORBIDDEN, "forbidden", None, message);
+    let forbidden = |message: String| ApiError::forbidden("forbidden", None, message);
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     if let ["v1", "swarms", swarm, ..] = segments.as_slice()
         && *swarm != token.swarm

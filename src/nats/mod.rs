@@ -22,15 +22,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::http::StatusCode;
 use futures::StreamExt;
 use mneme_nats::{Broker, QueryRequest};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use mneme_api::params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams, quote};
+use mneme_api::params::{
+    AcknowledgeQuery, ContextBody, GraphParams, MinSeqParams, PhaseParams, PhaseQuery, ProvenanceParams, SearchParams,
+    quote,
+};
 
-use crate::http::{self as api, ApiError, AppState, context as api_context, handoffs as api_handoffs};
+use crate::service::{ApiError, Service, json_body};
 
 /// The verbs a query subject may end in.
 pub const QUERY_VERBS: [&str; 7] = ["search", "context", "graph", "provenance", "phase", "handoffs", "ack"];
@@ -52,15 +54,15 @@ fn is_inbox_of(reply_to: &str, agent: &str) -> bool {
 
 /// Answers query requests until the process ends; after the subscription
 /// fails, subscribes again.
-pub async fn serve_queries(state: Arc<AppState>, broker: Arc<dyn Broker>) {
+pub async fn serve_queries(service: Arc<Service>, broker: Arc<dyn Broker>) {
     loop {
         match broker.query_requests().await {
             Ok(mut requests) => {
-                tracing::info!(swarm = %state.config.swarm.name, "answering queries on NATS request/reply");
+                tracing::info!(swarm = %service.config.swarm.name, "answering queries on NATS request/reply");
                 while let Some(request) = requests.next().await {
                     // Each request on its own task: a slow context
                     // assembly must not hold up another agent's search.
-                    actix_web::rt::spawn(answer_and_reply(state.clone(), broker.clone(), request));
+                    actix_web::rt::spawn(answer_and_reply(service.clone(), broker.clone(), request));
                 }
                 tracing::warn!("the NATS query subscription ended; subscribing again");
             }
@@ -70,7 +72,7 @@ pub async fn serve_queries(state: Arc<AppState>, broker: Arc<dyn Broker>) {
     }
 }
 
-async fn answer_and_reply(state: Arc<AppState>, broker: Arc<dyn Broker>, request: QueryRequest) {
+async fn answer_and_reply(service: Arc<Service>, broker: Arc<dyn Broker>, request: QueryRequest) {
     let Some(reply_to) = request.reply_to.clone() else {
         tracing::debug!(agent = %request.agent, verb = %request.verb, "query without a reply subject ignored");
         return;
@@ -86,9 +88,9 @@ async fn answer_and_reply(state: Arc<AppState>, broker: Arc<dyn Broker>, request
     }
     metrics::counter!("mneme_nats_queries_total", "verb" => verb_label(&request.verb)).increment(1);
     let caller = format!("agent {} over NATS", mneme_api::params::quote(&request.agent));
-    let permit = state.query_permits.try_acquire(&caller);
+    let permit = service.query_permits.try_acquire(&caller);
     let answered = match permit {
-        Ok(_permit) => answer(&state, &request).await,
+        Ok(_permit) => answer(&service, &request).await,
         Err(refused) => Err(refused),
     };
     let body = match answered {
@@ -106,25 +108,23 @@ fn verb_label(verb: &str) -> &'static str {
 }
 
 /// The answer to one request, exactly as the HTTP route would give it.
-pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, ApiError> {
-    let swarm = state.config.swarm.name.as_str();
+pub async fn answer(service: &Service, request: &QueryRequest) -> Result<Value, ApiError> {
+    let swarm = service.config.swarm.name.as_str();
     let agent = request.agent.as_str();
     mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
     match request.verb.as_str() {
-        "search" => json(api::search_answer(state, swarm, agent, &body_of::<SearchParams>(&request.body)?).await),
-        "context" => {
-            json(api_context::context_answer(state, swarm, agent, body_of::<ContextBody>(&request.body)?).await)
-        }
-        "graph" => json(api::graph_answer(state, swarm, agent, &body_of::<GraphParams>(&request.body)?).await),
+        "search" => json(service.search(swarm, agent, &body_of::<SearchParams>(&request.body)?).await),
+        "context" => json(service.context(swarm, agent, body_of::<ContextBody>(&request.body)?).await),
+        "graph" => json(service.graph(swarm, agent, &body_of::<GraphParams>(&request.body)?).await),
         "provenance" => {
-            json(api::agent_provenance_answer(state, swarm, agent, &body_of::<ProvenanceParams>(&request.body)?).await)
+            json(service.agent_provenance(swarm, agent, &body_of::<ProvenanceParams>(&request.body)?).await)
         }
         "phase" => {
-            let body: PhaseRequest = body_of(&request.body)?;
+            let body: PhaseQuery = body_of(&request.body)?;
             match &body.phase_id {
                 Some(phase_id) => {
                     let params = PhaseParams { level: body.level, min_seq: body.min_seq };
-                    json(api_context::phase_answer(state, swarm, agent, phase_id, &params).await)
+                    json(service.phase(swarm, agent, phase_id, &params).await)
                 }
                 // The listing has no level: a level without a phase is a
                 // request for one phase that forgot to name it.
@@ -132,45 +132,23 @@ pub async fn answer(state: &AppState, request: &QueryRequest) -> Result<Value, A
                     "phase_id",
                     "level is for one phase: name it with phase_id, or send no level for the listing",
                 )),
-                None => json(api_context::phases_answer(state, swarm, agent, body.min_seq).await),
+                None => json(service.phases(swarm, agent, body.min_seq).await),
             }
         }
         "handoffs" => {
-            let body: HandoffsRequest = body_of(&request.body)?;
-            json(api_handoffs::handoffs_answer(state, swarm, agent, body.min_seq).await)
+            let body: MinSeqParams = body_of(&request.body)?;
+            json(service.handoffs(swarm, agent, body.min_seq).await)
         }
         "ack" => {
-            let body: AcknowledgeRequest = body_of(&request.body)?;
-            json(api_handoffs::acknowledge_answer(state, swarm, agent, &body.handoff_id, body.note).await)
+            let body: AcknowledgeQuery = body_of(&request.body)?;
+            json(service.acknowledge(swarm, agent, &body.handoff_id, body.note).await)
         }
-        verb => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
+        verb => Err(ApiError::not_found(
             "unknown_verb",
             Some("verb"),
             format!("no query {}; expected one of {}", quote(verb), QUERY_VERBS.join(", ")),
         )),
     }
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PhaseRequest {
-    phase_id: Option<String>,
-    level: Option<String>,
-    min_seq: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HandoffsRequest {
-    min_seq: Option<u64>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AcknowledgeRequest {
-    handoff_id: String,
-    note: Option<String>,
 }
 
 /// A typed answer as the JSON the reply carries.
@@ -181,7 +159,7 @@ fn json<T: serde::Serialize>(answer: Result<T, ApiError>) -> Result<Value, ApiEr
 /// The request body as `T`; an empty body is `{}`.
 fn body_of<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     let body = if body.iter().all(u8::is_ascii_whitespace) { b"{}".as_slice() } else { body };
-    api::json_body(body)
+    json_body(body)
 }
 
 #[cfg(test)]

@@ -16,9 +16,10 @@ use mneme_actors::{
     SwarmConfig,
 };
 
-use crate::http::{self as api, AppState, auth};
+use crate::http::{self, auth};
 use crate::model;
 use crate::nats as nats_queries;
+use crate::service::{QueryPermits, Service};
 use mneme_projections::TextIndex;
 
 /// HTTP worker threads. Queries are answered by memory actors on their own
@@ -90,7 +91,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
     }
     let (shutting_down, shutting_down_receiver) = tokio::sync::watch::channel(false);
-    let state = web::Data::new(AppState {
+    let state = web::Data::new(Service {
         config: config.clone(),
         log,
         supervisor: supervisor.clone(),
@@ -99,7 +100,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         memory_config,
         consolidator,
         id_key,
-        query_permits: crate::http::query_permits::QueryPermits::new(config.http.max_queries_in_flight),
+        query_permits: QueryPermits::new(config.http.max_queries_in_flight),
         shutting_down: shutting_down_receiver,
     });
     // Signals are handled here rather than by actix-web, whose handler stops
@@ -108,7 +109,7 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
         actix_web::rt::spawn(nats_queries::serve_queries(state.clone().into_inner(), broker));
     }
     let server = HttpServer::new(move || {
-        App::new().app_data(state.clone()).wrap(from_fn(auth::require_token)).configure(api::routes)
+        App::new().app_data(state.clone()).wrap(from_fn(auth::require_token)).configure(http::routes)
     })
     .workers(HTTP_WORKERS)
     .disable_signals()

@@ -13,10 +13,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use actix_web::http::StatusCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::http::ApiError;
+use super::ApiError;
 
 /// Callers remembered at once: past this, those with nothing in flight are
 /// forgotten (agent names come from request paths).
@@ -45,8 +44,7 @@ impl QueryPermits {
         };
         semaphore.try_acquire_owned().map_err(|_| {
             metrics::counter!("mneme_queries_refused_total", "reason" => "in_flight").increment(1);
-            ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
+            ApiError::too_many_requests(
                 "too_many_requests",
                 None,
                 format!(

@@ -1,0 +1,211 @@
+//! One handler per route: the path, the query string or the body as the
+//! wire types of `mneme-api`, one call of the [`Service`], the answer as
+//! JSON. `web::Query<NoParams>` refuses any query string on routes that
+//! take none.
+
+use std::time::Duration;
+
+use actix_web::{HttpResponse, web};
+use mneme_api::consolidation::{PurgeBody, ResolveBody};
+use mneme_api::handoffs::{AcknowledgeBody, HandoffDelivery};
+use mneme_api::params::{
+    ConsolidateParams, ContextBody, ContextParams, ContradictionParams, EventsParams, GraphParams, HandoffsParams,
+    MinSeqParams, NoParams, PhaseParams, ProvenanceParams, ReplayParams, SearchParams,
+};
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::{read_body, read_command_body};
+use crate::service::{ApiError, Caller, Service, json_body};
+
+type Answer = Result<HttpResponse, ApiError>;
+type State = web::Data<Service>;
+type SwarmPath = web::Path<String>;
+type AgentPath = web::Path<(String, String)>;
+/// `/v1/swarms/{swarm}/agents/{agent}/…/{id}`.
+type AgentIdPath = web::Path<(String, String, String)>;
+
+/// A comment line goes down an idle handoff stream this often, so that
+/// proxies and clients can tell a quiet stream from a dead one.
+const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(15);
+
+fn ok(answer: impl Serialize) -> Answer {
+    Ok(HttpResponse::Ok().json(answer))
+}
+
+pub(super) async fn healthz(service: State) -> Answer {
+    ok(service.health().await?)
+}
+
+pub(super) async fn metrics(service: State) -> HttpResponse {
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(service.metrics.render())
+}
+
+/// `POST /v1/events`: one event or an array, all or none.
+pub(super) async fn post_events(
+    service: State,
+    caller: Option<web::ReqData<Caller>>,
+    _: web::Query<NoParams>,
+    payload: web::Payload,
+) -> Answer {
+    let limit = service.config.http.max_request_bytes;
+    let body = read_body(payload, limit, "the limit set by http.max_request_bytes").await?;
+    let caller = caller.map_or(Caller::Anyone, web::ReqData::into_inner);
+    Ok(HttpResponse::Accepted().json(service.append_events(&caller, &body).await?))
+}
+
+pub(super) async fn get_events(service: State, swarm: SwarmPath, params: web::Query<EventsParams>) -> Answer {
+    ok(service.events(&swarm, &params).await?)
+}
+
+pub(super) async fn get_dead_letters(service: State, swarm: SwarmPath, _: web::Query<NoParams>) -> Answer {
+    ok(service.dead_letters(&swarm).await?)
+}
+
+pub(super) async fn get_agents(service: State, swarm: SwarmPath, _: web::Query<NoParams>) -> Answer {
+    ok(service.agents(&swarm).await?)
+}
+
+pub(super) async fn swarm_provenance(service: State, path: AgentPath, _: web::Query<NoParams>) -> Answer {
+    let (swarm, item_id) = path.into_inner();
+    ok(service.swarm_provenance(&swarm, &item_id).await?)
+}
+
+pub(super) async fn agent_provenance(service: State, path: AgentIdPath, params: web::Query<MinSeqParams>) -> Answer {
+    let (swarm, agent, item_id) = path.into_inner();
+    let params = ProvenanceParams { item_id, min_seq: params.min_seq };
+    ok(service.agent_provenance(&swarm, &agent, &params).await?)
+}
+
+pub(super) async fn search(service: State, path: AgentPath, params: web::Query<SearchParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.search(&swarm, &agent, &params).await?)
+}
+
+pub(super) async fn graph(service: State, path: AgentPath, params: web::Query<GraphParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.graph(&swarm, &agent, &params).await?)
+}
+
+pub(super) async fn get_context(service: State, path: AgentPath, params: web::Query<ContextParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.context(&swarm, &agent, params.into_inner().into_body()).await?)
+}
+
+pub(super) async fn post_context(
+    service: State,
+    path: AgentPath,
+    _: web::Query<NoParams>,
+    payload: web::Payload,
+) -> Answer {
+    let body: ContextBody = json_body(&read_command_body(payload).await?)?;
+    let (swarm, agent) = path.into_inner();
+    ok(service.context(&swarm, &agent, body).await?)
+}
+
+pub(super) async fn phases(service: State, path: AgentPath, params: web::Query<MinSeqParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.phases(&swarm, &agent, params.min_seq).await?)
+}
+
+pub(super) async fn phase(service: State, path: AgentIdPath, params: web::Query<PhaseParams>) -> Answer {
+    let (swarm, agent, phase_id) = path.into_inner();
+    ok(service.phase(&swarm, &agent, &phase_id, &params).await?)
+}
+
+pub(super) async fn item_states(service: State, path: AgentPath, params: web::Query<MinSeqParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.item_states(&swarm, &agent, params.min_seq).await?)
+}
+
+pub(super) async fn item(service: State, path: AgentIdPath, params: web::Query<MinSeqParams>) -> Answer {
+    let (swarm, agent, item_id) = path.into_inner();
+    ok(service.item(&swarm, &agent, &item_id, params.min_seq).await?)
+}
+
+pub(super) async fn digest(service: State, path: AgentPath, params: web::Query<MinSeqParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.digest(&swarm, &agent, params.min_seq).await?)
+}
+
+pub(super) async fn replay(service: State, path: AgentPath, params: web::Query<ReplayParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.replay(&swarm, &agent, &params).await?)
+}
+
+/// `GET …/handoffs`: the list, pending first; with `follow=true`, a
+/// `text/event-stream` of the pending ones, then each new one as it is
+/// delivered, until the client goes away.
+pub(super) async fn handoffs(service: State, path: AgentPath, params: web::Query<HandoffsParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    if !params.follow {
+        return ok(service.handoffs(&swarm, &agent, params.min_seq).await?);
+    }
+    let deliveries = service.into_inner().follow_handoffs(&swarm, &agent, params.min_seq).await?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .streaming(server_sent_events(deliveries)))
+}
+
+/// Each delivery as one server-sent event (`event: handoff`, the handoff id
+/// as the event id, the delivery's JSON on one `data:` line), with a
+/// keep-alive comment when the feed is quiet; ends with the feed.
+fn server_sent_events(
+    deliveries: mpsc::Receiver<HandoffDelivery>,
+) -> impl futures::Stream<Item = Result<web::Bytes, actix_web::Error>> {
+    let mut keep_alive = tokio::time::interval(KEEP_ALIVE_EVERY);
+    keep_alive.reset();
+    futures::stream::unfold((deliveries, keep_alive), |(mut deliveries, mut keep_alive)| async move {
+        let frame = tokio::select! {
+            delivery = deliveries.recv() => {
+                let delivery = delivery?;
+                let data = serde_json::to_string(&delivery).expect("a delivery is JSON");
+                web::Bytes::from(format!("event: handoff\nid: {}\ndata: {data}\n\n", delivery.handoff_id))
+            }
+            _ = keep_alive.tick() => web::Bytes::from_static(b": keep-alive\n\n"),
+        };
+        Some((Ok(frame), (deliveries, keep_alive)))
+    })
+}
+
+/// `POST …/handoffs/{handoff_id}/ack`, optionally with `{"note": "..."}`.
+pub(super) async fn acknowledge(
+    service: State,
+    path: AgentIdPath,
+    _: web::Query<NoParams>,
+    payload: web::Payload,
+) -> Answer {
+    let body = read_command_body(payload).await?;
+    let body: AcknowledgeBody =
+        if body.iter().all(u8::is_ascii_whitespace) { AcknowledgeBody::default() } else { json_body(&body)? };
+    let (swarm, agent, handoff_id) = path.into_inner();
+    ok(service.acknowledge(&swarm, &agent, &handoff_id, body.note).await?)
+}
+
+pub(super) async fn consolidate(service: State, swarm: SwarmPath, params: web::Query<ConsolidateParams>) -> Answer {
+    ok(service.consolidate(&swarm, &params).await?)
+}
+
+pub(super) async fn contradictions(
+    service: State,
+    swarm: SwarmPath,
+    params: web::Query<ContradictionParams>,
+) -> Answer {
+    ok(service.contradictions(&swarm, &params).await?)
+}
+
+pub(super) async fn resolve(service: State, path: AgentPath, _: web::Query<NoParams>, payload: web::Payload) -> Answer {
+    let body = read_command_body(payload).await?;
+    let (swarm, contradiction_id) = path.into_inner();
+    service.check_swarm(&swarm)?;
+    let body: ResolveBody = json_body(&body)?;
+    ok(service.resolve(&swarm, &contradiction_id, body).await?)
+}
+
+pub(super) async fn purge(service: State, swarm: SwarmPath, _: web::Query<NoParams>, payload: web::Payload) -> Answer {
+    let body = read_command_body(payload).await?;
+    service.check_swarm(&swarm)?;
+    let body: PurgeBody = json_body(&body)?;
+    ok(service.purge(&swarm, body).await?)
+}

@@ -1,0 +1,427 @@
+//! Consolidation: run it (or a dry run), list and resolve contradictions,
+//! purge memories. Every change goes to the log as an event first; the
+//! answer comes once the agent's memory has applied it.
+
+use mneme_actors::{ConsolidationReport, ConsolidationRequest, ListAgents, Query, QueryAnswer, TakeSnapshot};
+use mneme_api::consolidation::{
+    AgentConsolidation, AlreadyPurged, ConsolidationAnswer, Contradiction, ContradictionVerdict, ContradictionsAnswer,
+    Decayed, Forgotten, Link, MergeVerdict, Plan, PurgeAnswer, PurgeBody, Purged, ResolveBody, Resolved, SharedScan,
+    VerdictCounts,
+};
+use mneme_api::params::{ConsolidateParams, ContradictionParams, quote};
+use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventKind, MemoryPurged, Timestamp};
+use mneme_projections::consolidation::ConsolidationPlan;
+use mneme_projections::{ItemState, OpenContradiction, ResolvedContradiction};
+
+use super::error::stopped;
+use super::log::provenance_refs;
+use super::{ApiError, Service, ask};
+
+impl Service {
+    /// Runs consolidation now (or a dry run that writes nothing), over every
+    /// memory or one; its verdicts go to the log as events.
+    pub async fn consolidate(&self, swarm: &str, params: &ConsolidateParams) -> Result<ConsolidationAnswer, ApiError> {
+        self.check_swarm(swarm)?;
+        if let Some(agent) = &params.agent {
+            self.agent_handle(swarm, agent, None).await?;
+        }
+        let request = ConsolidationRequest { dry_run: params.dry_run, agent: params.agent.clone() };
+        let report = self.consolidator.send(request).await.map_err(|_| stopped("consolidator"))??;
+        Ok(wire_report(&report))
+    }
+
+    /// The agents to look in: the one named, or every running one.
+    async fn agents_of(&self, swarm: &str, agent: Option<&str>) -> Result<Vec<String>, ApiError> {
+        match agent {
+            Some(agent) => {
+                self.agent_handle(swarm, agent, None).await?;
+                Ok(vec![agent.to_string()])
+            }
+            None => Ok(self.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?),
+        }
+    }
+
+    /// Contradictions, open ones first, of every memory or one.
+    pub async fn contradictions(
+        &self,
+        swarm: &str,
+        params: &ContradictionParams,
+    ) -> Result<ContradictionsAnswer, ApiError> {
+        self.check_swarm(swarm)?;
+        let mut open = Vec::new();
+        let mut resolved = Vec::new();
+        for agent in self.agents_of(swarm, params.agent.as_deref()).await? {
+            let handle = self.agent_handle(swarm, &agent, None).await?;
+            if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
+                open.extend(listing.open.iter().map(|item| wire_open(&agent, item)));
+                resolved.extend(listing.resolved.iter().map(|item| wire_resolved(&agent, item)));
+            }
+        }
+        Ok(ContradictionsAnswer { open, resolved })
+    }
+
+    /// Resolves a contradiction (`a_wins`, `b_wins`, `both_valid` or
+    /// `merged`, with a note): appends `contradiction_resolved` to the log
+    /// of the agent that holds the contradiction, and answers once its
+    /// memory applied it (validity closed).
+    pub async fn resolve(&self, swarm: &str, contradiction_id: &str, body: ResolveBody) -> Result<Resolved, ApiError> {
+        self.check_swarm(swarm)?;
+        let resolution = parse_resolution(&body.resolution)?;
+        let mut holder = None;
+        for agent in self.agents_of(swarm, None).await? {
+            let handle = self.agent_handle(swarm, &agent, None).await?;
+            if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
+                if listing.open.iter().any(|open| open.contradiction_id == contradiction_id) {
+                    holder = Some((handle, None));
+                    break;
+                }
+                if let Some(resolved) =
+                    listing.resolved.iter().find(|resolved| resolved.contradiction_id == contradiction_id)
+                {
+                    holder = Some((handle, Some(resolved.clone())));
+                    break;
+                }
+            }
+        }
+        let Some((handle, already)) = holder else {
+            return Err(ApiError::not_found(
+                "unknown_contradiction",
+                Some("contradiction_id"),
+                format!("no memory of swarm {swarm:?} holds a contradiction {}", quote(contradiction_id)),
+            ));
+        };
+        if let Some(resolved) = already {
+            return Err(ApiError::conflict(
+                "already_resolved",
+                Some("contradiction_id"),
+                format!(
+                    "contradiction {contradiction_id:?} was already resolved ({}) at seq {}",
+                    resolution_name(resolved.resolution),
+                    resolved.provenance.seq
+                ),
+            ));
+        }
+        let event = Event::new(
+            swarm,
+            &handle.agent,
+            EventKind::ContradictionResolved(ContradictionResolved {
+                contradiction_id: contradiction_id.to_string(),
+                resolution,
+                note: body.note.filter(|note| !note.trim().is_empty()),
+            }),
+        );
+        event.validate().map_err(ApiError::from_validation)?;
+        let appended = self.log.append(std::slice::from_ref(&event)).await?;
+        let seq = appended[0].seq;
+        handle.caught_up(self.log.as_ref(), seq, APPLY_TIMEOUT).await?;
+        let mut resolved = None;
+        if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
+            resolved = listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
+        }
+        match resolved {
+            Some(resolved) if resolved.provenance.seq == seq => Ok(Resolved {
+                event_id: event.id.to_string(),
+                seq,
+                contradiction: wire_resolved(&handle.agent, &resolved),
+            }),
+            // Another resolution of the same contradiction was applied first:
+            // ours is on the log but changed nothing.
+            Some(resolved) => Err(ApiError::conflict(
+                "already_resolved",
+                Some("contradiction_id"),
+                format!(
+                    "contradiction {contradiction_id:?} was resolved ({}) at seq {} before this resolution (seq {seq}) \
+                     was applied; this one changed nothing",
+                    resolution_name(resolved.resolution),
+                    resolved.provenance.seq
+                ),
+            )),
+            None => Err(ApiError::internal(
+                "not_applied",
+                Some("contradiction_id"),
+                format!(
+                    "the resolution at seq {seq} was applied but contradiction {contradiction_id:?} is not resolved"
+                ),
+            )),
+        }
+    }
+
+    /// Erases memories' content from projections and snapshots, and records
+    /// a `memory_purged` tombstone on the log. The events themselves stay in
+    /// the log (see README, "Erasure").
+    pub async fn purge(&self, swarm: &str, body: PurgeBody) -> Result<PurgeAnswer, ApiError> {
+        self.check_swarm(swarm)?;
+        let before = match &body.before {
+            Some(text) => Some(text.parse::<Timestamp>().map_err(|error| {
+                ApiError::bad_parameter("before", format!("before is not an RFC 3339 time: {error}"))
+            })?),
+            None => None,
+        };
+        if before.is_some() && body.agent.is_none() {
+            return Err(ApiError::bad_parameter(
+                "agent",
+                "a purge with before names the agent whose memories it erases",
+            ));
+        }
+        if body.item_ids.is_empty() && before.is_none() {
+            return Err(ApiError::bad_parameter("item_ids", "a purge names item_ids, or an agent and a before time"));
+        }
+        // Which memories hold the items. The agent's items before a time are
+        // in every memory that may see them (its shared ones in all), so a
+        // purge by time goes to every memory, for that agent's items only.
+        let memories = match before {
+            Some(_) => {
+                self.agents_of(swarm, body.agent.as_deref()).await?;
+                self.agents_of(swarm, None).await?
+            }
+            None => self.agents_of(swarm, body.agent.as_deref()).await?,
+        };
+        let mut targets: Vec<(String, Vec<String>)> = Vec::new();
+        // Items a memory holds that an earlier purge erased already: a second
+        // tombstone would change nothing and cost a snapshot rewrite.
+        let mut already_purged: Vec<AlreadyPurged> = Vec::new();
+        for agent in memories {
+            let handle = self.agent_handle(swarm, &agent, None).await?;
+            let mut held = Vec::new();
+            let item_ids_apply = body.agent.as_deref().is_none_or(|named| named == agent);
+            for item_id in body.item_ids.iter().filter(|_| item_ids_apply) {
+                if let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.clone()))).await? {
+                    match listing.item {
+                        Some(item) if item.state == ItemState::Purged => {
+                            already_purged.push(AlreadyPurged { agent: agent.clone(), item_id: item_id.clone() });
+                        }
+                        Some(_) => held.push(item_id.clone()),
+                        None => {}
+                    }
+                }
+            }
+            if !held.is_empty() || before.is_some() {
+                targets.push((agent, held));
+            }
+        }
+        if targets.is_empty() && !already_purged.is_empty() {
+            return Ok(PurgeAnswer {
+                purged: Vec::new(),
+                already_purged,
+                message: Some(
+                    "nothing left to erase: every memory that holds these items has purged them already; \
+                     no tombstone was appended"
+                        .to_string(),
+                ),
+                log: None,
+            });
+        }
+        if targets.is_empty() {
+            return Err(ApiError::not_found(
+                "unknown_item",
+                Some("item_ids"),
+                format!("no memory of swarm {swarm:?} holds any of {:?}", body.item_ids),
+            ));
+        }
+        // Every tombstone is checked before any is appended: a bad request
+        // appends nothing.
+        let mut tombstones = Vec::new();
+        for (agent, item_ids) in targets {
+            let event = Event::new(
+                swarm,
+                &agent,
+                EventKind::MemoryPurged(MemoryPurged {
+                    item_ids: item_ids.clone(),
+                    before,
+                    of_agent: before.and(body.agent.clone()),
+                    reason: body.reason.clone(),
+                }),
+            );
+            event.validate().map_err(ApiError::from_validation)?;
+            tombstones.push((agent, item_ids, event));
+        }
+        let mut results = Vec::new();
+        for (agent, item_ids, event) in tombstones {
+            let appended = self.log.append(std::slice::from_ref(&event)).await?;
+            let seq = appended[0].seq;
+            let handle = self.agent_handle(swarm, &agent, None).await?;
+            handle.caught_up(self.log.as_ref(), seq, APPLY_TIMEOUT).await?;
+            // The snapshot on disk still holds the text until the next one is
+            // written: write it now.
+            let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;
+            let purged = match ask(&handle, Query::Items(None)).await? {
+                QueryAnswer::Items(listing) => listing.states.get("purged").copied().unwrap_or(0),
+                _ => 0,
+            };
+            let snapshot = match snapshot_seq {
+                Some(_) => "rewritten without the purged content",
+                None => {
+                    "not rewritten yet: dead letters of this agent wait to be filed; the previous snapshot \
+                     still holds the purged content until the next one is written"
+                }
+            };
+            results.push(Purged {
+                agent,
+                event_id: event.id.to_string(),
+                seq,
+                item_ids,
+                before: body.before.clone(),
+                purged_items_in_memory: purged,
+                snapshot_seq,
+                snapshot: snapshot.to_string(),
+            });
+        }
+        Ok(PurgeAnswer {
+            purged: results,
+            already_purged,
+            message: None,
+            log: Some(
+                "the original events are still in the log: on JetStream, drop them by retention (log.max_age_secs) or \
+                 by deleting their messages; the embedded log keeps them; see README, Erasure"
+                    .to_string(),
+            ),
+        })
+    }
+}
+
+/// Verdicts listed per kind in a report; counts are always complete.
+const MAX_LISTED_VERDICTS: usize = 1000;
+
+/// How long a change waits for the agent to apply it.
+const APPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn milliseconds(seconds: f64) -> f64 {
+    (seconds * 1000.0 * 10.0).round() / 10.0
+}
+
+fn wire_report(report: &ConsolidationReport) -> ConsolidationAnswer {
+    let agents = report
+        .agents
+        .iter()
+        .map(|agent| AgentConsolidation {
+            agent: agent.agent.clone(),
+            items: agent.items,
+            retrievals_recorded: agent.retrievals_recorded,
+            events_written: agent.events_written,
+            verdicts_dropped: agent.verdicts_dropped,
+            scan_ms: milliseconds(agent.scan_seconds),
+            plan: wire_plan(&agent.plan),
+        })
+        .collect();
+    ConsolidationAnswer {
+        swarm: report.swarm.clone(),
+        dry_run: report.dry_run,
+        elapsed_ms: report.elapsed.as_millis() as u64,
+        events_written: report.events_written(),
+        shared: SharedScan {
+            items: report.shared.items,
+            duplicate_pairs: report.shared.duplicate_pairs,
+            scan_ms: milliseconds(report.shared.shared_seconds),
+        },
+        agents,
+    }
+}
+
+fn wire_plan(plan: &ConsolidationPlan) -> Plan {
+    Plan {
+        checkpoint: plan.checkpoint,
+        counts: VerdictCounts {
+            contradictions: plan.contradictions.len(),
+            merges: plan.merges.len(),
+            merged_items: plan.merges.iter().map(|merge| merge.merged.len()).sum(),
+            forgotten: plan.forgotten_count(),
+            decayed: plan.decayed_count(),
+            links: plan.links.len(),
+            deferred: plan.deferred,
+        },
+        contradictions: plan
+            .contradictions
+            .iter()
+            .take(MAX_LISTED_VERDICTS)
+            .map(|verdict| ContradictionVerdict {
+                contradiction_id: verdict.contradiction_id.clone(),
+                a: verdict.a.clone(),
+                b: verdict.b.clone(),
+                rule: verdict.rule.to_string(),
+                reason: verdict.reason.clone(),
+            })
+            .collect(),
+        merges: plan
+            .merges
+            .iter()
+            .take(MAX_LISTED_VERDICTS)
+            .map(|merge| MergeVerdict {
+                survivor: merge.survivor.clone(),
+                merged: merge.merged.clone(),
+                similarity: merge.similarity,
+            })
+            .collect(),
+        forgotten: plan
+            .decays
+            .iter()
+            .filter(|verdict| verdict.forget)
+            .take(MAX_LISTED_VERDICTS)
+            .map(|verdict| Forgotten {
+                item_id: verdict.item_id.clone(),
+                score: verdict.score,
+                reason: verdict.reason.clone(),
+            })
+            .collect(),
+        decayed: plan
+            .decays
+            .iter()
+            .filter(|verdict| !verdict.forget)
+            .take(MAX_LISTED_VERDICTS)
+            .map(|verdict| Decayed { item_id: verdict.item_id.clone(), score: verdict.score })
+            .collect(),
+        links: plan
+            .links
+            .iter()
+            .take(MAX_LISTED_VERDICTS)
+            .map(|link| Link { a: link.a.clone(), b: link.b.clone(), reason: link.reason.clone() })
+            .collect(),
+    }
+}
+
+fn wire_open(agent: &str, open: &OpenContradiction) -> Contradiction {
+    Contradiction {
+        contradiction_id: open.contradiction_id.clone(),
+        agent: agent.to_string(),
+        status: "open".to_string(),
+        a: open.a.clone(),
+        b: open.b.clone(),
+        reason: Some(open.reason.clone()),
+        resolution: None,
+        provenance: provenance_refs(std::slice::from_ref(&open.provenance)),
+    }
+}
+
+fn wire_resolved(agent: &str, resolved: &ResolvedContradiction) -> Contradiction {
+    Contradiction {
+        contradiction_id: resolved.contradiction_id.clone(),
+        agent: agent.to_string(),
+        status: "resolved".to_string(),
+        a: resolved.a.clone(),
+        b: resolved.b.clone(),
+        reason: None,
+        resolution: Some(resolution_name(resolved.resolution).to_string()),
+        provenance: provenance_refs(std::slice::from_ref(&resolved.provenance)),
+    }
+}
+
+fn resolution_name(resolution: ContradictionResolution) -> &'static str {
+    match resolution {
+        ContradictionResolution::AWins => "a_wins",
+        ContradictionResolution::BWins => "b_wins",
+        ContradictionResolution::BothValid => "both_valid",
+        ContradictionResolution::Merged => "merged",
+    }
+}
+
+fn parse_resolution(text: &str) -> Result<ContradictionResolution, ApiError> {
+    match text {
+        "a_wins" => Ok(ContradictionResolution::AWins),
+        "b_wins" => Ok(ContradictionResolution::BWins),
+        "both_valid" => Ok(ContradictionResolution::BothValid),
+        "merged" => Ok(ContradictionResolution::Merged),
+        other => Err(ApiError::bad_parameter(
+            "resolution",
+            format!("unknown resolution {}; expected a_wins, b_wins, both_valid or merged", quote(other)),
+        )),
+    }
+}

@@ -1,0 +1,197 @@
+//! Handoffs an agent received: the list (pending first), a feed of new
+//! ones as they are delivered, and acknowledging one. The same packages go
+//! out on NATS at `mneme.<swarm>.<agent>.handoff` (see the handoff router),
+//! kept in stream `MNEME_<swarm>_HANDOFFS`; this is how an agent gets them
+//! on the embedded log, or without a NATS client.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use mneme_actors::{AgentHandle, AgentsWritten, Query, QueryAnswer, handoff_delivery};
+use mneme_api::handoffs::{Acknowledged, HandoffDelivery, HandoffsAnswer};
+use mneme_api::params::quote;
+use mneme_events::{Event, EventId, EventKind, HandoffAcknowledged};
+use mneme_nats::LogEntry;
+use mneme_projections::HandoffRecord;
+use tokio::sync::mpsc;
+
+use super::{ApiError, Service, ask};
+
+/// How long an acknowledgement waits for the memory to apply the log, so
+/// that a handoff delivered a moment ago can be acknowledged.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
+/// Deliveries queued for a slow reader before the feed waits for it.
+const FEED_BUFFER: usize = 16;
+
+impl Service {
+    /// The handoffs `agent` received, pending first.
+    pub async fn handoffs(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<HandoffsAnswer, ApiError> {
+        let handle = self.agent_handle(swarm, agent, min_seq).await?;
+        let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
+            unreachable!("a handoffs query answers with handoffs")
+        };
+        let handoffs = records.iter().map(|record| handoff_delivery(swarm, agent, record)).collect();
+        Ok(HandoffsAnswer { agent: agent.to_string(), handoffs })
+    }
+
+    /// The pending handoffs of `agent`, then each new one as it is
+    /// delivered, until the receiver is dropped, the server shuts down, or
+    /// the log fails (the reader asks again and gets the pending ones
+    /// again). Must be called on an actix system: the feed runs on it.
+    pub async fn follow_handoffs(
+        self: Arc<Self>,
+        swarm: &str,
+        agent: &str,
+        min_seq: Option<u64>,
+    ) -> Result<mpsc::Receiver<HandoffDelivery>, ApiError> {
+        let handle = self.agent_handle(swarm, agent, min_seq).await?;
+        // The checkpoint first, then the list: a handoff applied in between
+        // is in the list and also after the checkpoint, and is sent once.
+        let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
+            unreachable!("a status query answers with a status")
+        };
+        let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
+            unreachable!("a handoffs query answers with handoffs")
+        };
+        let pending: Vec<HandoffRecord> = records.into_iter().filter(HandoffRecord::is_pending).collect();
+        let (deliveries, receiver) = mpsc::channel(FEED_BUFFER);
+        actix_rt::spawn(self.feed_handoffs(handle, swarm.to_string(), status.checkpoint, pending, deliveries));
+        Ok(receiver)
+    }
+
+    /// Sends `pending`, then follows the agent's part of the log after
+    /// `checkpoint` for new deliveries. What is sent is the memory's record
+    /// of each handoff, as the list shows it: a receipt the agent's runtime
+    /// recorded itself, without a package, is sent again once Mneme's
+    /// delivery fills the package in.
+    async fn feed_handoffs(
+        self: Arc<Self>,
+        handle: AgentHandle,
+        swarm: String,
+        checkpoint: u64,
+        pending: Vec<HandoffRecord>,
+        deliveries: mpsc::Sender<HandoffDelivery>,
+    ) {
+        let agent = handle.agent.clone();
+        let mut shutting_down = self.shutting_down.clone();
+        // Each handoff sent, and whether it had its package.
+        let mut sent: BTreeMap<EventId, bool> = BTreeMap::new();
+        for record in &pending {
+            sent.insert(record.handoff_id, record.package.is_some());
+            if deliveries.send(handoff_delivery(&swarm, &agent, record)).await.is_err() {
+                return;
+            }
+        }
+        let mut entries = match self.log.subscribe(checkpoint + 1, Some(&agent)).await {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(%agent, %error, "cannot follow the log for handoffs");
+                return;
+            }
+        };
+        loop {
+            let delivery = tokio::select! {
+                entry = entries.next() => match entry {
+                    Some(Ok(entry)) => {
+                        let Some(handoff_id) = received_handoff_id(&entry) else { continue };
+                        match self.memory_record(&handle, entry.seq, handoff_id).await {
+                            Ok(Some(record)) if sent.get(&handoff_id) != Some(&true)
+                                && (record.package.is_some() || !sent.contains_key(&handoff_id)) =>
+                            {
+                                sent.insert(handoff_id, record.package.is_some());
+                                handoff_delivery(&swarm, &agent, &record)
+                            }
+                            Ok(_) => continue,
+                            Err(error) => {
+                                tracing::warn!(%agent, %error, "handoff feed ended: the memory did not answer");
+                                return;
+                            }
+                        }
+                    }
+                    Some(Err(error)) => {
+                        tracing::warn!(%agent, %error, "handoff feed ended by a log error");
+                        return;
+                    }
+                    None => return,
+                },
+                () = deliveries.closed() => return,
+                _ = shutting_down.wait_for(|shutting_down| *shutting_down) => return,
+            };
+            if deliveries.send(delivery).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The memory's record of a handoff, once it has applied `seq`.
+    async fn memory_record(
+        &self,
+        handle: &AgentHandle,
+        seq: u64,
+        handoff_id: EventId,
+    ) -> Result<Option<HandoffRecord>, ApiError> {
+        handle.caught_up(self.log.as_ref(), seq, CATCH_UP_TIMEOUT).await?;
+        let QueryAnswer::Handoffs(records) = ask(handle, Query::Handoffs).await? else {
+            unreachable!("a handoffs query answers with handoffs")
+        };
+        Ok(records.into_iter().find(|record| record.handoff_id == handoff_id))
+    }
+
+    /// Acknowledges a handoff `agent` received: appends
+    /// `handoff_acknowledged` with `note`. 404 for a handoff the agent did
+    /// not receive, 409 for one already acknowledged. The event's id
+    /// derives from the handoff's, so two racing acknowledgements store one.
+    pub async fn acknowledge(
+        &self,
+        swarm: &str,
+        agent: &str,
+        handoff_id: &str,
+        note: Option<String>,
+    ) -> Result<Acknowledged, ApiError> {
+        let handoff_id: EventId = handoff_id.parse().map_err(|_| {
+            ApiError::bad_parameter("handoff_id", format!("{} is not an event id (a ULID)", quote(handoff_id)))
+        })?;
+        let handle = self.agent_handle(swarm, agent, None).await?;
+        let log_end = self.log.last_seq().await?;
+        handle.caught_up(self.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
+        let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
+            unreachable!("a handoffs query answers with handoffs")
+        };
+        let Some(record) = records.iter().find(|record| record.handoff_id == handoff_id) else {
+            return Err(ApiError::not_found(
+                "unknown_handoff",
+                Some("handoff_id"),
+                format!("{agent:?} has received no handoff {handoff_id}"),
+            ));
+        };
+        if let Some(acknowledged) = record.acknowledged {
+            return Err(ApiError::conflict(
+                "already_acknowledged",
+                Some("handoff_id"),
+                format!("handoff {handoff_id} was acknowledged at seq {}", acknowledged.seq),
+            ));
+        }
+        let event = Event::new(swarm, agent, EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note }))
+            .with_id(self.id_key.derive(agent, "handoff_acknowledged", &handoff_id.to_string()))
+            .caused_by(record.received.event_id);
+        event.validate().map_err(ApiError::from_validation)?;
+        let appended = self.log.append(std::slice::from_ref(&event)).await?;
+        self.supervisor.do_send(AgentsWritten(vec![agent.to_string()]));
+        Ok(Acknowledged {
+            handoff_id: handoff_id.to_string(),
+            agent: agent.to_string(),
+            event_id: event.id.to_string(),
+            seq: appended[0].seq,
+            duplicate: appended[0].duplicate,
+        })
+    }
+}
+
+/// The handoff a `handoff_received` entry is about.
+fn received_handoff_id(entry: &LogEntry) -> Option<EventId> {
+    let event = entry.record.as_ref().ok()?;
+    let EventKind::HandoffReceived(received) = &event.kind else { return None };
+    Some(received.handoff_id)
+}

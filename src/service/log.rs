@@ -1,0 +1,238 @@
+//! The swarm's log as the API shows it: health, appending events, pages of
+//! the log, dead letters, the agents, and provenance (the events behind an
+//! item).
+
+use std::borrow::Cow;
+
+use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SwarmConfig};
+use mneme_api::log::{
+    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, SwarmProvenance,
+};
+use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, ProvenanceParams, quote};
+use mneme_api::{self as wire};
+use mneme_events::{ErrorCode, Scope, decode_json_batch_of_at_most};
+use mneme_nats::LogEntry;
+use mneme_projections::ProvenanceRef;
+use serde_json::{Value, json};
+
+use super::error::stopped;
+use super::{ApiError, Caller, Service, ask};
+
+impl Service {
+    /// Whether the log answers, and how far it reaches.
+    pub async fn health(&self) -> Result<Health, ApiError> {
+        let last_seq = self.log.last_seq().await?;
+        Ok(Health { status: "ok".to_string(), swarm: self.config.swarm.name.clone(), last_seq })
+    }
+
+    /// Appends one event or an array (`body`, JSON) for `caller`. Every
+    /// event is validated before any is appended: an invalid one refuses
+    /// the whole request, naming its index and field.
+    pub async fn append_events(&self, caller: &Caller, body: &[u8]) -> Result<AcceptedEvents, ApiError> {
+        let body = with_default_scopes(&self.config, body)?;
+        let limits = self.config.decode_limits();
+        let events = decode_json_batch_of_at_most(&body, &limits, MAX_EVENTS_PER_REQUEST).map_err(|batch| {
+            let mut error = batch.error;
+            // The decoder knows the limit's value, not which setting holds it.
+            if error.code == ErrorCode::PayloadTooLarge {
+                error.message.push_str(", set by log.max_event_bytes");
+            }
+            ApiError::from_validation(error)
+        })?;
+        let swarm = &self.config.swarm.name;
+        if let Some((index, event)) = events.iter().enumerate().find(|(_, event)| &event.swarm != swarm) {
+            return Err(ApiError::not_found(
+                "unknown_swarm",
+                Some(&format!("[{index}].swarm")),
+                format!("this server holds swarm {swarm:?}, not {:?}", event.swarm),
+            ));
+        }
+        let refused = events.iter().enumerate().find(|(_, event)| !caller.may_act_as(&event.agent));
+        if let Some((index, event)) = refused {
+            return Err(ApiError::forbidden(
+                "forbidden",
+                Some(&format!("[{index}].agent")),
+                format!("{caller} may not publish events of agent {:?}", event.agent),
+            ));
+        }
+        let appended = self.log.append(&events).await?;
+        let mut agents: Vec<String> = events.iter().map(|event| event.agent.clone()).collect();
+        agents.sort();
+        agents.dedup();
+        self.supervisor.do_send(AgentsWritten(agents));
+        metrics::counter!("mneme_events_appended_total")
+            .increment(appended.iter().filter(|a| !a.duplicate).count() as u64);
+        let accepted =
+            appended.iter().map(|a| Accepted { id: a.id.to_string(), seq: a.seq, duplicate: a.duplicate }).collect();
+        Ok(AcceptedEvents { accepted })
+    }
+
+    /// A page of the log, every agent's or one agent's.
+    pub async fn events(&self, swarm: &str, params: &EventsParams) -> Result<EventsPage, ApiError> {
+        self.check_swarm(swarm)?;
+        let page = params.check()?;
+        let entries = self.log.read(page.from_seq, page.agent.as_deref(), page.limit).await?;
+        let next_seq = entries.last().map_or(page.from_seq, |entry| entry.seq + 1);
+        Ok(EventsPage { events: entries.iter().map(wire_entry).collect(), next_seq })
+    }
+
+    /// Records that are not valid events, with why.
+    pub async fn dead_letters(&self, swarm: &str) -> Result<DeadLetters, ApiError> {
+        self.check_swarm(swarm)?;
+        let dead_letters = self
+            .log
+            .dead_letters()
+            .await?
+            .iter()
+            .map(|letter| DeadLetter {
+                seq: letter.seq,
+                agent: letter.agent.clone(),
+                reason: letter.reason.clone(),
+                raw: String::from_utf8_lossy(&letter.raw).into_owned(),
+            })
+            .collect();
+        Ok(DeadLetters { dead_letters })
+    }
+
+    /// The agents with a memory in this process.
+    pub async fn agents(&self, swarm: &str) -> Result<Agents, ApiError> {
+        self.check_swarm(swarm)?;
+        let agents = self.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
+        Ok(Agents { agents })
+    }
+
+    /// The full events behind an item, in log order, from every memory
+    /// that holds it. For operators: an agent asks [`Service::agent_provenance`].
+    pub async fn swarm_provenance(&self, swarm: &str, item_id: &str) -> Result<SwarmProvenance, ApiError> {
+        self.check_swarm(swarm)?;
+        let agents = self.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
+        let mut holders = Vec::new();
+        let mut seqs = std::collections::BTreeSet::new();
+        for agent in agents {
+            let handle = self.agent_handle(swarm, &agent, None).await?;
+            if let QueryAnswer::Provenance(Some(found)) = ask(&handle, Query::Provenance(item_id.to_string())).await? {
+                holders.push(agent);
+                seqs.extend(found.iter().map(|reference| reference.seq));
+            }
+        }
+        if holders.is_empty() {
+            return Err(ApiError::not_found(
+                "unknown_item",
+                Some("item_id"),
+                format!("no memory of swarm {swarm:?} holds an item {}", quote(item_id)),
+            ));
+        }
+        let seqs: Vec<u64> = seqs.into_iter().collect();
+        let entries = self.log.read_seqs(&seqs).await?;
+        let events = entries.iter().map(wire_entry).collect();
+        Ok(SwarmProvenance { item_id: item_id.to_string(), holders, events })
+    }
+
+    /// The events behind an item of one agent's memory. A memory holds only
+    /// what its agent may see, so its provenance points only at such
+    /// events; the events read are checked again all the same, so that a
+    /// bug in a projection cannot turn into a leak here.
+    pub async fn agent_provenance(
+        &self,
+        swarm: &str,
+        agent: &str,
+        params: &ProvenanceParams,
+    ) -> Result<AgentProvenance, ApiError> {
+        params.check()?;
+        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let unknown = || {
+            ApiError::not_found(
+                "unknown_item",
+                Some("item_id"),
+                format!("the memory of {agent:?} holds no item {}", quote(&params.item_id)),
+            )
+        };
+        let QueryAnswer::Provenance(found) = ask(&handle, Query::Provenance(params.item_id.clone())).await? else {
+            unreachable!("a provenance query answers with provenance")
+        };
+        let references = found.ok_or_else(unknown)?;
+        let mut seqs: Vec<u64> = references.iter().map(|reference| reference.seq).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let entries = self.log.read_seqs(&seqs).await?;
+        let visible: Vec<_> = entries.iter().filter(|entry| entry_visible_to(entry, agent)).map(wire_entry).collect();
+        let hidden = entries.len() - visible.len();
+        if hidden > 0 {
+            tracing::error!(%agent, item_id = %params.item_id, hidden, "provenance pointed at events the agent may not see; withheld");
+        }
+        Ok(AgentProvenance { item_id: params.item_id.clone(), agent: agent.to_string(), events: visible })
+    }
+}
+
+/// The request body with `scope` set, on every event that leaves it out,
+/// to its agent's `default_scope` from `swarm.toml`. The envelope's own
+/// default is `private`, so when every agent's default is `private` the body
+/// is passed on as it came, without a second parse. A body that is not JSON
+/// is passed on too: the decoder names what is wrong with it.
+fn with_default_scopes<'body>(config: &SwarmConfig, body: &'body [u8]) -> Result<Cow<'body, [u8]>, ApiError> {
+    if config.agents.iter().all(|agent| agent.default_scope == Scope::Private) {
+        return Ok(Cow::Borrowed(body));
+    }
+    let Ok(mut document) = serde_json::from_slice::<Value>(body) else { return Ok(Cow::Borrowed(body)) };
+    let events: Vec<&mut Value> = match &mut document {
+        Value::Array(events) => events.iter_mut().collect(),
+        event => vec![event],
+    };
+    let mut changed = false;
+    for event in events {
+        let Some(fields) = event.as_object_mut() else { continue };
+        if fields.contains_key("scope") {
+            continue;
+        }
+        let Some(agent) = fields.get("agent").and_then(Value::as_str).and_then(|name| config.agent(name)) else {
+            continue;
+        };
+        if agent.default_scope != Scope::Private {
+            fields.insert("scope".to_string(), json!(agent.default_scope.as_str()));
+            changed = true;
+        }
+    }
+    if !changed {
+        return Ok(Cow::Borrowed(body));
+    }
+    let body =
+        serde_json::to_vec(&document).map_err(|error| ApiError::internal("internal", None, error.to_string()))?;
+    Ok(Cow::Owned(body))
+}
+
+/// Whether `agent` may read a log entry: its own, or another agent's event
+/// that is not private. A record that is not a valid event has no scope: only
+/// its own agent sees it.
+pub fn entry_visible_to(entry: &LogEntry, agent: &str) -> bool {
+    match &entry.record {
+        Ok(event) => event.agent == agent || event.scope != Scope::Private,
+        Err(_) => entry.agent == agent,
+    }
+}
+
+/// A log entry as the API shows it: the event with its `seq`, or why the
+/// record is not a valid event.
+pub fn wire_entry(entry: &LogEntry) -> wire::log::LogEntry {
+    match &entry.record {
+        Ok(event) => {
+            let Value::Object(event) = event.to_json_value() else { unreachable!("an event is a JSON object") };
+            wire::log::LogEntry::Event(wire::log::EventEntry { seq: entry.seq, event })
+        }
+        Err(invalid) => wire::log::LogEntry::Invalid(wire::log::InvalidEntry {
+            seq: entry.seq,
+            agent: entry.agent.clone(),
+            invalid: invalid.reason.clone(),
+            raw: String::from_utf8_lossy(&invalid.raw).into_owned(),
+        }),
+    }
+}
+
+/// [`wire_entry`] as JSON.
+pub fn entry_json(entry: &LogEntry) -> Value {
+    serde_json::to_value(wire_entry(entry)).expect("a log entry is JSON")
+}
+
+/// Provenance as the wire has it.
+pub fn provenance_refs(provenance: &[ProvenanceRef]) -> Vec<wire::log::ProvenanceRef> {
+    provenance.iter().map(|p| wire::log::ProvenanceRef { seq: p.seq, event_id: p.event_id.to_string() }).collect()
+}

@@ -1,0 +1,244 @@
+//! One agent's memory: search, the fact graph around an entity, its items
+//! and their states, its digest, and a replay that checks it against the
+//! log.
+
+use mneme_actors::{Query, QueryAnswer, verify_against_log};
+use mneme_api::memory::{
+    Digest, GraphAnswer, GraphEdge, GraphNode, Hit, ItemAnswer, ItemStates, ReplayAnswer, RetrieverRank, SearchAnswer,
+};
+use mneme_api::params::{GraphParams, ReplayParams, SearchParams, check_item_id, quote};
+use mneme_projections::graph::{Edge, GraphQuery, Node};
+use mneme_projections::{RetrievalWeights, SearchFilters, SearchHit, SearchMode, SearchRequest};
+
+use super::log::provenance_refs;
+use super::{ApiError, Service, ask};
+
+impl Service {
+    /// A search of the agent's memory: bm25, vector, graph or hybrid.
+    pub async fn search(&self, swarm: &str, agent: &str, params: &SearchParams) -> Result<SearchAnswer, ApiError> {
+        let request = search_request(params, &self.config.retrieval)?;
+        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let explain = request.explain;
+        let mode = request.mode;
+        let QueryAnswer::Search(hits) = ask(&handle, Query::Search(request)).await? else {
+            unreachable!("a search query answers with hits")
+        };
+        Ok(SearchAnswer {
+            swarm: swarm.to_string(),
+            agent: agent.to_string(),
+            mode: mode.as_str().to_string(),
+            hits: hits.iter().map(|hit| wire_hit(hit, explain)).collect(),
+        })
+    }
+
+    /// The fact graph around an entity, both directions, with validity and
+    /// provenance.
+    pub async fn graph(&self, swarm: &str, agent: &str, params: &GraphParams) -> Result<GraphAnswer, ApiError> {
+        let checked = params.check()?;
+        let query = GraphQuery {
+            entity: checked.entity,
+            hops: checked.hops,
+            relations: checked.relations,
+            as_of: checked.as_of,
+        };
+        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let QueryAnswer::Graph(subgraph) = ask(&handle, Query::Graph(query)).await? else {
+            unreachable!("a graph query answers with a subgraph")
+        };
+        let Some(subgraph) = subgraph else {
+            return Err(ApiError::not_found(
+                "unknown_entity",
+                Some("entity"),
+                format!("the memory of {agent:?} knows no entity {}", quote(&params.entity)),
+            ));
+        };
+        Ok(GraphAnswer {
+            center: subgraph.center.clone(),
+            nodes: subgraph.nodes.iter().map(wire_node).collect(),
+            edges: subgraph.edges.iter().map(wire_edge).collect(),
+        })
+    }
+
+    /// The memory's checkpoint and the digest of its state there.
+    pub async fn digest(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<Digest, ApiError> {
+        let handle = self.agent_handle(swarm, agent, min_seq).await?;
+        let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
+            unreachable!("a status query answers with a status")
+        };
+        Ok(Digest {
+            agent: status.agent,
+            seq: status.checkpoint,
+            digest: status.digest,
+            items: status.items,
+            snapshot_seq: status.snapshot_seq,
+        })
+    }
+
+    /// Rebuilds the agent's memory from the log into a fresh projection, up
+    /// to the live memory's checkpoint, and compares digests. One replay at
+    /// a time per process: another is refused with 429.
+    pub async fn replay(&self, swarm: &str, agent: &str, params: &ReplayParams) -> Result<ReplayAnswer, ApiError> {
+        let _permit = self.replay_permits.try_acquire().map_err(|_| {
+            ApiError::too_many_requests("replay_in_progress", None, "a replay is already running; retry when it ends")
+        })?;
+        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
+            unreachable!("a status query answers with a status")
+        };
+        let config = self.memory_config.clone();
+        let report = verify_against_log(self.log.as_ref(), agent, config, status.checkpoint, &status.digest).await?;
+        let matches = report.matches();
+        if params.verify && matches == Some(false) {
+            tracing::error!(%agent, live = %status.digest, replayed = %report.digest, "replay digest differs from live memory");
+        }
+        Ok(ReplayAnswer {
+            agent: agent.to_string(),
+            seq: report.checkpoint,
+            digest: report.digest,
+            entries_read: report.entries_read,
+            dead_lettered: report.dead_lettered,
+            live_seq: report.live_checkpoint,
+            live_digest: report.live_digest,
+            matches,
+        })
+    }
+
+    /// How many of the memory's items are in each state (active, archived,
+    /// decayed, forgotten, merged, purged).
+    pub async fn item_states(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<ItemStates, ApiError> {
+        let handle = self.agent_handle(swarm, agent, min_seq).await?;
+        let QueryAnswer::Items(listing) = ask(&handle, Query::Items(None)).await? else {
+            unreachable!("an items query answers with items")
+        };
+        let states = listing.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
+        Ok(ItemStates { agent: agent.to_string(), states })
+    }
+
+    /// One memory and what became of it: its state (forgotten, merged,
+    /// decayed…), pin, usage and provenance.
+    pub async fn item(
+        &self,
+        swarm: &str,
+        agent: &str,
+        item_id: &str,
+        min_seq: Option<u64>,
+    ) -> Result<ItemAnswer, ApiError> {
+        check_item_id(item_id)?;
+        let handle = self.agent_handle(swarm, agent, min_seq).await?;
+        let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.to_string()))).await? else {
+            unreachable!("an items query answers with items")
+        };
+        let Some(item) = listing.item else {
+            return Err(ApiError::not_found(
+                "unknown_item",
+                Some("item_id"),
+                format!("the memory of {agent:?} holds no item {}", quote(item_id)),
+            ));
+        };
+        Ok(ItemAnswer {
+            item_id: item.item_id.clone(),
+            seq: item.seq,
+            kind: item.kind.to_string(),
+            agent: item.agent.clone(),
+            scope: item.scope.as_str().to_string(),
+            ts: item.ts,
+            state: item.state.as_str().to_string(),
+            pinned: item.pinned,
+            importance: item.importance.map(mneme_events::published_number),
+            retrievals: item.retrievals,
+            citations: item.citations,
+            ignored: item.ignored,
+            text: item.text.as_str().to_string(),
+            provenance: provenance_refs(&item.provenance),
+            superseded_by: listing.superseded_by,
+        })
+    }
+}
+
+/// The search a request asks for, with every parameter checked; weights it
+/// leaves out are the swarm's.
+fn search_request(params: &SearchParams, defaults: &RetrievalWeights) -> Result<SearchRequest, ApiError> {
+    let checked = params.check()?;
+    let mode = checked.mode.parse::<SearchMode>().map_err(|message| ApiError::bad_parameter("mode", message))?;
+    let filters = SearchFilters {
+        kinds: checked.kinds,
+        since: checked.since,
+        until: checked.until,
+        scopes: checked.scopes,
+        entity: checked.entity,
+        correlation_id: checked.correlation_id,
+    };
+    let overrides = checked.weights;
+    let weights = RetrievalWeights {
+        rrf_k: overrides.rrf_k.unwrap_or(defaults.rrf_k),
+        bm25: overrides.bm25.unwrap_or(defaults.bm25),
+        vector: overrides.vector.unwrap_or(defaults.vector),
+        graph: overrides.graph.unwrap_or(defaults.graph),
+        recency: overrides.recency.unwrap_or(defaults.recency),
+        usage: overrides.usage.unwrap_or(defaults.usage),
+    };
+    Ok(SearchRequest { query: checked.query, k: checked.k, mode, filters, weights, explain: checked.explain })
+}
+
+fn wire_hit(hit: &SearchHit, explain: bool) -> Hit {
+    let explain = explain.then(|| {
+        hit.explain
+            .iter()
+            .map(|rank| (rank.retriever.to_string(), RetrieverRank { rank: rank.rank, score: rank.score }))
+            .collect()
+    });
+    Hit {
+        item_id: hit.item_id.clone(),
+        seq: hit.seq,
+        kind: hit.kind.to_string(),
+        score: hit.score,
+        text: hit.text.clone(),
+        agent: hit.agent.clone(),
+        scope: hit.scope.as_str().to_string(),
+        ts: hit.ts,
+        provenance: provenance_refs(&hit.provenance),
+        superseded_by: hit.superseded_by.clone(),
+        explain,
+    }
+}
+
+fn wire_edge(edge: &Edge) -> GraphEdge {
+    GraphEdge {
+        id: edge.id.clone(),
+        from: edge.from.clone(),
+        to: edge.to.clone(),
+        relation: edge.relation.clone(),
+        valid_from: edge.valid_from,
+        valid_to: edge.valid_to,
+        recorded_seq: edge.recorded_seq,
+        confidence: edge.confidence.map(mneme_events::published_number),
+        provenance: provenance_refs(&edge.provenance),
+    }
+}
+
+fn wire_node(node: &Node) -> GraphNode {
+    GraphNode {
+        id: node.id.clone(),
+        kind: node.kind.as_str().to_string(),
+        name: node.name.clone(),
+        provenance: provenance_refs(&node.provenance),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mneme_api::params::SEARCH_MODES;
+    use mneme_projections::SearchMode;
+
+    /// The parameter check knows the modes by name; this keeps its list in
+    /// step with the projections' enum.
+    #[test]
+    fn every_search_mode_name_parses_and_round_trips() {
+        for name in SEARCH_MODES {
+            assert_eq!(name.parse::<SearchMode>().map(SearchMode::as_str), Ok(name));
+        }
+        for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
+            assert!(SEARCH_MODES.contains(&mode.as_str()), "{} is missing from SEARCH_MODES", mode.as_str());
+        }
+    }
+}

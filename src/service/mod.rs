@@ -1,0 +1,93 @@
+//! Every query and command of the API, transport-neutral: what the HTTP
+//! routes ([`crate::http`]), the NATS responders ([`crate::nats`]) and,
+//! next, MCP answer is computed here, once, from typed requests of
+//! `mneme_api::params` into typed answers of `mneme-api`, or an
+//! [`ApiError`]. Nothing here knows HTTP: a transport parses its request
+//! into those types, calls a method of [`Service`], and writes the answer
+//! or the error body in its own way.
+//!
+//! - [`log`]: health, appending events, pages of the log, dead letters,
+//!   agents, provenance.
+//! - [`memory`]: search, the fact graph, items, digest, replay.
+//! - [`context`]: budgeted context and phases.
+//! - [`consolidation`]: consolidation runs, contradictions, purges.
+//! - [`handoffs`]: handoffs received, followed and acknowledged.
+
+pub mod caller;
+pub mod consolidation;
+pub mod context;
+pub mod error;
+pub mod handoffs;
+pub mod log;
+pub mod memory;
+pub mod query_permits;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use metrics_exporter_prometheus::PrometheusHandle;
+use mneme_actors::{AgentHandle, Consolidator, GetAgent, Query, QueryAnswer, Supervisor, SwarmConfig};
+use mneme_api::params::quote;
+use mneme_nats::EventLog;
+use mneme_projections::MemoryConfig;
+
+pub use caller::Caller;
+pub use error::{ApiError, json_body};
+pub use query_permits::QueryPermits;
+
+use error::stopped;
+
+/// How long a query with `min_seq` waits for the agent to catch up.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The running memory service: the log, the actors, and what the queries
+/// share. One per process, shared by every transport.
+pub struct Service {
+    pub config: SwarmConfig,
+    pub log: Arc<dyn EventLog>,
+    pub supervisor: Addr<Supervisor>,
+    pub metrics: PrometheusHandle,
+    /// A replay rebuilds a whole memory: one at a time per process.
+    pub replay_permits: tokio::sync::Semaphore,
+    /// Memory settings and embedder, for replays.
+    pub memory_config: MemoryConfig,
+    pub consolidator: Addr<Consolidator>,
+    /// Keys the ids Mneme derives for its own events (acknowledgements).
+    pub id_key: mneme_events::IdKey,
+    /// Queries each caller has in flight, over HTTP and NATS.
+    pub query_permits: QueryPermits,
+    /// Turns true when the server begins to shut down: long-lived responses
+    /// (handoff streams) end then, rather than hold the shutdown up.
+    pub shutting_down: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Service {
+    /// The swarm this server holds, or 404 `unknown_swarm`.
+    pub fn check_swarm(&self, swarm: &str) -> Result<(), ApiError> {
+        if swarm != self.config.swarm.name {
+            return Err(ApiError::not_found(
+                "unknown_swarm",
+                Some("swarm"),
+                format!("this server holds swarm {:?}, not {}", self.config.swarm.name, quote(swarm)),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The agent's memory actor, once it has applied the log up to
+    /// `min_seq` (read-your-writes).
+    pub async fn agent_handle(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<AgentHandle, ApiError> {
+        self.check_swarm(swarm)?;
+        let handle = self.supervisor.send(GetAgent(agent.to_string())).await.map_err(|_| stopped(agent))??;
+        if let Some(min_seq) = min_seq {
+            handle.caught_up(self.log.as_ref(), min_seq, CATCH_UP_TIMEOUT).await?;
+        }
+        Ok(handle)
+    }
+}
+
+/// One query of an agent's memory actor.
+pub(crate) async fn ask(handle: &AgentHandle, query: Query) -> Result<QueryAnswer, ApiError> {
+    Ok(handle.addr.send(query).await.map_err(|_| stopped(&handle.agent))??)
+}
