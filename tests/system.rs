@@ -4,23 +4,48 @@
 
 mod common;
 
-use common::{MnemeServer, example_path, last_seq_of_publish, stdout_of};
+use common::{MnemeServer, example_path, last_seq_of_publish, stdout_of, typed};
+use mneme_api::consolidation::{ConsolidationAnswer, ContradictionsAnswer, PurgeAnswer};
+use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseEvents, PhasesAnswer};
+use mneme_api::handoffs::HandoffsAnswer;
+use mneme_api::log::{AcceptedEvents, DeadLetters, EventsPage, Health, LogEntry, SwarmProvenance};
+use mneme_api::memory::{Digest, GraphAnswer, Hit, SearchAnswer};
+use mneme_api::{ErrorBody, ErrorDetail};
+use mneme_events::{Event, Scope};
 use mneme_nats::server::NatsServer;
 use serde_json::{Value, json};
 
-fn hits_in(server: &MnemeServer, agent: &str, query: &str, min_seq: u64, mode: &str) -> Vec<Value> {
+fn hits_in(server: &MnemeServer, agent: &str, query: &str, min_seq: u64, mode: &str) -> Vec<Hit> {
     let path =
         format!("/v1/swarms/demo/agents/{agent}/search?q={query}&k=5&min_seq={min_seq}&mode={mode}&explain=true");
-    server.get(&path)["hits"].as_array().unwrap().clone()
+    server.get_typed::<SearchAnswer>(&path).hits
 }
 
 /// Exact-term hits: BM25 alone, so every hit contains the term.
-fn hits(server: &MnemeServer, agent: &str, query: &str, min_seq: u64) -> Vec<Value> {
+fn hits(server: &MnemeServer, agent: &str, query: &str, min_seq: u64) -> Vec<Hit> {
     hits_in(server, agent, query, min_seq, "bm25")
 }
 
-fn digest(server: &MnemeServer, agent: &str, min_seq: u64) -> Value {
-    server.get(&format!("/v1/swarms/demo/agents/{agent}/digest?min_seq={min_seq}"))
+fn digest(server: &MnemeServer, agent: &str, min_seq: u64) -> Digest {
+    server.get_typed(&format!("/v1/swarms/demo/agents/{agent}/digest?min_seq={min_seq}"))
+}
+
+/// The log's last seq, as `/healthz` says it.
+fn log_end(server: &MnemeServer) -> u64 {
+    server.get_typed::<Health>("/healthz").last_seq
+}
+
+/// An entry of the log that must be a valid event, decoded.
+fn event_of(entry: &LogEntry) -> Event {
+    let LogEntry::Event(event) = entry else { panic!("an invalid record on the log: {entry:?}") };
+    event.decode().expect("the log's events decode")
+}
+
+/// POSTs and reads the answer as the wire type `T`, with exactly this status.
+fn post_expecting<T: serde::de::DeserializeOwned>(server: &MnemeServer, path: &str, body: &str, expected: u16) -> T {
+    let (status, answer) = server.post(path, body);
+    assert_eq!(status, expected, "POST {path}: {answer}");
+    typed(&format!("POST {path}"), answer)
 }
 
 /// `mneme replay --verify` on the stopped server's data dir matches the
@@ -46,7 +71,7 @@ const EXAMPLE_HANDOFFS: u64 = 4;
 /// Waits until the log holds `seq` events; panics after 30 s.
 fn wait_for_log_end(server: &MnemeServer, seq: u64) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while server.get("/healthz")["last_seq"].as_u64().unwrap() < seq {
+    while log_end(server) < seq {
         assert!(std::time::Instant::now() < deadline, "the log never reached seq {seq}");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -61,76 +86,78 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
     assert_eq!(last_seq_of_publish(&published), 572);
     let last_seq = 572 + EXAMPLE_HANDOFFS;
     wait_for_log_end(server, last_seq);
-    let handoffs = server.get(&format!("/v1/swarms/demo/agents/coder/handoffs?min_seq={last_seq}"));
-    let handoffs = handoffs["handoffs"].as_array().unwrap();
+    let handoffs: HandoffsAnswer =
+        server.get_typed(&format!("/v1/swarms/demo/agents/coder/handoffs?min_seq={last_seq}"));
+    let handoffs = handoffs.handoffs;
     assert_eq!(handoffs.len(), 3, "{handoffs:?}");
-    assert!(handoffs.iter().all(|handoff| handoff["package"]["bundle"]["budget_tokens"] == 2000), "{handoffs:?}");
+    assert!(
+        handoffs
+            .iter()
+            .all(|handoff| handoff.package.as_ref().is_some_and(|package| package.bundle.budget_tokens == 2000)),
+        "{handoffs:?}"
+    );
 
     let found = hits(server, "coder", "TokenExpiredError", last_seq);
     assert!(!found.is_empty());
     for hit in &found {
-        assert!(hit["text"].as_str().unwrap().contains("TokenExpiredError"), "{hit}");
-        let provenance = hit["provenance"].as_array().unwrap();
-        assert_eq!(provenance[0]["seq"], hit["seq"]);
-        assert_eq!(provenance[0]["event_id"], hit["item_id"]);
+        assert!(hit.text.contains("TokenExpiredError"), "{hit:?}");
+        assert_eq!(hit.provenance[0].seq, hit.seq);
+        assert_eq!(hit.provenance[0].event_id, hit.item_id);
     }
     let identifier = hits(server, "coder", "refresh_access_token", last_seq);
-    assert!(identifier.iter().any(|hit| hit["text"].as_str().unwrap().contains("refresh_access_token")));
+    assert!(identifier.iter().any(|hit| hit.text.contains("refresh_access_token")));
 
     // Every mode answers; hybrid explains which retrievers found each hit.
     for mode in ["vector", "graph", "hybrid"] {
         assert!(!hits_in(server, "coder", "TokenExpiredError", last_seq, mode).is_empty(), "{mode}");
     }
     let hybrid = hits_in(server, "coder", "TokenExpiredError", last_seq, "hybrid");
-    assert!(hybrid[0]["explain"].as_object().unwrap().contains_key("bm25"), "{}", hybrid[0]);
-    let graph = server.get("/v1/swarms/demo/agents/coder/graph?entity=src/auth/token.rs&hops=1");
-    assert_eq!(graph["center"], "file:src/auth/token.rs");
-    let relations: Vec<&str> =
-        graph["edges"].as_array().unwrap().iter().map(|edge| edge["relation"].as_str().unwrap()).collect();
+    assert!(hybrid[0].explain.as_ref().is_some_and(|explain| explain.contains_key("bm25")), "{:?}", hybrid[0]);
+    let graph: GraphAnswer = server.get_typed("/v1/swarms/demo/agents/coder/graph?entity=src/auth/token.rs&hops=1");
+    assert_eq!(graph.center, "file:src/auth/token.rs");
+    let relations: Vec<&str> = graph.edges.iter().map(|edge| edge.relation.as_str()).collect();
     assert!(relations.contains(&"modifies") && relations.contains(&"fixes"), "{relations:?}");
     let printed = stdout_of(&server.cli(&["graph", "--agent", "coder", "src/auth/token.rs", "--hops", "1"]));
     assert!(printed.starts_with("file:src/auth/token.rs\n"), "{printed}");
     assert!(printed.contains("-[fixes]->") && printed.contains("valid "), "{printed}");
-    let graph_provenance = graph["edges"][0]["provenance"][0]["seq"].as_u64().unwrap();
+    let graph_provenance = graph.edges[0].provenance[0].seq;
     assert!(graph_provenance >= 1 && graph_provenance <= last_seq);
-    let edge_id = graph["edges"][0]["id"].as_str().unwrap();
-    let edge_events = server.get(&format!("/v1/swarms/demo/provenance/{}", common::encode(edge_id)));
-    assert!(!edge_events["events"].as_array().unwrap().is_empty(), "{edge_events}");
+    let edge_id = &graph.edges[0].id;
+    let edge_events: SwarmProvenance =
+        server.get_typed(&format!("/v1/swarms/demo/provenance/{}", common::encode(edge_id)));
+    assert!(!edge_events.events.is_empty(), "{edge_events:?}");
 
-    let context = server.get(&format!(
+    let context: ContextAnswer = server.get_typed(&format!(
         "/v1/swarms/demo/agents/coder/context?q=refresh%20token%20failure&budget=700&min_seq={last_seq}"
     ));
-    let tokens = context["tokens"].as_u64().unwrap();
+    let tokens = context.tokens;
     assert!(tokens > 0 && tokens <= 700, "{tokens}");
-    let items = context["items"].as_array().unwrap();
-    assert!(items.iter().any(|item| item["tier"] == "relevant" && item["reason"] == "query match"), "{context}");
-    assert!(items.iter().any(|item| item["tier"] == "relevant" && item["reason"] == "recent turn"), "{context}");
-    assert!(items.iter().all(|item| !item["provenance"].as_array().unwrap().is_empty()), "{context}");
+    let items = &context.items;
+    assert!(items.iter().any(|item| item.tier == "relevant" && item.reason == "query match"), "{context:?}");
+    assert!(items.iter().any(|item| item.tier == "relevant" && item.reason == "recent turn"), "{context:?}");
+    assert!(items.iter().all(|item| !item.provenance.is_empty()), "{context:?}");
 
     // Signals over POST: debugging with an error widens the critical tier,
     // which then carries the failing run.
-    let (status, debugging) = server.post(
+    let debugging: ContextAnswer = post_expecting(
+        server,
         "/v1/swarms/demo/agents/coder/context",
         &json!({"query": "refresh token", "budget": 900, "signals": {
             "activity": "debugging", "current_file": "src/auth/token.rs",
             "recent_errors": ["reuse_revokes_newer_token_in_family panicked"], "thinking_budget": 0.2}})
         .to_string(),
+        200,
     );
-    assert_eq!(status, 200, "{debugging}");
-    assert_eq!(debugging["policy"], "conservative");
-    assert!(debugging["tokens"].as_u64().unwrap() <= 900);
-    assert!(
-        debugging["tiers"]["critical"]["share"].as_u64().unwrap()
-            > context["tiers"]["critical"]["share"].as_u64().unwrap() * 900 / 700,
-        "{debugging}"
-    );
-    assert!(debugging["items"].as_array().unwrap().iter().any(|item| item["reason"] == "recent error"), "{debugging}");
-    let (status, refused) = server.post(
+    assert_eq!(debugging.policy, "conservative");
+    assert!(debugging.tokens <= 900);
+    assert!(debugging.tiers["critical"].share > context.tiers["critical"].share * 900 / 700, "{debugging:?}");
+    assert!(debugging.items.iter().any(|item| item.reason == "recent error"), "{debugging:?}");
+    let (status, refused) = server.post_refused(
         "/v1/swarms/demo/agents/coder/context",
         &json!({"query": "x", "signals": {"thinking_budget": 3.0}}).to_string(),
     );
     assert_eq!(status, 400);
-    assert_eq!(refused["error"]["field"], "thinking_budget", "{refused}");
+    assert_eq!(refused.error.field.as_deref(), Some("thinking_budget"), "{refused}");
     let printed = stdout_of(&server.cli(&[
         "context",
         "--agent",
@@ -146,14 +173,13 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
     assert!(printed.contains("## Critical"), "{printed}");
 
     // Provenance: the events behind a hit, in log order, and the audit view of them.
-    let item_id = found[0]["item_id"].as_str().unwrap();
-    let provenance = server.get(&format!("/v1/swarms/demo/provenance/{item_id}"));
+    let item_id = found[0].item_id.as_str();
+    let provenance: SwarmProvenance = server.get_typed(&format!("/v1/swarms/demo/provenance/{item_id}"));
     // A shared item is in the memory of every agent that may see it.
-    assert_eq!(found[0]["scope"], "shared");
-    assert_eq!(provenance["holders"], json!(["coder", "planner", "reviewer"]));
-    let events = provenance["events"].as_array().unwrap();
-    assert_eq!(events[0]["id"], item_id);
-    assert_eq!(events[0]["seq"], found[0]["seq"]);
+    assert_eq!(found[0].scope, "shared");
+    assert_eq!(provenance.holders, ["coder", "planner", "reviewer"]);
+    assert_eq!(event_of(&provenance.events[0]).id.to_string(), item_id);
+    assert_eq!(provenance.events[0].seq(), found[0].seq);
     let timeline = stdout_of(&server.cli(&["audit", item_id]));
     assert!(timeline.contains(item_id) && timeline.contains("coder"), "{timeline}");
     let export = stdout_of(&server.cli(&[
@@ -165,6 +191,7 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
         "--format",
         "jsonl",
     ]));
+    // The CLI's own audit lines, not an answer of the API: read as JSON.
     let exported: Vec<Value> = export.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     assert!(!exported.is_empty());
     assert!(
@@ -188,13 +215,13 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
     let work = tempfile::tempdir().unwrap();
     let mut server = MnemeServer::start(work.path(), None);
     let last_seq = publish_and_check_example(&server);
-    let before: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
+    let before: Vec<Digest> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
 
     let metrics = ureq::get(&format!("{}/metrics", server.url)).call().unwrap().into_string().unwrap();
     // The coder's memory applied its own events and every other agent's
     // that are not private and carry content (another agent's forget,
     // cite, pin or purge manages that agent's memory, not this one).
-    let log = server.get(&format!("/v1/swarms/demo/events?from_seq=1&limit={last_seq}"));
+    let log: EventsPage = server.get_typed(&format!("/v1/swarms/demo/events?from_seq=1&limit={last_seq}"));
     let managing_kinds = [
         "memory_archived",
         "memory_forgotten",
@@ -211,13 +238,12 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
         "memories_linked",
         "memory_purged",
     ];
-    let visible_to_coder = log["events"]
-        .as_array()
-        .unwrap()
+    let visible_to_coder = log
+        .events
         .iter()
+        .map(event_of)
         .filter(|event| {
-            event["agent"] == "coder"
-                || (event["scope"] != "private" && !managing_kinds.contains(&event["kind"].as_str().unwrap()))
+            event.agent == "coder" || (event.scope != Scope::Private && !managing_kinds.contains(&event.kind_name()))
         })
         .count();
     assert!(visible_to_coder > 363, "the coder sees others' shared events too");
@@ -226,10 +252,12 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
     assert!(metrics.contains("mneme_events_dead_lettered_total"), "{metrics}");
     assert!(metrics.contains("mneme_query_seconds"), "{metrics}");
 
+    // `mneme tail` prints the log's entries as the API answers them.
     let tail = stdout_of(&server.cli(&["tail", "--agent", "planner", "--from-seq", "560"]));
-    let tailed: Vec<Value> = tail.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let tailed: Vec<LogEntry> =
+        tail.lines().map(|line| typed("a line of mneme tail", serde_json::from_str(line).unwrap())).collect();
     assert!(!tailed.is_empty());
-    assert!(tailed.iter().all(|event| event["agent"] == "planner" && event["seq"].as_u64().unwrap() >= 560));
+    assert!(tailed.iter().all(|entry| event_of(entry).agent == "planner" && entry.seq() >= 560));
 
     // Publishing the same file again appends nothing: ids deduplicate.
     let again = stdout_of(&server.cli(&["publish", example_path().to_str().unwrap()]));
@@ -239,10 +267,10 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
     assert_offline_replay_matches(&server);
 
     server.restart();
-    let after: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
+    let after: Vec<Digest> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, last_seq)).collect();
     for (before, after) in before.iter().zip(&after) {
-        assert_eq!(before["digest"], after["digest"]);
-        assert_eq!(before["seq"], after["seq"]);
+        assert_eq!(before.digest, after.digest);
+        assert_eq!(before.seq, after.seq);
     }
 }
 
@@ -252,40 +280,39 @@ fn an_invalid_event_in_a_batch_is_refused_and_nothing_is_appended() {
     let server = MnemeServer::start(work.path(), None);
     let good = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6", "swarm": "demo", "agent": "coder", "ts": "2026-01-06T10:30:00Z",
         "kind": "message_recorded", "data": {"role": "user", "text": "hello"}});
+    // The bad and foreign events are forged from the good one as JSON.
     let mut bad = good.clone();
     bad["id"] = json!("01JGZ5V7Q8X9Y0Z1A2B3C4D5E7");
     bad["data"] = json!({"role": "user"});
-    let (status, body) = server.post("/v1/events", &json!([good, bad]).to_string());
+    let (status, body) = server.post_refused("/v1/events", &json!([good, bad]).to_string());
     assert_eq!(status, 400, "{body}");
-    assert_eq!(body["error"]["code"], "missing_field");
-    assert_eq!(body["error"]["field"], "[1].data.text");
-    assert_eq!(server.get("/healthz")["last_seq"], 0);
+    assert_eq!(body.error.code, "missing_field");
+    assert_eq!(body.error.field.as_deref(), Some("[1].data.text"));
+    assert_eq!(log_end(&server), 0);
 
     let mut other_swarm = good.clone();
     other_swarm["swarm"] = json!("elsewhere");
-    let (status, body) = server.post("/v1/events", &other_swarm.to_string());
+    let (status, body) = server.post_refused("/v1/events", &other_swarm.to_string());
     assert_eq!(status, 404, "{body}");
-    assert_eq!(body["error"]["code"], "unknown_swarm");
+    assert_eq!(body.error.code, "unknown_swarm");
 
-    let (status, body) = server.post("/v1/events", &good.to_string());
-    assert_eq!(status, 202, "{body}");
-    assert_eq!(body["accepted"][0]["seq"], 1);
-    assert_eq!(server.get("/healthz")["last_seq"], 1);
+    let body: AcceptedEvents = post_expecting(&server, "/v1/events", &good.to_string(), 202);
+    assert_eq!(body.accepted[0].seq, 1);
+    assert_eq!(log_end(&server), 1);
 
-    let refused = |path: &str, status: u16| -> Value {
+    let refused = |path: &str, status: u16| -> ErrorDetail {
         match ureq::get(&format!("{}{path}", server.url)).call() {
-            Err(ureq::Error::Status(code, response)) if code == status => response.into_json().unwrap(),
+            Err(ureq::Error::Status(code, response)) if code == status => {
+                typed::<ErrorBody>(path, response.into_json().unwrap()).error
+            }
             other => panic!("expected {status} for {path}, got {other:?}"),
         }
     };
-    assert_eq!(refused("/v1/swarms/demo/agents/coder/search?q=hello&k=100000", 400)["error"]["field"], "k");
-    assert_eq!(
-        refused("/v1/swarms/demo/agents/coder/search?q=hello&k=many", 400)["error"]["code"],
-        "invalid_parameter"
-    );
-    assert_eq!(refused("/v1/swarms/demo/events?agent=co.der", 400)["error"]["field"], "agent");
-    assert_eq!(refused("/v1/swarms/demo/agents/nobody/search?q=x", 404)["error"]["code"], "unknown_agent");
-    assert_eq!(refused("/v2/nothing", 404)["error"]["code"], "not_found");
+    assert_eq!(refused("/v1/swarms/demo/agents/coder/search?q=hello&k=100000", 400).field.as_deref(), Some("k"));
+    assert_eq!(refused("/v1/swarms/demo/agents/coder/search?q=hello&k=many", 400).code, "invalid_parameter");
+    assert_eq!(refused("/v1/swarms/demo/events?agent=co.der", 400).field.as_deref(), Some("agent"));
+    assert_eq!(refused("/v1/swarms/demo/agents/nobody/search?q=x", 404).code, "unknown_agent");
+    assert_eq!(refused("/v2/nothing", 404).code, "not_found");
 }
 
 #[test]
@@ -301,15 +328,14 @@ fn a_bad_record_on_the_embedded_log_is_dead_lettered_and_consumption_continues()
     let server = MnemeServer::start(work.path(), None);
     let event = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6", "swarm": "demo", "agent": "coder", "ts": "2026-01-06T10:30:00Z",
         "kind": "message_recorded", "data": {"role": "user", "text": "the migration of the ledger table finished"}});
-    let (status, body) = server.post("/v1/events", &event.to_string());
-    assert_eq!(status, 202, "{body}");
-    assert_eq!(body["accepted"][0]["seq"], 2);
+    let body: AcceptedEvents = post_expecting(&server, "/v1/events", &event.to_string(), 202);
+    assert_eq!(body.accepted[0].seq, 2);
     let found = hits(&server, "coder", "ledger", 2);
     assert_eq!(found.len(), 1);
-    let letters = server.get("/v1/swarms/demo/deadletters")["dead_letters"].as_array().unwrap().clone();
+    let letters = server.get_typed::<DeadLetters>("/v1/swarms/demo/deadletters").dead_letters;
     assert_eq!(letters.len(), 1, "{letters:?}");
-    assert_eq!(letters[0]["seq"], 1);
-    assert!(!letters[0]["reason"].as_str().unwrap().is_empty());
+    assert_eq!(letters[0].seq, 1);
+    assert!(!letters[0].reason.is_empty());
     let verified = stdout_of(&server.cli(&["replay", "--swarm", "demo", "--agent", "coder", "--verify"]));
     assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
 }
@@ -332,23 +358,22 @@ fn nats_example_is_searchable_replays_identically_and_dead_letters_foreign_bytes
     });
     let event = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6", "swarm": "demo", "agent": "coder", "ts": "2026-01-06T10:30:00Z",
         "kind": "message_recorded", "data": {"role": "user", "text": "the ledger migration finished after the garbage"}});
-    let (status, body) = server.post("/v1/events", &event.to_string());
-    assert_eq!(status, 202, "{body}");
-    let seq = body["accepted"][0]["seq"].as_u64().unwrap();
+    let body: AcceptedEvents = post_expecting(&server, "/v1/events", &event.to_string(), 202);
+    let seq = body.accepted[0].seq;
     assert_eq!(seq, last_seq + 2);
     assert_eq!(hits(&server, "coder", "ledger", seq).len(), 1);
     let hybrid = hits_in(&server, "coder", "ledger", seq, "hybrid");
-    assert!(hybrid[0]["text"].as_str().unwrap().contains("ledger"), "{}", hybrid[0]);
-    let letters = server.get("/v1/swarms/demo/deadletters")["dead_letters"].as_array().unwrap().clone();
+    assert!(hybrid[0].text.contains("ledger"), "{:?}", hybrid[0]);
+    let letters = server.get_typed::<DeadLetters>("/v1/swarms/demo/deadletters").dead_letters;
     assert_eq!(letters.len(), 1, "{letters:?}");
-    assert_eq!(letters[0]["seq"], last_seq + 1);
-    assert_eq!(letters[0]["raw"], "not json at all");
+    assert_eq!(letters[0].seq, last_seq + 1);
+    assert_eq!(letters[0].raw, "not json at all");
 
     // Restart: memories come back from snapshots and resume from the log.
     let before = digest(&server, "coder", seq);
     server.restart();
     let after = digest(&server, "coder", seq);
-    assert_eq!(before["digest"], after["digest"]);
+    assert_eq!(before.digest, after.digest);
     let verified = stdout_of(&server.cli(&["replay", "--swarm", "demo", "--agent", "coder", "--verify"]));
     assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
 }
@@ -370,8 +395,9 @@ fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
         ["planner", "coder", "reviewer"]
             .iter()
             .map(|agent| {
-                let listing = server.get(&format!("/v1/swarms/demo/agents/{agent}/phases?min_seq={last_seq}"));
-                listing["phases"].as_array().unwrap().iter().filter(|phase| phase["status"] == "completed").count()
+                let listing: PhasesAnswer =
+                    server.get_typed(&format!("/v1/swarms/demo/agents/{agent}/phases?min_seq={last_seq}"));
+                listing.phases.iter().filter(|phase| phase.status == "completed").count()
             })
             .sum()
     };
@@ -382,14 +408,9 @@ fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
         // From the start: the example holds no phase_compressed, and a
         // phase completed early is summarised while the publish goes on,
         // so its summary may land before the publish's last seq.
-        let events = server.get("/v1/swarms/demo/events?from_seq=1&limit=10000");
-        let summaries: Vec<Value> = events["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|event| event["kind"] == "phase_compressed")
-            .cloned()
-            .collect();
+        let events: EventsPage = server.get_typed("/v1/swarms/demo/events?from_seq=1&limit=10000");
+        let summaries: Vec<LogEntry> =
+            events.events.into_iter().filter(|entry| entry.kind() == Some("phase_compressed")).collect();
         if summaries.len() >= expected || std::time::Instant::now() > deadline {
             break summaries;
         }
@@ -397,25 +418,30 @@ fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
     };
     assert_eq!(summaries.len(), expected, "one summary per completed phase");
     assert_eq!(llm.request_count(), expected, "the model was asked once per phase");
-    let summary_seq = summaries.iter().map(|event| event["seq"].as_u64().unwrap()).max().unwrap();
+    let summary_seq = summaries.iter().map(LogEntry::seq).max().unwrap();
 
-    let listing = server.get(&format!("/v1/swarms/demo/agents/planner/phases?min_seq={summary_seq}"));
-    let phase = listing["phases"].as_array().unwrap().iter().find(|phase| phase["name"] == "investigate").unwrap();
-    assert_eq!(phase["compressor"], "llm:fake", "{phase}");
-    let phase_id = phase["phase_id"].as_str().unwrap();
+    let listing: PhasesAnswer =
+        server.get_typed(&format!("/v1/swarms/demo/agents/planner/phases?min_seq={summary_seq}"));
+    let phase = listing.phases.iter().find(|phase| phase.name == "investigate").unwrap();
+    assert_eq!(phase.compressor.as_deref(), Some("llm:fake"), "{phase:?}");
+    let phase_id = phase.phase_id.as_str();
     assert_eq!(phase_id, "01KE98KZ003SQZDANB75N9T00F", "a phase's id is its phase_started event's");
-    let index = server.get(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=index"));
-    assert!(index["text"].as_str().unwrap().starts_with("LLM"), "{index}");
-    assert!(index["tokens"].as_u64().unwrap() <= 8);
+    let index: PhaseAnswer = server.get_typed(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=index"));
+    let index_text = index.text.as_ref().unwrap_or_else(|| panic!("not a text level: {index:?}"));
+    assert!(index_text.text.starts_with("LLM"), "{index:?}");
+    assert!(index_text.tokens <= 8);
     // `original` is exactly the phase's events, from the log.
-    let full = server.get(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=full"));
-    let original = server.get(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=original"));
-    let original_seqs: Vec<Value> = original["events"].as_array().unwrap().iter().map(|e| e["seq"].clone()).collect();
-    assert_eq!(Value::Array(original_seqs), full["full"]["event_seqs"]);
-    assert_eq!(original["events"][0]["id"], phase_id);
-    assert_eq!(original["events"][0]["kind"], "phase_started");
-    let last = original["events"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(last["kind"], "phase_completed");
+    let full: PhaseAnswer = server.get_typed(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=full"));
+    let original: PhaseAnswer =
+        server.get_typed(&format!("/v1/swarms/demo/agents/planner/phases/{phase_id}?level=original"));
+    let PhaseEvents::Original(events) = &original.heading.events else { panic!("not the events: {original:?}") };
+    let original_seqs: Vec<u64> = events.iter().map(LogEntry::seq).collect();
+    let full_record = full.full.as_ref().unwrap_or_else(|| panic!("not the full level: {full:?}"));
+    assert_eq!(original_seqs, full_record.event_seqs);
+    let first = event_of(&events[0]);
+    assert_eq!(first.id.to_string(), phase_id);
+    assert_eq!(first.kind_name(), "phase_started");
+    assert_eq!(event_of(events.last().unwrap()).kind_name(), "phase_completed");
     let bad_level =
         ureq::get(&format!("{}/v1/swarms/demo/agents/planner/phases/{phase_id}?level=gist", server.url)).call();
     assert!(matches!(bad_level, Err(ureq::Error::Status(400, _))));
@@ -428,16 +454,17 @@ fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
     let printed = stdout_of(&server.cli(&["phase", "--agent", "planner", phase_id, "--level", "compressed"]));
     assert!(printed.starts_with("LLM compressed"), "{printed}");
 
-    let before: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, summary_seq)).collect();
+    let before: Vec<Digest> =
+        ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, summary_seq)).collect();
     server.stop();
     llm.stop();
     let asked = llm.request_count();
     assert_offline_replay_matches(&server);
     // Restarting replays nothing to the model: the summaries are on the log.
     server.restart();
-    let after: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, summary_seq)).collect();
+    let after: Vec<Digest> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, summary_seq)).collect();
     for (before, after) in before.iter().zip(&after) {
-        assert_eq!(before["digest"], after["digest"]);
+        assert_eq!(before.digest, after.digest);
     }
     assert_eq!(llm.request_count(), asked);
 }
@@ -484,90 +511,95 @@ fn consolidation_writes_verdicts_as_events_and_replay_applies_them_without_scann
     let work = tempfile::tempdir().unwrap();
     let mut server = MnemeServer::start_with(work.path(), None, "\n[consolidation]\nenabled = false\n");
     let example_last_seq = publish_and_check_example(&server);
-    let (status, accepted) = server.post("/v1/events", &consolidation_events(1_790_000_000_000));
-    assert_eq!(status, 202, "{accepted}");
-    let secret_id = accepted["accepted"][4]["id"].as_str().unwrap().to_string();
-    let last_seq = accepted["accepted"][4]["seq"].as_u64().unwrap();
+    let accepted: AcceptedEvents = post_expecting(&server, "/v1/events", &consolidation_events(1_790_000_000_000), 202);
+    let secret_id = accepted.accepted[4].id.clone();
+    let last_seq = accepted.accepted[4].seq;
     assert!(last_seq > example_last_seq);
     assert!(!hits(&server, "coder", "registry", last_seq).is_empty());
 
     // A dry run reports and writes nothing.
-    let (status, dry) = server.post("/v1/swarms/demo/consolidate?dry_run=true", "");
-    assert_eq!(status, 200, "{dry}");
-    assert_eq!(dry["dry_run"], true);
-    assert_eq!(dry["events_written"], 0);
-    let coder = dry["agents"].as_array().unwrap().iter().find(|agent| agent["agent"] == "coder").unwrap().clone();
-    assert!(coder["counts"]["merges"].as_u64().unwrap() >= 1, "{coder}");
-    assert!(coder["counts"]["contradictions"].as_u64().unwrap() >= 1, "{coder}");
+    let dry: ConsolidationAnswer = post_expecting(&server, "/v1/swarms/demo/consolidate?dry_run=true", "", 200);
+    assert!(dry.dry_run, "{dry:?}");
+    assert_eq!(dry.events_written, 0);
+    let coder = dry.agents.iter().find(|agent| agent.agent == "coder").unwrap();
+    assert!(coder.plan.counts.merges >= 1, "{coder:?}");
+    assert!(coder.plan.counts.contradictions >= 1, "{coder:?}");
     // The shared duplicates were compared once, for every agent.
-    assert!(dry["shared"]["duplicate_pairs"].as_u64().unwrap() >= 1, "{dry}");
-    assert!(dry["shared"]["items"].as_u64().unwrap() >= 2, "{dry}");
-    let after_dry_run = server.get(&format!("/v1/swarms/demo/events?from_seq={}", last_seq + 1));
-    assert_eq!(after_dry_run["events"].as_array().unwrap().len(), 0, "{after_dry_run}");
+    assert!(dry.shared.duplicate_pairs >= 1, "{dry:?}");
+    assert!(dry.shared.items >= 2, "{dry:?}");
+    let after_dry_run: EventsPage = server.get_typed(&format!("/v1/swarms/demo/events?from_seq={}", last_seq + 1));
+    assert_eq!(after_dry_run.events.len(), 0, "{after_dry_run:?}");
 
     // The CLI's dry run says the same.
     let cli = stdout_of(&server.cli(&["consolidate", "--dry-run", "--agent", "coder"]));
     assert!(cli.contains("dry run") && cli.contains("coder") && cli.contains("compared once"), "{cli}");
 
     // A real run writes verdicts as events of each agent.
-    let (status, run) = server.post("/v1/swarms/demo/consolidate?dry_run=false", "");
-    assert_eq!(status, 200, "{run}");
-    assert!(run["events_written"].as_u64().unwrap() > 0, "{run}");
-    let written = server.get(&format!("/v1/swarms/demo/events?from_seq={}&limit=10000", last_seq + 1));
+    let run: ConsolidationAnswer = post_expecting(&server, "/v1/swarms/demo/consolidate?dry_run=false", "", 200);
+    assert!(run.events_written > 0, "{run:?}");
+    let written: EventsPage =
+        server.get_typed(&format!("/v1/swarms/demo/events?from_seq={}&limit=10000", last_seq + 1));
     let kinds: Vec<&str> =
-        written["events"].as_array().unwrap().iter().map(|event| event["kind"].as_str().unwrap()).collect();
+        written.events.iter().map(|entry| entry.kind().unwrap_or_else(|| panic!("not an event: {entry:?}"))).collect();
     assert!(kinds.contains(&"memories_merged") && kinds.contains(&"contradiction_detected"), "{kinds:?}");
     // The search above was counted, and recorded before the scan.
     assert!(kinds.contains(&"memories_retrieved"), "{kinds:?}");
 
     // The contradiction is listed, and resolved once.
-    let listing = server.get("/v1/swarms/demo/contradictions?agent=coder");
-    let open = listing["open"].as_array().unwrap();
-    let backed_by = open.iter().find(|open| open["reason"].as_str().unwrap().contains("backed_by")).expect("listed");
-    let contradiction_id = backed_by["contradiction_id"].as_str().unwrap().to_string();
+    let listing: ContradictionsAnswer = server.get_typed("/v1/swarms/demo/contradictions?agent=coder");
+    let backed_by = listing
+        .open
+        .iter()
+        .find(|open| {
+            open.reason.as_deref().unwrap_or_else(|| panic!("an open one says why: {open:?}")).contains("backed_by")
+        })
+        .expect("listed");
+    let contradiction_id = backed_by.contradiction_id.clone();
     let resolved = stdout_of(&server.cli(&["resolve", &contradiction_id, "b_wins", "--note", "moved to postgres"]));
     assert!(resolved.contains("resolved"), "{resolved}");
-    let (status, again) = server
-        .post(&format!("/v1/swarms/demo/contradictions/{contradiction_id}/resolve"), r#"{"resolution": "a_wins"}"#);
+    let (status, again) = server.post_refused(
+        &format!("/v1/swarms/demo/contradictions/{contradiction_id}/resolve"),
+        r#"{"resolution": "a_wins"}"#,
+    );
     assert_eq!(status, 409, "{again}");
-    let (status, bad) = server
-        .post(&format!("/v1/swarms/demo/contradictions/{contradiction_id}/resolve"), r#"{"resolution": "coin_toss"}"#);
-    assert_eq!((status, bad["error"]["field"].as_str()), (400, Some("resolution")), "{bad}");
-    let graph = server.get("/v1/swarms/demo/agents/coder/graph?entity=token_store&hops=1");
-    let edges = graph["edges"].as_array().unwrap();
-    let redis =
-        edges.iter().find(|edge| edge["relation"] == "backed_by" && edge["to"].as_str().unwrap().contains("redis"));
-    assert!(redis.unwrap()["valid_to"].is_string(), "the losing side's validity is closed: {graph}");
+    let (status, bad) = server.post_refused(
+        &format!("/v1/swarms/demo/contradictions/{contradiction_id}/resolve"),
+        r#"{"resolution": "coin_toss"}"#,
+    );
+    assert_eq!((status, bad.error.field.as_deref()), (400, Some("resolution")), "{bad}");
+    let graph: GraphAnswer = server.get_typed("/v1/swarms/demo/agents/coder/graph?entity=token_store&hops=1");
+    let redis = graph.edges.iter().find(|edge| edge.relation == "backed_by" && edge.to.contains("redis"));
+    assert!(redis.unwrap().valid_to.is_some(), "the losing side's validity is closed: {graph:?}");
 
     // A second run finds nothing new to merge or report.
-    let (_, second) = server.post("/v1/swarms/demo/consolidate?dry_run=true&agent=coder", "");
-    assert_eq!(second["agents"][0]["counts"]["merges"], 0, "{second}");
-    assert_eq!(second["agents"][0]["counts"]["contradictions"], 0, "{second}");
+    let second: ConsolidationAnswer = server.post_typed("/v1/swarms/demo/consolidate?dry_run=true&agent=coder", "");
+    assert_eq!(second.agents[0].plan.counts.merges, 0, "{second:?}");
+    assert_eq!(second.agents[0].plan.counts.contradictions, 0, "{second:?}");
 
     // Purge: the secret leaves memory and the snapshot.
     let purged = stdout_of(&server.cli(&["purge", "--item", &secret_id, "--reason", "erasure request"]));
     assert!(purged.contains("purged from coder"), "{purged}");
-    let search = server.get("/v1/swarms/demo/agents/coder/search?q=zq-secret-7781%20registry&k=10&mode=bm25");
-    assert!(search["hits"].as_array().unwrap().iter().all(|hit| hit["item_id"] != secret_id.as_str()), "{search}");
+    let search: SearchAnswer =
+        server.get_typed("/v1/swarms/demo/agents/coder/search?q=zq-secret-7781%20registry&k=10&mode=bm25");
+    assert!(search.hits.iter().all(|hit| hit.item_id != secret_id), "{search:?}");
     // The same purge again changes nothing and says so, appending nothing
     // (issue 17, item 9).
-    let log_end = server.get("/healthz")["last_seq"].clone();
-    let (status, again) = server.post("/v1/swarms/demo/purge", &json!({"item_ids": [secret_id]}).to_string());
-    assert_eq!(status, 200, "{again}");
-    assert_eq!(again["purged"], json!([]), "{again}");
-    let holders: Vec<&str> =
-        again["already_purged"].as_array().unwrap().iter().map(|held| held["agent"].as_str().unwrap()).collect();
-    assert_eq!(holders, ["coder", "planner", "reviewer"], "a shared secret was purged from every memory: {again}");
-    assert_eq!(server.get("/healthz")["last_seq"], log_end, "no tombstone appended");
+    let end_before = log_end(&server);
+    let again: PurgeAnswer =
+        post_expecting(&server, "/v1/swarms/demo/purge", &json!({"item_ids": [secret_id]}).to_string(), 200);
+    assert!(again.purged.is_empty(), "{again:?}");
+    let holders: Vec<&str> = again.already_purged.iter().map(|held| held.agent.as_str()).collect();
+    assert_eq!(holders, ["coder", "planner", "reviewer"], "a shared secret was purged from every memory: {again:?}");
+    assert_eq!(log_end(&server), end_before, "no tombstone appended");
 
-    let tail = server.get(&format!("/v1/swarms/demo/events?from_seq={}&limit=10000", last_seq + 1));
-    let final_seq = tail["next_seq"].as_u64().unwrap() - 1;
-    let before: Vec<Value> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, final_seq)).collect();
+    let tail: EventsPage = server.get_typed(&format!("/v1/swarms/demo/events?from_seq={}&limit=10000", last_seq + 1));
+    let final_seq = tail.next_seq - 1;
+    let before: Vec<Digest> = ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, final_seq)).collect();
     server.stop();
     // Replay with no consolidation at all rebuilds the same memory.
     assert_offline_replay_matches(&server);
     server.restart();
     for (agent, before) in ["planner", "coder", "reviewer"].iter().zip(&before) {
-        assert_eq!(digest(&server, agent, final_seq)["digest"], before["digest"], "{agent}");
+        assert_eq!(digest(&server, agent, final_seq).digest, before.digest, "{agent}");
     }
 }
