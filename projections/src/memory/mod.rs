@@ -1,21 +1,25 @@
 //! `AgentMemory`: everything one agent remembers, as a pure function of the
 //! events applied to it in log order.
+//!
+//! Events that change items already held (states, pins, merges, resolved
+//! contradictions, purges) are applied in `changes.rs`; the memory's digest
+//! is computed in `digest.rs`.
+
+mod changes;
+mod digest;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use mneme_events::{
-    ContradictionResolution, ContradictionResolved, Event, EventId, EventKind, HandoffBundle, MemoryPurged, Scope,
-};
+use mneme_events::{ContradictionResolution, Event, EventId, EventKind, HandoffBundle, Scope};
 
 use crate::bm25::{Bm25Index, TextIndex};
-use crate::digest::ContentHasher;
 use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, GraphView, Holding, Subgraph, SwarmGraph};
 use crate::handoffs::HandoffRecord;
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
-use crate::phases::{PhaseTracker, PurgedEvent};
+use crate::phases::PhaseTracker;
 use crate::render;
 use crate::retrieval::embedded_text;
 use crate::shared::{MemoryRegistration, SharedContent};
@@ -282,9 +286,6 @@ pub struct ResolvedContradiction {
     /// The `contradiction_resolved` event.
     pub provenance: ProvenanceRef,
 }
-
-/// What is left of a contradiction's reason once a side is purged.
-const PURGED_CONTRADICTION_REASON: &str = "(a side was purged)";
 
 /// A contradiction between two items that nobody has resolved yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -602,70 +603,6 @@ impl AgentMemory {
         );
         Ok(())
     }
-
-    /// Events that change existing items rather than create one. An event
-    /// naming an item this memory does not hold changes nothing: the item
-    /// may belong to another agent; the event itself stays on the log.
-    fn apply_change(&mut self, provenance: ProvenanceRef, event: &Event) -> Result<(), ProjectionError> {
-        match &event.kind {
-            EventKind::MemoryForgotten(forgotten) => {
-                self.change_state(&forgotten.item_id, provenance, ItemState::Forgotten)
-            }
-            EventKind::MemoryArchived(archived) => {
-                self.change_state(&archived.item_id, provenance, ItemState::Archived)
-            }
-            EventKind::MemoryDecayed(decayed) => self.change_state(&decayed.item_id, provenance, ItemState::Decayed),
-            EventKind::MemoryCited(cited) => {
-                if let Some(item) = self.item_mut(&cited.item_id) {
-                    item.citations = item.citations.saturating_add(1);
-                    item.provenance.push(provenance);
-                    // Used again: a demoted memory is back in play.
-                    if item.state == ItemState::Decayed {
-                        item.state = ItemState::Active;
-                    }
-                }
-            }
-            EventKind::MemoryIgnored(ignored) => {
-                if let Some(item) = self.item_mut(&ignored.item_id) {
-                    item.ignored = item.ignored.saturating_add(1);
-                    item.provenance.push(provenance);
-                }
-            }
-            EventKind::MemoriesRetrieved(retrieved) => {
-                for count in &retrieved.counts {
-                    if let Some(item) = self.item_mut(&count.item_id) {
-                        item.retrievals = item.retrievals.saturating_add(count.count);
-                        item.provenance.push(provenance);
-                    }
-                }
-            }
-            EventKind::MemoryPinned(pinned) => self.set_pinned(&pinned.item_id, provenance, true),
-            EventKind::MemoryUnpinned(unpinned) => self.set_pinned(&unpinned.item_id, provenance, false),
-            EventKind::MemoriesMerged(merged) => self.merge(&merged.survivor, &merged.merged, provenance),
-            EventKind::ContradictionDetected(detected) => {
-                self.open_contradictions.insert(
-                    detected.contradiction_id.clone(),
-                    OpenContradiction {
-                        contradiction_id: detected.contradiction_id.clone(),
-                        a: detected.a.clone(),
-                        b: detected.b.clone(),
-                        reason: detected.reason.clone(),
-                        provenance,
-                    },
-                );
-            }
-            EventKind::ContradictionResolved(resolved) => self.resolve_contradiction(resolved, provenance, event),
-            EventKind::MemoryPurged(purged) => {
-                let author = purged.of_agent.as_deref().unwrap_or(&event.agent).to_string();
-                self.purge(purged, &author, provenance)?
-            }
-            // Compressed phases are the phase tracker's and links the
-            // graph's; both were applied before this.
-            _ => {}
-        }
-        Ok(())
-    }
-
     /// The seq of the item whose id is exactly `item_id`. An item's id is
     /// its creating event's, so the applied ids find it: no map of item ids
     /// of its own (two copies of every id were 70 bytes an item).
@@ -673,230 +610,6 @@ impl AgentMemory {
         let id: EventId = item_id.parse().ok()?;
         let seq = self.seen_ids.get(&id)?.seq;
         self.items.get(&seq).is_some_and(|item| item.item_id == item_id).then_some(seq)
-    }
-
-    fn item_mut(&mut self, item_id: &str) -> Option<&mut MemoryItem> {
-        let seq = self.item_seq(item_id)?;
-        self.changes.item(seq);
-        self.items.get_mut(&seq)
-    }
-
-    fn change_state(&mut self, item_id: &str, provenance: ProvenanceRef, new_state: ItemState) {
-        let Some(item) = self.item_mut(item_id) else { return };
-        item.provenance.push(provenance);
-        // Forgetting, merging and purging are final; archiving a forgotten
-        // item does not revive it.
-        if item.state.is_final() || item.state == new_state {
-            return;
-        }
-        // A pin holds whoever asks: a verdict scanned before the pin was
-        // applied, or an agent's own forget, changes nothing until the item
-        // is unpinned (a purge is not a state change and erases anyway).
-        if item.pinned && new_state.removes_from_context() {
-            return;
-        }
-        item.state = new_state;
-        let seq = item.seq;
-        self.working.remove(seq);
-        // Hidden items stay in the BM25 and vector indexes and are filtered
-        // out of results: a tantivy delete keeps counting in term statistics
-        // until segments merge, so scores would depend on commit history and
-        // replay would rank differently from live.
-        if !new_state.is_searchable() {
-            self.hidden_count += 1;
-        }
-    }
-
-    fn set_pinned(&mut self, item_id: &str, provenance: ProvenanceRef, pinned: bool) {
-        if let Some(item) = self.item_mut(item_id) {
-            item.pinned = pinned;
-            item.provenance.push(provenance);
-        }
-    }
-
-    /// `memories_merged`: the merged items leave every query and the
-    /// survivor answers for them, with the union of their provenance. A
-    /// survivor this memory does not hold, or one no longer searchable,
-    /// merges nothing: the merged items would vanish without an heir.
-    fn merge(&mut self, survivor_id: &str, merged_ids: &[String], provenance: ProvenanceRef) {
-        let Some(survivor_seq) = self.item_seq(survivor_id) else { return };
-        if !self.items[&survivor_seq].state.is_searchable() {
-            return;
-        }
-        let mut inherited: Vec<ProvenanceRef> = Vec::new();
-        for merged_id in merged_ids {
-            let Some(seq) = self.item_seq(merged_id) else { continue };
-            let merged = &self.items[&seq];
-            if seq == survivor_seq || merged.state.is_final() || merged.pinned {
-                continue;
-            }
-            inherited.extend(self.items[&seq].provenance.iter().copied());
-            self.change_state(merged_id, provenance, ItemState::Merged);
-        }
-        self.changes.item(survivor_seq);
-        let survivor = self.items.get_mut(&survivor_seq).expect("the survivor's seq was just looked up");
-        // The creating event stays first; what it inherits joins the events
-        // that changed it, in log order.
-        let created = survivor.creating_event();
-        survivor.provenance.extend(inherited);
-        survivor.provenance.push(provenance);
-        survivor.provenance.retain(|reference| *reference != created);
-        survivor.provenance.sort_unstable();
-        survivor.provenance.dedup();
-        survivor.provenance.insert(0, created);
-    }
-
-    /// `contradiction_resolved`: the contradiction is settled, and the
-    /// losing side's fact or decision stops being valid at the resolution's
-    /// time. `merged` keeps the newer side (`b`) and merges the older into
-    /// it; `both_valid` closes nothing.
-    fn resolve_contradiction(&mut self, resolved: &ContradictionResolved, provenance: ProvenanceRef, event: &Event) {
-        let Some(open) = self.open_contradictions.remove(&resolved.contradiction_id) else { return };
-        let losers: Vec<&str> = match resolved.resolution {
-            ContradictionResolution::AWins => vec![open.b.as_str()],
-            ContradictionResolution::BWins | ContradictionResolution::Merged => vec![open.a.as_str()],
-            ContradictionResolution::BothValid => Vec::new(),
-        };
-        for loser in losers {
-            let Some(item) = self.item(loser) else { continue };
-            let created = item.creating_event();
-            if self.config.shared.graph().graph().events.contains_key(&created.seq) && item.scope != Scope::Private {
-                let shared = self.config.shared.graph();
-                let holding = Holding { through: self.checkpoint, unheld: &self.unheld_shared };
-                self.graph.close_shared_asserted(shared.graph(), created, event.ts, provenance.seq, event, &|seq| {
-                    holding.holds(seq)
-                });
-            } else {
-                self.graph.close_asserted_by(created, event.ts, provenance.seq, event);
-            }
-            if let Some(item) = self.item_mut(loser) {
-                item.provenance.push(provenance);
-            }
-        }
-        if resolved.resolution == ContradictionResolution::Merged {
-            self.merge(&open.b, std::slice::from_ref(&open.a), provenance);
-        }
-        self.resolved_contradictions.insert(
-            open.contradiction_id.clone(),
-            ResolvedContradiction {
-                contradiction_id: open.contradiction_id,
-                a: open.a,
-                b: open.b,
-                resolution: resolved.resolution,
-                provenance,
-            },
-        );
-    }
-
-    /// `memory_purged`: erases the named items, every item with an event
-    /// time before `before`, and the near duplicates merged into any of
-    /// them (they said the same thing), from memory: item text, working
-    /// tier, what the fact graph extracted from their events (see
-    /// `FactGraph::redact`), phase notes and levels (see
-    /// `PhaseTracker::redact`), the reasons of contradictions they are a
-    /// side of, and the BM25 and vector indexes (rebuilt without them, so
-    /// that no posting or embedding of the text survives, and so that a
-    /// replay, which rebuilds them the same way, ranks the same). Snapshots
-    /// written from now on hold none of it; the log still holds the events
-    /// (README, "Erasure").
-    /// `author`: whose items `before` erases; another agent's items in this
-    /// memory are theirs to erase, not this agent's.
-    fn purge(&mut self, purged: &MemoryPurged, author: &str, provenance: ProvenanceRef) -> Result<(), ProjectionError> {
-        let mut targets: Vec<u64> =
-            purged.item_ids.iter().filter_map(|item_id| self.item_seq(item_id.trim())).collect();
-        if let Some(before) = purged.before {
-            targets.extend(
-                self.items.values().filter(|item| item.ts < before && item.agent == author).map(|item| item.seq),
-            );
-        }
-        let merged_into_targets: Vec<u64> = targets
-            .iter()
-            .flat_map(|seq| self.items[seq].provenance.iter().map(|reference| reference.seq))
-            .filter(|seq| self.items.get(seq).is_some_and(|item| item.state == ItemState::Merged))
-            .collect();
-        targets.extend(merged_into_targets);
-        targets.sort_unstable();
-        targets.dedup();
-        let mut erased: BTreeMap<u64, PurgedEvent> = BTreeMap::new();
-        let mut erased_ids: BTreeSet<String> = BTreeSet::new();
-        let mut released = Vec::new();
-        for seq in targets {
-            self.changes.item(seq);
-            let item = self.items.get_mut(&seq).expect("targets are seqs of items");
-            item.provenance.push(provenance);
-            if item.state == ItemState::Purged {
-                continue;
-            }
-            if item.state.is_searchable() {
-                self.hidden_count += 1;
-            }
-            item.state = ItemState::Purged;
-            let text = std::mem::take(&mut item.text);
-            item.pinned = false;
-            if text.shared_entry().is_some() {
-                // This memory no longer holds the swarm's copy: erased once
-                // no memory does.
-                drop(text);
-                released.push(seq);
-            }
-            self.working.remove(seq);
-            erased.insert(seq, PurgedEvent { kind: item.kind, task: item.correlation_id.clone() });
-            erased_ids.insert(item.item_id.clone());
-        }
-        for seq in released {
-            self.config.shared.release(seq)?;
-        }
-        if !erased.is_empty() {
-            self.graph.redact(&erased.keys().copied().collect());
-            let shared_graph = self.config.shared.graph();
-            let shared_seqs: Vec<u64> =
-                erased.keys().copied().filter(|seq| shared_graph.graph().events.contains_key(seq)).collect();
-            drop(shared_graph);
-            self.unheld_shared.extend(shared_seqs);
-            let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);
-            self.phases.redact(&erased, &graph.view());
-            drop(graph);
-            self.redact_contradictions(&erased_ids);
-            self.redact_sent_bundles(&erased.keys().copied().collect());
-            self.rebuild_indexes_without_purged()?;
-        }
-        Ok(())
-    }
-
-    /// The reason of a contradiction quotes both sides: with one purged,
-    /// only the fact that there was one remains.
-    fn redact_contradictions(&mut self, erased_ids: &BTreeSet<String>) {
-        for open in self.open_contradictions.values_mut() {
-            if erased_ids.contains(&open.a) || erased_ids.contains(&open.b) {
-                open.reason = PURGED_CONTRADICTION_REASON.to_string();
-            }
-        }
-    }
-
-    /// Rebuilds the BM25 and vector indexes from every item not purged, in
-    /// seq order: what a restore from snapshot builds, so live, restored and
-    /// replayed memories rank alike.
-    fn rebuild_indexes_without_purged(&mut self) -> Result<(), ProjectionError> {
-        let mut bm25 = self.bm25.empty_like();
-        let mut hidden = 0;
-        for item in self.items.values().filter(|item| item.state != ItemState::Purged) {
-            match item.text.shared_entry() {
-                Some(entry) => {
-                    self.config.shared.count_terms(item.seq, entry, |terms| bm25.hold_shared(terms, entry.change, 1))
-                }
-                None => bm25.add(item.seq, item.kind, &item.text)?,
-            }
-            if !item.state.is_searchable() {
-                hidden += 1;
-            }
-        }
-        bm25.commit()?;
-        let items = &self.items;
-        self.vectors.retain(|seq| items.get(&seq).is_some_and(|item| item.state != ItemState::Purged));
-        // Dropping the old view deletes its documents.
-        self.bm25 = bm25;
-        self.hidden_count = hidden;
-        self.config.shared.text_index().erase_deleted()
     }
 
     /// Makes every applied item searchable. Cheap when nothing changed.
@@ -920,104 +633,6 @@ impl Drop for AgentMemory {
             // write reports to whoever makes it.
             let _ = self.config.shared.release(item.seq);
         }
-    }
-}
-
-impl AgentMemory {
-    /// A stable hash of the memory's logical content: items, their state and
-    /// provenance, the working tier and the ids seen. Index files, segment
-    /// layout and map iteration order do not enter it, so a rebuild by replay
-    /// gives the same digest as the live memory.
-    pub fn digest(&self) -> String {
-        let mut hasher = ContentHasher::default();
-        hasher.text(&self.swarm);
-        hasher.text(&self.agent);
-        // Vectors are a function of item text and model: the model's id
-        // stands for them. The graph hashes its own content.
-        hasher.text(self.config.embedder.model_id());
-        hasher.text(&self.graph.digest());
-        hasher.text(&self.graph().view().shared_digest());
-        hasher.number(self.config.large_output_bytes as u64);
-        self.phases.hash_into(&mut hasher);
-        hasher.number(self.resolved_contradictions.len() as u64);
-        for resolved in self.resolved_contradictions.values() {
-            hasher.text(&resolved.contradiction_id);
-            hasher.text(&resolved.a);
-            hasher.text(&resolved.b);
-            hasher.text(resolution_name(resolved.resolution));
-            hasher.provenance(std::slice::from_ref(&resolved.provenance));
-        }
-        hasher.number(self.open_contradictions.len() as u64);
-        for contradiction in self.open_contradictions.values() {
-            hasher.text(&contradiction.contradiction_id);
-            hasher.text(&contradiction.a);
-            hasher.text(&contradiction.b);
-            hasher.text(&contradiction.reason);
-            hasher.provenance(std::slice::from_ref(&contradiction.provenance));
-        }
-        hasher.number(self.handoffs.len() as u64);
-        for record in self.handoffs.values() {
-            hasher.bytes(&record.handoff_id.0.to_be_bytes());
-            hasher.text(&record.from);
-            hasher.provenance(std::slice::from_ref(&record.received));
-            hasher.provenance(record.acknowledged.as_slice());
-            // The package is an events type: its JSON is canonical (fields
-            // in declaration order).
-            let package = record
-                .package
-                .as_ref()
-                .map(|package| serde_json::to_string(package).expect("a handoff package always serialises to JSON"));
-            hasher.text(package.as_deref().unwrap_or(""));
-        }
-        hasher.number(self.items.len() as u64);
-        for item in self.items.values() {
-            hasher.text(&item.item_id);
-            hasher.number(item.seq);
-            hasher.text(item.kind);
-            hasher.text(&item.agent);
-            hasher.text(item.scope.as_str());
-            hasher.number(item.ts.unix_nanos() as u64);
-            hasher.text(item.correlation_id.as_deref().unwrap_or(""));
-            hasher.number(item.importance.map_or(u64::MAX, |value| u64::from(value.to_bits())));
-            hasher.text(&item.text);
-            hasher.text(item.state.as_str());
-            hasher.number(u64::from(item.pinned));
-            hasher.number(u64::from(item.retrievals));
-            hasher.number(u64::from(item.citations));
-            hasher.number(u64::from(item.ignored));
-            hasher.provenance(&item.provenance);
-        }
-        hasher.number(self.working.entries().len() as u64);
-        for entry in self.working.entries() {
-            hasher.number(entry.seq);
-            hasher.text(&entry.text);
-        }
-        let mut seen: Vec<(EventId, SeenId)> = self.seen_ids.iter().map(|(id, seen)| (*id, *seen)).collect();
-        seen.sort_unstable();
-        hasher.number(seen.len() as u64);
-        for (id, seen) in seen {
-            hasher.bytes(&id.0.to_be_bytes());
-            hasher.number(seen.seq);
-            hasher.number(seen.fingerprint);
-        }
-        hasher.number(self.config.handoff_bundle_tokens as u64);
-        hasher.number(self.sent_bundles.len() as u64);
-        for (handoff_id, (sent_seq, bundle)) in &self.sent_bundles {
-            hasher.bytes(&handoff_id.0.to_be_bytes());
-            hasher.number(*sent_seq);
-            hasher.text(&serde_json::to_string(bundle).expect("a handoff bundle always serialises to JSON"));
-        }
-        hasher.finish()
-    }
-}
-
-/// The wire name of a resolution.
-pub(crate) fn resolution_name(resolution: ContradictionResolution) -> &'static str {
-    match resolution {
-        ContradictionResolution::AWins => "a_wins",
-        ContradictionResolution::BWins => "b_wins",
-        ContradictionResolution::BothValid => "both_valid",
-        ContradictionResolution::Merged => "merged",
     }
 }
 
