@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Installs nats-py 2.16.0, the Python NATS client, into the repository's own
-# virtualenv, <repo>/.venv (made by scripts/install-nats.sh, or here).
+# Installs the Python clients the tests run into the repository's own
+# virtualenv, <repo>/.venv (made by scripts/install-nats.sh, or here):
 #
-# tests/python_client.rs runs tests/python/orchestrator.py with it: an
-# orchestrator written from the README alone, publishing straight to
-# JetStream and asking Mneme over request/reply, as a Python user would.
-# The wheel is pinned by its sha256 (pip's --require-hashes refuses anything
-# else); nats-py needs no other package. Safe to run again: pip keeps an
-# installed, pinned version as is.
+# - nats-py 2.16.0, the Python NATS client: tests/python_client.rs runs
+#   tests/python/orchestrator.py with it, an orchestrator written from the
+#   README alone, publishing straight to JetStream and asking Mneme over
+#   request/reply, as a Python user would. The wheel is pinned by its sha256
+#   (pip's --require-hashes refuses anything else); it needs no other package.
+# - openapi-spec-validator and jsonschema (tests/python/requirements-validate.txt,
+#   pinned versions): tests/schemas.rs validates GET /v1/openapi.json as
+#   OpenAPI 3.1, and the README's examples and examples/trajectory.jsonl
+#   against schemas/.
+#
+# Safe to run again: pip keeps installed, pinned versions as they are.
 #
 # Prints the venv's python on stdout (for scripts); the version on stderr.
 set -euo pipefail
@@ -29,10 +34,14 @@ echo "${NATS_PY_REQUIREMENT} --hash=sha256:${NATS_PY_SHA256}" >"${work_dir}/requ
 "${python}" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
     --require-hashes --requirement "${work_dir}/requirements.txt" >&2
 
-if ! "${python}" -c 'import nats' 2>/dev/null; then
-    echo "error: ${python} cannot import nats after installing ${NATS_PY_REQUIREMENT}" >&2
+"${python}" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
+    --requirement "${repo_root}/tests/python/requirements-validate.txt" >&2
+
+if ! "${python}" -c 'import nats, openapi_spec_validator, jsonschema' 2>/dev/null; then
+    echo "error: ${python} cannot import nats, openapi_spec_validator or jsonschema after installing them" >&2
     exit 1
 fi
 
 echo "${python}"
-echo "nats-py $("${python}" -c 'import importlib.metadata as m; print(m.version("nats-py"))')" >&2
+"${python}" -c 'import importlib.metadata as m
+print(*(f"{name} {m.version(name)}" for name in ("nats-py", "openapi-spec-validator", "jsonschema")), sep=", ")' >&2

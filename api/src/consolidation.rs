@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::log::ProvenanceRef;
 
 /// `POST /v1/swarms/{swarm}/consolidate`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConsolidationAnswer {
     pub swarm: String,
     pub dry_run: bool,
@@ -19,7 +19,7 @@ pub struct ConsolidationAnswer {
 }
 
 /// What a run compared once for all its agents.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SharedScan {
     pub items: usize,
     pub duplicate_pairs: usize,
@@ -27,7 +27,7 @@ pub struct SharedScan {
 }
 
 /// One agent's part of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentConsolidation {
     pub agent: String,
     /// Items in the memory when it was read.
@@ -44,7 +44,7 @@ pub struct AgentConsolidation {
 
 /// What a scan decided: counts of everything, and the first 1,000 verdicts
 /// of each kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     /// The memory's checkpoint when it was read.
     pub checkpoint: u64,
@@ -56,7 +56,7 @@ pub struct Plan {
     pub links: Vec<Link>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VerdictCounts {
     pub contradictions: usize,
     pub merges: usize,
@@ -68,7 +68,7 @@ pub struct VerdictCounts {
     pub deferred: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContradictionVerdict {
     pub contradiction_id: String,
     /// The older side's item id.
@@ -80,7 +80,7 @@ pub struct ContradictionVerdict {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MergeVerdict {
     pub survivor: String,
     pub merged: Vec<String>,
@@ -88,20 +88,20 @@ pub struct MergeVerdict {
     pub similarity: f32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Forgotten {
     pub item_id: String,
     pub score: f32,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Decayed {
     pub item_id: String,
     pub score: f32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Link {
     pub a: String,
     pub b: String,
@@ -109,14 +109,14 @@ pub struct Link {
 }
 
 /// `GET /v1/swarms/{swarm}/contradictions[?agent=A]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContradictionsAnswer {
     pub open: Vec<Contradiction>,
     pub resolved: Vec<Contradiction>,
 }
 
 /// A contradiction in one agent's memory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Contradiction {
     pub contradiction_id: String,
     /// Whose memory holds it.
@@ -136,7 +136,7 @@ pub struct Contradiction {
 }
 
 /// `POST /v1/swarms/{swarm}/contradictions/{id}/resolve` body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveBody {
     /// `a_wins`, `b_wins`, `both_valid` or `merged`.
@@ -145,7 +145,7 @@ pub struct ResolveBody {
 }
 
 /// What resolving answers once the memory applied it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Resolved {
     /// The `contradiction_resolved` event.
     pub event_id: String,
@@ -154,7 +154,7 @@ pub struct Resolved {
 }
 
 /// `POST /v1/swarms/{swarm}/purge` body: item ids, or an agent and a time.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PurgeBody {
     /// Whose memory; without it, every memory that holds one of `item_ids`.
@@ -167,7 +167,7 @@ pub struct PurgeBody {
 }
 
 /// What a purge answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PurgeAnswer {
     /// One tombstone per memory it erased from.
     pub purged: Vec<Purged>,
@@ -182,7 +182,7 @@ pub struct PurgeAnswer {
 }
 
 /// One memory's tombstone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Purged {
     pub agent: String,
     pub event_id: String,
@@ -195,7 +195,7 @@ pub struct Purged {
     pub snapshot: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AlreadyPurged {
     pub agent: String,
     pub item_id: String,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::log::{LogEntry, ProvenanceRef};
 
 /// `GET`/`POST …/agents/{agent}/context`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextAnswer {
     /// The rendered context, tiers in order.
     pub text: String,
@@ -27,7 +27,7 @@ pub struct ContextAnswer {
 }
 
 /// How one tier's budget was set and used, in tokens.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TierUsage {
     /// Its share of the budget before rebalancing.
     pub share: usize,
@@ -39,7 +39,7 @@ pub struct TierUsage {
 }
 
 /// One memory in the context, and why it is there.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ContextItem {
     pub tier: String,
     pub reason: String,
@@ -55,7 +55,7 @@ pub struct ContextItem {
 }
 
 /// `GET …/agents/{agent}/phases`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhasesAnswer {
     pub agent: String,
     /// The agent's own phases, open ones too.
@@ -68,7 +68,7 @@ pub struct PhasesAnswer {
 }
 
 /// What every phase answer says of a phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseHeading {
     pub phase_id: String,
     pub agent: String,
@@ -95,7 +95,7 @@ pub struct PhaseHeading {
 }
 
 /// A task's phases rolled up.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TaskRollup {
     pub task: String,
     pub title: Option<String>,
@@ -108,7 +108,7 @@ pub struct TaskRollup {
 /// phase at the level asked for: `text` for index, compressed, summary and
 /// findings; `full` for the structured record; at `original`, the heading's
 /// `events` lists the events.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseAnswer {
     #[serde(flatten)]
     pub heading: PhaseHeading,
@@ -121,7 +121,7 @@ pub struct PhaseAnswer {
 }
 
 /// A phase at a text level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseText {
     pub text: String,
     pub tokens: usize,
@@ -130,7 +130,7 @@ pub struct PhaseText {
 }
 
 /// A phase's events: counted, or (level `original`) listed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum PhaseEvents {
     Count(usize),
@@ -138,7 +138,7 @@ pub enum PhaseEvents {
 }
 
 /// The `full` level: what the phase did, as a record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseFull {
     pub event_seqs: Vec<u64>,
     /// Events per kind.
@@ -157,7 +157,7 @@ pub struct PhaseFull {
     pub levels: Option<PhaseLevels>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseDecision {
     pub seq: u64,
     pub item_id: String,
@@ -167,14 +167,14 @@ pub struct PhaseDecision {
     pub supersedes: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseCommand {
     pub command: String,
     pub runs: u32,
     pub failures: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseError {
     pub error: String,
     pub command: String,
@@ -183,7 +183,7 @@ pub struct PhaseError {
     pub fixed_seq: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseMessage {
     pub seq: u64,
     pub role: String,
@@ -191,7 +191,7 @@ pub struct PhaseMessage {
 }
 
 /// Every text level of a completed phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseLevels {
     pub compressor: String,
     pub index: String,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What every refusal and failure answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorBody {
     pub error: ErrorDetail,
@@ -13,7 +13,7 @@ pub struct ErrorBody {
 /// One error: its HTTP status (also over NATS, where there is no status
 /// line), a stable machine-readable code, the request field at fault if
 /// one is, and a message for people.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorDetail {
     /// The HTTP status, e.g. 400.

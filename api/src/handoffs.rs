@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// One handoff an agent received, as `GET …/handoffs` lists it, the
 /// server-sent-event stream sends it and the router publishes it on
 /// `mneme.<swarm>.<agent>.handoff`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HandoffDelivery {
     /// The id of the `handoff_sent` event.
     pub handoff_id: String,
@@ -26,21 +26,21 @@ pub struct HandoffDelivery {
 }
 
 /// `GET …/agents/{agent}/handoffs`: pending first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HandoffsAnswer {
     pub agent: String,
     pub handoffs: Vec<HandoffDelivery>,
 }
 
 /// `POST …/handoffs/{handoff_id}/ack` body (it may be empty).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AcknowledgeBody {
     pub note: Option<String>,
 }
 
 /// What acknowledging answers.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Acknowledged {
     pub handoff_id: String,
     pub agent: String,

@@ -14,6 +14,8 @@
 //! - [`context`]: budgeted context and phases.
 //! - [`consolidation`]: consolidation runs, contradictions, purges.
 //! - [`handoffs`]: handoffs as their recipients read and acknowledge them.
+//! - [`routes`]: the HTTP route table, by type; [`openapi`]: the OpenAPI
+//!   document and the JSON Schema of every body, generated from it.
 //!
 //! No IO, no HTTP framework, no projection crate: the fuzz target
 //! `fuzz/fuzz_targets/query_params.rs` links this crate alone.
@@ -24,6 +26,8 @@ pub mod error;
 pub mod handoffs;
 pub mod log;
 pub mod memory;
+pub mod openapi;
 pub mod params;
+pub mod routes;
 
 pub use error::{ErrorBody, ErrorDetail};

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `GET /healthz`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Health {
     /// `ok`.
     pub status: String,
@@ -15,13 +15,13 @@ pub struct Health {
 }
 
 /// `POST /v1/events` (202): each event of the request, in request order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AcceptedEvents {
     pub accepted: Vec<Accepted>,
 }
 
 /// One event as the log took it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Accepted {
     pub id: String,
     /// Its seq on the log: the earlier one if it is a duplicate.
@@ -32,7 +32,7 @@ pub struct Accepted {
 
 /// One entry of the log as the API shows it: a valid event with its seq, or
 /// a record that is not one (dead-lettered), with why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum LogEntry {
     Invalid(InvalidEntry),
@@ -41,7 +41,7 @@ pub enum LogEntry {
 
 /// A valid event: the envelope as published (`id`, `swarm`, `agent`, `ts`,
 /// `kind`, `data`, `scope`…) and its `seq`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventEntry {
     pub seq: u64,
     #[serde(flatten)]
@@ -49,7 +49,7 @@ pub struct EventEntry {
 }
 
 /// A record on the log that is not a valid event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InvalidEntry {
     pub seq: u64,
@@ -90,7 +90,7 @@ impl EventEntry {
 }
 
 /// `GET /v1/swarms/{swarm}/events`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventsPage {
     pub events: Vec<LogEntry>,
     /// Where the next page starts (`from_seq`).
@@ -98,13 +98,13 @@ pub struct EventsPage {
 }
 
 /// `GET /v1/swarms/{swarm}/deadletters`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeadLetters {
     pub dead_letters: Vec<DeadLetter>,
 }
 
 /// A record no memory could apply, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeadLetter {
     pub seq: u64,
     pub agent: String,
@@ -113,14 +113,14 @@ pub struct DeadLetter {
 }
 
 /// `GET /v1/swarms/{swarm}/agents`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Agents {
     pub agents: Vec<String>,
 }
 
 /// `GET /v1/swarms/{swarm}/provenance/{item_id}`: the events behind an item,
 /// in log order, from every memory that holds it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SwarmProvenance {
     pub item_id: String,
     /// The agents whose memories hold the item.
@@ -130,7 +130,7 @@ pub struct SwarmProvenance {
 
 /// `GET …/agents/{agent}/provenance/{item_id}`: the events behind an item
 /// of one agent's memory, in log order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentProvenance {
     pub item_id: String,
     pub agent: String,
@@ -138,7 +138,7 @@ pub struct AgentProvenance {
 }
 
 /// An event an item, node or edge came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProvenanceRef {
     pub seq: u64,
     pub event_id: String,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::log::ProvenanceRef;
 
 /// `GET …/agents/{agent}/search`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SearchAnswer {
     pub swarm: String,
     pub agent: String,
@@ -20,7 +20,7 @@ pub struct SearchAnswer {
 }
 
 /// One memory found by a search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Hit {
     pub item_id: String,
     pub seq: u64,
@@ -44,14 +44,14 @@ pub struct Hit {
 }
 
 /// Where one retriever ranked a hit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RetrieverRank {
     pub rank: usize,
     pub score: f32,
 }
 
 /// `GET …/agents/{agent}/graph`: the fact graph around an entity.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GraphAnswer {
     /// The entity's node id.
     pub center: String,
@@ -59,7 +59,7 @@ pub struct GraphAnswer {
     pub edges: Vec<GraphEdge>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GraphNode {
     pub id: String,
     /// `agent`, `tool`, `file`, `item`, `decision`, `entity`…
@@ -69,7 +69,7 @@ pub struct GraphNode {
 }
 
 /// A fact between two nodes, with the time it held and where it came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GraphEdge {
     pub id: String,
     pub from: String,
@@ -85,7 +85,7 @@ pub struct GraphEdge {
 }
 
 /// `GET …/agents/{agent}/digest`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Digest {
     pub agent: String,
     /// The memory's checkpoint: the last seq it applied.
@@ -96,7 +96,7 @@ pub struct Digest {
 }
 
 /// `POST …/agents/{agent}/replay?verify=true`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReplayAnswer {
     pub agent: String,
     /// The seq the replay rebuilt up to.
@@ -112,7 +112,7 @@ pub struct ReplayAnswer {
 }
 
 /// `GET …/agents/{agent}/items`: items per state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ItemStates {
     pub agent: String,
     /// `active`, `archived`, `decayed`, `forgotten`, `merged`, `purged` → count.
@@ -120,7 +120,7 @@ pub struct ItemStates {
 }
 
 /// `GET …/agents/{agent}/items/{item_id}`: one memory and what became of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ItemAnswer {
     pub item_id: String,
     pub seq: u64,

@@ -180,12 +180,12 @@ fn weight_parameter(field: &'static str, value: Option<f32>) -> Result<Option<f3
 
 /// The query string of a route that takes no parameters: any parameter is
 /// refused, named, like a misspelt one elsewhere.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
 /// `GET …/search` parameters, and the body of a NATS `search` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchParams {
     pub q: String,
@@ -295,7 +295,7 @@ impl SearchParams {
 }
 
 /// `GET …/graph` parameters, and the body of a NATS `graph` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GraphParams {
     pub entity: String,
@@ -331,7 +331,7 @@ impl GraphParams {
 }
 
 /// `GET /v1/swarms/{swarm}/events` parameters.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EventsParams {
     pub from_seq: Option<u64>,
@@ -362,7 +362,7 @@ impl EventsParams {
 
 /// The body of a NATS `provenance` query; over HTTP the item id is in the
 /// path.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProvenanceParams {
     pub item_id: String,
@@ -381,14 +381,14 @@ pub fn check_item_id(item_id: &str) -> Result<(), ParameterError> {
 }
 
 /// Parameters of routes that take nothing but `min_seq`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MinSeqParams {
     pub min_seq: Option<u64>,
 }
 
 /// `POST …/replay` parameters.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplayParams {
     #[serde(default)]
@@ -398,7 +398,7 @@ pub struct ReplayParams {
 
 /// `GET …/handoffs` parameters: with `follow=true`, a `text/event-stream`
 /// of handoffs instead of the list.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffsParams {
     #[serde(default)]
@@ -407,7 +407,7 @@ pub struct HandoffsParams {
 }
 
 /// `POST /v1/swarms/{swarm}/consolidate` parameters.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConsolidateParams {
     /// Report what it would do; write nothing.
@@ -418,7 +418,7 @@ pub struct ConsolidateParams {
 }
 
 /// `GET /v1/swarms/{swarm}/contradictions` parameters.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContradictionParams {
     /// Only this agent's memory.
@@ -427,7 +427,7 @@ pub struct ContradictionParams {
 
 /// The body of the NATS `phase` query: one phase at a level, or (without
 /// `phase_id`) the listing.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseQuery {
     pub phase_id: Option<String>,
@@ -436,7 +436,7 @@ pub struct PhaseQuery {
 }
 
 /// The body of the NATS `ack` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AcknowledgeQuery {
     pub handoff_id: String,
@@ -445,7 +445,7 @@ pub struct AcknowledgeQuery {
 
 /// `GET …/phases/{phase_id}` parameters; the level is checked by the binary,
 /// which knows the phase levels.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseParams {
     pub level: Option<String>,
@@ -453,7 +453,7 @@ pub struct PhaseParams {
 }
 
 /// `GET …/context` parameters. `recent_errors` is newline-separated.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextParams {
     #[serde(default)]
@@ -487,7 +487,7 @@ impl ContextParams {
 
 /// `POST …/context` body (and a NATS `context` query's): the same as the
 /// query parameters, with `recent_errors` a list.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextBody {
     /// The search verb's `q` is refused here (unknown field), not taken as
@@ -500,7 +500,7 @@ pub struct ContextBody {
     pub min_seq: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignalsBody {
     pub current_file: Option<String>,

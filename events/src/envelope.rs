@@ -380,6 +380,7 @@ impl<'de> Deserialize<'de> for Timestamp {
     Default,
     Serialize,
     Deserialize,
+    schemars::JsonSchema,
     rkyv::Archive,
     rkyv::Serialize,
     rkyv::Deserialize,

@@ -10,11 +10,11 @@ use crate::envelope::{EventId, Timestamp};
 use crate::error::{ErrorCode, ValidationError};
 
 macro_rules! event_kinds {
-    ($( $(#[$doc:meta])* $variant:ident($payload:ident) = $name:literal, )*) => {
+    ($( $(#[doc = $doc:literal])* $variant:ident($payload:ident) = $name:literal, )*) => {
         /// What happened, with its payload.
         #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
         pub enum EventKind {
-            $( $(#[$doc])* $variant($payload), )*
+            $( $(#[doc = $doc])* $variant($payload), )*
         }
 
         impl EventKind {
@@ -46,6 +46,14 @@ macro_rules! event_kinds {
             /// Checks what the types cannot: empty text, ranges, intervals.
             pub fn validate(&self) -> Result<(), ValidationError> {
                 match self { $( EventKind::$variant(payload) => payload.validate(), )* }
+            }
+
+            /// Every kind's wire name, what it records, and the JSON Schema
+            /// of its `data` (a `$ref` into `generator`'s definitions).
+            pub fn data_schemas(
+                generator: &mut schemars::SchemaGenerator,
+            ) -> Vec<(&'static str, &'static str, schemars::Schema)> {
+                vec![$( ($name, concat!($($doc, "\n"),*), generator.subschema_for::<$payload>()), )*]
             }
         }
 
@@ -193,7 +201,10 @@ impl<'de> Deserialize<'de> for JsonText {
 macro_rules! payload {
     ($(#[$doc:meta])* pub struct $name:ident { $($body:tt)* }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+        #[derive(
+            Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema,
+            rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+        )]
         #[serde(deny_unknown_fields)]
         pub struct $name { $($body)* }
     };
@@ -480,7 +491,17 @@ impl PhaseCompleted {
 
 /// Where a task stands.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
@@ -645,7 +666,17 @@ impl ContradictionDetected {
 
 /// How a contradiction was settled.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ContradictionResolution {

@@ -9,6 +9,7 @@ mod envelope;
 mod error;
 mod json;
 mod kinds;
+pub mod schema;
 pub mod storage;
 mod upcast;
 

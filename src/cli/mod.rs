@@ -90,6 +90,11 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Print a JSON Schema or the OpenAPI document, generated from the types (as checked in under schemas/).
+    Schema {
+        #[arg(value_enum)]
+        which: SchemaKind,
+    },
     /// Distill the static embedding model from all-MiniLM-L6-v2 (after scripts/fetch-model.sh).
     Distill(crate::model::DistillArgs),
     /// Assemble an agent's budgeted context for a query.
@@ -249,6 +254,28 @@ enum Command {
     },
 }
 
+/// What `mneme schema` prints.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SchemaKind {
+    /// The event envelope and every kind's payload (JSON Schema 2020-12).
+    Events,
+    /// Every request and answer body of the HTTP API and NATS queries.
+    Api,
+    /// The OpenAPI 3.1 document `GET /v1/openapi.json` serves.
+    Openapi,
+}
+
+impl SchemaKind {
+    /// The document, as `schemas/<file>` holds it.
+    fn document(self) -> serde_json::Value {
+        match self {
+            SchemaKind::Events => mneme_events::schema::event_schema().to_value(),
+            SchemaKind::Api => mneme_api::openapi::api_schema(),
+            SchemaKind::Openapi => mneme_api::openapi::openapi(env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 struct ServerArgs {
     /// Base URL of a running `mneme serve`.
@@ -365,6 +392,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             parameters.extend(relations.map(|relations| ("relations", relations)));
             parameters.extend(as_of.map(|as_of| ("as_of", as_of)));
             client::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
+        }
+        Command::Schema { which } => {
+            out!("{}", serde_json::to_string_pretty(&which.document())?);
+            Ok(ExitCode::SUCCESS)
         }
         Command::Distill(args) => crate::model::run_distill(&args),
         Command::Context { target, query, budget, signals, json, server } => {

@@ -37,6 +37,14 @@ pub(super) async fn healthz(service: State) -> Answer {
     ok(service.health().await?)
 }
 
+/// `GET /v1/openapi.json`, generated once from the route table and the
+/// wire types.
+pub(super) async fn openapi() -> HttpResponse {
+    static DOCUMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let document = DOCUMENT.get_or_init(|| mneme_api::openapi::openapi(env!("CARGO_PKG_VERSION")).to_string());
+    HttpResponse::Ok().content_type("application/json").body(document.as_str())
+}
+
 pub(super) async fn metrics(service: State) -> HttpResponse {
     HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(service.metrics.render())
 }

@@ -10,40 +10,53 @@ mod handlers;
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError, web};
 use mneme_api::params::{MAX_COMMAND_BODY_BYTES, ParameterError};
+use mneme_api::routes::{Method, Operation, ROUTES};
 
 use crate::service::ApiError;
 use handlers::*;
 
-/// The API's routes.
+/// The API's routes: every route of [`ROUTES`], each with its handler.
 pub fn routes(config: &mut web::ServiceConfig) {
     let bad_query = web::QueryConfig::default().error_handler(|error, _| query_error(&error).into());
-    config
-        .app_data(bad_query)
-        .default_service(web::to(not_found))
-        .route("/healthz", web::get().to(healthz))
-        .route("/metrics", web::get().to(metrics))
-        .route("/v1/events", web::post().to(post_events))
-        .route("/v1/swarms/{swarm}/events", web::get().to(get_events))
-        .route("/v1/swarms/{swarm}/deadletters", web::get().to(get_dead_letters))
-        .route("/v1/swarms/{swarm}/agents", web::get().to(get_agents))
-        .route("/v1/swarms/{swarm}/provenance/{item_id}", web::get().to(swarm_provenance))
-        .route("/v1/swarms/{swarm}/agents/{agent}/search", web::get().to(search))
-        .route("/v1/swarms/{swarm}/agents/{agent}/context", web::get().to(get_context))
-        .route("/v1/swarms/{swarm}/agents/{agent}/context", web::post().to(post_context))
-        .route("/v1/swarms/{swarm}/agents/{agent}/phases", web::get().to(phases))
-        .route("/v1/swarms/{swarm}/agents/{agent}/phases/{phase_id}", web::get().to(phase))
-        .route("/v1/swarms/{swarm}/agents/{agent}/graph", web::get().to(graph))
-        .route("/v1/swarms/{swarm}/agents/{agent}/provenance/{item_id}", web::get().to(agent_provenance))
-        .route("/v1/swarms/{swarm}/agents/{agent}/items", web::get().to(item_states))
-        .route("/v1/swarms/{swarm}/agents/{agent}/items/{item_id}", web::get().to(item))
-        .route("/v1/swarms/{swarm}/agents/{agent}/handoffs", web::get().to(handoffs))
-        .route("/v1/swarms/{swarm}/agents/{agent}/handoffs/{handoff_id}/ack", web::post().to(acknowledge))
-        .route("/v1/swarms/{swarm}/agents/{agent}/digest", web::get().to(digest))
-        .route("/v1/swarms/{swarm}/agents/{agent}/replay", web::post().to(replay))
-        .route("/v1/swarms/{swarm}/consolidate", web::post().to(consolidate))
-        .route("/v1/swarms/{swarm}/contradictions", web::get().to(contradictions))
-        .route("/v1/swarms/{swarm}/contradictions/{contradiction_id}/resolve", web::post().to(resolve))
-        .route("/v1/swarms/{swarm}/purge", web::post().to(purge));
+    config.app_data(bad_query).default_service(web::to(not_found));
+    for route in ROUTES {
+        let method = match route.method {
+            Method::Get => web::get(),
+            Method::Post => web::post(),
+        };
+        config.route(route.path, handler(method, route.operation));
+    }
+}
+
+/// The handler of each operation: a route without one does not compile.
+fn handler(method: actix_web::Route, operation: Operation) -> actix_web::Route {
+    match operation {
+        Operation::Health => method.to(healthz),
+        Operation::OpenApi => method.to(openapi),
+        Operation::Metrics => method.to(metrics),
+        Operation::AppendEvents => method.to(post_events),
+        Operation::Events => method.to(get_events),
+        Operation::DeadLetters => method.to(get_dead_letters),
+        Operation::Agents => method.to(get_agents),
+        Operation::SwarmProvenance => method.to(swarm_provenance),
+        Operation::Search => method.to(search),
+        Operation::GetContext => method.to(get_context),
+        Operation::PostContext => method.to(post_context),
+        Operation::Phases => method.to(phases),
+        Operation::Phase => method.to(phase),
+        Operation::Graph => method.to(graph),
+        Operation::AgentProvenance => method.to(agent_provenance),
+        Operation::ItemStates => method.to(item_states),
+        Operation::Item => method.to(item),
+        Operation::Handoffs => method.to(handoffs),
+        Operation::Acknowledge => method.to(acknowledge),
+        Operation::Digest => method.to(digest),
+        Operation::Replay => method.to(replay),
+        Operation::Consolidate => method.to(consolidate),
+        Operation::Contradictions => method.to(contradictions),
+        Operation::Resolve => method.to(resolve),
+        Operation::Purge => method.to(purge),
+    }
 }
 
 impl ResponseError for ApiError {

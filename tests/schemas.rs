@@ -1,0 +1,81 @@
+//! The schemas are generated from the types, and checked by validators that
+//! are not Mneme's:
+//! - `schemas/` holds exactly what `mneme schema events|api|openapi` prints
+//!   (regenerate with `scripts/schemas.sh` after changing a wire type);
+//! - a running `mneme serve` serves that OpenAPI document at
+//!   `GET /v1/openapi.json`, without a token even where tokens are set;
+//! - `tests/python/validate_schemas.py` (openapi-spec-validator and
+//!   jsonschema from `scripts/install-python-clients.sh`) validates it as
+//!   OpenAPI 3.1, the two schemas as JSON Schema 2020-12, and the README's
+//!   JSON examples and `examples/trajectory.jsonl` against them. Without
+//!   that Python the test fails; it never skips.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{MNEME, MnemeServer};
+use serde_json::Value;
+
+const PYTHON_ENV: &str = "MNEME_PYTHON";
+
+fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `mneme schema <which>`'s output.
+fn generated(which: &str) -> String {
+    let output = Command::new(MNEME).args(["schema", which]).output().unwrap();
+    assert!(output.status.success(), "mneme schema {which}: {}", String::from_utf8_lossy(&output.stderr));
+    common::stdout_of(&output)
+}
+
+#[test]
+fn the_checked_in_schemas_are_what_the_types_generate() {
+    for (which, file) in [("events", "events.schema.json"), ("api", "api.schema.json"), ("openapi", "openapi.json")] {
+        let path = repo_root().join("schemas").join(file);
+        let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            checked_in == generated(which),
+            "{} differs from `mneme schema {which}`: run scripts/schemas.sh and commit the result",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn the_served_openapi_document_validates_as_openapi_3_1_and_the_examples_as_events() {
+    let work = tempfile::tempdir().unwrap();
+    let tokens = common::reviewer_and_tokens(&[("operator", "operator-secret-0123", None)]);
+    let server = MnemeServer::start_with(work.path(), None, &tokens);
+    // Open without a token, like /healthz: the contract is not a secret.
+    let (status, served) = server.get_as(None, "/v1/openapi.json");
+    assert_eq!(status, 200, "{served}");
+    let generated: Value = serde_json::from_str(&generated("openapi")).unwrap();
+    assert_eq!(served, generated, "the server serves what `mneme schema openapi` prints");
+    let openapi = work.path().join("openapi.json");
+    std::fs::write(&openapi, serde_json::to_vec(&served).unwrap()).unwrap();
+
+    let python =
+        std::env::var_os(PYTHON_ENV).map(PathBuf::from).unwrap_or_else(|| repo_root().join(".venv/bin/python"));
+    let output = Command::new(&python)
+        .arg(repo_root().join("tests/python/validate_schemas.py"))
+        .arg(&openapi)
+        .arg(repo_root().join("schemas/events.schema.json"))
+        .arg(repo_root().join("schemas/api.schema.json"))
+        .arg(repo_root().join("README.md"))
+        .arg(repo_root().join("examples/trajectory.jsonl"))
+        .output()
+        .unwrap_or_else(|error| {
+            panic!(
+                "{} cannot be run ({error}): run scripts/install-python-clients.sh (scripts/test.sh runs it), \
+                 or set {PYTHON_ENV}",
+                python.display()
+            )
+        });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "validation failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("valid OpenAPI 3.1") && stdout.contains("trajectory: 572 events valid"), "{stdout}");
+}
