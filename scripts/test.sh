@@ -20,8 +20,10 @@ export MNEME_PYTHON="${python}"
 "${repo_root}/scripts/fetch-model.sh" >/dev/null
 
 cargo fmt --all -- --check
-cargo clippy --locked --workspace --all-targets -- -D warnings
-cargo test --locked --workspace
+# --all-features: the tools binary (benchmarks, evaluation) and the test
+# suite's nats-server launcher are behind features.
+cargo clippy --locked --workspace --all-targets --all-features -- -D warnings
+cargo test --locked --workspace --all-features
 # Ten seconds per target: a smoke run that catches a regression the seeds or
 # a short search reach; the long runs are done by hand (see fuzz/README.md).
 "${repo_root}/scripts/fuzz.sh" 10

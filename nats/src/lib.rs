@@ -11,6 +11,7 @@
 mod broker;
 mod error;
 mod jetstream;
+#[cfg(feature = "testsuite")]
 pub mod server;
 mod sled_log;
 pub mod subjects;
