@@ -312,6 +312,28 @@ impl Handler<ListAgents> for Supervisor {
     }
 }
 
+/// Stops the worker threads the memory actors run on, after
+/// [`SnapshotAll`], and hands them back so that the caller can wait for
+/// them to end ([`Arbiter::join`], a blocking call): once they have, no
+/// memory actor holds the log or the snapshot store any more, and a server
+/// in the same process may open them again.
+#[derive(Message)]
+#[rtype(result = "Vec<Arbiter>")]
+pub struct StopWorkers;
+
+impl Handler<StopWorkers> for Supervisor {
+    type Result = MessageResult<StopWorkers>;
+
+    fn handle(&mut self, _: StopWorkers, _: &mut Self::Context) -> Self::Result {
+        self.agents.clear();
+        let workers = std::mem::take(&mut self.workers);
+        for worker in &workers {
+            worker.stop();
+        }
+        MessageResult(workers)
+    }
+}
+
 /// Snapshots every agent's memory now; used before shutdown.
 #[derive(Message)]
 #[rtype(result = "()")]

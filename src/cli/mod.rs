@@ -358,7 +358,21 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
             let config = args.load()?;
-            actix::System::new().block_on(crate::server::serve(config))?;
+            actix::System::new().block_on(async {
+                let (failed_to_listen, signal) = tokio::sync::oneshot::channel();
+                let shutdown = async move {
+                    if let Err(error) = crate::server::shutdown_signal().await {
+                        let _ = failed_to_listen.send(error);
+                    }
+                };
+                // A signal handler that cannot be installed is an error,
+                // as before; the server then stops at once.
+                let served = crate::server::serve(config, shutdown).await;
+                if let Ok(error) = signal.await {
+                    return Err(error);
+                }
+                served
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch),

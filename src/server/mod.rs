@@ -10,10 +10,10 @@ use actix::Actor;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
-use metrics_exporter_prometheus::PrometheusBuilder;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use mneme_actors::{
-    ConsolidationSchedule, Consolidator, HandoffRouter, SnapshotAll, SnapshotStore, StopRouting, Supervisor,
-    SwarmConfig,
+    ConsolidationSchedule, Consolidator, HandoffRouter, SnapshotAll, SnapshotStore, StopRouting, StopWorkers,
+    Supervisor, SwarmConfig,
 };
 
 use crate::http::{self, auth};
@@ -26,8 +26,12 @@ use mneme_projections::TextIndex;
 /// workers, so the HTTP side needs few threads.
 const HTTP_WORKERS: usize = 2;
 
-pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
-    let metrics = PrometheusBuilder::new().install_recorder().context("installing the metrics recorder")?;
+/// Runs the memory service until `shutdown` resolves, then finishes the
+/// requests in flight, stops routing handoffs, writes every memory's
+/// snapshot and stops the actix system it runs on. `mneme serve` passes
+/// SIGINT or SIGTERM ([`shutdown_signal`]); a test passes a channel.
+pub async fn serve(config: SwarmConfig, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    let metrics = metrics_recorder()?;
     std::fs::create_dir_all(&config.log.data_dir)
         .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
     if let Some(warning) = config.check_nats_access().map_err(anyhow::Error::msg)? {
@@ -121,19 +125,37 @@ pub async fn serve(config: SwarmConfig) -> anyhow::Result<()> {
     let server = server.run();
     let server_handle = server.handle();
     let server_task = actix_web::rt::spawn(server);
-    shutdown_signal().await?;
+    shutdown.await;
     tracing::info!("shutting down: finishing requests, then writing snapshots");
     let _ = shutting_down.send(true);
     server_handle.stop(true).await;
     server_task.await.context("joining the HTTP server")?.context("running the HTTP server")?;
     router.send(StopRouting).await.context("stopping the handoff router")?;
     supervisor.send(SnapshotAll).await.context("asking memory actors for snapshots")?;
+    // The memory actors' threads end before `serve` returns, and with them
+    // their hold on the log and the snapshot store.
+    let workers = supervisor.send(StopWorkers).await.context("stopping the memory actors' threads")?;
+    tokio::task::spawn_blocking(move || workers.into_iter().for_each(|worker| drop(worker.join())))
+        .await
+        .context("waiting for the memory actors' threads")?;
     actix::System::current().stop();
     Ok(())
 }
 
+/// The process's Prometheus recorder: `metrics` has one global recorder,
+/// installed by the first server of the process and shared by any later
+/// one (a test that restarts a server in the same process).
+fn metrics_recorder() -> anyhow::Result<PrometheusHandle> {
+    static HANDLE: std::sync::OnceLock<PrometheusHandle> = std::sync::OnceLock::new();
+    if let Some(handle) = HANDLE.get() {
+        return Ok(handle.clone());
+    }
+    let handle = PrometheusBuilder::new().install_recorder().context("installing the metrics recorder")?;
+    Ok(HANDLE.get_or_init(|| handle).clone())
+}
+
 /// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() -> anyhow::Result<()> {
+pub async fn shutdown_signal() -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
     tokio::select! {

@@ -1,5 +1,5 @@
 //! `mneme-tools eval`: the memory-quality evaluation. It generates a synthetic
-//! swarm with ground truth (`eval_generator.rs`), runs a real `mneme serve`
+//! swarm with ground truth (`generator/`), runs a real `mneme serve`
 //! on a scratch embedded log, publishes the events over HTTP, and asks what
 //! the ground truth knows the answers to, through the public API only:
 //! search in each mode, context at several budgets, consolidation, the

@@ -1,5 +1,5 @@
 //! The seeded generator of synthetic multi-agent SWE trajectories with
-//! ground truth (see `eval_dataset.rs`): the same seed and size give the
+//! ground truth (see `dataset.rs`): the same seed and size give the
 //! same events and the same truth, byte for byte.
 //!
 //! The swarm works through its tasks one after another. Each task is a bug
