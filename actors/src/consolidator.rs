@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mneme_events::{
-    Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, RetrievalCount, Timestamp,
+    Clock, Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, RetrievalCount, SystemClock,
+    Timestamp,
 };
 use mneme_nats::{EventLog, Seq};
 use mneme_projections::consolidation::{
@@ -62,6 +63,8 @@ pub struct Consolidator {
     /// Keys the ids of verdict events (see `mneme_events::derived`).
     id_key: IdKey,
     scanner: Scanner,
+    /// The time verdicts and retrieval counts are written with.
+    clock: Arc<dyn Clock>,
     /// One run at a time; a scheduled run that finds one going is skipped.
     running: Arc<tokio::sync::Mutex<()>>,
     /// Events after this seq count toward `every_events`: the log's last
@@ -88,10 +91,17 @@ impl Consolidator {
             policy,
             schedule,
             scanner: Arc::new(consolidate_with),
+            clock: Arc::new(SystemClock),
             running: Arc::new(tokio::sync::Mutex::new(())),
             events_counted_after: None,
             checking_events: false,
         }
+    }
+
+    /// Writes verdicts at `clock`'s time instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Consolidator {
+        self.clock = clock;
+        self
     }
 
     /// Scans with `scanner` instead of [`consolidate_with`].
@@ -168,6 +178,7 @@ impl Consolidator {
         let swarm = self.swarm.clone();
         let scanner = self.scanner.clone();
         let id_key = self.id_key.clone();
+        let clock = self.clock.clone();
         async move {
             let started = Instant::now();
             let log_seq_at_start = log.last_seq().await?;
@@ -202,7 +213,13 @@ impl Consolidator {
                     }
                 }
             }
-            let context = ScanContext { swarm: &swarm, log: log.as_ref(), id_key: &id_key, dry_run: request.dry_run };
+            let context = ScanContext {
+                swarm: &swarm,
+                log: log.as_ref(),
+                id_key: &id_key,
+                dry_run: request.dry_run,
+                now: clock.now(),
+            };
             let (shared, scanned) = scan_all(read, &policy, &scanner, context).await?;
             report.shared = shared;
             let mut scanned = scanned.into_iter();
@@ -359,14 +376,14 @@ async fn scan_all(
             return Err(error);
         }
     };
-    let ScanContext { swarm, log, id_key, dry_run } = context;
+    let ScanContext { swarm, log, id_key, dry_run, now } = context;
     let scanned = taken
         .into_iter()
         .zip(plans)
         .map(|((handle, counts), (items, plan, scan_seconds))| {
-            let mut events = retrieval_events(swarm, &handle.agent, &counts);
+            let mut events = retrieval_events(swarm, &handle.agent, &counts, now);
             if !dry_run {
-                events.extend(plan.events(Timestamp::now(), id_key));
+                events.extend(plan.events(now, id_key));
             }
             let (events, verdicts_dropped) = fit_to_log(events, log, id_key);
             ScannedAgent { handle, items, plan, counts, events, verdicts_dropped, scan_seconds }
@@ -381,6 +398,8 @@ struct ScanContext<'a> {
     log: &'a dyn EventLog,
     id_key: &'a IdKey,
     dry_run: bool,
+    /// The time the run's events are written with.
+    now: Timestamp,
 }
 
 /// Adds the counts a run takes from the memory actor to the items of its
@@ -520,7 +539,7 @@ fn count_outcomes(plan: &ConsolidationPlan) {
 
 /// The retrieval counts as `memories_retrieved` events of the agent. Ids
 /// are fresh: counts are new traffic each time.
-fn retrieval_events(swarm: &str, agent: &str, counts: &[(String, u32)]) -> Vec<Event> {
+fn retrieval_events(swarm: &str, agent: &str, counts: &[(String, u32)], now: Timestamp) -> Vec<Event> {
     counts
         .chunks(COUNTS_PER_EVENT)
         .map(|chunk| {
@@ -528,7 +547,7 @@ fn retrieval_events(swarm: &str, agent: &str, counts: &[(String, u32)]) -> Vec<E
                 .iter()
                 .map(|(item_id, count)| RetrievalCount { item_id: item_id.clone(), count: *count })
                 .collect();
-            Event::new(swarm, agent, EventKind::MemoriesRetrieved(MemoriesRetrieved { counts }))
+            Event::new(swarm, agent, EventKind::MemoriesRetrieved(MemoriesRetrieved { counts })).with_ts(now)
         })
         .collect()
 }

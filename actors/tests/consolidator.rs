@@ -176,6 +176,40 @@ async fn a_dry_run_writes_nothing_and_a_real_run_writes_verdicts_that_memory_app
 }
 
 #[actix_rt::test]
+async fn verdicts_and_retrieval_counts_carry_the_time_of_the_consolidators_clock() {
+    let fixture = fixture(&given_events()).await;
+    let handle = fixture.caught_up().await;
+    // A search, so that the run also writes a retrieval count.
+    assert!(!search(&handle, "nightly build release profile").await.is_empty());
+    let at: mneme_events::Timestamp = "2031-05-04T03:02:01Z".parse().unwrap();
+    let clock = Arc::new(mneme_events::TestClock::at(at));
+    let consolidator = Consolidator::new(
+        SWARM,
+        fixture.log.clone(),
+        fixture.supervisor.clone(),
+        ConsolidationPolicy::default(),
+        ConsolidationSchedule::default(),
+        IdKey::from_bytes([0; 32]),
+    )
+    .with_clock(clock.clone())
+    .start();
+    let end_before = fixture.log.last_seq().await.unwrap();
+    let run = consolidator.send(ConsolidationRequest { dry_run: false, agent: None }).await.unwrap().unwrap();
+    assert!(run.events_written() >= 2, "{run:#?}");
+    let written: Vec<Event> = fixture
+        .log
+        .read(end_before + 1, None, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.record.expect("the run writes valid events"))
+        .collect();
+    let kinds: Vec<&str> = written.iter().map(Event::kind_name).collect();
+    assert!(kinds.contains(&"memories_retrieved") && kinds.contains(&"memories_merged"), "{kinds:?}");
+    assert!(written.iter().all(|event| event.ts == at), "every event of the run is written at the clock's time");
+}
+
+#[actix_rt::test]
 async fn queries_answer_while_a_scan_is_under_way() {
     let fixture = fixture(&given_events()).await;
     let handle = fixture.caught_up().await;

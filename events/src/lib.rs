@@ -4,6 +4,7 @@
 //! log and snapshots store rkyv ([`storage`]). Every way into an [`Event`]
 //! from outside goes through validation, so an `Event` value is always valid.
 
+mod clock;
 pub mod derived;
 mod envelope;
 mod error;
@@ -13,6 +14,7 @@ pub mod schema;
 pub mod storage;
 mod upcast;
 
+pub use clock::{Clock, SystemClock, TestClock};
 pub use derived::IdKey;
 pub use envelope::{
     CURRENT_SCHEMA_VERSION, Event, EventId, MAX_CORRELATION_ID_LEN, MAX_NAME_LEN, Scope, Timestamp, published_number,

@@ -20,6 +20,7 @@ use crate::http::{self, auth};
 use crate::model;
 use crate::nats as nats_queries;
 use crate::service::{QueryPermits, Service};
+use mneme_events::SystemClock;
 use mneme_projections::TextIndex;
 
 /// HTTP worker threads. Queries are answered by memory actors on their own
@@ -104,6 +105,7 @@ pub async fn serve(config: SwarmConfig, shutdown: impl Future<Output = ()>) -> a
         memory_config,
         consolidator,
         id_key,
+        clock: Arc::new(SystemClock),
         query_permits: QueryPermits::new(config.http.max_queries_in_flight),
         shutting_down: shutting_down_receiver,
     });

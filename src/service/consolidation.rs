@@ -109,7 +109,8 @@ impl Service {
                 resolution,
                 note: body.note.filter(|note| !note.trim().is_empty()),
             }),
-        );
+        )
+        .with_ts(self.clock.now());
         event.validate().map_err(ApiError::from_validation)?;
         let appended = self.log.append(std::slice::from_ref(&event)).await?;
         let seq = appended[0].seq;
@@ -231,7 +232,8 @@ impl Service {
                     of_agent: before.and(body.agent.clone()),
                     reason: body.reason.clone(),
                 }),
-            );
+            )
+            .with_ts(self.clock.now());
             event.validate().map_err(ApiError::from_validation)?;
             tombstones.push((agent, item_ids, event));
         }

@@ -175,6 +175,7 @@ impl Service {
         }
         let event = Event::new(swarm, agent, EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note }))
             .with_id(self.id_key.derive(agent, "handoff_acknowledged", &handoff_id.to_string()))
+            .with_ts(self.clock.now())
             .caused_by(record.received.event_id);
         event.validate().map_err(ApiError::from_validation)?;
         let appended = self.log.append(std::slice::from_ref(&event)).await?;

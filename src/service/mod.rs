@@ -55,6 +55,9 @@ pub struct Service {
     pub consolidator: Addr<Consolidator>,
     /// Keys the ids Mneme derives for its own events (acknowledgements).
     pub id_key: mneme_events::IdKey,
+    /// The time of the events the service writes (acknowledgements,
+    /// resolutions, tombstones).
+    pub clock: Arc<dyn mneme_events::Clock>,
     /// Queries each caller has in flight, over HTTP and NATS.
     pub query_permits: QueryPermits,
     /// Turns true when the server begins to shut down: long-lived responses
