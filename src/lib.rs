@@ -29,8 +29,8 @@ pub mod service;
 /// program quietly instead of panicking.
 pub fn print_line(line: impl std::fmt::Display) {
     use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    if let Err(error) = writeln!(stdout, "{line}") {
+    let written = cli::progress::suspended(|| writeln!(std::io::stdout().lock(), "{line}"));
+    if let Err(error) = written {
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }

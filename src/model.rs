@@ -46,21 +46,13 @@ pub fn run_distill(args: &DistillArgs) -> anyhow::Result<ExitCode> {
     );
 
     let distill_started = Instant::now();
-    let mut reported_tenth = 0;
+    let bar = crate::cli::progress::bar(0, "vocabulary tokens through MiniLM");
     let files = distill_static_model_with_progress(&teacher, &DistillOptions::default(), &mut |progress| {
-        // One line per tenth of the vocabulary: enough to see it move.
-        let tenth = progress.tokens_done * 10 / progress.tokens_total.max(1);
-        if tenth > reported_tenth {
-            reported_tenth = tenth;
-            eprintln!(
-                "  {}/{} vocabulary tokens through MiniLM ({:.0}s)",
-                progress.tokens_done,
-                progress.tokens_total,
-                distill_started.elapsed().as_secs_f64()
-            );
-        }
+        bar.set_length(progress.tokens_total as u64);
+        bar.set_position(progress.tokens_done as u64);
     })
     .with_context(|| format!("distilling a static model from {}", args.minilm.display()))?;
+    bar.finish_and_clear();
     let distill_seconds = distill_started.elapsed().as_secs_f64();
 
     write_static_model(&args.out, &files)?;

@@ -105,7 +105,7 @@ fn events_of_file(text: &str) -> Vec<(String, String)> {
     }
 }
 
-pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCode> {
+pub fn publish(server: &str, file: &str, batch: usize, json: bool) -> anyhow::Result<ExitCode> {
     let text = if file == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).context("reading events from stdin")?;
@@ -115,7 +115,10 @@ pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCod
     };
     let url = format!("{}/v1/events", server.trim_end_matches('/'));
     let (mut accepted, mut duplicates, mut last_seq) = (0usize, 0usize, 0u64);
-    for chunk in events_of_file(&text).chunks(batch.max(1)) {
+    let events = events_of_file(&text);
+    let bar = super::progress::bar(events.len() as u64, "publishing");
+    let mut all_accepted = Vec::with_capacity(events.len());
+    for chunk in events.chunks(batch.max(1)) {
         let body = format!("[{}]", chunk.iter().map(|(_, json)| json.as_str()).collect::<Vec<_>>().join(","));
         let response: AcceptedEvents = call_as(ureq::post(&url), Some(&body)).map_err(|error| {
             // The server names the event by its index in the batch.
@@ -131,7 +134,14 @@ pub fn publish(server: &str, file: &str, batch: usize) -> anyhow::Result<ExitCod
             accepted += 1;
             duplicates += usize::from(item.duplicate);
             last_seq = last_seq.max(item.seq);
+            all_accepted.push(item);
         }
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    if json {
+        out!("{}", serde_json::to_string(&AcceptedEvents { accepted: all_accepted })?);
+        return Ok(ExitCode::SUCCESS);
     }
     out!("published {accepted} events ({duplicates} already on the log); last seq {last_seq}");
     Ok(ExitCode::SUCCESS)
@@ -339,14 +349,20 @@ pub fn tail(server: &str, swarm: &str, agent: Option<&str>, from_seq: u64, follo
     }
 }
 
-pub fn replay(server: &str, swarm: &str, agent: &str, verify: bool) -> anyhow::Result<ExitCode> {
+pub fn replay(server: &str, swarm: &str, agent: &str, verify: bool, json: bool) -> anyhow::Result<ExitCode> {
     let url = format!("{}?verify={verify}", agent_url(server, swarm, agent, "replay"));
+    let spinner = super::progress::spinner(&format!("rebuilding {agent}'s memory from the log on the server"));
     let response: ReplayAnswer = call_as(ureq::post(&url), Some("{}"))?;
+    spinner.finish_and_clear();
+    let matches = response.matches == Some(true);
+    if json {
+        out!("{}", serde_json::to_string_pretty(&response)?);
+        return Ok(if verify && !matches { ExitCode::FAILURE } else { ExitCode::SUCCESS });
+    }
     out!("agent {agent}: replayed {} entries to seq {}", response.entries_read, response.seq);
     out!("  replayed digest {}", response.digest);
     let live_seq = response.live_seq.map_or_else(|| "null".to_string(), |seq| seq.to_string());
     out!("  live digest     {} (seq {live_seq})", response.live_digest.as_deref().unwrap_or(""));
-    let matches = response.matches == Some(true);
     out!("  {}", if matches { "MATCH" } else { "MISMATCH" });
     Ok(if verify && !matches { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

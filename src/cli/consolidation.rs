@@ -117,10 +117,15 @@ pub fn resolve(
     contradiction_id: &str,
     resolution: &str,
     note: Option<&str>,
+    json: bool,
 ) -> anyhow::Result<ExitCode> {
     let url = swarm_url(server, swarm, &format!("contradictions/{}/resolve", encode(contradiction_id)));
     let body = ResolveBody { resolution: resolution.to_string(), note: note.map(str::to_string) };
     let answer: Resolved = call_as(ureq::post(&url), Some(&serde_json::to_string(&body)?))?;
+    if json {
+        print_line(serde_json::to_string_pretty(&answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     print_line(format!("resolved {contradiction_id} ({resolution}) at seq {}", answer.seq));
     Ok(ExitCode::SUCCESS)
 }
@@ -132,6 +137,7 @@ pub fn purge(
     item_ids: &[String],
     before: Option<&str>,
     reason: Option<&str>,
+    json: bool,
 ) -> anyhow::Result<ExitCode> {
     let url = swarm_url(server, swarm, "purge");
     let body = PurgeBody {
@@ -141,6 +147,10 @@ pub fn purge(
         reason: reason.map(str::to_string),
     };
     let answer: PurgeAnswer = call_as(ureq::post(&url), Some(&serde_json::to_string(&body)?))?;
+    if json {
+        print_line(serde_json::to_string_pretty(&answer)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     for purged in &answer.purged {
         let snapshot_seq = purged.snapshot_seq.map_or("null".to_string(), |seq| seq.to_string());
         print_line(format!(

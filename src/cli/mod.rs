@@ -4,6 +4,7 @@
 pub mod client;
 mod consolidation;
 mod offline;
+pub mod progress;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,6 +23,10 @@ struct Cli {
     /// API token for a server with `[[http.tokens]]` (sent as a bearer token).
     #[arg(long, env = "MNEME_TOKEN", global = true, hide_env_values = true)]
     token: Option<String>,
+    /// Print what the API answered, as JSON, instead of text for people
+    /// (one JSON object per line where a verb prints a stream).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -65,9 +70,6 @@ enum Command {
         /// Show each retriever's rank and score per hit.
         #[arg(long)]
         explain: bool,
-        /// Print the JSON response instead of a table.
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -85,8 +87,6 @@ enum Command {
         /// Only what was valid at this RFC 3339 event time.
         #[arg(long)]
         as_of: Option<String>,
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -108,8 +108,6 @@ enum Command {
         budget: usize,
         #[command(flatten)]
         signals: client::SignalArgs,
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -123,8 +121,6 @@ enum Command {
         /// index, compressed, summary, findings, full or original.
         #[arg(long, default_value = "summary")]
         level: String,
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -192,9 +188,6 @@ enum Command {
         /// A note to record with --ack.
         #[arg(long, requires = "ack")]
         note: Option<String>,
-        /// Print JSON (one handoff per line with --follow).
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -208,8 +201,6 @@ enum Command {
         agent: Option<String>,
         #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
         swarm: String,
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -219,8 +210,6 @@ enum Command {
         agent: Option<String>,
         #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
         swarm: String,
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -345,7 +334,7 @@ pub fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     client::use_api_token(cli.token);
-    match run(cli.command) {
+    match run(cli.command, cli.json) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
@@ -354,7 +343,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> anyhow::Result<ExitCode> {
+fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
             let config = args.load()?;
@@ -375,21 +364,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             })?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch),
-        Command::Search {
-            target,
-            query,
-            k,
-            mode,
-            kind,
-            since,
-            until,
-            entity,
-            correlation_id,
-            explain,
-            json,
-            server,
-        } => {
+        Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch, json),
+        Command::Search { target, query, k, mode, kind, since, until, entity, correlation_id, explain, server } => {
             let mut parameters = vec![("q", query), ("k", k.to_string()), ("mode", mode)];
             let optional = [("kind", kind), ("since", since), ("until", until), ("entity", entity)];
             parameters.extend(optional.into_iter().filter_map(|(name, value)| value.map(|value| (name, value))));
@@ -401,7 +377,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             client::search(&server.server, &target.swarm, &target.agent, &parameters, explain, json)
         }
-        Command::Graph { target, entity, hops, relations, as_of, json, server } => {
+        Command::Graph { target, entity, hops, relations, as_of, server } => {
             let mut parameters = vec![("entity", entity), ("hops", hops.to_string())];
             parameters.extend(relations.map(|relations| ("relations", relations)));
             parameters.extend(as_of.map(|as_of| ("as_of", as_of)));
@@ -412,13 +388,13 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Distill(args) => crate::model::run_distill(&args),
-        Command::Context { target, query, budget, signals, json, server } => {
+        Command::Context { target, query, budget, signals, server } => {
             client::context(&server.server, &target.swarm, &target.agent, &query, budget, &signals, json)
         }
-        Command::Phase { target, phase_id, level, json, server } => {
+        Command::Phase { target, phase_id, level, server } => {
             client::phase(&server.server, &target.swarm, &target.agent, phase_id.as_deref(), &level, json)
         }
-        Command::Handoffs { target, follow, ack, note, json, server } => client::handoffs(
+        Command::Handoffs { target, follow, ack, note, server } => client::handoffs(
             &server.server,
             &target.swarm,
             &target.agent,
@@ -439,27 +415,37 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                     load_config_file(config.as_deref()).context("loading the swarm configuration")?;
                 swarm_config.swarm.name = target.swarm.clone();
                 swarm_config.log.data_dir = data_dir;
-                actix::System::new().block_on(offline::replay(&swarm_config, &target.agent, verify))
+                actix::System::new().block_on(offline::replay(&swarm_config, &target.agent, verify, json))
             }
-            None => client::replay(&server.server, &target.swarm, &target.agent, verify),
+            None => client::replay(&server.server, &target.swarm, &target.agent, verify, json),
         },
         Command::Audit { item_id, agent, since, format, swarm, server } => {
+            // --json is the JSON-lines format.
+            let format = if json { client::AuditFormat::Jsonl } else { format };
             client::audit(&server.server, &swarm, item_id.as_deref(), agent.as_deref(), since.as_deref(), format)
         }
-        Command::Consolidate { dry_run, agent, swarm, json, server } => {
+        Command::Consolidate { dry_run, agent, swarm, server } => {
             consolidation::consolidate(&server.server, &swarm, agent.as_deref(), dry_run, json)
         }
-        Command::Contradictions { agent, swarm, json, server } => {
+        Command::Contradictions { agent, swarm, server } => {
             consolidation::contradictions(&server.server, &swarm, agent.as_deref(), json)
         }
         Command::Resolve { contradiction_id, resolution, note, swarm, server } => {
-            consolidation::resolve(&server.server, &swarm, &contradiction_id, &resolution, note.as_deref())
+            consolidation::resolve(&server.server, &swarm, &contradiction_id, &resolution, note.as_deref(), json)
         }
         Command::Purge { items, agent, before, reason, swarm, server } => {
             if items.is_empty() && before.is_none() {
                 anyhow::bail!("mneme purge needs --item ID (repeatable) or --agent A --before TIME");
             }
-            consolidation::purge(&server.server, &swarm, agent.as_deref(), &items, before.as_deref(), reason.as_deref())
+            consolidation::purge(
+                &server.server,
+                &swarm,
+                agent.as_deref(),
+                &items,
+                before.as_deref(),
+                reason.as_deref(),
+                json,
+            )
         }
     }
 }

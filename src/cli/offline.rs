@@ -44,7 +44,7 @@ pub async fn tail(
 /// Rebuilds `agent` from the log and compares it with the memory persisted
 /// in the data dir: its snapshot plus the log's tail, which is exactly what
 /// the server would hold after a restart.
-pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool) -> anyhow::Result<ExitCode> {
+pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool, json: bool) -> anyhow::Result<ExitCode> {
     let swarm = &config.swarm.name;
     let log = backend::open_log(config).await?;
     let snapshot_dir = backend::snapshot_dir(config);
@@ -52,15 +52,34 @@ pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool) -> anyhow::
         format!("opening the snapshot store in {} (is a server running on it?)", snapshot_dir.display())
     })?;
     let memory_config = config.memory_config(model::load_configured_embedder(config)?);
+    let spinner = super::progress::spinner(&format!("restoring {agent}'s persisted memory"));
     let persisted = restore_or_new(&store, swarm, agent, memory_config.clone(), log.last_seq().await?)?;
     let snapshot_seq = persisted.checkpoint();
     let (persisted, tail) = continue_from_log(log.as_ref(), persisted, None).await?;
+    spinner.set_message(format!("rebuilding {agent}'s memory from the log"));
     let (_, rebuilt) = rebuild_from_log(log.as_ref(), agent, memory_config, Some(persisted.checkpoint())).await?;
+    spinner.finish_and_clear();
     let persisted_digest = persisted.digest();
+    let matches = persisted_digest == rebuilt.digest && persisted.checkpoint() == rebuilt.checkpoint;
+    let exit = if verify && !matches { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    if json {
+        let report = serde_json::json!({
+            "agent": agent,
+            "seq": rebuilt.checkpoint,
+            "digest": rebuilt.digest,
+            "entries_read": rebuilt.entries_read,
+            "persisted_seq": persisted.checkpoint(),
+            "persisted_digest": persisted_digest,
+            "snapshot_seq": snapshot_seq,
+            "tail_entries": tail.entries_read,
+            "matches": matches,
+        });
+        out!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(exit);
+    }
     out!("agent {agent}: replayed {} entries to seq {}", rebuilt.entries_read, rebuilt.checkpoint);
     out!("  replayed digest  {}", rebuilt.digest);
     out!("  persisted digest {persisted_digest} (snapshot at seq {snapshot_seq} + {} tail entries)", tail.entries_read);
-    let matches = persisted_digest == rebuilt.digest && persisted.checkpoint() == rebuilt.checkpoint;
     out!("  {}", if matches { "MATCH" } else { "MISMATCH" });
-    Ok(if verify && !matches { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(exit)
 }

@@ -121,6 +121,14 @@ struct Measured {
 }
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    let suite = args.suite.to_possible_value().map_or_else(String::new, |value| value.get_name().to_string());
+    let progress = mneme::cli::progress::spinner(&format!("bench {suite}: measuring (results print as they come)"));
+    let measured = run_suite(args).await;
+    progress.finish_and_clear();
+    measured
+}
+
+async fn run_suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let items = |default: usize| args.items.unwrap_or(default);
     let queries = |default: usize| args.queries.unwrap_or(default);
     match args.suite {

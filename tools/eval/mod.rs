@@ -65,6 +65,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let size = GeneratorSize::parse(&args.size).map_err(anyhow::Error::msg)?;
     let embedder = resolve_embedder(&args.embedder)?;
     let mut timings = BTreeMap::new();
+    let progress = mneme::cli::progress::spinner("generating the swarm");
     let started = Instant::now();
     let dataset = generate(args.seed, size);
     timings.insert("generate_s", started.elapsed().as_secs_f64());
@@ -73,6 +74,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(scratch.path.join("dataset.json"), serde_json::to_vec(&dataset)?).context("writing dataset.json")?;
     let server = ServerProcess::start(&scratch.path, &dataset.agents, embedder)?;
 
+    progress.set_message(format!("publishing {} events", dataset.events.len()));
     let started = Instant::now();
     let last_seq = publish(&server, &dataset.events)?;
     timings.insert("publish_s", started.elapsed().as_secs_f64());
@@ -80,11 +82,13 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     wait_until_applied(&server, &dataset.agents, last_seq)?;
     timings.insert("apply_wait_s", started.elapsed().as_secs_f64());
 
+    progress.set_message(format!("asking {} questions", dataset.truth.questions.len()));
     let started = Instant::now();
     let retrieval = evaluate_retrieval(&server, &dataset, last_seq)?;
     timings.insert("retrieval_s", started.elapsed().as_secs_f64());
     let context = evaluate_context_budgets(&server, &dataset.truth.questions, args.context_samples, last_seq)?;
 
+    progress.set_message("consolidating, then scoring contradictions, dedup, forgetting and compression");
     let started = Instant::now();
     let consolidation: ConsolidationAnswer =
         call_as(ureq::post(&server.url(&format!("/v1/swarms/{EVAL_SWARM}/consolidate"))), Some("{}"))?;
@@ -114,6 +118,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         timings,
     };
     drop(server);
+    progress.finish_and_clear();
     match args.format {
         EvalFormat::Json => out!("{}", serde_json::to_string_pretty(&report.to_json())?),
         EvalFormat::Table => print_table(&report),

@@ -1,0 +1,49 @@
+//! The CLI prints text for people by default and the API's JSON with
+//! `--json` (a global flag: before or after the verb), and draws no progress
+//! when stderr is not a terminal (here it is a pipe): scripts get only the
+//! result.
+
+mod common;
+
+use common::MnemeServer;
+use mneme_api::consolidation::{ContradictionsAnswer, PurgeAnswer};
+use mneme_api::log::AcceptedEvents;
+use mneme_api::memory::ReplayAnswer;
+
+fn stdout_and_quiet_stderr(output: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.trim().is_empty(), "nothing on a piped stderr but errors: {stderr:?}");
+    common::stdout_of(output)
+}
+
+#[test]
+fn verbs_print_text_by_default_and_the_apis_json_with_json_and_no_progress_into_a_pipe() {
+    let work = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start(work.path(), None);
+    let example = common::example_path();
+    let example = example.to_str().unwrap();
+
+    let text = stdout_and_quiet_stderr(&server.cli(&["publish", example]));
+    assert!(text.starts_with("published 572 events (0 already on the log); last seq 572"), "{text}");
+    let again = stdout_and_quiet_stderr(&server.cli(&["--json", "publish", example]));
+    let accepted: AcceptedEvents = serde_json::from_str(&again).unwrap_or_else(|error| panic!("{error}: {again}"));
+    assert_eq!(accepted.accepted.len(), 572);
+    assert!(accepted.accepted.iter().all(|event| event.duplicate), "published twice: every event a duplicate");
+
+    let text = stdout_and_quiet_stderr(&server.cli(&["replay", "--agent", "coder", "--verify"]));
+    assert!(text.contains("MATCH") && !text.contains("MISMATCH"), "{text}");
+    let json = stdout_and_quiet_stderr(&server.cli(&["replay", "--agent", "coder", "--verify", "--json"]));
+    let replay: ReplayAnswer = serde_json::from_str(&json).unwrap_or_else(|error| panic!("{error}: {json}"));
+    assert_eq!(replay.matches, Some(true), "{replay:?}");
+
+    let json = stdout_and_quiet_stderr(&server.cli(&["contradictions", "--json"]));
+    let _: ContradictionsAnswer = serde_json::from_str(&json).unwrap_or_else(|error| panic!("{error}: {json}"));
+
+    let item = accepted.accepted[0].id.clone();
+    let json = stdout_and_quiet_stderr(&server.cli(&["purge", "--item", &item, "--json"]));
+    let purge: PurgeAnswer = serde_json::from_str(&json).unwrap_or_else(|error| panic!("{error}: {json}"));
+    assert!(!purge.purged.is_empty(), "{purge:?}");
+    let text = stdout_and_quiet_stderr(&server.cli(&["purge", "--item", &item]));
+    assert!(text.starts_with("already purged from"), "{text}");
+}
