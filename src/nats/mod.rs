@@ -62,7 +62,7 @@ pub async fn serve_queries(service: Arc<Service>, broker: Arc<dyn Broker>) {
                 while let Some(request) = requests.next().await {
                     // Each request on its own task: a slow context
                     // assembly must not hold up another agent's search.
-                    actix_web::rt::spawn(answer_and_reply(service.clone(), broker.clone(), request));
+                    actix_rt::spawn(answer_and_reply(service.clone(), broker.clone(), request));
                 }
                 tracing::warn!("the NATS query subscription ended; subscribing again");
             }
