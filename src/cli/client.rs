@@ -52,7 +52,7 @@ pub fn call_as<T: serde::de::DeserializeOwned>(request: ureq::Request, body: Opt
 
 /// Sends a request and returns the JSON body; an error response becomes an
 /// error naming its code, field and message.
-pub fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
+fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
     let url = request.url().to_string();
     let request = authorized(request);
     let response = match body {

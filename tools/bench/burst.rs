@@ -6,11 +6,11 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
 use crate::bench::{SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};
 use crate::eval::ServerProcess;
-use mneme::cli::client::call;
+use mneme::cli::client::call_as;
+use mneme_api::log::AcceptedEvents;
+use mneme_api::memory::SearchAnswer;
 
 /// A word no generated text holds, in the last event of the burst.
 const LAST_WORD: &str = "burstfinalmarker";
@@ -42,9 +42,8 @@ pub fn run(events: usize, agent_count: usize, batch: usize) -> anyhow::Result<Ex
     let mut last_seq = 0;
     for chunk in bodies.chunks(batch.max(1)) {
         let body = format!("[{}]", chunk.join(","));
-        let answer = call(ureq::post(&server.url("/v1/events")), Some(&body))?;
-        let accepted = answer["accepted"].as_array().context("the API's accepted list")?;
-        last_seq = last_seq.max(accepted.iter().filter_map(|event| event["seq"].as_u64()).max().unwrap_or(0));
+        let answer: AcceptedEvents = call_as(ureq::post(&server.url("/v1/events")), Some(&body))?;
+        last_seq = last_seq.max(answer.accepted.iter().map(|event| event.seq).max().unwrap_or(0));
     }
     let accept_seconds = started.elapsed().as_secs_f64();
     server.kill_hard()?;
@@ -63,8 +62,8 @@ pub fn run(events: usize, agent_count: usize, batch: usize) -> anyhow::Result<Ex
         // BM25 alone: hybrid search always has vector neighbours to show.
         let path = format!("/v1/swarms/{SWARM}/agents/{agent}/search?q={LAST_WORD}&k=1&mode=bm25");
         loop {
-            let answer = call(ureq::get(&server.url(&path)), None)?;
-            if answer["hits"][0]["seq"].as_u64() == Some(last_seq) {
+            let answer: SearchAnswer = call_as(ureq::get(&server.url(&path)), None)?;
+            if answer.hits.first().map(|hit| hit.seq) == Some(last_seq) {
                 break;
             }
             anyhow::ensure!(Instant::now() < deadline, "{agent} did not find the last event within 600 s");
