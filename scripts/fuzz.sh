@@ -38,7 +38,8 @@ cargo fuzz build --sanitizer none
 echo "fuzz targets built in $((SECONDS - build_started)) s"
 
 host_triple="$(rustc -vV | sed -n 's/^host: //p')"
-binary_dir="${fuzz_dir}/target/${host_triple}/release"
+# cargo builds into $CARGO_TARGET_DIR when it is set.
+binary_dir="${CARGO_TARGET_DIR:-${fuzz_dir}/target}/${host_triple}/release"
 findings_total=0
 for target in $(cargo fuzz list); do
     corpus="${fuzz_dir}/corpus/${target}"
