@@ -382,3 +382,31 @@ fn the_tools_table_names_every_tool_and_key_the_graph_reads() {
         assert!(missing.is_empty(), "README Tools: {list} has {missing:?}, which the README does not name");
     }
 }
+
+/// The payload table says what the event schema (`schemas/events.schema.json`,
+/// generated from the types) says: each kind's top-level fields, and which
+/// are required.
+#[test]
+fn the_payload_table_agrees_with_the_event_schema() {
+    let schema = mneme_events::schema::event_schema().to_value();
+    let definitions = schema["$defs"].as_object().expect("the schema has $defs");
+    let documented = documented_payloads();
+    for variant in schema["oneOf"].as_array().expect("one schema per kind") {
+        let kind = variant["title"].as_str().unwrap();
+        let reference = variant["properties"]["data"]["$ref"].as_str().unwrap_or_else(|| panic!("{kind}: {variant}"));
+        let payload = &definitions[reference.trim_start_matches("#/$defs/")];
+        let in_schema: BTreeSet<String> =
+            payload["properties"].as_object().map(|fields| fields.keys().cloned().collect()).unwrap_or_default();
+        let required_in_schema: BTreeSet<String> = payload["required"]
+            .as_array()
+            .map(|names| names.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
+        let fields = documented.get(kind).map(Vec::as_slice).unwrap_or_default();
+        let top_level: Vec<&Field> = fields.iter().filter(|field| !field.path.contains('.')).collect();
+        let in_readme: BTreeSet<String> = top_level.iter().map(|field| leaf_name(&field.path)).collect();
+        let required_in_readme: BTreeSet<String> =
+            top_level.iter().filter(|field| field.required).map(|field| leaf_name(&field.path)).collect();
+        assert_eq!(in_readme, in_schema, "{kind}: the README's fields against the schema's");
+        assert_eq!(required_in_readme, required_in_schema, "{kind}: required fields, README against schema");
+    }
+}
