@@ -18,7 +18,7 @@ use mneme_api::consolidation::PurgeAnswer;
 use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseEvents, PhasesAnswer};
 use mneme_api::handoffs::{Acknowledged, HandoffDelivery, HandoffsAnswer};
 use mneme_api::log::{AcceptedEvents, AgentProvenance, EventsPage, Health, LogEntry, SwarmProvenance};
-use mneme_api::memory::SearchAnswer;
+use mneme_api::memory::{ItemAnswer, ItemStates, SearchAnswer};
 use mneme_api::{ErrorBody, ErrorDetail};
 use mneme_nats::server::NatsServer;
 use serde_json::{Value, json};
@@ -230,6 +230,12 @@ impl ReviewerQueries for OverHttp<'_> {
                 &format!("{base}/provenance/{}?min_seq={min_seq}", body["item_id"].as_str().unwrap()),
             ),
             "phase" => self.server.get_as(Some(self.token), &format!("{base}/phases?min_seq={min_seq}")),
+            "items" => match body["item_id"].as_str() {
+                Some(item_id) => {
+                    self.server.get_as(Some(self.token), &format!("{base}/items/{item_id}?min_seq={min_seq}"))
+                }
+                None => self.server.get_as(Some(self.token), &format!("{base}/items?min_seq={min_seq}")),
+            },
             "handoffs" => self.server.get_as(Some(self.token), &format!("{base}/handoffs?min_seq={min_seq}")),
             "ack" => {
                 let path = format!("{base}/handoffs/{}/ack", body["handoff_id"].as_str().unwrap());
@@ -304,6 +310,14 @@ fn assert_reviewer_sees_shared_work_only(queries: &dyn ReviewerQueries, min_seq:
     let LogEntry::Event(first) = &provenance.events[0] else { panic!("{provenance:?}") };
     assert_eq!(first.decode().unwrap().id.to_string(), DECISION_ID, "{provenance:?}");
     assert_no_secret("reviewer provenance", &serde_json::to_string(&provenance).unwrap());
+
+    let hidden = queries.query("reviewer", "items", json!({"item_id": PRIVATE_NOTE_ID, "min_seq": min_seq}));
+    assert_eq!(refusal("a private item", hidden).code, "unknown_item");
+    let item = queries.query("reviewer", "items", json!({"item_id": DECISION_ID, "min_seq": min_seq}));
+    let item: ItemAnswer = answered("an item", item);
+    assert_eq!((item.item_id.as_str(), item.agent.as_str()), (DECISION_ID, "coder"), "{item:?}");
+    let states: ItemStates = answered("item states", queries.query("reviewer", "items", json!({"min_seq": min_seq})));
+    assert!(states.states.get("active").copied().unwrap_or(0) > 0, "{states:?}");
 
     let phases = queries.query("reviewer", "phase", json!({"min_seq": min_seq})).unwrap();
     assert_no_secret("reviewer phases", &phases.to_string());

@@ -435,6 +435,16 @@ pub struct PhaseQuery {
     pub min_seq: Option<u64>,
 }
 
+/// The body of the NATS `items` query: one item with its state and
+/// provenance (`GET …/items/{item_id}`), or without `item_id` how many
+/// items are in each state (`GET …/items`).
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItemQuery {
+    pub item_id: Option<String>,
+    pub min_seq: Option<u64>,
+}
+
 /// The body of the NATS `ack` query.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

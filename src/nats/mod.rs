@@ -10,6 +10,7 @@
 //! | `graph`      | `{"entity", "hops", "relations", ...}`   | `GET …/graph?…`                     |
 //! | `provenance` | `{"item_id"}`                            | `GET …/provenance/{item_id}`        |
 //! | `phase`      | `{"phase_id", "level"}`; `{}` lists them | `GET …/phases/{id}`, `GET …/phases` |
+//! | `items`      | `{"item_id"}`; `{}` counts by state      | `GET …/items/{id}`, `GET …/items`   |
 //! | `handoffs`   | `{}` or `{"min_seq"}`                    | `GET …/handoffs`                    |
 //! | `ack`        | `{"handoff_id", "note"}`                 | `POST …/handoffs/{id}/ack`          |
 //!
@@ -28,14 +29,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use mneme_api::params::{
-    AcknowledgeQuery, ContextBody, GraphParams, MinSeqParams, PhaseParams, PhaseQuery, ProvenanceParams, SearchParams,
-    quote,
+    AcknowledgeQuery, ContextBody, GraphParams, ItemQuery, MinSeqParams, PhaseParams, PhaseQuery, ProvenanceParams,
+    SearchParams, quote,
 };
 
 use crate::service::{ApiError, Service, json_body};
 
 /// The verbs a query subject may end in.
-pub const QUERY_VERBS: [&str; 7] = ["search", "context", "graph", "provenance", "phase", "handoffs", "ack"];
+pub const QUERY_VERBS: [&str; 8] = ["search", "context", "graph", "provenance", "phase", "items", "handoffs", "ack"];
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Replies go only to subjects under this prefix, NATS clients' default
 /// inboxes, or under `_INBOX_<agent>.` for a query of `<agent>`: the
@@ -133,6 +134,13 @@ pub async fn answer(service: &Service, request: &QueryRequest) -> Result<Value, 
                     "level is for one phase: name it with phase_id, or send no level for the listing",
                 )),
                 None => json(service.phases(swarm, agent, body.min_seq).await),
+            }
+        }
+        "items" => {
+            let body: ItemQuery = body_of(&request.body)?;
+            match &body.item_id {
+                Some(item_id) => json(service.item(swarm, agent, item_id, body.min_seq).await),
+                None => json(service.item_states(swarm, agent, body.min_seq).await),
             }
         }
         "handoffs" => {

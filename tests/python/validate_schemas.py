@@ -59,6 +59,7 @@ QUERY_BODIES = {
     "graph": "GraphParams",
     "provenance": "ProvenanceParams",
     "phase": "PhaseQuery",
+    "items": "ItemQuery",
     "handoffs": "MinSeqParams",
     "ack": "AcknowledgeQuery",
 }
