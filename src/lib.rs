@@ -10,7 +10,8 @@
 //!   transports until its shutdown future resolves.
 //! - [`cli`]: the `mneme` verbs; [`cli::client`] speaks HTTP with the wire
 //!   types of `mneme-api`.
-//! - [`model`]: embedding models on the binary's side.
+//! - [`model`]: embedding models on the binary's side; [`progress`]: the
+//!   long verbs' progress bars, on a terminal only.
 
 /// `println!` that ends the program quietly when stdout is a closed pipe.
 #[macro_export]
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod http;
 pub mod model;
 pub mod nats;
+pub mod progress;
 pub mod server;
 pub mod service;
 
@@ -29,7 +31,7 @@ pub mod service;
 /// program quietly instead of panicking.
 pub fn print_line(line: impl std::fmt::Display) {
     use std::io::Write;
-    let written = cli::progress::suspended(|| writeln!(std::io::stdout().lock(), "{line}"));
+    let written = progress::suspended(|| writeln!(std::io::stdout().lock(), "{line}"));
     if let Err(error) = written {
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);

@@ -46,7 +46,7 @@ pub fn run_distill(args: &DistillArgs) -> anyhow::Result<ExitCode> {
     );
 
     let distill_started = Instant::now();
-    let bar = crate::cli::progress::bar(0, "vocabulary tokens through MiniLM");
+    let bar = crate::progress::bar(0, "vocabulary tokens through MiniLM");
     let files = distill_static_model_with_progress(&teacher, &DistillOptions::default(), &mut |progress| {
         bar.set_length(progress.tokens_total as u64);
         bar.set_position(progress.tokens_done as u64);

@@ -116,7 +116,7 @@ pub fn publish(server: &str, file: &str, batch: usize, json: bool) -> anyhow::Re
     let url = format!("{}/v1/events", server.trim_end_matches('/'));
     let (mut accepted, mut duplicates, mut last_seq) = (0usize, 0usize, 0u64);
     let events = events_of_file(&text);
-    let bar = super::progress::bar(events.len() as u64, "publishing");
+    let bar = crate::progress::bar(events.len() as u64, "publishing");
     let mut all_accepted = Vec::with_capacity(events.len());
     for chunk in events.chunks(batch.max(1)) {
         let body = format!("[{}]", chunk.iter().map(|(_, json)| json.as_str()).collect::<Vec<_>>().join(","));
@@ -351,7 +351,7 @@ pub fn tail(server: &str, swarm: &str, agent: Option<&str>, from_seq: u64, follo
 
 pub fn replay(server: &str, swarm: &str, agent: &str, verify: bool, json: bool) -> anyhow::Result<ExitCode> {
     let url = format!("{}?verify={verify}", agent_url(server, swarm, agent, "replay"));
-    let spinner = super::progress::spinner(&format!("rebuilding {agent}'s memory from the log on the server"));
+    let spinner = crate::progress::spinner(&format!("rebuilding {agent}'s memory from the log on the server"));
     let response: ReplayAnswer = call_as(ureq::post(&url), Some("{}"))?;
     spinner.finish_and_clear();
     let matches = response.matches == Some(true);

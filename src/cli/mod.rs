@@ -4,7 +4,6 @@
 pub mod client;
 mod consolidation;
 mod offline;
-pub mod progress;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -52,7 +52,7 @@ pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool, json: bool)
         format!("opening the snapshot store in {} (is a server running on it?)", snapshot_dir.display())
     })?;
     let memory_config = config.memory_config(model::load_configured_embedder(config)?);
-    let spinner = super::progress::spinner(&format!("restoring {agent}'s persisted memory"));
+    let spinner = crate::progress::spinner(&format!("restoring {agent}'s persisted memory"));
     let persisted = restore_or_new(&store, swarm, agent, memory_config.clone(), log.last_seq().await?)?;
     let snapshot_seq = persisted.checkpoint();
     let (persisted, tail) = continue_from_log(log.as_ref(), persisted, None).await?;
