@@ -122,7 +122,7 @@ struct Measured {
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let suite = args.suite.to_possible_value().map_or_else(String::new, |value| value.get_name().to_string());
-    let progress = mneme::cli::progress::spinner(&format!("bench {suite}: measuring (results print as they come)"));
+    let progress = mneme::progress::spinner(&format!("bench {suite}: measuring (results print as they come)"));
     let measured = run_suite(args).await;
     progress.finish_and_clear();
     measured

@@ -65,7 +65,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let size = GeneratorSize::parse(&args.size).map_err(anyhow::Error::msg)?;
     let embedder = resolve_embedder(&args.embedder)?;
     let mut timings = BTreeMap::new();
-    let progress = mneme::cli::progress::spinner("generating the swarm");
+    let progress = mneme::progress::spinner("generating the swarm");
     let started = Instant::now();
     let dataset = generate(args.seed, size);
     timings.insert("generate_s", started.elapsed().as_secs_f64());
