@@ -125,6 +125,11 @@ impl Route {
         self.answer = Answer::Json(200, answer);
         self
     }
+
+    const fn answer_with(mut self, answer: Answer) -> Route {
+        self.answer = answer;
+        self
+    }
 }
 
 use Method::{Get, Post};
@@ -135,16 +140,14 @@ pub const ROUTES: &[Route] = &[
     route(Get, "/healthz", Op::Health, "Whether the log answers, and its last seq").answer(of::<Health>),
     route(Get, "/v1/openapi.json", Op::OpenApi, "This document: the API's OpenAPI 3.1 description").answer(any_object),
     route(Get, "/metrics", Op::Metrics, "Prometheus metrics (needs an unbound token when tokens are configured)"),
-    Route {
-        answer: Answer::Json(202, of::<AcceptedEvents>),
-        ..route(
-            Post,
-            "/v1/events",
-            Op::AppendEvents,
-            "Publish one event or an array; all are validated before any is appended",
-        )
-        .body(events_body)
-    },
+    route(
+        Post,
+        "/v1/events",
+        Op::AppendEvents,
+        "Publish one event or an array; all are validated before any is appended",
+    )
+    .body(events_body)
+    .answer_with(Answer::Json(202, of::<AcceptedEvents>)),
     route(Get, "/v1/swarms/{swarm}/events", Op::Events, "A page of the log")
         .query(of::<EventsParams>)
         .answer(of::<EventsPage>),
@@ -215,16 +218,14 @@ pub const ROUTES: &[Route] = &[
     )
     .query(of::<MinSeqParams>)
     .answer(of::<ItemAnswer>),
-    Route {
-        answer: Answer::JsonOrEvents(of::<HandoffsAnswer>, of::<crate::handoffs::HandoffDelivery>),
-        ..route(
-            Get,
-            "/v1/swarms/{swarm}/agents/{agent}/handoffs",
-            Op::Handoffs,
-            "Handoffs the agent received, pending first; follow=true streams new ones as server-sent events",
-        )
-        .query(of::<HandoffsParams>)
-    },
+    route(
+        Get,
+        "/v1/swarms/{swarm}/agents/{agent}/handoffs",
+        Op::Handoffs,
+        "Handoffs the agent received, pending first; follow=true streams new ones as server-sent events",
+    )
+    .query(of::<HandoffsParams>)
+    .answer_with(Answer::JsonOrEvents(of::<HandoffsAnswer>, of::<crate::handoffs::HandoffDelivery>)),
     route(
         Post,
         "/v1/swarms/{swarm}/agents/{agent}/handoffs/{handoff_id}/ack",

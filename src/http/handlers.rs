@@ -206,6 +206,7 @@ pub(super) async fn contradictions(
 pub(super) async fn resolve(service: State, path: AgentPath, _: web::Query<NoParams>, payload: web::Payload) -> Answer {
     let body = read_command_body(payload).await?;
     let (swarm, contradiction_id) = path.into_inner();
+    // A wrong swarm is named before a bad body, as the API always did.
     service.check_swarm(&swarm)?;
     let body: ResolveBody = json_body(&body)?;
     ok(service.resolve(&swarm, &contradiction_id, body).await?)
@@ -213,6 +214,7 @@ pub(super) async fn resolve(service: State, path: AgentPath, _: web::Query<NoPar
 
 pub(super) async fn purge(service: State, swarm: SwarmPath, _: web::Query<NoParams>, payload: web::Payload) -> Answer {
     let body = read_command_body(payload).await?;
+    // A wrong swarm is named before a bad body, as the API always did.
     service.check_swarm(&swarm)?;
     let body: PurgeBody = json_body(&body)?;
     ok(service.purge(&swarm, body).await?)

@@ -18,7 +18,7 @@ use mneme_actors::{
 
 use crate::http::{self, auth};
 use crate::model;
-use crate::nats as nats_queries;
+use crate::nats;
 use crate::service::{QueryPermits, Service};
 use mneme_events::SystemClock;
 use mneme_projections::TextIndex;
@@ -96,7 +96,7 @@ pub async fn serve(config: SwarmConfig, shutdown: impl Future<Output = ()>) -> a
         tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
     }
     let (shutting_down, shutting_down_receiver) = tokio::sync::watch::channel(false);
-    let state = web::Data::new(Service {
+    let service = web::Data::new(Service {
         config: config.clone(),
         log,
         supervisor: supervisor.clone(),
@@ -112,10 +112,10 @@ pub async fn serve(config: SwarmConfig, shutdown: impl Future<Output = ()>) -> a
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
     if let Some(broker) = opened.broker.clone() {
-        actix_web::rt::spawn(nats_queries::serve_queries(state.clone().into_inner(), broker));
+        actix_web::rt::spawn(nats::serve_queries(service.clone().into_inner(), broker));
     }
     let server = HttpServer::new(move || {
-        App::new().app_data(state.clone()).wrap(from_fn(auth::require_token)).configure(http::routes)
+        App::new().app_data(service.clone()).wrap(from_fn(auth::require_token)).configure(http::routes)
     })
     .workers(HTTP_WORKERS)
     .disable_signals()
