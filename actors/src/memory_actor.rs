@@ -16,7 +16,7 @@ use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
 use mneme_projections::tokens;
 use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, HandoffRecord, MemoryItem, OpenContradiction,
+    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, HandoffRecord, MemoryItem, OpenContradiction,
     ProjectionError, ProvenanceRef, ResolvedContradiction, SearchHit, SearchRequest,
 };
 use tokio::sync::watch;
@@ -387,6 +387,8 @@ pub enum Query {
     /// `handoff_sent`, as assembled when the memory applied it; see
     /// [`AgentMemory::sent_bundle`].
     SentBundle(EventId),
+    /// Core memory, with the role and block limit the configuration gives.
+    Core(CoreRequest),
 }
 
 #[derive(Debug)]
@@ -405,6 +407,7 @@ pub enum QueryAnswer {
     /// The bundle and the seq of the `handoff_sent` it was assembled at;
     /// `None`: this memory has not applied that handoff of its agent.
     SentBundle(Option<(u64, HandoffBundle)>),
+    Core(Box<CoreMemory>),
 }
 
 /// The contradictions of one memory.
@@ -460,6 +463,7 @@ impl Query {
             Query::Items(_) => "items",
             Query::Handoffs => "handoffs",
             Query::SentBundle(_) => "handoff_bundle",
+            Query::Core(_) => "core",
         }
     }
 }
@@ -548,6 +552,7 @@ impl Handler<Query> for MemoryActor {
             Query::SentBundle(handoff_id) => {
                 QueryAnswer::SentBundle(self.memory.sent_bundle(handoff_id).map(|(seq, bundle)| (seq, bundle.clone())))
             }
+            Query::Core(request) => QueryAnswer::Core(Box::new(self.memory.core_memory(&request))),
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
         Ok(answer)

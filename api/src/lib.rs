@@ -20,6 +20,7 @@
 //! No IO, no HTTP framework, no projection crate: the fuzz target
 //! `fuzz/fuzz_targets/query_params.rs` links this crate alone.
 
+pub mod agent_memory;
 pub mod consolidation;
 pub mod context;
 pub mod error;

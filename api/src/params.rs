@@ -445,6 +445,32 @@ pub struct ItemQuery {
     pub min_seq: Option<u64>,
 }
 
+/// `GET …/agents/{agent}/timeline` parameters, and the NATS `timeline`
+/// body: events after `since_seq`, or from the time `since` (RFC 3339), at
+/// most `limit` (default 50, at most 500).
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineParams {
+    pub since_seq: Option<u64>,
+    pub since: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// The most entries one timeline page holds.
+pub const MAX_TIMELINE_ENTRIES: usize = 500;
+/// Entries a timeline page holds unless asked otherwise.
+pub const DEFAULT_TIMELINE_ENTRIES: usize = 50;
+
+/// The body of the NATS `core` query: read core memory, or with `block`
+/// and `content` replace one block.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CoreQuery {
+    pub block: Option<String>,
+    pub content: Option<String>,
+    pub min_seq: Option<u64>,
+}
+
 /// The body of the NATS `ack` query.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::agent_memory::{CoreMemoryUpdated, NoteWritten};
 use crate::envelope::{EventId, Timestamp};
 use crate::error::{ErrorCode, ValidationError};
 
@@ -125,6 +126,10 @@ event_kinds! {
     MemoriesLinked(MemoriesLinked) = "memories_linked",
     /// Memories were erased from projections on request (a tombstone).
     MemoryPurged(MemoryPurged) = "memory_purged",
+    /// An agent wrote a note into its own memory.
+    NoteWritten(NoteWritten) = "note_written",
+    /// An agent replaced a named block of its core memory.
+    CoreMemoryUpdated(CoreMemoryUpdated) = "core_memory_updated",
 }
 
 fn parse_payload<T: serde::de::DeserializeOwned>(data: serde_json::Value) -> Result<T, ValidationError> {

@@ -4,6 +4,7 @@
 //! log and snapshots store rkyv ([`storage`]). Every way into an [`Event`]
 //! from outside goes through validation, so an `Event` value is always valid.
 
+mod agent_memory;
 mod clock;
 pub mod derived;
 mod envelope;
@@ -14,6 +15,7 @@ pub mod schema;
 pub mod storage;
 mod upcast;
 
+pub use agent_memory::{MAX_TAG_LEN, MAX_TAGS};
 pub use clock::{Clock, SystemClock, TestClock};
 pub use derived::IdKey;
 pub use envelope::{
@@ -26,9 +28,9 @@ pub use json::{
 };
 pub use kinds::{
     BUNDLE_SECTIONS, BundleItem, BundleProvenance, ContradictionDetected, ContradictionResolution,
-    ContradictionResolved, DecisionMade, EventKind, FactAsserted, FactRetracted, HandoffAcknowledged, HandoffBundle,
-    HandoffPackage, HandoffReceived, HandoffSent, JsonText, MemoriesLinked, MemoriesMerged, MemoriesRetrieved,
-    MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten, MemoryIgnored, MemoryLink, MemoryPinned, MemoryPurged,
-    MemoryUnpinned, MessageRecorded, PhaseCompleted, PhaseCompressed, PhaseStarted, PreferenceSet, RetrievalCount,
-    TaskStatus, TaskUpdated, ToolResultRecorded,
+    ContradictionResolved, CoreMemoryUpdated, DecisionMade, EventKind, FactAsserted, FactRetracted,
+    HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent, JsonText, MemoriesLinked,
+    MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten, MemoryIgnored,
+    MemoryLink, MemoryPinned, MemoryPurged, MemoryUnpinned, MessageRecorded, NoteWritten, PhaseCompleted,
+    PhaseCompressed, PhaseStarted, PreferenceSet, RetrievalCount, TaskStatus, TaskUpdated, ToolResultRecorded,
 };

@@ -7,6 +7,7 @@
 mod bm25;
 pub mod consolidation;
 mod context;
+mod core;
 mod digest;
 pub mod embed;
 mod error;
@@ -27,8 +28,11 @@ mod working;
 
 pub use bm25::TextIndex;
 pub use context::{
-    Activity, ContextItem, ContextRequest, ContextResponse, ContextSignals, ContextTier, ThinkingPolicy, TierShares,
-    TierUsage, allocate,
+    Activity, CORE_SHARE, ContextItem, ContextRequest, ContextResponse, ContextSignals, ContextTier, TIERS,
+    ThinkingPolicy, TierShares, TierUsage, allocate,
+};
+pub use core::{
+    CoreBlock, CoreConstraint, CoreMemory, CorePreference, CoreRequest, CoreState, CurrentTask, ShownBlock, TaskSource,
 };
 pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
@@ -37,5 +41,6 @@ pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, Res
 pub use retrieval::{
     RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, embedded_text,
 };
+pub use render::describe;
 pub use shared::SharedContent;
 pub use snapshot::{MEMORY_CHUNK, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart};

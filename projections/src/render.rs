@@ -3,6 +3,22 @@
 
 use mneme_events::{Event, EventKind, TaskStatus};
 
+/// How long a line of the timeline may be, in characters.
+const TIMELINE_CHARS: usize = 400;
+
+/// One line of the swarm's timeline for an event: what memory reads of it,
+/// or for an event that manages memory its kind and payload; cut to a few
+/// hundred characters.
+pub fn describe(event: &Event) -> String {
+    let text = render(event, 4 * 1024)
+        .unwrap_or_else(|| format!("{} {}", event.kind_name(), serde_json::to_string(&event.kind.data()).unwrap_or_default()));
+    let mut chars = text.char_indices();
+    match chars.nth(TIMELINE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
+}
+
 /// Lines of a large output kept from its start and from its end.
 const LARGE_OUTPUT_EDGE_LINES: usize = 15;
 /// Error-looking lines kept from the middle of a large output.
@@ -30,6 +46,7 @@ pub fn carries_content(kind: &EventKind) -> bool {
             | EventKind::MemoryUnpinned(_)
             | EventKind::MemoriesLinked(_)
             | EventKind::MemoryPurged(_)
+            | EventKind::CoreMemoryUpdated(_)
     )
 }
 
@@ -112,6 +129,8 @@ pub(crate) fn render(event: &Event, large_output_bytes: usize) -> Option<String>
             format!("Task {}{title}: {}{note}", task.task_id, task_status_name(task.status))
         }
         EventKind::PreferenceSet(preference) => format!("Preference: {} = {}", preference.key, preference.value),
+        EventKind::NoteWritten(note) if note.tags.is_empty() => format!("Note: {}", note.text),
+        EventKind::NoteWritten(note) => format!("Note [{}]: {}", note.tags.join(", "), note.text),
         // What manages memory rather than says something: the kinds
         // `carries_content` lists. A new kind that says something and is
         // not rendered above fails the assertion in every test build.

@@ -12,7 +12,10 @@
 //! - [`context`]: budgeted context and phases.
 //! - [`consolidation`]: consolidation runs, contradictions, purges.
 //! - [`handoffs`]: handoffs received, followed and acknowledged.
+//! - [`agent_memory`]: core memory, notes, the timeline; writes that
+//!   answer once applied.
 
+pub mod agent_memory;
 pub mod caller;
 pub mod consolidation;
 pub mod context;

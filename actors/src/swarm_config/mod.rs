@@ -46,6 +46,8 @@ pub struct SwarmConfig {
     #[serde(default)]
     pub handoffs: HandoffsSection,
     #[serde(default)]
+    pub core: CoreSection,
+    #[serde(default)]
     pub agents: Vec<AgentConfig>,
     /// `http.tokens` with their secrets from the file or the environment,
     /// resolved and checked at load.
@@ -212,6 +214,29 @@ pub struct HandoffsSection {
     /// receiving agent reads first, so small enough to leave it room to work.
     #[serde(default = "default_bundle_tokens")]
     pub bundle_tokens: usize,
+}
+
+/// Core memory: the blocks an agent edits itself.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CoreSection {
+    /// Tokens a block may hold; a longer edit is refused with this limit
+    /// named.
+    #[serde(default = "default_core_block_tokens")]
+    pub block_tokens: usize,
+}
+
+/// The most tokens `core.block_tokens` may allow.
+pub const MAX_CORE_BLOCK_TOKENS: usize = 8000;
+
+fn default_core_block_tokens() -> usize {
+    500
+}
+
+impl Default for CoreSection {
+    fn default() -> Self {
+        CoreSection { block_tokens: default_core_block_tokens() }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -446,6 +471,7 @@ impl SwarmConfig {
             compression: CompressionSection::default(),
             consolidation: ConsolidationSection::default(),
             handoffs: HandoffsSection::default(),
+            core: CoreSection::default(),
             agents: Vec::new(),
             api_tokens: Vec::new(),
         }
@@ -532,6 +558,12 @@ impl SwarmConfig {
             return Err(format!(
                 "handoffs.bundle_tokens = {}; expected a number of tokens from 1 to {MAX_BUNDLE_TOKENS}",
                 self.handoffs.bundle_tokens
+            ));
+        }
+        if !(1..=MAX_CORE_BLOCK_TOKENS).contains(&self.core.block_tokens) {
+            return Err(format!(
+                "core.block_tokens = {}; expected a number of tokens from 1 to {MAX_CORE_BLOCK_TOKENS}",
+                self.core.block_tokens
             ));
         }
         self.check_nats_credentials()?;

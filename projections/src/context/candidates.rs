@@ -10,7 +10,7 @@ use crate::phases::{Phase, PhaseLevel};
 use crate::retrieval::{SearchFilters, SearchMode, SearchRequest};
 use crate::tokens;
 
-use super::{ContextItem, ContextRequest, ContextTier, MIN_TRUNCATED_TOKENS, ThinkingPolicy, line};
+use super::{ContextItem, ContextRequest, ContextTier, MIN_TRUNCATED_TOKENS, TIERS, ThinkingPolicy, line};
 
 /// Items of the newest this-many tool results looked at for failures when
 /// the agent names no error.
@@ -74,7 +74,7 @@ fn cut_to_counting_size(mut text: String) -> String {
 
 impl Candidate {
     #[allow(clippy::too_many_arguments)] // one line's every field, named at each call
-    fn new(
+    pub(super) fn new(
         tier: ContextTier,
         reason: &'static str,
         key: String,
@@ -169,19 +169,20 @@ impl AgentMemory {
         &mut self,
         request: &ContextRequest,
         policy: ThinkingPolicy,
-    ) -> Result<[Vec<Candidate>; 4], ProjectionError> {
+    ) -> Result<[Vec<Candidate>; TIERS], ProjectionError> {
         let current_task = self.current_task(request);
         let critical = self.critical_candidates(request, current_task.as_deref())?;
         let relevant = self.relevant_candidates(request, policy)?;
         let background = self.background_candidates(policy, current_task.as_deref());
         let index = self.index_candidates();
-        let mut pools = [critical, relevant, background, index];
+        let core = self.core_candidates(&request.core);
+        let mut pools = [core, critical, relevant, background, index];
         self.mark_superseded_items(&mut pools);
         Ok(pools)
     }
 
     /// Marks the items among the candidates that a later event superseded.
-    fn mark_superseded_items(&self, pools: &mut [Vec<Candidate>; 4]) {
+    fn mark_superseded_items(&self, pools: &mut [Vec<Candidate>; TIERS]) {
         let supersessions = self.supersessions();
         for candidate in pools.iter_mut().flatten() {
             if !candidate.key.starts_with("seq:") {

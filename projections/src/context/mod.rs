@@ -1,6 +1,8 @@
-//! Budgeted context: what an agent should know right now, in four tiers,
+//! Budgeted context: what an agent should know right now, in five tiers,
 //! counted in real tokens and never over budget.
 //!
+//! - **core**: core memory (see `core.rs`): who the agent is, its current
+//!   task, its constraints, the handoffs waiting for it, its own blocks;
 //! - **critical**: open contradictions, recent errors and what fixed them,
 //!   active decisions touching the current file or task;
 //! - **relevant**: recent turns, hybrid retrieval for the query, and what
@@ -12,13 +14,15 @@
 //! - **index**: pointers to what can be expanded (phases, busy entities),
 //!   each with an id to ask about.
 //!
-//! The budget is split 25 / 37.5 / 25 / 12.5 % (widened by the activity);
+//! The budget gives core memory 10 % and splits the rest 25 / 37.5 / 25 /
+//! 12.5 % (widened by the activity);
 //! a tier that cannot use its share gives it to the others. Each tier's
 //! candidates are built first, then placed most important first; the whole
 //! rendered text is counted again and trimmed until it fits.
 
 mod budget;
 mod candidates;
+mod core_tier;
 
 use std::collections::HashSet;
 
@@ -28,7 +32,10 @@ use crate::memory::AgentMemory;
 use crate::phases::PhaseLevel;
 use crate::tokens;
 
-pub use budget::{TierShares, allocate};
+pub use budget::{CORE_SHARE, TierShares, allocate};
+
+/// How many tiers a context has.
+pub const TIERS: usize = 5;
 use candidates::Candidate;
 
 /// A hit is cut to fit what remains only if at least this much remains;
@@ -141,15 +148,27 @@ pub struct ContextRequest {
     pub query: String,
     pub budget_tokens: usize,
     pub signals: ContextSignals,
+    /// The agent's role and block limits, for the core tier.
+    pub core: crate::core::CoreRequest,
 }
 
 impl ContextRequest {
     pub fn new(query: impl Into<String>, budget_tokens: usize) -> ContextRequest {
-        ContextRequest { query: query.into(), budget_tokens, signals: ContextSignals::default() }
+        ContextRequest {
+            query: query.into(),
+            budget_tokens,
+            signals: ContextSignals::default(),
+            core: crate::core::CoreRequest::default(),
+        }
     }
 
     pub fn with_signals(mut self, signals: ContextSignals) -> ContextRequest {
         self.signals = signals;
+        self
+    }
+
+    pub fn with_core(mut self, core: crate::core::CoreRequest) -> ContextRequest {
+        self.core = core;
         self
     }
 }
@@ -157,18 +176,20 @@ impl ContextRequest {
 /// The tiers, most important first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ContextTier {
-    Critical = 0,
-    Relevant = 1,
-    Background = 2,
-    Index = 3,
+    Core = 0,
+    Critical = 1,
+    Relevant = 2,
+    Background = 3,
+    Index = 4,
 }
 
 impl ContextTier {
-    pub const ALL: [ContextTier; 4] =
-        [ContextTier::Critical, ContextTier::Relevant, ContextTier::Background, ContextTier::Index];
+    pub const ALL: [ContextTier; TIERS] =
+        [ContextTier::Core, ContextTier::Critical, ContextTier::Relevant, ContextTier::Background, ContextTier::Index];
 
     pub fn as_str(self) -> &'static str {
         match self {
+            ContextTier::Core => "core",
             ContextTier::Critical => "critical",
             ContextTier::Relevant => "relevant",
             ContextTier::Background => "background",
@@ -178,6 +199,7 @@ impl ContextTier {
 
     fn heading(self) -> &'static str {
         match self {
+            ContextTier::Core => "## Core memory\n",
             ContextTier::Critical => "## Critical\n",
             ContextTier::Relevant => "## Relevant\n",
             ContextTier::Background => "## Background\n",
@@ -248,7 +270,12 @@ impl AgentMemory {
         // far from overflow whatever a caller asks.
         let budget = request.budget_tokens.min(MAX_BUDGET_TOKENS);
         let policy = ThinkingPolicy::from_thinking_budget(request.signals.thinking_budget);
-        let header = format!("# Memory of {} (swarm {}), as of seq {}\n", self.agent, self.swarm, self.checkpoint);
+        let header = match request.core.role.as_deref().filter(|role| !role.trim().is_empty()) {
+            Some(role) => {
+                format!("# Memory of {} (swarm {}; role: {role}), as of seq {}\n", self.agent, self.swarm, self.checkpoint)
+            }
+            None => format!("# Memory of {} (swarm {}), as of seq {}\n", self.agent, self.swarm, self.checkpoint),
+        };
         let header_tokens = tokens::count(&header);
         // Headings are reserved up front so that the final count does not
         // have to drop a chosen item to make room for them.
@@ -295,13 +322,13 @@ impl AgentMemory {
 /// candidates first; then offers what is left to candidates that did not
 /// fit, tier by tier.
 fn place(
-    pools: &[Vec<Candidate>; 4],
+    pools: &[Vec<Candidate>; TIERS],
     available: usize,
     shares: &TierShares,
     policy: ThinkingPolicy,
     chosen: &mut Vec<ContextItem>,
 ) -> Vec<TierUsage> {
-    let wanted: [usize; 4] = std::array::from_fn(|tier| pools[tier].iter().map(Candidate::wanted_tokens).sum());
+    let wanted: [usize; TIERS] = std::array::from_fn(|tier| pools[tier].iter().map(Candidate::wanted_tokens).sum());
     let allocation = allocate(available, shares, wanted.map(|tokens| tokens.min(available)));
     let mut placed: HashSet<(usize, usize)> = HashSet::new();
     let mut shown_keys: HashSet<String> = HashSet::new();
@@ -376,7 +403,8 @@ fn line_for(item: &ContextItem) -> String {
 fn line(seq: u64, kind: &str, id: &str, text: &str) -> String {
     let text = text.replace('\n', "\n  ");
     match kind {
-        "phase" | "task" | "contradiction" | "entity" => format!("- [{kind} {id}] {text}\n"),
+        "phase" | "task" | "contradiction" | "entity" | "handoff" => format!("- [{kind} {id}] {text}\n"),
+        "core" => format!("- [{id}] {text}\n"),
         "session" | "fix" | "workflow" => format!("- [{kind}] {text}\n"),
         _ => format!("- [seq {seq} {kind}] {text}\n"),
     }

@@ -60,6 +60,10 @@ impl FactGraph {
             EventKind::TaskUpdated(task) => self.apply_task(task, &context),
             EventKind::PreferenceSet(preference) => self.apply_preference(preference, &context),
             EventKind::MemoriesLinked(linked) => self.apply_links(linked, &context),
+            EventKind::NoteWritten(note) => {
+                let text = format!("{}\n{}", note.text, note.tags.join(" "));
+                self.link_prose(MentionSource::Item, &text, &context);
+            }
             // A received handoff repeats the sent one; usage feedback,
             // forgetting and consolidation outcomes change items, not facts;
             // a compressed phase restates what its events already said.

@@ -83,6 +83,7 @@ impl AgentMemory {
             hasher.number(seen.seq);
             hasher.number(seen.fingerprint);
         }
+        self.core.digest_into(&mut hasher);
         hasher.number(self.config.handoff_bundle_tokens as u64);
         hasher.number(self.sent_bundles.len() as u64);
         for (handoff_id, (sent_seq, bundle)) in &self.sent_bundles {

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use mneme_events::{ContradictionResolution, Event, EventId, EventKind, HandoffBundle, Scope};
 
 use crate::bm25::{Bm25Index, TextIndex};
+use crate::core::CoreState;
 use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, GraphView, Holding, Subgraph, SwarmGraph};
@@ -225,6 +226,8 @@ pub struct AgentMemory {
     pub(crate) resolved_contradictions: BTreeMap<String, ResolvedContradiction>,
     /// Handoffs this agent received, by the id of their `handoff_sent`.
     pub(crate) handoffs: BTreeMap<EventId, HandoffRecord>,
+    /// Core memory as the log made it (see `core.rs`).
+    pub(crate) core: CoreState,
     /// The context bundle of each handoff this agent sent, by the id of its
     /// `handoff_sent`: assembled when the event is applied, so it holds what
     /// the agent knew when it handed off, however late the router asks.
@@ -326,6 +329,7 @@ impl AgentMemory {
             open_contradictions: BTreeMap::new(),
             resolved_contradictions: BTreeMap::new(),
             handoffs: BTreeMap::new(),
+            core: CoreState::default(),
             sent_bundles: BTreeMap::new(),
             seen_order: Vec::new(),
             changes: Changes::everything(),
@@ -508,6 +512,7 @@ impl AgentMemory {
                 _ => {}
             }
         }
+        self.core.observe(seq, event, own);
         self.seen_ids.insert(event.id, SeenId { seq, fingerprint });
         self.seen_order.push((seq, event.id));
         self.changes.seen(seq);
@@ -654,7 +659,7 @@ mod tests {
             "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
             "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
         let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
-        assert_eq!(crate::SNAPSHOT_FORMAT, 15);
+        assert_eq!(crate::SNAPSHOT_FORMAT, 16);
         assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
     }
 }

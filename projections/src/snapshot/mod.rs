@@ -39,7 +39,7 @@ use crate::phases::{PhasePart, PhaseRecord, PhaseTrackerRecord};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 15;
+pub const SNAPSHOT_FORMAT: u32 = 16;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -242,6 +242,8 @@ struct MemorySnapshot {
     handoffs: Vec<HandoffSnapshotRecord>,
     /// Bundles of the handoffs this agent sent: (handoff id, its seq, bundle).
     sent_bundles: Vec<(u128, u64, HandoffBundle)>,
+    /// Core memory (see `core.rs`).
+    core: crate::core::CoreState,
     /// Where the memory's documents are in a text index on disk, and their
     /// statistics; `None` in RAM (a restore indexes the items again).
     text: Option<TextRecord>,

@@ -294,6 +294,7 @@ impl AgentMemory {
         memory.open_contradictions = open_contradictions;
         memory.resolved_contradictions = resolved_contradictions;
         memory.handoffs = handoffs;
+        memory.core = snapshot.core;
         memory.sent_bundles =
             snapshot.sent_bundles.into_iter().map(|(id, seq, bundle)| (EventId(id), (seq, bundle))).collect();
         memory.changes = Changes::default();

@@ -163,6 +163,7 @@ impl AgentMemory {
                 })
                 .collect(),
             sent_bundles: self.sent_bundles.iter().map(|(id, (seq, bundle))| (id.0, *seq, bundle.clone())).collect(),
+            core: self.core.clone(),
             text: self.bm25.saved().map(|saved| TextRecord {
                 index_id: saved.index_id,
                 owner: saved.owner,

@@ -1,0 +1,298 @@
+//! Core memory: what an agent always has at the top of its context — who
+//! it is, what it is doing, under which constraints, the handoffs waiting
+//! for it, and the named blocks it edits itself.
+//!
+//! The state here is a pure function of the events the memory applies: the
+//! agent's own `core_memory_updated`, `task_updated` and `handoff_received`,
+//! and every `preference_set` it sees. Identity and role come from the
+//! swarm's configuration at query time ([`CoreRequest`]); block limits are
+//! the API's to enforce when it takes an edit, and a block on the log over
+//! its limit is shown cut to it (see [`CoreMemory::blocks`]).
+
+use std::collections::BTreeMap;
+
+use mneme_events::{Event, EventId, EventKind, TaskStatus, Timestamp};
+
+use crate::handoffs::HandoffRecord;
+use crate::item::ProvenanceRef;
+use crate::memory::AgentMemory;
+
+/// A block of core memory as last written.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CoreBlock {
+    pub content: String,
+    /// The `core_memory_updated` event that wrote it.
+    pub seq: u64,
+    pub event_id: u128,
+    pub ts: i64,
+}
+
+/// Where the current task was learnt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub enum TaskSource {
+    TaskUpdated,
+    HandoffReceived,
+}
+
+impl TaskSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSource::TaskUpdated => "task_updated",
+            TaskSource::HandoffReceived => "handoff_received",
+        }
+    }
+}
+
+/// The task the agent works on: the latest of its own `task_updated`
+/// (open, in progress or blocked) and `handoff_received`. A task marked
+/// done or cancelled is current no more.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CurrentTask {
+    /// The `task_updated` task id, or the handoff's id.
+    pub task_id: String,
+    /// The task's title, or the handoff's task text.
+    pub title: String,
+    /// `open`, `in_progress`, `blocked`; `handed_off` for a handoff.
+    pub status: String,
+    pub source: TaskSource,
+    /// The sender, for a handoff.
+    pub from: Option<String>,
+    pub seq: u64,
+    pub event_id: u128,
+}
+
+/// A preference the agent sees, as last set.
+#[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CorePreference {
+    pub value: String,
+    pub agent: String,
+    pub seq: u64,
+    pub event_id: u128,
+}
+
+/// What the log made of an agent's core memory.
+#[derive(Debug, Clone, PartialEq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CoreState {
+    pub blocks: BTreeMap<String, CoreBlock>,
+    pub task: Option<CurrentTask>,
+    pub preferences: BTreeMap<String, CorePreference>,
+}
+
+impl CoreState {
+    /// Takes in an event the memory applies; `own` says whether its agent
+    /// wrote it.
+    pub(crate) fn observe(&mut self, seq: u64, event: &Event, own: bool) {
+        let event_id = event.id.0;
+        match &event.kind {
+            EventKind::CoreMemoryUpdated(update) if own => {
+                if update.content.trim().is_empty() {
+                    self.blocks.remove(&update.block);
+                } else {
+                    let block = CoreBlock { content: update.content.clone(), seq, event_id, ts: event.ts.0 };
+                    self.blocks.insert(update.block.clone(), block);
+                }
+            }
+            EventKind::TaskUpdated(update) if own => match update.status {
+                TaskStatus::Done | TaskStatus::Cancelled => {
+                    if self.task.as_ref().is_some_and(|task| task.task_id == update.task_id) {
+                        self.task = None;
+                    }
+                }
+                status => {
+                    let title = update.title.clone().or_else(|| {
+                        self.task.as_ref().filter(|task| task.task_id == update.task_id).map(|task| task.title.clone())
+                    });
+                    self.task = Some(CurrentTask {
+                        task_id: update.task_id.clone(),
+                        title: title.unwrap_or_else(|| update.task_id.clone()),
+                        status: task_status_name(status).to_string(),
+                        source: TaskSource::TaskUpdated,
+                        from: None,
+                        seq,
+                        event_id,
+                    });
+                }
+            },
+            EventKind::HandoffReceived(received) if own => {
+                let title = received.package.as_ref().map(|package| package.task.clone());
+                self.task = Some(CurrentTask {
+                    task_id: received.handoff_id.to_string(),
+                    title: title.unwrap_or_else(|| format!("handoff {} from {}", received.handoff_id, received.from)),
+                    status: "handed_off".to_string(),
+                    source: TaskSource::HandoffReceived,
+                    from: Some(received.from.clone()),
+                    seq,
+                    event_id,
+                });
+            }
+            EventKind::PreferenceSet(preference) => {
+                if preference.value.trim().is_empty() {
+                    self.preferences.remove(&preference.key);
+                } else {
+                    let set =
+                        CorePreference { value: preference.value.clone(), agent: event.agent.clone(), seq, event_id };
+                    self.preferences.insert(preference.key.clone(), set);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Feeds the memory's digest, so that replay checks core memory too.
+    pub(crate) fn digest_into(&self, hasher: &mut crate::digest::ContentHasher) {
+        hasher.number(self.blocks.len() as u64);
+        for (name, block) in &self.blocks {
+            hasher.text(name);
+            hasher.text(&block.content);
+            hasher.number(block.seq);
+        }
+        match &self.task {
+            None => hasher.number(0),
+            Some(task) => {
+                hasher.number(task.seq);
+                hasher.text(&task.task_id);
+                hasher.text(&task.title);
+                hasher.text(&task.status);
+            }
+        }
+        hasher.number(self.preferences.len() as u64);
+        for (key, preference) in &self.preferences {
+            hasher.text(key);
+            hasher.text(&preference.value);
+            hasher.number(preference.seq);
+        }
+    }
+}
+
+fn task_status_name(status: TaskStatus) -> &'static str {
+    match status {
+        TaskStatus::Open => "open",
+        TaskStatus::InProgress => "in_progress",
+        TaskStatus::Blocked => "blocked",
+        TaskStatus::Done => "done",
+        TaskStatus::Cancelled => "cancelled",
+    }
+}
+
+/// What the caller knows that the log does not: the agent's role from the
+/// swarm's configuration, and each block's token limit.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CoreRequest {
+    pub role: Option<String>,
+    /// Tokens a block is shown with at most; `None`: whole.
+    pub block_tokens: Option<usize>,
+}
+
+/// A constraint the agent works under, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreConstraint {
+    pub text: String,
+    /// `handoff` or `preference`.
+    pub source: &'static str,
+    pub provenance: ProvenanceRef,
+}
+
+/// A block as shown: cut to its limit if the log holds more.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShownBlock {
+    pub name: String,
+    pub content: String,
+    pub tokens: usize,
+    /// Whether the content was cut to the limit.
+    pub truncated: bool,
+    pub provenance: ProvenanceRef,
+    pub updated_at: Timestamp,
+}
+
+/// An agent's core memory, as of its memory's checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreMemory {
+    pub agent: String,
+    pub role: Option<String>,
+    pub task: Option<CurrentTask>,
+    pub constraints: Vec<CoreConstraint>,
+    /// Handoffs received and not yet acknowledged, oldest first.
+    pub pending_handoffs: Vec<HandoffRecord>,
+    pub blocks: Vec<ShownBlock>,
+    pub as_of_seq: u64,
+}
+
+impl AgentMemory {
+    /// The core state as the log made it.
+    pub fn core_state(&self) -> &CoreState {
+        &self.core
+    }
+
+    /// Core memory: the state with the caller's identity and limits.
+    pub fn core_memory(&self, request: &CoreRequest) -> CoreMemory {
+        let pending_handoffs: Vec<HandoffRecord> =
+            self.handoffs().into_iter().filter(|record| record.is_pending()).cloned().collect();
+        let mut constraints = Vec::new();
+        // The constraints of every handoff the agent still works on: those
+        // pending and the one that set its task.
+        let current_handoff = self
+            .core
+            .task
+            .as_ref()
+            .filter(|task| task.source == TaskSource::HandoffReceived)
+            .map(|task| task.task_id.clone());
+        for record in self.handoffs() {
+            let working_on = current_handoff.as_deref() == Some(record.handoff_id.to_string().as_str());
+            if !(record.is_pending() || working_on) {
+                continue;
+            }
+            if let Some(package) = &record.package {
+                for constraint in &package.constraints {
+                    constraints.push(CoreConstraint {
+                        text: constraint.clone(),
+                        source: "handoff",
+                        provenance: record.received,
+                    });
+                }
+            }
+        }
+        for (key, preference) in &self.core.preferences {
+            constraints.push(CoreConstraint {
+                text: format!("{key} = {}", preference.value),
+                source: "preference",
+                provenance: ProvenanceRef { seq: preference.seq, event_id: EventId(preference.event_id) },
+            });
+        }
+        let blocks = self
+            .core
+            .blocks
+            .iter()
+            .map(|(name, block)| {
+                let (content, tokens, truncated) = match request.block_tokens {
+                    Some(limit) => {
+                        let whole = crate::tokens::count(&block.content);
+                        if whole > limit {
+                            let (cut, tokens) = crate::tokens::truncate(&block.content, limit);
+                            (cut, tokens, true)
+                        } else {
+                            (block.content.clone(), whole, false)
+                        }
+                    }
+                    None => (block.content.clone(), crate::tokens::count(&block.content), false),
+                };
+                ShownBlock {
+                    name: name.clone(),
+                    content,
+                    tokens,
+                    truncated,
+                    provenance: ProvenanceRef { seq: block.seq, event_id: EventId(block.event_id) },
+                    updated_at: Timestamp(block.ts),
+                }
+            })
+            .collect();
+        CoreMemory {
+            agent: self.agent().to_string(),
+            role: request.role.clone().filter(|role| !role.trim().is_empty()),
+            task: self.core.task.clone(),
+            constraints,
+            pending_handoffs,
+            blocks,
+            as_of_seq: self.checkpoint(),
+        }
+    }
+}

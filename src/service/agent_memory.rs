@@ -1,0 +1,233 @@
+//! What an agent writes into its own memory and reads of it first: core
+//! memory, notes, and the swarm's timeline as it sees it. Every write
+//! answers once the agent's memory has applied it (read-your-writes).
+
+use std::time::Duration;
+
+use mneme_actors::{AgentsWritten, Query, QueryAnswer, handoff_delivery};
+use mneme_api::agent_memory::{
+    CoreBlock, CoreConstraint, CoreMemoryAnswer, CoreTask, CoreUpdateBody, CoreUpdated, NoteBody, TimelineAnswer,
+    TimelineEntry, Written,
+};
+use mneme_api::params::{DEFAULT_TIMELINE_ENTRIES, MAX_TIMELINE_ENTRIES, TimelineParams, quote};
+use mneme_events::{CoreMemoryUpdated, Event, EventKind, NoteWritten, Scope, Timestamp};
+use mneme_projections::{CoreMemory, CoreRequest, enters_memory_of, tokens};
+
+use super::{ApiError, Caller, Service, ask};
+
+/// How long a write waits for the agent's memory to apply it.
+const APPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Records of the log read at once while looking for a timeline's entries.
+const TIMELINE_PAGE: usize = 500;
+/// Pages a timeline reads before it answers with what it found: a time
+/// long past on a long log costs a bounded read, and the answer's
+/// `next_seq` says where to go on.
+const TIMELINE_PAGES: usize = 20;
+
+impl Service {
+    /// The core request for `agent`: its role from `swarm.toml`, the block
+    /// limit of `[core]`.
+    pub fn core_request(&self, agent: &str) -> CoreRequest {
+        CoreRequest {
+            role: self.config.agent(agent).map(|config| config.role.clone()).filter(|role| !role.trim().is_empty()),
+            block_tokens: Some(self.config.core.block_tokens),
+        }
+    }
+
+    /// The agent's core memory.
+    pub async fn core(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<CoreMemoryAnswer, ApiError> {
+        let handle = self.agent_handle(swarm, agent, min_seq).await?;
+        let QueryAnswer::Core(core) = ask(&handle, Query::Core(self.core_request(agent))).await? else {
+            unreachable!("a core query answers with core memory")
+        };
+        Ok(self.core_answer(swarm, *core))
+    }
+
+    fn core_answer(&self, swarm: &str, core: CoreMemory) -> CoreMemoryAnswer {
+        CoreMemoryAnswer {
+            role: core.role,
+            task: core.task.map(|task| CoreTask {
+                task_id: task.task_id,
+                title: task.title,
+                status: task.status,
+                source: task.source.as_str().to_string(),
+                from: task.from,
+                seq: task.seq,
+                event_id: mneme_events::EventId(task.event_id).to_string(),
+            }),
+            constraints: core
+                .constraints
+                .into_iter()
+                .map(|constraint| CoreConstraint {
+                    text: constraint.text,
+                    source: constraint.source.to_string(),
+                    seq: constraint.provenance.seq,
+                    event_id: constraint.provenance.event_id.to_string(),
+                })
+                .collect(),
+            pending_handoffs: core
+                .pending_handoffs
+                .iter()
+                .map(|record| handoff_delivery(swarm, &core.agent, record))
+                .collect(),
+            blocks: core
+                .blocks
+                .into_iter()
+                .map(|block| CoreBlock {
+                    name: block.name,
+                    content: block.content,
+                    tokens: block.tokens,
+                    truncated: block.truncated,
+                    seq: block.provenance.seq,
+                    event_id: block.provenance.event_id.to_string(),
+                    updated_at: block.updated_at,
+                })
+                .collect(),
+            block_tokens: self.config.core.block_tokens,
+            as_of_seq: core.as_of_seq,
+            agent: core.agent,
+        }
+    }
+
+    /// Replaces one block of the agent's core memory; refused over the
+    /// block limit, with the limit named. Core memory is the agent's own:
+    /// the event is private.
+    pub async fn update_core(
+        &self,
+        caller: &Caller,
+        swarm: &str,
+        agent: &str,
+        body: CoreUpdateBody,
+    ) -> Result<CoreUpdated, ApiError> {
+        let limit = self.config.core.block_tokens;
+        let tokens = tokens::count(&body.content);
+        if tokens > limit {
+            return Err(ApiError::bad_parameter(
+                "content",
+                format!(
+                    "block {} is {tokens} tokens; a core memory block holds at most {limit} (core.block_tokens)",
+                    quote(&body.block)
+                ),
+            ));
+        }
+        let kind = EventKind::CoreMemoryUpdated(CoreMemoryUpdated { block: body.block, content: body.content });
+        let event = Event::new(swarm, agent, kind).with_ts(self.clock.now());
+        let written = self.write(caller, event).await?;
+        let core = self.core(swarm, agent, Some(written.seq)).await?;
+        Ok(CoreUpdated { written, core })
+    }
+
+    /// Writes a note into the agent's memory: an item like any other,
+    /// private unless `scope` is `shared`.
+    pub async fn write_note(&self, caller: &Caller, swarm: &str, agent: &str, body: NoteBody) -> Result<Written, ApiError> {
+        let scope = match body.scope.as_deref() {
+            None | Some("private") => Scope::Private,
+            Some("shared") => Scope::Shared,
+            Some(other) => {
+                return Err(ApiError::bad_parameter(
+                    "scope",
+                    format!("scope {} is not one of private, shared", quote(other)),
+                ));
+            }
+        };
+        let kind = EventKind::NoteWritten(NoteWritten { text: body.text, tags: body.tags });
+        let event = Event::new(swarm, agent, kind)
+            .with_ts(self.clock.now())
+            .with_scope(scope)
+            .with_importance(body.importance)
+            .with_correlation(body.task);
+        let mut written = self.write(caller, event).await?;
+        written.item_id = Some(written.event_id.clone());
+        Ok(written)
+    }
+
+    /// Appends one event the service built for `caller`, and answers once
+    /// the memory of the event's agent has applied it. Validated first: a
+    /// field at fault is named, as `data.<field>` becomes `<field>`.
+    pub async fn write(&self, caller: &Caller, event: Event) -> Result<Written, ApiError> {
+        self.check_swarm(&event.swarm)?;
+        if !caller.may_act_as(&event.agent) {
+            return Err(ApiError::forbidden(
+                "forbidden",
+                Some("agent"),
+                format!("{caller} may not write to the memory of {}", quote(&event.agent)),
+            ));
+        }
+        event.validate().map_err(|mut error| {
+            if let Some(field) = error.field.take() {
+                error.field = Some(field.strip_prefix("data.").unwrap_or(&field).to_string());
+            }
+            ApiError::from_validation(error)
+        })?;
+        let appended = self.log.append(std::slice::from_ref(&event)).await?;
+        let appended = appended.first().expect("one event appended, one answer");
+        self.supervisor.do_send(AgentsWritten(vec![event.agent.clone()]));
+        let handle = self.agent_handle(&event.swarm, &event.agent, None).await?;
+        handle.caught_up(self.log.as_ref(), appended.seq, APPLY_TIMEOUT).await?;
+        Ok(Written {
+            event_id: appended.id.to_string(),
+            seq: appended.seq,
+            item_id: None,
+            duplicate: appended.duplicate,
+        })
+    }
+
+    /// What the swarm did after `since_seq` or from the time `since`, as
+    /// `agent` sees it: its own events and the others' shared ones.
+    pub async fn timeline(&self, swarm: &str, agent: &str, params: &TimelineParams) -> Result<TimelineAnswer, ApiError> {
+        self.check_swarm(swarm)?;
+        mneme_events::validate_name(agent).map_err(|error| ApiError::from_validation(error.under("agent")))?;
+        let limit = params.limit.unwrap_or(DEFAULT_TIMELINE_ENTRIES);
+        if !(1..=MAX_TIMELINE_ENTRIES).contains(&limit) {
+            return Err(ApiError::bad_parameter(
+                "limit",
+                format!("limit must be from 1 to {MAX_TIMELINE_ENTRIES}, got {limit}"),
+            ));
+        }
+        let since = match &params.since {
+            Some(text) => Some(
+                text.parse::<Timestamp>()
+                    .map_err(|error| ApiError::bad_parameter("since", error.message))?,
+            ),
+            None => None,
+        };
+        let admitted = self.memory_config.admitted_agents.as_ref();
+        let mut from_seq = params.since_seq.map_or(1, |seq| seq.saturating_add(1));
+        let mut entries = Vec::new();
+        let mut more = false;
+        for _ in 0..TIMELINE_PAGES {
+            let page = self.log.read(from_seq, None, TIMELINE_PAGE).await?;
+            let Some(last) = page.last() else { break };
+            let page_end = last.seq;
+            for entry in &page {
+                from_seq = entry.seq + 1;
+                let Ok(event) = &entry.record else { continue };
+                if !enters_memory_of(agent, admitted, event) || since.is_some_and(|since| event.ts < since) {
+                    continue;
+                }
+                entries.push(TimelineEntry {
+                    seq: entry.seq,
+                    ts: event.ts,
+                    agent: event.agent.clone(),
+                    kind: event.kind_name().to_string(),
+                    task: event.correlation_id.clone(),
+                    event_id: event.id.to_string(),
+                    text: mneme_projections::describe(event),
+                });
+                if entries.len() == limit {
+                    more = entry.seq < page_end || page.len() == TIMELINE_PAGE;
+                    break;
+                }
+            }
+            if entries.len() == limit || page.len() < TIMELINE_PAGE {
+                break;
+            }
+            more = true;
+        }
+        if entries.len() < limit && more {
+            // Stopped by the page bound, not the limit: more may follow.
+            more = self.log.last_seq().await? >= from_seq;
+        }
+        Ok(TimelineAnswer { agent: agent.to_string(), entries, next_seq: from_seq, more })
+    }
+}
