@@ -16,8 +16,8 @@ use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
 use mneme_projections::tokens;
 use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, HandoffRecord, MemoryItem, OpenContradiction,
-    ProjectionError, ProvenanceRef, ResolvedContradiction, SearchHit, SearchRequest,
+    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, HandoffRecord, MemoryItem,
+    OpenContradiction, ProjectionError, ProvenanceRef, ResolvedContradiction, SearchHit, SearchRequest,
 };
 use tokio::sync::watch;
 

@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 
 use crate::ErrorBody;
-use crate::params::{AcknowledgeQuery, ItemQuery, PhaseQuery};
+use crate::params::{AcknowledgeQuery, CoreQuery, ItemQuery, PhaseQuery, TimelineParams};
 use crate::routes::{Answer, Method, ROUTES, Route, SchemaOf, path_parameters};
 
 /// OpenAPI 3.1's schemas are JSON Schema 2020-12, kept under
@@ -164,6 +164,8 @@ pub fn api_schema() -> Value {
     subschema::<PhaseQuery>(&mut generator);
     subschema::<AcknowledgeQuery>(&mut generator);
     subschema::<ItemQuery>(&mut generator);
+    subschema::<CoreQuery>(&mut generator);
+    subschema::<TimelineParams>(&mut generator);
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "Mneme API bodies",

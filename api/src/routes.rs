@@ -6,6 +6,7 @@
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
+use crate::agent_memory::{CoreMemoryAnswer, CoreUpdateBody, CoreUpdated, NoteBody, TimelineAnswer, Written};
 use crate::consolidation::{ConsolidationAnswer, ContradictionsAnswer, PurgeAnswer, PurgeBody, ResolveBody, Resolved};
 use crate::context::{ContextAnswer, PhaseAnswer, PhasesAnswer};
 use crate::handoffs::{AcknowledgeBody, Acknowledged, HandoffsAnswer};
@@ -13,7 +14,7 @@ use crate::log::{AcceptedEvents, AgentProvenance, Agents, DeadLetters, EventsPag
 use crate::memory::{Digest, GraphAnswer, ItemAnswer, ItemStates, ReplayAnswer, SearchAnswer};
 use crate::params::{
     ConsolidateParams, ContextBody, ContextParams, ContradictionParams, EventsParams, GraphParams, HandoffsParams,
-    MinSeqParams, NoParams, PhaseParams, ReplayParams, SearchParams,
+    MinSeqParams, NoParams, PhaseParams, ReplayParams, SearchParams, TimelineParams,
 };
 
 /// What a route does; the server has one handler for each.
@@ -38,6 +39,10 @@ pub enum Operation {
     Item,
     Handoffs,
     Acknowledge,
+    Core,
+    UpdateCore,
+    WriteNote,
+    Timeline,
     Digest,
     Replay,
     Consolidate,
@@ -234,6 +239,38 @@ pub const ROUTES: &[Route] = &[
     )
     .body(of::<AcknowledgeBody>)
     .answer(of::<Acknowledged>),
+    route(
+        Get,
+        "/v1/swarms/{swarm}/agents/{agent}/core",
+        Op::Core,
+        "The agent's core memory: role, current task, constraints, pending handoffs, its blocks",
+    )
+    .query(of::<MinSeqParams>)
+    .answer(of::<CoreMemoryAnswer>),
+    route(
+        Post,
+        "/v1/swarms/{swarm}/agents/{agent}/core",
+        Op::UpdateCore,
+        "Replace one block of the agent's core memory; answers once applied",
+    )
+    .body(of::<CoreUpdateBody>)
+    .answer(of::<CoreUpdated>),
+    route(
+        Post,
+        "/v1/swarms/{swarm}/agents/{agent}/notes",
+        Op::WriteNote,
+        "Write a note into the agent's memory; answers once applied",
+    )
+    .body(of::<NoteBody>)
+    .answer(of::<Written>),
+    route(
+        Get,
+        "/v1/swarms/{swarm}/agents/{agent}/timeline",
+        Op::Timeline,
+        "What the swarm did after a seq or from a time, as the agent sees it",
+    )
+    .query(of::<TimelineParams>)
+    .answer(of::<TimelineAnswer>),
     route(Get, "/v1/swarms/{swarm}/agents/{agent}/digest", Op::Digest, "The memory's checkpoint and digest")
         .query(of::<MinSeqParams>)
         .answer(of::<Digest>),

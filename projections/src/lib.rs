@@ -38,9 +38,9 @@ pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction, enters_memory_of};
+pub use render::describe;
 pub use retrieval::{
     RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, embedded_text,
 };
-pub use render::describe;
 pub use shared::SharedContent;
 pub use snapshot::{MEMORY_CHUNK, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart};

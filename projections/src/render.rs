@@ -10,8 +10,9 @@ const TIMELINE_CHARS: usize = 400;
 /// or for an event that manages memory its kind and payload; cut to a few
 /// hundred characters.
 pub fn describe(event: &Event) -> String {
-    let text = render(event, 4 * 1024)
-        .unwrap_or_else(|| format!("{} {}", event.kind_name(), serde_json::to_string(&event.kind.data()).unwrap_or_default()));
+    let text = render(event, 4 * 1024).unwrap_or_else(|| {
+        format!("{} {}", event.kind_name(), serde_json::to_string(&event.kind.data()).unwrap_or_default())
+    });
     let mut chars = text.char_indices();
     match chars.nth(TIMELINE_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),

@@ -10,7 +10,7 @@ use mneme_api::consolidation::{PurgeBody, ResolveBody};
 use mneme_api::handoffs::{AcknowledgeBody, HandoffDelivery};
 use mneme_api::params::{
     ConsolidateParams, ContextBody, ContextParams, ContradictionParams, EventsParams, GraphParams, HandoffsParams,
-    MinSeqParams, NoParams, PhaseParams, ProvenanceParams, ReplayParams, SearchParams,
+    MinSeqParams, NoParams, PhaseParams, ProvenanceParams, ReplayParams, SearchParams, TimelineParams,
 };
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -189,6 +189,44 @@ pub(super) async fn acknowledge(
         if body.iter().all(u8::is_ascii_whitespace) { AcknowledgeBody::default() } else { json_body(&body)? };
     let (swarm, agent, handoff_id) = path.into_inner();
     ok(service.acknowledge(&swarm, &agent, &handoff_id, body.note).await?)
+}
+
+pub(super) async fn core(service: State, path: AgentPath, params: web::Query<MinSeqParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.core(&swarm, &agent, params.min_seq).await?)
+}
+
+pub(super) async fn update_core(
+    service: State,
+    caller: Option<web::ReqData<Caller>>,
+    path: AgentPath,
+    _: web::Query<NoParams>,
+    payload: web::Payload,
+) -> Answer {
+    let body = read_command_body(payload).await?;
+    let (swarm, agent) = path.into_inner();
+    service.check_swarm(&swarm)?;
+    let caller = caller.map_or(Caller::Anyone, web::ReqData::into_inner);
+    ok(service.update_core(&caller, &swarm, &agent, json_body(&body)?).await?)
+}
+
+pub(super) async fn write_note(
+    service: State,
+    caller: Option<web::ReqData<Caller>>,
+    path: AgentPath,
+    _: web::Query<NoParams>,
+    payload: web::Payload,
+) -> Answer {
+    let body = read_command_body(payload).await?;
+    let (swarm, agent) = path.into_inner();
+    service.check_swarm(&swarm)?;
+    let caller = caller.map_or(Caller::Anyone, web::ReqData::into_inner);
+    ok(service.write_note(&caller, &swarm, &agent, json_body(&body)?).await?)
+}
+
+pub(super) async fn timeline(service: State, path: AgentPath, params: web::Query<TimelineParams>) -> Answer {
+    let (swarm, agent) = path.into_inner();
+    ok(service.timeline(&swarm, &agent, &params).await?)
 }
 
 pub(super) async fn consolidate(service: State, swarm: SwarmPath, params: web::Query<ConsolidateParams>) -> Answer {

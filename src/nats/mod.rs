@@ -13,9 +13,13 @@
 //! | `items`      | `{"item_id"}`; `{}` counts by state      | `GET …/items/{id}`, `GET …/items`   |
 //! | `handoffs`   | `{}` or `{"min_seq"}`                    | `GET …/handoffs`                    |
 //! | `ack`        | `{"handoff_id", "note"}`                 | `POST …/handoffs/{id}/ack`          |
+//! | `core`       | `{}`; `{"block", "content"}` replaces one | `GET …/core`, `POST …/core`         |
+//! | `note`       | `{"text", "tags", "importance", ...}`    | `POST …/notes`                      |
+//! | `timeline`   | `{"since_seq"}` or `{"since"}`, `limit`  | `GET …/timeline?…`                  |
 //!
 //! NATS carries no API token: who may publish on an agent's query subjects
-//! is the NATS server's authorization (per-user subject permissions), and
+//! (and so write its notes and core blocks) is the NATS server's
+//! authorization (per-user subject permissions), and
 //! who may read the answers is who may subscribe to the inboxes
 //! (`_INBOX.>`, or per-user inbox prefixes). Answers go only to `_INBOX.`
 //! subjects, never to a subject of the requester's choosing.
@@ -29,14 +33,17 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use mneme_api::params::{
-    AcknowledgeQuery, ContextBody, GraphParams, ItemQuery, MinSeqParams, PhaseParams, PhaseQuery, ProvenanceParams,
-    SearchParams, quote,
+    AcknowledgeQuery, ContextBody, CoreQuery, GraphParams, ItemQuery, MinSeqParams, PhaseParams, PhaseQuery,
+    ProvenanceParams, SearchParams, TimelineParams, quote,
 };
 
-use crate::service::{ApiError, Service, json_body};
+use mneme_api::agent_memory::{CoreUpdateBody, NoteBody};
+
+use crate::service::{ApiError, Caller, Service, json_body};
 
 /// The verbs a query subject may end in.
-pub const QUERY_VERBS: [&str; 8] = ["search", "context", "graph", "provenance", "phase", "items", "handoffs", "ack"];
+pub const QUERY_VERBS: [&str; 11] =
+    ["search", "context", "graph", "provenance", "phase", "items", "handoffs", "ack", "core", "note", "timeline"];
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Replies go only to subjects under this prefix, NATS clients' default
 /// inboxes, or under `_INBOX_<agent>.` for a query of `<agent>`: the
@@ -151,6 +158,22 @@ pub async fn answer(service: &Service, request: &QueryRequest) -> Result<Value, 
             let body: AcknowledgeQuery = body_of(&request.body)?;
             json(service.acknowledge(swarm, agent, &body.handoff_id, body.note).await)
         }
+        "core" => {
+            let body: CoreQuery = body_of(&request.body)?;
+            match (body.block, body.content) {
+                (Some(block), Some(content)) => {
+                    let update = CoreUpdateBody { block, content };
+                    json(service.update_core(&Caller::Anyone, swarm, agent, update).await)
+                }
+                (None, None) => json(service.core(swarm, agent, body.min_seq).await),
+                (Some(_), None) => {
+                    Err(ApiError::bad_parameter("content", "a block is replaced whole: send its content"))
+                }
+                (None, Some(_)) => Err(ApiError::bad_parameter("block", "name the block the content is for")),
+            }
+        }
+        "note" => json(service.write_note(&Caller::Anyone, swarm, agent, body_of::<NoteBody>(&request.body)?).await),
+        "timeline" => json(service.timeline(swarm, agent, &body_of::<TimelineParams>(&request.body)?).await),
         verb => Err(ApiError::not_found(
             "unknown_verb",
             Some("verb"),

@@ -119,7 +119,13 @@ impl Service {
 
     /// Writes a note into the agent's memory: an item like any other,
     /// private unless `scope` is `shared`.
-    pub async fn write_note(&self, caller: &Caller, swarm: &str, agent: &str, body: NoteBody) -> Result<Written, ApiError> {
+    pub async fn write_note(
+        &self,
+        caller: &Caller,
+        swarm: &str,
+        agent: &str,
+        body: NoteBody,
+    ) -> Result<Written, ApiError> {
         let scope = match body.scope.as_deref() {
             None | Some("private") => Scope::Private,
             Some("shared") => Scope::Shared,
@@ -174,7 +180,12 @@ impl Service {
 
     /// What the swarm did after `since_seq` or from the time `since`, as
     /// `agent` sees it: its own events and the others' shared ones.
-    pub async fn timeline(&self, swarm: &str, agent: &str, params: &TimelineParams) -> Result<TimelineAnswer, ApiError> {
+    pub async fn timeline(
+        &self,
+        swarm: &str,
+        agent: &str,
+        params: &TimelineParams,
+    ) -> Result<TimelineAnswer, ApiError> {
         self.check_swarm(swarm)?;
         mneme_events::validate_name(agent).map_err(|error| ApiError::from_validation(error.under("agent")))?;
         let limit = params.limit.unwrap_or(DEFAULT_TIMELINE_ENTRIES);
@@ -185,10 +196,9 @@ impl Service {
             ));
         }
         let since = match &params.since {
-            Some(text) => Some(
-                text.parse::<Timestamp>()
-                    .map_err(|error| ApiError::bad_parameter("since", error.message))?,
-            ),
+            Some(text) => {
+                Some(text.parse::<Timestamp>().map_err(|error| ApiError::bad_parameter("since", error.message))?)
+            }
             None => None,
         };
         let admitted = self.memory_config.admitted_agents.as_ref();

@@ -29,8 +29,9 @@ impl Service {
             thinking_budget: checked.thinking_budget,
         };
         let handle = self.agent_handle(swarm, agent, checked.min_seq).await?;
-        let request =
-            ContextRequest::new(checked.query, checked.budget).with_signals(signals).with_core(self.core_request(agent));
+        let request = ContextRequest::new(checked.query, checked.budget)
+            .with_signals(signals)
+            .with_core(self.core_request(agent));
         let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
             unreachable!("a context query answers with context")
         };

@@ -62,6 +62,9 @@ QUERY_BODIES = {
     "items": "ItemQuery",
     "handoffs": "MinSeqParams",
     "ack": "AcknowledgeQuery",
+    "core": "CoreQuery",
+    "note": "NoteBody",
+    "timeline": "TimelineParams",
 }
 
 

@@ -272,7 +272,10 @@ impl AgentMemory {
         let policy = ThinkingPolicy::from_thinking_budget(request.signals.thinking_budget);
         let header = match request.core.role.as_deref().filter(|role| !role.trim().is_empty()) {
             Some(role) => {
-                format!("# Memory of {} (swarm {}; role: {role}), as of seq {}\n", self.agent, self.swarm, self.checkpoint)
+                format!(
+                    "# Memory of {} (swarm {}; role: {role}), as of seq {}\n",
+                    self.agent, self.swarm, self.checkpoint
+                )
             }
             None => format!("# Memory of {} (swarm {}), as of seq {}\n", self.agent, self.swarm, self.checkpoint),
         };
