@@ -21,6 +21,7 @@ macro_rules! out {
 
 pub mod cli;
 pub mod http;
+pub mod mcp;
 pub mod model;
 pub mod nats;
 pub mod progress;

@@ -35,7 +35,7 @@ pub fn use_api_token(token: Option<String>) {
     }
 }
 
-fn authorized(request: ureq::Request) -> ureq::Request {
+pub(crate) fn authorized(request: ureq::Request) -> ureq::Request {
     match API_TOKEN.get() {
         Some(token) => request.set("authorization", &format!("Bearer {token}")),
         None => request,

@@ -34,6 +34,20 @@ struct Cli {
 enum Command {
     /// Run the memory service: log, agent memories and HTTP API.
     Serve(ConfigArgs),
+    /// Serve one agent's memory as MCP tools over stdio, for an MCP host
+    /// (Claude Code, Cursor, an agent SDK) to launch: a bridge to a running
+    /// server's /mcp with --server, else the memory service in this process.
+    Mcp {
+        /// The agent whose memory the tools read and write.
+        #[arg(long, env = "MNEME_AGENT")]
+        agent: String,
+        /// Bridge to this running `mneme serve` (its /mcp, with --token or
+        /// MNEME_TOKEN) instead of running the service here.
+        #[arg(long, conflicts_with_all = ["data_dir", "config", "nats", "http"])]
+        server: Option<String>,
+        #[command(flatten)]
+        config: ConfigArgs,
+    },
     /// Publish events from a JSON file (one event or an array), a JSONL file, or `-` for stdin.
     Publish {
         file: String,
@@ -362,6 +376,25 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
                 served
             })?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp { agent, server: Some(server), .. } => {
+            crate::mcp::stdio::bridge(&server, &agent)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp { agent, server: None, config } => {
+            let config = config.load()?;
+            let front = crate::server::Front::McpStdio(agent);
+            actix::System::new().block_on(async {
+                let shutdown = async {
+                    if crate::server::shutdown_signal().await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                crate::server::run(config, front, shutdown).await
+            })?;
+            // Stdin's reader may still be blocked in a read the host never
+            // ends: the snapshots are written, leave without waiting for it.
+            std::process::exit(0);
         }
         Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch, json),
         Command::Search { target, query, k, mode, kind, since, until, entity, correlation_id, explain, server } => {

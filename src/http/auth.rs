@@ -101,6 +101,8 @@ pub fn authorize(tokens: &[ApiToken], presented: Option<Option<String>>, path: &
     let Some(bound_agent) = &token.agent else { return Ok(caller) };
     let open_to_the_agent = match segments.as_slice() {
         ["v1", "events"] => true,
+        // `/mcp` opens the bound agent's tools only (see `crate::mcp::http`).
+        ["mcp"] => true,
         ["v1", "swarms", _, "agents", agent, _, ..] => agent == bound_agent,
         _ => false,
     };

@@ -17,6 +17,7 @@ use mneme_actors::{
 };
 
 use crate::http::{self, auth};
+use crate::mcp;
 use crate::model;
 use crate::nats;
 use crate::service::{QueryPermits, Service};
@@ -27,11 +28,26 @@ use mneme_projections::TextIndex;
 /// workers, so the HTTP side needs few threads.
 const HTTP_WORKERS: usize = 2;
 
+/// How the memory service is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Front {
+    /// The HTTP API and `/mcp` (and the NATS queries on NATS): `mneme serve`.
+    Http,
+    /// One agent's MCP tools over this process's stdin and stdout, until
+    /// stdin ends: `mneme mcp --agent NAME` without `--server`.
+    McpStdio(String),
+}
+
 /// Runs the memory service until `shutdown` resolves, then finishes the
 /// requests in flight, stops routing handoffs, writes every memory's
 /// snapshot and stops the actix system it runs on. `mneme serve` passes
 /// SIGINT or SIGTERM ([`shutdown_signal`]); a test passes a channel.
 pub async fn serve(config: SwarmConfig, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    run(config, Front::Http, shutdown).await
+}
+
+/// [`serve`], reached through `front`.
+pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let metrics = metrics_recorder()?;
     std::fs::create_dir_all(&config.log.data_dir)
         .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
@@ -114,24 +130,49 @@ pub async fn serve(config: SwarmConfig, shutdown: impl Future<Output = ()>) -> a
     if let Some(broker) = opened.broker.clone() {
         actix_web::rt::spawn(nats::serve_queries(service.clone().into_inner(), broker));
     }
-    let server = HttpServer::new(move || {
-        App::new().app_data(service.clone()).wrap(from_fn(auth::require_token)).configure(http::routes)
-    })
-    .workers(HTTP_WORKERS)
-    .disable_signals()
-    .bind(bind)
-    .with_context(|| format!("binding the HTTP API to {bind}"))?;
-    for address in server.addrs() {
-        tracing::info!(swarm = %config.swarm.name, backend = ?config.log.backend, "listening on http://{address}");
+    match front {
+        Front::Http => {
+            let mcp = web::Data::new(mcp::http::mcp_service(service.clone().into_inner()));
+            let server = HttpServer::new(move || {
+                App::new()
+                    .app_data(service.clone())
+                    .app_data(mcp.clone())
+                    .wrap(from_fn(auth::require_token))
+                    .configure(mcp::http::routes)
+                    .configure(http::routes)
+            })
+            .workers(HTTP_WORKERS)
+            .disable_signals()
+            .bind(bind)
+            .with_context(|| format!("binding the HTTP API to {bind}"))?;
+            for address in server.addrs() {
+                tracing::info!(swarm = %config.swarm.name, backend = ?config.log.backend, "listening on http://{address}");
+            }
+            let server = server.run();
+            let server_handle = server.handle();
+            let server_task = actix_web::rt::spawn(server);
+            shutdown.await;
+            tracing::info!("shutting down: finishing requests, then writing snapshots");
+            let _ = shutting_down.send(true);
+            server_handle.stop(true).await;
+            server_task.await.context("joining the HTTP server")?.context("running the HTTP server")?;
+        }
+        Front::McpStdio(agent) => {
+            use rmcp::ServiceExt;
+            let identity = mcp::Identity { agent: agent.clone(), caller: crate::service::Caller::Anyone };
+            let tools = mcp::MemoryTools::new(service.clone().into_inner(), Some(identity));
+            tracing::info!(swarm = %config.swarm.name, %agent, "serving MCP tools on stdio");
+            let running = tools.serve(rmcp::transport::stdio()).await.context("starting MCP on stdio")?;
+            tokio::select! {
+                ended = running.waiting() => {
+                    ended.context("serving MCP on stdio")?;
+                }
+                () = shutdown => {}
+            }
+            tracing::info!("MCP session over: writing snapshots");
+            let _ = shutting_down.send(true);
+        }
     }
-    let server = server.run();
-    let server_handle = server.handle();
-    let server_task = actix_web::rt::spawn(server);
-    shutdown.await;
-    tracing::info!("shutting down: finishing requests, then writing snapshots");
-    let _ = shutting_down.send(true);
-    server_handle.stop(true).await;
-    server_task.await.context("joining the HTTP server")?.context("running the HTTP server")?;
     router.send(StopRouting).await.context("stopping the handoff router")?;
     supervisor.send(SnapshotAll).await.context("asking memory actors for snapshots")?;
     // The memory actors' threads end before `serve` returns, and with them

@@ -1,0 +1,165 @@
+//! The tools' inputs, each with the JSON Schema an MCP host shows its model,
+//! and the one output that is not an API answer already.
+
+use mneme_api::context::PhaseAnswer;
+use mneme_api::memory::ItemAnswer;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// What to look for, in words.
+    pub query: String,
+    /// `hybrid` (default: full text, vectors and the fact graph fused),
+    /// `bm25`, `vector` or `graph`.
+    pub mode: Option<String>,
+    /// How many hits, 1 to 1000 (default 10).
+    pub limit: Option<usize>,
+    /// Only these event kinds, e.g. `["decision_made", "note_written"]`.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Only items of this task (correlation id).
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextArgs {
+    /// What the agent is about to do or asks about.
+    #[serde(default)]
+    pub query: String,
+    /// Token budget of the whole context (default: the agent's
+    /// `context_budget` in swarm.toml).
+    pub budget_tokens: Option<usize>,
+    /// The file the agent has open.
+    pub current_file: Option<String>,
+    /// Errors the agent just saw.
+    #[serde(default)]
+    pub recent_errors: Vec<String>,
+    /// `coding`, `debugging`, `reviewing`, `planning`.
+    pub activity: Option<String>,
+    /// 0..1: how much room to give detail.
+    pub thinking_budget: Option<f32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecallArgs {
+    /// An item id (from search, context or provenance): the item with its
+    /// state and provenance.
+    pub item_id: Option<String>,
+    /// Or a phase id (from context's index): the phase at `level`.
+    pub phase_id: Option<String>,
+    /// `index`, `compressed`, `summary`, `findings` or `full`.
+    pub level: Option<String>,
+}
+
+/// An item, or a phase at a level: whichever was asked for.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Recalled {
+    pub item: Option<ItemAnswer>,
+    pub phase: Option<PhaseAnswer>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// What to remember, in the agent's own words.
+    pub text: String,
+    /// Labels, e.g. `gotcha`, `todo`.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// 0..1: how much it matters.
+    pub importance: Option<f32>,
+    /// `private` (default: only this agent) or `shared` (the swarm).
+    pub scope: Option<String>,
+    /// The task it belongs to.
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItemArgs {
+    /// The item's id.
+    pub item_id: String,
+    /// Why, kept on the log.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CiteArgs {
+    /// The id of an item the agent used.
+    pub item_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GraphArgs {
+    /// An entity id (`file:src/auth/token.rs`) or name (`src/auth/token.rs`).
+    pub entity: String,
+    /// How far to walk, 1 to 3 (default 1).
+    pub hops: Option<usize>,
+    /// Only facts valid at this RFC 3339 time.
+    pub as_of: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceArgs {
+    /// The item's id.
+    pub item_id: String,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CoreUpdateArgs {
+    /// The block's name: letters, digits, `_`, `-` (`persona`, `plan`).
+    pub block: String,
+    /// Its whole new content; empty clears the block.
+    pub content: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffArgs {
+    /// The agent that takes the work over.
+    pub to: String,
+    /// What it is to do.
+    pub task: String,
+    #[serde(default)]
+    pub summary: String,
+    /// Files, branches, URLs it needs.
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    /// Decisions it must know.
+    #[serde(default)]
+    pub decisions: Vec<String>,
+    /// What it must respect.
+    #[serde(default)]
+    pub constraints: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AckArgs {
+    /// The handoff's id (from handoffs_pending or core memory).
+    pub handoff_id: String,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineArgs {
+    /// Events after this seq.
+    pub since_seq: Option<u64>,
+    /// Or events from this RFC 3339 time.
+    pub since: Option<String>,
+    /// At most this many, 1 to 500 (default 50).
+    pub limit: Option<usize>,
+}
