@@ -11,6 +11,16 @@
 #   pinned versions): tests/schemas.rs validates GET /v1/openapi.json as
 #   OpenAPI 3.1, and the README's examples and examples/trajectory.jsonl
 #   against schemas/.
+# - mcp 2.3.0, the official Python MCP SDK, with httpx2 and the rest of what
+#   it needs (tests/python/requirements-mcp.txt, pinned versions):
+#   tests/mcp.rs runs tests/python/mcp_client.py with it, which drives
+#   `mneme mcp` over stdio and `/mcp` on `mneme serve` over streamable HTTP
+#   as an MCP host would.
+#
+# The two requirement files pin some of the same packages (jsonschema,
+# pydantic…) to the same versions; they are installed in one pip run, so a
+# disagreement between them fails here rather than one set replacing the
+# other.
 #
 # Safe to run again: pip keeps installed, pinned versions as they are.
 #
@@ -35,13 +45,17 @@ echo "${NATS_PY_REQUIREMENT} --hash=sha256:${NATS_PY_SHA256}" >"${work_dir}/requ
     --require-hashes --requirement "${work_dir}/requirements.txt" >&2
 
 "${python}" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
-    --requirement "${repo_root}/tests/python/requirements-validate.txt" >&2
+    --requirement "${repo_root}/tests/python/requirements-validate.txt" \
+    --requirement "${repo_root}/tests/python/requirements-mcp.txt" >&2
+"${python}" -m pip check --disable-pip-version-check >&2
 
-if ! "${python}" -c 'import nats, openapi_spec_validator, jsonschema' 2>/dev/null; then
-    echo "error: ${python} cannot import nats, openapi_spec_validator or jsonschema after installing them" >&2
+if ! "${python}" -c 'import nats, openapi_spec_validator, jsonschema, mcp, httpx2' 2>/dev/null; then
+    echo "error: ${python} cannot import nats, openapi_spec_validator, jsonschema, mcp or httpx2" \
+        "after installing them" >&2
     exit 1
 fi
 
 echo "${python}"
 "${python}" -c 'import importlib.metadata as m
-print(*(f"{name} {m.version(name)}" for name in ("nats-py", "openapi-spec-validator", "jsonschema")), sep=", ")' >&2
+names = ("nats-py", "openapi-spec-validator", "jsonschema", "mcp", "httpx2")
+print(*(f"{name} {m.version(name)}" for name in names), sep=", ")' >&2

@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 
 use mneme_events::{
-    ContradictionDetected, ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind,
-    FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent, IdKey, JsonText,
-    MemoriesLinked, MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten,
-    MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, PhaseCompleted, PhaseStarted, RetrievalCount, Scope,
-    Timestamp, ToolResultRecorded,
+    ContradictionDetected, ContradictionResolution, ContradictionResolved, CoreMemoryUpdated, DecisionMade, Event,
+    EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent,
+    IdKey, JsonText, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed,
+    MemoryForgotten, MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, NoteWritten, PhaseCompleted,
+    PhaseStarted, PreferenceSet, RetrievalCount, Scope, TaskStatus, TaskUpdated, Timestamp, ToolResultRecorded,
 };
 use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
 use mneme_projections::graph::SwarmGraph;
@@ -72,6 +72,14 @@ enum Op {
     PhaseStarted(usize),
     /// Complete the innermost open phase of that name.
     PhaseCompleted(usize),
+    /// A note the agent writes, tagged with its first word.
+    Note(Vec<usize>),
+    /// Replace a core memory block (of three) with words; one word clears it.
+    Core(usize, Vec<usize>),
+    /// A task (of three) changes status (of five): the current task.
+    Task(usize, usize),
+    /// A preference (key, value) set, seen as a constraint.
+    Preference(usize, usize),
     /// The same, published by the other agent of the swarm.
     ByReviewer(Box<Op>),
 }
@@ -110,6 +118,10 @@ fn own_op() -> impl Strategy<Value = Op> {
         1 => words().prop_map(Op::HandoffSent),
         1 => (0..3usize).prop_map(Op::PhaseStarted),
         1 => (0..3usize).prop_map(Op::PhaseCompleted),
+        1 => words().prop_map(Op::Note),
+        1 => (0..3usize, words()).prop_map(|(block, w)| Op::Core(block, w)),
+        1 => (0..3usize, 0..5usize).prop_map(|(task, status)| Op::Task(task, status)),
+        1 => (0..4usize, 0..WORDS.len()).prop_map(|(key, value)| Op::Preference(key, value)),
     ]
 }
 
@@ -158,6 +170,27 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
             Op::PhaseStarted(name) => EventKind::PhaseStarted(PhaseStarted {
                 phase: WORDS[*name].into(),
                 goal: Some(WORDS[*name + 1].into()),
+            }),
+            Op::Note(w) => EventKind::NoteWritten(NoteWritten { text: sentence(w), tags: vec![WORDS[w[0]].into()] }),
+            Op::Core(block, w) => EventKind::CoreMemoryUpdated(CoreMemoryUpdated {
+                block: ["plan", "persona", "user"][*block].into(),
+                content: if w.len() == 1 { String::new() } else { sentence(w) },
+            }),
+            Op::Task(task, status) => EventKind::TaskUpdated(TaskUpdated {
+                task_id: format!("task-{task}"),
+                status: [
+                    TaskStatus::Open,
+                    TaskStatus::InProgress,
+                    TaskStatus::Blocked,
+                    TaskStatus::Done,
+                    TaskStatus::Cancelled,
+                ][*status],
+                title: (*status == 0).then(|| format!("title of task {task}")),
+                note: None,
+            }),
+            Op::Preference(key, value) => EventKind::PreferenceSet(PreferenceSet {
+                key: ["style", "tests", "commits", "logging"][*key].into(),
+                value: WORDS[*value].into(),
             }),
             Op::PhaseCompleted(name) => EventKind::PhaseCompleted(PhaseCompleted {
                 phase: WORDS[*name].into(),
@@ -621,6 +654,9 @@ proptest! {
         }
         let mut full = rebuild(&log);
         prop_assert_eq!(restored.digest(), full.digest());
+        prop_assert_eq!(restored.core_state(), full.core_state());
+        let core = mneme_projections::CoreRequest { role: Some("implementer".into()), block_tokens: Some(8) };
+        prop_assert_eq!(restored.core_memory(&core), full.core_memory(&core));
         for word in ["token", "panic", "review", "TokenExpiredError src/auth/token.rs"] {
             prop_assert_eq!(hit_ids(&mut restored, word), hit_ids(&mut full, word));
             for mode in [SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
