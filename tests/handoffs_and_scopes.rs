@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use common::{MnemeServer, stdout_of, typed};
 use futures::StreamExt;
+use mneme_api::agent_memory::{CoreMemoryAnswer, CoreUpdated, TimelineAnswer, Written};
 use mneme_api::consolidation::PurgeAnswer;
 use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseEvents, PhasesAnswer};
 use mneme_api::handoffs::{Acknowledged, HandoffDelivery, HandoffsAnswer};
@@ -241,6 +242,12 @@ impl ReviewerQueries for OverHttp<'_> {
                 let path = format!("{base}/handoffs/{}/ack", body["handoff_id"].as_str().unwrap());
                 self.server.post_as(Some(self.token), &path, &json!({"note": body["note"]}).to_string())
             }
+            "note" => self.server.post_as(Some(self.token), &format!("{base}/notes"), &body.to_string()),
+            "core" if body.get("block").is_some() => {
+                self.server.post_as(Some(self.token), &format!("{base}/core"), &body.to_string())
+            }
+            "core" => self.server.get_as(Some(self.token), &format!("{base}/core?min_seq={min_seq}")),
+            "timeline" => self.server.get_as(Some(self.token), &format!("{base}/timeline?limit=500")),
             _ => unreachable!("a verb of the test"),
         };
         if status == 200 { Ok(answer) } else { Err(answer) }
@@ -264,6 +271,51 @@ impl ReviewerQueries for OverNats<'_> {
         let answer: Value = serde_json::from_slice(&reply.payload).unwrap();
         if answer.get("error").is_some() { Err(answer) } else { Ok(answer) }
     }
+}
+
+/// Notes and core blocks are their author's (issue 20): the coder's
+/// private note and its blocks are in no other memory, its shared note is
+/// in the reviewer's; over the limit, a block is refused naming it. Asked
+/// through `queries` as both agents.
+fn assert_notes_and_core_blocks_are_their_authors(queries: &dyn ReviewerQueries) {
+    let private: Written = answered(
+        "a private note",
+        queries.query("coder", "note", json!({"text": "the kinkajou flag hides the cache bug", "tags": ["gotcha"]})),
+    );
+    let shared: Written = answered(
+        "a shared note",
+        queries.query("coder", "note", json!({"text": "the capybara rollout is on monday", "scope": "shared"})),
+    );
+    let updated: CoreUpdated = answered(
+        "a core block",
+        queries.query("coder", "core", json!({"block": "plan", "content": "chase the axolotl regression"})),
+    );
+    assert_eq!(updated.core.blocks[0].content, "chase the axolotl regression", "{updated:?}");
+    let too_long = queries.query("coder", "core", json!({"block": "plan", "content": "word ".repeat(3000)}));
+    let refused = refusal("an over-long block", too_long);
+    assert_eq!(refused.field.as_deref(), Some("content"), "{refused:?}");
+    assert!(refused.message.contains("at most 500"), "{refused:?}");
+    // Read-your-writes: the note is found at once by its author.
+    let search = |agent: &str, query: &str| -> Vec<String> {
+        let answer: SearchAnswer = answered(
+            "a search",
+            queries.query(agent, "search", json!({"q": query, "mode": "bm25", "min_seq": updated.written.seq})),
+        );
+        answer.hits.into_iter().map(|hit| hit.item_id).collect()
+    };
+    assert_eq!(search("coder", "kinkajou"), [private.event_id.clone()]);
+    assert!(search("reviewer", "kinkajou").is_empty(), "the coder's private note reached the reviewer");
+    assert_eq!(search("reviewer", "capybara"), [shared.event_id.clone()]);
+    let core: CoreMemoryAnswer =
+        answered("the reviewer's core", queries.query("reviewer", "core", json!({"min_seq": updated.written.seq})));
+    assert!(core.blocks.is_empty(), "the coder's blocks reached the reviewer: {core:?}");
+    let timeline: TimelineAnswer =
+        answered("the reviewer's timeline", queries.query("reviewer", "timeline", json!({})));
+    let kinds_of_coder: Vec<&str> =
+        timeline.entries.iter().filter(|entry| entry.agent == "coder").map(|entry| entry.event_id.as_str()).collect();
+    assert!(kinds_of_coder.contains(&shared.event_id.as_str()), "{timeline:?}");
+    assert!(!kinds_of_coder.contains(&private.event_id.as_str()), "a private note in another's timeline");
+    assert!(!kinds_of_coder.contains(&updated.written.event_id.as_str()), "a core block in another's timeline");
 }
 
 /// What the reviewer may and may not see, asked through `queries`.
@@ -470,6 +522,7 @@ fn on_nats_the_reviewer_gets_the_package_on_its_subject_and_queries_by_request_r
 
     let queries = OverNats { runtime: &runtime, client: client.clone() };
     assert_reviewer_sees_shared_work_only(&queries, seq);
+    assert_notes_and_core_blocks_are_their_authors(&queries);
     assert_eq!(refusal("an unknown verb", queries.query("reviewer", "teleport", json!({}))).code, "unknown_verb");
     let bad = refusal("k = 0", queries.query("reviewer", "search", json!({"q": "x", "k": 0})));
     assert_eq!((bad.status, bad.field.as_deref()), (400, Some("k")), "{bad:?}");
@@ -656,6 +709,17 @@ fn on_the_embedded_log_the_reviewer_gets_the_package_over_http_and_nothing_priva
     assert_package_for_reviewer(&first_handoff_of_the_cli(&server));
     let queries = OverHttp { server: &server, token: REVIEWER_TOKEN };
     assert_reviewer_sees_shared_work_only(&OverHttp { server: &server, token: OPERATOR_TOKEN }, seq);
+    assert_notes_and_core_blocks_are_their_authors(&OverHttp { server: &server, token: OPERATOR_TOKEN });
+    // A token bound to the reviewer writes neither the coder's notes nor
+    // its core memory, and opens only the reviewer's MCP tools.
+    for (path, body) in [
+        ("/v1/swarms/demo/agents/coder/notes", json!({"text": "forged"})),
+        ("/v1/swarms/demo/agents/coder/core", json!({"block": "plan", "content": "forged"})),
+        ("/mcp?agent=coder", json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})),
+    ] {
+        let (status, refused) = server.post_as(Some(REVIEWER_TOKEN), path, &body.to_string());
+        assert_eq!(status, 403, "{path}: {refused}");
+    }
     // The reviewer's own token gets the same answers for its own memory.
     let context = queries.query("reviewer", "context", json!({"query": "ledger", "min_seq": seq}));
     let context: ContextAnswer = answered("the reviewer's context", context);
