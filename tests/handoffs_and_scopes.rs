@@ -303,9 +303,9 @@ fn assert_notes_and_core_blocks_are_their_authors(queries: &dyn ReviewerQueries)
         );
         answer.hits.into_iter().map(|hit| hit.item_id).collect()
     };
-    assert_eq!(search("coder", "kinkajou"), [private.event_id.clone()]);
+    assert_eq!(search("coder", "kinkajou"), std::slice::from_ref(&private.event_id));
     assert!(search("reviewer", "kinkajou").is_empty(), "the coder's private note reached the reviewer");
-    assert_eq!(search("reviewer", "capybara"), [shared.event_id.clone()]);
+    assert_eq!(search("reviewer", "capybara"), std::slice::from_ref(&shared.event_id));
     let core: CoreMemoryAnswer =
         answered("the reviewer's core", queries.query("reviewer", "core", json!({"min_seq": updated.written.seq})));
     assert!(core.blocks.is_empty(), "the coder's blocks reached the reviewer: {core:?}");

@@ -402,10 +402,10 @@ impl SwarmFeed {
         member.busy = false;
         member.unfiled.extend(report.dead_letters);
         file_dead_letters(log.as_ref(), agent, member).await;
-        if let Some(seq) = report.snapshot_seq {
-            if let Err(error) = log.store_position(&member.consumer, seq).await {
-                tracing::warn!(%agent, seq, %error, "cannot store the consumer position");
-            }
+        if let Some(seq) = report.snapshot_seq
+            && let Err(error) = log.store_position(&member.consumer, seq).await
+        {
+            tracing::warn!(%agent, seq, %error, "cannot store the consumer position");
         }
         if report.stalled.is_some() {
             // It applied up to its checkpoint (restored after a panic, or

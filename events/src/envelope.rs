@@ -121,14 +121,14 @@ impl Event {
     pub fn validate(&self) -> Result<(), ValidationError> {
         validate_name(&self.swarm).map_err(|e| e.under("swarm"))?;
         validate_name(&self.agent).map_err(|e| e.under("agent"))?;
-        if let Some(importance) = self.importance {
-            if !(0.0..=1.0).contains(&importance) {
-                return Err(ValidationError::at(
-                    ErrorCode::OutOfRange,
-                    "importance",
-                    format!("importance must be between 0 and 1, got {importance}"),
-                ));
-            }
+        if let Some(importance) = self.importance
+            && !(0.0..=1.0).contains(&importance)
+        {
+            return Err(ValidationError::at(
+                ErrorCode::OutOfRange,
+                "importance",
+                format!("importance must be between 0 and 1, got {importance}"),
+            ));
         }
         for (field, value) in [("correlation_id", &self.correlation_id)] {
             if let Some(value) = value {

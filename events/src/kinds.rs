@@ -158,14 +158,14 @@ fn require_unit_interval(field: &str, value: f32) -> Result<(), ValidationError>
 }
 
 fn require_interval(from: Option<Timestamp>, to: Option<Timestamp>) -> Result<(), ValidationError> {
-    if let (Some(from), Some(to)) = (from, to) {
-        if to < from {
-            return Err(ValidationError::at(
-                ErrorCode::OutOfRange,
-                "valid_to",
-                format!("valid_to ({to}) is before valid_from ({from})"),
-            ));
-        }
+    if let (Some(from), Some(to)) = (from, to)
+        && to < from
+    {
+        return Err(ValidationError::at(
+            ErrorCode::OutOfRange,
+            "valid_to",
+            format!("valid_to ({to}) is before valid_from ({from})"),
+        ));
     }
     Ok(())
 }

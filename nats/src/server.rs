@@ -239,10 +239,10 @@ impl NatsServer {
         let url = self.url();
         let mut last_error = String::from("not tried");
         while Instant::now() < deadline {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Err(self.startup_failure(&format!("exited with {status}")));
-                }
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                return Err(self.startup_failure(&format!("exited with {status}")));
             }
             let options = match (&self.token, &self.user_password) {
                 (Some(token), _) => async_nats::ConnectOptions::with_token(token.clone()),

@@ -512,12 +512,12 @@ mod tests {
             let seq = position as u64 + 1;
             let vector = embedder.embed(text);
             whole.insert(seq, &vector);
-            if seq % 3 == 0 { &mut thirds } else { &mut rest }.insert(seq, &vector);
+            if seq.is_multiple_of(3) { &mut thirds } else { &mut rest }.insert(seq, &vector);
         }
         for query in ["token 3", "cache 12 item", "item 77"] {
             let vector = embedder.embed(query);
             assert_eq!(VectorIndex::search_all(&[&thirds, &rest], &vector, 10, None), whole.search(&vector, 10, None));
-            let accept = |seq: u64| seq % 2 == 0;
+            let accept = |seq: u64| seq.is_multiple_of(2);
             assert_eq!(
                 VectorIndex::search_all(&[&rest, &thirds], &vector, 10, Some(&accept)),
                 whole.search(&vector, 10, Some(&accept))

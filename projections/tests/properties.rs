@@ -134,7 +134,7 @@ fn event(counter: u64, kind: EventKind) -> Event {
         .with_id(EventId::from_parts(1_760_000_000_000 + counter, u128::from(counter)))
         .with_ts(Timestamp::from_unix_millis(1_760_000_000_000 + counter as i64 * 1000))
         .with_task(format!("task-{}", counter % 3))
-        .with_scope(if counter % 2 == 0 { Scope::Shared } else { Scope::Private })
+        .with_scope(if counter.is_multiple_of(2) { Scope::Shared } else { Scope::Private })
 }
 
 /// Turns operations into the log: (seq, event) pairs as a consumer sees them.

@@ -150,20 +150,20 @@ fn planted_events(items: usize) -> anyhow::Result<(Vec<Event>, usize, usize)> {
                 }
             }
         }
-        if let EventKind::FactAsserted(fact) = &mut event.kind {
-            if index % 100 == 9 {
-                let component = format!("component-{}", index / 200);
-                let region = if index % 200 == 9 { "eu-west" } else { "us-east" };
-                *fact = FactAsserted {
-                    subject: component,
-                    predicate: "runs_in_region".into(),
-                    object: region.into(),
-                    confidence: 1.0,
-                    valid_from: None,
-                    valid_to: None,
-                };
-                conflicting += 1;
-            }
+        if let EventKind::FactAsserted(fact) = &mut event.kind
+            && index % 100 == 9
+        {
+            let component = format!("component-{}", index / 200);
+            let region = if index % 200 == 9 { "eu-west" } else { "us-east" };
+            *fact = FactAsserted {
+                subject: component,
+                predicate: "runs_in_region".into(),
+                object: region.into(),
+                confidence: 1.0,
+                valid_from: None,
+                valid_to: None,
+            };
+            conflicting += 1;
         }
         events.push(event);
     }

@@ -192,10 +192,10 @@ impl Vocabulary {
             .map(|token| token.is_none_or(|token| token.starts_with("[unused") && token.ends_with(']')))
             .collect();
         for (id, token) in tokenizer.get_added_tokens_decoder() {
-            if token.special {
-                if let Some(flag) = excluded.get_mut(id as usize) {
-                    *flag = true;
-                }
+            if token.special
+                && let Some(flag) = excluded.get_mut(id as usize)
+            {
+                *flag = true;
             }
         }
         Vocabulary { by_token, excluded }

@@ -316,7 +316,7 @@ fn parse_bert_config(config_json: &[u8]) -> Result<Config, ProjectionError> {
         classifier_dropout,
         model_type: config.get("model_type").and_then(Value::as_str).map(str::to_owned),
     };
-    if parsed.num_attention_heads == 0 || parsed.hidden_size % parsed.num_attention_heads != 0 {
+    if parsed.num_attention_heads == 0 || !parsed.hidden_size.is_multiple_of(parsed.num_attention_heads) {
         return Err(invalid("num_attention_heads", "a divisor of hidden_size"));
     }
     if parsed.max_position_embeddings < MAX_SEQUENCE_TOKENS {

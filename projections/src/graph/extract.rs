@@ -256,10 +256,10 @@ impl FactGraph {
         if let Some(node) = self.explicit_entity(&text, context) {
             return node;
         }
-        if looks_like_path(&text) {
-            if let Some(path) = PathContext::default().normalise(&text) {
-                return self.file_node(&path, context);
-            }
+        if looks_like_path(&text)
+            && let Some(path) = PathContext::default().normalise(&text)
+        {
+            return self.file_node(&path, context);
         }
         if is_error_name(&text) {
             return self.entity(EntityKind::Error, &text, &text, context);

@@ -32,10 +32,10 @@ fn search_line(line: &str) -> Option<SearchLine<'_>> {
     }
     for (index, _) in line.match_indices('-') {
         let path = &line[..index];
-        if let Some(text) = skip_position(&line[index + 1..], '-') {
-            if looks_like_path(path) {
-                return Some(SearchLine { path, text });
-            }
+        if let Some(text) = skip_position(&line[index + 1..], '-')
+            && looks_like_path(path)
+        {
+            return Some(SearchLine { path, text });
         }
     }
     let whole = line.trim();

@@ -117,25 +117,21 @@ impl PathContext {
         let dotted = raw.starts_with("./") || raw.starts_with("../");
         let base = if dotted && self.dot_base.is_some() { &self.dot_base } else { &self.subdir };
         let mut joined = String::new();
-        if !absolute {
-            if let Some(base) = base.as_deref().filter(|base| !base.is_empty()) {
-                joined.push_str(base);
-                joined.push('/');
-            }
+        if !absolute && let Some(base) = base.as_deref().filter(|base| !base.is_empty()) {
+            joined.push_str(base);
+            joined.push('/');
         }
         joined.push_str(raw);
         let resolved = resolve_dots(&joined, absolute);
         if resolved == ".." || resolved.starts_with("../") {
             return None;
         }
-        if absolute {
-            if let Some(root) = &self.root {
-                if resolved == *root {
-                    return None;
-                }
-                if let Some(relative) = resolved.strip_prefix(root.as_str()).and_then(|rest| rest.strip_prefix('/')) {
-                    return (!relative.is_empty()).then(|| relative.to_string());
-                }
+        if absolute && let Some(root) = &self.root {
+            if resolved == *root {
+                return None;
+            }
+            if let Some(relative) = resolved.strip_prefix(root.as_str()).and_then(|rest| rest.strip_prefix('/')) {
+                return (!relative.is_empty()).then(|| relative.to_string());
             }
         }
         (!resolved.is_empty() && resolved != "/").then_some(resolved)

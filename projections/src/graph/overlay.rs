@@ -31,10 +31,10 @@ impl FactGraph {
             .iter()
             .find(|(_, edge)| shared.edges[**edge as usize].seqs().contains(&created.seq))
             .map(|(key, edge)| (key.clone(), *edge));
-        if let Some((key, edge)) = fact {
-            if let Some(copy) = self.copy_shared_edge(shared, edge, key, holds, &context) {
-                self.close_edge(copy, to, &context);
-            }
+        if let Some((key, edge)) = fact
+            && let Some(copy) = self.copy_shared_edge(shared, edge, key, holds, &context)
+        {
+            self.close_edge(copy, to, &context);
         }
         let decision_id = format!("decision:{}", created.event_id);
         if let Some(&decision) = shared.node_index.get(&decision_id) {

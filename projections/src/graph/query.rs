@@ -184,10 +184,10 @@ impl FactGraph {
     pub fn items_near(&self, entity_ids: &[String], hops: usize, as_of: Option<Timestamp>) -> Vec<(u64, f32)> {
         let mut starts: Vec<NodeIndex> = Vec::new();
         for id in entity_ids {
-            if let Some(&node) = self.node_index.get(id.as_str()) {
-                if !starts.contains(&node) {
-                    starts.push(node);
-                }
+            if let Some(&node) = self.node_index.get(id.as_str())
+                && !starts.contains(&node)
+            {
+                starts.push(node);
             }
         }
         if starts.is_empty() {

@@ -69,10 +69,10 @@ pub(crate) fn language_of(path: &str) -> Option<Language> {
 pub(crate) fn definitions<'a>(language: Language, lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for line in lines {
-        if let Some(name) = definition_in_line(language, line) {
-            if !names.iter().any(|known| known == name) {
-                names.push(name.to_string());
-            }
+        if let Some(name) = definition_in_line(language, line)
+            && !names.iter().any(|known| known == name)
+        {
+            names.push(name.to_string());
         }
     }
     names

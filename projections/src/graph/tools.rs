@@ -158,10 +158,10 @@ impl FactGraph {
         let mut output_paths = workspace.clone();
         match classify(tool_name, &arguments) {
             Invocation::Read { paths } if succeeded => {
-                if let [path] = paths.as_slice() {
-                    if let Some(file) = workspace.normalise(path) {
-                        output_paths = workspace.inside_file(&file);
-                    }
+                if let [path] = paths.as_slice()
+                    && let Some(file) = workspace.normalise(path)
+                {
+                    output_paths = workspace.inside_file(&file);
                 }
                 self.apply_read(agent, &paths, &result.output, &workspace, context)
             }
@@ -238,11 +238,11 @@ impl FactGraph {
                 }
             }
         }
-        if let [edit] = edits {
-            if let Some(path) = workspace.normalise(&edit.path) {
-                let file = self.file_node(&path, context);
-                self.link_definitions(file, &path, source_lines(output), context);
-            }
+        if let [edit] = edits
+            && let Some(path) = workspace.normalise(&edit.path)
+        {
+            let file = self.file_node(&path, context);
+            self.link_definitions(file, &path, source_lines(output), context);
         }
     }
 
@@ -403,10 +403,11 @@ impl FactGraph {
             }
         }
         // Searching one file prints its lines without the file name.
-        if hits.is_empty() && !output.trim().is_empty() {
-            if let Some(path) = scope.filter(|scope| looks_like_path(scope)).and_then(|scope| paths.normalise(scope)) {
-                hits.push((path, output.lines().collect()));
-            }
+        if hits.is_empty()
+            && !output.trim().is_empty()
+            && let Some(path) = scope.filter(|scope| looks_like_path(scope)).and_then(|scope| paths.normalise(scope))
+        {
+            hits.push((path, output.lines().collect()));
         }
         let target = pattern
             .map(str::trim)

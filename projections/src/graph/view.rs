@@ -431,10 +431,10 @@ impl<'a> GraphView<'a> {
     pub fn items_near(&self, entity_ids: &[String], hops: usize, as_of: Option<Timestamp>) -> Vec<(u64, f32)> {
         let mut starts: Vec<Joint> = Vec::new();
         for id in entity_ids {
-            if let Some(joint) = self.joint(id) {
-                if !starts.contains(&joint) {
-                    starts.push(joint);
-                }
+            if let Some(joint) = self.joint(id)
+                && !starts.contains(&joint)
+            {
+                starts.push(joint);
             }
         }
         if starts.is_empty() {

@@ -265,10 +265,10 @@ impl Generator {
     /// Notes a short string that the phase owner's last event holds and a
     /// summary of the phase should keep.
     fn key_fact(&mut self, fact: &str) {
-        if let Some(phase) = &mut self.phase {
-            if !phase.key_facts.iter().any(|known| known.eq_ignore_ascii_case(fact)) {
-                phase.key_facts.push(fact.to_string());
-            }
+        if let Some(phase) = &mut self.phase
+            && !phase.key_facts.iter().any(|known| known.eq_ignore_ascii_case(fact))
+        {
+            phase.key_facts.push(fact.to_string());
         }
     }
 

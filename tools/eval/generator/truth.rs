@@ -107,10 +107,10 @@ impl Generator {
                 _ if important => Some(id),
                 _ => None,
             };
-            if let Some(remembered) = remembered {
-                if seen.insert(remembered) {
-                    self.truth.never_forget.push(remembered.to_string());
-                }
+            if let Some(remembered) = remembered
+                && seen.insert(remembered)
+            {
+                self.truth.never_forget.push(remembered.to_string());
             }
         }
     }

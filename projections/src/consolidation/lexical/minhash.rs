@@ -440,7 +440,7 @@ mod tests {
                     })
                     .collect();
                 words.extend(["the", "is", "of", "and"].map(str::to_string));
-                if random.next() % 4 == 0 {
+                if random.next().is_multiple_of(4) {
                     words.push((random.next() % 10_000).to_string());
                 }
                 words.join(" ")
