@@ -204,11 +204,8 @@ impl Service {
         let admitted = self.memory_config.admitted_agents.as_ref();
         let mut from_seq = params.since_seq.map_or(1, |seq| seq.saturating_add(1));
         let mut entries = Vec::new();
-        let mut more = false;
-        for _ in 0..TIMELINE_PAGES {
+        'pages: for _ in 0..TIMELINE_PAGES {
             let page = self.log.read(from_seq, None, TIMELINE_PAGE).await?;
-            let Some(last) = page.last() else { break };
-            let page_end = last.seq;
             for entry in &page {
                 from_seq = entry.seq + 1;
                 let Ok(event) = &entry.record else { continue };
@@ -225,19 +222,14 @@ impl Service {
                     text: mneme_projections::describe(event),
                 });
                 if entries.len() == limit {
-                    more = entry.seq < page_end || page.len() == TIMELINE_PAGE;
-                    break;
+                    break 'pages;
                 }
             }
-            if entries.len() == limit || page.len() < TIMELINE_PAGE {
+            if page.len() < TIMELINE_PAGE {
                 break;
             }
-            more = true;
         }
-        if entries.len() < limit && more {
-            // Stopped by the page bound, not the limit: more may follow.
-            more = self.log.last_seq().await? >= from_seq;
-        }
+        let more = self.log.last_seq().await? >= from_seq;
         Ok(TimelineAnswer { agent: agent.to_string(), entries, next_seq: from_seq, more })
     }
 }
