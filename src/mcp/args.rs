@@ -89,6 +89,18 @@ pub struct ItemArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct PinArgs {
+    /// The item's id.
+    pub item_id: String,
+    /// Why, kept on the log.
+    pub reason: Option<String>,
+    /// Take the pin off instead (so that the item may be forgotten).
+    #[serde(default)]
+    pub unpin: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CiteArgs {
     /// The id of an item the agent used.
     pub item_id: String,

@@ -27,7 +27,7 @@ use mneme_api::memory::{GraphAnswer, SearchAnswer};
 use mneme_api::params::{
     ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams, SignalsBody, TimelineParams,
 };
-use mneme_events::{Event, EventKind, HandoffSent, MemoryCited, MemoryForgotten, MemoryPinned};
+use mneme_events::{Event, EventKind, HandoffSent, MemoryCited, MemoryForgotten, MemoryPinned, MemoryUnpinned};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     Implementation, ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
@@ -38,6 +38,7 @@ use rmcp::{ErrorData as McpError, Json, RoleServer, ServerHandler, tool, tool_ha
 
 use crate::service::{ApiError, Caller, Service};
 use args::*;
+use mneme_api::params::quote;
 
 /// Who a session acts as: the agent, and the caller its token made it.
 #[derive(Debug, Clone)]
@@ -209,26 +210,40 @@ impl MemoryTools {
     }
 
     #[tool(description = "Forget an item: out of search and context from now on, still in provenance \
-        and on the log.")]
+        and on the log. A pinned item is refused: unpin it first (memory_pin with unpin).")]
     async fn memory_forget(
         &self,
         Parameters(args): Parameters<ItemArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, McpError> {
         let who = self.identity(&context)?;
+        let item = self.service.item(self.swarm(), &who.agent, &args.item_id, None).await.map_err(refused)?;
+        if item.pinned {
+            return Err(refused(ApiError::conflict(
+                "pinned",
+                Some("item_id"),
+                format!("item {} is pinned, and a pin holds against forgetting: unpin it first", quote(&args.item_id)),
+            )));
+        }
         let kind = EventKind::MemoryForgotten(MemoryForgotten { item_id: args.item_id.clone(), reason: args.reason });
         Ok(Json(self.change_item(&who, &args.item_id, kind).await?))
     }
 
-    #[tool(description = "Pin an item: consolidation never decays, merges away or forgets it.")]
+    #[tool(description = "Pin an item: neither consolidation nor a forget removes it; with unpin, take \
+        the pin off.")]
     async fn memory_pin(
         &self,
-        Parameters(args): Parameters<ItemArgs>,
+        Parameters(args): Parameters<PinArgs>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, McpError> {
         let who = self.identity(&context)?;
-        let kind = EventKind::MemoryPinned(MemoryPinned { item_id: args.item_id.clone(), reason: args.reason });
-        Ok(Json(self.change_item(&who, &args.item_id, kind).await?))
+        let item_id = args.item_id.clone();
+        let kind = if args.unpin {
+            EventKind::MemoryUnpinned(MemoryUnpinned { item_id: args.item_id })
+        } else {
+            EventKind::MemoryPinned(MemoryPinned { item_id: args.item_id, reason: args.reason })
+        };
+        Ok(Json(self.change_item(&who, &item_id, kind).await?))
     }
 
     #[tool(description = "Say that an item given in context or search helped: cited items rank higher \

@@ -180,6 +180,9 @@ impl Service {
         event.validate().map_err(ApiError::from_validation)?;
         let appended = self.log.append(std::slice::from_ref(&event)).await?;
         self.supervisor.do_send(AgentsWritten(vec![agent.to_string()]));
+        // Answered once applied: the handoff is no longer pending for a
+        // read that follows (core memory, the pending list).
+        handle.caught_up(self.log.as_ref(), appended[0].seq, CATCH_UP_TIMEOUT).await?;
         Ok(Acknowledged {
             handoff_id: handoff_id.to_string(),
             agent: agent.to_string(),
