@@ -3,6 +3,7 @@
 
 pub mod burst;
 pub mod consolidate;
+pub mod mcp;
 pub mod search;
 pub mod system;
 
@@ -91,6 +92,9 @@ enum Suite {
     /// `--events` events (100,000) from `--agents` agents (3) accepted by `mneme serve`, which is
     /// killed with SIGKILL at once and started again: time until every agent finds the last one.
     Burst,
+    /// A search and a note over MCP (`/mcp`) against the same over the HTTP routes, and a write
+    /// against the raw baseline (append, then a read that waits for it), in a memory of `--items`.
+    Mcp,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -148,6 +152,10 @@ async fn run_suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Suite::Burst => {
             let (events, agents, batch) = (args.events.unwrap_or(100_000), args.agents.unwrap_or(3), args.batch);
             return tokio::task::spawn_blocking(move || crate::bench::burst::run(events, agents, batch)).await?;
+        }
+        Suite::Mcp => {
+            let (items, queries) = (items(10_000), queries(500));
+            return tokio::task::spawn_blocking(move || crate::bench::mcp::run(items, queries)).await?;
         }
         Suite::Ingest => {}
     }

@@ -59,7 +59,7 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-fn ms(duration: Duration) -> f64 {
+pub(crate) fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
