@@ -99,7 +99,9 @@ pub struct CoreUpdated {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoteBody {
+    /// What to remember, in the agent's own words.
     pub text: String,
+    /// Labels, e.g. `gotcha`, `todo`.
     #[serde(default)]
     pub tags: Vec<String>,
     /// 0..1; consolidation keeps important notes longer.

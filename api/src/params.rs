@@ -451,8 +451,11 @@ pub struct ItemQuery {
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TimelineParams {
+    /// Events after this seq.
     pub since_seq: Option<u64>,
+    /// Or events from this RFC 3339 time.
     pub since: Option<String>,
+    /// At most this many entries, 1 to 500 (default 50).
     pub limit: Option<usize>,
 }
 

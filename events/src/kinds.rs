@@ -517,6 +517,19 @@ pub enum TaskStatus {
     Cancelled,
 }
 
+impl TaskStatus {
+    /// The wire name: `open`, `in_progress`, `blocked`, `done`, `cancelled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Open => "open",
+            TaskStatus::InProgress => "in_progress",
+            TaskStatus::Blocked => "blocked",
+            TaskStatus::Done => "done",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
 payload! {
     pub struct TaskUpdated {
         pub task_id: String,

@@ -105,7 +105,7 @@ impl CoreState {
                     self.task = Some(CurrentTask {
                         task_id: update.task_id.clone(),
                         title: title.unwrap_or_else(|| update.task_id.clone()),
-                        status: task_status_name(status).to_string(),
+                        status: status.as_str().to_string(),
                         source: TaskSource::TaskUpdated,
                         from: None,
                         seq,
@@ -161,16 +161,6 @@ impl CoreState {
             hasher.text(&preference.value);
             hasher.number(preference.seq);
         }
-    }
-}
-
-fn task_status_name(status: TaskStatus) -> &'static str {
-    match status {
-        TaskStatus::Open => "open",
-        TaskStatus::InProgress => "in_progress",
-        TaskStatus::Blocked => "blocked",
-        TaskStatus::Done => "done",
-        TaskStatus::Cancelled => "cancelled",
     }
 }
 

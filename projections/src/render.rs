@@ -225,6 +225,8 @@ fn push_section(text: &mut String, title: &str, lines: &[String]) {
     }
 }
 
+/// How a task status reads in an item's text (`in progress`, not the wire's
+/// `in_progress`).
 fn task_status_name(status: TaskStatus) -> &'static str {
     match status {
         TaskStatus::Open => "open",

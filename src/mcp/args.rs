@@ -64,22 +64,6 @@ pub struct Recalled {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WriteArgs {
-    /// What to remember, in the agent's own words.
-    pub text: String,
-    /// Labels, e.g. `gotcha`, `todo`.
-    #[serde(default)]
-    pub tags: Vec<String>,
-    /// 0..1: how much it matters.
-    pub importance: Option<f32>,
-    /// `private` (default: only this agent) or `shared` (the swarm).
-    pub scope: Option<String>,
-    /// The task it belongs to.
-    pub task: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct ItemArgs {
     /// The item's id.
     pub item_id: String,
@@ -130,15 +114,6 @@ pub struct NoArgs {}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CoreUpdateArgs {
-    /// The block's name: letters, digits, `_`, `-` (`persona`, `plan`).
-    pub block: String,
-    /// Its whole new content; empty clears the block.
-    pub content: String,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct HandoffArgs {
     /// The agent that takes the work over.
     pub to: String,
@@ -163,15 +138,4 @@ pub struct AckArgs {
     /// The handoff's id (from handoffs_pending or core memory).
     pub handoff_id: String,
     pub note: Option<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TimelineArgs {
-    /// Events after this seq.
-    pub since_seq: Option<u64>,
-    /// Or events from this RFC 3339 time.
-    pub since: Option<String>,
-    /// At most this many, 1 to 500 (default 50).
-    pub limit: Option<usize>,
 }

@@ -195,18 +195,11 @@ impl MemoryTools {
         by what it mentions, forgettable. Private unless scope is `shared`. Answers once stored.")]
     async fn memory_write(
         &self,
-        Parameters(args): Parameters<WriteArgs>,
+        Parameters(note): Parameters<NoteBody>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, McpError> {
         let who = self.identity(&context)?;
-        let body = NoteBody {
-            text: args.text,
-            tags: args.tags,
-            importance: args.importance,
-            scope: args.scope,
-            task: args.task,
-        };
-        Ok(Json(self.service.write_note(&who.caller, self.swarm(), &who.agent, body).await.map_err(refused)?))
+        Ok(Json(self.service.write_note(&who.caller, self.swarm(), &who.agent, note).await.map_err(refused)?))
     }
 
     #[tool(description = "Forget an item: out of search and context from now on, still in provenance \
@@ -297,12 +290,11 @@ impl MemoryTools {
         `user`) with new content, within the block's token limit; empty content clears it.")]
     async fn core_memory_update(
         &self,
-        Parameters(args): Parameters<CoreUpdateArgs>,
+        Parameters(update): Parameters<CoreUpdateBody>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<CoreUpdated>, McpError> {
         let who = self.identity(&context)?;
-        let body = CoreUpdateBody { block: args.block, content: args.content };
-        Ok(Json(self.service.update_core(&who.caller, self.swarm(), &who.agent, body).await.map_err(refused)?))
+        Ok(Json(self.service.update_core(&who.caller, self.swarm(), &who.agent, update).await.map_err(refused)?))
     }
 
     #[tool(description = "Hand work over to another agent: Mneme delivers the task with a context bundle \
@@ -363,11 +355,10 @@ impl MemoryTools {
         (its own events, the others' shared ones), one line per event, in log order.")]
     async fn memory_timeline(
         &self,
-        Parameters(args): Parameters<TimelineArgs>,
+        Parameters(params): Parameters<TimelineParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<TimelineAnswer>, McpError> {
         let who = self.identity(&context)?;
-        let params = TimelineParams { since_seq: args.since_seq, since: args.since, limit: args.limit };
         Ok(Json(self.service.timeline(self.swarm(), &who.agent, &params).await.map_err(refused)?))
     }
 }

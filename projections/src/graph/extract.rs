@@ -4,7 +4,7 @@
 
 use mneme_events::{
     DecisionMade, Event, EventId, EventKind, FactAsserted, FactRetracted, HandoffSent, MemoriesLinked, PreferenceSet,
-    TaskStatus, TaskUpdated, Timestamp,
+    TaskUpdated, Timestamp,
 };
 
 use super::lookup::NameScope;
@@ -333,7 +333,7 @@ impl FactGraph {
         let task_id = collapse_whitespace(&task.task_id);
         let node = self.entity(EntityKind::Task, &bounded_key(&task_id), &task_id, context);
         self.touch(node, context);
-        self.set_attribute(node, "status", task_status_name(task.status), context);
+        self.set_attribute(node, "status", task.status.as_str(), context);
         if let Some(title) = task.title.as_deref().map(str::trim).filter(|title| !title.is_empty()) {
             self.set_attribute(node, "title", title, context);
         }
@@ -357,15 +357,4 @@ impl FactGraph {
 /// The retraction key of a fact.
 fn fact_key(subject: &str, predicate: &str, object: &str) -> FactKey {
     (collapse_whitespace(subject).to_lowercase(), predicate.to_string(), collapse_whitespace(object).to_lowercase())
-}
-
-/// The wire name of a task status.
-fn task_status_name(status: TaskStatus) -> &'static str {
-    match status {
-        TaskStatus::Open => "open",
-        TaskStatus::InProgress => "in_progress",
-        TaskStatus::Blocked => "blocked",
-        TaskStatus::Done => "done",
-        TaskStatus::Cancelled => "cancelled",
-    }
 }
