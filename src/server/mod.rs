@@ -127,7 +127,9 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
-    if let Some(broker) = opened.broker.clone() {
+    // NATS queries are `mneme serve`'s to answer; a process serving one
+    // agent's tools on stdio does not join their queue group.
+    if let (Some(broker), Front::Http) = (opened.broker.clone(), &front) {
         actix_web::rt::spawn(nats::serve_queries(service.clone().into_inner(), broker));
     }
     match front {
