@@ -250,7 +250,16 @@ impl AgentMemory {
             self.config.shared.release(seq)?;
         }
         if !erased.is_empty() {
-            self.graph.redact(&erased.keys().copied().collect());
+            // What ended an erased item goes with it: the resolution that
+            // made it lose closed its fact or decision in this graph, on a
+            // copy when the item was shared, and the copy carries the
+            // item's name. Whether the copy exists depends on whether the
+            // swarm's graph still held the item when the resolution was
+            // applied (another memory may have applied the purge first),
+            // so it is erased either way.
+            let mut graph_seqs: BTreeSet<u64> = erased.keys().copied().collect();
+            graph_seqs.extend(self.resolutions_that_ended(&erased_ids));
+            self.graph.redact(&graph_seqs);
             let shared_graph = self.config.shared.graph();
             let shared_seqs: Vec<u64> =
                 erased.keys().copied().filter(|seq| shared_graph.graph().events.contains_key(seq)).collect();
@@ -264,6 +273,22 @@ impl AgentMemory {
             self.rebuild_indexes_without_purged()?;
         }
         Ok(())
+    }
+
+    /// The seqs of the resolutions whose losing side is one of `items`.
+    fn resolutions_that_ended(&self, items: &BTreeSet<String>) -> Vec<u64> {
+        self.resolved_contradictions
+            .values()
+            .filter(|resolved| {
+                let loser = match resolved.resolution {
+                    ContradictionResolution::AWins => Some(&resolved.b),
+                    ContradictionResolution::BWins | ContradictionResolution::Merged => Some(&resolved.a),
+                    ContradictionResolution::BothValid => None,
+                };
+                loser.is_some_and(|loser| items.contains(loser))
+            })
+            .map(|resolved| resolved.provenance.seq)
+            .collect()
     }
 
     /// The reason of a contradiction quotes both sides: with one purged,
