@@ -47,3 +47,48 @@ fn verbs_print_text_by_default_and_the_apis_json_with_json_and_no_progress_into_
     let text = stdout_and_quiet_stderr(&server.cli(&["purge", "--item", &item]));
     assert!(text.starts_with("already purged from"), "{text}");
 }
+
+/// `mneme note`, `core` and `timeline`: a note is written and found, a
+/// block replaced and shown, the timeline lists both; `--json` prints the
+/// API's answers.
+#[test]
+fn an_agent_writes_notes_and_core_blocks_and_reads_its_timeline_from_the_cli() {
+    let work = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start(work.path(), None);
+    let text = stdout_and_quiet_stderr(&server.cli(&[
+        "note",
+        "--agent",
+        "coder",
+        "the flaky test is quokka_cache",
+        "--tag",
+        "gotcha",
+    ]));
+    assert!(text.starts_with("note ") && text.contains(" written at seq 1"), "{text}");
+    let json = stdout_and_quiet_stderr(&server.cli(&["search", "--agent", "coder", "quokka_cache", "--json"]));
+    let hits: mneme_api::memory::SearchAnswer =
+        serde_json::from_str(&json).unwrap_or_else(|error| panic!("{error}: {json}"));
+    assert_eq!(hits.hits[0].kind, "note_written", "{hits:?}");
+
+    let text = stdout_and_quiet_stderr(&server.cli(&[
+        "core",
+        "--agent",
+        "coder",
+        "--block",
+        "plan",
+        "--content",
+        "fix quokka_cache first",
+    ]));
+    assert!(
+        text.contains("block written at seq 2") && text.contains("[plan] (") && text.contains("fix quokka_cache first"),
+        "{text}"
+    );
+    let json = stdout_and_quiet_stderr(&server.cli(&["core", "--agent", "coder", "--json"]));
+    let core: mneme_api::agent_memory::CoreMemoryAnswer =
+        serde_json::from_str(&json).unwrap_or_else(|error| panic!("{error}: {json}"));
+    assert_eq!(core.blocks[0].content, "fix quokka_cache first", "{core:?}");
+
+    let text = stdout_and_quiet_stderr(&server.cli(&["timeline", "--agent", "coder"]));
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.contains("Note [gotcha]: the flaky test is quokka_cache"), "{text}");
+    assert!(text.contains("core_memory_updated"), "{text}");
+}

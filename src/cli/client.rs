@@ -82,7 +82,7 @@ fn describe_error(url: &str, error: ureq::Error) -> anyhow::Error {
     }
 }
 
-fn agent_url(server: &str, swarm: &str, agent: &str, verb: &str) -> String {
+pub(crate) fn agent_url(server: &str, swarm: &str, agent: &str, verb: &str) -> String {
     format!("{}/v1/swarms/{swarm}/agents/{agent}/{verb}", server.trim_end_matches('/'))
 }
 

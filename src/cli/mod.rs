@@ -3,6 +3,7 @@
 
 pub mod client;
 mod consolidation;
+mod memory;
 mod offline;
 
 use std::net::SocketAddr;
@@ -201,6 +202,52 @@ enum Command {
         /// A note to record with --ack.
         #[arg(long, requires = "ack")]
         note: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// An agent's core memory (role, task, constraints, pending handoffs, blocks); with --block, replace that block.
+    Core {
+        #[command(flatten)]
+        target: AgentArgs,
+        /// The block to replace.
+        #[arg(long, requires = "content")]
+        block: Option<String>,
+        /// Its whole new content (empty clears it).
+        #[arg(long, requires = "block")]
+        content: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Write a note into an agent's memory (private unless --shared); prints its item id once applied.
+    Note {
+        #[command(flatten)]
+        target: AgentArgs,
+        text: String,
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        /// 0..1.
+        #[arg(long)]
+        importance: Option<f32>,
+        /// Every agent of the swarm may see it.
+        #[arg(long)]
+        shared: bool,
+        /// The task it belongs to.
+        #[arg(long)]
+        task: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// What the swarm did after a seq or from a time, as an agent may see it.
+    Timeline {
+        #[command(flatten)]
+        target: AgentArgs,
+        #[arg(long)]
+        since_seq: Option<u64>,
+        /// An RFC 3339 time.
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -425,6 +472,17 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
         }
         Command::Phase { target, phase_id, level, server } => {
             client::phase(&server.server, &target.swarm, &target.agent, phase_id.as_deref(), &level, json)
+        }
+        Command::Core { target, block, content, server } => {
+            memory::core(&server.server, &target.swarm, &target.agent, block.zip(content), json)
+        }
+        Command::Note { target, text, tags, importance, shared, task, server } => {
+            let scope = shared.then(|| "shared".to_string());
+            let note = mneme_api::agent_memory::NoteBody { text, tags, importance, scope, task };
+            memory::note(&server.server, &target.swarm, &target.agent, note, json)
+        }
+        Command::Timeline { target, since_seq, since, limit, server } => {
+            memory::timeline(&server.server, &target.swarm, &target.agent, since_seq, since.as_deref(), limit, json)
         }
         Command::Handoffs { target, follow, ack, note, server } => client::handoffs(
             &server.server,

@@ -1,0 +1,94 @@
+//! The verbs of an agent's own memory: `mneme core`, `mneme note` and
+//! `mneme timeline`, over HTTP with the wire types.
+
+use std::process::ExitCode;
+
+use mneme_api::agent_memory::{CoreMemoryAnswer, CoreUpdateBody, CoreUpdated, NoteBody, TimelineAnswer, Written};
+
+use super::client::{agent_url, call_as, encode};
+
+/// Prints core memory, or with `block` replaces that block first.
+pub fn core(
+    server: &str,
+    swarm: &str,
+    agent: &str,
+    update: Option<(String, String)>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let url = agent_url(server, swarm, agent, "core");
+    let core = match update {
+        Some((block, content)) => {
+            let body = serde_json::to_string(&CoreUpdateBody { block, content })?;
+            let updated: CoreUpdated = call_as(ureq::post(&url), Some(&body))?;
+            if !json {
+                out!("block written at seq {}", updated.written.seq);
+            }
+            updated.core
+        }
+        None => call_as::<CoreMemoryAnswer>(ureq::get(&url), None)?,
+    };
+    if json {
+        out!("{}", serde_json::to_string(&core)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let role = core.role.as_deref().map(|role| format!(", {role}")).unwrap_or_default();
+    out!("core memory of {}{role}, as of seq {}", core.agent, core.as_of_seq);
+    if let Some(task) = &core.task {
+        out!("task: {} ({}, id {})", task.title, task.status, task.task_id);
+    }
+    for handoff in &core.pending_handoffs {
+        let task = handoff.package.as_ref().map_or("(no package)", |package| package.task.as_str());
+        out!("pending handoff {} from {}: {task}", handoff.handoff_id, handoff.from);
+    }
+    for constraint in &core.constraints {
+        out!("constraint ({}): {}", constraint.source, constraint.text);
+    }
+    for block in &core.blocks {
+        let cut = if block.truncated { ", cut to the limit" } else { "" };
+        out!("[{}] ({} tokens{cut}) {}", block.name, block.tokens, block.content);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a note; prints its item id once it is applied.
+pub fn note(server: &str, swarm: &str, agent: &str, note: NoteBody, json: bool) -> anyhow::Result<ExitCode> {
+    let body = serde_json::to_string(&note)?;
+    let written: Written = call_as(ureq::post(&agent_url(server, swarm, agent, "notes")), Some(&body))?;
+    if json {
+        out!("{}", serde_json::to_string(&written)?);
+    } else {
+        out!("note {} written at seq {}", written.event_id, written.seq);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints what the swarm did after `since_seq`, as the agent sees it.
+pub fn timeline(
+    server: &str,
+    swarm: &str,
+    agent: &str,
+    since_seq: Option<u64>,
+    since: Option<&str>,
+    limit: usize,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut url = format!("{}?limit={limit}", agent_url(server, swarm, agent, "timeline"));
+    if let Some(since_seq) = since_seq {
+        url.push_str(&format!("&since_seq={since_seq}"));
+    }
+    if let Some(since) = since {
+        url.push_str(&format!("&since={}", encode(since)));
+    }
+    let timeline: TimelineAnswer = call_as(ureq::get(&url), None)?;
+    if json {
+        out!("{}", serde_json::to_string(&timeline)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for entry in &timeline.entries {
+        out!("{:>6} {} {:<10} {}", entry.seq, entry.ts, entry.agent, entry.text.replace('\n', " "));
+    }
+    if timeline.more {
+        out!("… more from --since-seq {}", timeline.next_seq - 1);
+    }
+    Ok(ExitCode::SUCCESS)
+}
