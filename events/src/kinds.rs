@@ -329,14 +329,19 @@ impl FactRetracted {
 
 payload! {
     pub struct HandoffSent {
+        /// The agent that takes the work over.
         pub to: String,
+        /// What it is to do.
         pub task: String,
         #[serde(default)]
         pub summary: String,
+        /// Files, branches, URLs it needs.
         #[serde(default)]
         pub artifacts: Vec<String>,
+        /// Decisions it must know.
         #[serde(default)]
         pub decisions: Vec<String>,
+        /// What it must respect.
         #[serde(default)]
         pub constraints: Vec<String>,
     }

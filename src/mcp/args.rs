@@ -114,26 +114,6 @@ pub struct NoArgs {}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct HandoffArgs {
-    /// The agent that takes the work over.
-    pub to: String,
-    /// What it is to do.
-    pub task: String,
-    #[serde(default)]
-    pub summary: String,
-    /// Files, branches, URLs it needs.
-    #[serde(default)]
-    pub artifacts: Vec<String>,
-    /// Decisions it must know.
-    #[serde(default)]
-    pub decisions: Vec<String>,
-    /// What it must respect.
-    #[serde(default)]
-    pub constraints: Vec<String>,
-}
-
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct AckArgs {
     /// The handoff's id (from handoffs_pending or core memory).
     pub handoff_id: String,

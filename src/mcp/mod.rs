@@ -301,19 +301,12 @@ impl MemoryTools {
         from this agent's memory; it shows in the recipient's core memory until acknowledged.")]
     async fn handoff_send(
         &self,
-        Parameters(args): Parameters<HandoffArgs>,
+        Parameters(handoff): Parameters<HandoffSent>,
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, McpError> {
         let who = self.identity(&context)?;
         let scope = self.service.config.agent(&who.agent).map(|agent| agent.default_scope).unwrap_or_default();
-        let kind = EventKind::HandoffSent(HandoffSent {
-            to: args.to,
-            task: args.task,
-            summary: args.summary,
-            artifacts: args.artifacts,
-            decisions: args.decisions,
-            constraints: args.constraints,
-        });
+        let kind = EventKind::HandoffSent(handoff);
         let event = Event::new(self.swarm(), &who.agent, kind).with_ts(self.service.clock.now()).with_scope(scope);
         Ok(Json(self.service.write(&who.caller, event).await.map_err(refused)?))
     }
