@@ -18,7 +18,12 @@ use mneme_actors::{LogBackend, SwarmConfig};
 #[command(name = "mneme", version, about = "The memory of multi-agent LLM swarms")]
 struct Cli {
     /// Log filter, e.g. `info` or `mneme=debug,info`.
-    #[arg(long, env = "MNEME_LOG", default_value = "info,hnsw_rs=warn,tantivy=warn,rmcp::service=error", global = true)]
+    #[arg(
+        long,
+        env = "MNEME_LOG",
+        default_value = "info,hnsw_rs=warn,tantivy=warn,rmcp::service=error",
+        global = true
+    )]
     log: String,
     /// API token for a server with `[[http.tokens]]` (sent as a bearer token).
     #[arg(long, env = "MNEME_TOKEN", global = true, hide_env_values = true)]
