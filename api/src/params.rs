@@ -211,6 +211,9 @@ pub struct SearchParams {
     pub graph_weight: Option<f32>,
     pub recency_weight: Option<f32>,
     pub usage_weight: Option<f32>,
+    /// How hybrid search fuses its retrievers: `score` (normalised scores)
+    /// or `rrf` (reciprocal rank).
+    pub fusion: Option<String>,
     /// Wait until the agent has applied its events up to this seq.
     pub min_seq: Option<u64>,
 }
@@ -226,6 +229,8 @@ pub struct WeightOverrides {
     pub graph: Option<f32>,
     pub recency: Option<f32>,
     pub usage: Option<f32>,
+    /// `score` or `rrf`.
+    pub fusion: Option<&'static str>,
 }
 
 /// A search with every parameter checked and defaulted.
@@ -277,6 +282,17 @@ impl SearchParams {
             graph: weight_parameter("graph_weight", self.graph_weight)?,
             recency: weight_parameter("recency_weight", self.recency_weight)?,
             usage: weight_parameter("usage_weight", self.usage_weight)?,
+            fusion: match self.fusion.as_deref() {
+                None => None,
+                Some("score") => Some("score"),
+                Some("rrf") => Some("rrf"),
+                Some(other) => {
+                    return Err(ParameterError::invalid(
+                        "fusion",
+                        format!("unknown fusion {}; expected score or rrf", quote(other)),
+                    ));
+                }
+            },
         };
         Ok(CheckedSearch {
             query: self.q.clone(),

@@ -40,7 +40,8 @@ pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction, enters_memory_of};
 pub use render::describe;
 pub use retrieval::{
-    RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, embedded_text,
+    AnswerKind, Fusion, QueryAnalysis, RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode,
+    SearchRequest, TimeRange, analyze, embedded_text,
 };
 pub use shared::SharedContent;
 pub use snapshot::{MEMORY_CHUNK, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart};

@@ -234,6 +234,14 @@ impl VectorIndex {
         self.seqs.binary_search(&seq).ok().map(|position| self.quantized_at(position))
     }
 
+    /// The cosine similarity of the item at `seq` to `query`, as a search
+    /// scores it; `None` when the index does not hold it.
+    pub fn similarity(&self, seq: u64, query: &[f32]) -> Option<f32> {
+        let position = self.seqs.binary_search(&seq).ok()?;
+        let values = &self.values[position * self.dimensions..(position + 1) * self.dimensions];
+        Some(dot_quantized(query, values) * self.scales[position])
+    }
+
     /// Adds the vector of the item at `seq`. Callers insert in seq order.
     pub fn insert(&mut self, seq: u64, vector: &[f32]) {
         self.insert_quantized(seq, QuantizedVector::of(vector));

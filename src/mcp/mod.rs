@@ -138,6 +138,7 @@ impl MemoryTools {
             graph_weight: None,
             recency_weight: None,
             usage_weight: None,
+            fusion: None,
             min_seq: None,
         };
         Ok(Json(self.service.search(self.swarm(), &who.agent, &params).await.map_err(refused)?))

@@ -176,6 +176,11 @@ fn search_request(params: &SearchParams, defaults: &RetrievalWeights) -> Result<
         graph: overrides.graph.unwrap_or(defaults.graph),
         recency: overrides.recency.unwrap_or(defaults.recency),
         usage: overrides.usage.unwrap_or(defaults.usage),
+        fusion: match overrides.fusion {
+            Some(fusion) => fusion.parse().map_err(|message| ApiError::bad_parameter("fusion", message))?,
+            None => defaults.fusion,
+        },
+        ..*defaults
     };
     Ok(SearchRequest { query: checked.query, k: checked.k, mode, filters, weights, explain: checked.explain })
 }

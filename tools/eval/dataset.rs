@@ -58,12 +58,35 @@ impl GeneratorSize {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Dataset {
     pub seed: u64,
-    pub size: GeneratorSize,
+    pub swarm: SwarmKind,
+    /// The size as `agents:tasks:filler` or `pairs:sessions`.
+    pub size: String,
     pub agents: Vec<String>,
     /// Events as `POST /v1/events` takes them, in publish order, with
     /// increasing `ts`; swarm [`EVAL_SWARM`].
     pub events: Vec<serde_json::Value>,
     pub truth: GroundTruth,
+}
+
+/// Which kind of swarm a dataset is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum SwarmKind {
+    /// Agents fixing bugs in a repository: tool calls, decisions, facts,
+    /// handoffs and phases (`generator/`).
+    Swe,
+    /// Pairs of people talking over months, one turn per message
+    /// (`conversations/`).
+    Conversations,
+}
+
+impl SwarmKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SwarmKind::Swe => "swe",
+            SwarmKind::Conversations => "conversations",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -99,15 +122,44 @@ pub enum QuestionKind {
     Temporal,
     /// "What fixed error E": answered by the event that fixed it.
     FixedBy,
+    /// Conversations: one turn answers it, mostly in other words.
+    SingleHop,
+    /// Conversations: several turns, each one item of the answer ("which
+    /// hobbies has X picked up?").
+    List,
+    /// Conversations: the answer is stated in other words or needs a small
+    /// step ("a weekend in Lisbon" for "has X been abroad?").
+    Inference,
 }
 
 impl QuestionKind {
-    pub const ALL: [QuestionKind; 5] = [
+    pub const ALL: [QuestionKind; 8] = [
+        QuestionKind::Lexical,
+        QuestionKind::Paraphrase,
+        QuestionKind::SingleHop,
+        QuestionKind::MultiHop,
+        QuestionKind::Temporal,
+        QuestionKind::FixedBy,
+        QuestionKind::List,
+        QuestionKind::Inference,
+    ];
+
+    /// The SWE swarm's question types.
+    pub const SWE: [QuestionKind; 5] = [
         QuestionKind::Lexical,
         QuestionKind::Paraphrase,
         QuestionKind::MultiHop,
         QuestionKind::Temporal,
         QuestionKind::FixedBy,
+    ];
+
+    /// The conversations' question types.
+    pub const CONVERSATIONS: [QuestionKind; 5] = [
+        QuestionKind::SingleHop,
+        QuestionKind::MultiHop,
+        QuestionKind::Temporal,
+        QuestionKind::List,
+        QuestionKind::Inference,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -117,6 +169,9 @@ impl QuestionKind {
             QuestionKind::MultiHop => "multi_hop",
             QuestionKind::Temporal => "temporal",
             QuestionKind::FixedBy => "fixed_by",
+            QuestionKind::SingleHop => "single_hop",
+            QuestionKind::List => "list",
+            QuestionKind::Inference => "inference",
         }
     }
 }
@@ -132,8 +187,24 @@ pub struct Question {
     pub as_of: Option<String>,
     /// For multi-hop questions: the entity the question is about.
     pub entity: Option<String>,
-    /// Ids of the events that answer it; any one counts.
+    /// Ids of the events that answer it.
     pub answers: Vec<String>,
+    /// Whether one answer is enough, or each counts.
+    #[serde(default)]
+    pub scoring: Scoring,
+}
+
+/// How a question's hits are scored against its answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scoring {
+    /// The answers say the same thing (a memory and its near duplicates):
+    /// the first one found counts, and recall is 0 or 1.
+    #[default]
+    Any,
+    /// The answers are the evidence, each a part of it: recall is the
+    /// fraction of them found; the rank is the first one's.
+    Each,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -539,6 +539,9 @@ impl SwarmConfig {
             ("retrieval.graph_weight", self.retrieval.graph),
             ("retrieval.recency_weight", self.retrieval.recency),
             ("retrieval.usage_weight", self.retrieval.usage),
+            ("retrieval.context_share", self.retrieval.context_share),
+            ("retrieval.time_weight", self.retrieval.time_weight),
+            ("retrieval.kind_weight", self.retrieval.kind_weight),
         ];
         for (key, value) in weights {
             if !value.is_finite() || value < 0.0 {

@@ -43,9 +43,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tantivy::indexer::{IndexWriterOptions, LogMergePolicy};
 use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, TextFieldIndexing, TextOptions,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
 };
-use tantivy::tokenizer::{LowerCaser, TextAnalyzer, WhitespaceTokenizer};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, TextAnalyzer, WhitespaceTokenizer,
+};
 use tantivy::{
     DocSet, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, SegmentReader, TERMINATED, Term, doc,
 };
@@ -68,8 +70,13 @@ const WRITER_MEMORY_BYTES: usize = 15_000_000;
 const MERGE_MIN_LAYER_DOCS: u32 = 100;
 /// The analyzer of the `code` field: identifiers are indexed whole.
 const IDENTIFIER_ANALYZER: &str = "identifiers";
-/// The analyzer tantivy's `TEXT` fields use.
-const TEXT_ANALYZER: &str = "default";
+/// The analyzer of the `text` field: tantivy's `default` (words, long
+/// ones dropped, lower case) and an English stemmer, so that "adopted"
+/// finds "adopt" and "hobbies" finds "hobby". Queries go through it too.
+const TEXT_ANALYZER: &str = "mneme_text";
+/// Words longer than this are dropped from the `text` field (tantivy's
+/// `default` analyzer does the same): base64, hashes, minified code.
+const LONGEST_WORD: usize = 40;
 /// How much more an exact identifier match counts than a word match: an
 /// agent that types `rotate_signing_keys` means that symbol, not the words.
 const IDENTIFIER_BOOST: f32 = 2.0;
@@ -240,6 +247,14 @@ impl TextIndex {
         index.tokenizers().register(
             IDENTIFIER_ANALYZER,
             TextAnalyzer::builder(WhitespaceTokenizer::default()).filter(LowerCaser).build(),
+        );
+        index.tokenizers().register(
+            TEXT_ANALYZER,
+            TextAnalyzer::builder(SimpleTokenizer::default())
+                .filter(RemoveLongFilter::limit(LONGEST_WORD))
+                .filter(LowerCaser)
+                .filter(Stemmer::new(Language::English))
+                .build(),
         );
         let options = IndexWriterOptions::builder()
             .memory_budget_per_thread(WRITER_MEMORY_BYTES)
@@ -535,6 +550,20 @@ impl TextIndex {
         TermCounts { text_tokens, code_tokens, terms: terms.into_boxed_slice() }
     }
 
+    /// The keys of a query's distinct terms, as the `text` and the `code`
+    /// field analyze it.
+    pub(crate) fn query_terms(&self, query: &str) -> (Vec<u64>, Vec<u64>) {
+        let identifiers = identifiers(query).join(" ");
+        let (mut text, mut code) = (Vec::new(), Vec::new());
+        self.analyze(self.fields.text, TEXT_ANALYZER, query, &mut text);
+        self.analyze(self.fields.code, IDENTIFIER_ANALYZER, &identifiers, &mut code);
+        for terms in [&mut text, &mut code] {
+            terms.sort_unstable();
+            terms.dedup();
+        }
+        (text, code)
+    }
+
     /// Pushes the keys of the field's terms of `text` to `terms`; returns
     /// its tokens.
     fn analyze(&self, field: Field, analyzer: &str, text: &str, terms: &mut Vec<u64>) -> u64 {
@@ -566,7 +595,10 @@ fn schema() -> Schema {
     let mut schema = Schema::builder();
     schema.add_u64_field("owner", INDEXED);
     schema.add_u64_field("seq", INDEXED | STORED | FAST);
-    schema.add_text_field("text", TEXT);
+    let text_indexing = TextFieldIndexing::default()
+        .set_tokenizer(TEXT_ANALYZER)
+        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    schema.add_text_field("text", TextOptions::default().set_indexing_options(text_indexing));
     schema.add_text_field("kind", STRING);
     let identifier_indexing =
         TextFieldIndexing::default().set_tokenizer(IDENTIFIER_ANALYZER).set_index_option(IndexRecordOption::WithFreqs);

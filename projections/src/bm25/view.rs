@@ -167,6 +167,31 @@ impl Bm25Index {
         Bm25Index::new(self.shared.clone(), self.shared_owner, &self.agent)
     }
 
+    /// The highest score a document of this memory could reach for
+    /// `query`: each of its terms that some document holds, matched as
+    /// often as BM25 counts at most (`k1 + 1` times its IDF), identifiers
+    /// at their boost. A search's scores over it say how much of the query
+    /// a hit matched, comparable across queries: a hit on a rare
+    /// identifier is near 1, a hit on two common words of a reworded
+    /// question far below.
+    pub fn best_possible_score(&self, query: &str) -> f32 {
+        const K1_PLUS_ONE: f32 = 2.2;
+        let (text, code) = self.shared.query_terms(query);
+        let documents = self.stats.documents as f32;
+        let idf = |key: &u64| -> f32 {
+            match self.stats.document_frequency.get(key) {
+                Some(&frequency) if frequency > 0 => {
+                    let frequency = frequency as f32;
+                    (1.0 + (documents - frequency + 0.5) / (frequency + 0.5)).ln()
+                }
+                _ => 0.0,
+            }
+        };
+        let text: f32 = text.iter().map(idf).sum();
+        let code: f32 = code.iter().map(idf).sum();
+        K1_PLUS_ONE * (text + IDENTIFIER_BOOST * code)
+    }
+
     /// Adds a document of this memory's own.
     pub fn add(&mut self, seq: u64, kind: &str, text: &str) -> Result<(), ProjectionError> {
         let counts = self.shared.term_counts(text);

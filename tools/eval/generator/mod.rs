@@ -30,6 +30,7 @@
 mod filler;
 mod outputs;
 mod random;
+pub(crate) use random::SeededRandom;
 mod story;
 mod truth;
 mod vocabulary;
@@ -40,8 +41,7 @@ use std::collections::HashSet;
 use mneme_events::{EventId, Timestamp};
 use serde_json::{Map, Value, json};
 
-use crate::eval::dataset::{Dataset, EVAL_SWARM, GeneratorSize, GroundTruth, PhaseTruth};
-use random::SeededRandom;
+use crate::eval::dataset::{Dataset, EVAL_SWARM, GeneratorSize, GroundTruth, PhaseTruth, SwarmKind};
 use vocabulary::HANDOFF_CONSTRAINTS;
 use world::{TaskWorld, agent_names, message_role, plan_task};
 
@@ -168,7 +168,14 @@ pub fn generate(seed: u64, size: GeneratorSize) -> Dataset {
         generator.run_task(world);
     }
     generator.collect_never_forget();
-    Dataset { seed, size, agents, events: generator.events, truth: generator.truth }
+    Dataset {
+        seed,
+        swarm: SwarmKind::Swe,
+        size: format!("{}:{}:{}", size.agents, size.tasks, size.filler_per_phase),
+        agents,
+        events: generator.events,
+        truth: generator.truth,
+    }
 }
 
 impl Generator {

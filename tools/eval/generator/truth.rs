@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use super::vocabulary::SETTINGS;
 use super::world::Language;
 use super::{Generator, TaskRun, rfc3339};
-use crate::eval::dataset::{Question, QuestionKind};
+use crate::eval::dataset::{Question, QuestionKind, Scoring};
 
 impl Generator {
     pub(super) fn record_story_truth(&mut self, run: &TaskRun) {
@@ -118,5 +118,14 @@ impl Generator {
 
 /// A question without asker and id, which [`Generator::ask_questions`] sets.
 fn question(kind: QuestionKind, text: String, answers: Vec<String>) -> Question {
-    Question { id: String::new(), kind, agent: String::new(), text, as_of: None, entity: None, answers }
+    Question {
+        id: String::new(),
+        kind,
+        agent: String::new(),
+        text,
+        as_of: None,
+        entity: None,
+        answers,
+        scoring: Scoring::Any,
+    }
 }

@@ -1,0 +1,690 @@
+//! Search over an agent's memory: BM25, vector, graph, or all three fused,
+//! with filters and an optional explanation of every hit.
+//!
+//! A query is read first (`analysis.rs`: keywords for BM25, the time it
+//! names, the kind of answer it wants); each retriever ranks candidates;
+//! a conversation turn carries the turn before it, so a reply is found
+//! through the question it answers; and the candidates are fused
+//! (`fusion.rs`: by normalised scores, or by reciprocal rank). Ties rank the
+//! newer item first, so a live memory and its replay answer identically.
+
+mod analysis;
+mod fusion;
+
+use std::collections::{HashMap, HashSet};
+use std::str::FromStr;
+
+use mneme_events::{Scope, Timestamp};
+
+use crate::error::ProjectionError;
+use crate::item::{MemoryItem, ProvenanceRef};
+use crate::memory::{AgentMemory, resolve_entity};
+use crate::superseded::Supersessions;
+use crate::vector::VectorIndex;
+pub use analysis::{AnswerKind, QueryAnalysis, TimeRange, analyze};
+use fusion::{ScoreInputs, fuse, fuse_scores, single};
+
+/// How many candidates each retriever contributes per requested hit. Under
+/// reciprocal rank fusion a rank past 20 adds at most 1/80 of a weight, so
+/// deeper candidate lists cost latency and change little.
+const CANDIDATES_PER_HIT: usize = 2;
+const MIN_CANDIDATES: usize = 20;
+/// Hops from the query's entities that graph retrieval looks.
+const GRAPH_HOPS: usize = 2;
+/// Text longer than this is embedded by its beginning: the static model
+/// averages tokens, and a long tool output would drown its own first lines.
+pub(crate) const EMBEDDED_TEXT_BYTES: usize = 2000;
+
+/// Which retrievers answer a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchMode {
+    Bm25,
+    Vector,
+    Graph,
+    /// All three, fused by reciprocal rank.
+    #[default]
+    Hybrid,
+}
+
+impl SearchMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Bm25 => "bm25",
+            SearchMode::Vector => "vector",
+            SearchMode::Graph => "graph",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl FromStr for SearchMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "bm25" => Ok(SearchMode::Bm25),
+            "vector" => Ok(SearchMode::Vector),
+            "graph" => Ok(SearchMode::Graph),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => Err(format!("unknown search mode {other:?}; expected bm25, vector, graph or hybrid")),
+        }
+    }
+}
+
+/// Conditions every hit must meet. Empty means no condition.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchFilters {
+    /// Only items of these kinds (wire names).
+    pub kinds: Vec<String>,
+    /// Only items whose event time is at or after this.
+    pub since: Option<Timestamp>,
+    /// Only items whose event time is before this.
+    pub until: Option<Timestamp>,
+    pub scopes: Vec<Scope>,
+    /// Only items linked in the fact graph to this entity (id or name).
+    pub entity: Option<String>,
+    pub correlation_id: Option<String>,
+}
+
+/// Weights of the fused rankings: the one type of them. `swarm.toml`'s
+/// `[retrieval]` section is this (`rrf_k`, `bm25_weight`, `vector_weight`,
+/// `graph_weight`, `recency_weight`, `usage_weight`; what it leaves out is
+/// the default), and a search request may override each weight.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetrievalWeights {
+    /// The `k` of reciprocal rank fusion: `score = sum(weight / (k + rank))`.
+    pub rrf_k: f32,
+    #[serde(rename = "bm25_weight")]
+    pub bm25: f32,
+    #[serde(rename = "vector_weight")]
+    pub vector: f32,
+    #[serde(rename = "graph_weight")]
+    pub graph: f32,
+    /// Weight of the recency prior, fused like a fourth retriever that ranks
+    /// candidates newest first.
+    #[serde(rename = "recency_weight")]
+    pub recency: f32,
+    /// Weight of the usage prior: candidates that were cited more than
+    /// ignored (and retrieved often) ranked by how useful they proved.
+    #[serde(rename = "usage_weight")]
+    pub usage: f32,
+    /// How the retrievers' candidates are fused: by normalised scores or
+    /// by reciprocal rank (see `fusion.rs`).
+    pub fusion: Fusion,
+    /// The share of the turn before it that a conversation turn's BM25 and
+    /// vector scores carry (score fusion only; 0 turns it off).
+    pub context_share: f32,
+    /// What an item inside the time the question names gains (score fusion
+    /// only; the best BM25 or vector score counts 1).
+    pub time_weight: f32,
+    /// What an item of the kind the question asks for gains ("what was
+    /// decided": decisions), in the same units.
+    pub kind_weight: f32,
+}
+
+impl Default for RetrievalWeights {
+    fn default() -> Self {
+        RetrievalWeights {
+            rrf_k: 60.0,
+            bm25: 1.0,
+            vector: 1.0,
+            graph: 1.0,
+            recency: 0.25,
+            usage: 0.25,
+            fusion: Fusion::Score,
+            context_share: 0.5,
+            time_weight: 0.3,
+            kind_weight: 1.0,
+        }
+    }
+}
+
+/// How hybrid search fuses its retrievers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    /// Normalised scores, weighted and added.
+    #[default]
+    Score,
+    /// Reciprocal rank fusion.
+    Rrf,
+}
+
+impl FromStr for Fusion {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "score" => Ok(Fusion::Score),
+            "rrf" => Ok(Fusion::Rrf),
+            other => Err(format!("unknown fusion {other:?}; expected score or rrf")),
+        }
+    }
+}
+
+/// A search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchRequest {
+    pub query: String,
+    pub k: usize,
+    pub mode: SearchMode,
+    pub filters: SearchFilters,
+    pub weights: RetrievalWeights,
+    /// Report each retriever's rank and score per hit.
+    pub explain: bool,
+}
+
+impl SearchRequest {
+    /// A hybrid search with default weights and no filters.
+    pub fn new(query: impl Into<String>, k: usize) -> SearchRequest {
+        SearchRequest {
+            query: query.into(),
+            k,
+            mode: SearchMode::default(),
+            filters: SearchFilters::default(),
+            weights: RetrievalWeights::default(),
+            explain: false,
+        }
+    }
+
+    pub fn with_mode(mut self, mode: SearchMode) -> SearchRequest {
+        self.mode = mode;
+        self
+    }
+}
+
+/// Where one retriever ranked a hit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetrieverRank {
+    /// `bm25`, `vector`, `graph`, `usage` or `recency`.
+    pub retriever: &'static str,
+    /// 1 for the retriever's best candidate.
+    pub rank: usize,
+    /// The retriever's own score: BM25 score, cosine similarity, graph
+    /// closeness, or for recency the item's seq.
+    pub score: f32,
+}
+
+/// One search result, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    pub item_id: String,
+    pub seq: u64,
+    pub kind: &'static str,
+    /// The fused score in hybrid mode, else the retriever's score.
+    pub score: f32,
+    pub text: String,
+    /// Whose event the item came from.
+    pub agent: String,
+    pub scope: Scope,
+    pub ts: Timestamp,
+    pub provenance: Vec<ProvenanceRef>,
+    /// The id of the event that superseded what the item states: a later
+    /// decision, a retraction, the winning side of a contradiction.
+    pub superseded_by: Option<String>,
+    /// Filled when the request asked to explain.
+    pub explain: Vec<RetrieverRank>,
+}
+
+/// A hit quotes at most this much of its item's text: a search answering
+/// ten shared 1 MB messages was 10 MB to copy, serialise and send, and made
+/// every search of every agent that sees them slow. The item's whole text
+/// is at `GET …/items/{item_id}`.
+pub const MAX_HIT_TEXT_BYTES: usize = 16 * 1024;
+
+/// The text of a hit: the item's, or its first `MAX_HIT_TEXT_BYTES` marked
+/// with how long the whole is and where it is.
+fn hit_text(text: &str, item_id: &str) -> String {
+    if text.len() <= MAX_HIT_TEXT_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_HIT_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} …[truncated: {} bytes in all, at …/items/{item_id}]", &text[..end], text.len())
+}
+
+/// One retriever's candidates, best first: (score, seq).
+pub(crate) type Ranking = Vec<(f32, u64)>;
+
+impl AgentMemory {
+    /// Searches the memory. Forgotten items never come back; filters apply to
+    /// every retriever before ranks are counted.
+    pub fn search(&mut self, request: &SearchRequest) -> Result<Vec<SearchHit>, ProjectionError> {
+        if request.k == 0 || request.query.trim().is_empty() && request.filters.entity.is_none() {
+            return Ok(Vec::new());
+        }
+        self.bm25.commit()?;
+        let now = self.items.values().next_back().map_or(Timestamp(0), |item| item.ts);
+        let analysis = analyze(&request.query, now);
+        let entity_items = self.items_of_entity_filter(&request.filters);
+        let accept = |seq: u64| self.accepts(seq, &request.filters, entity_items.as_ref());
+        let candidates = (request.k * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
+        let use_bm25 = matches!(request.mode, SearchMode::Bm25 | SearchMode::Hybrid);
+        let use_vector = matches!(request.mode, SearchMode::Vector | SearchMode::Hybrid);
+        let use_graph = matches!(request.mode, SearchMode::Graph | SearchMode::Hybrid);
+        let query_vector = (use_vector || use_graph).then(|| self.config.embedder.embed(embedded_text(&request.query)));
+        let mut bm25 = if use_bm25 {
+            self.bm25_ranking(&analysis.keywords, &request.filters, candidates, &accept)?
+        } else {
+            Vec::new()
+        };
+        let mut vector = match &query_vector {
+            Some(query_vector) if use_vector => {
+                self.vector_ranking(query_vector, candidates, &request.filters, &accept)
+            }
+            _ => Vec::new(),
+        };
+        let graph = if use_graph {
+            let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
+            let wanted = analysis.wants.map_or(&[][..], AnswerKind::item_kinds);
+            let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wanted, candidates };
+            self.graph_ranking(request, seeds, &accept)
+        } else {
+            Vec::new()
+        };
+        let weights = request.weights;
+        let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
+        // The time the question names: its own candidates join the others
+        // (a boost, not a filter: "the hobby she took up in May" may be
+        // answered by what she said in June too).
+        let in_time = match analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0) {
+            Some(range) => {
+                let filters = request.filters.narrowed_to(range);
+                let accept_in_time = |seq: u64| self.accepts(seq, &filters, entity_items.as_ref());
+                let more_bm25 = self.bm25_ranking(&analysis.keywords, &filters, candidates, &accept_in_time)?;
+                merge_ranking(&mut bm25, more_bm25);
+                if let Some(query_vector) = query_vector.as_ref().filter(|_| use_vector) {
+                    let more_vector = self.vector_ranking(query_vector, candidates, &filters, &accept_in_time);
+                    merge_ranking(&mut vector, more_vector);
+                }
+                Some(range)
+            }
+            None => None,
+        };
+        let fused = match request.mode {
+            SearchMode::Bm25 => single(vec![("bm25", 1.0, bm25)]),
+            SearchMode::Vector => single(vec![("vector", 1.0, vector)]),
+            SearchMode::Graph => single(vec![("graph", 1.0, graph)]),
+            SearchMode::Hybrid => {
+                let usage = if weights.usage > 0.0 { self.usage_ranking([&bm25, &vector, &graph]) } else { Vec::new() };
+                match weights.fusion {
+                    Fusion::Rrf => fuse(
+                        vec![
+                            ("bm25", weights.bm25, bm25),
+                            ("vector", weights.vector, vector),
+                            ("graph", weights.graph, graph),
+                            ("usage", weights.usage, usage),
+                        ],
+                        weights.recency,
+                        weights.rrf_k,
+                    ),
+                    Fusion::Score => {
+                        let query_vector = query_vector.as_deref().unwrap_or(&[]);
+                        let found: Vec<u64> = [&bm25, &vector, &graph]
+                            .iter()
+                            .flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq))
+                            .collect();
+                        let previous = if weights.context_share > 0.0 {
+                            self.conversation_neighbours(&found, &accept)
+                        } else {
+                            HashMap::new()
+                        };
+                        let cosine =
+                            self.cosines(query_vector, found.iter().chain(previous.keys()).chain(previous.values()));
+                        let mut boosts = Vec::new();
+                        let all: HashSet<u64> = cosine.keys().chain(found.iter()).copied().collect();
+                        if let Some(range) = in_time {
+                            let members = all
+                                .iter()
+                                .copied()
+                                .filter(|seq| self.items.get(seq).is_some_and(|item| range.contains(item.ts)))
+                                .collect();
+                            boosts.push(("time", weights.time_weight, members));
+                        }
+                        let wanted = analysis.wants.map_or(&[][..], AnswerKind::item_kinds);
+                        if !wanted.is_empty() && weights.kind_weight > 0.0 {
+                            let members = all
+                                .iter()
+                                .copied()
+                                .filter(|seq| self.items.get(seq).is_some_and(|item| wanted.contains(&item.kind)))
+                                .collect();
+                            boosts.push(("kind", weights.kind_weight, members));
+                        }
+                        fuse_scores(ScoreInputs {
+                            bm25: (weights.bm25, &bm25),
+                            bm25_best_possible: self.bm25.best_possible_score(&analysis.keywords),
+                            vector: (weights.vector, &vector),
+                            graph: (weights.graph, &graph),
+                            cosine: &cosine,
+                            previous: &previous,
+                            context_share: weights.context_share,
+                            usage: (weights.usage, &usage),
+                            recency: weights.recency,
+                            boosts,
+                        })
+                    }
+                }
+            }
+        };
+        let supersessions = self.supersessions();
+        Ok(fused
+            .into_iter()
+            .filter(|(_, seq, _)| accept(*seq))
+            .take(request.k)
+            .map(|(score, seq, ranks)| {
+                let explain = if request.explain { ranks } else { Vec::new() };
+                self.hit(seq, score, explain, &supersessions)
+            })
+            .collect())
+    }
+
+    /// The conversation turn before each message among `found`, and each
+    /// found message's reply: `(turn, the turn before it)`. A turn's turn
+    /// before is the previous message of its conversation (the same
+    /// correlation id, or none) said within [`TURN_GAP_NANOS`] before it,
+    /// among the few items before it in the log.
+    fn conversation_neighbours(&self, found: &[u64], accept: &dyn Fn(u64) -> bool) -> HashMap<u64, u64> {
+        let mut previous = HashMap::new();
+        for seq in found {
+            let Some(item) = self.items.get(seq).filter(|item| item.kind == MESSAGE_KIND) else { continue };
+            let before =
+                self.items.range(..*seq).rev().take(NEIGHBOUR_SCAN).find(|(_, other)| turn_follows(other, item));
+            if let Some((before, _)) = before.filter(|(before, _)| accept(**before)) {
+                previous.insert(*seq, *before);
+            }
+            let after = self.items.range(seq + 1..).take(NEIGHBOUR_SCAN).find(|(_, other)| turn_follows(item, other));
+            if let Some((after, _)) = after.filter(|(after, _)| accept(**after)) {
+                previous.insert(*after, *seq);
+            }
+        }
+        previous
+    }
+
+    /// The cosine similarity of each item's vector to the query's.
+    fn cosines<'a>(&self, query: &[f32], seqs: impl Iterator<Item = &'a u64>) -> HashMap<u64, f32> {
+        if query.is_empty() {
+            return HashMap::new();
+        }
+        let shared = self.shared_vectors();
+        let [main, late] = shared.indexes();
+        let mut cosine = HashMap::new();
+        for seq in seqs {
+            if cosine.contains_key(seq) {
+                continue;
+            }
+            let similarity = [&self.vectors, main, late].iter().find_map(|index| index.similarity(*seq, query));
+            if let Some(similarity) = similarity {
+                cosine.insert(*seq, similarity);
+            }
+        }
+        cosine
+    }
+
+    /// The candidates that proved useful (positive usage score), most
+    /// useful first; equal scores rank the newer first. Only candidates
+    /// already found rank here: usage reorders, it never adds.
+    fn usage_ranking(&self, rankings: [&Ranking; 3]) -> Ranking {
+        let mut seqs: Vec<u64> = rankings.iter().flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq)).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let mut useful: Ranking = seqs
+            .into_iter()
+            .filter_map(|seq| {
+                let score = self.items.get(&seq)?.usage_score();
+                (score > 0.0).then_some((score, seq))
+            })
+            .collect();
+        useful.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        useful
+    }
+
+    fn hit(&self, seq: u64, score: f32, explain: Vec<RetrieverRank>, supersessions: &Supersessions) -> SearchHit {
+        let item = &self.items[&seq];
+        SearchHit {
+            item_id: item.item_id.clone(),
+            seq,
+            kind: item.kind,
+            score,
+            text: hit_text(&item.text, &item.item_id),
+            agent: item.agent.clone(),
+            scope: item.scope,
+            ts: item.ts,
+            provenance: item.provenance.clone(),
+            superseded_by: supersessions.of(self, item),
+            explain,
+        }
+    }
+
+    /// Items linked to the filter's entity, if the filter names one. An
+    /// entity the graph does not know matches nothing.
+    fn items_of_entity_filter(&self, filters: &SearchFilters) -> Option<HashSet<u64>> {
+        let entity = filters.entity.as_deref()?;
+        let graph = self.graph();
+        let view = graph.view();
+        let ids = resolve_entity(&view, entity);
+        Some(view.items_near(&ids, 1, None).into_iter().map(|(seq, _)| seq).collect())
+    }
+
+    /// Whether this memory holds the item's text (shared documents and
+    /// vectors in the swarm's indexes may be of items it has not reached,
+    /// or has purged).
+    fn holds(&self, seq: u64) -> bool {
+        self.items.get(&seq).is_some_and(|item| item.state != crate::item::ItemState::Purged)
+    }
+
+    fn accepts(&self, seq: u64, filters: &SearchFilters, entity_items: Option<&HashSet<u64>>) -> bool {
+        let Some(item) = self.items.get(&seq) else { return false };
+        item.state.is_searchable()
+            && item_passes(item, filters)
+            && entity_items.is_none_or(|allowed| allowed.contains(&seq))
+    }
+
+    fn bm25_ranking(
+        &self,
+        keywords: &str,
+        filters: &SearchFilters,
+        candidates: usize,
+        accept: &dyn Fn(u64) -> bool,
+    ) -> Result<Ranking, ProjectionError> {
+        // Forgotten and filtered-out items are still in the index: fetch
+        // enough that `candidates` survive. Kinds filter inside the index.
+        let others_filter = filters.since.is_some()
+            || filters.until.is_some()
+            || !filters.scopes.is_empty()
+            || filters.entity.is_some()
+            || filters.correlation_id.is_some();
+        let widened = if others_filter { candidates * 8 } else { candidates };
+        let fetch = widened.saturating_add(self.hidden_count);
+        let holds = |seq: u64| self.holds(seq);
+        let scored = self.bm25.search(keywords, fetch, &filters.kinds, &holds)?;
+        Ok(scored.into_iter().filter(|(_, seq)| accept(*seq)).take(candidates).collect())
+    }
+
+    fn vector_ranking(
+        &self,
+        query_vector: &[f32],
+        candidates: usize,
+        filters: &SearchFilters,
+        accept: &dyn Fn(u64) -> bool,
+    ) -> Ranking {
+        // With nothing to filter out, the index searches without calling
+        // back for every candidate it visits.
+        let unfiltered = self.hidden_count == 0 && *filters == SearchFilters::default();
+        let shared = self.shared_vectors();
+        // The swarm's shared vectors include items this memory does not
+        // hold (not reached yet, or purged here): those are filtered out.
+        let holds = |seq: u64| self.holds(seq);
+        let filter: Option<&dyn Fn(u64) -> bool> = match (unfiltered, shared.len() == 0) {
+            (true, true) => None,
+            (true, false) => Some(&holds),
+            (false, _) => Some(accept),
+        };
+        let [main, late] = shared.indexes();
+        VectorIndex::search_all(&[&self.vectors, main, late], query_vector, candidates, filter)
+    }
+
+    /// Items the fact graph links to what the question is about, ranked by
+    /// how well they answer it. The walk starts from the entities the query
+    /// names (and the filter's), [`GRAPH_HOPS`] hops, and from those the
+    /// best BM25 and vector hits name, one hop, counting half. What it
+    /// reaches ranks by closeness, by similarity to the question, and by
+    /// whether it is the kind of item the question asks for, equally: hop
+    /// distance alone put the decision two hops from a file behind
+    /// everything one hop away. Scores are in `[0, 1]` and fused as they
+    /// are, so a walk from the hits alone never weighs like one from what
+    /// the question names.
+    fn graph_ranking(&self, request: &SearchRequest, seeds: GraphSeeds, accept: &dyn Fn(u64) -> bool) -> Ranking {
+        let graph = self.graph();
+        let view = graph.view();
+        let mut entities = view.entities_in_text(&request.query);
+        if let Some(entity) = &request.filters.entity {
+            entities.extend(resolve_entity(&view, entity));
+        }
+        entities.sort();
+        entities.dedup();
+        let reachable = |near: Vec<(u64, f32)>, limit: usize| -> Vec<(f32, u64)> {
+            near.into_iter()
+                .filter(|(seq, _)| accept(*seq))
+                .take(limit)
+                .map(|(seq, closeness)| (closeness, seq))
+                .collect()
+        };
+        let named = reachable(view.items_near(&entities, GRAPH_HOPS, None), GRAPH_POOL);
+        let mut from_hits: Vec<String> = Vec::new();
+        for seq in seeds.hits.iter().take(GRAPH_SEED_HITS) {
+            if let Some(item) = self.items.get(seq) {
+                from_hits.extend(view.entities_in_text(embedded_text(item.text.as_str())));
+            }
+        }
+        from_hits.sort();
+        from_hits.dedup();
+        from_hits.retain(|entity| !entities.contains(entity));
+        // One hop from what the hits name: two reach most of the memory
+        // through its busiest entities.
+        let known: HashSet<u64> = named.iter().map(|(_, seq)| *seq).collect();
+        let near_hits =
+            view.items_near(&from_hits, 1, None).into_iter().filter(|(seq, _)| !known.contains(seq)).collect();
+        let seeded = reachable(near_hits, GRAPH_POOL / 2);
+        let cosine = match seeds.query_vector {
+            Some(query_vector) => self.cosines(query_vector, named.iter().chain(seeded.iter()).map(|(_, seq)| seq)),
+            None => HashMap::new(),
+        };
+        // Each part in [0, 1]: closeness (by the best of its walk),
+        // similarity, and kind; a walk from the hits counts half.
+        let relevance = |pool: Vec<(f32, u64)>, origin: f32| -> Ranking {
+            let best = pool.iter().map(|(closeness, _)| *closeness).fold(f32::EPSILON, f32::max);
+            pool.into_iter()
+                .map(|(closeness, seq)| {
+                    let similarity = cosine.get(&seq).copied().unwrap_or(0.0).clamp(0.0, 1.0);
+                    let wanted = self.items.get(&seq).is_some_and(|item| seeds.wanted.contains(&item.kind));
+                    let kind = if wanted { 1.0 } else { 0.0 };
+                    (origin * (closeness / best + similarity + kind) / 3.0, seq)
+                })
+                .collect()
+        };
+        let mut ranked = relevance(named, 1.0);
+        ranked.extend(relevance(seeded, SEEDED_BY_HITS));
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        ranked.truncate(seeds.candidates);
+        ranked
+    }
+}
+
+/// What the graph walk starts from besides the query's own entities.
+struct GraphSeeds<'a> {
+    /// The best BM25 and vector hits, best first.
+    hits: Vec<u64>,
+    query_vector: Option<&'a [f32]>,
+    /// Item kinds the question asks for.
+    wanted: &'static [&'static str],
+    candidates: usize,
+}
+
+/// How many of the best hits seed the graph walk.
+const GRAPH_SEED_HITS: usize = 4;
+/// What a walk from the entities of the best hits counts, against one from
+/// the entities the query names.
+const SEEDED_BY_HITS: f32 = 0.5;
+/// How many items the walk reaches are scored.
+const GRAPH_POOL: usize = 400;
+
+fn item_passes(item: &MemoryItem, filters: &SearchFilters) -> bool {
+    (filters.kinds.is_empty() || filters.kinds.iter().any(|kind| kind == item.kind))
+        && filters.since.is_none_or(|since| item.ts >= since)
+        && filters.until.is_none_or(|until| item.ts < until)
+        && (filters.scopes.is_empty() || filters.scopes.contains(&item.scope))
+        && filters.correlation_id.as_ref().is_none_or(|wanted| item.correlation_id.as_ref() == Some(wanted))
+}
+
+impl SearchFilters {
+    /// These filters, and only items of `range` too.
+    fn narrowed_to(&self, range: TimeRange) -> SearchFilters {
+        let since = self.since.map_or(range.since, |since| since.max(range.since));
+        let until = self.until.map_or(range.until, |until| until.min(range.until));
+        SearchFilters { since: Some(since), until: Some(until), ..self.clone() }
+    }
+}
+
+/// Adds `more`'s candidates that `ranking` lacks, keeping it best first.
+fn merge_ranking(ranking: &mut Ranking, more: Ranking) {
+    let known: HashSet<u64> = ranking.iter().map(|(_, seq)| *seq).collect();
+    ranking.extend(more.into_iter().filter(|(_, seq)| !known.contains(seq)));
+    ranking.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+}
+
+const MESSAGE_KIND: &str = "message_recorded";
+/// How many items before (or after) a turn the turn before it (or its
+/// reply) is looked for.
+const NEIGHBOUR_SCAN: usize = 8;
+/// The longest pause within a conversation: a message six hours after the
+/// last one starts another.
+const TURN_GAP_NANOS: i64 = 6 * 3600 * 1_000_000_000;
+
+/// Whether `later` is the next turn of `earlier`'s conversation: both
+/// messages, of the same correlation, close in time.
+fn turn_follows(earlier: &MemoryItem, later: &MemoryItem) -> bool {
+    earlier.kind == MESSAGE_KIND
+        && later.kind == MESSAGE_KIND
+        && earlier.correlation_id == later.correlation_id
+        && earlier.state.is_searchable()
+        && later.ts.unix_nanos().saturating_sub(earlier.ts.unix_nanos()) <= TURN_GAP_NANOS
+}
+
+/// The beginning of a text, cut at a character boundary, for embedding:
+/// what the vector index embeds of an item, and of a query.
+pub fn embedded_text(text: &str) -> &str {
+    if text.len() <= EMBEDDED_TEXT_BYTES {
+        return text;
+    }
+    let mut end = EMBEDDED_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 17, item 4: a hit quotes at most `MAX_HIT_TEXT_BYTES` of its
+    /// item, cut at a character and saying where the rest is.
+    #[test]
+    fn a_hit_quotes_a_huge_text_cut_and_says_where_the_whole_is() {
+        assert_eq!(hit_text("short", "01KF"), "short");
+        let cut = hit_text(&"é".repeat(MAX_HIT_TEXT_BYTES), "01KF");
+        assert!(cut.len() < MAX_HIT_TEXT_BYTES + 100, "{}", cut.len());
+        assert!(cut.ends_with(&format!("[truncated: {} bytes in all, at …/items/01KF]", 2 * MAX_HIT_TEXT_BYTES)));
+    }
+
+    #[test]
+    fn modes_parse_and_print() {
+        for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
+            assert_eq!(mode.as_str().parse::<SearchMode>(), Ok(mode));
+        }
+        assert!("fuzzy".parse::<SearchMode>().is_err());
+    }
+}
