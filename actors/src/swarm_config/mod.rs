@@ -542,6 +542,8 @@ impl SwarmConfig {
             ("retrieval.context_share", self.retrieval.context_share),
             ("retrieval.time_weight", self.retrieval.time_weight),
             ("retrieval.kind_weight", self.retrieval.kind_weight),
+            ("retrieval.speaker_weight", self.retrieval.speaker_weight),
+            ("retrieval.brevity_floor", self.retrieval.brevity_floor),
         ];
         for (key, value) in weights {
             if !value.is_finite() || value < 0.0 {

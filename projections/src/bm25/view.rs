@@ -450,7 +450,7 @@ mod tests {
         assert!(indexed_anywhere(&shared, "zyxsecret"), "a plain delete keeps the term until a merge");
         shared.erase_deleted().unwrap();
         assert!(!indexed_anywhere(&shared, "zyxsecret"));
-        assert!(indexed_anywhere(&shared, "migration"));
+        assert!(indexed_anywhere(&shared, "token"));
         assert_eq!(kept.search("token", 10, &[], &|_| true).unwrap().len(), 1);
     }
 }

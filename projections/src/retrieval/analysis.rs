@@ -28,6 +28,10 @@ pub struct QueryAnalysis {
     pub time: Option<TimeRange>,
     /// What the question wants, if its words say.
     pub wants: Option<AnswerKind>,
+    /// Words that look like names of people (capitalised, letters only,
+    /// not where a sentence starts unless possessive), lower case: search
+    /// asks whether someone of that name speaks in the memory.
+    pub names: Vec<String>,
 }
 
 /// An interval of event time, `since` included and `until` excluded.
@@ -220,7 +224,7 @@ const STOP_WORDS: &[&str] = &[
     "yourself",
 ];
 
-fn is_stop_word(word: &str) -> bool {
+pub(super) fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 
@@ -261,13 +265,33 @@ pub fn analyze(query: &str, now: Timestamp) -> QueryAnalysis {
         .collect();
     let time = resolve_time(&mut words, now);
     let wants = answer_kind(&words);
+    let names = names(query, &words);
     let kept: Vec<&str> = words
         .iter()
         .filter(|word| !word.temporal && !is_stop_word(&word.lower) && !is_stop_word_phrase_part(&word.lower))
         .map(|word| word.written)
         .collect();
     let keywords = if kept.is_empty() { query.to_string() } else { kept.join(" ") };
-    QueryAnalysis { keywords, time, wants }
+    QueryAnalysis { keywords, time, wants, names }
+}
+
+fn names(query: &str, words: &[Word]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (position, word) in words.iter().enumerate() {
+        let mut letters = word.written.chars();
+        let capitalised = letters.next().is_some_and(char::is_uppercase) && letters.all(char::is_lowercase);
+        let possessive =
+            query.contains(&format!("{}'s", word.written)) || query.contains(&format!("{}’s", word.written));
+        let name = capitalised
+            && (position > 0 || possessive)
+            && !word.temporal
+            && !is_stop_word(&word.lower)
+            && month_of(&word.lower).is_none();
+        if name && !names.contains(&word.lower) {
+            names.push(word.lower.clone());
+        }
+    }
+    names
 }
 
 /// Contractions split by the tokenizer ("didn't" → "didn", "t").

@@ -7,7 +7,8 @@
 //!   the query could reach at best in this memory, so a hit on a rare
 //!   identifier weighs near 1 and one on two common words of a reworded
 //!   question far less: BM25 speaks as loudly as it matched. Cosines go
-//!   from the worst to the best of the vector candidates; graph scores
+//!   from the worst to the best of the vector candidates (over at least
+//!   0.25, so that near-equal cosines stay near-equal); graph scores
 //!   count as the graph ranking gives them (in `[0, 1]`). Every candidate's
 //!   cosine is computed exactly, whichever
 //!   retriever found it, so a hit BM25 found is not penalised for missing
@@ -47,7 +48,15 @@ pub(super) struct ScoreInputs<'a> {
     pub recency: f32,
     /// Named boosts: the items in each set gain the weight.
     pub boosts: Vec<(&'static str, f32, HashSet<u64>)>,
+    /// What share of its retrievers' score a candidate keeps (missing: all
+    /// of it): short messages that say little ("Ha, I love that.") match
+    /// every question a little and answer none.
+    pub keeps: &'a HashMap<u64, f32>,
 }
+
+/// The least cosine spread the vector scores are stretched over (see
+/// `fuse_scores`).
+const MIN_COSINE_SPREAD: f32 = 0.25;
 
 /// What the `recency` prior adds at most, relative to one retriever's best.
 const RECENCY_SCALE: f32 = 0.1;
@@ -85,11 +94,13 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
         .1
         .iter()
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(low, high), (score, _)| (low.min(*score), high.max(*score)));
-    let spread = best - worst;
+    // A spread of at least MIN_COSINE_SPREAD: among a few candidates of
+    // near-equal cosines, min-max would turn a difference of 0.01 into one
+    // of 1.
+    let spread = (best - worst).max(MIN_COSINE_SPREAD);
     let vector = |seq: u64| -> f32 {
         match inputs.cosine.get(&seq) {
-            Some(cosine) if spread > f32::EPSILON => ((cosine - worst) / spread).clamp(0.0, 1.0),
-            Some(cosine) if best.is_finite() && *cosine >= best => 1.0,
+            Some(cosine) if best.is_finite() => ((cosine - (best - spread)) / spread).clamp(0.0, 1.0),
             _ => 0.0,
         }
     };
@@ -110,13 +121,16 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
             };
             let bm25_part = with_context(&|seq| own(&bm25, seq));
             let vector_part = with_context(&vector);
-            let mut score = inputs.bm25.0 * bm25_part
-                + inputs.vector.0 * vector_part
-                + inputs.graph.0 * own(&graph, seq)
+            let keeps = inputs.keeps.get(&seq).copied().unwrap_or(1.0);
+            let mut score = keeps
+                * (inputs.bm25.0 * bm25_part + inputs.vector.0 * vector_part + inputs.graph.0 * own(&graph, seq))
                 + inputs.usage.0 * own(&usage, seq)
                 + inputs.recency * RECENCY_SCALE * own(&recency, seq);
-            if let Some(previous) = context.filter(|_| inputs.context_share > 0.0) {
-                ranks.push(RetrieverRank { retriever: "context", rank: 0, score: previous as f32 });
+            if keeps < 1.0 {
+                ranks.push(RetrieverRank { retriever: "brevity", rank: 0, score: keeps });
+            }
+            if context.is_some() && inputs.context_share > 0.0 {
+                ranks.push(RetrieverRank { retriever: "context", rank: 0, score: inputs.context_share });
             }
             for (name, weight, members) in &inputs.boosts {
                 if members.contains(&seq) {
@@ -191,6 +205,7 @@ mod tests {
         previous: &'a HashMap<u64, u64>,
     ) -> ScoreInputs<'a> {
         static EMPTY: Ranking = Vec::new();
+        static KEEPS_ALL: std::sync::LazyLock<HashMap<u64, f32>> = std::sync::LazyLock::new(HashMap::new);
         ScoreInputs {
             bm25: (1.0, bm25),
             bm25_best_possible: 0.0,
@@ -202,6 +217,7 @@ mod tests {
             usage: (0.25, &EMPTY),
             recency: 0.25,
             boosts: Vec::new(),
+            keeps: &KEEPS_ALL,
         }
     }
 

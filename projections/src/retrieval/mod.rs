@@ -121,6 +121,13 @@ pub struct RetrievalWeights {
     /// What an item of the kind the question asks for gains ("what was
     /// decided": decisions), in the same units.
     pub kind_weight: f32,
+    /// What an item said by a person the question names gains ("which
+    /// hobbies has Maria picked up": Maria's messages), in the same units.
+    pub speaker_weight: f32,
+    /// What share of its score the briefest message keeps: a message of
+    /// fewer than eight words that are not stop words keeps this much plus
+    /// its share of the rest (1 turns it off).
+    pub brevity_floor: f32,
 }
 
 impl Default for RetrievalWeights {
@@ -136,6 +143,8 @@ impl Default for RetrievalWeights {
             context_share: 0.5,
             time_weight: 0.3,
             kind_weight: 1.0,
+            speaker_weight: 0.3,
+            brevity_floor: 0.5,
         }
     }
 }
@@ -267,13 +276,13 @@ impl AgentMemory {
         let use_graph = matches!(request.mode, SearchMode::Graph | SearchMode::Hybrid);
         let query_vector = (use_vector || use_graph).then(|| self.config.embedder.embed(embedded_text(&request.query)));
         let mut bm25 = if use_bm25 {
-            self.bm25_ranking(&analysis.keywords, &request.filters, candidates, &accept)?
+            self.bm25_ranking(&analysis.keywords, &request.filters, candidates, &accept, false)?
         } else {
             Vec::new()
         };
         let mut vector = match &query_vector {
             Some(query_vector) if use_vector => {
-                self.vector_ranking(query_vector, candidates, &request.filters, &accept)
+                self.vector_ranking(query_vector, candidates, &request.filters, &accept, false)
             }
             _ => Vec::new(),
         };
@@ -290,20 +299,50 @@ impl AgentMemory {
         // The time the question names: its own candidates join the others
         // (a boost, not a filter: "the hobby she took up in May" may be
         // answered by what she said in June too).
-        let in_time = match analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0) {
-            Some(range) => {
-                let filters = request.filters.narrowed_to(range);
-                let accept_in_time = |seq: u64| self.accepts(seq, &filters, entity_items.as_ref());
-                let more_bm25 = self.bm25_ranking(&analysis.keywords, &filters, candidates, &accept_in_time)?;
-                merge_ranking(&mut bm25, more_bm25);
-                if let Some(query_vector) = query_vector.as_ref().filter(|_| use_vector) {
-                    let more_vector = self.vector_ranking(query_vector, candidates, &filters, &accept_in_time);
-                    merge_ranking(&mut vector, more_vector);
-                }
-                Some(range)
-            }
-            None => None,
+        // The time the question names, and the people it names who speak
+        // in this memory: their own candidates join the others (boosts,
+        // not filters: "the hobby she took up in May" may be answered by
+        // what she said in June, or by what her friend said).
+        let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
+        if let Some(range) = in_time {
+            let filters = request.filters.narrowed_to(range);
+            let accept_in_time = |seq: u64| self.accepts(seq, &filters, entity_items.as_ref());
+            let keywords = &analysis.keywords;
+            let (more_bm25, more_vector) = self.focused(
+                keywords,
+                query_vector.as_deref().filter(|_| use_vector),
+                &filters,
+                candidates,
+                &accept_in_time,
+                false,
+            )?;
+            merge_ranking(&mut bm25, more_bm25);
+            merge_ranking(&mut vector, more_vector);
+        }
+        let speakers: Vec<&str> = if score_fusion && weights.speaker_weight > 0.0 {
+            let found = |name: &str| {
+                bm25.iter().chain(&vector).any(|(_, seq)| self.items.get(seq).is_some_and(|item| said_by(item, name)))
+            };
+            analysis.names.iter().map(String::as_str).filter(|name| found(name)).collect()
+        } else {
+            Vec::new()
         };
+        if !speakers.is_empty() {
+            let accept_said = |seq: u64| {
+                accept(seq) && self.items.get(&seq).is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
+            };
+            let keywords = &analysis.keywords;
+            let (more_bm25, more_vector) = self.focused(
+                keywords,
+                query_vector.as_deref().filter(|_| use_vector),
+                &request.filters,
+                candidates,
+                &accept_said,
+                true,
+            )?;
+            merge_ranking(&mut bm25, more_bm25);
+            merge_ranking(&mut vector, more_vector);
+        }
         let fused = match request.mode {
             SearchMode::Bm25 => single(vec![("bm25", 1.0, bm25)]),
             SearchMode::Vector => single(vec![("vector", 1.0, vector)]),
@@ -353,6 +392,20 @@ impl AgentMemory {
                                 .collect();
                             boosts.push(("kind", weights.kind_weight, members));
                         }
+                        let keeps: HashMap<u64, f32> = if weights.brevity_floor < 1.0 {
+                            all.iter()
+                                .filter_map(|seq| {
+                                    let item = self.items.get(seq).filter(|item| item.kind == MESSAGE_KIND)?;
+                                    let words = content_words(item.text.body(), BRIEF_MESSAGE_WORDS);
+                                    (words < BRIEF_MESSAGE_WORDS).then(|| {
+                                        let floor = weights.brevity_floor;
+                                        (*seq, floor + (1.0 - floor) * words as f32 / BRIEF_MESSAGE_WORDS as f32)
+                                    })
+                                })
+                                .collect()
+                        } else {
+                            HashMap::new()
+                        };
                         fuse_scores(ScoreInputs {
                             bm25: (weights.bm25, &bm25),
                             bm25_best_possible: self.bm25.best_possible_score(&analysis.keywords),
@@ -364,6 +417,7 @@ impl AgentMemory {
                             usage: (weights.usage, &usage),
                             recency: weights.recency,
                             boosts,
+                            keeps: &keeps,
                         })
                     }
                 }
@@ -401,6 +455,24 @@ impl AgentMemory {
             }
         }
         previous
+    }
+
+    /// BM25 and vector candidates among the items `accept` keeps.
+    fn focused(
+        &self,
+        keywords: &str,
+        query_vector: Option<&[f32]>,
+        filters: &SearchFilters,
+        candidates: usize,
+        accept: &dyn Fn(u64) -> bool,
+        narrowed: bool,
+    ) -> Result<(Ranking, Ranking), ProjectionError> {
+        let bm25 = self.bm25_ranking(keywords, filters, candidates, accept, narrowed)?;
+        let vector = match query_vector {
+            Some(query_vector) => self.vector_ranking(query_vector, candidates, filters, accept, narrowed),
+            None => Vec::new(),
+        };
+        Ok((bm25, vector))
     }
 
     /// The cosine similarity of each item's vector to the query's.
@@ -482,16 +554,20 @@ impl AgentMemory {
             && entity_items.is_none_or(|allowed| allowed.contains(&seq))
     }
 
+    /// `narrowed`: `accept` keeps fewer items than `filters` say (a pass
+    /// over one speaker's items).
     fn bm25_ranking(
         &self,
         keywords: &str,
         filters: &SearchFilters,
         candidates: usize,
         accept: &dyn Fn(u64) -> bool,
+        narrowed: bool,
     ) -> Result<Ranking, ProjectionError> {
         // Forgotten and filtered-out items are still in the index: fetch
         // enough that `candidates` survive. Kinds filter inside the index.
-        let others_filter = filters.since.is_some()
+        let others_filter = narrowed
+            || filters.since.is_some()
             || filters.until.is_some()
             || !filters.scopes.is_empty()
             || filters.entity.is_some()
@@ -509,10 +585,11 @@ impl AgentMemory {
         candidates: usize,
         filters: &SearchFilters,
         accept: &dyn Fn(u64) -> bool,
+        narrowed: bool,
     ) -> Ranking {
         // With nothing to filter out, the index searches without calling
         // back for every candidate it visits.
-        let unfiltered = self.hidden_count == 0 && *filters == SearchFilters::default();
+        let unfiltered = !narrowed && self.hidden_count == 0 && *filters == SearchFilters::default();
         let shared = self.shared_vectors();
         // The swarm's shared vectors include items this memory does not
         // hold (not reached yet, or purged here): those are filtered out.
@@ -643,14 +720,42 @@ const NEIGHBOUR_SCAN: usize = 8;
 /// last one starts another.
 const TURN_GAP_NANOS: i64 = 6 * 3600 * 1_000_000_000;
 
-/// Whether `later` is the next turn of `earlier`'s conversation: both
-/// messages, of the same correlation, close in time.
+/// Whether `later` answers `earlier` in a conversation: both messages, of
+/// the same correlation, close in time, and said by different speakers
+/// (agent or role): one agent's two statements in a row are not a question
+/// and its answer.
 fn turn_follows(earlier: &MemoryItem, later: &MemoryItem) -> bool {
     earlier.kind == MESSAGE_KIND
         && later.kind == MESSAGE_KIND
         && earlier.correlation_id == later.correlation_id
         && earlier.state.is_searchable()
         && later.ts.unix_nanos().saturating_sub(earlier.ts.unix_nanos()) <= TURN_GAP_NANOS
+        && (earlier.agent != later.agent || role_of(earlier) != role_of(later))
+}
+
+/// A message with fewer words than this that are not stop words (its role
+/// aside) keeps only part of its score (see `brevity_floor`).
+const BRIEF_MESSAGE_WORDS: usize = 8;
+
+/// The words of a message that are not stop words, counted up to `most`;
+/// its leading `[role]` does not count.
+fn content_words(body: &str, most: usize) -> usize {
+    let text = body.strip_prefix('[').and_then(|rest| rest.split_once("] ")).map_or(body, |(_, text)| text);
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|word| word.chars().count() >= 2 && !analysis::is_stop_word(&word.to_lowercase()))
+        .take(most)
+        .count()
+}
+
+/// Whether `name` (lower case) said the item: it is its agent's, or a
+/// message in that role.
+fn said_by(item: &MemoryItem, name: &str) -> bool {
+    item.agent.eq_ignore_ascii_case(name) || role_of(item).is_some_and(|role| role.eq_ignore_ascii_case(name))
+}
+
+/// The role a message item was said in: its text begins `[role] `.
+fn role_of(item: &MemoryItem) -> Option<&str> {
+    item.text.body().strip_prefix('[')?.split_once("] ").map(|(role, _)| role)
 }
 
 /// The beginning of a text, cut at a character boundary, for embedding:
