@@ -383,6 +383,18 @@ impl AgentMemory {
                                 .collect();
                             boosts.push(("time", weights.time_weight, members));
                         }
+                        if !speakers.is_empty() {
+                            let members = all
+                                .iter()
+                                .copied()
+                                .filter(|seq| {
+                                    self.items
+                                        .get(seq)
+                                        .is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
+                                })
+                                .collect();
+                            boosts.push(("speaker", weights.speaker_weight, members));
+                        }
                         let wanted = analysis.wants.map_or(&[][..], AnswerKind::item_kinds);
                         if !wanted.is_empty() && weights.kind_weight > 0.0 {
                             let members = all

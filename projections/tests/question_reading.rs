@@ -1,0 +1,213 @@
+//! Hybrid search reads the question before it searches (issue 21): the
+//! time it names, the people it names, the kind of answer it wants; a
+//! reply is found through the question it answers; and a rare word BM25
+//! finds is not outvoted by items the vector model cannot tell apart.
+//!
+//! Each test also runs the search with the step turned off, so that it
+//! fails if the step stops mattering, not only if the answer moves.
+//!
+//! Uses all-MiniLM-L6-v2 from `scripts/fetch-model.sh`; without it these
+//! tests fail with that instruction, they never skip.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use mneme_events::{DecisionMade, Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
+use mneme_projections::embed::{Embedder, MiniLmEmbedder};
+use mneme_projections::{AgentMemory, Fusion, MemoryConfig, SearchMode, SearchRequest};
+
+const MINILM_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");
+
+fn minilm() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<MiniLmEmbedder>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let read = |name: &str| {
+                let path = PathBuf::from(MINILM_DIR).join(name);
+                std::fs::read(&path).unwrap_or_else(|error| {
+                    panic!("cannot read {} ({error}): run scripts/fetch-model.sh", path.display())
+                })
+            };
+            let model =
+                MiniLmEmbedder::from_bytes(&read("model.safetensors"), &read("tokenizer.json"), &read("config.json"))
+                    .expect("all-MiniLM-L6-v2 loads");
+            Arc::new(model)
+        })
+        .clone()
+}
+
+/// 2025-01-06T00:00:00Z.
+const START_MS: i64 = 1_736_121_600_000;
+const DAY_MS: i64 = 86_400_000;
+
+/// A memory of `observer`, who sees everyone's shared events.
+struct Conversation {
+    memory: AgentMemory,
+    seq: u64,
+}
+
+impl Conversation {
+    fn new() -> Conversation {
+        let config = MemoryConfig { embedder: minilm(), ..MemoryConfig::default() };
+        Conversation { memory: AgentMemory::new("demo", "observer", config).unwrap(), seq: 0 }
+    }
+
+    /// `agent` says `text` at `ms` after the start; returns its seq.
+    fn say(&mut self, agent: &str, ms: i64, text: &str) -> u64 {
+        let said = EventKind::MessageRecorded(MessageRecorded { role: "user".into(), text: text.into() });
+        self.push(agent, ms, said)
+    }
+
+    fn push(&mut self, agent: &str, ms: i64, kind: EventKind) -> u64 {
+        self.seq += 1;
+        let event = Event::new("demo", agent, kind)
+            .with_id(EventId::from_parts((START_MS + ms) as u64, u128::from(self.seq)))
+            .with_ts(Timestamp::from_unix_millis(START_MS + ms))
+            .with_scope(Scope::Shared);
+        self.memory.apply(self.seq, &event).unwrap();
+        self.seq
+    }
+
+    fn rank(&mut self, query: &str, seq: u64, adjust: impl Fn(&mut SearchRequest)) -> Option<usize> {
+        let mut request = SearchRequest::new(query, 10).with_mode(SearchMode::Hybrid);
+        adjust(&mut request);
+        request.explain = true;
+        let hits = self.memory.search(&request).unwrap();
+        if std::env::var("DEBUG_RANKS").is_ok() {
+            eprintln!("QUERY {query} (want {seq})");
+            for hit in &hits {
+                let explain: Vec<String> = hit
+                    .explain
+                    .iter()
+                    .map(|rank| format!("{}:{}:{:.2}", rank.retriever, rank.rank, rank.score))
+                    .collect();
+                eprintln!("  {} {:.3} {} {:?}", hit.seq, hit.score, &hit.text[..hit.text.len().min(70)], explain);
+            }
+        }
+        hits.iter().position(|hit| hit.seq == seq).map(|position| position + 1)
+    }
+}
+
+/// Small talk between two people, `count` turns from `ms` on, a minute apart.
+fn small_talk(conversation: &mut Conversation, ms: i64, count: usize) {
+    const LINES: &[&str] = &[
+        "The weather has been so gloomy this week, I barely left the house.",
+        "Ugh, same here.",
+        "Work was chaos, we had three meetings about one meeting.",
+        "Ha, that sounds about right.",
+        "I made lentil soup for dinner last night, it turned out alright.",
+        "Oh I know what you mean.",
+        "My commute was awful today, the train stopped for twenty minutes.",
+        "Honestly, relatable.",
+    ];
+    for turn in 0..count {
+        let agent = if turn % 2 == 0 { "jon" } else { "maria" };
+        conversation.say(agent, ms + turn as i64 * 60_000, LINES[turn % LINES.len()]);
+    }
+}
+
+#[test]
+fn a_reply_is_found_through_the_question_it_answers() {
+    let mut conversation = Conversation::new();
+    small_talk(&mut conversation, 0, 8);
+    conversation.say("jon", DAY_MS, "Did you end up going anywhere over the long weekend?");
+    let reply = conversation.say("maria", DAY_MS + 60_000, "Yes! We drove up north and stayed in a cabin by the lake.");
+    small_talk(&mut conversation, 2 * DAY_MS, 8);
+    conversation.say("jon", 3 * DAY_MS, "My weekend was quiet, I mostly cleaned the flat.");
+    // The reply shares no word with the question; the turn it answers does.
+    let query = "the long weekend away";
+    let with_context = conversation.rank(query, reply, |_| {}).expect("the reply is found");
+    let without = conversation.rank(query, reply, |request| request.weights.context_share = 0.0);
+    assert!(with_context <= 2, "the reply ranks {with_context}");
+    assert!(without.is_none_or(|without| without > with_context), "context lifts it: {without:?} → {with_context}");
+}
+
+#[test]
+fn a_time_the_question_names_lifts_what_was_said_then() {
+    let mut conversation = Conversation::new();
+    // Two outings told alike, one in February and one in May 2025.
+    let february = conversation.say("maria", 30 * DAY_MS, "We spent Saturday at the climbing gym, my arms still hurt.");
+    small_talk(&mut conversation, 31 * DAY_MS, 6);
+    let may = conversation.say(
+        "maria",
+        120 * DAY_MS,
+        "We spent Saturday at the pottery studio, my hands still smell of clay.",
+    );
+    small_talk(&mut conversation, 121 * DAY_MS, 6);
+    conversation.say("maria", 160 * DAY_MS, "Nothing much happening lately.");
+    let query = "What did Maria do on the weekend in May 2025?";
+    assert_eq!(conversation.rank(query, may, |_| {}), Some(1));
+    let query = "What did Maria do on the weekend in February 2025?";
+    assert_eq!(conversation.rank(query, february, |_| {}), Some(1));
+    // The boost is what decides: without it one of the two months loses.
+    let unboosted = [
+        conversation
+            .rank("What did Maria do on the weekend in May 2025?", may, |request| request.weights.time_weight = 0.0),
+        conversation.rank("What did Maria do on the weekend in February 2025?", february, |request| {
+            request.weights.time_weight = 0.0
+        }),
+    ];
+    assert!(unboosted.contains(&Some(2)), "{unboosted:?}");
+}
+
+#[test]
+fn a_person_the_question_names_lifts_what_they_said() {
+    let mut conversation = Conversation::new();
+    let hearsay = conversation.say("jon", 0, "A friend of mine tried a pottery class once and hated every minute.");
+    small_talk(&mut conversation, DAY_MS, 6);
+    let own =
+        conversation.say("maria", 2 * DAY_MS, "I signed up for a pottery class, my first bowl came out lopsided.");
+    small_talk(&mut conversation, 3 * DAY_MS, 6);
+    let query = "Has Maria tried a pottery class?";
+    let ranked = conversation.rank(query, own, |_| {}).unwrap();
+    let other = conversation.rank(query, hearsay, |_| {}).unwrap();
+    assert!(ranked < other, "Maria's own words first: {ranked} vs {other}");
+    let query = "Has Jon tried a pottery class?";
+    let ranked = conversation.rank(query, hearsay, |_| {}).unwrap();
+    let other = conversation.rank(query, own, |_| {}).unwrap();
+    assert!(ranked < other, "Jon's words first when Jon is asked about: {ranked} vs {other}");
+}
+
+#[test]
+fn a_question_about_a_decision_ranks_the_decision_first() {
+    let mut conversation = Conversation::new();
+    conversation.say("jon", 0, "We argued about the cache TTL for the ledger service all morning.");
+    conversation.say("maria", 60_000, "The cache TTL of the ledger service drives me mad, it is far too long.");
+    let decided = conversation.push(
+        "maria",
+        120_000,
+        EventKind::DecisionMade(DecisionMade {
+            title: "Cache TTL of the ledger service".into(),
+            choice: "invalidate on every write and keep 300 s as a backstop".into(),
+            rationale: "readers saw stale totals for minutes".into(),
+            supersedes: None,
+        }),
+    );
+    conversation.say("jon", 180_000, "Fine by me, the cache TTL debate is over for the ledger service.");
+    let query = "What was decided about the cache TTL of the ledger service?";
+    assert_eq!(conversation.rank(query, decided, |_| {}), Some(1));
+    // The kind counts twice: as a boost, and in the graph's ranking.
+    let without = conversation.rank(query, decided, |request| {
+        request.weights.kind_weight = 0.0;
+        request.weights.graph = 0.0;
+    });
+    assert_ne!(without, Some(1), "the kind it asks for is what lifts it");
+}
+
+/// Issue 21: in a memory of near-identical messages, a unique identifier
+/// that BM25 ranks first stays first in hybrid; under rank fusion, newer
+/// items the vectors cannot tell from it outvoted it.
+#[test]
+fn a_rare_identifier_bm25_finds_is_not_outvoted_by_vector_ties() {
+    let mut conversation = Conversation::new();
+    let mut wanted = 0;
+    for number in 9000..9400u32 {
+        let seq = conversation.say("coder", i64::from(number) * 1000, &format!("durable fact ferret{number}"));
+        if number == 9129 {
+            wanted = seq;
+        }
+    }
+    assert_eq!(conversation.rank("ferret9129", wanted, |_| {}), Some(1));
+    let by_rank = conversation.rank("ferret9129", wanted, |request| request.weights.fusion = Fusion::Rrf);
+    assert_ne!(by_rank, Some(1), "rank fusion loses it, so this case still tests something");
+}
