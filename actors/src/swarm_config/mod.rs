@@ -544,6 +544,7 @@ impl SwarmConfig {
             ("retrieval.kind_weight", self.retrieval.kind_weight),
             ("retrieval.speaker_weight", self.retrieval.speaker_weight),
             ("retrieval.brevity_floor", self.retrieval.brevity_floor),
+            ("retrieval.expansion_weight", self.retrieval.expansion_weight),
         ];
         for (key, value) in weights {
             if !value.is_finite() || value < 0.0 {

@@ -550,6 +550,17 @@ impl TextIndex {
         TermCounts { text_tokens, code_tokens, terms: terms.into_boxed_slice() }
     }
 
+    /// The tokens of `text` as the `text` field's analyzer makes them.
+    pub(crate) fn text_tokens(&self, text: &str) -> Vec<String> {
+        let Some(mut analyzer) = self.index.tokenizers().get(TEXT_ANALYZER) else { return Vec::new() };
+        let mut stream = analyzer.token_stream(text);
+        let mut tokens = Vec::new();
+        while let Some(token) = stream.next() {
+            tokens.push(token.text.clone());
+        }
+        tokens
+    }
+
     /// The keys of a query's distinct terms, as the `text` and the `code`
     /// field analyze it.
     pub(crate) fn query_terms(&self, query: &str) -> (Vec<u64>, Vec<u64>) {

@@ -255,7 +255,75 @@ impl Bm25Index {
         let mut parser = QueryParser::for_index(&self.shared.index, vec![fields.text, fields.code]);
         parser.set_field_boost(fields.code, IDENTIFIER_BOOST);
         let (parsed, _ignored_syntax_errors) = parser.parse_query_lenient(query);
-        let query = self.restrict(parsed, kinds);
+        self.search_query(parsed, limit, kinds, holds)
+    }
+
+    /// The `limit` best items for any of `terms` of the `text` field, as
+    /// its analyzer made them (see [`Bm25Index::rare_terms`]); otherwise as
+    /// [`Bm25Index::search`].
+    pub fn search_terms(
+        &self,
+        terms: &[String],
+        limit: usize,
+        kinds: &[String],
+        holds: &dyn Fn(u64) -> bool,
+    ) -> Result<Vec<(f32, u64)>, ProjectionError> {
+        let field = self.shared.fields.text;
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|term| {
+                let query: Box<dyn Query> =
+                    Box::new(TermQuery::new(Term::from_field_text(field, term), IndexRecordOption::WithFreqs));
+                (Occur::Should, query)
+            })
+            .collect();
+        self.search_query(Box::new(BooleanQuery::new(clauses)), limit, kinds, holds)
+    }
+
+    /// The distinct terms of `text` as the `text` field's analyzer makes them.
+    pub fn text_terms(&self, text: &str) -> Vec<String> {
+        let mut terms = self.shared.text_tokens(text);
+        terms.sort();
+        terms.dedup();
+        terms
+    }
+
+    /// How many documents this memory holds.
+    pub fn documents(&self) -> u64 {
+        self.stats.documents
+    }
+
+    /// The terms of `text` (as the `text` field's analyzer makes them) that
+    /// at most `most_documents` of this memory's documents hold, rarest
+    /// first, at most `limit` of them: the names, identifiers and other
+    /// rare words a hit carries, which find what else speaks of them.
+    pub fn rare_terms(&self, text: &str, most_documents: u32, limit: usize) -> Vec<(u32, String)> {
+        let field = self.shared.fields.text;
+        let mut rare: Vec<(u32, String)> = self
+            .shared
+            .text_tokens(text)
+            .into_iter()
+            .filter_map(|token| {
+                let frequency = *self.stats.document_frequency.get(&term_key(&Term::from_field_text(field, &token)))?;
+                (frequency <= most_documents).then_some((frequency, token))
+            })
+            .collect();
+        rare.sort();
+        rare.dedup();
+        rare.truncate(limit);
+        rare
+    }
+
+    /// Runs `query` over this memory's documents: see [`Bm25Index::search`].
+    fn search_query(
+        &self,
+        query: Box<dyn Query>,
+        limit: usize,
+        kinds: &[String],
+        holds: &dyn Fn(u64) -> bool,
+    ) -> Result<Vec<(f32, u64)>, ProjectionError> {
+        let fields = self.shared.fields;
+        let query = self.restrict(query, kinds);
         let searcher = self.shared.reader.searcher();
         let statistics = ViewStatistics { stats: &self.stats, fields };
         let limit = limit.max(1);

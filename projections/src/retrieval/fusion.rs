@@ -37,6 +37,8 @@ pub(super) struct ScoreInputs<'a> {
     pub bm25_best_possible: f32,
     pub vector: (f32, &'a Ranking),
     pub graph: (f32, &'a Ranking),
+    /// Items holding the rare words of the best hits, scored by the best.
+    pub expansion: (f32, &'a Ranking),
     /// Every candidate's cosine similarity to the query, found by the
     /// vector retriever or not (missing: no vector).
     pub cosine: &'a HashMap<u64, f32>,
@@ -64,7 +66,13 @@ const RECENCY_SCALE: f32 = 0.1;
 /// Score fusion: see the module's documentation. Best first.
 pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRank>)> {
     let mut candidates: BTreeMap<u64, Vec<RetrieverRank>> = BTreeMap::new();
-    for (name, ranking) in [("bm25", inputs.bm25.1), ("vector", inputs.vector.1), ("graph", inputs.graph.1)] {
+    let rankings = [
+        ("bm25", inputs.bm25.1),
+        ("vector", inputs.vector.1),
+        ("graph", inputs.graph.1),
+        ("expansion", inputs.expansion.1),
+    ];
+    for (name, ranking) in rankings {
         for (position, (score, seq)) in ranking.iter().enumerate() {
             candidates.entry(*seq).or_default().push(RetrieverRank {
                 retriever: name,
@@ -105,6 +113,7 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
         }
     };
     let usage = by_best(inputs.usage.1);
+    let expansion = by_best(inputs.expansion.1);
     let newest_first: Vec<u64> = candidates.keys().rev().copied().collect();
     let count = newest_first.len().max(1) as f32;
     let recency: HashMap<u64, f32> =
@@ -123,7 +132,10 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
             let vector_part = with_context(&vector);
             let keeps = inputs.keeps.get(&seq).copied().unwrap_or(1.0);
             let mut score = keeps
-                * (inputs.bm25.0 * bm25_part + inputs.vector.0 * vector_part + inputs.graph.0 * own(&graph, seq))
+                * (inputs.bm25.0 * bm25_part
+                    + inputs.vector.0 * vector_part
+                    + inputs.graph.0 * own(&graph, seq)
+                    + inputs.expansion.0 * own(&expansion, seq))
                 + inputs.usage.0 * own(&usage, seq)
                 + inputs.recency * RECENCY_SCALE * own(&recency, seq);
             if keeps < 1.0 {
@@ -211,6 +223,7 @@ mod tests {
             bm25_best_possible: 0.0,
             vector: (1.0, vector),
             graph: (1.0, &EMPTY),
+            expansion: (0.5, &EMPTY),
             cosine,
             previous,
             context_share: 0.5,

@@ -124,6 +124,9 @@ pub struct RetrievalWeights {
     /// What an item said by a person the question names gains ("which
     /// hobbies has Maria picked up": Maria's messages), in the same units.
     pub speaker_weight: f32,
+    /// What an item holding the rare words of the best hits gains at most
+    /// (score fusion only; see `expansion_ranking`).
+    pub expansion_weight: f32,
     /// What share of its score the briefest message keeps: a message of
     /// fewer than eight words that are not stop words keeps this much plus
     /// its share of the rest (1 turns it off).
@@ -145,6 +148,7 @@ impl Default for RetrievalWeights {
             kind_weight: 1.0,
             speaker_weight: 0.3,
             brevity_floor: 0.5,
+            expansion_weight: 0.5,
         }
     }
 }
@@ -343,6 +347,11 @@ impl AgentMemory {
             merge_ranking(&mut bm25, more_bm25);
             merge_ranking(&mut vector, more_vector);
         }
+        let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
+            self.expansion_ranking(&analysis.keywords, [&bm25, &vector], &request.filters, candidates, &accept)?
+        } else {
+            Vec::new()
+        };
         let fused = match request.mode {
             SearchMode::Bm25 => single(vec![("bm25", 1.0, bm25)]),
             SearchMode::Vector => single(vec![("vector", 1.0, vector)]),
@@ -362,7 +371,7 @@ impl AgentMemory {
                     ),
                     Fusion::Score => {
                         let query_vector = query_vector.as_deref().unwrap_or(&[]);
-                        let found: Vec<u64> = [&bm25, &vector, &graph]
+                        let found: Vec<u64> = [&bm25, &vector, &graph, &expansion]
                             .iter()
                             .flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq))
                             .collect();
@@ -423,6 +432,7 @@ impl AgentMemory {
                             bm25_best_possible: self.bm25.best_possible_score(&analysis.keywords),
                             vector: (weights.vector, &vector),
                             graph: (weights.graph, &graph),
+                            expansion: (weights.expansion_weight, &expansion),
                             cosine: &cosine,
                             previous: &previous,
                             context_share: weights.context_share,
@@ -467,6 +477,51 @@ impl AgentMemory {
             }
         }
         previous
+    }
+
+    /// What else speaks of the rare words of the best hits: the names,
+    /// identifiers and other words that few items hold, taken from the two
+    /// best BM25 and the two best vector hits (not the query's own), then
+    /// searched for. It finds the second half of a multi-step answer: the
+    /// turn that names the dog "Noodle" after the one that said the new dog
+    /// is called Noodle, the run that raised the error the top hit names.
+    /// The hits it starts from are left out: they are found already.
+    fn expansion_ranking(
+        &self,
+        keywords: &str,
+        rankings: [&Ranking; 2],
+        filters: &SearchFilters,
+        candidates: usize,
+        accept: &dyn Fn(u64) -> bool,
+    ) -> Result<Ranking, ProjectionError> {
+        let seeds: Vec<u64> =
+            rankings.iter().flat_map(|ranking| ranking.iter().take(EXPANSION_SEEDS)).map(|(_, seq)| *seq).collect();
+        let asked = self.bm25.text_terms(keywords);
+        let most_documents =
+            u32::try_from((self.bm25.documents() / EXPANSION_RARITY).max(EXPANSION_MIN_DOCUMENTS)).unwrap_or(u32::MAX);
+        let mut terms: Vec<String> = Vec::new();
+        for seq in &seeds {
+            let Some(item) = self.items.get(seq) else { continue };
+            let rare = self.bm25.rare_terms(
+                embedded_text(item.text.body()),
+                most_documents,
+                EXPANSION_TERMS_PER_HIT + asked.len(),
+            );
+            let new: Vec<String> = rare
+                .into_iter()
+                .map(|(_, term)| term)
+                .filter(|term| !asked.contains(term) && !terms.contains(term))
+                .take(EXPANSION_TERMS_PER_HIT)
+                .collect();
+            terms.extend(new);
+        }
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let holds = |seq: u64| self.holds(seq);
+        let fetch = (candidates + seeds.len()).saturating_add(self.hidden_count);
+        let scored = self.bm25.search_terms(&terms, fetch, &filters.kinds, &holds)?;
+        Ok(scored.into_iter().filter(|(_, seq)| accept(*seq) && !seeds.contains(seq)).take(candidates).collect())
     }
 
     /// BM25 and vector candidates among the items `accept` keeps.
@@ -691,6 +746,16 @@ struct GraphSeeds<'a> {
     wanted: &'static [&'static str],
     candidates: usize,
 }
+
+/// How many of the best BM25 and of the best vector hits lend their rare
+/// words to the expansion.
+const EXPANSION_SEEDS: usize = 2;
+/// How many rare words each of them lends.
+const EXPANSION_TERMS_PER_HIT: usize = 2;
+/// A word is rare when at most one document in this many holds it, or at
+/// most [`EXPANSION_MIN_DOCUMENTS`].
+const EXPANSION_RARITY: u64 = 500;
+const EXPANSION_MIN_DOCUMENTS: u64 = 3;
 
 /// How many of the best hits seed the graph walk.
 const GRAPH_SEED_HITS: usize = 4;
