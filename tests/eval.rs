@@ -65,3 +65,32 @@ fn eval_reports_every_metric_for_a_tiny_swarm() {
     assert_eq!(report["context"]["budget_violations"], 0, "{report}");
     assert!(report["targets"].as_array().unwrap().len() >= 8);
 }
+
+/// Issue 21: the conversational swarm, scored per evidence turn.
+#[test]
+fn eval_reports_every_question_type_for_tiny_conversations() {
+    let output = std::process::Command::new(MNEME_TOOLS)
+        .args(["eval", "--swarm", "conversations", "--size", "tiny", "--seed", "3", "--embedder", "hashed"])
+        .args(["--format", "json", "--retrieval", "fusion = \"score\""])
+        .env("MNEME_LOG", "warn")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&common::stdout_of(&output)).unwrap();
+    assert_eq!(report["swarm"], "conversations", "{report}");
+    assert!(report["command"].as_str().unwrap().contains("--retrieval 'fusion = \"score\"'"), "{report}");
+    for kind in ["single_hop", "multi_hop", "temporal", "list", "inference"] {
+        let hybrid = &report["by_question_type"][kind]["hybrid"];
+        assert!(hybrid["questions"].as_u64().unwrap() > 0, "{kind}: {report}");
+        let recall = hybrid["recall@10"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&recall), "{kind}: {recall}");
+    }
+    // Questions name their person: BM25 finds some evidence turns, a floor
+    // far below the targets that fails only when something is broken.
+    assert!(report["retrieval"]["bm25"]["recall@10"].as_f64().unwrap() >= 0.15, "{report}");
+    let targets: Vec<&str> =
+        report["targets"].as_array().unwrap().iter().map(|target| target["name"].as_str().unwrap()).collect();
+    assert!(targets.contains(&"hybrid recall@10, list"), "{targets:?}");
+    // No phases, no expected contradictions: no target for them.
+    assert!(!targets.iter().any(|name| name.contains("compression") || name == &"contradiction recall"), "{targets:?}");
+    assert_eq!(report["context"]["budget_violations"], 0, "{report}");
+}

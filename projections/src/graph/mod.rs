@@ -120,5 +120,6 @@ pub use snapshot::GRAPH_SNAPSHOT_FORMAT;
 pub use store::FactGraph;
 pub(crate) use store::TouchedEdge;
 pub use swarm::SwarmGraph;
+pub(crate) use tools::is_edit_tool;
 pub use view::GraphView;
 pub(crate) use view::Holding;

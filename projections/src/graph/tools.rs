@@ -470,6 +470,13 @@ fn is_code_name(pattern: &str) -> bool {
     is_identifier(pattern) || (pattern.contains("::") && pattern.split("::").all(is_identifier))
 }
 
+/// Whether a tool of this name edits files (`edit_file`, `apply_patch`,
+/// `str_replace_based_edit_tool`, `mcp__fs__write_file`…), by name alone.
+pub(crate) fn is_edit_tool(tool_name: &str) -> bool {
+    let name = base_tool_name(tool_name);
+    MODIFY_TOOLS.contains(&name.as_str()) || EDITOR_TOOLS.contains(&name.as_str())
+}
+
 /// The family of a tool, by name, then by arguments.
 fn classify(tool_name: &str, arguments: &JsonValue) -> Invocation {
     let name = base_tool_name(tool_name);

@@ -125,7 +125,7 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
             let own = |map: &HashMap<u64, f32>, seq: u64| map.get(&seq).copied().unwrap_or(0.0);
             let context = inputs.previous.get(&seq).copied();
             let with_context = |score: &dyn Fn(u64) -> f32| -> f32 {
-                let before = context.map_or(0.0, |previous| score(previous));
+                let before = context.map_or(0.0, score);
                 score(seq) + inputs.context_share * before
             };
             let bm25_part = with_context(&|seq| own(&bm25, seq));

@@ -292,8 +292,7 @@ impl AgentMemory {
         };
         let graph = if use_graph {
             let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
-            let wanted = analysis.wants.map_or(&[][..], AnswerKind::item_kinds);
-            let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wanted, candidates };
+            let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
             self.graph_ranking(request, seeds, &accept)
         } else {
             Vec::new()
@@ -404,12 +403,11 @@ impl AgentMemory {
                                 .collect();
                             boosts.push(("speaker", weights.speaker_weight, members));
                         }
-                        let wanted = analysis.wants.map_or(&[][..], AnswerKind::item_kinds);
-                        if !wanted.is_empty() && weights.kind_weight > 0.0 {
+                        if let Some(wants) = analysis.wants.filter(|_| weights.kind_weight > 0.0) {
                             let members = all
                                 .iter()
                                 .copied()
-                                .filter(|seq| self.items.get(seq).is_some_and(|item| wanted.contains(&item.kind)))
+                                .filter(|seq| self.items.get(seq).is_some_and(|item| answers_as(item, wants)))
                                 .collect();
                             boosts.push(("kind", weights.kind_weight, members));
                         }
@@ -723,7 +721,9 @@ impl AgentMemory {
             pool.into_iter()
                 .map(|(closeness, seq)| {
                     let similarity = cosine.get(&seq).copied().unwrap_or(0.0).clamp(0.0, 1.0);
-                    let wanted = self.items.get(&seq).is_some_and(|item| seeds.wanted.contains(&item.kind));
+                    let wanted = seeds
+                        .wants
+                        .is_some_and(|wants| self.items.get(&seq).is_some_and(|item| answers_as(item, wants)));
                     let kind = if wanted { 1.0 } else { 0.0 };
                     (origin * (closeness / best + similarity + kind) / 3.0, seq)
                 })
@@ -742,8 +742,8 @@ struct GraphSeeds<'a> {
     /// The best BM25 and vector hits, best first.
     hits: Vec<u64>,
     query_vector: Option<&'a [f32]>,
-    /// Item kinds the question asks for.
-    wanted: &'static [&'static str],
+    /// The kind of answer the question asks for.
+    wants: Option<AnswerKind>,
     candidates: usize,
 }
 
@@ -822,6 +822,26 @@ fn content_words(body: &str, most: usize) -> usize {
         .filter(|word| word.chars().count() >= 2 && !analysis::is_stop_word(&word.to_lowercase()))
         .take(most)
         .count()
+}
+
+/// Whether the item is the kind of answer `wants` names: a decision for
+/// "what was decided"; for "what fixed", a decision or a tool result that
+/// edited files (by the tool's name, as the graph classifies tools).
+fn answers_as(item: &MemoryItem, wants: AnswerKind) -> bool {
+    match wants {
+        AnswerKind::Decision => item.kind == "decision_made",
+        AnswerKind::Fix => {
+            item.kind == "decision_made"
+                || item.kind == "tool_result_recorded"
+                    && item
+                        .text
+                        .body()
+                        .strip_prefix("$ ")
+                        .and_then(|rest| rest.split([' ', '\n']).next())
+                        .is_some_and(crate::graph::is_edit_tool)
+        }
+        AnswerKind::Person | AnswerKind::Date | AnswerKind::Place => false,
+    }
 }
 
 /// Whether `name` (lower case) said the item: it is its agent's, or a
