@@ -10,6 +10,7 @@
 
 mod analysis;
 mod fusion;
+mod related;
 
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
@@ -23,6 +24,7 @@ use crate::superseded::Supersessions;
 use crate::vector::VectorIndex;
 pub use analysis::{AnswerKind, QueryAnalysis, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
+use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by};
 
 /// How many candidates each retriever contributes per requested hit. Under
 /// reciprocal rank fusion a rank past 20 adds at most 1/80 of a weight, so
@@ -455,73 +457,6 @@ impl AgentMemory {
             .collect())
     }
 
-    /// The conversation turn before each message among `found`, and each
-    /// found message's reply: `(turn, the turn before it)`. A turn's turn
-    /// before is the previous message of its conversation (the same
-    /// correlation id, or none) said within [`TURN_GAP_NANOS`] before it,
-    /// among the few items before it in the log.
-    fn conversation_neighbours(&self, found: &[u64], accept: &dyn Fn(u64) -> bool) -> HashMap<u64, u64> {
-        let mut previous = HashMap::new();
-        for seq in found {
-            let Some(item) = self.items.get(seq).filter(|item| item.kind == MESSAGE_KIND) else { continue };
-            let before =
-                self.items.range(..*seq).rev().take(NEIGHBOUR_SCAN).find(|(_, other)| turn_follows(other, item));
-            if let Some((before, _)) = before.filter(|(before, _)| accept(**before)) {
-                previous.insert(*seq, *before);
-            }
-            let after = self.items.range(seq + 1..).take(NEIGHBOUR_SCAN).find(|(_, other)| turn_follows(item, other));
-            if let Some((after, _)) = after.filter(|(after, _)| accept(**after)) {
-                previous.insert(*after, *seq);
-            }
-        }
-        previous
-    }
-
-    /// What else speaks of the rare words of the best hits: the names,
-    /// identifiers and other words that few items hold, taken from the two
-    /// best BM25 and the two best vector hits (not the query's own), then
-    /// searched for. It finds the second half of a multi-step answer: the
-    /// turn that names the dog "Noodle" after the one that said the new dog
-    /// is called Noodle, the run that raised the error the top hit names.
-    /// The hits it starts from are left out: they are found already.
-    fn expansion_ranking(
-        &self,
-        keywords: &str,
-        rankings: [&Ranking; 2],
-        filters: &SearchFilters,
-        candidates: usize,
-        accept: &dyn Fn(u64) -> bool,
-    ) -> Result<Ranking, ProjectionError> {
-        let seeds: Vec<u64> =
-            rankings.iter().flat_map(|ranking| ranking.iter().take(EXPANSION_SEEDS)).map(|(_, seq)| *seq).collect();
-        let asked = self.bm25.text_terms(keywords);
-        let most_documents =
-            u32::try_from((self.bm25.documents() / EXPANSION_RARITY).max(EXPANSION_MIN_DOCUMENTS)).unwrap_or(u32::MAX);
-        let mut terms: Vec<String> = Vec::new();
-        for seq in &seeds {
-            let Some(item) = self.items.get(seq) else { continue };
-            let rare = self.bm25.rare_terms(
-                embedded_text(item.text.body()),
-                most_documents,
-                EXPANSION_TERMS_PER_HIT + asked.len(),
-            );
-            let new: Vec<String> = rare
-                .into_iter()
-                .map(|(_, term)| term)
-                .filter(|term| !asked.contains(term) && !terms.contains(term))
-                .take(EXPANSION_TERMS_PER_HIT)
-                .collect();
-            terms.extend(new);
-        }
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let holds = |seq: u64| self.holds(seq);
-        let fetch = (candidates + seeds.len()).saturating_add(self.hidden_count);
-        let scored = self.bm25.search_terms(&terms, fetch, &filters.kinds, &holds)?;
-        Ok(scored.into_iter().filter(|(_, seq)| accept(*seq) && !seeds.contains(seq)).take(candidates).collect())
-    }
-
     /// BM25 and vector candidates among the items `accept` keeps.
     fn focused(
         &self,
@@ -667,103 +602,7 @@ impl AgentMemory {
         let [main, late] = shared.indexes();
         VectorIndex::search_all(&[&self.vectors, main, late], query_vector, candidates, filter)
     }
-
-    /// Items the fact graph links to what the question is about, ranked by
-    /// how well they answer it. The walk starts from the entities the query
-    /// names (and the filter's), [`GRAPH_HOPS`] hops, and from those the
-    /// best BM25 and vector hits name, one hop, counting half. What it
-    /// reaches ranks by closeness, by similarity to the question, and by
-    /// whether it is the kind of item the question asks for, equally: hop
-    /// distance alone put the decision two hops from a file behind
-    /// everything one hop away. Scores are in `[0, 1]` and fused as they
-    /// are, so a walk from the hits alone never weighs like one from what
-    /// the question names.
-    fn graph_ranking(&self, request: &SearchRequest, seeds: GraphSeeds, accept: &dyn Fn(u64) -> bool) -> Ranking {
-        let graph = self.graph();
-        let view = graph.view();
-        let mut entities = view.entities_in_text(&request.query);
-        if let Some(entity) = &request.filters.entity {
-            entities.extend(resolve_entity(&view, entity));
-        }
-        entities.sort();
-        entities.dedup();
-        let reachable = |near: Vec<(u64, f32)>, limit: usize| -> Vec<(f32, u64)> {
-            near.into_iter()
-                .filter(|(seq, _)| accept(*seq))
-                .take(limit)
-                .map(|(seq, closeness)| (closeness, seq))
-                .collect()
-        };
-        let named = reachable(view.items_near(&entities, GRAPH_HOPS, None), GRAPH_POOL);
-        let mut from_hits: Vec<String> = Vec::new();
-        for seq in seeds.hits.iter().take(GRAPH_SEED_HITS) {
-            if let Some(item) = self.items.get(seq) {
-                from_hits.extend(view.entities_in_text(embedded_text(item.text.as_str())));
-            }
-        }
-        from_hits.sort();
-        from_hits.dedup();
-        from_hits.retain(|entity| !entities.contains(entity));
-        // One hop from what the hits name: two reach most of the memory
-        // through its busiest entities.
-        let known: HashSet<u64> = named.iter().map(|(_, seq)| *seq).collect();
-        let near_hits =
-            view.items_near(&from_hits, 1, None).into_iter().filter(|(seq, _)| !known.contains(seq)).collect();
-        let seeded = reachable(near_hits, GRAPH_POOL / 2);
-        let cosine = match seeds.query_vector {
-            Some(query_vector) => self.cosines(query_vector, named.iter().chain(seeded.iter()).map(|(_, seq)| seq)),
-            None => HashMap::new(),
-        };
-        // Each part in [0, 1]: closeness (by the best of its walk),
-        // similarity, and kind; a walk from the hits counts half.
-        let relevance = |pool: Vec<(f32, u64)>, origin: f32| -> Ranking {
-            let best = pool.iter().map(|(closeness, _)| *closeness).fold(f32::EPSILON, f32::max);
-            pool.into_iter()
-                .map(|(closeness, seq)| {
-                    let similarity = cosine.get(&seq).copied().unwrap_or(0.0).clamp(0.0, 1.0);
-                    let wanted = seeds
-                        .wants
-                        .is_some_and(|wants| self.items.get(&seq).is_some_and(|item| answers_as(item, wants)));
-                    let kind = if wanted { 1.0 } else { 0.0 };
-                    (origin * (closeness / best + similarity + kind) / 3.0, seq)
-                })
-                .collect()
-        };
-        let mut ranked = relevance(named, 1.0);
-        ranked.extend(relevance(seeded, SEEDED_BY_HITS));
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        ranked.truncate(seeds.candidates);
-        ranked
-    }
 }
-
-/// What the graph walk starts from besides the query's own entities.
-struct GraphSeeds<'a> {
-    /// The best BM25 and vector hits, best first.
-    hits: Vec<u64>,
-    query_vector: Option<&'a [f32]>,
-    /// The kind of answer the question asks for.
-    wants: Option<AnswerKind>,
-    candidates: usize,
-}
-
-/// How many of the best BM25 and of the best vector hits lend their rare
-/// words to the expansion.
-const EXPANSION_SEEDS: usize = 2;
-/// How many rare words each of them lends.
-const EXPANSION_TERMS_PER_HIT: usize = 2;
-/// A word is rare when at most one document in this many holds it, or at
-/// most [`EXPANSION_MIN_DOCUMENTS`].
-const EXPANSION_RARITY: u64 = 500;
-const EXPANSION_MIN_DOCUMENTS: u64 = 3;
-
-/// How many of the best hits seed the graph walk.
-const GRAPH_SEED_HITS: usize = 4;
-/// What a walk from the entities of the best hits counts, against one from
-/// the entities the query names.
-const SEEDED_BY_HITS: f32 = 0.5;
-/// How many items the walk reaches are scored.
-const GRAPH_POOL: usize = 400;
 
 fn item_passes(item: &MemoryItem, filters: &SearchFilters) -> bool {
     (filters.kinds.is_empty() || filters.kinds.iter().any(|kind| kind == item.kind))
@@ -787,72 +626,6 @@ fn merge_ranking(ranking: &mut Ranking, more: Ranking) {
     let known: HashSet<u64> = ranking.iter().map(|(_, seq)| *seq).collect();
     ranking.extend(more.into_iter().filter(|(_, seq)| !known.contains(seq)));
     ranking.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-}
-
-const MESSAGE_KIND: &str = "message_recorded";
-/// How many items before (or after) a turn the turn before it (or its
-/// reply) is looked for.
-const NEIGHBOUR_SCAN: usize = 8;
-/// The longest pause within a conversation: a message six hours after the
-/// last one starts another.
-const TURN_GAP_NANOS: i64 = 6 * 3600 * 1_000_000_000;
-
-/// Whether `later` answers `earlier` in a conversation: both messages, of
-/// the same correlation, close in time, and said by different speakers
-/// (agent or role): one agent's two statements in a row are not a question
-/// and its answer.
-fn turn_follows(earlier: &MemoryItem, later: &MemoryItem) -> bool {
-    earlier.kind == MESSAGE_KIND
-        && later.kind == MESSAGE_KIND
-        && earlier.correlation_id == later.correlation_id
-        && earlier.state.is_searchable()
-        && later.ts.unix_nanos().saturating_sub(earlier.ts.unix_nanos()) <= TURN_GAP_NANOS
-        && (earlier.agent != later.agent || role_of(earlier) != role_of(later))
-}
-
-/// A message with fewer words than this that are not stop words (its role
-/// aside) keeps only part of its score (see `brevity_floor`).
-const BRIEF_MESSAGE_WORDS: usize = 8;
-
-/// The words of a message that are not stop words, counted up to `most`;
-/// its leading `[role]` does not count.
-fn content_words(body: &str, most: usize) -> usize {
-    let text = body.strip_prefix('[').and_then(|rest| rest.split_once("] ")).map_or(body, |(_, text)| text);
-    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|word| word.chars().count() >= 2 && !analysis::is_stop_word(&word.to_lowercase()))
-        .take(most)
-        .count()
-}
-
-/// Whether the item is the kind of answer `wants` names: a decision for
-/// "what was decided"; for "what fixed", a decision or a tool result that
-/// edited files (by the tool's name, as the graph classifies tools).
-fn answers_as(item: &MemoryItem, wants: AnswerKind) -> bool {
-    match wants {
-        AnswerKind::Decision => item.kind == "decision_made",
-        AnswerKind::Fix => {
-            item.kind == "decision_made"
-                || item.kind == "tool_result_recorded"
-                    && item
-                        .text
-                        .body()
-                        .strip_prefix("$ ")
-                        .and_then(|rest| rest.split([' ', '\n']).next())
-                        .is_some_and(crate::graph::is_edit_tool)
-        }
-        AnswerKind::Person | AnswerKind::Date | AnswerKind::Place => false,
-    }
-}
-
-/// Whether `name` (lower case) said the item: it is its agent's, or a
-/// message in that role.
-fn said_by(item: &MemoryItem, name: &str) -> bool {
-    item.agent.eq_ignore_ascii_case(name) || role_of(item).is_some_and(|role| role.eq_ignore_ascii_case(name))
-}
-
-/// The role a message item was said in: its text begins `[role] `.
-fn role_of(item: &MemoryItem) -> Option<&str> {
-    item.text.body().strip_prefix('[')?.split_once("] ").map(|(role, _)| role)
 }
 
 /// The beginning of a text, cut at a character boundary, for embedding:
