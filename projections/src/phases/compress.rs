@@ -116,16 +116,16 @@ fn findings_lines(phase: &Phase) -> Vec<String> {
     if !notes.files_modified.is_empty() {
         lines.push(format!("Files changed: {}", names(notes.files_modified.iter(), NAMES_PER_LINE * 2)));
     }
-    if !notes.symbols.is_empty() {
-        lines.push(format!("Symbols: {}", names(notes.symbols.iter(), NAMES_PER_LINE * 2)));
-    }
-    let only_read: Vec<&String> =
-        notes.files_read.iter().filter(|file| !notes.files_modified.contains(*file)).collect();
-    if !only_read.is_empty() {
-        lines.push(format!("Files read: {}", names(only_read.into_iter(), NAMES_PER_LINE)));
-    }
     if !notes.facts.is_empty() {
         lines.push(format!("Facts: {}", notes.facts.join("; ")));
+    }
+    // What the phase's agent said that names code or numbers, and how it
+    // began and ended: before the lists, which the bound cuts first.
+    let messages: Vec<String> =
+        notes.kept_messages().map(|message| format!("- [{}] {}", message.role, message.text)).collect();
+    if !messages.is_empty() {
+        lines.push("Key messages:".to_string());
+        lines.extend(messages);
     }
     if !notes.handoffs.is_empty() {
         lines.push(format!("Handoffs: {}", notes.handoffs.join("; ")));
@@ -147,11 +147,13 @@ fn findings_lines(phase: &Phase) -> Vec<String> {
             .collect();
         lines.push(format!("Commands: {}", shown.join(", ")));
     }
-    let messages: Vec<String> =
-        notes.kept_messages().map(|message| format!("- [{}] {}", message.role, message.text)).collect();
-    if !messages.is_empty() {
-        lines.push("Key messages:".to_string());
-        lines.extend(messages);
+    if !notes.symbols.is_empty() {
+        lines.push(format!("Symbols: {}", names(notes.symbols.iter(), NAMES_PER_LINE * 2)));
+    }
+    let only_read: Vec<&String> =
+        notes.files_read.iter().filter(|file| !notes.files_modified.contains(*file)).collect();
+    if !only_read.is_empty() {
+        lines.push(format!("Files read: {}", names(only_read.into_iter(), NAMES_PER_LINE)));
     }
     lines
 }

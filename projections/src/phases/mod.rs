@@ -219,6 +219,7 @@ fn redact_notes(
 ) {
     notes.first_messages.retain(|note| !purged.contains_key(&note.seq));
     notes.last_messages.retain(|note| !purged.contains_key(&note.seq));
+    notes.salient_messages.retain(|(_, note)| !purged.contains_key(&note.seq));
     notes.decisions.retain(|note| !purged.contains_key(&note.seq));
     if hit.iter().any(|purged_event| matches!(purged_event.kind, "fact_asserted" | "fact_retracted")) {
         notes.facts.clear();

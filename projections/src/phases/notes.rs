@@ -13,8 +13,13 @@ use crate::tokens;
 const MESSAGE_NOTE_TOKENS: usize = 60;
 /// The first messages of a phase (usually the ask) kept in the notes...
 const FIRST_MESSAGES: usize = 2;
-/// ...and the latest ones (usually the conclusion).
+/// ...and the latest ones (usually the conclusion)...
 const LAST_MESSAGES: usize = 3;
+/// ...and those that say the most (see [`salience`]), wherever they fall:
+/// "whole suite green: 13 tests pass, including
+/// retries_debit_with_large_amounts" followed by three lines of chatter
+/// was lost from the last ones.
+const SALIENT_MESSAGES: usize = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct DecisionNote {
@@ -78,6 +83,10 @@ pub struct PhaseNotes {
     /// [`LAST_MESSAGES`].
     pub first_messages: Vec<MessageNote>,
     pub last_messages: Vec<MessageNote>,
+    /// The [`SALIENT_MESSAGES`] messages of the phase agent that name the
+    /// most code and numbers, with their salience; a later one takes the
+    /// place of an earlier one as salient.
+    pub salient_messages: Vec<(u32, MessageNote)>,
     /// Messages seen, including those not kept.
     pub message_count: u32,
 }
@@ -108,6 +117,7 @@ impl PhaseNotes {
                     role: message.role.clone(),
                     text: tokens::truncate(message.text.trim(), MESSAGE_NOTE_TOKENS).0,
                 };
+                self.note_salient(salience(&note.text), &note);
                 if self.first_messages.len() < FIRST_MESSAGES {
                     self.first_messages.push(note);
                 } else {
@@ -204,8 +214,51 @@ impl PhaseNotes {
         self.kinds.values().sum()
     }
 
-    /// Messages kept, in log order.
+    /// Messages kept, in log order, each once.
     pub fn kept_messages(&self) -> impl Iterator<Item = &MessageNote> {
-        self.first_messages.iter().chain(self.last_messages.iter())
+        let mut kept: Vec<&MessageNote> = self
+            .first_messages
+            .iter()
+            .chain(self.salient_messages.iter().map(|(_, note)| note))
+            .chain(self.last_messages.iter())
+            .collect();
+        kept.sort_by_key(|note| note.seq);
+        kept.dedup_by_key(|note| note.seq);
+        kept.into_iter()
     }
+
+    /// Keeps `note` among the salient messages if it says more than the
+    /// least of them (or as much: the later wins).
+    fn note_salient(&mut self, salience: u32, note: &MessageNote) {
+        if salience == 0 {
+            return;
+        }
+        if self.salient_messages.len() == SALIENT_MESSAGES {
+            let (least, _) = self
+                .salient_messages
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, (salience, note))| (*salience, note.seq))
+                .expect("full");
+            if self.salient_messages[least].0 > salience {
+                return;
+            }
+            self.salient_messages.remove(least);
+        }
+        self.salient_messages.push((salience, note.clone()));
+    }
+}
+
+/// How much a message says, for keeping it in a phase's notes: three for
+/// each identifier or path it names (`retries_debit_with_large_amounts`,
+/// `src/cart/index.rs`, `TokenExpiredError`), one for each number of two
+/// digits or more ("13 tests", "port 8443"). Chatter names neither.
+pub(crate) fn salience(text: &str) -> u32 {
+    let identifiers = crate::bm25::identifiers(text).len() as u32;
+    let numbers = text
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
+        .map(|word| word.trim_end_matches('.'))
+        .filter(|word| word.len() >= 2 && word.chars().all(|c| c.is_ascii_digit()))
+        .count() as u32;
+    3 * identifiers + numbers
 }
