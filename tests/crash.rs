@@ -611,7 +611,23 @@ fn a_damaged_or_truncated_snapshot_is_detected_and_rebuilt_from_the_log_never_se
     // The sound one took its documents over from the text index on disk;
     // the rebuilt ones' old documents were dropped, not searched twice.
     assert_eq!(text_index_reuse(&restart_log), BTreeMap::from([("reviewer".to_string(), true)]), "{restart_log}");
-    assert_eq!(searches(&server, log_end), searches_before);
+    let searches_after = searches(&server, log_end);
+    for (index, (after, before)) in searches_after.iter().zip(&searches_before).enumerate() {
+        if after != before {
+            eprintln!("DIFF {index}");
+            for (a, b) in after.iter().zip(before) {
+                eprintln!(
+                    "  after {} {:.4} | before {} {:.4} {}",
+                    a.seq,
+                    a.score,
+                    b.seq,
+                    b.score,
+                    &a.text[..a.text.len().min(60)]
+                );
+            }
+        }
+    }
+    assert_eq!(searches_after, searches_before);
     eprintln!(
         "checked: 2 warnings naming the damaged snapshots, both memories rebuilt from the log, the sound one restored with its text index documents; 3 digests equal those before and a fresh replay, searches equal those before"
     );

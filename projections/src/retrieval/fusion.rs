@@ -19,9 +19,10 @@
 //! - **`rrf`**: reciprocal rank fusion (Cormack et al.),
 //!   `sum(weight / (rrf_k + rank))`, the fusion of earlier releases.
 //!
-//! On top of either, small priors: recency (newest first), usage (cited
-//! more than ignored), the time the question names, and the kind of item
-//! it asks for. Ties rank the newer item first, so a live memory and its
+//! On top of either, small priors: recency (under score fusion it halves
+//! with every week of age before the memory's newest item, a function of
+//! the item alone), usage (cited more than ignored), the time the question
+//! names, and the kind of item it asks for. Ties rank the newer item first, so a live memory and its
 //! replay answer identically.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -48,6 +49,10 @@ pub(super) struct ScoreInputs<'a> {
     pub context_share: f32,
     pub usage: (f32, &'a Ranking),
     pub recency: f32,
+    /// Each candidate's age in days before the memory's newest item: the
+    /// recency prior halves every [`RECENCY_HALF_LIFE_DAYS`]. A function of
+    /// the item alone, so that no other candidate moves it.
+    pub ages: &'a HashMap<u64, f32>,
     /// Named boosts: the items in each set gain the weight.
     pub boosts: Vec<(&'static str, f32, HashSet<u64>)>,
     /// What share of its retrievers' score a candidate keeps (missing: all
@@ -59,6 +64,9 @@ pub(super) struct ScoreInputs<'a> {
 /// The least cosine spread the vector scores are stretched over (see
 /// `fuse_scores`).
 const MIN_COSINE_SPREAD: f32 = 0.25;
+
+/// The recency prior halves with every this many days of age.
+pub(super) const RECENCY_HALF_LIFE_DAYS: f32 = 7.0;
 
 /// What the `recency` prior adds at most, relative to one retriever's best.
 const RECENCY_SCALE: f32 = 0.1;
@@ -114,10 +122,8 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
     };
     let usage = by_best(inputs.usage.1);
     let expansion = by_best(inputs.expansion.1);
-    let newest_first: Vec<u64> = candidates.keys().rev().copied().collect();
-    let count = newest_first.len().max(1) as f32;
     let recency: HashMap<u64, f32> =
-        newest_first.iter().enumerate().map(|(position, seq)| (*seq, 1.0 - position as f32 / count)).collect();
+        inputs.ages.iter().map(|(seq, days)| (*seq, 0.5f32.powf(days.max(0.0) / RECENCY_HALF_LIFE_DAYS))).collect();
 
     let mut hits: Vec<(f32, u64, Vec<RetrieverRank>)> = candidates
         .into_iter()
@@ -229,6 +235,7 @@ mod tests {
             context_share: 0.5,
             usage: (0.25, &EMPTY),
             recency: 0.25,
+            ages: &KEEPS_ALL,
             boosts: Vec::new(),
             keeps: &KEEPS_ALL,
         }

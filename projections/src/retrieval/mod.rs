@@ -261,6 +261,8 @@ fn hit_text(text: &str, item_id: &str) -> String {
     format!("{} …[truncated: {} bytes in all, at …/items/{item_id}]", &text[..end], text.len())
 }
 
+const NANOS_PER_DAY: f32 = 86_400e9;
+
 /// One retriever's candidates, best first: (score, seq).
 pub(crate) type Ranking = Vec<(f32, u64)>;
 
@@ -301,9 +303,6 @@ impl AgentMemory {
         };
         let weights = request.weights;
         let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
-        // The time the question names: its own candidates join the others
-        // (a boost, not a filter: "the hobby she took up in May" may be
-        // answered by what she said in June too).
         // The time the question names, and the people it names who speak
         // in this memory: their own candidates join the others (boosts,
         // not filters: "the hobby she took up in May" may be answered by
@@ -427,6 +426,14 @@ impl AgentMemory {
                         } else {
                             HashMap::new()
                         };
+                        let ages: HashMap<u64, f32> = all
+                            .iter()
+                            .filter_map(|seq| {
+                                let item = self.items.get(seq)?;
+                                let nanos = now.unix_nanos().saturating_sub(item.ts.unix_nanos());
+                                Some((*seq, nanos as f32 / NANOS_PER_DAY))
+                            })
+                            .collect();
                         fuse_scores(ScoreInputs {
                             bm25: (weights.bm25, &bm25),
                             bm25_best_possible: self.bm25.best_possible_score(&analysis.keywords),
@@ -438,6 +445,7 @@ impl AgentMemory {
                             context_share: weights.context_share,
                             usage: (weights.usage, &usage),
                             recency: weights.recency,
+                            ages: &ages,
                             boosts,
                             keeps: &keeps,
                         })
