@@ -153,8 +153,18 @@ fn explain_reports_each_retrievers_rank_and_score() {
     assert_eq!(best.seq, texts.len() as u64);
     let retrievers: Vec<&str> = best.explain.iter().map(|rank| rank.retriever).collect();
     assert!(retrievers.contains(&"bm25") && retrievers.contains(&"vector"), "{retrievers:?}");
-    assert!(best.explain.iter().all(|rank| rank.rank >= 1));
-    // Fused score: the sum of weight / (rrf_k + rank) over the retrievers.
+    // Retrievers rank from 1; priors and boosts (context, brevity, time,
+    // speaker, identifier, kind) are named with rank 0.
+    for rank in &best.explain {
+        let retriever = ["bm25", "vector", "graph", "expansion"].contains(&rank.retriever);
+        assert_eq!(rank.rank >= 1, retriever, "{:?}", best.explain);
+    }
+    // Under rank fusion, the fused score is the sum of weight / (rrf_k +
+    // rank) over the retrievers and the recency prior.
+    request.weights.fusion = mneme_projections::Fusion::Rrf;
+    let hits = memory.search(&request).unwrap();
+    let best = &hits[0];
+    assert_eq!(best.seq, texts.len() as u64);
     let expected: f32 = best
         .explain
         .iter()

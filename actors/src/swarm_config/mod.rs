@@ -543,6 +543,7 @@ impl SwarmConfig {
             ("retrieval.time_weight", self.retrieval.time_weight),
             ("retrieval.kind_weight", self.retrieval.kind_weight),
             ("retrieval.speaker_weight", self.retrieval.speaker_weight),
+            ("retrieval.identifier_weight", self.retrieval.identifier_weight),
             ("retrieval.brevity_floor", self.retrieval.brevity_floor),
             ("retrieval.expansion_weight", self.retrieval.expansion_weight),
         ];

@@ -28,6 +28,10 @@ pub struct QueryAnalysis {
     pub time: Option<TimeRange>,
     /// What the question wants, if its words say.
     pub wants: Option<AnswerKind>,
+    /// The identifiers and paths the question names, lower case
+    /// (`rotate_signing_keys`; of `src/auth/token.rs`, `token.rs`): an item
+    /// that holds one exactly is what the question points at.
+    pub identifiers: Vec<String>,
     /// Words that look like names of people (capitalised, letters only,
     /// not where a sentence starts unless possessive), lower case: search
     /// asks whether someone of that name speaks in the memory.
@@ -127,13 +131,16 @@ pub fn analyze(query: &str, now: Timestamp) -> QueryAnalysis {
     let time = resolve_time(&mut words, now);
     let wants = answer_kind(&words);
     let names = names(query, &words);
+    let mut identifiers: Vec<String> = crate::bm25::identifiers(query).into_iter().map(str::to_lowercase).collect();
+    identifiers.sort();
+    identifiers.dedup();
     let kept: Vec<&str> = words
         .iter()
         .filter(|word| !word.temporal && !is_stop_word(&word.lower) && !is_stop_word_phrase_part(&word.lower))
         .map(|word| word.written)
         .collect();
     let keywords = if kept.is_empty() { query.to_string() } else { kept.join(" ") };
-    QueryAnalysis { keywords, time, wants, names }
+    QueryAnalysis { keywords, time, wants, identifiers, names }
 }
 
 fn names(query: &str, words: &[Word]) -> Vec<String> {
@@ -370,6 +377,7 @@ mod tests {
         let analysis = analyze("What did the reviewer decide about rotate_signing_keys in src/auth/token.rs?", now());
         assert_eq!(analysis.keywords, "reviewer decide rotate_signing_keys src/auth/token.rs");
         assert_eq!(analysis.wants, Some(AnswerKind::Decision));
+        assert_eq!(analysis.identifiers, ["rotate_signing_keys", "token.rs"]);
         assert_eq!(analyze("Where is TokenExpiredError raised?", now()).keywords, "TokenExpiredError raised");
         assert_eq!(
             analyze("Which hobbies has Maria's sister picked up?", now()).keywords,

@@ -123,6 +123,10 @@ pub struct RetrievalWeights {
     /// What an item of the kind the question asks for gains ("what was
     /// decided": decisions), in the same units.
     pub kind_weight: f32,
+    /// What an item that holds an identifier or path the question names,
+    /// exactly, gains (`rotate_signing_keys` in a long traceback, whose BM25
+    /// score its length keeps low), in the same units.
+    pub identifier_weight: f32,
     /// What an item said by a person the question names gains ("which
     /// hobbies has Maria picked up": Maria's messages), in the same units.
     pub speaker_weight: f32,
@@ -149,6 +153,7 @@ impl Default for RetrievalWeights {
             time_weight: 0.3,
             kind_weight: 1.0,
             speaker_weight: 0.3,
+            identifier_weight: 1.0,
             brevity_floor: 0.5,
             expansion_weight: 0.5,
         }
@@ -262,6 +267,21 @@ fn hit_text(text: &str, item_id: &str) -> String {
 }
 
 const NANOS_PER_DAY: f32 = 86_400e9;
+/// How much of an item's text is looked through for an identifier the
+/// question names.
+const IDENTIFIER_SCAN_BYTES: usize = 64 * 1024;
+
+/// Whether the item's text holds one of `identifiers` (lower case) as a
+/// whole identifier, in its first [`IDENTIFIER_SCAN_BYTES`].
+fn holds_identifier(item: &MemoryItem, identifiers: &[String]) -> bool {
+    let mut end = item.text.body().len().min(IDENTIFIER_SCAN_BYTES);
+    while !item.text.body().is_char_boundary(end) {
+        end -= 1;
+    }
+    crate::bm25::identifiers(&item.text.body()[..end])
+        .iter()
+        .any(|found| identifiers.iter().any(|wanted| found.eq_ignore_ascii_case(wanted)))
+}
 
 /// One retriever's candidates, best first: (score, seq).
 pub(crate) type Ranking = Vec<(f32, u64)>;
@@ -403,6 +423,18 @@ impl AgentMemory {
                                 })
                                 .collect();
                             boosts.push(("speaker", weights.speaker_weight, members));
+                        }
+                        if !analysis.identifiers.is_empty() && weights.identifier_weight > 0.0 {
+                            let members = all
+                                .iter()
+                                .copied()
+                                .filter(|seq| {
+                                    self.items
+                                        .get(seq)
+                                        .is_some_and(|item| holds_identifier(item, &analysis.identifiers))
+                                })
+                                .collect();
+                            boosts.push(("identifier", weights.identifier_weight, members));
                         }
                         if let Some(wants) = analysis.wants.filter(|_| weights.kind_weight > 0.0) {
                             let members = all
