@@ -28,9 +28,9 @@ pub struct QueryAnalysis {
     pub time: Option<TimeRange>,
     /// What the question wants, if its words say.
     pub wants: Option<AnswerKind>,
-    /// The identifiers and paths the question names, lower case
-    /// (`rotate_signing_keys`; of `src/auth/token.rs`, `token.rs`): an item
-    /// that holds one exactly is what the question points at.
+    /// The code identifiers the question names, lower case
+    /// (`rotate_signing_keys`, `TokenExpiredError`, `auth::token`; not file
+    /// names): an item that holds one exactly is what it points at.
     pub identifiers: Vec<String>,
     /// Words that look like names of people (capitalised, letters only,
     /// not where a sentence starts unless possessive), lower case: search
@@ -131,7 +131,14 @@ pub fn analyze(query: &str, now: Timestamp) -> QueryAnalysis {
     let time = resolve_time(&mut words, now);
     let wants = answer_kind(&words);
     let names = names(query, &words);
-    let mut identifiers: Vec<String> = crate::bm25::identifiers(query).into_iter().map(str::to_lowercase).collect();
+    // File names and paths are not among them: a question naming a file
+    // asks about what happened to it ("what was decided for src/cart/
+    // index.rs"), and every read, run and diff of the file names it.
+    let mut identifiers: Vec<String> = crate::bm25::identifiers(query)
+        .into_iter()
+        .filter(|identifier| !identifier.contains('.'))
+        .map(str::to_lowercase)
+        .collect();
     identifiers.sort();
     identifiers.dedup();
     let kept: Vec<&str> = words
@@ -377,7 +384,7 @@ mod tests {
         let analysis = analyze("What did the reviewer decide about rotate_signing_keys in src/auth/token.rs?", now());
         assert_eq!(analysis.keywords, "reviewer decide rotate_signing_keys src/auth/token.rs");
         assert_eq!(analysis.wants, Some(AnswerKind::Decision));
-        assert_eq!(analysis.identifiers, ["rotate_signing_keys", "token.rs"]);
+        assert_eq!(analysis.identifiers, ["rotate_signing_keys"]);
         assert_eq!(analyze("Where is TokenExpiredError raised?", now()).keywords, "TokenExpiredError raised");
         assert_eq!(
             analyze("Which hobbies has Maria's sister picked up?", now()).keywords,
