@@ -45,7 +45,9 @@ pub fn truncate(text: &str, max_tokens: usize) -> (String, usize) {
     }
 }
 
-fn floor_char_boundary(text: &str, max_bytes: usize) -> &str {
+/// The longest beginning of `text` of at most `max_bytes`, cut at a
+/// character boundary.
+pub(crate) fn floor_char_boundary(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {
         return text;
     }

@@ -5,32 +5,10 @@
 //! Uses all-MiniLM-L6-v2 from `scripts/fetch-model.sh`; without it these
 //! tests fail with that instruction, they never skip.
 
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+mod common;
 
 use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
-use mneme_projections::embed::{Embedder, MiniLmEmbedder};
 use mneme_projections::{AgentMemory, MemoryConfig, SearchMode, SearchRequest};
-
-const MINILM_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");
-
-fn minilm() -> Arc<dyn Embedder> {
-    static MODEL: OnceLock<Arc<MiniLmEmbedder>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let read = |name: &str| {
-                let path = PathBuf::from(MINILM_DIR).join(name);
-                std::fs::read(&path).unwrap_or_else(|error| {
-                    panic!("cannot read {} ({error}): run scripts/fetch-model.sh", path.display())
-                })
-            };
-            let model =
-                MiniLmEmbedder::from_bytes(&read("model.safetensors"), &read("tokenizer.json"), &read("config.json"))
-                    .expect("all-MiniLM-L6-v2 loads");
-            Arc::new(model)
-        })
-        .clone()
-}
 
 fn message(counter: u64, text: &str) -> Event {
     Event::new(
@@ -45,7 +23,7 @@ fn message(counter: u64, text: &str) -> Event {
 
 /// A memory holding `texts` as messages, seq = position + 1.
 fn memory_of(texts: &[&str]) -> AgentMemory {
-    let config = MemoryConfig { embedder: minilm(), ..MemoryConfig::default() };
+    let config = MemoryConfig { embedder: common::minilm(), ..MemoryConfig::default() };
     let mut memory = AgentMemory::new("demo", "coder", config).unwrap();
     for (position, text) in texts.iter().enumerate() {
         memory.apply(position as u64 + 1, &message(position as u64, text)).unwrap();

@@ -9,32 +9,10 @@
 //! Uses all-MiniLM-L6-v2 from `scripts/fetch-model.sh`; without it these
 //! tests fail with that instruction, they never skip.
 
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+mod common;
 
 use mneme_events::{DecisionMade, Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
-use mneme_projections::embed::{Embedder, MiniLmEmbedder};
 use mneme_projections::{AgentMemory, Fusion, MemoryConfig, SearchMode, SearchRequest};
-
-const MINILM_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");
-
-fn minilm() -> Arc<dyn Embedder> {
-    static MODEL: OnceLock<Arc<MiniLmEmbedder>> = OnceLock::new();
-    MODEL
-        .get_or_init(|| {
-            let read = |name: &str| {
-                let path = PathBuf::from(MINILM_DIR).join(name);
-                std::fs::read(&path).unwrap_or_else(|error| {
-                    panic!("cannot read {} ({error}): run scripts/fetch-model.sh", path.display())
-                })
-            };
-            let model =
-                MiniLmEmbedder::from_bytes(&read("model.safetensors"), &read("tokenizer.json"), &read("config.json"))
-                    .expect("all-MiniLM-L6-v2 loads");
-            Arc::new(model)
-        })
-        .clone()
-}
 
 /// 2025-01-06T00:00:00Z.
 const START_MS: i64 = 1_736_121_600_000;
@@ -48,7 +26,7 @@ struct Conversation {
 
 impl Conversation {
     fn new() -> Conversation {
-        let config = MemoryConfig { embedder: minilm(), ..MemoryConfig::default() };
+        let config = MemoryConfig { embedder: common::minilm(), ..MemoryConfig::default() };
         Conversation { memory: AgentMemory::new("demo", "observer", config).unwrap(), seq: 0 }
     }
 

@@ -274,11 +274,7 @@ const IDENTIFIER_SCAN_BYTES: usize = 64 * 1024;
 /// Whether the item's text holds one of `identifiers` (lower case) as a
 /// whole identifier, in its first [`IDENTIFIER_SCAN_BYTES`].
 fn holds_identifier(item: &MemoryItem, identifiers: &[String]) -> bool {
-    let mut end = item.text.body().len().min(IDENTIFIER_SCAN_BYTES);
-    while !item.text.body().is_char_boundary(end) {
-        end -= 1;
-    }
-    crate::bm25::identifiers(&item.text.body()[..end])
+    crate::bm25::identifiers(crate::tokens::floor_char_boundary(item.text.body(), IDENTIFIER_SCAN_BYTES))
         .iter()
         .any(|found| identifiers.iter().any(|wanted| found.eq_ignore_ascii_case(wanted)))
 }
@@ -671,14 +667,7 @@ fn merge_ranking(ranking: &mut Ranking, more: Ranking) {
 /// The beginning of a text, cut at a character boundary, for embedding:
 /// what the vector index embeds of an item, and of a query.
 pub fn embedded_text(text: &str) -> &str {
-    if text.len() <= EMBEDDED_TEXT_BYTES {
-        return text;
-    }
-    let mut end = EMBEDDED_TEXT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    crate::tokens::floor_char_boundary(text, EMBEDDED_TEXT_BYTES)
 }
 
 #[cfg(test)]

@@ -5,7 +5,33 @@
 
 use mneme_events::{DecodeLimits, Event, EventId, EventKind, Scope, Timestamp, decode_json};
 use mneme_projections::graph::FactGraph;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use mneme_projections::embed::{Embedder, MiniLmEmbedder};
 use mneme_projections::{AgentMemory, MemoryConfig};
+
+const MINILM_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");
+
+/// all-MiniLM-L6-v2 from `scripts/fetch-model.sh`, loaded once per test
+/// binary; without it a test fails with that instruction, it never skips.
+pub fn minilm() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<MiniLmEmbedder>> = OnceLock::new();
+    MODEL
+        .get_or_init(|| {
+            let read = |name: &str| {
+                let path = PathBuf::from(MINILM_DIR).join(name);
+                std::fs::read(&path).unwrap_or_else(|error| {
+                    panic!("cannot read {} ({error}): run scripts/fetch-model.sh", path.display())
+                })
+            };
+            let model =
+                MiniLmEmbedder::from_bytes(&read("model.safetensors"), &read("tokenizer.json"), &read("config.json"))
+                    .expect("all-MiniLM-L6-v2 loads");
+            Arc::new(model)
+        })
+        .clone()
+}
 
 const TRAJECTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/trajectory.jsonl");
 
