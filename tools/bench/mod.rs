@@ -64,6 +64,10 @@ pub struct BenchArgs {
     /// matches nearly every item).
     #[arg(long, value_enum, default_value = "zipf")]
     vocabulary: Vocabulary,
+    /// In `bench search`: hybrid search only, no other row (to profile it
+    /// with `perf record -p` once the memory is built).
+    #[arg(long)]
+    only_hybrid: bool,
     /// Snapshot each memory after this many events (as `memory.checkpoint_every_events`).
     #[arg(long, default_value_t = SwarmConfig::with_name(SWARM).memory.checkpoint_every_events)]
     checkpoint_every_events: u64,
@@ -136,7 +140,9 @@ async fn run_suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
     let items = |default: usize| args.items.unwrap_or(default);
     let queries = |default: usize| args.queries.unwrap_or(default);
     match args.suite {
-        Suite::Search => return crate::bench::search::run(items(100_000), queries(1000), args.vocabulary),
+        Suite::Search => {
+            return crate::bench::search::run(items(100_000), queries(1000), args.vocabulary, args.only_hybrid);
+        }
         Suite::Phases => return crate::bench::search::phases(),
         Suite::Consolidate => {
             return crate::bench::consolidate::run(items(100_000), queries(1000), args.agents.unwrap_or(1));

@@ -34,7 +34,9 @@ const QUERIES: &[&str] = &[
     "session expired before deploy",
 ];
 
-pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Result<ExitCode> {
+/// `only_hybrid`: no other row, for a profiler attached once the memory is
+/// built (`perf record -p`).
+pub fn run(items: usize, queries: usize, vocabulary: Vocabulary, only_hybrid: bool) -> anyhow::Result<ExitCode> {
     let config = SwarmConfig::with_name("bench");
     let embedder = mneme::model::load_configured_embedder(&config)?;
     out!("{}", crate::bench::machine_description());
@@ -42,7 +44,8 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
         Vocabulary::Zipf => "zipf",
         Vocabulary::Narrow => "narrow",
     };
-    out!("command: mneme-tools bench search --items {items} --queries {queries} --vocabulary {vocabulary_name}");
+    let only = if only_hybrid { " --only-hybrid" } else { "" };
+    out!("command: mneme-tools bench search --items {items} --queries {queries} --vocabulary {vocabulary_name}{only}");
     out!("embedder: {}", embedder.model_id());
 
     let agents = vec![AGENT.to_string()];
@@ -99,13 +102,41 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
     out!("vector recall@10 against exact search over the unquantized vectors: {recall:.3} (200 queries of 4-8 words)");
 
     let mut rows = Vec::new();
-    for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
+    let modes: &[SearchMode] = if only_hybrid {
+        &[SearchMode::Hybrid]
+    } else {
+        &[SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid]
+    };
+    for &mode in modes {
         let latencies = measure(queries, |index| {
             let request = SearchRequest::new(QUERIES[index % QUERIES.len()], 10).with_mode(mode);
             std::hint::black_box(memory.search(&request).expect("search works"));
         });
         rows.push((format!("search {} (k=10)", mode.as_str()), latencies));
     }
+    if !only_hybrid {
+        rows.extend(graph_and_context_rows(&mut memory, queries)?);
+    }
+    let baseline_p99 = percentile(&rows[0].1, 0.99);
+    out!("");
+    out!("| operation | p50 (ms) | p99 (ms) | p99 / BM25 p99 |");
+    out!("|---|---:|---:|---:|");
+    for (name, latencies) in &rows {
+        let p50 = percentile(latencies, 0.50);
+        let p99 = percentile(latencies, 0.99);
+        out!(
+            "| {name} | {:.3} | {:.3} | {:.2} |",
+            p50.as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3,
+            p99.as_secs_f64() / baseline_p99.as_secs_f64()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Latencies of a graph neighbourhood and of context requests.
+fn graph_and_context_rows(memory: &mut AgentMemory, queries: usize) -> anyhow::Result<Vec<(String, Vec<Duration>)>> {
+    let mut rows = Vec::new();
     let entities: Vec<String> = ["file:src/auth/token.rs", "command:cargo test", "symbol:refresh_access_token"]
         .iter()
         .filter(|id| memory.graph().view().node(id).is_some())
@@ -140,21 +171,7 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary) -> anyhow::Resu
         rows.push((label.to_string(), latencies));
     }
 
-    let baseline_p99 = percentile(&rows[0].1, 0.99);
-    out!("");
-    out!("| operation | p50 (ms) | p99 (ms) | p99 / BM25 p99 |");
-    out!("|---|---:|---:|---:|");
-    for (name, latencies) in &rows {
-        let p50 = percentile(latencies, 0.50);
-        let p99 = percentile(latencies, 0.99);
-        out!(
-            "| {name} | {:.3} | {:.3} | {:.2} |",
-            p50.as_secs_f64() * 1e3,
-            p99.as_secs_f64() * 1e3,
-            p99.as_secs_f64() / baseline_p99.as_secs_f64()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(rows)
 }
 
 /// Seconds the bare libraries take for a list of texts.

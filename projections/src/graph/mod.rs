@@ -113,6 +113,7 @@ mod view;
 
 pub use history::FixOfFailure;
 pub use model::{Edge, EntityKind, GraphQuery, Node, Subgraph, relation};
+pub(crate) use query::IndexHasher;
 pub use query::{
     MAX_FACT_EDGES_PER_NODE, MAX_HOPS, MAX_ITEMS_PER_ENTITY, MAX_MENTION_EDGES_PER_NODE, MAX_SUBGRAPH_NODES,
 };

@@ -118,14 +118,28 @@ pub(crate) fn item_score(scores: &mut ScoreMap, seq: u64, strength: LinkStrength
 
 /// Events by score, best first, ties by seq descending.
 pub(crate) fn rank_scores(scores: ScoreMap) -> Vec<(u64, f32)> {
+    best_scores(scores, &|_| true, usize::MAX)
+}
+
+/// The `limit` best events `keep` keeps, by score, best first, ties by seq
+/// descending: the same order as [`rank_scores`], without sorting what
+/// falls below the limit.
+pub(crate) fn best_scores(scores: ScoreMap, keep: &dyn Fn(u64) -> bool, limit: usize) -> Vec<(u64, f32)> {
     let mut ranked: Vec<(u64, f32)> = scores
         .into_iter()
+        .filter(|(seq, _)| keep(*seq))
         .map(|(seq, (best, links))| {
             let extra = links.saturating_sub(1).min(4) as f32;
             (seq, best * (1.0 + EXTRA_LINK_BONUS * extra))
         })
         .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    // Seqs are unique: the order is total, an unstable sort is as good.
+    let order = |a: &(u64, f32), b: &(u64, f32)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
+    if limit < ranked.len() {
+        ranked.select_nth_unstable_by(limit, order);
+        ranked.truncate(limit);
+    }
+    ranked.sort_unstable_by(order);
     ranked
 }
 
@@ -286,5 +300,23 @@ impl FactGraph {
             .chain(adjacency.mentions.iter().rev().filter(admitted).take(MAX_MENTION_EDGES_PER_NODE))
             .copied()
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ScoreMap, best_scores, rank_scores};
+
+    /// The best `limit` kept are the head of the whole ranking filtered,
+    /// in the same order, ties (equal scores) by seq descending.
+    #[test]
+    fn best_scores_are_the_head_of_the_filtered_ranking() {
+        let scores: ScoreMap = (1..=200u64).map(|seq| (seq, ((seq % 7) as f32 * 0.1, (seq % 3) as u32))).collect();
+        let odd = |seq: u64| seq % 2 == 1;
+        let whole: Vec<(u64, f32)> = rank_scores(scores.clone()).into_iter().filter(|(seq, _)| odd(*seq)).collect();
+        for limit in [0, 1, 5, 37, 100, 500] {
+            let best = best_scores(scores.clone(), &odd, limit);
+            assert_eq!(best, whole[..limit.min(whole.len())], "limit {limit}");
+        }
     }
 }

@@ -17,7 +17,9 @@ use mneme_events::Timestamp;
 
 use super::history::FixOfFailure;
 use super::model::{Edge, EntityKind, GraphQuery, Node, Subgraph};
-use super::query::{MAX_HOPS, MAX_ITEMS_PER_ENTITY, MAX_SUBGRAPH_NODES, WalkFilter, item_score, rank_scores};
+use super::query::{
+    MAX_HOPS, MAX_ITEMS_PER_ENTITY, MAX_SUBGRAPH_NODES, ScoreMap, WalkFilter, best_scores, item_score, rank_scores,
+};
 use super::store::{EdgeIndex, FactGraph, FactKey, LinkStrength, NodeIndex};
 use crate::digest::ContentHasher;
 
@@ -429,6 +431,22 @@ impl<'a> GraphView<'a> {
     /// Items linked to these entities and their neighbours (see
     /// [`FactGraph::items_near`]), in both graphs.
     pub fn items_near(&self, entity_ids: &[String], hops: usize, as_of: Option<Timestamp>) -> Vec<(u64, f32)> {
+        rank_scores(self.scores_near(entity_ids, hops, as_of))
+    }
+
+    /// The `limit` best of [`GraphView::items_near`] that `keep` keeps, in
+    /// the same order.
+    pub fn best_items_near(
+        &self,
+        entity_ids: &[String],
+        hops: usize,
+        keep: &dyn Fn(u64) -> bool,
+        limit: usize,
+    ) -> Vec<(u64, f32)> {
+        best_scores(self.scores_near(entity_ids, hops, None), keep, limit)
+    }
+
+    fn scores_near(&self, entity_ids: &[String], hops: usize, as_of: Option<Timestamp>) -> ScoreMap {
         let mut starts: Vec<Joint> = Vec::new();
         for id in entity_ids {
             if let Some(joint) = self.joint(id)
@@ -437,12 +455,12 @@ impl<'a> GraphView<'a> {
                 starts.push(joint);
             }
         }
+        let mut scores = ScoreMap::default();
         if starts.is_empty() {
-            return Vec::new();
+            return scores;
         }
         let filter = WalkFilter { relations: None, as_of };
         let walk = self.walk(&starts, hops.min(MAX_HOPS), &[filter.clone(), filter]);
-        let mut scores = super::query::ScoreMap::default();
         for &(joint, distance) in &walk.nodes {
             if distance > 0 && self.first_node(joint).kind.is_hub() {
                 continue;
@@ -452,7 +470,7 @@ impl<'a> GraphView<'a> {
                 item_score(&mut scores, seq, strength, distance);
             }
         }
-        rank_scores(scores)
+        scores
     }
 
     /// The entity's links in both graphs (the swarm's where held), newest

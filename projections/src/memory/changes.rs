@@ -234,6 +234,7 @@ impl AgentMemory {
                 self.hidden_count += 1;
             }
             item.state = ItemState::Purged;
+            self.held.remove(seq);
             let text = std::mem::take(&mut item.text);
             item.pinned = false;
             if text.shared_entry().is_some() {

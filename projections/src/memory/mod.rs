@@ -212,6 +212,11 @@ pub struct AgentMemory {
     /// memory does not hold: purged, or refused as a repeated id. Derived
     /// from the items (rebuilt on restore); usually empty.
     pub(crate) unheld_shared: BTreeSet<u64>,
+    /// The seqs of the items this memory holds and has not purged: derived
+    /// from `items` (rebuilt on restore). A search asks it of every vector
+    /// and BM25 candidate, a thousand per query: a lookup in `items` cost a
+    /// cache miss per level of the tree.
+    pub(crate) held: roaring::RoaringTreemap,
     /// Items still in the BM25 and vector indexes that no search may
     /// return (forgotten, merged); searches over-fetch by this.
     pub(crate) hidden_count: usize,
@@ -323,6 +328,7 @@ impl AgentMemory {
             vectors: VectorIndex::new(config.embedder.dimensions()),
             graph: FactGraph::new(),
             unheld_shared: BTreeSet::new(),
+            held: roaring::RoaringTreemap::new(),
             hidden_count: 0,
             phases: PhaseTracker::default(),
             seqs_by_kind: HashMap::new(),
@@ -586,6 +592,7 @@ impl AgentMemory {
         let item_id = event.id.to_string();
         self.changes.item(seq);
         self.seqs_by_kind.entry(kind).or_default().push(seq);
+        self.held.insert(seq);
         self.items.insert(
             seq,
             MemoryItem {

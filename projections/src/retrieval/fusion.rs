@@ -25,9 +25,9 @@
 //! names, and the kind of item it asks for. Ties rank the newer item first, so a live memory and its
 //! replay answer identically.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
-use super::{Ranking, RetrieverRank};
+use super::{Ranking, RetrieverRank, SeqMap, SeqSet};
 
 /// A pure function of the rankings: what [`fuse_scores`] needs to know.
 pub(super) struct ScoreInputs<'a> {
@@ -42,23 +42,23 @@ pub(super) struct ScoreInputs<'a> {
     pub expansion: (f32, &'a Ranking),
     /// Every candidate's cosine similarity to the query, found by the
     /// vector retriever or not (missing: no vector).
-    pub cosine: &'a HashMap<u64, f32>,
+    pub cosine: &'a SeqMap<f32>,
     /// The conversation turn before a candidate, for replies found through
     /// what they answer, and how much of its score a reply takes.
-    pub previous: &'a HashMap<u64, u64>,
+    pub previous: &'a SeqMap<u64>,
     pub context_share: f32,
     pub usage: (f32, &'a Ranking),
     pub recency: f32,
     /// Each candidate's age in days before the memory's newest item: the
     /// recency prior halves every [`RECENCY_HALF_LIFE_DAYS`]. A function of
     /// the item alone, so that no other candidate moves it.
-    pub ages: &'a HashMap<u64, f32>,
+    pub ages: &'a SeqMap<f32>,
     /// Named boosts: the items in each set gain the weight.
-    pub boosts: Vec<(&'static str, f32, HashSet<u64>)>,
+    pub boosts: Vec<(&'static str, f32, SeqSet)>,
     /// What share of its retrievers' score a candidate keeps (missing: all
     /// of it): short messages that say little ("Ha, I love that.") match
     /// every question a little and answer none.
-    pub keeps: &'a HashMap<u64, f32>,
+    pub keeps: &'a SeqMap<f32>,
 }
 
 /// The least cosine spread the vector scores are stretched over (see
@@ -90,7 +90,7 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
         }
     }
     // A reply joins the candidates when the turn it answers is one.
-    let replies: HashMap<u64, u64> = inputs.previous.iter().map(|(reply, previous)| (*previous, *reply)).collect();
+    let replies: SeqMap<u64> = inputs.previous.iter().map(|(reply, previous)| (*previous, *reply)).collect();
     let found: Vec<u64> = candidates.keys().copied().collect();
     for seq in found {
         if let Some(reply) = replies.get(&seq) {
@@ -104,7 +104,7 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
         by_best(inputs.bm25.1)
     };
     // Graph scores are in [0, 1] already (see `graph_ranking`).
-    let graph: HashMap<u64, f32> = inputs.graph.1.iter().map(|(score, seq)| (*seq, score.clamp(0.0, 1.0))).collect();
+    let graph: SeqMap<f32> = inputs.graph.1.iter().map(|(score, seq)| (*seq, score.clamp(0.0, 1.0))).collect();
     let (worst, best) = inputs
         .vector
         .1
@@ -122,13 +122,13 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
     };
     let usage = by_best(inputs.usage.1);
     let expansion = by_best(inputs.expansion.1);
-    let recency: HashMap<u64, f32> =
+    let recency: SeqMap<f32> =
         inputs.ages.iter().map(|(seq, days)| (*seq, 0.5f32.powf(days.max(0.0) / RECENCY_HALF_LIFE_DAYS))).collect();
 
     let mut hits: Vec<(f32, u64, Vec<RetrieverRank>)> = candidates
         .into_iter()
         .map(|(seq, mut ranks)| {
-            let own = |map: &HashMap<u64, f32>, seq: u64| map.get(&seq).copied().unwrap_or(0.0);
+            let own = |map: &SeqMap<f32>, seq: u64| map.get(&seq).copied().unwrap_or(0.0);
             let context = inputs.previous.get(&seq).copied();
             let with_context = |score: &dyn Fn(u64) -> f32| -> f32 {
                 let before = context.map_or(0.0, score);
@@ -164,10 +164,10 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
 }
 
 /// Scores divided by the best one: `[0, 1]`, the best 1.
-fn by_best(ranking: &Ranking) -> HashMap<u64, f32> {
+fn by_best(ranking: &Ranking) -> SeqMap<f32> {
     let best = ranking.iter().map(|(score, _)| *score).fold(0.0f32, f32::max);
     if best <= 0.0 {
-        return HashMap::new();
+        return SeqMap::default();
     }
     ranking.iter().map(|(score, seq)| (*seq, score / best)).collect()
 }
@@ -219,11 +219,11 @@ mod tests {
     fn inputs<'a>(
         bm25: &'a Ranking,
         vector: &'a Ranking,
-        cosine: &'a HashMap<u64, f32>,
-        previous: &'a HashMap<u64, u64>,
+        cosine: &'a SeqMap<f32>,
+        previous: &'a SeqMap<u64>,
     ) -> ScoreInputs<'a> {
         static EMPTY: Ranking = Vec::new();
-        static KEEPS_ALL: std::sync::LazyLock<HashMap<u64, f32>> = std::sync::LazyLock::new(HashMap::new);
+        static KEEPS_ALL: std::sync::LazyLock<SeqMap<f32>> = std::sync::LazyLock::new(SeqMap::default);
         ScoreInputs {
             bm25: (1.0, bm25),
             bm25_best_possible: 0.0,
@@ -272,8 +272,8 @@ mod tests {
         // vectors equal its own, and which BM25 scores low.
         let bm25: Ranking = vec![(11.4, 10), (3.0, 14), (2.9, 13)];
         let vector: Ranking = vec![(0.95, 14), (0.95, 13), (0.95, 12), (0.95, 11), (0.95, 10), (0.40, 2)];
-        let cosine: HashMap<u64, f32> = vector.iter().map(|(score, seq)| (*seq, *score)).collect();
-        let fused = fuse_scores(inputs(&bm25, &vector, &cosine, &HashMap::new()));
+        let cosine: SeqMap<f32> = vector.iter().map(|(score, seq)| (*seq, *score)).collect();
+        let fused = fuse_scores(inputs(&bm25, &vector, &cosine, &SeqMap::default()));
         assert_eq!(fused[0].1, 10, "{fused:?}");
         // Under RRF the same candidates put it behind a newer tie.
         let rrf = fuse(vec![("bm25", 1.0, bm25.clone()), ("vector", 1.0, vector.clone())], 0.25, 60.0);
@@ -287,18 +287,18 @@ mod tests {
         // the query and is only middling for the vector retriever.
         let bm25: Ranking = vec![(8.0, 5), (7.0, 40), (6.5, 41)];
         let vector: Ranking = vec![(0.8, 40), (0.7, 6), (0.6, 41), (0.3, 5)];
-        let cosine: HashMap<u64, f32> = vector.iter().map(|(score, seq)| (*seq, *score)).collect();
-        let previous = HashMap::from([(6, 5)]);
+        let cosine: SeqMap<f32> = vector.iter().map(|(score, seq)| (*seq, *score)).collect();
+        let previous = SeqMap::from_iter([(6, 5)]);
         let fused = fuse_scores(inputs(&bm25, &vector, &cosine, &previous));
         let rank_of = |seq: u64| order(&fused).iter().position(|found| *found == seq).unwrap();
         // The reply now ranks above the question it answers.
         assert!(rank_of(6) < rank_of(5), "{fused:?}");
-        let without = fuse_scores(inputs(&bm25, &vector, &cosine, &HashMap::new()));
+        let without = fuse_scores(inputs(&bm25, &vector, &cosine, &SeqMap::default()));
         let rank_without = order(&without).iter().position(|found| *found == 6).unwrap();
         assert!(rank_of(6) < rank_without, "context lifts the reply: {fused:?}");
         // A reply whose question was found joins the candidates.
-        let cosine = HashMap::from([(5, 0.3), (7, 0.1)]);
-        let previous = HashMap::from([(7, 5)]);
+        let cosine = SeqMap::from_iter([(5, 0.3), (7, 0.1)]);
+        let previous = SeqMap::from_iter([(7, 5)]);
         let joined = fuse_scores(inputs(&bm25, &vector, &cosine, &previous));
         assert!(order(&joined).contains(&7));
     }
@@ -306,11 +306,11 @@ mod tests {
     #[test]
     fn boosts_add_their_weight_and_say_so() {
         let bm25: Ranking = vec![(2.0, 1), (1.9, 2)];
-        let cosine = HashMap::new();
-        let previous = HashMap::new();
+        let cosine = SeqMap::default();
+        let previous = SeqMap::default();
         let no_vectors = Vec::new();
         let mut inputs = inputs(&bm25, &no_vectors, &cosine, &previous);
-        inputs.boosts.push(("time", 0.3, HashSet::from([2])));
+        inputs.boosts.push(("time", 0.3, SeqSet::from_iter([2])));
         let fused = fuse_scores(inputs);
         assert_eq!(order(&fused), vec![2, 1]);
         assert!(fused[0].2.iter().any(|rank| rank.retriever == "time"));

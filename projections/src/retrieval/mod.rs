@@ -13,11 +13,13 @@ mod fusion;
 mod related;
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::str::FromStr;
 
 use mneme_events::{Scope, Timestamp};
 
 use crate::error::ProjectionError;
+use crate::graph::IndexHasher;
 use crate::item::{MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, resolve_entity};
 use crate::superseded::Supersessions;
@@ -279,6 +281,12 @@ fn holds_identifier(item: &MemoryItem, identifiers: &[String]) -> bool {
         .any(|found| identifiers.iter().any(|wanted| found.eq_ignore_ascii_case(wanted)))
 }
 
+/// Maps and sets of seqs, hashed by a fixed multiplicative hasher: a search
+/// builds a dozen of them over its few hundred candidates, and SipHash
+/// showed in its profile. Never iterated where order could show.
+pub(crate) type SeqMap<V> = HashMap<u64, V, BuildHasherDefault<IndexHasher>>;
+pub(crate) type SeqSet = HashSet<u64, BuildHasherDefault<IndexHasher>>;
+
 /// One retriever's candidates, best first: (score, seq).
 pub(crate) type Ranking = Vec<(f32, u64)>;
 
@@ -394,12 +402,12 @@ impl AgentMemory {
                         let previous = if weights.context_share > 0.0 {
                             self.conversation_neighbours(&found, &accept)
                         } else {
-                            HashMap::new()
+                            SeqMap::default()
                         };
                         let cosine =
                             self.cosines(query_vector, found.iter().chain(previous.keys()).chain(previous.values()));
                         let mut boosts = Vec::new();
-                        let all: HashSet<u64> = cosine.keys().chain(found.iter()).copied().collect();
+                        let all: SeqSet = cosine.keys().chain(found.iter()).copied().collect();
                         if let Some(range) = in_time {
                             let members = all
                                 .iter()
@@ -440,7 +448,7 @@ impl AgentMemory {
                                 .collect();
                             boosts.push(("kind", weights.kind_weight, members));
                         }
-                        let keeps: HashMap<u64, f32> = if weights.brevity_floor < 1.0 {
+                        let keeps: SeqMap<f32> = if weights.brevity_floor < 1.0 {
                             all.iter()
                                 .filter_map(|seq| {
                                     let item = self.items.get(seq).filter(|item| item.kind == MESSAGE_KIND)?;
@@ -452,9 +460,9 @@ impl AgentMemory {
                                 })
                                 .collect()
                         } else {
-                            HashMap::new()
+                            SeqMap::default()
                         };
-                        let ages: HashMap<u64, f32> = all
+                        let ages: SeqMap<f32> = all
                             .iter()
                             .filter_map(|seq| {
                                 let item = self.items.get(seq)?;
@@ -512,13 +520,13 @@ impl AgentMemory {
     }
 
     /// The cosine similarity of each item's vector to the query's.
-    fn cosines<'a>(&self, query: &[f32], seqs: impl Iterator<Item = &'a u64>) -> HashMap<u64, f32> {
+    fn cosines<'a>(&self, query: &[f32], seqs: impl Iterator<Item = &'a u64>) -> SeqMap<f32> {
         if query.is_empty() {
-            return HashMap::new();
+            return SeqMap::default();
         }
         let shared = self.shared_vectors();
         let [main, late] = shared.indexes();
-        let mut cosine = HashMap::new();
+        let mut cosine = SeqMap::default();
         for seq in seqs {
             if cosine.contains_key(seq) {
                 continue;
@@ -568,7 +576,7 @@ impl AgentMemory {
 
     /// Items linked to the filter's entity, if the filter names one. An
     /// entity the graph does not know matches nothing.
-    fn items_of_entity_filter(&self, filters: &SearchFilters) -> Option<HashSet<u64>> {
+    fn items_of_entity_filter(&self, filters: &SearchFilters) -> Option<SeqSet> {
         let entity = filters.entity.as_deref()?;
         let graph = self.graph();
         let view = graph.view();
@@ -580,10 +588,19 @@ impl AgentMemory {
     /// vectors in the swarm's indexes may be of items it has not reached,
     /// or has purged).
     fn holds(&self, seq: u64) -> bool {
-        self.items.get(&seq).is_some_and(|item| item.state != crate::item::ItemState::Purged)
+        debug_assert_eq!(
+            self.held.contains(seq),
+            self.items.get(&seq).is_some_and(|item| item.state != crate::item::ItemState::Purged),
+            "`held` is the seqs of the items not purged"
+        );
+        self.held.contains(seq)
     }
 
-    fn accepts(&self, seq: u64, filters: &SearchFilters, entity_items: Option<&HashSet<u64>>) -> bool {
+    fn accepts(&self, seq: u64, filters: &SearchFilters, entity_items: Option<&SeqSet>) -> bool {
+        if self.hidden_count == 0 && entity_items.is_none() && *filters == SearchFilters::default() {
+            // Nothing hidden and nothing filtered: what it holds.
+            return self.holds(seq);
+        }
         let Some(item) = self.items.get(&seq) else { return false };
         item.state.is_searchable()
             && item_passes(item, filters)
@@ -659,7 +676,7 @@ impl SearchFilters {
 
 /// Adds `more`'s candidates that `ranking` lacks, keeping it best first.
 fn merge_ranking(ranking: &mut Ranking, more: Ranking) {
-    let known: HashSet<u64> = ranking.iter().map(|(_, seq)| *seq).collect();
+    let known: SeqSet = ranking.iter().map(|(_, seq)| *seq).collect();
     ranking.extend(more.into_iter().filter(|(_, seq)| !known.contains(seq)));
     ranking.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
 }

@@ -4,9 +4,7 @@
 //! item against what the question asks (its kind, its speaker, how much it
 //! says).
 
-use std::collections::{HashMap, HashSet};
-
-use super::{AnswerKind, GRAPH_HOPS, Ranking, SearchFilters, SearchRequest, embedded_text};
+use super::{AnswerKind, GRAPH_HOPS, Ranking, SearchFilters, SearchRequest, SeqMap, SeqSet, embedded_text};
 use crate::error::ProjectionError;
 use crate::item::MemoryItem;
 use crate::memory::{AgentMemory, resolve_entity};
@@ -17,8 +15,8 @@ impl AgentMemory {
     /// before is the previous message of its conversation (the same
     /// correlation id, or none) said within [`TURN_GAP_NANOS`] before it,
     /// among the few items before it in the log.
-    pub(super) fn conversation_neighbours(&self, found: &[u64], accept: &dyn Fn(u64) -> bool) -> HashMap<u64, u64> {
-        let mut previous = HashMap::new();
+    pub(super) fn conversation_neighbours(&self, found: &[u64], accept: &dyn Fn(u64) -> bool) -> SeqMap<u64> {
+        let mut previous = SeqMap::default();
         for seq in found {
             let Some(item) = self.items.get(seq).filter(|item| item.kind == MESSAGE_KIND) else { continue };
             let before =
@@ -103,14 +101,10 @@ impl AgentMemory {
         }
         entities.sort();
         entities.dedup();
-        let reachable = |near: Vec<(u64, f32)>, limit: usize| -> Vec<(f32, u64)> {
-            near.into_iter()
-                .filter(|(seq, _)| accept(*seq))
-                .take(limit)
-                .map(|(seq, closeness)| (closeness, seq))
-                .collect()
+        let reachable = |near: Vec<(u64, f32)>| -> Vec<(f32, u64)> {
+            near.into_iter().map(|(seq, closeness)| (closeness, seq)).collect()
         };
-        let named = reachable(view.items_near(&entities, GRAPH_HOPS, None), GRAPH_POOL);
+        let named = reachable(view.best_items_near(&entities, GRAPH_HOPS, accept, GRAPH_POOL));
         let mut from_hits: Vec<String> = Vec::new();
         for seq in seeds.hits.iter().take(GRAPH_SEED_HITS) {
             if let Some(item) = self.items.get(seq) {
@@ -122,13 +116,12 @@ impl AgentMemory {
         from_hits.retain(|entity| !entities.contains(entity));
         // One hop from what the hits name: two reach most of the memory
         // through its busiest entities.
-        let known: HashSet<u64> = named.iter().map(|(_, seq)| *seq).collect();
-        let near_hits =
-            view.items_near(&from_hits, 1, None).into_iter().filter(|(seq, _)| !known.contains(seq)).collect();
-        let seeded = reachable(near_hits, GRAPH_POOL / 2);
+        let known: SeqSet = named.iter().map(|(_, seq)| *seq).collect();
+        let unknown = |seq: u64| !known.contains(&seq) && accept(seq);
+        let seeded = reachable(view.best_items_near(&from_hits, HIT_HOPS, &unknown, GRAPH_POOL / 2));
         let cosine = match seeds.query_vector {
             Some(query_vector) => self.cosines(query_vector, named.iter().chain(seeded.iter()).map(|(_, seq)| seq)),
-            None => HashMap::new(),
+            None => SeqMap::default(),
         };
         // Each part in [0, 1]: closeness (by the best of its walk),
         // similarity, and kind; a walk from the hits counts half.
@@ -178,6 +171,8 @@ const GRAPH_SEED_HITS: usize = 4;
 /// What a walk from the entities of the best hits counts, against one from
 /// the entities the query names.
 const SEEDED_BY_HITS: f32 = 0.5;
+/// How far the walk from the entities of the best hits goes.
+const HIT_HOPS: usize = 0;
 /// How many items the walk reaches are scored.
 const GRAPH_POOL: usize = 400;
 

@@ -234,6 +234,9 @@ impl AgentMemory {
                 }
             }
             memory.seqs_by_kind.entry(item.kind).or_default().push(item.seq);
+            if item.state != ItemState::Purged {
+                memory.held.insert(item.seq);
+            }
             memory.items.insert(item.seq, item);
         }
         if let Some(seq) = vectors_by_seq.keys().next() {
