@@ -453,6 +453,13 @@ fn phases_are_summarised_by_a_model_once_and_replay_without_it_matches() {
     assert!(shared.contains(phase_id) && shared.contains("(of planner)"), "{printed}");
     let printed = stdout_of(&server.cli(&["phase", "--agent", "planner", phase_id, "--level", "compressed"]));
     assert!(printed.starts_with("LLM compressed"), "{printed}");
+    // Completed phases are searched with kind=phase: the hit is the phase,
+    // its text what the phase's levels say (the model's here).
+    let path = format!("/v1/swarms/demo/agents/planner/search?q=investigate&kind=phase&k=3&min_seq={summary_seq}");
+    let found = server.get_typed::<SearchAnswer>(&path).hits;
+    let best = found.first().unwrap_or_else(|| panic!("no phase found: {found:?}"));
+    assert_eq!((best.item_id.as_str(), best.kind.as_str()), (phase_id, "phase"), "{found:?}");
+    assert!(best.text.contains("LLM"), "{best:?}");
 
     let before: Vec<Digest> =
         ["planner", "coder", "reviewer"].iter().map(|a| digest(&server, a, summary_seq)).collect();

@@ -9,7 +9,7 @@
 //! `mneme-api`, so that the fuzz target `fuzz/fuzz_targets/query_params.rs`
 //! links it with only `mneme-events` and serde beside it.
 
-use mneme_events::{EventKind, Scope, Timestamp};
+use mneme_events::{EventKind, PHASE_SEARCH_KIND, Scope, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// Most hits a search returns.
@@ -192,7 +192,8 @@ pub struct SearchParams {
     pub k: Option<usize>,
     /// `bm25`, `vector`, `graph` or `hybrid` (default).
     pub mode: Option<String>,
-    /// Comma-separated kinds to keep.
+    /// Comma-separated kinds to keep; `phase` alone searches completed
+    /// phases (their findings) instead of items.
     pub kind: Option<String>,
     /// Only items with event time at or after / before these RFC 3339 times.
     pub since: Option<String>,
@@ -266,8 +267,19 @@ impl SearchParams {
             None => "hybrid",
         };
         let kinds = comma_separated(self.kind.as_deref());
-        if let Some(unknown) = kinds.iter().find(|kind| !EventKind::NAMES.contains(&kind.as_str())) {
-            return Err(ParameterError::invalid("kind", format!("unknown kind {}", quote(unknown))));
+        if let Some(unknown) =
+            kinds.iter().find(|kind| !EventKind::NAMES.contains(&kind.as_str()) && kind.as_str() != PHASE_SEARCH_KIND)
+        {
+            return Err(ParameterError::invalid(
+                "kind",
+                format!("unknown kind {}; expected event kinds, or {PHASE_SEARCH_KIND:?} alone", quote(unknown)),
+            ));
+        }
+        if kinds.len() > 1 && kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
+            return Err(ParameterError::invalid(
+                "kind",
+                format!("{PHASE_SEARCH_KIND:?} searches completed phases and cannot be combined with item kinds"),
+            ));
         }
         let scopes = comma_separated(self.scope.as_deref())
             .iter()
@@ -664,6 +676,10 @@ mod tests {
     fn search_refuses_unknown_names_and_bad_weights() {
         assert_eq!(search("q=a&mode=fuzzy").unwrap_err().field(), "mode");
         assert_eq!(search("q=a&kind=message_recorded,nope").unwrap_err().field(), "kind");
+        assert_eq!(search("q=a&kind=phase").unwrap().kinds, ["phase"]);
+        let mixed = search("q=a&kind=phase,decision_made").unwrap_err();
+        assert_eq!(mixed.field(), "kind");
+        assert!(mixed.to_string().contains("cannot be combined"), "{mixed}");
         assert_eq!(search("q=a&scope=everyone").unwrap_err().field(), "scope");
         assert_eq!(search("q=a&since=yesterday").unwrap_err().field(), "since");
         assert_eq!(search("q=a&bm25_weight=-1").unwrap_err().field(), "bm25_weight");

@@ -873,3 +873,7 @@ impl MemoryPurged {
         Ok(())
     }
 }
+
+/// What a search asks for in `kind` to search completed phases instead of
+/// items, and the kind of those hits: not an event kind.
+pub const PHASE_SEARCH_KIND: &str = "phase";

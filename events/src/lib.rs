@@ -31,6 +31,7 @@ pub use kinds::{
     ContradictionResolved, CoreMemoryUpdated, DecisionMade, EventKind, FactAsserted, FactRetracted,
     HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent, JsonText, MemoriesLinked,
     MemoriesMerged, MemoriesRetrieved, MemoryArchived, MemoryCited, MemoryDecayed, MemoryForgotten, MemoryIgnored,
-    MemoryLink, MemoryPinned, MemoryPurged, MemoryUnpinned, MessageRecorded, NoteWritten, PhaseCompleted,
-    PhaseCompressed, PhaseStarted, PreferenceSet, RetrievalCount, TaskStatus, TaskUpdated, ToolResultRecorded,
+    MemoryLink, MemoryPinned, MemoryPurged, MemoryUnpinned, MessageRecorded, NoteWritten, PHASE_SEARCH_KIND,
+    PhaseCompleted, PhaseCompressed, PhaseStarted, PreferenceSet, RetrievalCount, TaskStatus, TaskUpdated,
+    ToolResultRecorded,
 };

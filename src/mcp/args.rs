@@ -16,7 +16,8 @@ pub struct SearchArgs {
     pub mode: Option<String>,
     /// How many hits, 1 to 1000 (default 10).
     pub limit: Option<usize>,
-    /// Only these event kinds, e.g. `["decision_made", "note_written"]`.
+    /// Only these event kinds, e.g. `["decision_made", "note_written"]`;
+    /// `["phase"]` searches completed phases (what each found) instead.
     #[serde(default)]
     pub kinds: Vec<String>,
     /// Only items of this task (correlation id).

@@ -626,7 +626,13 @@ struct CompressionResult {
     original_tokens: u64,
     key_facts: usize,
     levels: BTreeMap<&'static str, LevelTotals>,
+    /// Key facts the `findings` level lost: (agent, phase, fact), the
+    /// first [`MISSED_FACTS_LISTED`].
+    missed_at_findings: Vec<(String, String, String)>,
 }
+
+/// How many facts lost at `findings` the report lists.
+const MISSED_FACTS_LISTED: usize = 40;
 
 /// Whether `text` keeps `fact`: case-insensitive containment.
 pub fn keeps_fact(text: &str, fact: &str) -> bool {
@@ -634,7 +640,13 @@ pub fn keeps_fact(text: &str, fact: &str) -> bool {
 }
 
 fn evaluate_compression(server: &ServerProcess, dataset: &Dataset) -> anyhow::Result<CompressionResult> {
-    let mut result = CompressionResult { phases: 0, original_tokens: 0, key_facts: 0, levels: BTreeMap::new() };
+    let mut result = CompressionResult {
+        phases: 0,
+        original_tokens: 0,
+        key_facts: 0,
+        levels: BTreeMap::new(),
+        missed_at_findings: Vec::new(),
+    };
     for phase in &dataset.truth.phases {
         let base = format!("/v1/swarms/{EVAL_SWARM}/agents/{}/phases/{}", phase.agent, phase.phase_id);
         let full: PhaseAnswer = call_as(ureq::get(&server.url(&format!("{base}?level=full"))), None)
@@ -651,6 +663,14 @@ fn evaluate_compression(server: &ServerProcess, dataset: &Dataset) -> anyhow::Re
             let totals = result.levels.entry(level).or_default();
             totals.tokens += tokens as u64;
             totals.key_facts_kept += phase.key_facts.iter().filter(|fact| keeps_fact(text, fact)).count();
+            if level == "findings" {
+                for fact in phase.key_facts.iter().filter(|fact| !keeps_fact(text, fact)) {
+                    if result.missed_at_findings.len() < MISSED_FACTS_LISTED {
+                        let missed = (phase.agent.clone(), phase.phase_id.clone(), fact.clone());
+                        result.missed_at_findings.push(missed);
+                    }
+                }
+            }
         }
     }
     Ok(result)
@@ -812,6 +832,12 @@ impl EvalReport {
                 "original_tokens": self.compression.original_tokens,
                 "key_facts": self.compression.key_facts,
                 "levels": levels,
+                "missed_at_findings": self
+                    .compression
+                    .missed_at_findings
+                    .iter()
+                    .map(|(agent, phase, fact)| json!({"agent": agent, "phase": phase, "fact": fact}))
+                    .collect::<Vec<_>>(),
             },
             "context": {
                 "requests": self.context.requests,

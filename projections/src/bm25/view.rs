@@ -280,6 +280,28 @@ impl Bm25Index {
         self.search_query(Box::new(BooleanQuery::new(clauses)), limit, kinds, holds)
     }
 
+    /// The distinct terms of `text` (as the `text` field's analyzer makes
+    /// them), each with its idf in this memory; a term no document holds
+    /// weighs as one that a single document holds.
+    pub fn term_weights(&self, text: &str) -> Vec<(String, f32)> {
+        let field = self.shared.fields.text;
+        let documents = self.stats.documents as f32;
+        self.text_terms(text)
+            .into_iter()
+            .map(|term| {
+                let frequency = self
+                    .stats
+                    .document_frequency
+                    .get(&term_key(&Term::from_field_text(field, &term)))
+                    .copied()
+                    .unwrap_or(0)
+                    .max(1) as f32;
+                let idf = (1.0 + (documents - frequency + 0.5) / (frequency + 0.5)).ln().max(0.0);
+                (term, idf)
+            })
+            .collect()
+    }
+
     /// The distinct terms of `text` as the `text` field's analyzer makes them.
     pub fn text_terms(&self, text: &str) -> Vec<String> {
         let mut terms = self.shared.text_tokens(text);

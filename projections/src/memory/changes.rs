@@ -268,6 +268,8 @@ impl AgentMemory {
             self.unheld_shared.extend(shared_seqs);
             let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);
             self.phases.redact(&erased, &graph.view());
+            // Phase texts searched may quote what was erased.
+            self.phase_documents = Default::default();
             drop(graph);
             self.redact_contradictions(&erased_ids);
             self.redact_sent_bundles(&erased.keys().copied().collect());

@@ -217,6 +217,9 @@ pub struct AgentMemory {
     /// and BM25 candidate, a thousand per query: a lookup in `items` cost a
     /// cache miss per level of the tree.
     pub(crate) held: roaring::RoaringTreemap,
+    /// What `kind=phase` searches score completed phases by: derived from
+    /// the phases on first use, never saved.
+    pub(crate) phase_documents: crate::retrieval::PhaseDocuments,
     /// Items still in the BM25 and vector indexes that no search may
     /// return (forgotten, merged); searches over-fetch by this.
     pub(crate) hidden_count: usize,
@@ -329,6 +332,7 @@ impl AgentMemory {
             graph: FactGraph::new(),
             unheld_shared: BTreeSet::new(),
             held: roaring::RoaringTreemap::new(),
+            phase_documents: crate::retrieval::PhaseDocuments::default(),
             hidden_count: 0,
             phases: PhaseTracker::default(),
             seqs_by_kind: HashMap::new(),

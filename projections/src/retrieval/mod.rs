@@ -10,13 +10,14 @@
 
 mod analysis;
 mod fusion;
+mod phases;
 mod related;
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::str::FromStr;
 
-use mneme_events::{Scope, Timestamp};
+use mneme_events::{PHASE_SEARCH_KIND, Scope, Timestamp};
 
 use crate::error::ProjectionError;
 use crate::graph::IndexHasher;
@@ -26,6 +27,7 @@ use crate::superseded::Supersessions;
 use crate::vector::VectorIndex;
 pub use analysis::{AnswerKind, QueryAnalysis, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
+pub(crate) use phases::PhaseDocuments;
 use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by};
 
 /// How many candidates each retriever contributes per requested hit. Under
@@ -300,6 +302,9 @@ impl AgentMemory {
         self.bm25.commit()?;
         let now = self.items.values().next_back().map_or(Timestamp(0), |item| item.ts);
         let analysis = analyze(&request.query, now);
+        if request.filters.kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
+            return Ok(self.search_phases(request, &analysis));
+        }
         let entity_items = self.items_of_entity_filter(&request.filters);
         let accept = |seq: u64| self.accepts(seq, &request.filters, entity_items.as_ref());
         let candidates = (request.k * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
