@@ -428,7 +428,7 @@ impl PhaseTracker {
                 phase.name = started.phase.clone();
                 phase.goal = started.goal.clone();
                 phase.provenance.push(provenance);
-                phase.notes.observe(seq, event, &phase.agent, touched, item_text);
+                phase.notes.observe(seq, event, (&phase.agent, phase.goal.as_deref()), touched, item_text);
                 self.open_explicit.push(index);
                 self.uses_explicit_phases = true;
                 return;
@@ -518,7 +518,7 @@ impl PhaseTracker {
                 phase.name = started.phase.clone();
                 phase.goal = started.goal.clone();
                 phase.provenance.push(observed.provenance());
-                phase.notes.observe(seq, event, &phase.agent, touched, item_text);
+                phase.notes.observe(seq, event, (&phase.agent, phase.goal.as_deref()), touched, item_text);
                 self.index_by_id.insert(phase.phase_id.clone(), PhaseSlot::Shared(index));
                 self.shared.push(phase);
                 self.changes.0.insert(PhasePart::Shared((index / PHASE_CHUNK) as u32));
@@ -730,7 +730,13 @@ fn join(phase: &mut Phase, observed: Observed<'_>) {
     if phase.event_seqs.last() != Some(&observed.seq) {
         phase.event_seqs.push(observed.seq);
     }
-    phase.notes.observe(observed.seq, observed.event, &phase.agent, observed.touched, observed.item_text);
+    phase.notes.observe(
+        observed.seq,
+        observed.event,
+        (&phase.agent, phase.goal.as_deref()),
+        observed.touched,
+        observed.item_text,
+    );
 }
 
 /// The `phase_completed` event into the phase it completes.

@@ -100,7 +100,7 @@ impl PhaseNotes {
         &mut self,
         seq: u64,
         event: &Event,
-        phase_agent: &str,
+        (phase_agent, goal): (&str, Option<&str>),
         touched: &[TouchedEdge],
         item_text: Option<&str>,
     ) {
@@ -117,7 +117,7 @@ impl PhaseNotes {
                     role: message.role.clone(),
                     text: tokens::truncate(message.text.trim(), MESSAGE_NOTE_TOKENS).0,
                 };
-                self.note_salient(salience(&note.text), &note);
+                self.note_salient(salience(&note.text, goal), &note);
                 if self.first_messages.len() < FIRST_MESSAGES {
                     self.first_messages.push(note);
                 } else {
@@ -252,13 +252,43 @@ impl PhaseNotes {
 /// How much a message says, for keeping it in a phase's notes: three for
 /// each identifier or path it names (`retries_debit_with_large_amounts`,
 /// `src/cart/index.rs`, `TokenExpiredError`), one for each number of two
-/// digits or more ("13 tests", "port 8443"). Chatter names neither.
-pub(crate) fn salience(text: &str) -> u32 {
+/// digits or more ("13 tests", "port 8443"), and four for each word of the
+/// phase's goal it repeats (not a stop word): the message that says the
+/// suite is green in a phase to "run the whole suite" carries the phase's
+/// point, where chatter that names a file and a ticket does not.
+pub(crate) fn salience(text: &str, goal: Option<&str>) -> u32 {
+    let goal_words = goal.map_or(0, |goal| {
+        let words = |text: &str| -> std::collections::BTreeSet<String> {
+            text.split(|c: char| !c.is_alphanumeric())
+                .filter(|word| word.len() >= 3)
+                .map(str::to_lowercase)
+                .filter(|word| !crate::retrieval::is_stop_word(word))
+                .collect()
+        };
+        words(goal).intersection(&words(text)).count() as u32
+    });
     let identifiers = crate::bm25::identifiers(text).len() as u32;
     let numbers = text
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
         .map(|word| word.trim_end_matches('.'))
         .filter(|word| word.len() >= 2 && word.chars().all(|c| c.is_ascii_digit()))
         .count() as u32;
-    3 * identifiers + numbers
+    3 * identifiers + numbers + 4 * goal_words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::salience;
+
+    /// The report that repeats the phase's goal outweighs chatter that
+    /// names more code; without a goal, the chatter wins.
+    #[test]
+    fn a_message_that_repeats_the_goal_is_salient() {
+        let goal = Some("Run the whole suite against the fix for LedgerOverflowError");
+        let report = "Whole suite green: 13 tests pass, including retries_debit_with_large_amounts.";
+        let chatter = "FYI parse_header in src/wire/frame.rs has an old TODO (#4812); leaving it alone.";
+        assert!(salience(report, goal) > salience(chatter, goal));
+        assert!(salience(report, None) < salience(chatter, None));
+        assert_eq!(salience("Ha, nice.", goal), 0);
+    }
 }

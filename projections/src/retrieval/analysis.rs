@@ -89,7 +89,7 @@ const STOP_WORDS: &[&str] = &[
     "who", "whom", "whose", "why", "will", "with", "would", "you", "your", "yours", "yourself",
 ];
 
-pub(super) fn is_stop_word(word: &str) -> bool {
+pub(crate) fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.binary_search(&word).is_ok()
 }
 

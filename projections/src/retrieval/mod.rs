@@ -25,6 +25,7 @@ use crate::item::{MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, resolve_entity};
 use crate::superseded::Supersessions;
 use crate::vector::VectorIndex;
+pub(crate) use analysis::is_stop_word;
 pub use analysis::{AnswerKind, QueryAnalysis, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
 pub(crate) use phases::PhaseDocuments;
