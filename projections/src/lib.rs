@@ -41,7 +41,7 @@ pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, Res
 pub use render::describe;
 pub use retrieval::{
     AnswerKind, Fusion, QueryAnalysis, RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode,
-    SearchRequest, TimeRange, analyze, embedded_text,
+    SearchRequest, TimeAnchor, TimeRange, analyze, embedded_text,
 };
 pub use shared::SharedContent;
 pub use snapshot::{MEMORY_CHUNK, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart};

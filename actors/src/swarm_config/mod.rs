@@ -546,6 +546,7 @@ impl SwarmConfig {
             ("retrieval.identifier_weight", self.retrieval.identifier_weight),
             ("retrieval.brevity_floor", self.retrieval.brevity_floor),
             ("retrieval.expansion_weight", self.retrieval.expansion_weight),
+            ("retrieval.session_weight", self.retrieval.session_weight),
         ];
         for (key, value) in weights {
             if !value.is_finite() || value < 0.0 {

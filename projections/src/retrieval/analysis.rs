@@ -7,7 +7,12 @@
 //! - **Time.** A time the question names ("in May 2025", "last week", "three
 //!   days ago", "before March") is resolved against the memory's newest
 //!   event (not the clock: the same memory answers the same question the
-//!   same way), into a range that search boosts.
+//!   same way), into a range that search boosts. A time named by an event
+//!   ("before the migration", "since we switched to Postgres") is an
+//!   anchor: search finds the item that best matches the question's
+//!   keywords, the event's among them, and the range ends or starts at that
+//!   item's time, the item included. The event's words stay keywords: what
+//!   happened "after it was adopted" is asked with the adoption.
 //! - **Answer kind.** What the question wants, where its words say it: a
 //!   decision ("what was decided"), a fix ("what fixed"), a person ("who"),
 //!   a date ("when"), a place ("where").
@@ -36,7 +41,33 @@ pub struct QueryAnalysis {
     /// not where a sentence starts unless possessive), lower case: search
     /// asks whether someone of that name speaks in the memory.
     pub names: Vec<String>,
+    /// A time named by an event rather than a date ("before the
+    /// migration"), when the question names no date: resolved by search.
+    pub anchor: Option<TimeAnchor>,
 }
+
+/// "before the migration": which side of the event, and its words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeAnchor {
+    /// `true` for before and until; `false` for after and since.
+    pub before: bool,
+    /// The event's words, less stop words ("migration").
+    pub phrase: String,
+}
+
+impl TimeAnchor {
+    /// The range on this side of an event at `ts`, the event included.
+    pub fn range(&self, ts: Timestamp) -> TimeRange {
+        if self.before {
+            TimeRange { since: Timestamp(i64::MIN), until: Timestamp(ts.unix_nanos().saturating_add(1)) }
+        } else {
+            TimeRange { since: ts, until: Timestamp(i64::MAX) }
+        }
+    }
+}
+
+/// At most this many words after "before" name the event.
+const ANCHOR_WORDS: usize = 3;
 
 /// An interval of event time, `since` included and `until` excluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +160,7 @@ pub fn analyze(query: &str, now: Timestamp) -> QueryAnalysis {
         .filter(|word| !word.written.is_empty())
         .collect();
     let time = resolve_time(&mut words, now);
+    let anchor = if time.is_none() { time_anchor(&words) } else { None };
     let wants = answer_kind(&words);
     let names = names(query, &words);
     // File names and paths are not among them: a question naming a file
@@ -147,7 +179,31 @@ pub fn analyze(query: &str, now: Timestamp) -> QueryAnalysis {
         .map(|word| word.written)
         .collect();
     let keywords = if kept.is_empty() { query.to_string() } else { kept.join(" ") };
-    QueryAnalysis { keywords, time, wants, identifiers, names }
+    QueryAnalysis { keywords, time, wants, identifiers, names, anchor }
+}
+
+/// "before|after|since|until" and the content words that follow (up to
+/// [`ANCHOR_WORDS`], to the end of the clause).
+fn time_anchor(words: &[Word]) -> Option<TimeAnchor> {
+    let start =
+        words.iter().position(|word| matches!(word.lower.as_str(), "before" | "after" | "since" | "until" | "till"))?;
+    let before = matches!(words[start].lower.as_str(), "before" | "until" | "till");
+    let mut phrase: Vec<String> = Vec::new();
+    let mut end = start + 1;
+    while end < words.len() && phrase.len() < ANCHOR_WORDS {
+        let word = &words[end].lower;
+        if matches!(word.as_str(), "and" | "or" | "but" | "when" | "while" | "where") {
+            break;
+        }
+        if !is_stop_word(word) && !is_stop_word_phrase_part(word) {
+            phrase.push(words[end].written.to_string());
+        }
+        end += 1;
+    }
+    if phrase.is_empty() {
+        return None;
+    }
+    Some(TimeAnchor { before, phrase: phrase.join(" ") })
 }
 
 fn names(query: &str, words: &[Word]) -> Vec<String> {
@@ -435,7 +491,23 @@ mod tests {
         let before = analyze("What was the timeout before March 2025?", now());
         assert_eq!(before.time.map(|range| range.until), "2025-03-01T00:00:00Z".parse().ok());
         assert_eq!(before.keywords, "timeout");
+        assert_eq!(before.anchor, None, "a date is not an anchor");
         let after = analyze("decisions after May 2025", now()).time.unwrap();
         assert_eq!(after.since, "2025-06-01T00:00:00Z".parse().unwrap());
+    }
+
+    #[test]
+    fn an_event_names_a_time_by_its_words() {
+        let question = analyze("What did the ledger use before the migration?", now());
+        assert_eq!(question.time, None);
+        let anchor = question.anchor.unwrap();
+        assert_eq!((anchor.before, anchor.phrase.as_str()), (true, "migration"));
+        assert_eq!(question.keywords, "ledger use migration");
+        let since = analyze("what broke since we switched to Postgres and why", now()).anchor.unwrap();
+        assert_eq!((since.before, since.phrase.as_str()), (false, "switched Postgres"));
+        let at = Timestamp(1_000);
+        assert!(anchor.range(at).contains(at) && !anchor.range(at).contains(Timestamp(1_001)));
+        assert!(since.range(at).contains(at) && !since.range(at).contains(Timestamp(999)));
+        assert_eq!(analyze("what fixed the flaky test", now()).anchor, None);
     }
 }

@@ -26,7 +26,7 @@ use crate::memory::{AgentMemory, resolve_entity};
 use crate::superseded::Supersessions;
 use crate::vector::VectorIndex;
 pub(crate) use analysis::is_stop_word;
-pub use analysis::{AnswerKind, QueryAnalysis, TimeRange, analyze};
+pub use analysis::{AnswerKind, QueryAnalysis, TimeAnchor, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
 pub(crate) use phases::PhaseDocuments;
 use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by};
@@ -138,6 +138,12 @@ pub struct RetrievalWeights {
     /// What an item holding the rare words of the best hits gains at most
     /// (score fusion only; see `expansion_ranking`).
     pub expansion_weight: f32,
+    /// What the messages of a conversation session gain, at most, by the
+    /// best fused score among them: the session that holds the best answer
+    /// holds its neighbours (score fusion only; see `session_boost`). Off
+    /// by default: +0.005 and -0.005 on two seeds of the conversational
+    /// eval, -0.007 on SWE (BENCHMARKS.md, issue 21).
+    pub session_weight: f32,
     /// What share of its score the briefest message keeps: a message of
     /// fewer than eight words that are not stop words keeps this much plus
     /// its share of the rest (1 turns it off).
@@ -161,6 +167,7 @@ impl Default for RetrievalWeights {
             identifier_weight: 1.0,
             brevity_floor: 0.5,
             expansion_weight: 0.5,
+            session_weight: 0.0,
         }
     }
 }
@@ -302,7 +309,10 @@ impl AgentMemory {
         }
         self.bm25.commit()?;
         let now = self.items.values().next_back().map_or(Timestamp(0), |item| item.ts);
-        let analysis = analyze(&request.query, now);
+        let mut analysis = analyze(&request.query, now);
+        if let Some(anchor) = analysis.anchor.as_ref().filter(|_| analysis.time.is_none()) {
+            analysis.time = self.anchored_time(anchor, &analysis.keywords)?;
+        }
         if request.filters.kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
             return Ok(self.search_phases(request, &analysis));
         }
@@ -495,6 +505,11 @@ impl AgentMemory {
                 }
             }
         };
+        let fused = if score_fusion && weights.session_weight > 0.0 {
+            self.session_boost(fused, weights.session_weight, &accept)
+        } else {
+            fused
+        };
         let supersessions = self.supersessions();
         Ok(fused
             .into_iter()
@@ -505,6 +520,26 @@ impl AgentMemory {
                 self.hit(seq, score, explain, &supersessions)
             })
             .collect())
+    }
+
+    /// The time on the anchor's side of the event it names: the item BM25
+    /// ranks first for the question's keywords among the items that hold
+    /// the anchor's words ("what did the ledger use before the migration":
+    /// the item that best matches "ledger use migration" and names the
+    /// migration); `None` when none does.
+    fn anchored_time(&self, anchor: &TimeAnchor, keywords: &str) -> Result<Option<TimeRange>, ProjectionError> {
+        let filters = SearchFilters::default();
+        let accept = |seq: u64| self.accepts(seq, &filters, None);
+        let phrase = self.bm25.text_terms(&anchor.phrase);
+        let names_event = |seq: u64| {
+            accept(seq)
+                && self.items.get(&seq).is_some_and(|item| {
+                    let terms = self.bm25.text_terms(item.text.indexed());
+                    phrase.iter().all(|term| terms.binary_search(term).is_ok())
+                })
+        };
+        let best = self.bm25_ranking(keywords, &filters, 1, &names_event, true)?;
+        Ok(best.first().and_then(|(_, seq)| self.items.get(seq)).map(|item| anchor.range(item.ts)))
     }
 
     /// BM25 and vector candidates among the items `accept` keeps.

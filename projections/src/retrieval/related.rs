@@ -184,6 +184,69 @@ const NEIGHBOUR_SCAN: usize = 8;
 /// last one starts another.
 const TURN_GAP_NANOS: i64 = 6 * 3600 * 1_000_000_000;
 
+/// The longest pause within a session of messages: a message more than an
+/// hour after the one before it starts another session.
+const SESSION_GAP_NANOS: i64 = 3600 * 1_000_000_000;
+/// How many items before a message its session's start is looked for.
+const SESSION_SCAN: usize = 64;
+
+impl AgentMemory {
+    /// Lifts the messages of each conversation session by the best fused
+    /// score among them, `weight` times its share of the best hit's: the
+    /// turns around the best answer are more likely part of it than turns
+    /// of a session nothing matched. A session is a run of messages no more
+    /// than [`SESSION_GAP_NANOS`] apart, of the same correlation; it is
+    /// named by its first message among the [`SESSION_SCAN`] before.
+    /// Items other than messages are left as they are.
+    pub(super) fn session_boost(
+        &self,
+        mut fused: Vec<(f32, u64, Vec<super::RetrieverRank>)>,
+        weight: f32,
+        accept: &dyn Fn(u64) -> bool,
+    ) -> Vec<(f32, u64, Vec<super::RetrieverRank>)> {
+        let best = fused.iter().filter(|(_, seq, _)| accept(*seq)).map(|(score, _, _)| *score).fold(0.0f32, f32::max);
+        if best <= 0.0 {
+            return fused;
+        }
+        let sessions: Vec<Option<u64>> = fused.iter().map(|(_, seq, _)| self.session_of(*seq)).collect();
+        let mut session_best: SeqMap<f32> = SeqMap::default();
+        for ((score, seq, _), session) in fused.iter().zip(&sessions) {
+            if let Some(session) = session.filter(|_| accept(*seq)) {
+                let entry = session_best.entry(session).or_insert(0.0);
+                *entry = entry.max(*score);
+            }
+        }
+        for ((score, _, ranks), session) in fused.iter_mut().zip(&sessions) {
+            let Some(lift) = session.and_then(|session| session_best.get(&session)) else { continue };
+            let gain = weight * (lift / best).clamp(0.0, 1.0);
+            *score += gain;
+            ranks.push(super::RetrieverRank { retriever: "session", rank: 0, score: gain });
+        }
+        fused.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+        fused
+    }
+
+    /// The first message of the session the message at `seq` is part of;
+    /// `None` for other items.
+    fn session_of(&self, seq: u64) -> Option<u64> {
+        let item = self.items.get(&seq).filter(|item| item.kind == MESSAGE_KIND)?;
+        let mut first = (seq, item);
+        for (before, other) in self.items.range(..seq).rev().take(SESSION_SCAN) {
+            if other.kind != MESSAGE_KIND {
+                continue;
+            }
+            let (_, later) = first;
+            if other.correlation_id != later.correlation_id
+                || later.ts.unix_nanos().saturating_sub(other.ts.unix_nanos()) > SESSION_GAP_NANOS
+            {
+                break;
+            }
+            first = (*before, other);
+        }
+        Some(first.0)
+    }
+}
+
 /// Whether `later` answers `earlier` in a conversation: both messages, of
 /// the same correlation, close in time, and said by different speakers
 /// (agent or role): one agent's two statements in a row are not a question
