@@ -165,15 +165,20 @@ impl Supervisor {
 
     /// The running memory of `agent`, started if it is not running: a memory
     /// actor that stopped (a handler panicked) is replaced by one restored
-    /// from its snapshot and the log.
-    fn start_agent(&mut self, agent: &str) -> AgentHandle {
+    /// from its snapshot and the log. `None` once the workers are stopped
+    /// (shutting down): nothing starts any more.
+    fn start_agent(&mut self, agent: &str) -> Option<AgentHandle> {
         if let Some(handle) = self.agents.get(agent) {
             if handle.addr.connected() {
-                return handle.clone();
+                return Some(handle.clone());
             }
             tracing::error!(agent, "memory actor stopped; restarting it");
             self.agents.remove(agent);
             metrics::gauge!("mneme_agents").decrement(1.0);
+        }
+        if self.workers.is_empty() {
+            // A request or a discovery that arrived while the server stops.
+            return None;
         }
         let (applied_sender, applied_seq) = watch::channel(0);
         let applied_sender = Arc::new(applied_sender);
@@ -207,7 +212,7 @@ impl Supervisor {
         let _ = self.feed.send(Join { agent: agent.to_string(), addr: addr.clone(), applied: applied_for_feed });
         let handle = AgentHandle { agent: agent.to_string(), addr, applied_seq };
         self.agents.insert(agent.to_string(), handle.clone());
-        handle
+        Some(handle)
     }
 
     fn discover(&mut self, ctx: &mut Context<Self>) {
@@ -268,7 +273,8 @@ impl Handler<GetAgent> for Supervisor {
 
     fn handle(&mut self, GetAgent(agent): GetAgent, _: &mut Self::Context) -> Self::Result {
         if self.agents.contains_key(&agent) {
-            return Box::pin(fut::ready(Ok(self.start_agent(&agent))));
+            let stopped = ActorsError::ActorStopped { agent: agent.clone() };
+            return Box::pin(fut::ready(self.start_agent(&agent).ok_or(stopped)));
         }
         let unknown = ActorsError::UnknownAgent { swarm: self.config.swarm.name.clone(), agent: agent.clone() };
         if !self.config.swarm.admit_unknown_agents {
@@ -276,7 +282,11 @@ impl Handler<GetAgent> for Supervisor {
         }
         let log = self.log.clone();
         Box::pin(async move { log.agents().await }.into_actor(self).map(move |agents, supervisor, _| {
-            if agents?.contains(&agent) { Ok(supervisor.start_agent(&agent)) } else { Err(unknown) }
+            if !agents?.contains(&agent) {
+                return Err(unknown);
+            }
+            let stopped = ActorsError::ActorStopped { agent: agent.clone() };
+            supervisor.start_agent(&agent).ok_or(stopped)
         }))
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 use mneme_actors::swarm_config::AgentConfig;
 use mneme_actors::{
-    ActorsError, AgentHandle, GetAgent, Query, QueryAnswer, SnapshotAll, SnapshotStore, Supervisor, SwarmConfig,
-    rebuild_from_log,
+    ActorsError, AgentHandle, GetAgent, Query, QueryAnswer, SnapshotAll, SnapshotStore, StopWorkers, Supervisor,
+    SwarmConfig, rebuild_from_log,
 };
 use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
 use mneme_nats::{EventLog, SledLog, SledOptions};
@@ -337,4 +337,20 @@ async fn an_event_whose_application_panics_is_dead_lettered_and_the_memory_moves
     fixture.log.append(&events(20..25, &["coder"])).await.unwrap();
     let handle = caught_up(&supervisor, fixture.log.as_ref(), "coder").await;
     assert_eq!(status(&handle).await.items, 24);
+}
+
+/// A request for an agent that arrives while the server stops (its
+/// workers stopped) is answered with an error; it used to panic on a
+/// division by zero workers.
+#[actix_rt::test]
+async fn an_agent_asked_for_after_the_workers_stopped_is_refused_not_a_panic() {
+    let fixture = fixture();
+    fixture.log.append(&events(0..2, &["stranger"])).await.unwrap();
+    let supervisor = start(&config(&["coder"], true), &fixture).await;
+    let workers = supervisor.send(StopWorkers).await.unwrap();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let refused = supervisor.send(GetAgent("stranger".to_string())).await.unwrap();
+    assert!(matches!(refused, Err(ActorsError::ActorStopped { .. })), "{:?}", refused.err());
 }
