@@ -9,11 +9,12 @@
 pub mod conversations;
 pub mod dataset;
 pub mod generator;
+mod server;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
@@ -21,13 +22,14 @@ use serde_json::{Value, json};
 
 use mneme_api::consolidation::{ConsolidationAnswer, ContradictionsAnswer, VerdictCounts};
 use mneme_api::context::{ContextAnswer, PhaseAnswer};
-use mneme_api::log::{AcceptedEvents, Health};
-use mneme_api::memory::{Digest, Hit, ItemAnswer, SearchAnswer};
+use mneme_api::memory::{Hit, ItemAnswer, SearchAnswer};
 use mneme_api::params::ContextBody;
 
 use crate::eval::conversations::{ConversationSize, generate_conversations};
 use crate::eval::dataset::{Dataset, EVAL_SWARM, GeneratorSize, Question, QuestionKind, Scoring, SwarmKind};
 use crate::eval::generator::generate;
+pub(crate) use crate::eval::server::ServerProcess;
+use crate::eval::server::{Scratch, last_log_seq, publish, wait_until_applied};
 use mneme::cli::client::{call_as, encode};
 
 #[derive(Args)]
@@ -160,156 +162,6 @@ fn resolve_embedder(requested: &str) -> anyhow::Result<&'static str> {
         }
         other => bail!("--embedder {other:?}: expected auto, static, minilm or hashed"),
     }
-}
-
-/// The scratch directory: a fresh temporary one removed at the end, or the
-/// one `--keep` names.
-struct Scratch {
-    path: PathBuf,
-    remove: bool,
-}
-
-impl Scratch {
-    fn new(keep: Option<&Path>) -> anyhow::Result<Scratch> {
-        let (path, remove) = match keep {
-            Some(path) => (path.to_path_buf(), false),
-            None => {
-                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
-                (std::env::temp_dir().join(format!("mneme-eval-{}-{nanos}", std::process::id())), true)
-            }
-        };
-        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(Scratch { path, remove })
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if self.remove {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-    }
-}
-
-/// A `mneme serve` child on the embedded log, stopped with SIGTERM when
-/// dropped.
-pub(crate) struct ServerProcess {
-    child: Child,
-    base_url: String,
-}
-
-impl ServerProcess {
-    fn start(dir: &Path, agents: &[String], embedder: &str, retrieval: &[String]) -> anyhow::Result<ServerProcess> {
-        // Consolidation runs when the evaluation asks for it, not on a
-        // timer that would race the measurements.
-        let mut config = format!(
-            "[swarm]\nname = \"{EVAL_SWARM}\"\nadmit_unknown_agents = true\n\n[embedder]\nkind = \"{embedder}\"\n\n\
-             [consolidation]\nenabled = false\n"
-        );
-        if !retrieval.is_empty() {
-            config.push_str(&format!("\n[retrieval]\n{}\n", retrieval.join("\n")));
-        }
-        for agent in agents {
-            config.push_str(&format!("\n[[agents]]\nname = \"{agent}\"\n"));
-        }
-        std::fs::write(dir.join("swarm.toml"), config)?;
-        ServerProcess::start_configured(dir, "warn")
-    }
-
-    /// `mneme serve` with `<dir>/swarm.toml`, its data in `<dir>/data` and
-    /// its log appended to `<dir>/server.log`; answers once it is up.
-    pub(crate) fn start_configured(dir: &Path, log_filter: &str) -> anyhow::Result<ServerProcess> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let config_path = dir.join("swarm.toml");
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log"))?;
-        let child = Command::new(crate::mneme_binary()?)
-            .arg("serve")
-            .arg("--config")
-            .arg(&config_path)
-            .arg("--data-dir")
-            .arg(dir.join("data"))
-            .args(["--http", &format!("127.0.0.1:{port}")])
-            .env("MNEME_LOG", log_filter)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .context("starting mneme serve")?;
-        let mut server = ServerProcess { child, base_url: format!("http://127.0.0.1:{port}") };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while ureq::get(&server.url("/healthz")).call().is_err() {
-            if let Some(status) = server.child.try_wait()? {
-                bail!("mneme serve exited with {status}; see {}", dir.join("server.log").display());
-            }
-            if Instant::now() > deadline {
-                bail!("mneme serve did not answer within 60 s; see {}", dir.join("server.log").display());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(server)
-    }
-
-    pub(crate) fn url(&self, path_and_query: &str) -> String {
-        format!("{}{path_and_query}", self.base_url)
-    }
-
-    /// SIGKILL, and waits for the process to be gone.
-    pub(crate) fn kill_hard(&mut self) -> anyhow::Result<()> {
-        self.child.kill()?;
-        self.child.wait()?;
-        Ok(())
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn publish(server: &ServerProcess, events: &[Value]) -> anyhow::Result<u64> {
-    let mut last_seq = 0;
-    for batch in events.chunks(PUBLISH_BATCH) {
-        let body = serde_json::to_string(batch)?;
-        let answer: AcceptedEvents = call_as(ureq::post(&server.url("/v1/events")), Some(&body))?;
-        last_seq = last_seq.max(answer.accepted.iter().map(|accepted| accepted.seq).max().unwrap_or(0));
-    }
-    Ok(last_seq)
-}
-
-fn last_log_seq(server: &ServerProcess) -> anyhow::Result<u64> {
-    Ok(call_as::<Health>(ureq::get(&server.url("/healthz")), None)?.last_seq)
-}
-
-/// Waits until every agent's memory has applied the log up to `seq`.
-fn wait_until_applied(server: &ServerProcess, agents: &[String], seq: u64) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(3600);
-    for agent in agents {
-        loop {
-            let path = format!("/v1/swarms/{EVAL_SWARM}/agents/{agent}/digest");
-            let applied = call_as::<Digest>(ureq::get(&server.url(&path)), None)?.seq;
-            if applied >= seq {
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!("{agent} applied the log only to {applied} of {seq} within an hour");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    Ok(())
 }
 
 /// Ranks and averages of one set of questions in one mode.
