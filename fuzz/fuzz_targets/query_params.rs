@@ -78,7 +78,9 @@ fn search(params: Option<SearchParams>) {
             assert!(checked.query.len() <= MAX_QUERY_BYTES);
             assert!((1..=MAX_K).contains(&checked.k));
             assert!(SEARCH_MODES.contains(&checked.mode));
-            assert!(checked.kinds.iter().all(|kind| mneme_events::EventKind::NAMES.contains(&kind.as_str())));
+            // Event kinds, or "phase" alone (completed phases).
+            let phases = checked.kinds == [mneme_events::PHASE_SEARCH_KIND];
+            assert!(phases || checked.kinds.iter().all(|kind| mneme_events::EventKind::NAMES.contains(&kind.as_str())));
             let weights = checked.weights;
             let set = [weights.rrf_k, weights.bm25, weights.vector, weights.graph, weights.recency, weights.usage];
             for weight in set.into_iter().flatten() {
