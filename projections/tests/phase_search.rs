@@ -34,6 +34,12 @@ fn a_search_for_phases_finds_the_phase_that_did_it_with_its_provenance() {
         assert_eq!(best.provenance, phase.provenance, "a phase hit's provenance is the phase's events");
         assert_eq!(Some(best.seq), phase.completed_seq);
         assert!(hits.windows(2).all(|pair| pair[0].score >= pair[1].score), "best first: {hits:#?}");
+        let mut explained = phase_search("the dashboard refresh timing TypeError in session.js", mode);
+        explained.explain = true;
+        let parts = memory.search(&explained).unwrap().remove(0).explain;
+        assert!(parts.iter().any(|part| part.retriever == "bm25"), "{parts:?}");
+        let sum: f32 = parts.iter().map(|part| part.score).sum();
+        assert!((sum - best.score).abs() < 1e-4, "the parts add up to the score: {parts:?} {}", best.score);
     }
     let staging = ids(&mut memory, &phase_search("staging expired_token_401s_per_5min", SearchMode::Bm25));
     assert_eq!(staging.first().map(String::as_str), Some(STAGING), "{staging:?}");

@@ -10,7 +10,9 @@
 
 use mneme_events::{PHASE_SEARCH_KIND, Scope, Timestamp};
 
-use super::{QueryAnalysis, SearchFilters, SearchHit, SearchMode, SearchRequest, SeqSet, embedded_text, hit_text};
+use super::{
+    QueryAnalysis, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, SeqSet, embedded_text, hit_text,
+};
 use crate::memory::AgentMemory;
 use crate::phases::{Phase, PhaseLevel};
 
@@ -72,7 +74,7 @@ impl AgentMemory {
         let total: f32 = weighted.iter().map(|(_, weight)| weight).sum();
         let weights = request.weights;
         let tracker = &self.phases;
-        let mut scored: Vec<(f32, &Phase)> = tracker
+        let mut scored: Vec<(f32, &Phase, Vec<RetrieverRank>)> = tracker
             .phases()
             .iter()
             .chain(tracker.shared_phases())
@@ -86,28 +88,39 @@ impl AgentMemory {
                     .sum();
                 let lexical = if total > 0.0 { matched / total } else { 0.0 };
                 let cosine = query_vector.as_ref().map_or(0.0, |query| cosine(query, &document.vector).clamp(0.0, 1.0));
-                let mut score = match request.mode {
-                    SearchMode::Bm25 => lexical,
-                    SearchMode::Vector => cosine,
-                    SearchMode::Graph | SearchMode::Hybrid => weights.bm25 * lexical + weights.vector * cosine,
+                let mut parts = Vec::new();
+                let mut score = 0.0;
+                let mut add = |retriever: &'static str, part: f32| {
+                    if part > 0.0 {
+                        score += part;
+                        parts.push(RetrieverRank { retriever, rank: 0, score: part });
+                    }
                 };
+                match request.mode {
+                    SearchMode::Bm25 => add("bm25", lexical),
+                    SearchMode::Vector => add("vector", cosine),
+                    SearchMode::Graph | SearchMode::Hybrid => {
+                        add("bm25", weights.bm25 * lexical);
+                        add("vector", weights.vector * cosine);
+                    }
+                }
                 if request.mode == SearchMode::Hybrid {
                     let at = phase.completed_at.unwrap_or(phase.started_at);
                     if analysis.time.is_some_and(|range| range.contains(at)) {
-                        score += weights.time_weight;
+                        add("time", weights.time_weight);
                     }
                     if analysis.names.iter().any(|name| phase.agent.eq_ignore_ascii_case(name)) {
-                        score += weights.speaker_weight;
+                        add("speaker", weights.speaker_weight);
                     }
                 }
-                (score > 0.0).then_some((score, phase))
+                (score > 0.0).then_some((score, phase, parts))
             })
             .collect();
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.completed_seq.cmp(&a.1.completed_seq)));
         scored
             .into_iter()
             .take(request.k)
-            .map(|(score, phase)| {
+            .map(|(score, phase, parts)| {
                 let document = &self.phase_documents.0[&phase.phase_id];
                 let completed_seq = phase.completed_seq.unwrap_or(phase.started_seq);
                 SearchHit {
@@ -121,7 +134,7 @@ impl AgentMemory {
                     ts: phase.completed_at.unwrap_or(phase.started_at),
                     provenance: phase.provenance.clone(),
                     superseded_by: None,
-                    explain: Vec::new(),
+                    explain: if request.explain { parts } else { Vec::new() },
                 }
             })
             .collect()
