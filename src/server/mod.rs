@@ -141,6 +141,7 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
                     .app_data(mcp.clone())
                     .wrap(from_fn(auth::require_token))
                     .configure(mcp::http::routes)
+                    .configure(crate::ui::routes)
                     .configure(http::routes)
             })
             .workers(HTTP_WORKERS)
