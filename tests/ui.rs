@@ -96,8 +96,17 @@ fn the_web_view_signs_in_shows_the_timeline_and_searches_a_memory_in_a_real_brow
     let hits = saw["hits"].as_array().unwrap();
     assert!(hits.iter().any(|hit| hit["text"].as_str().unwrap().to_lowercase().contains("refresh")), "{hits:?}");
     assert!(hits.iter().all(|hit| hit["explain"].as_str().unwrap().starts_with("found by ")), "{hits:?}");
+    // The first hit's provenance: its creating event first (its id is the
+    // item's), in log order, each the event as it is on the log.
+    let first = saw["firstHit"].as_str().unwrap();
+    let events = saw["provenance"].as_array().unwrap();
+    assert_eq!(events[0]["json"]["id"].as_str(), Some(first), "{events:?}");
+    let seqs: Vec<u64> = events.iter().map(|event| event["seq"].as_u64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "in log order: {seqs:?}");
+    let (_, on_log) = server.get_as(Some(ADMIN), &format!("/v1/swarms/demo/events?from_seq={}&limit=1", seqs[0]));
+    assert_eq!(events[0]["json"], on_log["events"][0], "the event as the log has it");
     assert_eq!(saw["consoleErrors"], Value::Array(Vec::new()), "console errors in the page");
-    for shot in ["timeline.png", "timeline-filtered.png", "memory-search.png"] {
+    for shot in ["timeline.png", "timeline-filtered.png", "memory-search.png", "provenance.png"] {
         let bytes = std::fs::metadata(shots.join(shot)).map(|meta| meta.len()).unwrap_or(0);
         assert!(bytes > 10_000, "{shot}: {bytes} bytes");
     }

@@ -200,6 +200,12 @@ $("#search-form").addEventListener("submit", async (event) => {
           element("div", hit.text, "hit-text"),
         );
         if (hit.superseded_by) item.append(element("div", `superseded by ${hit.superseded_by}`, "superseded"));
+        if (hit.kind !== "phase") {
+          const button = element("button", "provenance", "provenance");
+          button.type = "button";
+          button.addEventListener("click", () => showProvenance(agent, hit.item_id));
+          item.append(button);
+        }
         if (hit.explain) {
           const parts = Object.entries(hit.explain).map(([retriever, rank]) =>
             rank.rank ? `${retriever} #${rank.rank}` : `${retriever} +${rank.score.toFixed(2)}`,
@@ -214,6 +220,30 @@ $("#search-form").addEventListener("submit", async (event) => {
     list.replaceChildren(element("li", error.message, "error"));
   }
 });
+
+/** An item's events, in log order, each with its whole JSON. */
+async function showProvenance(agent, itemId) {
+  const panel = $("#provenance");
+  const list = $("#provenance-events");
+  $("#provenance-item").textContent = itemId;
+  panel.hidden = false;
+  try {
+    const { events } = await api(swarmPath(`/agents/${encodeURIComponent(agent)}/provenance/${encodeURIComponent(itemId)}`));
+    list.replaceChildren(
+      ...events.map((entry) => {
+        const item = element("li");
+        item.dataset.seq = entry.seq;
+        item.append(
+          element("div", `seq ${entry.seq} · ${entry.invalid ? "dead letter" : entry.kind} · ${entry.agent} · ${entry.ts || ""}`, "hit-meta"),
+          element("pre", JSON.stringify(entry, null, 2)),
+        );
+        return item;
+      }),
+    );
+  } catch (error) {
+    list.replaceChildren(element("li", error.message, "error"));
+  }
+}
 
 // --- Start -----------------------------------------------------------------
 

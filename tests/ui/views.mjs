@@ -84,6 +84,15 @@ try {
     })),
   );
   await page.screenshot({ path: join(shots, "memory-search.png"), fullPage: false });
+
+  // Provenance: the first hit's events, in log order, each as its JSON.
+  saw.firstHit = await page.getAttribute("#search-hits li:first-child", "data-item-id");
+  await page.click("#search-hits li:first-child button.provenance");
+  await page.waitForSelector("#provenance:not([hidden]) #provenance-events li pre");
+  saw.provenance = await page.$$eval("#provenance-events li", (items) =>
+    items.map((item) => ({ seq: Number(item.dataset.seq), json: JSON.parse(item.querySelector("pre").textContent) })),
+  );
+  await page.screenshot({ path: join(shots, "provenance.png"), fullPage: false });
   saw.consoleErrors = consoleErrors;
   console.log(JSON.stringify(saw));
 } finally {
