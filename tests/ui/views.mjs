@@ -48,7 +48,11 @@ try {
   // A token bound to one agent does not open the swarm-wide views.
   await page.fill("#token", process.env.MNEME_UI_AGENT_TOKEN);
   await page.click("#login-form button");
-  await page.waitForFunction((before) => document.querySelector("#login-error").textContent !== before, saw.wrongToken);
+  // The form clears the message before it asks: wait for the new one.
+  await page.waitForFunction((before) => {
+    const text = document.querySelector("#login-error").textContent;
+    return text.length > 0 && text !== before;
+  }, saw.wrongToken);
   saw.agentToken = await page.textContent("#login-error");
   // The refused request is the page's own doing: it is not an error of the page.
   consoleErrors.length = 0;
