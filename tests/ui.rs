@@ -84,6 +84,10 @@ fn the_web_view_signs_in_shows_the_timeline_and_searches_a_memory_in_a_real_brow
     assert!(wrong.contains("does not open swarm demo"), "{wrong}");
     let bound = saw["agentToken"].as_str().unwrap();
     assert!(bound.contains("bound to one agent"), "{bound}");
+    // Named, the agent-bound token sees that agent only.
+    assert_eq!(saw["boundAgents"], serde_json::json!(["coder"]), "{saw}");
+    assert_eq!(saw["boundTimelineLink"], Value::Bool(false), "no swarm-wide view for an agent's token");
+    assert!(saw["boundHits"].as_u64().unwrap() > 0, "{saw}");
     let rows = saw["timelineRows"].as_u64().unwrap();
     assert_eq!(rows, last_seq.min(500), "every event, up to the 500 newest: {saw}");
     let kinds: Vec<&str> = saw["kinds"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
@@ -106,7 +110,7 @@ fn the_web_view_signs_in_shows_the_timeline_and_searches_a_memory_in_a_real_brow
     let (_, on_log) = server.get_as(Some(ADMIN), &format!("/v1/swarms/demo/events?from_seq={}&limit=1", seqs[0]));
     assert_eq!(events[0]["json"], on_log["events"][0], "the event as the log has it");
     assert_eq!(saw["consoleErrors"], Value::Array(Vec::new()), "console errors in the page");
-    for shot in ["timeline.png", "timeline-filtered.png", "memory-search.png", "provenance.png"] {
+    for shot in ["agent-token.png", "timeline.png", "timeline-filtered.png", "memory-search.png", "provenance.png"] {
         let bytes = std::fs::metadata(shots.join(shot)).map(|meta| meta.len()).unwrap_or(0);
         assert!(bytes > 10_000, "{shot}: {bytes} bytes");
     }

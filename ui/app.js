@@ -7,6 +7,7 @@ const swarm = document.querySelector('meta[name="mneme-swarm"]').content;
 /** "token" when the API asks for a bearer token, "open" when it does not. */
 const auth = document.querySelector('meta[name="mneme-auth"]').content;
 const TOKEN_KEY = "mneme-token";
+const AGENT_KEY = "mneme-token-agent";
 /** Pages of the log read for the timeline, 1,000 events each. */
 const TIMELINE_PAGES = 20;
 /** Rows the timeline shows, newest first. */
@@ -40,31 +41,53 @@ const swarmPath = (rest) => `/v1/swarms/${encodeURIComponent(swarm)}${rest}`;
 
 // --- Sign in -------------------------------------------------------------
 
-async function signIn(token) {
+/**
+ * Opens the views the token opens. A token bound to one agent opens only
+ * that agent's routes (the API enforces it; the page only follows): with
+ * its agent named, the page shows that agent's memory and no swarm-wide
+ * view.
+ */
+async function signIn(token, boundAgent) {
   if (token) sessionStorage.setItem(TOKEN_KEY, token);
   else sessionStorage.removeItem(TOKEN_KEY);
-  const { agents } = await api(swarmPath("/agents"));
+  let agents;
+  if (boundAgent) {
+    await api(swarmPath(`/agents/${encodeURIComponent(boundAgent)}/digest`));
+    agents = [boundAgent];
+    sessionStorage.setItem(AGENT_KEY, boundAgent);
+  } else {
+    agents = (await api(swarmPath("/agents"))).agents;
+    sessionStorage.removeItem(AGENT_KEY);
+  }
   state.agents = agents;
+  state.boundTo = boundAgent || null;
+  for (const link of document.querySelectorAll("nav a[data-swarm-wide]")) link.hidden = Boolean(boundAgent);
   for (const select of [$("#filter-agent"), $("#memory-agent")]) {
     const keep = select.id === "filter-agent" ? 1 : 0;
     while (select.options.length > keep) select.remove(keep);
     for (const agent of agents) select.add(new Option(agent, agent));
   }
   $("#nav").hidden = false;
-  if (!location.hash || location.hash === "#/login") location.hash = "#/timeline";
-  else route();
+  const home = boundAgent ? "#/memory" : "#/timeline";
+  if (!location.hash || location.hash === "#/login" || location.hash === home) {
+    location.hash = home;
+    route();
+  } else route();
 }
 
 $("#login-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   $("#login-error").textContent = "";
   try {
-    await signIn($("#token").value.trim());
+    await signIn($("#token").value.trim(), $("#token-agent").value.trim());
   } catch (error) {
     sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(AGENT_KEY);
     const refused = {
       401: `This token does not open swarm ${swarm} (${error.message})`,
-      403: `This token does not open swarm ${swarm}'s swarm-wide views: it may be bound to one agent (${error.message})`,
+      403: $("#token-agent").value.trim()
+        ? `This token does not open agent ${$("#token-agent").value.trim()}'s memory (${error.message})`
+        : `This token does not open swarm ${swarm}'s swarm-wide views: it may be bound to one agent; name it (${error.message})`,
     };
     $("#login-error").textContent = refused[error.status] || error.message;
   }
@@ -72,13 +95,14 @@ $("#login-form").addEventListener("submit", async (event) => {
 
 $("#logout").addEventListener("click", () => {
   sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(AGENT_KEY);
   $("#nav").hidden = true;
   location.hash = "#/login";
 });
 
 // --- Views ---------------------------------------------------------------
 
-const state = { agents: [], events: null };
+const state = { agents: [], events: null, boundTo: null };
 
 function show(view) {
   for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== view;
@@ -86,11 +110,13 @@ function show(view) {
 }
 
 async function route() {
-  const view = location.hash.replace(/^#\//, "") || "login";
+  let view = location.hash.replace(/^#\//, "") || "login";
   if ($("#nav").hidden && view !== "login") {
     show("login");
     return;
   }
+  // A token bound to one agent has no swarm-wide view to show.
+  if (state.boundTo && view === "timeline") view = "memory";
   show(view);
   if (view === "timeline") await loadTimeline();
 }
@@ -249,5 +275,5 @@ async function showProvenance(agent, itemId) {
 
 $("#swarm-name").textContent = swarm;
 const stored = sessionStorage.getItem(TOKEN_KEY);
-if (auth === "open" || stored) signIn(stored || "").catch(() => show("login"));
+if (auth === "open" || stored) signIn(stored || "", sessionStorage.getItem(AGENT_KEY) || "").catch(() => show("login"));
 else show("login");

@@ -54,8 +54,23 @@ try {
     return text.length > 0 && text !== before;
   }, saw.wrongToken);
   saw.agentToken = await page.textContent("#login-error");
-  // The refused request is the page's own doing: it is not an error of the page.
-  consoleErrors.length = 0;
+  // Chromium logs the two refused requests as console errors: they are the
+  // test's doing. From here on, any console error is the page's.
+  saw.errorsWhileRefused = consoleErrors.splice(0);
+  // Named, it opens that agent's memory and nothing swarm-wide.
+  await page.fill("#token-agent", "coder");
+  await page.click("#login-form button");
+  await page.waitForSelector("#memory:not([hidden])");
+  saw.boundAgents = await page.$$eval("#memory-agent option", (options) => options.map((option) => option.value));
+  saw.boundTimelineLink = await page.isVisible('nav a[data-view="timeline"]');
+  await page.fill("#search-query", "refresh token rotation");
+  await page.click("#search-form button");
+  await page.waitForSelector("#search-hits li");
+  saw.boundHits = await page.locator("#search-hits li .hit-text").count();
+  await page.screenshot({ path: join(shots, "agent-token.png"), fullPage: false });
+  await page.click("#logout");
+  await page.waitForSelector("#login:not([hidden])");
+  await page.fill("#token-agent", "");
   await page.fill("#token", token);
   await page.click("#login-form button");
 
