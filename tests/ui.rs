@@ -97,6 +97,13 @@ fn the_web_view_signs_in_shows_the_timeline_and_searches_a_memory_in_a_real_brow
     for row in decisions {
         assert_eq!((row[0].as_str(), row[1].as_str()), (Some("coder"), Some("decision_made")), "{row}");
     }
+    // The agent's item states as the API counts them, and its core memory.
+    let (_, states) = server.get_as(Some(ADMIN), "/v1/swarms/demo/agents/coder/items");
+    let shown = saw["itemStates"].as_str().unwrap();
+    for (state, count) in states["states"].as_object().unwrap() {
+        assert!(shown.contains(&format!("{count} {state}")), "{shown} against {states}");
+    }
+    assert!(!saw["coreTask"].as_str().unwrap().is_empty(), "{saw}");
     let hits = saw["hits"].as_array().unwrap();
     assert!(hits.iter().any(|hit| hit["text"].as_str().unwrap().to_lowercase().contains("refresh")), "{hits:?}");
     assert!(hits.iter().all(|hit| hit["explain"].as_str().unwrap().starts_with("found by ")), "{hits:?}");

@@ -119,6 +119,7 @@ async function route() {
   if (state.boundTo && view === "timeline") view = "memory";
   show(view);
   if (view === "timeline") await loadTimeline();
+  if (view === "memory") await loadAgentSummary();
 }
 
 window.addEventListener("hashchange", route);
@@ -204,6 +205,34 @@ function renderTimeline() {
 $("#timeline-filters").addEventListener("input", renderTimeline);
 
 // --- Memory --------------------------------------------------------------
+
+/** How many items are in each state, and the agent's core memory. */
+async function loadAgentSummary() {
+  const agent = $("#memory-agent").value;
+  if (!agent) return;
+  const base = `/agents/${encodeURIComponent(agent)}`;
+  try {
+    const [{ states }, core] = await Promise.all([api(swarmPath(`${base}/items`)), api(swarmPath(`${base}/core`))]);
+    const counts = Object.entries(states).map(([name, count]) => `${count} ${name}`);
+    $("#item-states").textContent = `${agent}'s items: ${counts.join(", ") || "none"}`;
+    $("#core-task").textContent = core.task
+      ? `Working on: ${core.task.title} (${core.task.status}${core.task.from ? `, from ${core.task.from}` : ""})`
+      : "No open task.";
+    $("#core-constraints").replaceChildren(
+      ...core.constraints.map((constraint) => element("li", `${constraint.text} (${constraint.source})`)),
+    );
+    $("#core-blocks").replaceChildren(
+      ...core.blocks.flatMap((block) => [
+        element("dt", `${block.name} (${block.tokens} tokens${block.truncated ? ", cut" : ""})`),
+        element("dd", block.content),
+      ]),
+    );
+  } catch (error) {
+    $("#item-states").textContent = error.message;
+  }
+}
+
+$("#memory-agent").addEventListener("change", loadAgentSummary);
 
 $("#search-form").addEventListener("submit", async (event) => {
   event.preventDefault();

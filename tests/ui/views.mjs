@@ -93,6 +93,9 @@ try {
   await page.click('nav a[data-view="memory"]');
   await page.waitForSelector("#memory:not([hidden])");
   await page.selectOption("#memory-agent", "coder");
+  await page.waitForFunction(() => document.querySelector("#item-states").textContent.startsWith("coder's items"));
+  saw.itemStates = await page.textContent("#item-states");
+  saw.coreTask = await page.textContent("#core-task");
   await page.fill("#search-query", "how should refresh tokens rotate");
   await page.click("#search-form button");
   await page.waitForSelector("#search-hits li");
