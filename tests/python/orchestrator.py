@@ -245,7 +245,9 @@ async def read_handoffs_as_a_late_reviewer(swarm, s, delivered):
         consumer = await swarm.js.pull_subscribe(subject, durable=HANDOFF_CONSUMER, stream=stream)
         messages = await fetch_all(consumer)
         for message in messages:
-            await message.ack_sync()
+            # nats-py waits 1 s for the ack's confirmation by default: a
+            # loaded CI machine once took longer (TimeoutError).
+            await message.ack_sync(timeout=10)
         packages = [json.loads(message.data) for message in messages]
         ids = [package.get("handoff_id") for package in packages]
         if check(ids == [s["handoff"]], f"issue 16 item 6: a durable consumer created after the delivery gets the "
