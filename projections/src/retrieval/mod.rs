@@ -424,45 +424,23 @@ impl AgentMemory {
                             self.cosines(query_vector, found.iter().chain(previous.keys()).chain(previous.values()));
                         let mut boosts = Vec::new();
                         let all: SeqSet = cosine.keys().chain(found.iter()).copied().collect();
+                        // The candidates whose item passes `test`.
+                        let members = |test: &dyn Fn(&MemoryItem) -> bool| -> SeqSet {
+                            all.iter().copied().filter(|seq| self.items.get(seq).is_some_and(test)).collect()
+                        };
                         if let Some(range) = in_time {
-                            let members = all
-                                .iter()
-                                .copied()
-                                .filter(|seq| self.items.get(seq).is_some_and(|item| range.contains(item.ts)))
-                                .collect();
-                            boosts.push(("time", weights.time_weight, members));
+                            boosts.push(("time", weights.time_weight, members(&|item| range.contains(item.ts))));
                         }
                         if !speakers.is_empty() {
-                            let members = all
-                                .iter()
-                                .copied()
-                                .filter(|seq| {
-                                    self.items
-                                        .get(seq)
-                                        .is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
-                                })
-                                .collect();
-                            boosts.push(("speaker", weights.speaker_weight, members));
+                            let said = members(&|item| speakers.iter().any(|name| said_by(item, name)));
+                            boosts.push(("speaker", weights.speaker_weight, said));
                         }
                         if !analysis.identifiers.is_empty() && weights.identifier_weight > 0.0 {
-                            let members = all
-                                .iter()
-                                .copied()
-                                .filter(|seq| {
-                                    self.items
-                                        .get(seq)
-                                        .is_some_and(|item| holds_identifier(item, &analysis.identifiers))
-                                })
-                                .collect();
-                            boosts.push(("identifier", weights.identifier_weight, members));
+                            let holding = members(&|item| holds_identifier(item, &analysis.identifiers));
+                            boosts.push(("identifier", weights.identifier_weight, holding));
                         }
                         if let Some(wants) = analysis.wants.filter(|_| weights.kind_weight > 0.0) {
-                            let members = all
-                                .iter()
-                                .copied()
-                                .filter(|seq| self.items.get(seq).is_some_and(|item| answers_as(item, wants)))
-                                .collect();
-                            boosts.push(("kind", weights.kind_weight, members));
+                            boosts.push(("kind", weights.kind_weight, members(&|item| answers_as(item, wants))));
                         }
                         let keeps: SeqMap<f32> = if weights.brevity_floor < 1.0 {
                             all.iter()
