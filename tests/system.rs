@@ -4,12 +4,14 @@
 
 mod common;
 
+use std::io::BufRead;
+
 use common::{MnemeServer, example_path, last_seq_of_publish, stdout_of, typed};
 use mneme_api::consolidation::{ConsolidationAnswer, ContradictionsAnswer, PurgeAnswer};
 use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseEvents, PhasesAnswer};
 use mneme_api::handoffs::HandoffsAnswer;
 use mneme_api::log::{AcceptedEvents, DeadLetters, EventsPage, Health, LogEntry, SwarmProvenance};
-use mneme_api::memory::{Digest, GraphAnswer, Hit, SearchAnswer};
+use mneme_api::memory::{Digest, GraphAnswer, Hit, ItemStates, SearchAnswer};
 use mneme_api::{ErrorBody, ErrorDetail};
 use mneme_events::{Event, Scope};
 use mneme_nats::server::NatsServer;
@@ -259,6 +261,46 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
     assert!(!tailed.is_empty());
     assert!(tailed.iter().all(|entry| event_of(entry).agent == "planner" && entry.seq() >= 560));
 
+    // The coder's items, newest first, a page at a time, with the counts.
+    let items = |query: &str| -> ItemStates {
+        server.get_typed(&format!("/v1/swarms/demo/agents/coder/items?min_seq={last_seq}&{query}"))
+    };
+    let first = items("limit=5");
+    let total: usize = first.states.values().sum();
+    assert_eq!(first.items.len(), 5);
+    assert!(first.items.windows(2).all(|pair| pair[0].seq > pair[1].seq), "{first:?}");
+    assert_eq!(first.next_before_seq, Some(first.items[4].seq));
+    let second = items(&format!("limit=5&before_seq={}", first.items[4].seq));
+    assert!(second.items.iter().all(|item| item.seq < first.items[4].seq) && second.items.len() == 5);
+    // Every page of a state, to its end.
+    let all_pages = |state: &str| {
+        let mut listed = Vec::new();
+        let mut page = items(&format!("state={state}&limit=200"));
+        loop {
+            listed.append(&mut page.items);
+            let Some(before_seq) = page.next_before_seq else { return listed };
+            page = items(&format!("state={state}&limit=200&before_seq={before_seq}"));
+        }
+    };
+    let mut everything = Vec::new();
+    for (state, count) in &first.states {
+        let listed = all_pages(state);
+        assert_eq!(listed.len(), *count, "{state}");
+        assert!(listed.iter().all(|item| &item.state == state), "{state}: {listed:?}");
+        everything.extend(listed);
+    }
+    assert_eq!(everything.len(), total);
+    let pinned = all_pages("pinned");
+    assert_eq!(pinned.len(), first.pinned);
+    assert!(pinned.iter().all(|item| item.pinned));
+    // A superseded decision says by what, as its search hit does.
+    let superseded: Vec<_> =
+        everything.iter().filter(|item| item.kind == "decision_made" && item.superseded_by.is_some()).collect();
+    assert!(!superseded.is_empty(), "no superseded decision among {everything:?}");
+    let (status, refused) =
+        server.get_as(None, &format!("/v1/swarms/demo/agents/coder/items?min_seq={last_seq}&state=stale"));
+    assert_eq!((status, &refused["error"]["field"]), (400, &json!("state")), "{refused}");
+
     // Publishing the same file again appends nothing: ids deduplicate.
     let again = stdout_of(&server.cli(&["publish", example_path().to_str().unwrap()]));
     assert!(again.contains("published 572 events (572 already on the log); last seq 572"), "{again}");
@@ -338,6 +380,36 @@ fn a_bad_record_on_the_embedded_log_is_dead_lettered_and_consumption_continues()
     assert!(!letters[0].reason.is_empty());
     let verified = stdout_of(&server.cli(&["replay", "--swarm", "demo", "--agent", "coder", "--verify"]));
     assert!(verified.contains("MATCH") && !verified.contains("MISMATCH"), "{verified}");
+
+    // The followed log: the dead letter and the event already there, then
+    // one appended while the stream is open.
+    let response = ureq::get(&format!("{}/v1/swarms/demo/events?follow=true", server.url)).call().unwrap();
+    assert_eq!(response.content_type(), "text/event-stream");
+    let mut frames = std::io::BufReader::new(response.into_reader()).lines().map(Result::unwrap);
+    let mut next_entry = || {
+        let (event, id, data) = (frames.next().unwrap(), frames.next().unwrap(), frames.next().unwrap());
+        assert_eq!((event.as_str(), frames.next().unwrap().as_str()), ("event: entry", ""));
+        let entry: LogEntry = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(id, format!("id: {}", entry.seq()));
+        entry
+    };
+    assert!(matches!(next_entry(), LogEntry::Invalid(letter) if letter.seq == 1 && !letter.invalid.is_empty()));
+    assert_eq!(text_of(&next_entry()), "the migration of the ledger table finished");
+    let later = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5E7", "swarm": "demo", "agent": "coder", "ts": "2026-01-06T10:31:00Z",
+        "kind": "message_recorded", "data": {"role": "user", "text": "and the index was rebuilt"}});
+    let _: AcceptedEvents = post_expecting(&server, "/v1/events", &later.to_string(), 202);
+    let appended = next_entry();
+    assert_eq!((appended.seq(), text_of(&appended)), (3, "and the index was rebuilt".to_string()));
+    // A page size means nothing to a stream: refused, naming it.
+    let (status, refused) = server.get_as(None, "/v1/swarms/demo/events?follow=true&limit=5");
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "limit", "{refused}");
+}
+
+/// The `data.text` of a logged event.
+fn text_of(entry: &LogEntry) -> String {
+    let LogEntry::Event(event) = entry else { panic!("an invalid record on the log: {entry:?}") };
+    event.event["data"]["text"].as_str().expect("a message has text").to_string()
 }
 
 #[test]

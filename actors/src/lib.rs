@@ -25,7 +25,7 @@ pub use error::ActorsError;
 pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery, handoff_delivery_bytes};
 pub use memory_actor::{
     AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled, ItemListing,
-    MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals, TakeSnapshot,
+    ItemsQuery, MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals, TakeSnapshot,
 };
 pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};
 pub use replay::{ApplyTotals, ReplayReport, apply_from_log, continue_from_log, rebuild_from_log, verify_against_log};

@@ -16,8 +16,9 @@ use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
 use mneme_projections::tokens;
 use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, HandoffRecord, MemoryItem,
-    OpenContradiction, ProjectionError, ProvenanceRef, ResolvedContradiction, SearchHit, SearchRequest,
+    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, HandoffRecord, ItemPage,
+    ListedItems, MemoryItem, OpenContradiction, ProjectionError, ProvenanceRef, ResolvedContradiction, SearchHit,
+    SearchRequest,
 };
 use tokio::sync::watch;
 
@@ -379,8 +380,9 @@ pub enum Query {
     ConsolidationView,
     /// Open and resolved contradictions.
     Contradictions,
-    /// How many items are in each state, and the item if one is named.
-    Items(Option<String>),
+    /// How many items are in each state, the item if one is named, and a
+    /// page of items if one is asked for.
+    Items(ItemsQuery),
     /// The handoffs this agent received, pending first.
     Handoffs,
     /// The context bundle of a handoff this agent sent, by the id of its
@@ -417,10 +419,21 @@ pub struct ContradictionListing {
     pub resolved: Vec<ResolvedContradiction>,
 }
 
-/// Item counts by state, and one item when asked for.
+/// What a [`Query::Items`] asks for beside the counts.
+#[derive(Debug, Clone, Default)]
+pub struct ItemsQuery {
+    pub item_id: Option<String>,
+    pub page: Option<ItemPage>,
+}
+
+/// Item counts by state, and one item or a page of items when asked for.
 #[derive(Debug, Clone)]
 pub struct ItemListing {
     pub states: BTreeMap<&'static str, usize>,
+    /// How many items are pinned (in any state).
+    pub pinned: usize,
+    /// The page asked for; empty when none was.
+    pub page: ListedItems,
     pub item: Option<MemoryItem>,
     /// What superseded `item` (`AgentMemory::superseded_by`).
     pub superseded_by: Option<String>,
@@ -543,8 +556,10 @@ impl Handler<Query> for MemoryActor {
                 open: self.memory.open_contradictions().cloned().collect(),
                 resolved: self.memory.resolved_contradictions().cloned().collect(),
             }),
-            Query::Items(item_id) => QueryAnswer::Items(ItemListing {
+            Query::Items(ItemsQuery { item_id, page }) => QueryAnswer::Items(ItemListing {
                 states: self.memory.state_counts(),
+                pinned: self.memory.pinned_count(),
+                page: page.map(|page| self.memory.item_page(&page)).unwrap_or_default(),
                 superseded_by: item_id.as_deref().and_then(|item_id| self.memory.superseded_by(item_id)),
                 item: item_id.and_then(|item_id| self.memory.item(&item_id).cloned()),
             }),

@@ -111,12 +111,35 @@ pub struct ReplayAnswer {
     pub matches: Option<bool>,
 }
 
-/// `GET …/agents/{agent}/items`: items per state.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+/// `GET …/agents/{agent}/items`: items per state, and a page of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ItemStates {
     pub agent: String,
     /// `active`, `archived`, `decayed`, `forgotten`, `merged`, `purged` → count.
     pub states: BTreeMap<String, usize>,
+    /// How many items are pinned, whatever their state.
+    pub pinned: usize,
+    /// The page asked for (`state`, `before_seq`, `limit`), newest first.
+    pub items: Vec<ListedItem>,
+    /// Where the next (older) page starts, as `before_seq`; null on the last.
+    pub next_before_seq: Option<u64>,
+}
+
+/// One item of a page: what it says and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ListedItem {
+    pub item_id: String,
+    pub seq: u64,
+    pub kind: String,
+    pub agent: String,
+    pub ts: Timestamp,
+    pub state: String,
+    pub pinned: bool,
+    /// Empty once purged.
+    pub text: String,
+    /// The event that superseded it: a later decision, a retraction, or
+    /// the side that won a contradiction against it.
+    pub superseded_by: Option<String>,
 }
 
 /// `GET …/agents/{agent}/items/{item_id}`: one memory and what became of it.

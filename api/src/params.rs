@@ -36,6 +36,14 @@ pub const MAX_COMMAND_BODY_BYTES: usize = 256 * 1024;
 const DEFAULT_K: usize = 10;
 const DEFAULT_HOPS: usize = 2;
 const DEFAULT_EVENTS_PAGE: usize = 1000;
+const DEFAULT_ITEMS_PAGE: usize = 50;
+/// Most items in one page of `GET …/items`.
+pub const MAX_ITEMS_PAGE: usize = 500;
+
+/// The item states `GET …/items?state=` names (the binary maps them onto
+/// `mneme_projections::ItemState`, which a unit test keeps in step), and
+/// `pinned`, which is a flag beside the state.
+pub const ITEM_STATES: [&str; 6] = ["active", "archived", "decayed", "forgotten", "merged", "purged"];
 
 /// The names `mode` accepts; the binary parses them into
 /// `mneme_projections::SearchMode`, which a unit test keeps in step.
@@ -365,6 +373,10 @@ pub struct EventsParams {
     pub from_seq: Option<u64>,
     pub agent: Option<String>,
     pub limit: Option<usize>,
+    /// A `text/event-stream` of every entry from `from_seq` on, then each
+    /// new one as it is appended, instead of a page (`limit` is refused).
+    #[serde(default)]
+    pub follow: bool,
 }
 
 /// A page of the log, checked.
@@ -378,6 +390,9 @@ pub struct CheckedEventsPage {
 
 impl EventsParams {
     pub fn check(&self) -> Result<CheckedEventsPage, ParameterError> {
+        if self.follow && self.limit.is_some() {
+            return Err(ParameterError::invalid("limit", "a followed stream has no pages: send limit without follow"));
+        }
         let limit = self.limit.unwrap_or(DEFAULT_EVENTS_PAGE);
         check_between("limit", limit, MAX_EVENTS_PAGE)?;
         if let Some(agent) = &self.agent {
@@ -464,13 +479,74 @@ pub struct PhaseQuery {
 }
 
 /// The body of the NATS `items` query: one item with its state and
-/// provenance (`GET …/items/{item_id}`), or without `item_id` how many
-/// items are in each state (`GET …/items`).
+/// provenance (`GET …/items/{item_id}`), or without `item_id` the counts
+/// per state and a page of items (`GET …/items`, whose parameters it takes).
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ItemQuery {
     pub item_id: Option<String>,
+    pub state: Option<String>,
+    pub before_seq: Option<u64>,
+    pub limit: Option<usize>,
     pub min_seq: Option<u64>,
+}
+
+/// `GET …/agents/{agent}/items` parameters: the counts per state come with
+/// a page of the items, newest first.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItemsParams {
+    /// One of `active`, `archived`, `decayed`, `forgotten`, `merged`,
+    /// `purged`, or `pinned` (pinned items in any state); all items when
+    /// absent.
+    pub state: Option<String>,
+    /// Only items created before this seq: the last page's `next_before_seq`.
+    pub before_seq: Option<u64>,
+    /// Items in the page: default 50, at most 500.
+    pub limit: Option<usize>,
+    pub min_seq: Option<u64>,
+}
+
+/// A page of items, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedItems {
+    /// A name of [`ITEM_STATES`], or `None` for every state.
+    pub state: Option<&'static str>,
+    pub pinned_only: bool,
+    pub before_seq: Option<u64>,
+    pub limit: usize,
+}
+
+impl ItemsParams {
+    pub fn check(&self) -> Result<CheckedItems, ParameterError> {
+        let limit = self.limit.unwrap_or(DEFAULT_ITEMS_PAGE);
+        check_between("limit", limit, MAX_ITEMS_PAGE)?;
+        let (state, pinned_only) = match self.state.as_deref() {
+            None => (None, false),
+            Some("pinned") => (None, true),
+            Some(name) => match ITEM_STATES.iter().find(|state| **state == name) {
+                Some(state) => (Some(*state), false),
+                None => {
+                    return Err(ParameterError::invalid(
+                        "state",
+                        format!("state must be one of {}, or pinned; got {name:?}", ITEM_STATES.join(", ")),
+                    ));
+                }
+            },
+        };
+        Ok(CheckedItems { state, pinned_only, before_seq: self.before_seq, limit })
+    }
+}
+
+impl From<&ItemQuery> for ItemsParams {
+    fn from(query: &ItemQuery) -> ItemsParams {
+        ItemsParams {
+            state: query.state.clone(),
+            before_seq: query.before_seq,
+            limit: query.limit,
+            min_seq: query.min_seq,
+        }
+    }
 }
 
 /// `GET …/agents/{agent}/timeline` parameters, and the NATS `timeline`
@@ -704,11 +780,25 @@ mod tests {
 
     #[test]
     fn events_page_limit_and_agent_name() {
+        let items = |query_string: &str| parsed::<ItemsParams>(query_string).check();
+        assert_eq!(
+            items("").unwrap(),
+            CheckedItems { state: None, pinned_only: false, before_seq: None, limit: DEFAULT_ITEMS_PAGE }
+        );
+        assert_eq!(items("state=pinned&before_seq=9").unwrap().before_seq, Some(9));
+        assert!(items("state=pinned").unwrap().pinned_only);
+        assert_eq!(items("state=decayed").unwrap().state, Some("decayed"));
+        let refused = items("state=stale").unwrap_err();
+        assert_eq!(refused.field(), "state");
+        assert!(refused.to_string().contains("active, archived, decayed, forgotten, merged, purged, or pinned"));
+        assert_eq!(items("limit=501").unwrap_err().field(), "limit");
         let page = |query_string: &str| parsed::<EventsParams>(query_string).check();
         assert_eq!(page("").unwrap(), CheckedEventsPage { from_seq: 1, agent: None, limit: 1000 });
         assert_eq!(page("from_seq=0&limit=10000").unwrap().from_seq, 1);
         assert_eq!(page("limit=10001").unwrap_err().to_string(), "limit must be between 1 and 10000, got 10001");
         assert_eq!(page("agent=a.b%20c").unwrap_err().field(), "agent");
+        assert_eq!(page("follow=true&from_seq=5").unwrap().from_seq, 5);
+        assert_eq!(page("follow=true&limit=5").unwrap_err().field(), "limit");
     }
 
     /// Every parameter set refuses a field it does not take, by name, in a

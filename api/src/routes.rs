@@ -14,7 +14,7 @@ use crate::log::{AcceptedEvents, AgentProvenance, Agents, DeadLetters, EventsPag
 use crate::memory::{Digest, GraphAnswer, ItemAnswer, ItemStates, ReplayAnswer, SearchAnswer};
 use crate::params::{
     ConsolidateParams, ContextBody, ContextParams, ContradictionParams, EventsParams, GraphParams, HandoffsParams,
-    MinSeqParams, NoParams, PhaseParams, ReplayParams, SearchParams, TimelineParams,
+    ItemsParams, MinSeqParams, NoParams, PhaseParams, ReplayParams, SearchParams, TimelineParams,
 };
 
 /// What a route does; the server has one handler for each.
@@ -212,9 +212,14 @@ pub const ROUTES: &[Route] = &[
     )
     .query(of::<MinSeqParams>)
     .answer(of::<AgentProvenance>),
-    route(Get, "/v1/swarms/{swarm}/agents/{agent}/items", Op::ItemStates, "How many items are in each state")
-        .query(of::<MinSeqParams>)
-        .answer(of::<ItemStates>),
+    route(
+        Get,
+        "/v1/swarms/{swarm}/agents/{agent}/items",
+        Op::ItemStates,
+        "How many items are in each state, and a page of them, newest first",
+    )
+    .query(of::<ItemsParams>)
+    .answer(of::<ItemStates>),
     route(
         Get,
         "/v1/swarms/{swarm}/agents/{agent}/items/{item_id}",

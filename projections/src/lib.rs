@@ -37,7 +37,10 @@ pub use core::{
 pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
-pub use memory::{AgentMemory, AppliedEvent, MemoryConfig, OpenContradiction, ResolvedContradiction, enters_memory_of};
+pub use memory::{
+    AgentMemory, AppliedEvent, ItemPage, ListedItems, MemoryConfig, OpenContradiction, ResolvedContradiction,
+    enters_memory_of,
+};
 pub use render::describe;
 pub use retrieval::{
     AnswerKind, Fusion, QueryAnalysis, RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode,

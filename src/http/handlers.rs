@@ -8,9 +8,10 @@ use std::time::Duration;
 use actix_web::{HttpResponse, web};
 use mneme_api::consolidation::{PurgeBody, ResolveBody};
 use mneme_api::handoffs::{AcknowledgeBody, HandoffDelivery};
+use mneme_api::log::LogEntry;
 use mneme_api::params::{
     ConsolidateParams, ContextBody, ContextParams, ContradictionParams, EventsParams, GraphParams, HandoffsParams,
-    MinSeqParams, NoParams, PhaseParams, ProvenanceParams, ReplayParams, SearchParams, TimelineParams,
+    ItemsParams, MinSeqParams, NoParams, PhaseParams, ProvenanceParams, ReplayParams, SearchParams, TimelineParams,
 };
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -62,8 +63,15 @@ pub(super) async fn post_events(
     Ok(HttpResponse::Accepted().json(service.append_events(&caller, &body).await?))
 }
 
+/// `GET …/events`: a page of the log; with `follow=true`, a
+/// `text/event-stream` of every entry from `from_seq` on, then each new one
+/// as it is appended, until the client goes away or the server stops.
 pub(super) async fn get_events(service: State, swarm: SwarmPath, params: web::Query<EventsParams>) -> Answer {
-    ok(service.events(&swarm, &params).await?)
+    if !params.follow {
+        return ok(service.events(&swarm, &params).await?);
+    }
+    let entries = service.into_inner().follow_events(&swarm, &params).await?;
+    Ok(event_stream(server_sent_events(entries, "entry", |entry: &LogEntry| entry.seq().to_string())))
 }
 
 pub(super) async fn get_dead_letters(service: State, swarm: SwarmPath, _: web::Query<NoParams>) -> Answer {
@@ -121,9 +129,9 @@ pub(super) async fn phase(service: State, path: AgentIdPath, params: web::Query<
     ok(service.phase(&swarm, &agent, &phase_id, &params).await?)
 }
 
-pub(super) async fn item_states(service: State, path: AgentPath, params: web::Query<MinSeqParams>) -> Answer {
+pub(super) async fn item_states(service: State, path: AgentPath, params: web::Query<ItemsParams>) -> Answer {
     let (swarm, agent) = path.into_inner();
-    ok(service.item_states(&swarm, &agent, params.min_seq).await?)
+    ok(service.item_states(&swarm, &agent, &params).await?)
 }
 
 pub(super) async fn item(service: State, path: AgentIdPath, params: web::Query<MinSeqParams>) -> Answer {
@@ -150,30 +158,35 @@ pub(super) async fn handoffs(service: State, path: AgentPath, params: web::Query
         return ok(service.handoffs(&swarm, &agent, params.min_seq).await?);
     }
     let deliveries = service.into_inner().follow_handoffs(&swarm, &agent, params.min_seq).await?;
-    Ok(HttpResponse::Ok()
-        .content_type("text/event-stream")
-        .insert_header(("cache-control", "no-cache"))
-        .streaming(server_sent_events(deliveries)))
+    Ok(event_stream(server_sent_events(deliveries, "handoff", |delivery: &HandoffDelivery| {
+        delivery.handoff_id.clone()
+    })))
 }
 
-/// Each delivery as one server-sent event (`event: handoff`, the handoff id
-/// as the event id, the delivery's JSON on one `data:` line), with a
-/// keep-alive comment when the feed is quiet; ends with the feed.
-fn server_sent_events(
-    deliveries: mpsc::Receiver<HandoffDelivery>,
+fn event_stream(frames: impl futures::Stream<Item = Result<web::Bytes, actix_web::Error>> + 'static) -> HttpResponse {
+    HttpResponse::Ok().content_type("text/event-stream").insert_header(("cache-control", "no-cache")).streaming(frames)
+}
+
+/// Each item of a feed as one server-sent event (`event:` the feed's name,
+/// `id:` the item's, its JSON on one `data:` line), with a keep-alive
+/// comment when the feed is quiet; ends with the feed.
+fn server_sent_events<T: Serialize + 'static>(
+    items: mpsc::Receiver<T>,
+    event: &'static str,
+    id_of: fn(&T) -> String,
 ) -> impl futures::Stream<Item = Result<web::Bytes, actix_web::Error>> {
     let mut keep_alive = tokio::time::interval(KEEP_ALIVE_EVERY);
     keep_alive.reset();
-    futures::stream::unfold((deliveries, keep_alive), |(mut deliveries, mut keep_alive)| async move {
+    futures::stream::unfold((items, keep_alive), move |(mut items, mut keep_alive)| async move {
         let frame = tokio::select! {
-            delivery = deliveries.recv() => {
-                let delivery = delivery?;
-                let data = serde_json::to_string(&delivery).expect("a delivery is JSON");
-                web::Bytes::from(format!("event: handoff\nid: {}\ndata: {data}\n\n", delivery.handoff_id))
+            item = items.recv() => {
+                let item = item?;
+                let data = serde_json::to_string(&item).expect("a feed's items are JSON");
+                web::Bytes::from(format!("event: {event}\nid: {}\ndata: {data}\n\n", id_of(&item)))
             }
             _ = keep_alive.tick() => web::Bytes::from_static(b": keep-alive\n\n"),
         };
-        Some((Ok(frame), (deliveries, keep_alive)))
+        Some((Ok(frame), (items, keep_alive)))
     })
 }
 

@@ -33,8 +33,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use mneme_api::params::{
-    AcknowledgeQuery, ContextBody, CoreQuery, GraphParams, ItemQuery, MinSeqParams, PhaseParams, PhaseQuery,
-    ProvenanceParams, SearchParams, TimelineParams, quote,
+    AcknowledgeQuery, ContextBody, CoreQuery, GraphParams, ItemQuery, ItemsParams, MinSeqParams, PhaseParams,
+    PhaseQuery, ProvenanceParams, SearchParams, TimelineParams, quote,
 };
 
 use mneme_api::agent_memory::{CoreUpdateBody, NoteBody};
@@ -146,8 +146,14 @@ pub async fn answer(service: &Service, request: &QueryRequest) -> Result<Value, 
         "items" => {
             let body: ItemQuery = body_of(&request.body)?;
             match &body.item_id {
+                Some(_) if body.state.is_some() || body.before_seq.is_some() || body.limit.is_some() => {
+                    Err(ApiError::bad_parameter(
+                        "item_id",
+                        "state, before_seq and limit page through the items: send them without item_id",
+                    ))
+                }
                 Some(item_id) => json(service.item(swarm, agent, item_id, body.min_seq).await),
-                None => json(service.item_states(swarm, agent, body.min_seq).await),
+                None => json(service.item_states(swarm, agent, &ItemsParams::from(&body)).await),
             }
         }
         "handoffs" => {

@@ -2,7 +2,9 @@
 //! purge memories. Every change goes to the log as an event first; the
 //! answer comes once the agent's memory has applied it.
 
-use mneme_actors::{ConsolidationReport, ConsolidationRequest, ListAgents, Query, QueryAnswer, TakeSnapshot};
+use mneme_actors::{
+    ConsolidationReport, ConsolidationRequest, ItemsQuery, ListAgents, Query, QueryAnswer, TakeSnapshot,
+};
 use mneme_api::consolidation::{
     AgentConsolidation, AlreadyPurged, ConsolidationAnswer, Contradiction, ContradictionVerdict, ContradictionsAnswer,
     Decayed, Forgotten, Link, MergeVerdict, Plan, PurgeAnswer, PurgeBody, Purged, ResolveBody, Resolved, SharedScan,
@@ -186,7 +188,9 @@ impl Service {
             let mut held = Vec::new();
             let item_ids_apply = body.agent.as_deref().is_none_or(|named| named == agent);
             for item_id in body.item_ids.iter().filter(|_| item_ids_apply) {
-                if let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.clone()))).await? {
+                if let QueryAnswer::Items(listing) =
+                    ask(&handle, Query::Items(ItemsQuery { item_id: Some(item_id.clone()), page: None })).await?
+                {
                     match listing.item {
                         Some(item) if item.state == ItemState::Purged => {
                             already_purged.push(AlreadyPurged { agent: agent.clone(), item_id: item_id.clone() });
@@ -246,7 +250,7 @@ impl Service {
             // The snapshot on disk still holds the text until the next one is
             // written: write it now.
             let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;
-            let purged = match ask(&handle, Query::Items(None)).await? {
+            let purged = match ask(&handle, Query::Items(ItemsQuery::default())).await? {
                 QueryAnswer::Items(listing) => listing.states.get("purged").copied().unwrap_or(0),
                 _ => 0,
             };

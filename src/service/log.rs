@@ -3,6 +3,10 @@
 //! item).
 
 use std::borrow::Cow;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
 
 use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SwarmConfig};
 use mneme_api::log::{
@@ -17,6 +21,10 @@ use serde_json::{Value, json};
 
 use super::error::stopped;
 use super::{ApiError, Caller, Service, ask};
+
+/// Entries a followed log stream holds for a slow reader before the
+/// follower waits for it.
+const FOLLOW_BUFFER: usize = 256;
 
 impl Service {
     /// Whether the log answers, and how far it reaches.
@@ -74,6 +82,43 @@ impl Service {
         let entries = self.log.read(page.from_seq, page.agent.as_deref(), page.limit).await?;
         let next_seq = entries.last().map_or(page.from_seq, |entry| entry.seq + 1);
         Ok(EventsPage { events: entries.iter().map(wire_entry).collect(), next_seq })
+    }
+
+    /// Every entry of the log from `params.from_seq` on (one agent's, if
+    /// named), then each new one as it is appended, until the receiver is
+    /// dropped, the server shuts down, or the log fails (the reader asks
+    /// again from the seq after the last it got). Must be called on an
+    /// actix system: the feed runs on it.
+    pub async fn follow_events(
+        self: Arc<Self>,
+        swarm: &str,
+        params: &EventsParams,
+    ) -> Result<mpsc::Receiver<wire::log::LogEntry>, ApiError> {
+        self.check_swarm(swarm)?;
+        let page = params.check()?;
+        let mut entries = self.log.subscribe(page.from_seq, page.agent.as_deref()).await?;
+        let (sender, receiver) = mpsc::channel(FOLLOW_BUFFER);
+        let mut shutting_down = self.shutting_down.clone();
+        actix_rt::spawn(async move {
+            loop {
+                let entry = tokio::select! {
+                    entry = entries.next() => match entry {
+                        Some(Ok(entry)) => wire_entry(&entry),
+                        Some(Err(error)) => {
+                            tracing::warn!(%error, "event stream ended by a log error");
+                            return;
+                        }
+                        None => return,
+                    },
+                    () = sender.closed() => return,
+                    _ = shutting_down.wait_for(|shutting_down| *shutting_down) => return,
+                };
+                if sender.send(entry).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(receiver)
     }
 
     /// Records that are not valid events, with why.

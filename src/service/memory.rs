@@ -2,13 +2,14 @@
 //! and their states, its digest, and a replay that checks it against the
 //! log.
 
-use mneme_actors::{Query, QueryAnswer, verify_against_log};
+use mneme_actors::{ItemsQuery, Query, QueryAnswer, verify_against_log};
 use mneme_api::memory::{
-    Digest, GraphAnswer, GraphEdge, GraphNode, Hit, ItemAnswer, ItemStates, ReplayAnswer, RetrieverRank, SearchAnswer,
+    Digest, GraphAnswer, GraphEdge, GraphNode, Hit, ItemAnswer, ItemStates, ListedItem, ReplayAnswer, RetrieverRank,
+    SearchAnswer,
 };
-use mneme_api::params::{GraphParams, ReplayParams, SearchParams, check_item_id, quote};
+use mneme_api::params::{GraphParams, ItemsParams, ReplayParams, SearchParams, check_item_id, quote};
 use mneme_projections::graph::{Edge, GraphQuery, Node};
-use mneme_projections::{RetrievalWeights, SearchFilters, SearchHit, SearchMode, SearchRequest};
+use mneme_projections::{ItemPage, ItemState, RetrievalWeights, SearchFilters, SearchHit, SearchMode, SearchRequest};
 
 use super::log::provenance_refs;
 use super::{ApiError, Service, ask};
@@ -104,14 +105,42 @@ impl Service {
     }
 
     /// How many of the memory's items are in each state (active, archived,
-    /// decayed, forgotten, merged, purged).
-    pub async fn item_states(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<ItemStates, ApiError> {
-        let handle = self.agent_handle(swarm, agent, min_seq).await?;
-        let QueryAnswer::Items(listing) = ask(&handle, Query::Items(None)).await? else {
+    /// decayed, forgotten, merged, purged) and pinned, with the page of
+    /// items `params` asks for, newest first.
+    pub async fn item_states(&self, swarm: &str, agent: &str, params: &ItemsParams) -> Result<ItemStates, ApiError> {
+        let checked = params.check()?;
+        let page = ItemPage {
+            state: checked.state.map(|name| {
+                *ItemState::ALL.iter().find(|state| state.as_str() == name).expect("ITEM_STATES are ItemState's names")
+            }),
+            pinned_only: checked.pinned_only,
+            before_seq: checked.before_seq,
+            limit: checked.limit,
+        };
+        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let query = Query::Items(ItemsQuery { item_id: None, page: Some(page) });
+        let QueryAnswer::Items(listing) = ask(&handle, query).await? else {
             unreachable!("an items query answers with items")
         };
         let states = listing.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
-        Ok(ItemStates { agent: agent.to_string(), states })
+        let next_before_seq = listing.page.more.then(|| listing.page.items.last().map(|(item, _)| item.seq)).flatten();
+        let items = listing
+            .page
+            .items
+            .into_iter()
+            .map(|(item, superseded_by)| ListedItem {
+                item_id: item.item_id,
+                seq: item.seq,
+                kind: item.kind.to_string(),
+                agent: item.agent,
+                ts: item.ts,
+                state: item.state.as_str().to_string(),
+                pinned: item.pinned,
+                text: item.text.as_str().to_string(),
+                superseded_by,
+            })
+            .collect();
+        Ok(ItemStates { agent: agent.to_string(), states, pinned: listing.pinned, items, next_before_seq })
     }
 
     /// One memory and what became of it: its state (forgotten, merged,
@@ -125,7 +154,8 @@ impl Service {
     ) -> Result<ItemAnswer, ApiError> {
         check_item_id(item_id)?;
         let handle = self.agent_handle(swarm, agent, min_seq).await?;
-        let QueryAnswer::Items(listing) = ask(&handle, Query::Items(Some(item_id.to_string()))).await? else {
+        let query = Query::Items(ItemsQuery { item_id: Some(item_id.to_string()), page: None });
+        let QueryAnswer::Items(listing) = ask(&handle, query).await? else {
             unreachable!("an items query answers with items")
         };
         let Some(item) = listing.item else {
@@ -245,5 +275,13 @@ mod tests {
         for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
             assert!(SEARCH_MODES.contains(&mode.as_str()), "{} is missing from SEARCH_MODES", mode.as_str());
         }
+    }
+
+    /// `?state=` is checked by name; this keeps the names in step with the
+    /// projections' states.
+    #[test]
+    fn item_state_names_are_the_projection_s_states() {
+        let names: Vec<&str> = mneme_projections::ItemState::ALL.iter().map(|state| state.as_str()).collect();
+        assert_eq!(names, mneme_api::params::ITEM_STATES);
     }
 }

@@ -7,6 +7,7 @@
 
 mod changes;
 mod digest;
+mod listing;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -28,6 +29,8 @@ use crate::snapshot::Changes;
 use crate::superseded::{Retractions, RetractionsVersion};
 use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
+
+pub use listing::{ItemPage, ListedItems};
 
 /// How an agent's memory is shaped. Part of the snapshot: a snapshot taken
 /// under another configuration or embedding model is refused and rebuilt
