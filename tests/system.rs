@@ -635,7 +635,19 @@ fn consolidation_writes_verdicts_as_events_and_replay_applies_them_without_scann
         .expect("listed");
     let contradiction_id = backed_by.contradiction_id.clone();
     let resolved = stdout_of(&server.cli(&["resolve", &contradiction_id, "b_wins", "--note", "moved to postgres"]));
-    assert!(resolved.contains("resolved"), "{resolved}");
+    assert!(resolved.contains("resolved") && resolved.contains("in the memory of coder"), "{resolved}");
+    // Settled in every memory that held it open, each by its own event.
+    let everywhere: ContradictionsAnswer = server.get_typed("/v1/swarms/demo/contradictions");
+    assert!(everywhere.open.iter().all(|open| open.contradiction_id != contradiction_id), "{everywhere:?}");
+    let settled: Vec<&str> = everywhere
+        .resolved
+        .iter()
+        .filter(|resolved| resolved.contradiction_id == contradiction_id)
+        .map(|resolved| resolved.agent.as_str())
+        .collect();
+    for agent in &settled {
+        assert!(resolved.contains(agent), "{agent} not named in {resolved}");
+    }
     let (status, again) = server.post_refused(
         &format!("/v1/swarms/demo/contradictions/{contradiction_id}/resolve"),
         r#"{"resolution": "a_wins"}"#,

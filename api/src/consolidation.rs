@@ -151,6 +151,10 @@ pub struct Resolved {
     pub event_id: String,
     pub seq: u64,
     pub contradiction: Contradiction,
+    /// The same contradiction in the other memories that held it open,
+    /// each settled by its own `contradiction_resolved` (its `provenance`).
+    #[serde(default)]
+    pub also_resolved: Vec<Contradiction>,
 }
 
 /// `POST /v1/swarms/{swarm}/purge` body: item ids, or an agent and a time.

@@ -126,7 +126,15 @@ pub fn resolve(
         print_line(serde_json::to_string_pretty(&answer)?);
         return Ok(ExitCode::SUCCESS);
     }
-    print_line(format!("resolved {contradiction_id} ({resolution}) at seq {}", answer.seq));
+    let memories: Vec<&str> = std::iter::once(&answer.contradiction)
+        .chain(&answer.also_resolved)
+        .map(|contradiction| contradiction.agent.as_str())
+        .collect();
+    print_line(format!(
+        "resolved {contradiction_id} ({resolution}) at seq {} in the memory of {}",
+        answer.seq,
+        memories.join(", ")
+    ));
     Ok(ExitCode::SUCCESS)
 }
 

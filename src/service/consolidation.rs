@@ -3,7 +3,7 @@
 //! answer comes once the agent's memory has applied it.
 
 use mneme_actors::{
-    ConsolidationReport, ConsolidationRequest, ItemsQuery, ListAgents, Query, QueryAnswer, TakeSnapshot,
+    AgentHandle, ConsolidationReport, ConsolidationRequest, ItemsQuery, ListAgents, Query, QueryAnswer, TakeSnapshot,
 };
 use mneme_api::consolidation::{
     AgentConsolidation, AlreadyPurged, ConsolidationAnswer, Contradiction, ContradictionVerdict, ContradictionsAnswer,
@@ -63,69 +63,93 @@ impl Service {
     }
 
     /// Resolves a contradiction (`a_wins`, `b_wins`, `both_valid` or
-    /// `merged`, with a note): appends `contradiction_resolved` to the log
-    /// of the agent that holds the contradiction, and answers once its
-    /// memory applied it (validity closed).
+    /// `merged`, with a note) in every memory that holds it open: the same
+    /// contradiction between shared items is found in each memory that sees
+    /// them, and a person settling it settles it for the swarm. Appends one
+    /// `contradiction_resolved` per such memory, to its agent's log, in one
+    /// batch, and answers once each memory applied its own (validity
+    /// closed): the first memory's in full, the others' in `also_resolved`.
     pub async fn resolve(&self, swarm: &str, contradiction_id: &str, body: ResolveBody) -> Result<Resolved, ApiError> {
         self.check_swarm(swarm)?;
         let resolution = parse_resolution(&body.resolution)?;
-        let mut holder = None;
+        let mut open_in = Vec::new();
+        let mut already = None;
         for agent in self.agents_of(swarm, None).await? {
             let handle = self.agent_handle(swarm, &agent, None).await?;
             if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
                 if listing.open.iter().any(|open| open.contradiction_id == contradiction_id) {
-                    holder = Some((handle, None));
-                    break;
-                }
-                if let Some(resolved) =
-                    listing.resolved.iter().find(|resolved| resolved.contradiction_id == contradiction_id)
-                {
-                    holder = Some((handle, Some(resolved.clone())));
-                    break;
+                    open_in.push(handle);
+                } else if already.is_none() {
+                    already =
+                        listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
                 }
             }
         }
-        let Some((handle, already)) = holder else {
-            return Err(ApiError::not_found(
-                "unknown_contradiction",
-                Some("contradiction_id"),
-                format!("no memory of swarm {swarm:?} holds a contradiction {}", quote(contradiction_id)),
-            ));
-        };
-        if let Some(resolved) = already {
-            return Err(ApiError::conflict(
-                "already_resolved",
-                Some("contradiction_id"),
-                format!(
-                    "contradiction {contradiction_id:?} was already resolved ({}) at seq {}",
-                    resolution_name(resolved.resolution),
-                    resolved.provenance.seq
+        if open_in.is_empty() {
+            return Err(match already {
+                Some(resolved) => ApiError::conflict(
+                    "already_resolved",
+                    Some("contradiction_id"),
+                    format!(
+                        "contradiction {contradiction_id:?} was already resolved ({}) at seq {}",
+                        resolution_name(resolved.resolution),
+                        resolved.provenance.seq
+                    ),
                 ),
-            ));
+                None => ApiError::not_found(
+                    "unknown_contradiction",
+                    Some("contradiction_id"),
+                    format!("no memory of swarm {swarm:?} holds a contradiction {}", quote(contradiction_id)),
+                ),
+            });
         }
-        let event = Event::new(
-            swarm,
-            &handle.agent,
-            EventKind::ContradictionResolved(ContradictionResolved {
-                contradiction_id: contradiction_id.to_string(),
-                resolution,
-                note: body.note.filter(|note| !note.trim().is_empty()),
-            }),
-        )
-        .with_ts(self.clock.now());
-        event.validate().map_err(ApiError::from_validation)?;
-        let appended = self.log.append(std::slice::from_ref(&event)).await?;
-        let seq = appended[0].seq;
+        let note = body.note.filter(|note| !note.trim().is_empty());
+        let events: Vec<Event> = open_in
+            .iter()
+            .map(|handle| {
+                let kind = EventKind::ContradictionResolved(ContradictionResolved {
+                    contradiction_id: contradiction_id.to_string(),
+                    resolution,
+                    note: note.clone(),
+                });
+                Event::new(swarm, &handle.agent, kind).with_ts(self.clock.now())
+            })
+            .collect();
+        for event in &events {
+            event.validate().map_err(ApiError::from_validation)?;
+        }
+        let appended = self.log.append(&events).await?;
+        let mut applied = Vec::with_capacity(events.len());
+        for ((handle, event), appended) in open_in.iter().zip(&events).zip(&appended) {
+            applied.push(self.resolution_applied(handle, contradiction_id, &event.id.to_string(), appended.seq).await);
+        }
+        let mut applied = applied.into_iter();
+        let mut first = applied.next().expect("one memory at least held it open")?;
+        // Another memory's copy resolved by someone else in between changed
+        // nothing there: it is left out rather than failing the request.
+        first.also_resolved = applied.filter_map(Result::ok).map(|resolved| resolved.contradiction).collect();
+        Ok(first)
+    }
+
+    /// The memory's record of the resolution it applied at `seq`.
+    async fn resolution_applied(
+        &self,
+        handle: &AgentHandle,
+        contradiction_id: &str,
+        event_id: &str,
+        seq: u64,
+    ) -> Result<Resolved, ApiError> {
         handle.caught_up(self.log.as_ref(), seq, APPLY_TIMEOUT).await?;
         let mut resolved = None;
-        if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
+        if let QueryAnswer::Contradictions(listing) = ask(handle, Query::Contradictions).await? {
             resolved = listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
         }
         match resolved {
             Some(resolved) if resolved.provenance.seq == seq => Ok(Resolved {
-                event_id: event.id.to_string(),
+                event_id: event_id.to_string(),
                 seq,
                 contradiction: wire_resolved(&handle.agent, &resolved),
+                also_resolved: Vec::new(),
             }),
             // Another resolution of the same contradiction was applied first:
             // ours is on the log but changed nothing.
