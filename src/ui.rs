@@ -10,8 +10,27 @@ use actix_web::{HttpResponse, web};
 use crate::service::Service;
 
 const INDEX_HTML: &str = include_str!("../ui/index.html");
-const APP_JS: &str = include_str!("../ui/app.js");
-const STYLE_CSS: &str = include_str!("../ui/style.css");
+
+/// Every asset but the page: its path under `/ui/`, its type, its content.
+/// The libraries come from `ui/node_modules` (see `build.rs`).
+const ASSETS: [(&str, &str, &str); 14] = [
+    ("app.js", JS, include_str!("../ui/app.js")),
+    ("api.js", JS, include_str!("../ui/api.js")),
+    ("timeline.js", JS, include_str!("../ui/timeline.js")),
+    ("memory.js", JS, include_str!("../ui/memory.js")),
+    ("provenance.js", JS, include_str!("../ui/provenance.js")),
+    ("graph.js", JS, include_str!("../ui/graph.js")),
+    ("context.js", JS, include_str!("../ui/context.js")),
+    ("phases.js", JS, include_str!("../ui/phases.js")),
+    ("contradictions.js", JS, include_str!("../ui/contradictions.js")),
+    ("handoffs.js", JS, include_str!("../ui/handoffs.js")),
+    ("style.css", CSS, include_str!("../ui/style.css")),
+    ("vendor/cytoscape.mjs", JS, include_str!("../ui/node_modules/cytoscape/dist/cytoscape.esm.min.mjs")),
+    ("vendor/uplot.mjs", JS, include_str!("../ui/node_modules/uplot/dist/uPlot.esm.js")),
+    ("vendor/uplot.css", CSS, include_str!("../ui/node_modules/uplot/dist/uPlot.min.css")),
+];
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
 
 /// Scripts, styles and requests only from this server; nothing inline but
 /// the page's own attributes.
@@ -25,11 +44,10 @@ pub fn is_ui_path(path: &str) -> bool {
 
 /// Registers `/ui` and its assets.
 pub fn routes(config: &mut web::ServiceConfig) {
-    config
-        .route("/ui", web::get().to(index))
-        .route("/ui/", web::get().to(index))
-        .route("/ui/app.js", web::get().to(|| asset("text/javascript; charset=utf-8", APP_JS)))
-        .route("/ui/style.css", web::get().to(|| asset("text/css; charset=utf-8", STYLE_CSS)));
+    config.route("/ui", web::get().to(index)).route("/ui/", web::get().to(index));
+    for (path, content_type, body) in ASSETS {
+        config.route(&format!("/ui/{path}"), web::get().to(move || asset(content_type, body)));
+    }
 }
 
 /// The page, told the swarm's name and whether the API asks for a token.
@@ -59,7 +77,23 @@ fn escape_attribute(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{escape_attribute, is_ui_path};
+    use super::{ASSETS, INDEX_HTML, escape_attribute, is_ui_path};
+
+    /// Every module the page's scripts import, and every file the page
+    /// links, is served: a new view file missing from `ASSETS` fails here,
+    /// not in a browser.
+    #[test]
+    fn every_asset_the_page_names_is_served() {
+        let served = |path: &str| ASSETS.iter().any(|(asset, _, _)| *asset == path);
+        for (path, _, body) in ASSETS.iter().filter(|(path, _, _)| path.ends_with(".js")) {
+            for quoted in body.split(['"', '\'']).filter(|text| text.starts_with("./")) {
+                assert!(served(&quoted[2..]), "{path} imports {quoted}, which is not served");
+            }
+        }
+        for linked in INDEX_HTML.split('"').filter_map(|text| text.strip_prefix("/ui/")) {
+            assert!(served(linked), "index.html links /ui/{linked}, which is not served");
+        }
+    }
 
     #[test]
     fn only_the_view_s_paths_are_its_own() {

@@ -1,10 +1,13 @@
 //! Issue 22: the web view at `/ui`, driven in a real headless browser.
-//! `mneme serve` with API tokens, the example trajectory published; then
-//! `tests/ui/views.mjs` (playwright-core from `ui/node_modules`, Debian's
-//! Chromium) signs in with a wrong token and the right one, reads the
-//! timeline, filters it, and searches a memory, failing on any console
-//! error. Screenshots of each view are kept in
-//! `target/tmp/ui-screenshots/`. Installed by
+//! `mneme serve` with API tokens, one record on the log that is not an
+//! event, then the example trajectory published; `tests/ui/views.mjs`
+//! (playwright-core from `ui/node_modules`, Debian's Chromium) signs in
+//! with a wrong token, an agent's token and an operator's, and opens every
+//! view: the live timeline, an agent's items, search and provenance, the
+//! fact graph as of a time, a context preview, phases beside their events,
+//! contradictions (resolving one), handoffs. It fails on any console
+//! error; this test checks what it saw against the API. Screenshots of each
+//! view are kept in `target/tmp/ui-screenshots/`. Installed by
 //! `scripts/install-ui-test-deps.sh` (which `scripts/test.sh` runs);
 //! without Chromium, Node or playwright-core the test fails, naming what
 //! is missing.
@@ -15,10 +18,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{MnemeServer, example_path, last_seq_of_publish, reviewer_and_tokens, stdout_of};
-use serde_json::Value;
+use mneme_api::consolidation::ContradictionsAnswer;
+use mneme_api::context::PhasesAnswer;
+use mneme_api::handoffs::HandoffsAnswer;
+use mneme_api::memory::{ItemStates, SearchAnswer};
+use serde_json::{Value, json};
 
 const ADMIN: &str = "ui-admin-secret-0123";
 const CODER_ONLY: &str = "ui-coder-secret-0123";
+/// What the browser script publishes while the timeline is open.
+const LIVE_TEXT: &str = "published while the timeline is open";
 
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -39,10 +48,28 @@ fn ui_dir() -> PathBuf {
     dir
 }
 
+/// A record that is not an event, put on the embedded log before the
+/// server starts: the timeline must show it as a dead letter.
+fn put_a_dead_letter(data_dir: &Path) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        use mneme_nats::EventLog;
+        let log = mneme_nats::SledLog::open(&data_dir.join("log"), "demo", mneme_nats::SledOptions::default()).unwrap();
+        log.append_raw("coder", b"{\"this is\": \"not an event\"}").await.unwrap();
+    });
+}
+
+fn typed<T: serde::de::DeserializeOwned>(server: &MnemeServer, path: &str) -> T {
+    let (status, body) = server.get_as(Some(ADMIN), path);
+    assert_eq!(status, 200, "{path}: {body}");
+    serde_json::from_value(body).unwrap_or_else(|error| panic!("{path}: {error}"))
+}
+
 #[test]
-fn the_web_view_signs_in_shows_the_timeline_and_searches_a_memory_in_a_real_browser() {
+fn every_view_of_the_web_view_shows_what_the_api_holds_in_a_real_browser() {
     let (chromium, ui_dir) = (chromium(), ui_dir());
     let work = tempfile::tempdir().unwrap();
+    put_a_dead_letter(&work.path().join("data"));
     let config = reviewer_and_tokens(&[("admin", ADMIN, None), ("coder-only", CODER_ONLY, Some("coder"))]);
     let running = MnemeServer::start_with(work.path(), None, &config);
     let server = running.view_with_token(ADMIN);
@@ -80,33 +107,111 @@ fn the_web_view_signs_in_shows_the_timeline_and_searches_a_memory_in_a_real_brow
     );
     let saw: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
 
+    check_sign_in(&saw);
+    check_timeline(&server, &saw, last_seq);
+    check_memory(&server, &saw);
+    check_graph(&saw);
+    check_context(&saw);
+    check_phases(&saw);
+    check_contradictions(&server, &saw);
+    check_handoffs(&server, &saw);
+    assert_eq!(saw["consoleErrors"], json!([]), "console errors in the page");
+    let shots_taken = [
+        "agent-token",
+        "timeline",
+        "timeline-filtered",
+        "timeline-dead-letters",
+        "memory-search",
+        "provenance",
+        "graph",
+        "graph-provenance",
+        "graph-as-of",
+        "context",
+        "phases",
+        "contradictions",
+        "contradictions-resolved",
+        "handoffs",
+    ];
+    for shot in shots_taken {
+        let bytes = std::fs::metadata(shots.join(format!("{shot}.png"))).map(|meta| meta.len()).unwrap_or(0);
+        assert!(bytes > 10_000, "{shot}.png: {bytes} bytes");
+    }
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value.as_array().unwrap_or_else(|| panic!("not an array: {value}")).iter().filter_map(Value::as_str).collect()
+}
+
+/// A wrong token and an agent's token without its agent are refused with
+/// reasons; with its agent the token opens that agent's views only.
+fn check_sign_in(saw: &Value) {
     let wrong = saw["wrongToken"].as_str().unwrap();
     assert!(wrong.contains("does not open swarm demo"), "{wrong}");
     let bound = saw["agentToken"].as_str().unwrap();
     assert!(bound.contains("bound to one agent"), "{bound}");
-    // Named, the agent-bound token sees that agent only.
-    assert_eq!(saw["boundAgents"], serde_json::json!(["coder"]), "{saw}");
-    assert_eq!(saw["boundTimelineLink"], Value::Bool(false), "no swarm-wide view for an agent's token");
+    assert_eq!(saw["boundAgents"], json!(["coder"]), "{saw}");
+    assert_eq!(saw["boundAgentPickable"], json!(false), "{saw}");
+    assert_eq!(saw["boundSwarmLinks"], json!(false), "no swarm-wide view for an agent's token");
+    assert_eq!(saw["boundTimelineShown"], json!(false), "the timeline's address leads to the memory");
+    assert_eq!(saw["boundOtherAgent"], json!(403), "another agent's memory is refused by the API");
     assert!(saw["boundHits"].as_u64().unwrap() > 0, "{saw}");
-    let rows = saw["timelineRows"].as_u64().unwrap();
-    assert_eq!(rows, last_seq.min(500), "every event, up to the 500 newest: {saw}");
-    let kinds: Vec<&str> = saw["kinds"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+}
+
+fn check_timeline(server: &MnemeServer, saw: &Value, last_seq: u64) {
+    // The log as the page first read it (the dead letter at seq 1, the
+    // example after it), up to the 500 newest.
+    assert_eq!(saw["timelineRows"].as_u64().unwrap(), last_seq.min(500), "{saw}");
+    let kinds = strings(&saw["kinds"]);
     assert!(kinds.contains(&"decision_made") && kinds.contains(&"tool_result_recorded"), "{kinds:?}");
+    assert!(saw["summary"].as_str().unwrap().contains("1 dead letters"), "{saw}");
+    let series = strings(&saw["chartSeries"]);
+    assert!(["planner", "coder", "reviewer"].iter().all(|agent| series.contains(agent)), "chart legend: {series:?}");
+    // Live: the event published while the view was open, with its seq.
+    assert!(saw["liveSeq"].as_u64().unwrap() > last_seq, "{saw}");
+    assert_eq!(saw["liveText"].as_str(), Some(LIVE_TEXT), "{saw}");
+    assert!(saw["liveStatus"].as_str().unwrap().starts_with("following the log: "), "{saw}");
+    let (_, letters) = server.get_as(Some(ADMIN), "/v1/swarms/demo/deadletters");
+    let reason = letters["dead_letters"][0]["reason"].as_str().unwrap();
+    let dead = strings(&saw["deadLetterRows"]);
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(saw["deadLetterSummary"].as_str().unwrap().starts_with("1 of "), "{saw}");
+    assert!(dead[0].starts_with("dead letter: ") && dead[0].contains(reason), "{dead:?} against {reason}");
     let decisions = saw["coderDecisions"].as_array().unwrap();
     assert!(!decisions.is_empty(), "{saw}");
     for row in decisions {
         assert_eq!((row[0].as_str(), row[1].as_str()), (Some("coder"), Some("decision_made")), "{row}");
     }
-    // The agent's item states as the API counts them, and its core memory.
-    let (_, states) = server.get_as(Some(ADMIN), "/v1/swarms/demo/agents/coder/items");
-    let shown = saw["itemStates"].as_str().unwrap();
-    for (state, count) in states["states"].as_object().unwrap() {
-        assert!(shown.contains(&format!("{count} {state}")), "{shown} against {states}");
+}
+
+/// Item states and items as the API holds them; the decision that was
+/// replaced and the one that replaced it are marked; provenance is the
+/// log's JSON.
+fn check_memory(server: &MnemeServer, saw: &Value) {
+    // The API's answer when the view was read: the log grows after.
+    let listed: ItemStates = serde_json::from_value(saw["itemsApi"].clone()).unwrap();
+    let chips = strings(&saw["itemStates"]);
+    for (state, count) in &listed.states {
+        assert!(chips.contains(&format!("{count} {state}").as_str()), "{chips:?} against {listed:?}");
     }
+    assert!(chips.contains(&format!("{} pinned", listed.pinned).as_str()), "{chips:?}");
+    let first: Vec<&str> =
+        saw["firstItems"].as_array().unwrap().iter().map(|item| item["id"].as_str().unwrap()).collect();
+    let expected: Vec<&str> = listed.items.iter().map(|item| item.item_id.as_str()).collect();
+    assert_eq!(first, expected, "the first page, newest first");
+    assert!(saw["itemsAfterMore"].as_u64().unwrap() > first.len() as u64, "{saw}");
     assert!(!saw["coreTask"].as_str().unwrap().is_empty(), "{saw}");
     let hits = saw["hits"].as_array().unwrap();
-    assert!(hits.iter().any(|hit| hit["text"].as_str().unwrap().to_lowercase().contains("refresh")), "{hits:?}");
     assert!(hits.iter().all(|hit| hit["explain"].as_str().unwrap().starts_with("found by ")), "{hits:?}");
+    // The Redis decision was replaced by the Postgres one: both marked.
+    let search: SearchAnswer = typed(
+        server,
+        "/v1/swarms/demo/agents/coder/search?q=refresh%20token%20storage%20decision%20redis%20postgres&k=10",
+    );
+    let replaced = search.hits.iter().find(|hit| hit.superseded_by.is_some()).expect("a superseded decision");
+    let by = replaced.superseded_by.as_deref().unwrap();
+    let shown = |id: &str| hits.iter().find(|hit| hit["id"] == id).unwrap_or_else(|| panic!("{id} not in {hits:?}"));
+    assert_eq!(shown(&replaced.item_id)["superseded"].as_str(), Some(format!("superseded by {by}").as_str()));
+    assert_eq!(shown(by)["supersedes"].as_str(), Some(format!("supersedes {}", replaced.item_id).as_str()));
     // The first hit's provenance: its creating event first (its id is the
     // item's), in log order, each the event as it is on the log.
     let first = saw["firstHit"].as_str().unwrap();
@@ -116,9 +221,96 @@ fn the_web_view_signs_in_shows_the_timeline_and_searches_a_memory_in_a_real_brow
     assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "in log order: {seqs:?}");
     let (_, on_log) = server.get_as(Some(ADMIN), &format!("/v1/swarms/demo/events?from_seq={}&limit=1", seqs[0]));
     assert_eq!(events[0]["json"], on_log["events"][0], "the event as the log has it");
-    assert_eq!(saw["consoleErrors"], Value::Array(Vec::new()), "console errors in the page");
-    for shot in ["agent-token.png", "timeline.png", "timeline-filtered.png", "memory-search.png", "provenance.png"] {
-        let bytes = std::fs::metadata(shots.join(shot)).map(|meta| meta.len()).unwrap_or(0);
-        assert!(bytes > 10_000, "{shot}: {bytes} bytes");
+}
+
+/// The fix of the failing test is on the graph, drawn and listed; a node's
+/// and an edge's provenance open; before the fix, the graph has no fix.
+fn check_graph(saw: &Value) {
+    let edges = saw["graphEdges"].as_array().unwrap();
+    let fixes: Vec<&Value> = edges.iter().filter(|edge| edge["relation"] == "fixes").collect();
+    assert!(
+        fixes.iter().any(|edge| edge["text"].as_str().unwrap().starts_with("src/auth/refresh.rs —fixes→")),
+        "{edges:?}"
+    );
+    let drawn = &saw["graphDrawn"];
+    assert!(strings(&drawn["nodes"]).contains(&"file:src/auth/refresh.rs"), "{drawn}");
+    for edge in edges {
+        assert!(strings(&drawn["edges"]).contains(&edge["id"].as_str().unwrap()), "{edge} not drawn: {drawn}");
     }
+    for provenance in ["nodeProvenance", "edgeProvenance"] {
+        let events = saw[provenance].as_array().unwrap();
+        assert!(!events.is_empty() && events.iter().all(|event| event["seq"].is_u64()), "{provenance}: {events:?}");
+    }
+    let as_of = saw["graphAsOf"].as_str().unwrap();
+    assert!(as_of.starts_with("2026-01-06T"), "{as_of}");
+    let then = saw["graphEdgesThen"].as_array().unwrap();
+    assert!(then.iter().any(|edge| edge["relation"] == "fails_with"), "the test failing as of {as_of}: {then:?}");
+    assert!(then.iter().all(|edge| edge["relation"] != "fixes"), "not fixed yet as of {as_of}: {then:?}");
+}
+
+/// The preview stays under its budget, and every item says its tier, its
+/// tokens and why it is there.
+fn check_context(saw: &Value) {
+    let context = &saw["context"];
+    let (tokens, budget) = (context["tokens"].as_u64().unwrap(), context["budget"].as_u64().unwrap());
+    assert_eq!(budget, 400, "{context}");
+    assert!(tokens > 0 && tokens <= budget, "{tokens} of {budget}: {context}");
+    let items = context["items"].as_array().unwrap();
+    let item_tokens: u64 = items.iter().map(|item| item["tokens"].as_u64().unwrap()).sum();
+    assert!(item_tokens <= budget, "{item_tokens} item tokens over {budget}");
+    assert!(!strings(&context["tiers"]).is_empty(), "{context}");
+    for item in items {
+        let meta = item["meta"].as_str().unwrap();
+        assert!(
+            meta.contains(" tokens · ") && meta.split(" · ").count() >= 5,
+            "tier, tokens, kind, seq, reason: {meta}"
+        );
+    }
+}
+
+fn check_phases(saw: &Value) {
+    // The API's answer when the view was read.
+    let phases: PhasesAnswer = serde_json::from_value(saw["phasesApi"].clone()).unwrap();
+    let listed = strings(&saw["phases"]);
+    assert_eq!(listed.len(), phases.phases.len() + phases.shared_phases.len(), "{listed:?}");
+    let phase = &saw["phase"];
+    assert!(phase["heading"].as_str().unwrap().starts_with("task-214-rust-refresh (completed)"), "{phase}");
+    assert_eq!(phase["level"], "summary", "{phase}");
+    assert!(phase["text"].as_str().unwrap().starts_with("Phase task-214-rust-refresh"), "{phase}");
+    let rust = phases.phases.iter().find(|heading| heading.name == "task-214-rust-refresh").unwrap();
+    assert_eq!(phase["events"], json!(rust.events), "every original event beside the level: {phase}");
+    assert!(!phase["findings"].as_str().unwrap().is_empty(), "{phase}");
+}
+
+/// Resolving a contradiction in the view changed its state over the API.
+fn check_contradictions(server: &MnemeServer, saw: &Value) {
+    let resolved = saw["resolved"].as_str().unwrap();
+    assert!(strings(&saw["openContradictions"]).len() >= 2, "{saw}");
+    assert_eq!(saw["resolvedShown"].as_str(), Some("resolved: b_wins"), "{saw}");
+    let answer: ContradictionsAnswer = typed(server, "/v1/swarms/demo/contradictions");
+    assert!(
+        answer.resolved.iter().any(|c| c.contradiction_id == resolved && c.resolution.as_deref() == Some("b_wins")),
+        "{resolved} resolved over the API: {answer:?}"
+    );
+    assert!(answer.open.iter().all(|c| c.contradiction_id != resolved), "{resolved} still open: {answer:?}");
+}
+
+/// The coder's handoffs as the API lists them, pending first; those it
+/// sent, from the receivers' lists.
+fn check_handoffs(server: &MnemeServer, saw: &Value) {
+    let received: HandoffsAnswer = typed(server, "/v1/swarms/demo/agents/coder/handoffs");
+    let shown = saw["handoffsReceived"].as_array().unwrap();
+    assert_eq!(shown.len(), received.handoffs.len(), "{shown:?}");
+    let pending = shown.iter().take_while(|handoff| handoff["status"] == "pending").count();
+    assert_eq!(shown[0]["id"], saw["pendingHandoff"], "the unacknowledged handoff first: {shown:?}");
+    assert!(shown[pending..].iter().all(|handoff| handoff["status"] != "pending"), "pending first: {shown:?}");
+    let mut sent = Vec::new();
+    for agent in ["planner", "reviewer"] {
+        let theirs: HandoffsAnswer = typed(server, &format!("/v1/swarms/demo/agents/{agent}/handoffs"));
+        sent.extend(theirs.handoffs.into_iter().filter(|handoff| handoff.from == "coder").map(|h| h.handoff_id));
+    }
+    let mut shown_sent: Vec<String> = strings(&saw["handoffsSent"]).into_iter().map(str::to_string).collect();
+    shown_sent.sort();
+    sent.sort();
+    assert_eq!(shown_sent, sent, "{saw}");
 }

@@ -1,9 +1,10 @@
 // Drives Mneme's web view in headless Chromium (playwright-core from
-// ui/node_modules, Chromium from Debian's package): signs in, reads the
-// timeline and searches a memory, and fails on any console error. Run by
+// ui/node_modules, Chromium from Debian's package): signs in, opens every
+// view and reads what it shows, and fails on any console error. Run by
 // tests/ui.rs, which starts `mneme serve` and publishes the example
-// trajectory first. Prints one JSON line of what it saw; screenshots go to
-// MNEME_UI_SHOTS.
+// trajectory first (after one record that is not an event). Prints one
+// JSON line of what it saw, which the Rust test checks against the API;
+// screenshots go to MNEME_UI_SHOTS.
 import { createRequire } from "node:module";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,9 +18,19 @@ const token = process.env.MNEME_UI_TOKEN;
 const shots = process.env.MNEME_UI_SHOTS;
 const saw = {};
 const consoleErrors = [];
+/** The failing test's error, and the file whose change fixed it. */
+const FAILING_TEST = "error:rust:assertion_failed:refresh_access_token_rotates_refresh_token";
 
 function check(condition, message) {
   if (!condition) throw new Error(message);
+}
+
+const shot = (page, name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: false });
+const texts = (page, selector) => page.$$eval(selector, (nodes) => nodes.map((node) => node.textContent));
+
+async function open(page, view) {
+  await page.click(`nav a[data-view="${view}"]`);
+  await page.waitForSelector(`#${view}:not([hidden])`);
 }
 
 const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "mneme-ui-")), {
@@ -38,7 +49,7 @@ try {
   });
   page.on("pageerror", (error) => consoleErrors.push(String(error)));
 
-  // Signing in: a wrong token is refused with a message, the right one opens.
+  // --- Signing in: a wrong token is refused with a message. -----------------
   await page.goto(`${url}/ui`);
   await page.waitForSelector("#login:not([hidden])");
   await page.fill("#token", "not-a-token");
@@ -54,67 +65,251 @@ try {
     return text.length > 0 && text !== before;
   }, saw.wrongToken);
   saw.agentToken = await page.textContent("#login-error");
-  // Chromium logs the two refused requests as console errors: they are the
-  // test's doing. From here on, any console error is the page's.
+  // Chromium logs refused requests as console errors: these are the test's
+  // doing. From here on, any console error is the page's.
   saw.errorsWhileRefused = consoleErrors.splice(0);
-  // Named, it opens that agent's memory and nothing swarm-wide.
+
+  // --- A token bound to one agent: that agent's views only. ---------------
   await page.fill("#token-agent", "coder");
   await page.click("#login-form button");
   await page.waitForSelector("#memory:not([hidden])");
-  saw.boundAgents = await page.$$eval("#memory-agent option", (options) => options.map((option) => option.value));
-  saw.boundTimelineLink = await page.isVisible('nav a[data-view="timeline"]');
+  saw.boundAgents = await page.$$eval("#agent option", (options) => options.map((option) => option.value));
+  saw.boundAgentPickable = !(await page.isDisabled("#agent"));
+  saw.boundSwarmLinks = await page.isVisible('nav a[data-view="timeline"]') ||
+    await page.isVisible('nav a[data-view="contradictions"]');
+  // Typing a swarm-wide view's address leads back to the agent's memory.
+  await page.goto(`${url}/ui#/timeline`);
+  await page.waitForSelector("#memory:not([hidden])");
+  saw.boundTimelineShown = await page.isVisible("#timeline");
+  // And the API refuses the token another agent's memory, whatever the page.
+  saw.boundOtherAgent = await page.evaluate(async () => {
+    const headers = { Authorization: `Bearer ${sessionStorage.getItem("mneme-token")}` };
+    const response = await fetch("/v1/swarms/demo/agents/reviewer/items", { headers });
+    return response.status;
+  });
+  saw.errorsWhileRefusedOther = consoleErrors.splice(0);
   await page.fill("#search-query", "refresh token rotation");
   await page.click("#search-form button");
-  await page.waitForSelector("#search-hits li");
-  saw.boundHits = await page.locator("#search-hits li .hit-text").count();
-  await page.screenshot({ path: join(shots, "agent-token.png"), fullPage: false });
+  await page.waitForSelector("#search-hits li.item");
+  saw.boundHits = await page.locator("#search-hits li.item .text").count();
+  await shot(page, "agent-token");
   await page.click("#logout");
   await page.waitForSelector("#login:not([hidden])");
   await page.fill("#token-agent", "");
   await page.fill("#token", token);
   await page.click("#login-form button");
 
-  // The timeline: every event of the log, newest first.
+  // --- The timeline: every event newest first, dead letters marked, live. ---
   await page.waitForSelector("#timeline:not([hidden]) #timeline-events tbody tr");
   saw.timelineRows = await page.locator("#timeline-events tbody tr").count();
-  saw.kinds = await page.$$eval("#timeline-events tbody td:nth-child(4)", (cells) => [...new Set(cells.map((c) => c.textContent))]);
+  saw.kinds = [...new Set(await texts(page, "#timeline-events tbody td:nth-child(4)"))];
   const seqs = await page.$$eval("#timeline-events tbody tr", (rows) => rows.map((row) => Number(row.dataset.seq)));
   check(seqs.every((seq, index) => index === 0 || seq < seqs[index - 1]), "the timeline is newest first");
   saw.summary = await page.textContent("#timeline-summary");
-  await page.screenshot({ path: join(shots, "timeline.png"), fullPage: false });
+  saw.chartSeries = await texts(page, "#timeline-chart .u-legend .u-series .u-label");
+  await page.waitForFunction(() => document.querySelector("#timeline-live").textContent.startsWith("following"));
+  await shot(page, "timeline");
+  // An event published now appears without reloading.
+  const live = {
+    id: "01KF0000000000000000000001", swarm: "demo", agent: "reviewer", ts: "2026-01-07T09:00:00Z",
+    kind: "message_recorded", data: { role: "assistant", text: "published while the timeline is open" },
+  };
+  const published = await fetch(`${url}/v1/events`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify(live),
+  });
+  check(published.status === 202, `publishing the live event: ${published.status} ${await published.clone().text()}`);
+  saw.liveSeq = (await published.json()).accepted[0].seq;
+  await page.waitForSelector(`#timeline-events tbody tr[data-seq="${saw.liveSeq}"]`);
+  saw.liveText = await page.textContent(`#timeline-events tbody tr[data-seq="${saw.liveSeq}"] td.what`);
+  saw.liveStatus = await page.textContent("#timeline-live");
+  // Dead letters: among the oldest, found with the kind filter.
+  await page.selectOption("#filter-kind", "!dead-letter");
+  saw.deadLetterRows = await texts(page, "#timeline-events tbody tr.dead-letter td.what");
+  saw.deadLetterSummary = await page.textContent("#timeline-summary");
+  await shot(page, "timeline-dead-letters");
   await page.selectOption("#filter-agent", "coder");
   await page.selectOption("#filter-kind", "decision_made");
   saw.coderDecisions = await page.$$eval("#timeline-events tbody tr", (rows) =>
     rows.map((row) => [row.children[2].textContent, row.children[3].textContent, row.children[5].textContent]),
   );
-  await page.screenshot({ path: join(shots, "timeline-filtered.png"), fullPage: false });
+  await shot(page, "timeline-filtered");
 
-  // An agent's memory: a search, with what found each hit.
-  await page.click('nav a[data-view="memory"]');
-  await page.waitForSelector("#memory:not([hidden])");
-  await page.selectOption("#memory-agent", "coder");
+  // --- An agent's memory: states, items, core memory, search, provenance. --
+  await open(page, "memory");
+  await page.selectOption("#agent", "coder");
   await page.waitForFunction(() => document.querySelector("#item-states").textContent.startsWith("coder's items"));
-  saw.itemStates = await page.textContent("#item-states");
+  await page.waitForSelector("#items-list li.item");
+  saw.itemStates = await texts(page, "#item-states button");
+  // What the API holds at this moment (the log grows later in the script).
+  saw.itemsApi = await page.evaluate(async () => {
+    const headers = { Authorization: `Bearer ${sessionStorage.getItem("mneme-token")}` };
+    return (await fetch("/v1/swarms/demo/agents/coder/items", { headers })).json();
+  });
+  saw.firstItems = await page.$$eval("#items-list li.item", (items) =>
+    items.map((item) => ({ id: item.dataset.itemId, state: item.dataset.state })),
+  );
+  await page.click("#items-more");
+  await page.waitForFunction((count) => document.querySelectorAll("#items-list li.item").length > count,
+    saw.firstItems.length);
+  saw.itemsAfterMore = await page.locator("#items-list li.item").count();
   saw.coreTask = await page.textContent("#core-task");
-  await page.fill("#search-query", "how should refresh tokens rotate");
+  await page.fill("#search-query", "refresh token storage decision redis postgres");
   await page.click("#search-form button");
-  await page.waitForSelector("#search-hits li");
-  saw.hits = await page.$$eval("#search-hits li", (items) =>
+  await page.waitForSelector("#search-hits li.item");
+  saw.hits = await page.$$eval("#search-hits li.item", (items) =>
     items.map((item) => ({
-      text: item.querySelector(".hit-text")?.textContent ?? item.textContent,
+      id: item.dataset.itemId,
+      text: item.querySelector(".text").textContent,
       explain: item.querySelector(".explain")?.textContent ?? "",
+      superseded: item.querySelector(".superseded")?.textContent ?? "",
+      supersedes: item.querySelector(".supersedes")?.textContent ?? "",
     })),
   );
-  await page.screenshot({ path: join(shots, "memory-search.png"), fullPage: false });
-
+  await shot(page, "memory-search");
   // Provenance: the first hit's events, in log order, each as its JSON.
-  saw.firstHit = await page.getAttribute("#search-hits li:first-child", "data-item-id");
-  await page.click("#search-hits li:first-child button.provenance");
-  await page.waitForSelector("#provenance:not([hidden]) #provenance-events li pre");
-  saw.provenance = await page.$$eval("#provenance-events li", (items) =>
+  saw.firstHit = saw.hits[0].id;
+  await page.click("#search-hits li.item:first-child button");
+  await page.waitForSelector("#memory-provenance:not([hidden]) li pre");
+  saw.provenance = await page.$$eval("#memory-provenance li", (items) =>
     items.map((item) => ({ seq: Number(item.dataset.seq), json: JSON.parse(item.querySelector("pre").textContent) })),
   );
-  await page.screenshot({ path: join(shots, "provenance.png"), fullPage: false });
+  await shot(page, "provenance");
+
+  // --- The fact graph around the failing test: its fix, as of a time. -------
+  await open(page, "graph");
+  await page.fill("#graph-entity", FAILING_TEST);
+  await page.selectOption("#graph-hops", "1");
+  await page.click("#graph-form button");
+  await page.waitForSelector("#graph-edges li[data-edge-id]");
+  const edges = () => page.$$eval("#graph-edges li[data-edge-id]", (items) =>
+    items.map((item) => ({ id: item.dataset.edgeId, relation: item.dataset.relation, text: item.textContent })));
+  saw.graphEdges = await edges();
+  saw.graphDrawn = await page.$eval("#graph-canvas", (canvas) => ({
+    nodes: canvas.cytoscape.nodes().map((node) => node.id()),
+    edges: canvas.cytoscape.edges().map((edge) => edge.id()),
+  }));
+  await shot(page, "graph");
+  // A click on a drawn node opens its provenance.
+  const fixer = "file:src/auth/refresh.rs";
+  const position = await page.$eval("#graph-canvas", (canvas, id) => {
+    const box = canvas.getBoundingClientRect();
+    const at = canvas.cytoscape.getElementById(id).renderedPosition();
+    return { x: box.left + at.x, y: box.top + at.y };
+  }, fixer);
+  await page.mouse.click(position.x, position.y);
+  await page.waitForFunction((id) => document.querySelector("#graph-provenance").dataset.id === id, fixer);
+  await page.waitForSelector("#graph-provenance li pre");
+  saw.nodeProvenance = await page.$$eval("#graph-provenance li", (items) =>
+    items.map((item) => JSON.parse(item.querySelector("pre").textContent)));
+  // A listed edge opens its provenance too.
+  const fixes = saw.graphEdges.find((edge) => edge.relation === "fixes");
+  check(fixes, `no fixes edge in ${JSON.stringify(saw.graphEdges)}`);
+  await page.click(`#graph-edges li[data-edge-id="${fixes.id}"] a`);
+  await page.waitForFunction((id) => document.querySelector("#graph-provenance").dataset.id === id, fixes.id);
+  await page.waitForSelector("#graph-provenance li pre");
+  saw.edgeProvenance = await page.$$eval("#graph-provenance li", (items) =>
+    items.map((item) => JSON.parse(item.querySelector("pre").textContent)));
+  await shot(page, "graph-provenance");
+  // As of the first time on the slider: the test failing, not yet fixed.
+  await page.$eval("#graph-as-of", (slider) => {
+    slider.value = "0";
+    slider.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+  saw.graphAsOf = await page.textContent("#graph-as-of-label");
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll("#graph-edges li[data-edge-id]")].every((item) => item.dataset.relation !== "fixes"));
+  saw.graphEdgesThen = await edges();
+  await shot(page, "graph-as-of");
+
+  // --- Context preview: under its budget, each item with tokens and reason. -
+  await open(page, "context");
+  await page.fill("#context-query", "refresh token rotation test failure");
+  await page.fill("#context-budget", "400");
+  await page.fill("#context-file", "src/auth/token.rs");
+  await page.selectOption("#context-activity", "debugging");
+  await page.fill("#context-errors", "assertion failed: refresh_access_token_rotates_refresh_token");
+  await page.click("#context-form button");
+  await page.waitForSelector("#context-result:not([hidden]) #context-items li.item");
+  saw.context = {
+    tokens: Number(await page.getAttribute("#context-total", "data-tokens")),
+    budget: Number(await page.getAttribute("#context-total", "data-budget")),
+    tiers: await page.$$eval("#context-bars .bar-row", (rows) => rows.map((row) => row.dataset.tier)),
+    items: await page.$$eval("#context-items li.item", (items) =>
+      items.map((item) => ({ tokens: Number(item.dataset.tokens), meta: item.querySelector(".meta").textContent }))),
+  };
+  await shot(page, "context");
+
+  // --- Phases: a level beside the original events. -------------------------
+  await open(page, "phases");
+  await page.waitForSelector("#phases-list li.phase");
+  saw.phases = await page.$$eval("#phases-list li.phase", (items) => items.map((item) => item.dataset.phaseId));
+  saw.phasesApi = await page.evaluate(async () => {
+    const headers = { Authorization: `Bearer ${sessionStorage.getItem("mneme-token")}` };
+    return (await fetch("/v1/swarms/demo/agents/coder/phases", { headers })).json();
+  });
+  await page.click('#phases-list li.phase:has-text("task-214-rust-refresh") button');
+  await page.waitForSelector("#phase-events li pre");
+  await page.waitForFunction(() => document.querySelector("#phase-text").textContent.length > 0);
+  saw.phase = {
+    heading: await page.textContent("#phase-heading"),
+    level: await page.getAttribute("#phase-text", "data-level"),
+    text: await page.textContent("#phase-text"),
+    events: await page.locator("#phase-events li").count(),
+  };
+  await page.click('#phase-levels button[data-level="findings"]');
+  await page.waitForFunction(() => document.querySelector("#phase-text").dataset.level === "findings" &&
+    document.querySelector("#phase-level-meta").textContent.startsWith("findings"));
+  saw.phase.findings = await page.textContent("#phase-text");
+  await shot(page, "phases");
+
+  // --- Contradictions: found by consolidation, resolved from the view. ------
+  await open(page, "contradictions");
+  await page.click("#consolidate");
+  await page.waitForSelector("#contradictions-open li.contradiction");
+  saw.openContradictions = await page.$$eval("#contradictions-open li.contradiction", (items) =>
+    items.map((item) => item.dataset.contradictionId));
+  await shot(page, "contradictions");
+  saw.resolved = saw.openContradictions[0];
+  await page.click(`#contradictions-open li[data-contradiction-id="${saw.resolved}"] button[data-resolution="b_wins"]`);
+  await page.waitForSelector(`#contradictions-resolved li[data-contradiction-id="${saw.resolved}"]`);
+  saw.resolvedShown = await page.textContent(`#contradictions-resolved li[data-contradiction-id="${saw.resolved}"] .resolution`);
+  await shot(page, "contradictions-resolved");
+
+  // --- Handoffs: received (pending first) and sent, with their packages. ----
+  // A new handoff to the coder, which Mneme delivers and nobody acknowledges.
+  const handoff = {
+    id: "01KF0000000000000000000002", swarm: "demo", agent: "planner", ts: "2026-01-07T09:05:00Z",
+    kind: "handoff_sent", correlation_id: "task-215-audit", scope: "shared",
+    data: { to: "coder", task: "task-215-audit", summary: "Audit the refresh token table", artifacts: [],
+      decisions: [], constraints: ["read-only"] },
+  };
+  const sent = await fetch(`${url}/v1/events`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify(handoff),
+  });
+  check(sent.status === 202, `publishing the handoff: ${sent.status} ${await sent.clone().text()}`);
+  saw.pendingHandoff = handoff.id;
+  await open(page, "handoffs");
+  await page.selectOption("#agent", "coder");
+  // Delivered in the background: look again until it is there.
+  for (let attempt = 0; ; attempt++) {
+    await page.waitForSelector("#handoffs-received li.handoff");
+    if (await page.$(`#handoffs-received li[data-handoff-id="${handoff.id}"]`)) break;
+    check(attempt < 50, "the new handoff was not delivered");
+    await page.waitForTimeout(100);
+    await page.selectOption("#agent", "planner");
+    await page.selectOption("#agent", "coder");
+  }
+  saw.handoffsReceived = await page.$$eval("#handoffs-received li.handoff", (items) =>
+    items.map((item) => ({ id: item.dataset.handoffId, status: item.dataset.status })));
+  await page.waitForSelector("#handoffs-sent li");
+  saw.handoffsSent = await page.$$eval("#handoffs-sent li.handoff", (items) => items.map((item) => item.dataset.handoffId));
+  await page.click("#handoffs-received li.handoff:first-child details summary");
+  await shot(page, "handoffs");
+
   saw.consoleErrors = consoleErrors;
   console.log(JSON.stringify(saw));
 } finally {

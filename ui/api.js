@@ -1,0 +1,131 @@
+// What every view shares: the typed API over fetch (with the token the
+// person signed in with), the session (agents, a token's agent), and small
+// DOM helpers. Text from memory is only ever set as text, never as HTML.
+
+export const swarm = document.querySelector('meta[name="mneme-swarm"]').content;
+/** "token" when the API asks for a bearer token, "open" when it does not. */
+export const auth = document.querySelector('meta[name="mneme-auth"]').content;
+export const TOKEN_KEY = "mneme-token";
+export const AGENT_KEY = "mneme-token-agent";
+
+/** The signed-in session: the agents the token may read, and the one agent
+ *  a bound token is for (`null` for a swarm-wide token). */
+export const session = { agents: [], boundTo: null };
+
+export const $ = (selector) => document.querySelector(selector);
+
+export function element(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = text;
+  if (className) node.className = className;
+  return node;
+}
+
+export function button(text, onClick, className) {
+  const node = element("button", text, className);
+  node.type = "button";
+  node.addEventListener("click", onClick);
+  return node;
+}
+
+function headers(extra) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { ...extra, Authorization: `Bearer ${token}` } : { ...extra };
+}
+
+/** A request to the API, answered as JSON; throws an Error carrying the
+ *  API's own message and the status. */
+export async function api(path, { method = "GET", body } = {}) {
+  const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const response = await fetch(path, init);
+  const answer = await response.json().catch(() => null);
+  if (!response.ok) {
+    const message = answer && answer.error ? answer.error.message : response.statusText;
+    const error = new Error(`${response.status}: ${message}`);
+    error.status = response.status;
+    throw error;
+  }
+  return answer;
+}
+
+/**
+ * Follows a server-sent-event stream of the API (`EventSource` cannot send
+ * the bearer token, so this reads the body of a fetch). Calls `onEvent`
+ * with each event's name and parsed data; resolves when the stream ends,
+ * rejects on an error other than the abort of `signal`.
+ */
+export async function follow(path, signal, onEvent) {
+  const response = await fetch(path, { headers: headers({ Accept: "text/event-stream" }), signal });
+  if (!response.ok) throw new Error(`${response.status}: ${response.statusText}`);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffered += value;
+    let end;
+    while ((end = buffered.indexOf("\n\n")) >= 0) {
+      const frame = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      let name = "message";
+      const data = [];
+      for (const line of frame.split("\n")) {
+        if (line.startsWith("event: ")) name = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+    }
+  }
+}
+
+export const swarmPath = (rest) => `/v1/swarms/${encodeURIComponent(swarm)}${rest}`;
+export const agentPath = (agent, rest) => swarmPath(`/agents/${encodeURIComponent(agent)}${rest}`);
+
+/** The agent the header's picker names: the one whose memory the agent
+ *  views show. */
+export const currentAgent = () => $("#agent").value;
+
+/** Characters of an event's gist the lists show. */
+const GIST_CHARS = 280;
+
+/** What a log entry says, in a line. */
+export function gist(entry) {
+  if (entry.invalid) return `dead letter: ${entry.invalid}`;
+  const data = entry.data || {};
+  const text =
+    data.text || data.title || data.summary || (data.package && data.package.summary) ||
+    data.outcome || data.goal || data.reason;
+  let line;
+  if (text) line = data.choice ? `${text} — ${data.choice}` : text;
+  else if (data.tool) line = `$ ${data.tool} ${data.args ? JSON.stringify(data.args) : ""} → exit ${data.exit_code ?? "?"}`;
+  else if (data.subject) line = `${data.subject} ${data.predicate} ${data.object}`;
+  else if (data.phase) line = data.phase;
+  else line = JSON.stringify(data);
+  return clip(line);
+}
+
+export const clip = (text, chars = GIST_CHARS) => (text.length > chars ? `${text.slice(0, chars)}…` : text);
+
+/** A log entry with its whole JSON, as provenance and phases show it. */
+export function entryWithJson(entry) {
+  const item = element("li");
+  item.dataset.seq = entry.seq;
+  const kind = entry.invalid ? "dead letter" : entry.kind;
+  item.append(
+    element("div", `seq ${entry.seq} · ${kind} · ${entry.agent} · ${entry.ts || ""}`, "meta"),
+    element("pre", JSON.stringify(entry, null, 2)),
+  );
+  return item;
+}
+
+/** Fills a list, or says it is empty. */
+export function fill(list, nodes, empty) {
+  list.replaceChildren(...(nodes.length ? nodes : [element("li", empty, "meta")]));
+}
+
+/** Shows an error where the view's content would be. */
+export function failed(container, error) {
+  const tag = container.tagName === "OL" || container.tagName === "UL" ? "li" : "p";
+  container.replaceChildren(element(tag, error.message, "error"));
+}

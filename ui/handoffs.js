@@ -1,0 +1,88 @@
+// Handoffs of an agent: those it received, pending first, and those it
+// sent, each with its package (task, summary, artifacts, decisions,
+// constraints, the context bundle). A swarm-wide token reads the sent ones
+// from the receivers' lists, with their status; a token bound to the agent
+// reads its own `handoff_sent` events.
+
+import { $, agentPath, api, clip, currentAgent, element, failed, fill, session } from "./api.js";
+
+export async function load() {
+  const agent = currentAgent();
+  if (!agent) return;
+  const received = $("#handoffs-received");
+  try {
+    const { handoffs } = await api(agentPath(agent, "/handoffs"));
+    fill(received, pendingFirst(handoffs).map(handoffRow), "none received");
+  } catch (error) {
+    failed(received, error);
+  }
+  const sent = $("#handoffs-sent");
+  try {
+    fill(sent, await sentBy(agent), "none sent");
+  } catch (error) {
+    failed(sent, error);
+  }
+}
+
+const pendingFirst = (handoffs) =>
+  [...handoffs].sort((a, b) => (a.status === "pending") === (b.status === "pending") ? 0 : a.status === "pending" ? -1 : 1);
+
+async function sentBy(agent) {
+  if (!session.boundTo) {
+    const lists = await Promise.all(
+      session.agents.filter((other) => other !== agent).map((other) => api(agentPath(other, "/handoffs"))),
+    );
+    const sent = lists.flatMap((list) => list.handoffs).filter((handoff) => handoff.from === agent);
+    return pendingFirst(sent).map(handoffRow);
+  }
+  const entries = [];
+  let since = 0;
+  for (;;) {
+    const page = await api(agentPath(agent, `/timeline?since_seq=${since}&limit=500`));
+    entries.push(...page.entries.filter((entry) => entry.kind === "handoff_sent" && entry.agent === agent));
+    if (!page.more) break;
+    since = page.next_seq;
+  }
+  return entries.map((entry) => {
+    const row = element("li", undefined, "handoff sent");
+    row.dataset.handoffId = entry.event_id;
+    row.append(element("div", `#${entry.seq} · ${entry.ts} · sent`, "meta"), element("div", clip(entry.text, 400), "text"));
+    return row;
+  });
+}
+
+function handoffRow(handoff) {
+  const row = element("li", undefined, `handoff status-${handoff.status}`);
+  row.dataset.handoffId = handoff.handoff_id;
+  row.dataset.status = handoff.status;
+  row.append(
+    element("div", `${handoff.from} → ${handoff.to} · ${handoff.status} · received #${handoff.received_seq}`, "meta"),
+  );
+  const pack = handoff.package;
+  if (!pack) {
+    row.append(element("div", "no package yet", "meta"));
+    return row;
+  }
+  row.append(element("div", `${pack.task}: ${pack.summary}`, "text"));
+  const details = element("details");
+  details.append(element("summary", `package: ${pack.bundle.items.length} items, ${pack.bundle.used_tokens} of ${pack.bundle.budget_tokens} tokens`));
+  const parts = [
+    ["artifacts", pack.artifacts],
+    ["decisions", pack.decisions],
+    ["constraints", pack.constraints],
+    ["files", pack.bundle.files],
+  ];
+  for (const [name, values] of parts) {
+    if (!values.length) continue;
+    const list = element("ul");
+    list.append(...values.map((value) => element("li", value)));
+    details.append(element("div", name, "meta"), list);
+  }
+  if (pack.bundle.items.length) {
+    const items = element("ol");
+    items.append(...pack.bundle.items.map((item) => element("li", clip(item.text || JSON.stringify(item), 300))));
+    details.append(element("div", "context bundle", "meta"), items);
+  }
+  row.append(details);
+  return row;
+}

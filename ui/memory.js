@@ -1,0 +1,154 @@
+// An agent's memory: how many items are in each state, the items
+// themselves page by page (filtered by state or pinned), its core memory,
+// and search with `explain` (which retriever found what); any item opens
+// its provenance.
+
+import { $, agentPath, api, button, clip, currentAgent, element, failed, fill } from "./api.js";
+import { showProvenance } from "./provenance.js";
+
+/** Items per page of the list. */
+const PAGE = 50;
+
+const view = { agent: null, state: "", nextBeforeSeq: null };
+
+export async function load() {
+  const agent = currentAgent();
+  if (!agent) return;
+  view.agent = agent;
+  $("#memory-provenance").hidden = true;
+  await Promise.all([loadItems(true), loadCore(agent)]);
+}
+
+/** The counts, as filter buttons, and the first (or next) page of items. */
+async function loadItems(first) {
+  const agent = view.agent;
+  const list = $("#items-list");
+  const before = first ? "" : `&before_seq=${view.nextBeforeSeq}`;
+  const filter = view.state ? `&state=${view.state}` : "";
+  try {
+    const answer = await api(agentPath(agent, `/items?limit=${PAGE}${filter}${before}`));
+    renderStates(answer);
+    const superseded = supersededBy(answer.items);
+    const rows = answer.items.map((item) => itemRow(agent, item, superseded));
+    if (first) fill(list, rows, "no items");
+    else list.append(...rows);
+    view.nextBeforeSeq = answer.next_before_seq;
+    $("#items-more").hidden = answer.next_before_seq === null;
+  } catch (error) {
+    failed(list, error);
+  }
+}
+
+function renderStates({ states, pinned }) {
+  const total = Object.values(states).reduce((sum, count) => sum + count, 0);
+  const choices = [["", `all ${total}`], ...Object.entries(states).map(([name, count]) => [name, `${count} ${name}`])];
+  choices.push(["pinned", `${pinned} pinned`]);
+  $("#item-states").replaceChildren(
+    element("span", `${view.agent}'s items:`, "meta"),
+    ...choices.map(([state, label]) => {
+      const chip = button(label, () => {
+        view.state = state;
+        loadItems(true);
+      }, "chip");
+      chip.dataset.state = state;
+      chip.classList.toggle("current", state === view.state);
+      return chip;
+    }),
+  );
+}
+
+function itemRow(agent, item, superseded) {
+  const row = element("li", undefined, `item state-${item.state}`);
+  row.dataset.itemId = item.item_id;
+  row.dataset.state = item.state;
+  const badges = [element("span", item.state, `badge state-${item.state}`)];
+  if (item.pinned) badges.push(element("span", "pinned", "badge pinned"));
+  row.append(
+    element("div", `#${item.seq} · ${item.kind} · ${item.agent} · ${item.ts}`, "meta"),
+    ...badges,
+    element("div", clip(item.text || "(purged: its text is erased)", 400), "text"),
+  );
+  row.append(...supersession(item, superseded));
+  row.append(button("provenance", () => showProvenance($("#memory-provenance"), agent, item.item_id), "small"));
+  return row;
+}
+
+async function loadCore(agent) {
+  try {
+    const core = await api(agentPath(agent, "/core"));
+    $("#core-task").textContent = core.task
+      ? `Working on: ${core.task.title} (${core.task.status}${core.task.from ? `, from ${core.task.from}` : ""})`
+      : "No open task.";
+    $("#core-constraints").replaceChildren(
+      ...core.constraints.map((constraint) => element("li", `${constraint.text} (${constraint.source})`)),
+    );
+    $("#core-blocks").replaceChildren(
+      ...core.blocks.flatMap((block) => [
+        element("dt", `${block.name} (${block.tokens} tokens${block.truncated ? ", cut" : ""})`),
+        element("dd", block.content),
+      ]),
+    );
+  } catch (error) {
+    failed($("#core-task"), error);
+  }
+}
+
+async function search(event) {
+  event.preventDefault();
+  const agent = currentAgent();
+  const query = $("#search-query").value.trim();
+  const mode = $("#search-mode").value;
+  const list = $("#search-hits");
+  if (!agent || !query) return;
+  const path = agentPath(agent, `/search?q=${encodeURIComponent(query)}&mode=${mode}&k=10&explain=true`);
+  try {
+    const { hits } = await api(path);
+    const superseded = supersededBy(hits);
+    fill(list, hits.map((hit) => hitRow(agent, hit, superseded)), "nothing found");
+  } catch (error) {
+    failed(list, error);
+  }
+}
+
+/** What each item shown superseded, among those shown: the other side of
+ *  `superseded_by`, so that the decision that replaced another is marked
+ *  as well as the one it replaced. */
+function supersededBy(items) {
+  const replaced = new Map();
+  for (const item of items) {
+    if (!item.superseded_by) continue;
+    replaced.set(item.superseded_by, [...(replaced.get(item.superseded_by) || []), item.item_id]);
+  }
+  return replaced;
+}
+
+/** The marks of an item: what superseded it, and what it superseded. */
+function supersession(item, superseded) {
+  const marks = [];
+  if (item.superseded_by) marks.push(element("div", `superseded by ${item.superseded_by}`, "superseded"));
+  for (const older of superseded.get(item.item_id) || []) marks.push(element("div", `supersedes ${older}`, "supersedes"));
+  return marks;
+}
+
+function hitRow(agent, hit, superseded) {
+  const item = element("li", undefined, "item");
+  item.dataset.itemId = hit.item_id;
+  item.append(
+    element("div", `${hit.kind} · ${hit.agent} · ${hit.ts} · score ${hit.score.toFixed(3)}`, "meta"),
+    element("div", hit.text, "text"),
+  );
+  item.append(...supersession(hit, superseded));
+  if (hit.explain) {
+    const parts = Object.entries(hit.explain).map(([retriever, rank]) =>
+      rank.rank ? `${retriever} #${rank.rank}` : `${retriever} +${rank.score.toFixed(2)}`,
+    );
+    item.append(element("div", `found by ${parts.join(", ")}`, "explain"));
+  }
+  if (hit.kind !== "phase") {
+    item.append(button("provenance", () => showProvenance($("#memory-provenance"), agent, hit.item_id), "small"));
+  }
+  return item;
+}
+
+$("#search-form").addEventListener("submit", search);
+$("#items-more").addEventListener("click", () => loadItems(false));
