@@ -122,6 +122,7 @@ fn every_view_of_the_web_view_shows_what_the_api_holds_in_a_real_browser() {
         "timeline-filtered",
         "timeline-dead-letters",
         "memory-search",
+        "memory-forgotten",
         "provenance",
         "graph",
         "graph-provenance",
@@ -200,6 +201,18 @@ fn check_memory(server: &MnemeServer, saw: &Value) {
     assert_eq!(first, expected, "the first page, newest first");
     assert!(saw["itemsAfterMore"].as_u64().unwrap() > first.len() as u64, "{saw}");
     assert!(!saw["coreTask"].as_str().unwrap().is_empty(), "{saw}");
+    // The item the coder forgot and the one it pinned, by their buttons.
+    assert_eq!(
+        saw["forgottenItems"],
+        json!([{"id": saw["forgotten"], "state": "forgotten", "badges": ["forgotten"], "struck": "line-through"}]),
+        "{saw}"
+    );
+    assert_eq!(
+        saw["pinnedItems"],
+        json!([{"id": saw["pinned"], "state": "active", "badges": ["active", "pinned"], "struck": "none"}]),
+        "{saw}"
+    );
+    assert_eq!(saw["pinnedChip"], "1 pinned", "{saw}");
     let hits = saw["hits"].as_array().unwrap();
     assert!(hits.iter().all(|hit| hit["explain"].as_str().unwrap().starts_with("found by ")), "{hits:?}");
     // The Redis decision was replaced by the Postgres one: both marked.

@@ -277,6 +277,50 @@ try {
   saw.resolvedShown = await page.textContent(`#contradictions-resolved li[data-contradiction-id="${saw.resolved}"] .resolution`);
   await shot(page, "contradictions-resolved");
 
+  // --- Items by state: one forgotten, one pinned, by the coder's events. ----
+  const [pinned, forgotten] = [saw.firstItems[1].id, saw.firstItems[2].id];
+  const managing = [
+    { id: "01KF0000000000000000000003", kind: "memory_pinned", data: { item_id: pinned, reason: "keep" } },
+    { id: "01KF0000000000000000000004", kind: "memory_forgotten", data: { item_id: forgotten, reason: "noise" } },
+  ].map((event) => ({ ...event, swarm: "demo", agent: "coder", ts: "2026-01-07T09:10:00Z" }));
+  const managed = await fetch(`${url}/v1/events`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: JSON.stringify(managing),
+  });
+  check(managed.status === 202, `publishing the pin and the forget: ${managed.status} ${await managed.clone().text()}`);
+  saw.pinned = pinned;
+  saw.forgotten = forgotten;
+  await open(page, "memory");
+  await page.selectOption("#agent", "coder");
+  // Applied in the background: look again until the counts show them.
+  for (let attempt = 0; ; attempt++) {
+    await page.waitForSelector('#item-states button[data-state="forgotten"]');
+    if ((await page.textContent('#item-states button[data-state="forgotten"]')) === "1 forgotten") break;
+    check(attempt < 50, "the forget was not applied");
+    await page.waitForTimeout(100);
+    await page.selectOption("#agent", "planner");
+    await page.selectOption("#agent", "coder");
+  }
+  const listed = async (state) => {
+    await page.click(`#item-states button[data-state="${state}"]`);
+    await page.waitForFunction((wanted) => {
+      const items = [...document.querySelectorAll("#items-list li.item")];
+      return items.length > 0 && items.every((item) => item.dataset.state === wanted || wanted === "pinned");
+    }, state);
+    await page.waitForSelector(`#item-states button.current[data-state="${state}"]`);
+    return page.$$eval("#items-list li.item", (items) => items.map((item) => ({
+      id: item.dataset.itemId,
+      state: item.dataset.state,
+      badges: [...item.querySelectorAll(".badge")].map((badge) => badge.textContent),
+      struck: getComputedStyle(item.querySelector(".text")).textDecorationLine,
+    })));
+  };
+  saw.forgottenItems = await listed("forgotten");
+  await shot(page, "memory-forgotten");
+  saw.pinnedItems = await listed("pinned");
+  saw.pinnedChip = await page.textContent('#item-states button[data-state="pinned"]');
+
   // --- Handoffs: received (pending first) and sent, with their packages. ----
   // A new handoff to the coder, which Mneme delivers and nobody acknowledges.
   const handoff = {
