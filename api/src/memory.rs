@@ -135,7 +135,8 @@ pub struct ListedItem {
     pub ts: Timestamp,
     pub state: String,
     pub pinned: bool,
-    /// Empty once purged.
+    /// Empty once purged; past 16 KiB cut as a search hit's is (the whole
+    /// is at `…/items/{item_id}`).
     pub text: String,
     /// The event that superseded it: a later decision, a retraction, or
     /// the side that won a contradiction against it.

@@ -38,8 +38,8 @@ pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 pub use memory::{
-    AgentMemory, AppliedEvent, ItemPage, ListedItems, MemoryConfig, OpenContradiction, ResolvedContradiction,
-    enters_memory_of,
+    AgentMemory, AppliedEvent, ItemPage, ListedItem, ListedItems, MemoryConfig, OpenContradiction,
+    ResolvedContradiction, enters_memory_of,
 };
 pub use render::describe;
 pub use retrieval::{

@@ -119,15 +119,32 @@ impl Service {
             event.validate().map_err(ApiError::from_validation)?;
         }
         let appended = self.log.append(&events).await?;
-        let mut applied = Vec::with_capacity(events.len());
-        for ((handle, event), appended) in open_in.iter().zip(&events).zip(&appended) {
-            applied.push(self.resolution_applied(handle, contradiction_id, &event.id.to_string(), appended.seq).await);
+        // Each memory applies its own resolution; wait for all at once.
+        let applied =
+            futures::future::join_all(open_in.iter().zip(&events).zip(&appended).map(|((handle, event), appended)| {
+                self.resolution_applied(handle, contradiction_id, event.id.to_string(), appended.seq)
+            }))
+            .await;
+        // A copy settled by another resolution in between changed nothing
+        // there and is left out; any other failure (a memory that did not
+        // apply its resolution in time) is the answer, since the request's
+        // promise is that every copy is settled.
+        let mut resolved = Vec::with_capacity(applied.len());
+        let mut settled_elsewhere = None;
+        for outcome in applied {
+            match outcome {
+                Ok(answer) => resolved.push(answer),
+                Err(error) if error.code() == "already_resolved" => {
+                    settled_elsewhere = settled_elsewhere.or(Some(error))
+                }
+                Err(error) => return Err(error),
+            }
         }
-        let mut applied = applied.into_iter();
-        let mut first = applied.next().expect("one memory at least held it open")?;
-        // Another memory's copy resolved by someone else in between changed
-        // nothing there: it is left out rather than failing the request.
-        first.also_resolved = applied.filter_map(Result::ok).map(|resolved| resolved.contradiction).collect();
+        let mut resolved = resolved.into_iter();
+        let Some(mut first) = resolved.next() else {
+            return Err(settled_elsewhere.expect("every memory answered with an outcome"));
+        };
+        first.also_resolved = resolved.map(|answer| answer.contradiction).collect();
         Ok(first)
     }
 
@@ -136,7 +153,7 @@ impl Service {
         &self,
         handle: &AgentHandle,
         contradiction_id: &str,
-        event_id: &str,
+        event_id: String,
         seq: u64,
     ) -> Result<Resolved, ApiError> {
         handle.caught_up(self.log.as_ref(), seq, APPLY_TIMEOUT).await?;
@@ -146,7 +163,7 @@ impl Service {
         }
         match resolved {
             Some(resolved) if resolved.provenance.seq == seq => Ok(Resolved {
-                event_id: event_id.to_string(),
+                event_id,
                 seq,
                 contradiction: wire_resolved(&handle.agent, &resolved),
                 also_resolved: Vec::new(),

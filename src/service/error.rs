@@ -88,6 +88,11 @@ impl ApiError {
     }
 
     /// The HTTP status.
+    /// The error's code (`already_resolved`, `unknown_item`…).
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
     pub fn status(&self) -> u16 {
         self.status
     }

@@ -113,8 +113,11 @@ impl Service {
                     () = sender.closed() => return,
                     _ = shutting_down.wait_for(|shutting_down| *shutting_down) => return,
                 };
-                if sender.send(entry).await.is_err() {
-                    return;
+                // A reader that stops reading must not hold the stream open
+                // through shutdown.
+                tokio::select! {
+                    sent = sender.send(entry) => if sent.is_err() { return },
+                    _ = shutting_down.wait_for(|shutting_down| *shutting_down) => return,
                 }
             }
         });

@@ -123,12 +123,12 @@ impl Service {
             unreachable!("an items query answers with items")
         };
         let states = listing.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
-        let next_before_seq = listing.page.more.then(|| listing.page.items.last().map(|(item, _)| item.seq)).flatten();
+        let next_before_seq = listing.page.more.then(|| listing.page.items.last().map(|item| item.seq)).flatten();
         let items = listing
             .page
             .items
             .into_iter()
-            .map(|(item, superseded_by)| ListedItem {
+            .map(|item| ListedItem {
                 item_id: item.item_id,
                 seq: item.seq,
                 kind: item.kind.to_string(),
@@ -136,8 +136,8 @@ impl Service {
                 ts: item.ts,
                 state: item.state.as_str().to_string(),
                 pinned: item.pinned,
-                text: item.text.as_str().to_string(),
-                superseded_by,
+                text: item.text,
+                superseded_by: item.superseded_by,
             })
             .collect();
         Ok(ItemStates { agent: agent.to_string(), states, pinned: listing.pinned, items, next_before_seq })

@@ -1,8 +1,11 @@
 //! Pages of a memory's items, newest first, by state: what a person
 //! browsing the memory (the web view, `GET …/items`) reads.
 
+use mneme_events::Timestamp;
+
 use super::AgentMemory;
-use crate::item::{ItemState, MemoryItem};
+use crate::item::ItemState;
+use crate::retrieval::hit_text;
 
 /// Which items a page holds, and where it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,10 +19,25 @@ pub struct ItemPage {
     pub limit: usize,
 }
 
-/// A page of items, each with what superseded it.
+/// One item of a page: its text quoted as a search hit quotes it (at most
+/// `MAX_HIT_TEXT_BYTES`), and what superseded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedItem {
+    pub item_id: String,
+    pub seq: u64,
+    pub kind: &'static str,
+    pub agent: String,
+    pub ts: Timestamp,
+    pub state: ItemState,
+    pub pinned: bool,
+    pub text: String,
+    pub superseded_by: Option<String>,
+}
+
+/// A page of items.
 #[derive(Debug, Clone, Default)]
 pub struct ListedItems {
-    pub items: Vec<(MemoryItem, Option<String>)>,
+    pub items: Vec<ListedItem>,
     /// Whether older items match too.
     pub more: bool,
 }
@@ -33,8 +51,21 @@ impl AgentMemory {
                 page.state.is_none_or(|state| item.state == state) && (!page.pinned_only || item.pinned)
             });
         let supersessions = self.supersessions();
-        let items: Vec<_> =
-            matching.by_ref().take(page.limit).map(|item| (item.clone(), supersessions.of(self, item))).collect();
+        let items: Vec<ListedItem> = matching
+            .by_ref()
+            .take(page.limit)
+            .map(|item| ListedItem {
+                item_id: item.item_id.clone(),
+                seq: item.seq,
+                kind: item.kind,
+                agent: item.agent.clone(),
+                ts: item.ts,
+                state: item.state,
+                pinned: item.pinned,
+                text: hit_text(&item.text, &item.item_id),
+                superseded_by: supersessions.of(self, item),
+            })
+            .collect();
         ListedItems { items, more: matching.next().is_some() }
     }
 

@@ -30,7 +30,7 @@ use crate::superseded::{Retractions, RetractionsVersion};
 use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
 
-pub use listing::{ItemPage, ListedItems};
+pub use listing::{ItemPage, ListedItem, ListedItems};
 
 /// How an agent's memory is shaped. Part of the snapshot: a snapshot taken
 /// under another configuration or embedding model is refused and rebuilt

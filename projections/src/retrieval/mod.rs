@@ -267,7 +267,7 @@ pub const MAX_HIT_TEXT_BYTES: usize = 16 * 1024;
 
 /// The text of a hit: the item's, or its first `MAX_HIT_TEXT_BYTES` marked
 /// with how long the whole is and where it is.
-fn hit_text(text: &str, item_id: &str) -> String {
+pub(crate) fn hit_text(text: &str, item_id: &str) -> String {
     if text.len() <= MAX_HIT_TEXT_BYTES {
         return text.to_string();
     }
