@@ -6,6 +6,8 @@
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${repo_root}"
+# The build embeds the web view's libraries (see build.rs).
+"${repo_root}/scripts/install-ui-deps.sh"
 cargo build --locked --quiet --bin mneme
 mkdir -p schemas
 target/debug/mneme schema events >schemas/events.schema.json

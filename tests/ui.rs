@@ -15,7 +15,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::{MnemeServer, example_path, last_seq_of_publish, reviewer_and_tokens, stdout_of};
 use mneme_api::consolidation::ContradictionsAnswer;
@@ -59,6 +60,41 @@ fn put_a_dead_letter(data_dir: &Path) {
     });
 }
 
+/// The browser script's own waits are bounded (30 s each); this bounds a
+/// Chromium or Node that hangs outright.
+const BROWSER_DEADLINE: Duration = Duration::from_secs(300);
+
+/// Runs `command` to its end or the deadline (then kills it and fails),
+/// reading its output as it comes so that a full pipe cannot stall it.
+fn run_with_deadline(mut command: Command, deadline: Duration) -> (bool, String, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("running {command:?}: {error}; run scripts/install-ui-test-deps.sh"));
+    let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            pipe.read_to_string(&mut text).map(|_| text).unwrap_or_default()
+        })
+    };
+    let stdout = read(Box::new(child.stdout.take().unwrap()));
+    let stderr = read(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("the browser script ran past {deadline:?}:\n{}", stderr.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (status.success(), stdout.join().unwrap(), stderr.join().unwrap())
+}
+
 fn typed<T: serde::de::DeserializeOwned>(server: &MnemeServer, path: &str) -> T {
     let (status, body) = server.get_as(Some(ADMIN), path);
     assert_eq!(status, 200, "{path}: {body}");
@@ -89,22 +125,17 @@ fn every_view_of_the_web_view_shows_what_the_api_holds_in_a_real_browser() {
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
     let node = std::env::var("MNEME_NODE").unwrap_or_else(|_| "node".to_string());
-    let output = Command::new(&node)
+    let mut browser = Command::new(&node);
+    browser
         .arg(repo_root().join("tests/ui/views.mjs"))
         .env("MNEME_UI_URL", &server.url)
         .env("MNEME_UI_TOKEN", ADMIN)
         .env("MNEME_UI_AGENT_TOKEN", CODER_ONLY)
         .env("MNEME_UI_SHOTS", &shots)
         .env("MNEME_UI_DIR", &ui_dir)
-        .env("MNEME_CHROMIUM", &chromium)
-        .output()
-        .unwrap_or_else(|error| panic!("running {node}: {error}; run scripts/install-ui-test-deps.sh"));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the browser script failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .env("MNEME_CHROMIUM", &chromium);
+    let (succeeded, stdout, stderr) = run_with_deadline(browser, BROWSER_DEADLINE);
+    assert!(succeeded, "the browser script failed:\n{stdout}\n{stderr}");
     let saw: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
 
     check_sign_in(&saw);
@@ -170,6 +201,8 @@ fn check_timeline(server: &MnemeServer, saw: &Value, last_seq: u64) {
     // Live: the event published while the view was open, with its seq.
     assert!(saw["liveSeq"].as_u64().unwrap() > last_seq, "{saw}");
     assert_eq!(saw["liveText"].as_str(), Some(LIVE_TEXT), "{saw}");
+    assert_eq!(saw["liveRows"], json!(1), "the live event once: {saw}");
+    assert_eq!(saw["duplicateRows"], json!(0), "no event twice: {saw}");
     assert!(saw["liveStatus"].as_str().unwrap().starts_with("following the log: "), "{saw}");
     let (_, letters) = server.get_as(Some(ADMIN), "/v1/swarms/demo/deadletters");
     let reason = letters["dead_letters"][0]["reason"].as_str().unwrap();

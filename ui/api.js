@@ -79,6 +79,24 @@ export async function follow(path, signal, onEvent) {
   }
 }
 
+/**
+ * `fn` of each of `items`, at most `limit` at a time (the API lets one token
+ * have `http.max_queries_in_flight`, 4 by default, queries in flight), in
+ * the items' order.
+ */
+export async function mapLimited(items, limit, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index], index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
 export const swarmPath = (rest) => `/v1/swarms/${encodeURIComponent(swarm)}${rest}`;
 export const agentPath = (agent, rest) => swarmPath(`/agents/${encodeURIComponent(agent)}${rest}`);
 

@@ -5,8 +5,7 @@
 // This module signs in and routes `#/<view>` to the view's module.
 
 import { $, AGENT_KEY, TOKEN_KEY, agentPath, api, auth, session, swarm, swarmPath } from "./api.js";
-// The context preview has nothing to load: it answers its form.
-import "./context.js";
+import * as contextPreview from "./context.js";
 import * as contradictions from "./contradictions.js";
 import * as graph from "./graph.js";
 import * as handoffs from "./handoffs.js";
@@ -19,7 +18,7 @@ const VIEWS = {
   timeline: timeline.load,
   memory: memory.load,
   graph: graph.load,
-  context: () => {},
+  context: contextPreview.load,
   phases: phases.load,
   contradictions: contradictions.load,
   handoffs: handoffs.load,
@@ -30,22 +29,25 @@ const SWARM_WIDE = new Set(["timeline", "contradictions"]);
 // --- Sign in -------------------------------------------------------------
 
 /**
- * Opens the views the token opens. A token bound to one agent opens only
- * that agent's routes (the API enforces it; the page only follows): with
- * its agent named, the page shows that agent's views and no swarm-wide one.
+ * Asks the API whether the token opens the swarm (or, for a token bound to
+ * one agent, that agent's routes: the API enforces it; the page only
+ * follows), and remembers it. Throws the API's refusal.
  */
-async function signIn(token, boundAgent) {
+async function authorize(token, boundAgent) {
   if (token) sessionStorage.setItem(TOKEN_KEY, token);
   else sessionStorage.removeItem(TOKEN_KEY);
-  let agents;
   if (boundAgent) {
     await api(agentPath(boundAgent, "/digest"));
-    agents = [boundAgent];
     sessionStorage.setItem(AGENT_KEY, boundAgent);
-  } else {
-    agents = (await api(swarmPath("/agents"))).agents;
-    sessionStorage.removeItem(AGENT_KEY);
+    return [boundAgent];
   }
+  sessionStorage.removeItem(AGENT_KEY);
+  return (await api(swarmPath("/agents"))).agents;
+}
+
+/** Opens the views the token opens: with its agent named, a bound token
+ *  sees that agent's views and no swarm-wide one. */
+function openViews(agents, boundAgent) {
   session.agents = agents;
   session.boundTo = boundAgent || null;
   for (const link of document.querySelectorAll("nav a")) {
@@ -59,19 +61,25 @@ async function signIn(token, boundAgent) {
   $("#agent").disabled = Boolean(boundAgent);
   $("#nav").hidden = false;
   const home = boundAgent ? "#/memory" : "#/timeline";
+  // Changing the address routes (hashchange); otherwise route here.
   if (!location.hash || location.hash === "#/login") location.hash = home;
-  await route();
+  else route();
+}
+
+function forget() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  sessionStorage.removeItem(AGENT_KEY);
 }
 
 $("#login-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   $("#login-error").textContent = "";
   const agent = $("#token-agent").value.trim();
+  let agents;
   try {
-    await signIn($("#token").value.trim(), agent);
+    agents = await authorize($("#token").value.trim(), agent);
   } catch (error) {
-    sessionStorage.removeItem(TOKEN_KEY);
-    sessionStorage.removeItem(AGENT_KEY);
+    forget();
     const refused = {
       401: `This token does not open swarm ${swarm} (${error.message})`,
       403: agent
@@ -79,15 +87,17 @@ $("#login-form").addEventListener("submit", async (event) => {
         : `This token does not open swarm ${swarm}'s swarm-wide views: it may be bound to one agent; name it (${error.message})`,
     };
     $("#login-error").textContent = refused[error.status] || error.message;
+    return;
   }
+  openViews(agents, agent);
 });
 
+// Signing out starts the page afresh: nothing the last token read stays on
+// screen, and no request or stream of it lives on.
 $("#logout").addEventListener("click", () => {
-  timeline.stop();
-  sessionStorage.removeItem(TOKEN_KEY);
-  sessionStorage.removeItem(AGENT_KEY);
-  $("#nav").hidden = true;
+  forget();
   location.hash = "#/login";
+  location.reload();
 });
 
 // --- Routing -------------------------------------------------------------
@@ -109,7 +119,15 @@ async function route() {
   if (session.boundTo && SWARM_WIDE.has(view)) view = "memory";
   if (view !== "timeline") timeline.stop();
   show(view);
-  if (view in VIEWS) await VIEWS[view]();
+  $("#route-error").textContent = "";
+  // Each view shows its own errors where its content would be; this is
+  // the net under them, so that none becomes an unhandled rejection.
+  if (!(view in VIEWS)) return;
+  try {
+    await VIEWS[view]();
+  } catch (error) {
+    $("#route-error").textContent = error.message;
+  }
 }
 
 window.addEventListener("hashchange", route);
@@ -119,5 +137,13 @@ $("#agent").addEventListener("change", route);
 
 $("#swarm-name").textContent = swarm;
 const stored = sessionStorage.getItem(TOKEN_KEY);
-if (auth === "open" || stored) signIn(stored || "", sessionStorage.getItem(AGENT_KEY) || "").catch(() => show("login"));
-else show("login");
+if (auth === "open" || stored) {
+  const boundAgent = sessionStorage.getItem(AGENT_KEY) || "";
+  authorize(stored || "", boundAgent).then(
+    (agents) => openViews(agents, boundAgent),
+    () => {
+      forget();
+      show("login");
+    },
+  );
+} else show("login");

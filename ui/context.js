@@ -6,6 +6,19 @@
 import { $, agentPath, api, button, clip, currentAgent, element, failed, fill } from "./api.js";
 import { showProvenance } from "./provenance.js";
 
+/** Counts previews: an older one's answer is dropped. */
+let previews = 0;
+let shownFor = null;
+
+/** Nothing to load: the view answers its form. A preview of another agent
+ *  is cleared. */
+export function load() {
+  if (currentAgent() === shownFor) return;
+  previews += 1;
+  shownFor = currentAgent();
+  $("#context-result").hidden = true;
+}
+
 async function preview(event) {
   event.preventDefault();
   const agent = currentAgent();
@@ -19,11 +32,14 @@ async function preview(event) {
   if (activity) signals.activity = activity;
   const body = { query: $("#context-query").value.trim(), budget: Number($("#context-budget").value), signals };
   const result = $("#context-result");
+  const request = ++previews;
   try {
     const answer = await api(agentPath(agent, "/context"), { method: "POST", body });
+    if (request !== previews) return;
     render(agent, answer);
     result.hidden = false;
   } catch (error) {
+    if (request !== previews) return;
     result.hidden = false;
     failed($("#context-items"), error);
     $("#context-bars").replaceChildren();

@@ -3,7 +3,7 @@
 // which write `contradiction_resolved` to the log), then the resolved ones.
 // Consolidation finds them; an operator may run it from here.
 
-import { $, agentPath, api, button, clip, element, failed, fill, swarmPath } from "./api.js";
+import { $, agentPath, api, button, clip, element, failed, fill, mapLimited, swarmPath } from "./api.js";
 
 const RESOLUTIONS = [
   ["a_wins", "A holds"],
@@ -12,16 +12,21 @@ const RESOLUTIONS = [
   ["merged", "merged"],
 ];
 
+/** Counts loads: an older one's answer is dropped. */
+let loads = 0;
+
 export async function load() {
+  const load = ++loads;
   const list = $("#contradictions-open");
   try {
     const { open, resolved } = await api(swarmPath("/contradictions"));
     const sides = await sideTexts([...open, ...resolved]);
+    if (load !== loads) return;
     fill(list, grouped(open).map((group) => row(group, sides, true)), "no open contradictions");
     fill($("#contradictions-resolved"), grouped(resolved).map((group) => row(group, sides, false)), "none resolved yet");
     $("#contradictions-summary").textContent = `${grouped(open).length} open, ${grouped(resolved).length} resolved`;
   } catch (error) {
-    failed(list, error);
+    if (load === loads) failed(list, error);
   }
 }
 
@@ -45,16 +50,14 @@ async function sideTexts(contradictions) {
       if (!wanted.has(side)) wanted.set(side, contradiction.agent);
     }
   }
-  await Promise.all(
-    [...wanted].map(async ([itemId, agent]) => {
-      try {
-        const item = await api(agentPath(agent, `/items/${encodeURIComponent(itemId)}`));
-        texts.set(itemId, `${item.kind} · ${item.ts}: ${clip(item.text, 300)}`);
-      } catch (error) {
-        texts.set(itemId, error.message);
-      }
-    }),
-  );
+  await mapLimited([...wanted], 3, async ([itemId, agent]) => {
+    try {
+      const item = await api(agentPath(agent, `/items/${encodeURIComponent(itemId)}`));
+      texts.set(itemId, `${item.kind} · ${item.ts}: ${clip(item.text, 300)}`);
+    } catch (error) {
+      texts.set(itemId, error.message);
+    }
+  });
   return texts;
 }
 

@@ -20,17 +20,22 @@ const KIND_COLOURS = {
   task: "#2f9d5f",
 };
 
-const view = { agent: null, entity: null, hops: 2, times: [], cy: null, slideTimer: null, resized: null };
+/** `request` counts the graph's requests: an answer to an older one (an
+ *  entity or a time since changed) is dropped. */
+const view = { agent: null, entity: null, hops: 2, times: [], cy: null, slideTimer: null, resized: null, request: 0 };
 
 export function load() {
   const agent = currentAgent();
   if (agent !== view.agent) {
     view.agent = agent;
     view.entity = null;
+    view.request += 1;
+    clearTimeout(view.slideTimer);
+    $("#graph-provenance").hidden = true;
+    $("#graph-as-of").disabled = true;
     $("#graph-edges").replaceChildren();
     $("#graph-summary").textContent = "Name an entity: a file, an error, a symbol, a command, an agent.";
-    if (view.cy) view.cy.destroy();
-    view.cy = null;
+    destroy();
   }
 }
 
@@ -39,6 +44,7 @@ async function show(event) {
   view.entity = $("#graph-entity").value.trim();
   view.hops = Number($("#graph-hops").value);
   if (!view.entity) return;
+  clearTimeout(view.slideTimer);
   $("#graph-provenance").hidden = true;
   // Without as_of first: the slider spans the times of every fact shown.
   const answer = await fetchGraph(null);
@@ -55,19 +61,28 @@ async function show(event) {
   draw(answer);
 }
 
-/** The graph at `asOf` (milliseconds; `null` for now), or `null` on error. */
+/** The graph at `asOf` (milliseconds; `null` for now), or `null` on error
+ *  or when another request was made since. */
 async function fetchGraph(asOf) {
+  const request = ++view.request;
   const query = new URLSearchParams({ entity: view.entity, hops: String(view.hops) });
   if (asOf !== null) query.set("as_of", new Date(asOf).toISOString());
   try {
-    return await api(agentPath(view.agent, `/graph?${query}`));
+    const answer = await api(agentPath(view.agent, `/graph?${query}`));
+    return request === view.request ? answer : null;
   } catch (error) {
+    if (request !== view.request) return null;
     failed($("#graph-edges"), error);
     $("#graph-summary").textContent = "";
-    if (view.cy) view.cy.destroy();
-    view.cy = null;
+    destroy();
     return null;
   }
+}
+
+function destroy() {
+  if (view.cy) view.cy.destroy();
+  view.cy = null;
+  $("#graph-canvas").cytoscape = null;
 }
 
 /** The slider's position as a time: each step is a time a fact began or
@@ -84,7 +99,7 @@ function slid() {
   clearTimeout(view.slideTimer);
   view.slideTimer = setTimeout(async () => {
     const answer = await fetchGraph(asOf);
-    if (answer && sliderTime() === asOf) draw(answer);
+    if (answer) draw(answer);
   }, SLIDE_MS);
 }
 
@@ -99,7 +114,7 @@ function draw(answer) {
       data: { id: edge.id, source: edge.from, target: edge.to, label: edge.relation, closed: edge.valid_to ? 1 : 0 },
     })),
   ];
-  if (view.cy) view.cy.destroy();
+  destroy();
   const container = $("#graph-canvas");
   view.cy = cytoscape({
     container,

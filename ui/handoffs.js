@@ -4,23 +4,30 @@
 // from the receivers' lists, with their status; a token bound to the agent
 // reads its own `handoff_sent` events.
 
-import { $, agentPath, api, clip, currentAgent, element, failed, fill, session } from "./api.js";
+import { $, agentPath, api, clip, currentAgent, element, failed, fill, mapLimited, session } from "./api.js";
+
+/** Counts loads: an answer for an agent no longer shown is dropped. */
+let loads = 0;
 
 export async function load() {
   const agent = currentAgent();
   if (!agent) return;
+  const load = ++loads;
   const received = $("#handoffs-received");
+  const sent = $("#handoffs-sent");
+  received.replaceChildren();
+  sent.replaceChildren();
   try {
     const { handoffs } = await api(agentPath(agent, "/handoffs"));
-    fill(received, pendingFirst(handoffs).map(handoffRow), "none received");
+    if (load === loads) fill(received, pendingFirst(handoffs).map(handoffRow), "none received");
   } catch (error) {
-    failed(received, error);
+    if (load === loads) failed(received, error);
   }
-  const sent = $("#handoffs-sent");
   try {
-    fill(sent, await sentBy(agent), "none sent");
+    const rows = await sentBy(agent);
+    if (load === loads) fill(sent, rows, "none sent");
   } catch (error) {
-    failed(sent, error);
+    if (load === loads) failed(sent, error);
   }
 }
 
@@ -29,9 +36,8 @@ const pendingFirst = (handoffs) =>
 
 async function sentBy(agent) {
   if (!session.boundTo) {
-    const lists = await Promise.all(
-      session.agents.filter((other) => other !== agent).map((other) => api(agentPath(other, "/handoffs"))),
-    );
+    const others = session.agents.filter((other) => other !== agent);
+    const lists = await mapLimited(others, 2, (other) => api(agentPath(other, "/handoffs")));
     const sent = lists.flatMap((list) => list.handoffs).filter((handoff) => handoff.from === agent);
     return pendingFirst(sent).map(handoffRow);
   }

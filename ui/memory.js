@@ -9,11 +9,19 @@ import { showProvenance } from "./provenance.js";
 /** Items per page of the list. */
 const PAGE = 50;
 
-const view = { agent: null, state: "", nextBeforeSeq: null };
+/** `request` counts the list's requests and `search` the searches: an
+ *  answer to an older one (another agent, another filter, a page asked for
+ *  twice) is dropped. */
+const view = { agent: null, state: "", nextBeforeSeq: null, request: 0, search: 0 };
 
 export async function load() {
   const agent = currentAgent();
   if (!agent) return;
+  if (agent !== view.agent) {
+    view.state = "";
+    view.search += 1;
+    $("#search-hits").replaceChildren();
+  }
   view.agent = agent;
   $("#memory-provenance").hidden = true;
   await Promise.all([loadItems(true), loadCore(agent)]);
@@ -21,21 +29,27 @@ export async function load() {
 
 /** The counts, as filter buttons, and the first (or next) page of items. */
 async function loadItems(first) {
-  const agent = view.agent;
+  const { agent, state } = view;
+  const request = ++view.request;
   const list = $("#items-list");
+  const more = $("#items-more");
+  more.disabled = true;
   const before = first ? "" : `&before_seq=${view.nextBeforeSeq}`;
-  const filter = view.state ? `&state=${view.state}` : "";
+  const filter = state ? `&state=${state}` : "";
   try {
     const answer = await api(agentPath(agent, `/items?limit=${PAGE}${filter}${before}`));
+    if (request !== view.request) return;
     renderStates(answer);
     const superseded = supersededBy(answer.items);
     const rows = answer.items.map((item) => itemRow(agent, item, superseded));
     if (first) fill(list, rows, "no items");
     else list.append(...rows);
     view.nextBeforeSeq = answer.next_before_seq;
-    $("#items-more").hidden = answer.next_before_seq === null;
+    more.hidden = answer.next_before_seq === null;
   } catch (error) {
-    failed(list, error);
+    if (request === view.request) failed(list, error);
+  } finally {
+    if (request === view.request) more.disabled = false;
   }
 }
 
@@ -76,6 +90,7 @@ function itemRow(agent, item, superseded) {
 async function loadCore(agent) {
   try {
     const core = await api(agentPath(agent, "/core"));
+    if (agent !== view.agent) return;
     $("#core-task").textContent = core.task
       ? `Working on: ${core.task.title} (${core.task.status}${core.task.from ? `, from ${core.task.from}` : ""})`
       : "No open task.";
@@ -101,12 +116,14 @@ async function search(event) {
   const list = $("#search-hits");
   if (!agent || !query) return;
   const path = agentPath(agent, `/search?q=${encodeURIComponent(query)}&mode=${mode}&k=10&explain=true`);
+  const request = ++view.search;
   try {
     const { hits } = await api(path);
+    if (request !== view.search) return;
     const superseded = supersededBy(hits);
     fill(list, hits.map((hit) => hitRow(agent, hit, superseded)), "nothing found");
   } catch (error) {
-    failed(list, error);
+    if (request === view.search) failed(list, error);
   }
 }
 

@@ -7,16 +7,29 @@ import { $, agentPath, api, button, currentAgent, element, entryWithJson, failed
 /** The levels, shortest first; `original` is the right-hand column. */
 const LEVELS = ["index", "compressed", "summary", "findings", "full"];
 
-const view = { agent: null, phase: null, level: "summary" };
+/** `request` counts the listing's, the level's and the events' requests
+ *  apart: an answer to an older one is dropped. */
+const view = { agent: null, phase: null, level: "summary", request: { list: 0, level: 0, events: 0 } };
+
+/** A token for a request of `kind`, and whether it is still the latest. */
+function latest(kind) {
+  const request = ++view.request[kind];
+  return () => request === view.request[kind];
+}
 
 export async function load() {
   const agent = currentAgent();
   if (!agent) return;
   view.agent = agent;
+  view.phase = null;
+  latest("level");
+  latest("events");
   $("#phase-detail").hidden = true;
   const list = $("#phases-list");
+  const current = latest("list");
   try {
     const answer = await api(agentPath(agent, "/phases"));
+    if (!current()) return;
     const own = answer.phases.map((phase) => phaseRow(phase, false));
     const shared = answer.shared_phases.map((phase) => phaseRow(phase, true));
     fill(list, [...own, ...shared], "no phases yet");
@@ -24,7 +37,7 @@ export async function load() {
       `${answer.phases.length} phases of ${agent}, ${answer.shared_phases.length} shared by other agents` +
       (answer.session_summary ? ` — ${answer.session_summary}` : "");
   } catch (error) {
-    failed(list, error);
+    if (current()) failed(list, error);
   }
 }
 
@@ -66,10 +79,12 @@ async function showLevel(level) {
     tab.classList.toggle("current", tab.dataset.level === level);
   }
   const text = $("#phase-text");
-  text.dataset.level = level;
+  const current = latest("level");
   try {
     // The heading and the level's text or record come flattened in one object.
     const answer = await api(phasePath(view.phase, level));
+    if (!current()) return;
+    text.dataset.level = level;
     $("#phase-heading").textContent = `${answer.name} (${answer.status})`;
     if (typeof answer.text === "string") {
       const bound = answer.bound ? ` of at most ${answer.bound}` : "";
@@ -80,6 +95,7 @@ async function showLevel(level) {
       text.textContent = JSON.stringify(answer.full, null, 2);
     }
   } catch (error) {
+    if (!current()) return;
     $("#phase-level-meta").textContent = "";
     failed(text, error);
   }
@@ -87,12 +103,14 @@ async function showLevel(level) {
 
 async function showOriginal(phaseId) {
   const list = $("#phase-events");
+  const current = latest("events");
   try {
     const answer = await api(phasePath(phaseId, "original"));
+    if (!current()) return;
     const events = Array.isArray(answer.events) ? answer.events : [];
     fill(list, events.map(entryWithJson), "no events");
     $("#phase-events-meta").textContent = `${events.length} original events, in log order`;
   } catch (error) {
-    failed(list, error);
+    if (current()) failed(list, error);
   }
 }

@@ -18,10 +18,13 @@ export async function showProvenance(panel, agent, id, label = id) {
   );
   panel.dataset.id = id;
   panel.hidden = false;
+  // Another click before this answers wins.
+  const request = String(Number(panel.dataset.request || 0) + 1);
+  panel.dataset.request = request;
   try {
     const { events } = await api(agentPath(agent, `/provenance/${encodeURIComponent(id)}`));
-    fill(list, events.map(entryWithJson), "no events");
+    if (panel.dataset.request === request) fill(list, events.map(entryWithJson), "no events");
   } catch (error) {
-    failed(list, error);
+    if (panel.dataset.request === request) failed(list, error);
   }
 }

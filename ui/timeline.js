@@ -6,8 +6,11 @@
 import uPlot from "./vendor/uplot.mjs";
 import { $, api, element, follow, gist, swarmPath } from "./api.js";
 
-/** Pages of the log read, 1,000 events each. */
-const PAGES = 20;
+/** Events the view holds: the newest this many of the log, then what the
+ *  stream adds (the oldest dropped past it). */
+const HELD = 5000;
+/** Entries per page read. */
+const PAGE = 1000;
 /** Rows shown, newest first. */
 const ROWS = 500;
 /** Time buckets of the chart. */
@@ -18,58 +21,76 @@ const RETRY_MS = 5000;
 const DEAD_LETTERS = "!dead-letter";
 const COLOURS = ["#2f5fd0", "#d0692f", "#2f9d5f", "#9d2f8f", "#8f7a1d", "#1d8f8a", "#b42318", "#555"];
 
-const view = { events: [], live: null, added: 0, chart: null, renderQueued: false };
+/** `generation` counts loads and stops: a load or a stream callback of an
+ *  older one finds it changed and does nothing more. */
+const view = { events: [], live: null, added: 0, chart: null, renderQueued: false, generation: 0, firstSeq: 1 };
 
 export async function load() {
   stop();
-  const events = [];
-  let from = 1;
-  for (let page = 0; page < PAGES; page++) {
-    const answer = await api(swarmPath(`/events?from_seq=${from}&limit=1000`));
-    events.push(...answer.events);
-    if (answer.events.length < 1000 || answer.next_seq <= from) break;
-    from = answer.next_seq;
+  const generation = view.generation;
+  const stale = () => generation !== view.generation;
+  try {
+    const { last_seq: last } = await api("/healthz");
+    const first = Math.max(1, last - HELD + 1);
+    const events = [];
+    for (let from = first; from <= last; ) {
+      const answer = await api(swarmPath(`/events?from_seq=${from}&limit=${PAGE}`));
+      if (stale()) return;
+      events.push(...answer.events.filter((entry) => entry.seq <= last));
+      if (!answer.events.length || answer.next_seq <= from) break;
+      from = answer.next_seq;
+    }
+    view.events = events;
+    view.firstSeq = first;
+    view.added = 0;
+    refreshKinds();
+    render();
+    startFollowing(last + 1, generation);
+  } catch (error) {
+    if (stale()) return;
+    $("#timeline-events tbody").replaceChildren();
+    $("#timeline-summary").textContent = error.message;
+    setLive("not live");
   }
-  view.events = events;
-  view.added = 0;
-  refreshKinds();
-  render();
-  startFollowing(events.length ? events[events.length - 1].seq + 1 : 1);
 }
 
-/** Stops following the log (leaving the view, signing out). */
+/** Stops following the log (leaving the view) and any load under way. */
 export function stop() {
+  view.generation += 1;
   if (view.live) view.live.abort();
   view.live = null;
+  setLive("not live");
 }
 
-function startFollowing(fromSeq) {
+function startFollowing(fromSeq, generation) {
   const controller = new AbortController();
   view.live = controller;
   setLive("following the log");
   let next = fromSeq;
+  const mine = () => view.live === controller && view.generation === generation;
   follow(swarmPath(`/events?follow=true&from_seq=${fromSeq}`), controller.signal, (name, entry) => {
-    if (name !== "entry" || entry.seq < next) return;
+    if (!mine() || name !== "entry" || entry.seq < next) return;
     next = entry.seq + 1;
     view.events.push(entry);
+    if (view.events.length > HELD + PAGE) view.events.splice(0, view.events.length - HELD);
     view.added += 1;
     setLive(`following the log: ${view.added} new since opened`);
     const known = [...$("#filter-kind").options].map((option) => option.value);
     if (!known.includes(entry.kind || DEAD_LETTERS)) refreshKinds();
     queueRender();
   })
-    .then(() => ended(controller, next, "the server ended the stream"))
+    .then(() => ended(mine, generation, () => next, "the server ended the stream"))
     .catch((error) => {
-      if (error.name !== "AbortError") ended(controller, next, error.message);
+      if (error.name !== "AbortError") ended(mine, generation, () => next, error.message);
     });
 }
 
 /** The stream ended while the view is open: says so, and follows again. */
-function ended(controller, next, why) {
-  if (view.live !== controller) return;
+function ended(mine, generation, next, why) {
+  if (!mine()) return;
   setLive(`not live (${why}); trying again`);
   setTimeout(() => {
-    if (view.live === controller) startFollowing(next);
+    if (mine()) startFollowing(next(), generation);
   }, RETRY_MS);
 }
 
@@ -133,9 +154,11 @@ function render() {
     }),
   );
   const dead = events.filter((entry) => entry.invalid).length;
+  const held = view.events.length ? view.events[0].seq : view.firstSeq;
   $("#timeline-summary").textContent =
     `${events.length} of ${view.events.length} events` + (dead ? `, ${dead} dead letters` : "") +
-    (events.length > rows.length ? `; the newest ${rows.length} shown` : "");
+    (events.length > rows.length ? `; the newest ${rows.length} shown` : "") +
+    (held > 1 ? `; the log from seq ${held} on` : "");
   chart(events);
 }
 
@@ -149,8 +172,11 @@ function chart(events) {
     container.replaceChildren();
     return;
   }
-  const first = Math.min(...timed.map(([ts]) => ts));
-  const last = Math.max(...timed.map(([ts]) => ts));
+  let [first, last] = [Infinity, -Infinity];
+  for (const [ts] of timed) {
+    first = Math.min(first, ts);
+    last = Math.max(last, ts);
+  }
   const width = Math.max((last - first) / BUCKETS, 1);
   const agents = [...new Set(timed.map(([, agent]) => agent))].sort();
   const xs = Array.from({ length: BUCKETS + 1 }, (_, bucket) => first + bucket * width);
