@@ -653,6 +653,35 @@ fn consolidation_writes_verdicts_as_events_and_replay_applies_them_without_scann
         r#"{"resolution": "a_wins"}"#,
     );
     assert_eq!(status, 409, "{again}");
+    // A contradiction one memory settled by its agent's own event is not
+    // settled another way in the others; the same way, it is.
+    let other = everywhere
+        .open
+        .iter()
+        .find(|open| everywhere.open.iter().filter(|copy| copy.contradiction_id == open.contradiction_id).count() >= 2)
+        .expect("another contradiction held by two memories");
+    let own = json!({"id": "01JGZ5V7Q8X9Y0Z1A2B3C4D5F0", "swarm": "demo", "agent": other.agent, "ts": "2026-01-06T12:00:00Z",
+        "kind": "contradiction_resolved", "data": {"contradiction_id": other.contradiction_id, "resolution": "a_wins"}});
+    let own: AcceptedEvents = post_expecting(&server, "/v1/events", &own.to_string(), 202);
+    let path = format!("/v1/swarms/demo/contradictions/{}/resolve", other.contradiction_id);
+    let listed = format!("/v1/swarms/demo/contradictions?agent={}", other.agent);
+    wait_for_log_end(&server, own.accepted[0].seq);
+    let mut settled_by_its_agent = false;
+    for _ in 0..100 {
+        let listing: ContradictionsAnswer = server.get_typed(&listed);
+        settled_by_its_agent =
+            listing.resolved.iter().any(|resolved| resolved.contradiction_id == other.contradiction_id);
+        if settled_by_its_agent {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(settled_by_its_agent, "{} did not apply its own resolution", other.agent);
+    let (status, differently) = server.post_refused(&path, r#"{"resolution": "b_wins"}"#);
+    assert_eq!((status, differently.error.code.as_str()), (409, "resolved_differently"), "{differently}");
+    let same: mneme_api::consolidation::Resolved = post_expecting(&server, &path, r#"{"resolution": "a_wins"}"#, 200);
+    assert_eq!(same.contradiction.resolution.as_deref(), Some("a_wins"), "{same:?}");
+    assert!(same.contradiction.agent != other.agent, "the other copies only: {same:?}");
     let (status, bad) = server.post_refused(
         &format!("/v1/swarms/demo/contradictions/{contradiction_id}/resolve"),
         r#"{"resolution": "coin_toss"}"#,

@@ -58,7 +58,7 @@ async function show(event) {
   slider.value = view.times.length;
   slider.disabled = view.times.length === 0;
   $("#graph-as-of-label").textContent = "now";
-  draw(answer);
+  draw(answer, null);
 }
 
 /** The graph at `asOf` (milliseconds; `null` for now), or `null` on error
@@ -99,11 +99,14 @@ function slid() {
   clearTimeout(view.slideTimer);
   view.slideTimer = setTimeout(async () => {
     const answer = await fetchGraph(asOf);
-    if (answer) draw(answer);
+    if (answer) draw(answer, asOf);
   }, SLIDE_MS);
 }
 
-function draw(answer) {
+/** An edge no longer holding at `asOf` (now, when `null`). */
+const closedAt = (edge, asOf) => Boolean(edge.valid_to) && (asOf === null || Date.parse(edge.valid_to) <= asOf);
+
+function draw(answer, asOf) {
   const agent = view.agent;
   const open = (id, label) => showProvenance($("#graph-provenance"), agent, id, label);
   const elements = [
@@ -111,7 +114,7 @@ function draw(answer) {
       data: { id: node.id, label: node.name, kind: node.kind, centre: node.id === answer.center ? 1 : 0 },
     })),
     ...answer.edges.map((edge) => ({
-      data: { id: edge.id, source: edge.from, target: edge.to, label: edge.relation, closed: edge.valid_to ? 1 : 0 },
+      data: { id: edge.id, source: edge.from, target: edge.to, label: edge.relation, closed: closedAt(edge, asOf) ? 1 : 0 },
     })),
   ];
   destroy();
@@ -120,7 +123,9 @@ function draw(answer) {
     container,
     elements,
     layout: { name: "cose", animate: false, randomize: false, nodeDimensionsIncludeLabels: true },
-    wheelSensitivity: 0.3,
+    // A graph of two nodes is not drawn at ten times the size.
+    maxZoom: 1.6,
+    minZoom: 0.1,
     style: [
       {
         selector: "node",
@@ -168,7 +173,7 @@ function draw(answer) {
   fill(
     $("#graph-edges"),
     answer.edges.map((edge) => {
-      const item = element("li", undefined, edge.valid_to ? "closed" : "");
+      const item = element("li", undefined, closedAt(edge, asOf) ? "closed" : "");
       item.dataset.edgeId = edge.id;
       item.dataset.relation = edge.relation;
       const held = `${edge.valid_from || "?"} → ${edge.valid_to || "now"}`;

@@ -80,13 +80,33 @@ impl Service {
                 if listing.open.iter().any(|open| open.contradiction_id == contradiction_id) {
                     open_in.push(handle);
                 } else if already.is_none() {
-                    already =
-                        listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
+                    already = listing
+                        .resolved
+                        .into_iter()
+                        .find(|resolved| resolved.contradiction_id == contradiction_id)
+                        .map(|resolved| (agent.clone(), resolved));
                 }
             }
         }
+        // Copies settled one way (in one memory, by an agent's own event)
+        // are not settled another way in the others.
+        if let Some((agent, resolved)) = &already
+            && !open_in.is_empty()
+            && resolved.resolution != resolution
+        {
+            return Err(ApiError::conflict(
+                "resolved_differently",
+                Some("resolution"),
+                format!(
+                    "contradiction {contradiction_id:?} was resolved {} at seq {} in the memory of {agent:?}: \
+                     resolve its other copies the same way",
+                    resolution_name(resolved.resolution),
+                    resolved.provenance.seq
+                ),
+            ));
+        }
         if open_in.is_empty() {
-            return Err(match already {
+            return Err(match already.map(|(_, resolved)| resolved) {
                 Some(resolved) => ApiError::conflict(
                     "already_resolved",
                     Some("contradiction_id"),
