@@ -359,4 +359,10 @@ fn check_handoffs(server: &MnemeServer, saw: &Value) {
     shown_sent.sort();
     sent.sort();
     assert_eq!(shown_sent, sent, "{saw}");
+    // The agent's own token reads the ones it sent from its own events.
+    let mut bound_sent: Vec<String> = strings(&saw["boundSent"]).into_iter().map(str::to_string).collect();
+    bound_sent.sort();
+    assert_eq!(bound_sent, sent, "{saw}");
+    assert!(saw["boundReceived"].as_u64().unwrap() > 0, "{saw}");
+    assert_eq!(saw["errorsAsBoundAgent"], json!([]), "no refused request in the agent's views: {saw}");
 }

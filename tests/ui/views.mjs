@@ -119,6 +119,14 @@ try {
   await page.waitForSelector("#search-hits li.item");
   saw.boundHits = await page.locator("#search-hits li.item .text").count();
   await shot(page, "agent-token");
+  // Its handoffs: the sent ones from its own events (it may not read the
+  // receivers' lists).
+  await page.click('nav a[data-view="handoffs"]');
+  await page.waitForSelector("#handoffs-sent li");
+  await page.waitForSelector("#handoffs-received li");
+  saw.boundSent = await page.$$eval("#handoffs-sent li.handoff", (items) => items.map((item) => item.dataset.handoffId));
+  saw.boundReceived = await page.locator("#handoffs-received li.handoff").count();
+  saw.errorsAsBoundAgent = [...consoleErrors];
   await page.click("#logout");
   await page.waitForSelector("#login:not([hidden])");
   await page.fill("#token-agent", "");
