@@ -11,7 +11,7 @@ use anyhow::Context;
 use mneme_actors::SwarmConfig;
 use mneme_events::{DecodeLimits, decode_json};
 use mneme_projections::graph::GraphQuery;
-use mneme_projections::{AgentMemory, SearchMode, SearchRequest};
+use mneme_projections::{AgentMemory, ItemPage, ItemState, SearchMode, SearchRequest};
 
 use crate::bench::{Vocabulary, WordStream};
 
@@ -170,8 +170,37 @@ fn graph_and_context_rows(memory: &mut AgentMemory, queries: usize) -> anyhow::R
         });
         rows.push((label.to_string(), latencies));
     }
-
+    rows.extend(browsing_rows(memory, queries));
     Ok(rows)
+}
+
+/// Latencies of what the web view's memory page asks (`GET …/items`): the
+/// counts per state and pinned, and a page of 50 items, newest first (the
+/// first page, and one far back), or of one state no item is in (a scan of
+/// every item).
+fn browsing_rows(memory: &AgentMemory, queries: usize) -> Vec<(String, Vec<Duration>)> {
+    let items = memory.items().count() as u64;
+    let oldest = memory.items().next().map_or(0, |item| item.seq);
+    let pages = [
+        ("items page, newest 50", None, None),
+        ("items page, 50 from the middle", None, Some(oldest + items / 2)),
+        ("items page, a state no item is in", Some(ItemState::Purged), None),
+    ];
+    let mut rows = Vec::new();
+    rows.push((
+        "item counts per state and pinned".to_string(),
+        measure(queries, |_| {
+            std::hint::black_box((memory.state_counts(), memory.pinned_count()));
+        }),
+    ));
+    for (label, state, before_seq) in pages {
+        let page = ItemPage { state, pinned_only: false, before_seq, limit: 50 };
+        let latencies = measure(queries, |_| {
+            std::hint::black_box(memory.item_page(&page));
+        });
+        rows.push((label.to_string(), latencies));
+    }
+    rows
 }
 
 /// Seconds the bare libraries take for a list of texts.
