@@ -16,9 +16,9 @@ use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
 use mneme_projections::tokens;
 use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, HandoffRecord, ItemPage,
-    ListedItems, MemoryItem, OpenContradiction, ProjectionError, ProvenanceRef, ResolvedContradiction, SearchHit,
-    SearchRequest,
+    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, HandoffRecord, ItemCounts,
+    ItemPage, ListedItems, MemoryItem, OpenContradiction, ProjectionError, ProvenanceRef, ResolvedContradiction,
+    SearchHit, SearchRequest,
 };
 use tokio::sync::watch;
 
@@ -429,9 +429,8 @@ pub struct ItemsQuery {
 /// Item counts by state, and one item or a page of items when asked for.
 #[derive(Debug, Clone)]
 pub struct ItemListing {
-    pub states: BTreeMap<&'static str, usize>,
-    /// How many items are pinned (in any state).
-    pub pinned: usize,
+    /// Items per state, and pinned.
+    pub counts: ItemCounts,
     /// The page asked for; empty when none was.
     pub page: ListedItems,
     pub item: Option<MemoryItem>,
@@ -557,8 +556,7 @@ impl Handler<Query> for MemoryActor {
                 resolved: self.memory.resolved_contradictions().cloned().collect(),
             }),
             Query::Items(ItemsQuery { item_id, page }) => QueryAnswer::Items(ItemListing {
-                states: self.memory.state_counts(),
-                pinned: self.memory.pinned_count(),
+                counts: self.memory.state_counts(),
                 page: page.map(|page| self.memory.item_page(&page)).unwrap_or_default(),
                 superseded_by: item_id.as_deref().and_then(|item_id| self.memory.superseded_by(item_id)),
                 item: item_id.and_then(|item_id| self.memory.item(&item_id).cloned()),

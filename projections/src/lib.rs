@@ -38,7 +38,7 @@ pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 pub use memory::{
-    AgentMemory, AppliedEvent, ItemPage, ListedItem, ListedItems, MemoryConfig, OpenContradiction,
+    AgentMemory, AppliedEvent, ItemCounts, ItemPage, ListedItem, ListedItems, MemoryConfig, OpenContradiction,
     ResolvedContradiction, enters_memory_of,
 };
 pub use render::describe;

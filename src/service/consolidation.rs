@@ -312,7 +312,7 @@ impl Service {
             // written: write it now.
             let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;
             let purged = match ask(&handle, Query::Items(ItemsQuery::default())).await? {
-                QueryAnswer::Items(listing) => listing.states.get("purged").copied().unwrap_or(0),
+                QueryAnswer::Items(listing) => listing.counts.states.get("purged").copied().unwrap_or(0),
                 _ => 0,
             };
             let snapshot = match snapshot_seq {

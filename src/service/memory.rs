@@ -122,7 +122,7 @@ impl Service {
         let QueryAnswer::Items(listing) = ask(&handle, query).await? else {
             unreachable!("an items query answers with items")
         };
-        let states = listing.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
+        let states = listing.counts.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
         let next_before_seq = listing.page.more.then(|| listing.page.items.last().map(|item| item.seq)).flatten();
         let items = listing
             .page
@@ -140,7 +140,7 @@ impl Service {
                 superseded_by: item.superseded_by,
             })
             .collect();
-        Ok(ItemStates { agent: agent.to_string(), states, pinned: listing.pinned, items, next_before_seq })
+        Ok(ItemStates { agent: agent.to_string(), states, pinned: listing.counts.pinned, items, next_before_seq })
     }
 
     /// One memory and what became of it: its state (forgotten, merged,

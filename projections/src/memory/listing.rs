@@ -1,6 +1,8 @@
 //! Pages of a memory's items, newest first, by state: what a person
 //! browsing the memory (the web view, `GET …/items`) reads.
 
+use std::collections::BTreeMap;
+
 use mneme_events::Timestamp;
 
 use super::AgentMemory;
@@ -32,6 +34,14 @@ pub struct ListedItem {
     pub pinned: bool,
     pub text: String,
     pub superseded_by: Option<String>,
+}
+
+/// How many items are in each state (every state named, 0 included), and
+/// how many are pinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemCounts {
+    pub states: BTreeMap<&'static str, usize>,
+    pub pinned: usize,
 }
 
 /// A page of items.
@@ -69,8 +79,18 @@ impl AgentMemory {
         ListedItems { items, more: matching.next().is_some() }
     }
 
-    /// How many items are pinned.
-    pub fn pinned_count(&self) -> usize {
-        self.items.values().filter(|item| item.pinned).count()
+    /// How many items are in each state, and how many are pinned, in one
+    /// pass: at 100,000 items a pass is about 2 ms of reading items that do
+    /// not fit in the cache (`bench search`), and the counts come with
+    /// every page.
+    pub fn state_counts(&self) -> ItemCounts {
+        let mut by_state = [0usize; ItemState::ALL.len()];
+        let mut pinned = 0;
+        for item in self.items.values() {
+            by_state[item.state as usize] += 1;
+            pinned += usize::from(item.pinned);
+        }
+        let states = ItemState::ALL.iter().map(|state| (state.as_str(), by_state[*state as usize])).collect();
+        ItemCounts { states, pinned }
     }
 }

@@ -30,7 +30,7 @@ use crate::superseded::{Retractions, RetractionsVersion};
 use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
 
-pub use listing::{ItemPage, ListedItem, ListedItems};
+pub use listing::{ItemCounts, ItemPage, ListedItem, ListedItems};
 
 /// How an agent's memory is shaped. Part of the snapshot: a snapshot taken
 /// under another configuration or embedding model is refused and rebuilt
@@ -446,16 +446,6 @@ impl AgentMemory {
     /// Contradictions settled, by id.
     pub fn resolved_contradictions(&self) -> impl Iterator<Item = &ResolvedContradiction> {
         self.resolved_contradictions.values()
-    }
-
-    /// How many items are in each state.
-    pub fn state_counts(&self) -> BTreeMap<&'static str, usize> {
-        let mut counts: BTreeMap<&'static str, usize> =
-            ItemState::ALL.iter().map(|state| (state.as_str(), 0)).collect();
-        for item in self.items.values() {
-            *counts.entry(item.state.as_str()).or_default() += 1;
-        }
-        counts
     }
 
     /// Applies the event at `seq`. Refuses a seq at or below the checkpoint,
