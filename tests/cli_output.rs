@@ -92,3 +92,28 @@ fn an_agent_writes_notes_and_core_blocks_and_reads_its_timeline_from_the_cli() {
     assert!(text.contains("Note [gotcha]: the flaky test is quokka_cache"), "{text}");
     assert!(text.contains("core_memory_updated"), "{text}");
 }
+
+/// A port in use: `mneme serve` says so and exits, before it opens the log
+/// or starts a memory (it used to start them, then panic while dropping
+/// them: "there is no reactor running").
+#[test]
+fn a_port_in_use_is_refused_with_its_reason_and_no_panic() {
+    let work = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let config = work.path().join("swarm.toml");
+    std::fs::write(&config, "[swarm]\nname = \"demo\"\n\n[embedder]\nkind = \"hashed\"\n").unwrap();
+    let output = std::process::Command::new(common::MNEME)
+        .args(["serve", "--http", &address, "--config"])
+        .arg(&config)
+        .arg("--data-dir")
+        .arg(work.path().join("data"))
+        .env("MNEME_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("binding the HTTP API to {address}")), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!work.path().join("data").join("log").exists(), "nothing opened before the port: {stderr}");
+}

@@ -62,6 +62,16 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
             }
         });
     }
+    // The HTTP port first: a port in use is refused before anything is
+    // opened or started (actors started and then dropped with the error
+    // panicked on the way out).
+    let listener = match front {
+        Front::Http => Some(
+            std::net::TcpListener::bind(config.http.bind)
+                .with_context(|| format!("binding the HTTP API to {}", config.http.bind))?,
+        ),
+        _ => None,
+    };
     let id_key = backend::id_key(&config)?;
     let opened = backend::open_log_and_broker(&config).await?;
     let log = opened.log;
@@ -146,8 +156,8 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
             })
             .workers(HTTP_WORKERS)
             .disable_signals()
-            .bind(bind)
-            .with_context(|| format!("binding the HTTP API to {bind}"))?;
+            .listen(listener.expect("bound above for the HTTP front"))
+            .with_context(|| format!("listening on {bind}"))?;
             for address in server.addrs() {
                 tracing::info!(swarm = %config.swarm.name, backend = ?config.log.backend, "listening on http://{address}");
             }
