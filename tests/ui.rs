@@ -95,12 +95,6 @@ fn run_with_deadline(mut command: Command, deadline: Duration) -> (bool, String,
     (status.success(), stdout.join().unwrap(), stderr.join().unwrap())
 }
 
-fn typed<T: serde::de::DeserializeOwned>(server: &MnemeServer, path: &str) -> T {
-    let (status, body) = server.get_as(Some(ADMIN), path);
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_value(body).unwrap_or_else(|error| panic!("{path}: {error}"))
-}
-
 #[test]
 fn every_view_of_the_web_view_shows_what_the_api_holds_in_a_real_browser() {
     let (chromium, ui_dir) = (chromium(), ui_dir());
@@ -249,8 +243,7 @@ fn check_memory(server: &MnemeServer, saw: &Value) {
     let hits = saw["hits"].as_array().unwrap();
     assert!(hits.iter().all(|hit| hit["explain"].as_str().unwrap().starts_with("found by ")), "{hits:?}");
     // The Redis decision was replaced by the Postgres one: both marked.
-    let search: SearchAnswer = typed(
-        server,
+    let search: SearchAnswer = server.get_typed(
         "/v1/swarms/demo/agents/coder/search?q=refresh%20token%20storage%20decision%20redis%20postgres&k=10",
     );
     let replaced = search.hits.iter().find(|hit| hit.superseded_by.is_some()).expect("a superseded decision");
@@ -333,7 +326,7 @@ fn check_contradictions(server: &MnemeServer, saw: &Value) {
     let resolved = saw["resolved"].as_str().unwrap();
     assert!(strings(&saw["openContradictions"]).len() >= 2, "{saw}");
     assert_eq!(saw["resolvedShown"].as_str(), Some("resolved: b_wins"), "{saw}");
-    let answer: ContradictionsAnswer = typed(server, "/v1/swarms/demo/contradictions");
+    let answer: ContradictionsAnswer = server.get_typed("/v1/swarms/demo/contradictions");
     assert!(
         answer.resolved.iter().any(|c| c.contradiction_id == resolved && c.resolution.as_deref() == Some("b_wins")),
         "{resolved} resolved over the API: {answer:?}"
@@ -344,7 +337,7 @@ fn check_contradictions(server: &MnemeServer, saw: &Value) {
 /// The coder's handoffs as the API lists them, pending first; those it
 /// sent, from the receivers' lists.
 fn check_handoffs(server: &MnemeServer, saw: &Value) {
-    let received: HandoffsAnswer = typed(server, "/v1/swarms/demo/agents/coder/handoffs");
+    let received: HandoffsAnswer = server.get_typed("/v1/swarms/demo/agents/coder/handoffs");
     let shown = saw["handoffsReceived"].as_array().unwrap();
     assert_eq!(shown.len(), received.handoffs.len(), "{shown:?}");
     let pending = shown.iter().take_while(|handoff| handoff["status"] == "pending").count();
@@ -352,7 +345,7 @@ fn check_handoffs(server: &MnemeServer, saw: &Value) {
     assert!(shown[pending..].iter().all(|handoff| handoff["status"] != "pending"), "pending first: {shown:?}");
     let mut sent = Vec::new();
     for agent in ["planner", "reviewer"] {
-        let theirs: HandoffsAnswer = typed(server, &format!("/v1/swarms/demo/agents/{agent}/handoffs"));
+        let theirs: HandoffsAnswer = server.get_typed(&format!("/v1/swarms/demo/agents/{agent}/handoffs"));
         sent.extend(theirs.handoffs.into_iter().filter(|handoff| handoff.from == "coder").map(|h| h.handoff_id));
     }
     let mut shown_sent: Vec<String> = strings(&saw["handoffsSent"]).into_iter().map(str::to_string).collect();

@@ -80,6 +80,20 @@ export async function follow(path, signal, onEvent) {
 }
 
 /**
+ * A run of requests of which only the latest one's answer counts (another
+ * agent or filter chosen since, a button pressed twice): each call starts
+ * one and gives back whether it is still the latest. A call alone drops
+ * the one in flight.
+ */
+export function latestOnly() {
+  let latest = 0;
+  return () => {
+    const mine = ++latest;
+    return () => mine === latest;
+  };
+}
+
+/**
  * `fn` of each of `items`, at most `limit` at a time (the API lets one token
  * have `http.max_queries_in_flight`, 4 by default, queries in flight), in
  * the items' order.

@@ -3,18 +3,17 @@
 // give it: the budget bars per tier (allocated, used, wanted), each item
 // with its tier, tokens and reason, and the text itself.
 
-import { $, agentPath, api, button, clip, currentAgent, element, failed, fill } from "./api.js";
+import { $, agentPath, api, button, clip, currentAgent, element, failed, fill, latestOnly } from "./api.js";
 import { showProvenance } from "./provenance.js";
 
-/** Counts previews: an older one's answer is dropped. */
-let previews = 0;
+const previews = latestOnly();
 let shownFor = null;
 
 /** Nothing to load: the view answers its form. A preview of another agent
  *  is cleared. */
 export function load() {
   if (currentAgent() === shownFor) return;
-  previews += 1;
+  previews();
   shownFor = currentAgent();
   $("#context-result").hidden = true;
 }
@@ -32,14 +31,14 @@ async function preview(event) {
   if (activity) signals.activity = activity;
   const body = { query: $("#context-query").value.trim(), budget: Number($("#context-budget").value), signals };
   const result = $("#context-result");
-  const request = ++previews;
+  const current = previews();
   try {
     const answer = await api(agentPath(agent, "/context"), { method: "POST", body });
-    if (request !== previews) return;
+    if (!current()) return;
     render(agent, answer);
     result.hidden = false;
   } catch (error) {
-    if (request !== previews) return;
+    if (!current()) return;
     result.hidden = false;
     failed($("#context-items"), error);
     $("#context-bars").replaceChildren();

@@ -3,7 +3,7 @@
 // which write `contradiction_resolved` to the log), then the resolved ones.
 // Consolidation finds them; an operator may run it from here.
 
-import { $, agentPath, api, button, clip, element, failed, fill, mapLimited, swarmPath } from "./api.js";
+import { $, agentPath, api, button, clip, element, failed, fill, latestOnly, mapLimited, swarmPath } from "./api.js";
 
 const RESOLUTIONS = [
   ["a_wins", "A holds"],
@@ -12,21 +12,20 @@ const RESOLUTIONS = [
   ["merged", "merged"],
 ];
 
-/** Counts loads: an older one's answer is dropped. */
-let loads = 0;
+const loads = latestOnly();
 
 export async function load() {
-  const load = ++loads;
+  const current = loads();
   const list = $("#contradictions-open");
   try {
     const { open, resolved } = await api(swarmPath("/contradictions"));
     const sides = await sideTexts([...open, ...resolved]);
-    if (load !== loads) return;
+    if (!current()) return;
     fill(list, grouped(open).map((group) => row(group, sides, true)), "no open contradictions");
     fill($("#contradictions-resolved"), grouped(resolved).map((group) => row(group, sides, false)), "none resolved yet");
     $("#contradictions-summary").textContent = `${grouped(open).length} open, ${grouped(resolved).length} resolved`;
   } catch (error) {
-    if (load === loads) failed(list, error);
+    if (current()) failed(list, error);
   }
 }
 

@@ -4,7 +4,7 @@
 // node or an edge, drawn or listed, opens its provenance.
 
 import cytoscape from "./vendor/cytoscape.mjs";
-import { $, agentPath, api, currentAgent, element, failed, fill } from "./api.js";
+import { $, agentPath, api, currentAgent, element, failed, fill, latestOnly } from "./api.js";
 import { showProvenance } from "./provenance.js";
 
 /** Wait after the slider stops before asking for the graph at its time. */
@@ -20,16 +20,17 @@ const KIND_COLOURS = {
   task: "#2f9d5f",
 };
 
-/** `request` counts the graph's requests: an answer to an older one (an
- *  entity or a time since changed) is dropped. */
-const view = { agent: null, entity: null, hops: 2, times: [], cy: null, slideTimer: null, resized: null, request: 0 };
+const view = { agent: null, entity: null, hops: 2, times: [], cy: null, slideTimer: null, resized: null };
+/** The graph's requests: an answer to an older one (an entity or a time
+ *  since changed) is dropped. */
+const requests = latestOnly();
 
 export function load() {
   const agent = currentAgent();
   if (agent !== view.agent) {
     view.agent = agent;
     view.entity = null;
-    view.request += 1;
+    requests();
     clearTimeout(view.slideTimer);
     $("#graph-provenance").hidden = true;
     $("#graph-as-of").disabled = true;
@@ -64,14 +65,14 @@ async function show(event) {
 /** The graph at `asOf` (milliseconds; `null` for now), or `null` on error
  *  or when another request was made since. */
 async function fetchGraph(asOf) {
-  const request = ++view.request;
+  const current = requests();
   const query = new URLSearchParams({ entity: view.entity, hops: String(view.hops) });
   if (asOf !== null) query.set("as_of", new Date(asOf).toISOString());
   try {
     const answer = await api(agentPath(view.agent, `/graph?${query}`));
-    return request === view.request ? answer : null;
+    return current() ? answer : null;
   } catch (error) {
-    if (request !== view.request) return null;
+    if (!current()) return null;
     failed($("#graph-edges"), error);
     $("#graph-summary").textContent = "";
     destroy();

@@ -4,30 +4,30 @@
 // from the receivers' lists, with their status; a token bound to the agent
 // reads its own `handoff_sent` events.
 
-import { $, agentPath, api, clip, currentAgent, element, failed, fill, mapLimited, session } from "./api.js";
+import { $, agentPath, api, clip, currentAgent, element, failed, fill, latestOnly, mapLimited, session } from "./api.js";
 
-/** Counts loads: an answer for an agent no longer shown is dropped. */
-let loads = 0;
+/** An answer for an agent no longer shown is dropped. */
+const loads = latestOnly();
 
 export async function load() {
   const agent = currentAgent();
   if (!agent) return;
-  const load = ++loads;
+  const current = loads();
   const received = $("#handoffs-received");
   const sent = $("#handoffs-sent");
   received.replaceChildren();
   sent.replaceChildren();
   try {
     const { handoffs } = await api(agentPath(agent, "/handoffs"));
-    if (load === loads) fill(received, pendingFirst(handoffs).map(handoffRow), "none received");
+    if (current()) fill(received, pendingFirst(handoffs).map(handoffRow), "none received");
   } catch (error) {
-    if (load === loads) failed(received, error);
+    if (current()) failed(received, error);
   }
   try {
     const rows = await sentBy(agent);
-    if (load === loads) fill(sent, rows, "none sent");
+    if (current()) fill(sent, rows, "none sent");
   } catch (error) {
-    if (load === loads) failed(sent, error);
+    if (current()) failed(sent, error);
   }
 }
 

@@ -3,23 +3,24 @@
 // and search with `explain` (which retriever found what); any item opens
 // its provenance.
 
-import { $, agentPath, api, button, clip, currentAgent, element, failed, fill } from "./api.js";
+import { $, agentPath, api, button, clip, currentAgent, element, failed, fill, latestOnly } from "./api.js";
 import { showProvenance } from "./provenance.js";
 
 /** Items per page of the list. */
 const PAGE = 50;
 
-/** `request` counts the list's requests and `search` the searches: an
- *  answer to an older one (another agent, another filter, a page asked for
- *  twice) is dropped. */
-const view = { agent: null, state: "", nextBeforeSeq: null, request: 0, search: 0 };
+const view = { agent: null, state: "", nextBeforeSeq: null };
+/** The list's requests and the searches: an answer to an older one
+ *  (another agent, another filter, a page asked for twice) is dropped. */
+const pages = latestOnly();
+const searches = latestOnly();
 
 export async function load() {
   const agent = currentAgent();
   if (!agent) return;
   if (agent !== view.agent) {
     view.state = "";
-    view.search += 1;
+    searches();
     $("#search-hits").replaceChildren();
   }
   view.agent = agent;
@@ -30,7 +31,7 @@ export async function load() {
 /** The counts, as filter buttons, and the first (or next) page of items. */
 async function loadItems(first) {
   const { agent, state } = view;
-  const request = ++view.request;
+  const current = pages();
   const list = $("#items-list");
   const more = $("#items-more");
   more.disabled = true;
@@ -38,7 +39,7 @@ async function loadItems(first) {
   const filter = state ? `&state=${state}` : "";
   try {
     const answer = await api(agentPath(agent, `/items?limit=${PAGE}${filter}${before}`));
-    if (request !== view.request) return;
+    if (!current()) return;
     renderStates(answer);
     const superseded = supersededBy(answer.items);
     const rows = answer.items.map((item) => itemRow(agent, item, superseded));
@@ -47,9 +48,9 @@ async function loadItems(first) {
     view.nextBeforeSeq = answer.next_before_seq;
     more.hidden = answer.next_before_seq === null;
   } catch (error) {
-    if (request === view.request) failed(list, error);
+    if (current()) failed(list, error);
   } finally {
-    if (request === view.request) more.disabled = false;
+    if (current()) more.disabled = false;
   }
 }
 
@@ -116,14 +117,14 @@ async function search(event) {
   const list = $("#search-hits");
   if (!agent || !query) return;
   const path = agentPath(agent, `/search?q=${encodeURIComponent(query)}&mode=${mode}&k=10&explain=true`);
-  const request = ++view.search;
+  const current = searches();
   try {
     const { hits } = await api(path);
-    if (request !== view.search) return;
+    if (!current()) return;
     const superseded = supersededBy(hits);
     fill(list, hits.map((hit) => hitRow(agent, hit, superseded)), "nothing found");
   } catch (error) {
-    if (request === view.search) failed(list, error);
+    if (current()) failed(list, error);
   }
 }
 

@@ -2,20 +2,16 @@
 // each level of compression (index, compressed, summary, findings, full),
 // side by side with the original events it was made from.
 
-import { $, agentPath, api, button, currentAgent, element, entryWithJson, failed, fill } from "./api.js";
+import { $, agentPath, api, button, currentAgent, element, entryWithJson, failed, fill, latestOnly } from "./api.js";
 
 /** The levels, shortest first; `original` is the right-hand column. */
 const LEVELS = ["index", "compressed", "summary", "findings", "full"];
 
-/** `request` counts the listing's, the level's and the events' requests
- *  apart: an answer to an older one is dropped. */
-const view = { agent: null, phase: null, level: "summary", request: { list: 0, level: 0, events: 0 } };
-
-/** A token for a request of `kind`, and whether it is still the latest. */
-function latest(kind) {
-  const request = ++view.request[kind];
-  return () => request === view.request[kind];
-}
+const view = { agent: null, phase: null, level: "summary" };
+/** The listing's, the level's and the events' requests, apart: an answer
+ *  to an older one is dropped. */
+const requests = { list: latestOnly(), level: latestOnly(), events: latestOnly() };
+const latest = (kind) => requests[kind]();
 
 export async function load() {
   const agent = currentAgent();

@@ -40,6 +40,24 @@ async function apiAsOperator(path, init = {}) {
   return fetch(`${url}${path}`, { ...init, headers, signal: AbortSignal.timeout(30_000) });
 }
 
+/** Publishes an event or an array as the operator; the API's answer. */
+async function publish(what, events) {
+  const response = await apiAsOperator("/v1/events", { method: "POST", body: JSON.stringify(events) });
+  const body = await response.text();
+  check(response.status === 202, `publishing ${what}: ${response.status} ${body}`);
+  return JSON.parse(body);
+}
+
+/** GETs `path` from inside the page, with the token it signed in with:
+ *  the status, and the JSON answer. */
+function asThePage(page, path) {
+  return page.evaluate(async (path) => {
+    const headers = { Authorization: `Bearer ${sessionStorage.getItem("mneme-token")}` };
+    const response = await fetch(path, { headers });
+    return { status: response.status, body: await response.json() };
+  }, path);
+}
+
 /** Polls `probe` until it is true, for at most 30 s. */
 async function eventually(what, probe) {
   const deadline = Date.now() + 30_000;
@@ -108,11 +126,7 @@ try {
   await page.waitForSelector("#memory:not([hidden])");
   saw.boundTimelineShown = await page.isVisible("#timeline");
   // And the API refuses the token another agent's memory, whatever the page.
-  saw.boundOtherAgent = await page.evaluate(async () => {
-    const headers = { Authorization: `Bearer ${sessionStorage.getItem("mneme-token")}` };
-    const response = await fetch("/v1/swarms/demo/agents/reviewer/items", { headers });
-    return response.status;
-  });
+  saw.boundOtherAgent = (await asThePage(page, "/v1/swarms/demo/agents/reviewer/items")).status;
   saw.errorsWhileRefusedOther = expectedRefusals([403]);
   await page.fill("#search-query", "refresh token rotation");
   await page.click("#search-form button");
@@ -148,9 +162,7 @@ try {
     id: "01KF0000000000000000000001", swarm: "demo", agent: "reviewer", ts: "2026-01-07T09:00:00Z",
     kind: "message_recorded", data: { role: "assistant", text: "published while the timeline is open" },
   };
-  const published = await apiAsOperator("/v1/events", { method: "POST", body: JSON.stringify(live) });
-  check(published.status === 202, `publishing the live event: ${published.status} ${await published.clone().text()}`);
-  saw.liveSeq = (await published.json()).accepted[0].seq;
+  saw.liveSeq = (await publish("the live event", live)).accepted[0].seq;
   await page.waitForSelector(`#timeline-events tbody tr[data-seq="${saw.liveSeq}"]`);
   saw.liveText = await page.textContent(`#timeline-events tbody tr[data-seq="${saw.liveSeq}"] td.what`);
   saw.liveStatus = await page.textContent("#timeline-live");
@@ -176,10 +188,7 @@ try {
   await page.waitForSelector("#items-list li.item");
   saw.itemStates = await texts(page, "#item-states button");
   // What the API holds at this moment (the log grows later in the script).
-  saw.itemsApi = await page.evaluate(async () => {
-    const headers = { Authorization: `Bearer ${sessionStorage.getItem("mneme-token")}` };
-    return (await fetch("/v1/swarms/demo/agents/coder/items", { headers })).json();
-  });
+  saw.itemsApi = (await asThePage(page, "/v1/swarms/demo/agents/coder/items")).body;
   saw.firstItems = await page.$$eval("#items-list li.item", (items) =>
     items.map((item) => ({ id: item.dataset.itemId, state: item.dataset.state })),
   );
@@ -278,10 +287,7 @@ try {
   await open(page, "phases");
   await page.waitForSelector("#phases-list li.phase");
   saw.phases = await page.$$eval("#phases-list li.phase", (items) => items.map((item) => item.dataset.phaseId));
-  saw.phasesApi = await page.evaluate(async () => {
-    const headers = { Authorization: `Bearer ${sessionStorage.getItem("mneme-token")}` };
-    return (await fetch("/v1/swarms/demo/agents/coder/phases", { headers })).json();
-  });
+  saw.phasesApi = (await asThePage(page, "/v1/swarms/demo/agents/coder/phases")).body;
   await page.click('#phases-list li.phase:has-text("task-214-rust-refresh") button');
   await page.waitForSelector("#phase-events li pre");
   await page.waitForFunction(() => document.querySelector("#phase-text").textContent.length > 0);
@@ -316,8 +322,7 @@ try {
     { id: "01KF0000000000000000000003", kind: "memory_pinned", data: { item_id: pinned, reason: "keep" } },
     { id: "01KF0000000000000000000004", kind: "memory_forgotten", data: { item_id: forgotten, reason: "noise" } },
   ].map((event) => ({ ...event, swarm: "demo", agent: "coder", ts: "2026-01-07T09:10:00Z" }));
-  const managed = await apiAsOperator("/v1/events", { method: "POST", body: JSON.stringify(managing) });
-  check(managed.status === 202, `publishing the pin and the forget: ${managed.status} ${await managed.clone().text()}`);
+  await publish("the pin and the forget", managing);
   saw.pinned = pinned;
   saw.forgotten = forgotten;
   const item = async (id) => (await apiAsOperator(`/v1/swarms/demo/agents/coder/items/${id}`)).json();
@@ -354,8 +359,7 @@ try {
     data: { to: "coder", task: "task-215-audit", summary: "Audit the refresh token table", artifacts: [],
       decisions: [], constraints: ["read-only"] },
   };
-  const sent = await apiAsOperator("/v1/events", { method: "POST", body: JSON.stringify(handoff) });
-  check(sent.status === 202, `publishing the handoff: ${sent.status} ${await sent.clone().text()}`);
+  await publish("the handoff", handoff);
   saw.pendingHandoff = handoff.id;
   await eventually("the handoff delivered", async () => {
     const { handoffs } = await (await apiAsOperator("/v1/swarms/demo/agents/coder/handoffs")).json();
