@@ -34,8 +34,7 @@ const CSS: &str = "text/css; charset=utf-8";
 
 /// Scripts, styles and requests only from this server; nothing inline but
 /// the page's own attributes.
-const POLICY: &str =
-    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+const POLICY: &str = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
 
 /// Whether a path is one of the view's assets, which need no token.
 pub fn is_ui_path(path: &str) -> bool {

@@ -330,3 +330,82 @@ fn one_agent_flooding_queries_is_refused_past_its_limit_and_another_is_answered(
     assert!(refused.load(Ordering::Relaxed) > 0, "8 threads of one token were never refused");
     assert!(answered.load(Ordering::Relaxed) > 0, "the flooder's queries within its limit are answered");
 }
+
+/// Issue 35, F8: a token bound to the reviewer could publish a
+/// `handoff_received` for its own agent (a forged pending handoff in its
+/// core memory); an oversized context query was blamed on the field `q`,
+/// which the body does not have; the web view's content security policy
+/// did not say where forms may submit.
+#[test]
+fn f8_a_bound_token_cannot_forge_a_handoff_receipt_and_refusals_name_the_body_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start_with(dir.path(), None, &tokens());
+    let forged = event(
+        "01KF0000000000000000000F81",
+        "reviewer",
+        "handoff_received",
+        json!({"from": "coder", "handoff_id": "01KF0000000000000000000F80"}),
+    );
+    let (status, refused) = server.post_as(Some(REVIEWER_TOKEN), "/v1/events", &json!([forged]).to_string());
+    let refused: ErrorBody = typed("the forged receipt", refused);
+    assert_eq!(
+        (status, refused.error.code.as_str(), refused.error.field.as_deref()),
+        (403, "reserved_kind", Some("[0].kind")),
+        "{refused:?}"
+    );
+    let core: mneme_api::agent_memory::CoreMemoryAnswer =
+        typed("core", server.get_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/agents/reviewer/core").1);
+    assert!(core.pending_handoffs.is_empty(), "{core:?}");
+
+    let long = json!({"query": "x".repeat(mneme_api::params::MAX_QUERY_BYTES + 1)});
+    let (status, refused) =
+        server.post_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/agents/reviewer/context", &long.to_string());
+    let refused: ErrorBody = typed("the long query", refused);
+    assert_eq!((status, refused.error.field.as_deref()), (400, Some("query")), "{refused:?}");
+
+    let page = ureq::get(&format!("{}/ui", server.url)).call().unwrap();
+    let policy = page.header("content-security-policy").unwrap_or_default().to_string();
+    assert!(policy.contains("form-action 'self'"), "{policy}");
+}
+
+/// Issue 35, F7: one POST of 10,000 distinct core memory blocks made every
+/// read of that agent's core memory (and every context) take seconds. An
+/// agent has at most `core.max_blocks` blocks: a batch that would pass it
+/// is refused whole, naming the event, and so is a new block past it.
+#[test]
+fn f7_a_bound_token_cannot_flood_its_core_memory_with_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start_with(dir.path(), None, &format!("{}\n[core]\nmax_blocks = 8\n", tokens()));
+    let block = |n: usize| {
+        event(
+            &format!("01KF0000000000000000007{n:03}"),
+            "coder",
+            "core_memory_updated",
+            json!({"block": format!("notes{n}"), "content": format!("block {n}")}),
+        )
+    };
+    let flood: Vec<Value> = (0..20).map(block).collect();
+    let (status, refused) = server.post_as(Some(CODER_TOKEN), "/v1/events", &Value::Array(flood).to_string());
+    let refused: ErrorBody = typed("the flood", refused);
+    assert_eq!(
+        (status, refused.error.code.as_str(), refused.error.field.as_deref()),
+        (409, "too_many_blocks", Some("[8].data.block")),
+        "{refused:?}"
+    );
+    let eight: Vec<Value> = (0..8).map(block).collect();
+    let (status, answer) = server.post_as(Some(CODER_TOKEN), "/v1/events", &Value::Array(eight).to_string());
+    assert_eq!(status, 202, "{answer}");
+    let seq = typed::<mneme_api::log::AcceptedEvents>("accepted", answer).accepted[7].seq;
+    let core_path = format!("/v1/swarms/demo/agents/coder/core?min_seq={seq}");
+    let core: mneme_api::agent_memory::CoreMemoryAnswer = typed("core", server.get_as(Some(CODER_TOKEN), &core_path).1);
+    assert_eq!((core.blocks.len(), core.blocks_total, core.max_blocks), (8, 8, 8), "{core:?}");
+    let post_core =
+        |body: Value| server.post_as(Some(CODER_TOKEN), "/v1/swarms/demo/agents/coder/core", &body.to_string());
+    let (status, refused) = post_core(json!({"block": "ninth", "content": "one too many"}));
+    let refused: ErrorBody = typed("the ninth block", refused);
+    assert_eq!((status, refused.error.field.as_deref()), (409, Some("block")), "{refused:?}");
+    // Writing into a block it has, or clearing one to make room, is fine.
+    assert_eq!(post_core(json!({"block": "notes3", "content": "rewritten"})).0, 200);
+    assert_eq!(post_core(json!({"block": "notes4", "content": ""})).0, 200);
+    assert_eq!(post_core(json!({"block": "ninth", "content": "now it fits"})).0, 200);
+}

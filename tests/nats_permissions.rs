@@ -676,5 +676,6 @@ fn event_id(entry: &LogEntry) -> String {
     match entry {
         LogEntry::Event(event) => event.decode().expect("the log's events decode").id.to_string(),
         LogEntry::Invalid(invalid) => panic!("an invalid record: {invalid:?}"),
+        LogEntry::Erased(erased) => panic!("an erased record: {erased:?}"),
     }
 }

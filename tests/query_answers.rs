@@ -128,6 +128,7 @@ fn over_http_unknown_fields_are_refused_superseded_items_say_so_and_importance_i
     let importance = |entry: &LogEntry| match entry {
         LogEntry::Event(event) => event.decode().expect("the log's events decode").importance,
         LogEntry::Invalid(invalid) => panic!("an invalid record: {invalid:?}"),
+        LogEntry::Erased(erased) => panic!("an erased record: {erased:?}"),
     };
     let events: EventsPage = server.get_typed("/v1/swarms/demo/events");
     let published: Vec<Option<f32>> = events.events.iter().map(importance).collect();

@@ -124,6 +124,7 @@ const GIST_CHARS = 280;
 /** What a log entry says, in a line. */
 export function gist(entry) {
   if (entry.invalid) return `dead letter: ${entry.invalid}`;
+  if (entry.erased_by) return `erased by purge ${entry.erased_by.map((purge) => `at seq ${purge.seq}`).join(", ")}`;
   const data = entry.data || {};
   const text =
     data.text || data.title || data.summary || (data.package && data.package.summary) ||
@@ -143,7 +144,7 @@ export const clip = (text, chars = GIST_CHARS) => (text.length > chars ? `${text
 export function entryWithJson(entry) {
   const item = element("li");
   item.dataset.seq = entry.seq;
-  const kind = entry.invalid ? "dead letter" : entry.kind;
+  const kind = entry.invalid ? "dead letter" : entry.erased_by ? `${entry.kind} (erased)` : entry.kind;
   item.append(
     element("div", `seq ${entry.seq} · ${kind} · ${entry.agent} · ${entry.ts || ""}`, "meta"),
     element("pre", JSON.stringify(entry, null, 2)),

@@ -140,7 +140,11 @@ function render() {
   const rows = events.slice(-ROWS).reverse();
   $("#timeline-events tbody").replaceChildren(
     ...rows.map((entry) => {
-      const row = element("tr", undefined, entry.invalid ? "dead-letter" : `kind-${entry.kind}`);
+      const row = element(
+        "tr",
+        undefined,
+        entry.invalid ? "dead-letter" : entry.erased_by ? `erased kind-${entry.kind}` : `kind-${entry.kind}`,
+      );
       row.dataset.seq = entry.seq;
       row.append(
         element("td", String(entry.seq)),

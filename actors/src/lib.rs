@@ -6,6 +6,7 @@
 //! worker arbiters, log IO on the arbiter that runs the feeds.
 
 pub mod consolidator;
+pub mod eraser;
 mod error;
 mod feed;
 pub mod handoff_router;
@@ -21,6 +22,7 @@ pub use consolidator::{
     AgentConsolidation, ConsolidationReport, ConsolidationRequest, ConsolidationSchedule, Consolidator, Scanner,
     SharedScanSummary,
 };
+pub use eraser::{Eraser, ErasureRegistry, StopErasing};
 pub use error::ActorsError;
 pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery, handoff_delivery_bytes};
 pub use memory_actor::{

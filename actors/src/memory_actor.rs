@@ -16,9 +16,9 @@ use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
 use mneme_projections::tokens;
 use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, HandoffRecord, ItemCounts,
-    ItemPage, ListedItems, MemoryItem, OpenContradiction, ProjectionError, ProvenanceRef, ResolvedContradiction,
-    SearchHit, SearchRequest,
+    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, ErasedByPurge, HandoffRecord,
+    ItemCounts, ItemPage, ListedItems, MemoryItem, OpenContradiction, ProjectionError, ProvenanceRef, Purgeable,
+    ResolvedContradiction, SearchHit, SearchRequest,
 };
 use tokio::sync::watch;
 
@@ -391,6 +391,11 @@ pub enum Query {
     SentBundle(EventId),
     /// Core memory, with the role and block limit the configuration gives.
     Core(CoreRequest),
+    /// What the purge at this seq erased, once applied (for the eraser).
+    ErasedBy(u64),
+    /// Whether each item id names something a purge of this memory
+    /// erases, and whether one did already.
+    Purgeable(Vec<String>),
 }
 
 #[derive(Debug)]
@@ -410,6 +415,9 @@ pub enum QueryAnswer {
     /// `None`: this memory has not applied that handoff of its agent.
     SentBundle(Option<(u64, HandoffBundle)>),
     Core(Box<CoreMemory>),
+    ErasedBy(ErasedByPurge),
+    /// Per item id asked, in order.
+    Purgeable(Vec<Option<Purgeable>>),
 }
 
 /// The contradictions of one memory.
@@ -476,6 +484,8 @@ impl Query {
             Query::Handoffs => "handoffs",
             Query::SentBundle(_) => "handoff_bundle",
             Query::Core(_) => "core",
+            Query::ErasedBy(_) => "erased_by",
+            Query::Purgeable(_) => "purgeable",
         }
     }
 }
@@ -566,6 +576,10 @@ impl Handler<Query> for MemoryActor {
                 QueryAnswer::SentBundle(self.memory.sent_bundle(handoff_id).map(|(seq, bundle)| (seq, bundle.clone())))
             }
             Query::Core(request) => QueryAnswer::Core(Box::new(self.memory.core_memory(&request))),
+            Query::ErasedBy(purge_seq) => QueryAnswer::ErasedBy(self.memory.erased_by(purge_seq)),
+            Query::Purgeable(item_ids) => {
+                QueryAnswer::Purgeable(item_ids.iter().map(|item_id| self.memory.purgeable(item_id)).collect())
+            }
         };
         metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
         Ok(answer)

@@ -17,10 +17,16 @@ pub struct CoreMemoryAnswer {
     pub constraints: Vec<CoreConstraint>,
     /// Received and not yet acknowledged, oldest first.
     pub pending_handoffs: Vec<HandoffDelivery>,
-    /// The blocks it wrote, by name.
+    /// The blocks it wrote, by name: the `max_blocks` most recently
+    /// written.
     pub blocks: Vec<CoreBlock>,
     /// The most tokens a block may hold (`core.block_tokens`).
     pub block_tokens: usize,
+    /// How many blocks it has, shown or not (more than `max_blocks` only
+    /// when they were published straight to the log).
+    pub blocks_total: usize,
+    /// The most blocks it may have (`core.max_blocks`).
+    pub max_blocks: usize,
     /// The memory's checkpoint when it was read.
     pub as_of_seq: u64,
 }

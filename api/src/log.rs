@@ -30,13 +30,40 @@ pub struct Accepted {
     pub duplicate: bool,
 }
 
-/// One entry of the log as the API shows it: a valid event with its seq, or
-/// a record that is not one (dead-lettered), with why.
+/// One entry of the log as the API shows it: a valid event with its seq, a
+/// record that is not one (dead-lettered), with why, or an event a purge
+/// erased, of which only its stub is shown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum LogEntry {
     Invalid(InvalidEntry),
+    Erased(ErasedEntry),
     Event(EventEntry),
+}
+
+/// An event a purge erased: its seq, id, agent, kind, time and scope, and
+/// the purges that erased it; never its payload (README, "Erasure").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErasedEntry {
+    pub seq: u64,
+    pub id: String,
+    pub agent: String,
+    pub kind: String,
+    pub ts: mneme_events::Timestamp,
+    pub scope: mneme_events::Scope,
+    /// The `memory_purged` tombstones that erased it.
+    pub erased_by: Vec<ErasedBy>,
+}
+
+/// A purge that erased an event: the tombstone's seq and id, and whose
+/// memory it erased from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErasedBy {
+    pub agent: String,
+    pub seq: u64,
+    pub event_id: String,
 }
 
 /// A valid event: the envelope as published (`id`, `swarm`, `agent`, `ts`,
@@ -65,6 +92,7 @@ impl LogEntry {
     pub fn seq(&self) -> u64 {
         match self {
             LogEntry::Invalid(entry) => entry.seq,
+            LogEntry::Erased(entry) => entry.seq,
             LogEntry::Event(entry) => entry.seq,
         }
     }
@@ -73,6 +101,7 @@ impl LogEntry {
     pub fn kind(&self) -> Option<&str> {
         match self {
             LogEntry::Event(entry) => entry.event.get("kind").and_then(serde_json::Value::as_str),
+            LogEntry::Erased(entry) => Some(&entry.kind),
             LogEntry::Invalid(_) => None,
         }
     }
@@ -162,5 +191,12 @@ mod tests {
         assert!(matches!(entry, LogEntry::Invalid(_)));
         assert_eq!(entry.kind(), None);
         assert_eq!(serde_json::to_value(&entry).unwrap(), invalid);
+        let erased = serde_json::json!({"seq": 5, "id": "01KG", "agent": "coder", "kind": "message_recorded",
+            "ts": "2026-01-06T09:00:00Z", "scope": "shared",
+            "erased_by": [{"agent": "coder", "seq": 9, "event_id": "01KH"}]});
+        let entry: LogEntry = serde_json::from_value(erased.clone()).unwrap();
+        assert!(matches!(entry, LogEntry::Erased(_)), "an erased stub is not taken for an event");
+        assert_eq!((entry.seq(), entry.kind()), (5, Some("message_recorded")));
+        assert_eq!(serde_json::to_value(&entry).unwrap(), erased);
     }
 }

@@ -676,7 +676,8 @@ impl ContextBody {
         default_budget: usize,
         default_thinking_budget: Option<f32>,
     ) -> Result<CheckedContext, ParameterError> {
-        check_query_text(&self.query)?;
+        // The body's field is `query`, not the search parameter's `q`.
+        check_text_length("query", "query", &self.query)?;
         let budget = self.budget.unwrap_or(default_budget);
         check_between("budget", budget, MAX_BUDGET_TOKENS)?;
         let signals = self.signals;

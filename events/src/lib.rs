@@ -8,6 +8,7 @@ mod agent_memory;
 mod clock;
 pub mod derived;
 mod envelope;
+pub mod erasure;
 mod error;
 mod json;
 mod kinds;
@@ -22,6 +23,7 @@ pub use envelope::{
     CURRENT_SCHEMA_VERSION, Event, EventId, MAX_CORRELATION_ID_LEN, MAX_NAME_LEN, Scope, Timestamp, published_number,
     validate_name,
 };
+pub use erasure::{ERASED_TEXT, ErasedEvent, ErasureRecord, Erasures, PurgeRef, Shown};
 pub use error::{Error, ErrorCode, ValidationError};
 pub use json::{
     BatchError, DecodeLimits, decode_json, decode_json_batch, decode_json_batch_of_at_most, decode_json_value,

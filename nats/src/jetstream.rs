@@ -7,6 +7,9 @@
 //! - Dead letters: stream `MNEME_<swarm>_DEADLETTER` on
 //!   `mneme.<swarm>.deadletter`; the offending record's bytes as payload and
 //!   the rest in `Mneme-*` headers.
+//! - Erasures: stream `MNEME_<swarm>_ERASURES` on `mneme.<swarm>.erasures`;
+//!   what each purge erased (`ErasureRecord`, JSON), one message per
+//!   record, the last one for a purge's seq standing.
 //! - Handoff packages: stream `MNEME_<swarm>_HANDOFFS` on
 //!   `mneme.<swarm>.*.handoff`, the handoff id as `Nats-Msg-Id`, so that a
 //!   recipient that was away reads them with a durable consumer (see
@@ -34,7 +37,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use mneme_events::{DecodeLimits, Event};
+use mneme_events::{DecodeLimits, ErasureRecord, Event};
 use tokio::sync::Semaphore;
 
 mod open;
@@ -212,6 +215,7 @@ pub struct JetStreamLog {
     context: jetstream::Context,
     events: stream::Stream,
     dead_letters: stream::Stream,
+    erasures: stream::Stream,
     positions: kv::Store,
     limits: DecodeLimits,
     /// Bounds the publishes whose acks are outstanding, across concurrent
@@ -289,12 +293,14 @@ impl JetStreamLog {
             .max_ack_inflight(MAX_ACKS_IN_FLIGHT)
             .backpressure_on_inflight(true)
             .build(client);
-        let Opened { events, dead_letters, positions } = open::open_with_retries(&context, swarm, &options).await?;
+        let Opened { events, dead_letters, erasures, positions } =
+            open::open_with_retries(&context, swarm, &options).await?;
         Ok(JetStreamLog {
             swarm: swarm.to_string(),
             context,
             events,
             dead_letters,
+            erasures,
             positions,
             limits: options.limits,
             publish_permits: Arc::new(Semaphore::new(MAX_ACKS_IN_FLIGHT)),
@@ -792,5 +798,26 @@ impl EventLog for JetStreamLog {
         letters.sort_by_key(|letter| letter.seq);
         letters.dedup_by_key(|letter| letter.seq);
         Ok(letters)
+    }
+
+    async fn record_erasure(&self, record: &ErasureRecord) -> Result<(), LogError> {
+        let payload = serde_json::to_vec(record)
+            .map_err(|error| LogError::Corrupt(format!("erasure record not encodable: {error}")))?;
+        // No message id: a record written again (the eraser retrying, or
+        // recording more) replaces the earlier one when read.
+        let message = PublishMessage::build().payload(Bytes::from(payload));
+        self.publish_all(vec![(subjects::erasures_subject(&self.swarm), message)], self.publish_retry_window).await?;
+        Ok(())
+    }
+
+    async fn erasures(&self) -> Result<Vec<ErasureRecord>, LogError> {
+        let messages = fetch_messages(&self.erasures, 1, None, usize::MAX, self.read_retry_window).await?;
+        let mut records: BTreeMap<Seq, ErasureRecord> = BTreeMap::new();
+        for message in &messages {
+            let record: ErasureRecord = serde_json::from_slice(&message.payload)
+                .map_err(|error| LogError::Corrupt(format!("erasure record on the erasures stream: {error}")))?;
+            records.insert(record.purge.seq, record);
+        }
+        Ok(records.into_values().collect())
     }
 }

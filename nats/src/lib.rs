@@ -18,7 +18,7 @@ pub mod subjects;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use mneme_events::{Event, EventId};
+use mneme_events::{ErasureRecord, Event, EventId};
 
 pub use broker::{Broker, QueryRequest};
 pub use error::LogError;
@@ -176,6 +176,16 @@ pub trait EventLog: Send + Sync + 'static {
 
     /// Dead letters, in order of the offending records' sequences.
     async fn dead_letters(&self) -> Result<Vec<DeadLetter>, LogError>;
+
+    /// Records, beside the log, what the purge at `record.purge.seq`
+    /// erased (Mneme's eraser writes it once the purging memory applied the
+    /// tombstone). On NATS it is published to `mneme.<swarm>.erasures`
+    /// (stream `MNEME_<swarm>_ERASURES`); on the embedded log it goes to an
+    /// erasure tree. Recording a purge again replaces its record.
+    async fn record_erasure(&self, record: &ErasureRecord) -> Result<(), LogError>;
+
+    /// Every erasure recorded, one per purge, in order of the purges' seqs.
+    async fn erasures(&self) -> Result<Vec<ErasureRecord>, LogError>;
 }
 
 /// Decodes a record's bytes as an event of `swarm` filed under `agent`.

@@ -20,7 +20,8 @@
 //! the per-agent index keys of two agents never interleave.
 //!
 //! Dead letters live in a second tree per swarm, keyed by the offending
-//! record's sequence.
+//! record's sequence, and what purges erased (`ErasureRecord`, JSON) in a
+//! third, keyed by the purge's sequence.
 //!
 //! sled calls may block on disk, so everything but `open` runs on tokio's
 //! blocking pool.
@@ -32,7 +33,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use mneme_events::{DecodeLimits, Event, EventId, storage};
+use mneme_events::{DecodeLimits, ErasureRecord, Event, EventId, storage};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
@@ -83,6 +84,7 @@ struct Shared {
     db: sled::Db,
     events: sled::Tree,
     dead_letters: sled::Tree,
+    erasures: sled::Tree,
     options: SledOptions,
     /// The next sequence to assign. Held for the whole of an append, so that
     /// the dedup check and the sequence assignment of two appends never
@@ -111,6 +113,7 @@ impl SledLog {
         let db = sled::Config::new().path(dir).open().map_err(|error| open_error(error, dir))?;
         let events = db.open_tree(format!("events/{swarm}"))?;
         let dead_letters = db.open_tree(format!("deadletters/{swarm}"))?;
+        let erasures = db.open_tree(format!("erasures/{swarm}"))?;
         let last_seq = match events.scan_prefix([EVENT_PREFIX]).next_back() {
             Some(entry) => seq_of_key(&entry?.0)?,
             None => 0,
@@ -120,6 +123,7 @@ impl SledLog {
             db,
             events,
             dead_letters,
+            erasures,
             options,
             next_seq: Mutex::new(last_seq + 1),
             last_seq: watch::Sender::new(last_seq),
@@ -352,6 +356,35 @@ impl EventLog for SledLog {
                     let stored: StoredDeadLetter = serde_json::from_slice(&value)
                         .map_err(|error| LogError::Corrupt(format!("dead letter for seq {seq}: {error}")))?;
                     Ok(DeadLetter { seq, agent: stored.agent, reason: stored.reason, raw: stored.raw })
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn record_erasure(&self, record: &ErasureRecord) -> Result<(), LogError> {
+        let value = serde_json::to_vec(record)
+            .map_err(|error| LogError::Corrupt(format!("erasure record not encodable: {error}")))?;
+        let key = record.purge.seq.to_be_bytes();
+        self.blocking(move |shared| {
+            shared.erasures.insert(key, value)?;
+            Ok(())
+        })
+        .await?;
+        self.flush_if_asked().await
+    }
+
+    async fn erasures(&self) -> Result<Vec<ErasureRecord>, LogError> {
+        self.blocking(|shared| {
+            shared
+                .erasures
+                .iter()
+                .map(|entry| {
+                    let (key, value) = entry?;
+                    let seq = decode_seq(&key, "erasure key")?;
+                    serde_json::from_slice(&value).map_err(|error| {
+                        LogError::Corrupt(format!("erasure record of the purge at seq {seq}: {error}"))
+                    })
                 })
                 .collect()
         })

@@ -21,6 +21,11 @@ pub fn deadletter_subject(swarm: &str) -> String {
     format!("mneme.{swarm}.deadletter")
 }
 
+/// `mneme.<swarm>.erasures`: what each purge erased.
+pub fn erasures_subject(swarm: &str) -> String {
+    format!("mneme.{swarm}.erasures")
+}
+
 /// `mneme.<swarm>.<agent>.handoff`
 pub fn handoff_subject(swarm: &str, agent: &str) -> String {
     format!("mneme.{swarm}.{agent}.handoff")
@@ -44,6 +49,11 @@ pub fn events_stream(swarm: &str) -> String {
 /// The JetStream stream holding a swarm's dead letters.
 pub fn deadletter_stream(swarm: &str) -> String {
     format!("MNEME_{swarm}_DEADLETTER")
+}
+
+/// The JetStream stream holding what each purge of a swarm erased.
+pub fn erasures_stream(swarm: &str) -> String {
+    format!("MNEME_{swarm}_ERASURES")
 }
 
 /// The JetStream stream holding the handoff packages delivered in a swarm,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use mneme_events::{DecodeLimits, Event, decode_json, storage};
+use mneme_events::{DecodeLimits, ErasedEvent, ErasureRecord, Event, PurgeRef, decode_json, storage};
 use mneme_nats::server::NatsServer;
 use mneme_nats::{
     Appended, DeadLetter, EventLog, InvalidRecord, JetStreamLog, JetStreamOptions, LogEntry, LogError, Seq, SledLog,
@@ -138,6 +138,7 @@ contract!(
     concurrent_appends_get_distinct_sequences,
     a_large_batch_is_appended_whole_and_followed,
     records_are_read_by_exact_sequences,
+    erasures_are_recorded_once_per_purge_and_survive_reopening,
 );
 
 fn event(agent: &str, text: &str) -> Event {
@@ -504,6 +505,34 @@ async fn dead_letters_are_ordered_by_sequence_and_filed_once(harness: &mut dyn H
 
     let log = harness.open().await;
     assert_eq!(log.dead_letters().await?, [early, late]);
+    Ok(())
+}
+
+async fn erasures_are_recorded_once_per_purge_and_survive_reopening(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    assert!(log.erasures().await?.is_empty());
+    let secret = event("coder", "the password is hunter2");
+    let other = event("coder", "nothing to hide");
+    let appended = log.append(&[secret.clone(), other.clone()]).await?;
+    let record = |purge_seq: Seq, erased: &[(Seq, &Event)]| ErasureRecord {
+        purge: PurgeRef { agent: "coder".to_string(), seq: purge_seq, event_id: mneme_events::EventId::new() },
+        events: erased.iter().map(|(seq, event)| ErasedEvent::of(*seq, event)).collect(),
+        phases: Vec::new(),
+    };
+    let later = record(40, &[(appended[1].seq, &other)]);
+    let first = record(30, &[(appended[0].seq, &secret)]);
+    log.record_erasure(&later).await?;
+    log.record_erasure(&first).await?;
+    // The same purge recorded again, with more: the last record stands.
+    let amended = record(30, &[(appended[0].seq, &secret), (appended[1].seq, &other)]);
+    log.record_erasure(&amended).await?;
+    assert_eq!(log.erasures().await?, [amended.clone(), later.clone()]);
+    let stored = serde_json::to_string(&log.erasures().await?).unwrap();
+    assert!(!stored.contains("hunter2"), "a record names erased events, never their payload: {stored}");
+    drop(log);
+
+    let log = harness.open().await;
+    assert_eq!(log.erasures().await?, [amended, later]);
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 //! the API's to enforce when it takes an edit, and a block on the log over
 //! its limit is shown cut to it (see [`CoreMemory::blocks`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use mneme_events::{Event, EventId, EventKind, TaskStatus, Timestamp};
 
@@ -59,6 +59,9 @@ pub struct CurrentTask {
     pub from: Option<String>,
     pub seq: u64,
     pub event_id: u128,
+    /// The event whose title it shows: this one, or an earlier update of
+    /// the same task that named it.
+    pub title_seq: u64,
 }
 
 /// A preference the agent sees, as last set.
@@ -70,12 +73,26 @@ pub struct CorePreference {
     pub event_id: u128,
 }
 
+/// One of the agent's own `core_memory_updated` events, kept so that a
+/// purge can name it by id (or reach it by time) after later updates
+/// replaced its block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
+pub struct CoreUpdate {
+    pub seq: u64,
+    pub event_id: u128,
+    pub ts: i64,
+    /// The seq of the purge that erased it.
+    pub erased_by: Option<u64>,
+}
+
 /// What the log made of an agent's core memory.
 #[derive(Debug, Clone, PartialEq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct CoreState {
     pub blocks: BTreeMap<String, CoreBlock>,
     pub task: Option<CurrentTask>,
     pub preferences: BTreeMap<String, CorePreference>,
+    /// Every own `core_memory_updated`, in log order.
+    pub updates: Vec<CoreUpdate>,
 }
 
 impl CoreState {
@@ -85,6 +102,7 @@ impl CoreState {
         let event_id = event.id.0;
         match &event.kind {
             EventKind::CoreMemoryUpdated(update) if own => {
+                self.updates.push(CoreUpdate { seq, event_id, ts: event.ts.0, erased_by: None });
                 if update.content.trim().is_empty() {
                     self.blocks.remove(&update.block);
                 } else {
@@ -99,17 +117,21 @@ impl CoreState {
                     }
                 }
                 status => {
-                    let title = update.title.clone().or_else(|| {
-                        self.task.as_ref().filter(|task| task.task_id == update.task_id).map(|task| task.title.clone())
-                    });
+                    let earlier = self.task.as_ref().filter(|task| task.task_id == update.task_id);
+                    let (title, title_seq) = match (&update.title, earlier) {
+                        (Some(title), _) => (title.clone(), seq),
+                        (None, Some(task)) => (task.title.clone(), task.title_seq),
+                        (None, None) => (update.task_id.clone(), seq),
+                    };
                     self.task = Some(CurrentTask {
                         task_id: update.task_id.clone(),
-                        title: title.unwrap_or_else(|| update.task_id.clone()),
+                        title,
                         status: status.as_str().to_string(),
                         source: TaskSource::TaskUpdated,
                         from: None,
                         seq,
                         event_id,
+                        title_seq,
                     });
                 }
             },
@@ -123,6 +145,7 @@ impl CoreState {
                     from: Some(received.from.clone()),
                     seq,
                     event_id,
+                    title_seq: seq,
                 });
             }
             EventKind::PreferenceSet(preference) => {
@@ -136,6 +159,43 @@ impl CoreState {
             }
             _ => {}
         }
+    }
+
+    /// A purge at `purge_seq`: erases the own updates it names (by event
+    /// id) or reaches (`before`, when the purge is of this agent's own
+    /// items), the blocks they wrote, and the task and preferences that
+    /// came from the items it erased (`erased_items`, their seqs). Answers
+    /// the seqs of the updates it erased.
+    pub(crate) fn purge(
+        &mut self,
+        ids: &BTreeSet<EventId>,
+        before: Option<Timestamp>,
+        erased_items: &BTreeSet<u64>,
+        purge_seq: u64,
+    ) -> BTreeSet<u64> {
+        let mut erased = BTreeSet::new();
+        for update in self.updates.iter_mut().filter(|update| update.erased_by.is_none()) {
+            if ids.contains(&EventId(update.event_id)) || before.is_some_and(|before| update.ts < before.0) {
+                update.erased_by = Some(purge_seq);
+                erased.insert(update.seq);
+            }
+        }
+        self.blocks.retain(|_, block| !erased.contains(&block.seq));
+        if self
+            .task
+            .as_ref()
+            .is_some_and(|task| erased_items.contains(&task.seq) || erased_items.contains(&task.title_seq))
+        {
+            self.task = None;
+        }
+        self.preferences.retain(|_, preference| !erased_items.contains(&preference.seq));
+        erased
+    }
+
+    /// Whether `id` names one of the agent's own core memory updates, and
+    /// whether a purge erased it already.
+    pub(crate) fn update(&self, id: EventId) -> Option<&CoreUpdate> {
+        self.updates.iter().find(|update| EventId(update.event_id) == id)
     }
 
     /// Feeds the memory's digest, so that replay checks core memory too.
@@ -161,6 +221,11 @@ impl CoreState {
             hasher.text(&preference.value);
             hasher.number(preference.seq);
         }
+        hasher.number(self.updates.len() as u64);
+        for update in &self.updates {
+            hasher.number(update.seq);
+            hasher.number(update.erased_by.map_or(0, |seq| seq + 1));
+        }
     }
 }
 
@@ -171,6 +236,10 @@ pub struct CoreRequest {
     pub role: Option<String>,
     /// Tokens a block is shown with at most; `None`: whole.
     pub block_tokens: Option<usize>,
+    /// Blocks shown at most, the most recently written; `None`: all. The
+    /// API refuses a block past `core.max_blocks`; blocks published
+    /// straight to the log may be more, and are not all shown.
+    pub max_blocks: Option<usize>,
 }
 
 /// A constraint the agent works under, with where it came from.
@@ -204,6 +273,8 @@ pub struct CoreMemory {
     /// Handoffs received and not yet acknowledged, oldest first.
     pub pending_handoffs: Vec<HandoffRecord>,
     pub blocks: Vec<ShownBlock>,
+    /// The name of every block the agent has, shown or not.
+    pub block_names: Vec<String>,
     pub as_of_seq: u64,
 }
 
@@ -248,10 +319,15 @@ impl AgentMemory {
                 provenance: ProvenanceRef { seq: preference.seq, event_id: EventId(preference.event_id) },
             });
         }
+        // The newest blocks, when there are more than the request shows.
+        let mut newest: Vec<u64> = self.core.blocks.values().map(|block| block.seq).collect();
+        newest.sort_unstable_by(|a, b| b.cmp(a));
+        let oldest_shown = request.max_blocks.and_then(|max| newest.get(max.checked_sub(1)?)).copied().unwrap_or(0);
         let blocks = self
             .core
             .blocks
             .iter()
+            .filter(|(_, block)| request.max_blocks.is_none() || block.seq >= oldest_shown)
             .map(|(name, block)| {
                 let (content, tokens, truncated) = match request.block_tokens {
                     Some(limit) => {
@@ -282,6 +358,7 @@ impl AgentMemory {
             constraints,
             pending_handoffs,
             blocks,
+            block_names: self.core.blocks.keys().cloned().collect(),
             as_of_seq: self.checkpoint(),
         }
     }

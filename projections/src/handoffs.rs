@@ -112,6 +112,27 @@ impl AgentMemory {
         }
     }
 
+    /// A purge reaches the packages this agent received: a package whose
+    /// `handoff_received` it erased goes whole (the handoff stays listed,
+    /// without it), and from the others every bundle item that an erased
+    /// event created or changed.
+    pub(crate) fn redact_received_packages(&mut self, erased_seqs: &BTreeSet<u64>, erased_ids: &BTreeSet<String>) {
+        for record in self.handoffs.values_mut() {
+            if erased_seqs.contains(&record.received.seq) {
+                record.package = None;
+                continue;
+            }
+            let Some(package) = &mut record.package else { continue };
+            package.bundle.items.retain(|item| {
+                !erased_ids.contains(item.item_id.trim())
+                    && !item.provenance.iter().any(|reference| erased_seqs.contains(&reference.seq))
+            });
+            let used: usize = package.bundle.items.iter().map(|item| tokens::count(&item.text)).sum::<usize>()
+                + package.bundle.files.iter().map(|file| tokens::count(file)).sum::<usize>();
+            package.bundle.used_tokens = u32::try_from(used).unwrap_or(u32::MAX);
+        }
+    }
+
     /// `handoff_acknowledged` of this memory's own agent: the first one
     /// counts.
     pub(crate) fn record_handoff_acknowledged(&mut self, handoff_id: EventId, provenance: ProvenanceRef) {

@@ -38,8 +38,8 @@ pub use error::ProjectionError;
 pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 pub use memory::{
-    AgentMemory, AppliedEvent, ItemCounts, ItemPage, ListedItem, ListedItems, MemoryConfig, OpenContradiction,
-    ResolvedContradiction, enters_memory_of,
+    AgentMemory, AppliedEvent, ErasedByPurge, ItemCounts, ItemPage, ListedItem, ListedItems, MemoryConfig,
+    OpenContradiction, Purgeable, ResolvedContradiction, enters_memory_of,
 };
 pub use render::describe;
 pub use retrieval::{

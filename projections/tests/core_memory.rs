@@ -93,7 +93,8 @@ fn blocks_are_replaced_whole_cleared_by_empty_content_and_cut_to_the_limit_when_
     log.push("coder", Scope::Private, None, block("plan", &"word ".repeat(50)));
     log.push("coder", Scope::Private, None, block("persona", " "));
     let memory = log.memory_of("coder");
-    let core = memory.core_memory(&CoreRequest { role: Some("implementer".into()), block_tokens: Some(10) });
+    let core =
+        memory.core_memory(&CoreRequest { role: Some("implementer".into()), block_tokens: Some(10), max_blocks: None });
     assert_eq!(core.role.as_deref(), Some("implementer"));
     assert_eq!(core.blocks.len(), 1, "{:?}", core.blocks);
     let plan = &core.blocks[0];
@@ -118,10 +119,11 @@ fn core_memory_heads_the_context_and_another_agent_sees_neither_the_blocks_nor_p
 
     let mut coder = log.memory_of("coder");
     let context = coder
-        .context(
-            &ContextRequest::new("ledger", 400)
-                .with_core(CoreRequest { role: Some("implementer".into()), block_tokens: None }),
-        )
+        .context(&ContextRequest::new("ledger", 400).with_core(CoreRequest {
+            role: Some("implementer".into()),
+            block_tokens: None,
+            max_blocks: None,
+        }))
         .unwrap();
     assert!(context.text.starts_with("# Memory of coder (swarm demo; role: implementer)"), "{}", context.text);
     let core: Vec<_> = context.items.iter().filter(|item| item.tier == ContextTier::Core).collect();

@@ -655,7 +655,7 @@ proptest! {
         let mut full = rebuild(&log);
         prop_assert_eq!(restored.digest(), full.digest());
         prop_assert_eq!(restored.core_state(), full.core_state());
-        let core = mneme_projections::CoreRequest { role: Some("implementer".into()), block_tokens: Some(8) };
+        let core = mneme_projections::CoreRequest { role: Some("implementer".into()), block_tokens: Some(8), max_blocks: None };
         prop_assert_eq!(restored.core_memory(&core), full.core_memory(&core));
         for word in ["token", "panic", "review", "TokenExpiredError src/auth/token.rs"] {
             prop_assert_eq!(hit_ids(&mut restored, word), hit_ids(&mut full, word));

@@ -410,7 +410,7 @@ pub fn audit(
                 line.seq,
                 line.ts.map(|ts| ts.to_string()).unwrap_or_default(),
                 line.agent,
-                line.kind.unwrap_or("(invalid record)"),
+                line.kind.as_deref().unwrap_or("(invalid record)"),
                 line.id.as_deref().unwrap_or(""),
                 line.summary
             ),
@@ -426,7 +426,7 @@ struct AuditLine {
     seq: u64,
     ts: Option<mneme_events::Timestamp>,
     agent: String,
-    kind: Option<&'static str>,
+    kind: Option<String>,
     id: Option<String>,
     scope: Option<&'static str>,
     correlation_id: Option<String>,
@@ -445,7 +445,7 @@ impl AuditLine {
                     seq: entry.seq,
                     ts: Some(event.ts),
                     agent: event.agent.clone(),
-                    kind: Some(event.kind_name()),
+                    kind: Some(event.kind_name().to_string()),
                     id: Some(event.id.to_string()),
                     scope: Some(event.scope.as_str()),
                     correlation_id: event.correlation_id.clone(),
@@ -453,6 +453,20 @@ impl AuditLine {
                     summary: one_line(summary(&event)),
                 }
             }
+            LogEntry::Erased(erased) => AuditLine {
+                seq: erased.seq,
+                ts: Some(erased.ts),
+                agent: erased.agent.clone(),
+                kind: Some(erased.kind.clone()),
+                id: Some(erased.id.clone()),
+                scope: Some(erased.scope.as_str()),
+                correlation_id: None,
+                causation_id: None,
+                summary: format!(
+                    "(erased by purge {})",
+                    erased.erased_by.iter().map(|purge| format!("at seq {}", purge.seq)).collect::<Vec<_>>().join(", ")
+                ),
+            },
             LogEntry::Invalid(invalid) => AuditLine {
                 seq: invalid.seq,
                 ts: None,

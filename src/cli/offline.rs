@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use futures::StreamExt;
 use mneme_actors::{SnapshotStore, SwarmConfig, continue_from_log, memory_actor::restore_or_new, rebuild_from_log};
+use mneme_events::Erasures;
 use mneme_nats::{EventLog, SledLog, SledOptions};
 
 use crate::model;
@@ -23,10 +24,12 @@ pub async fn tail(
     let dir = data_dir.join("log");
     let log =
         SledLog::open(&dir, swarm, SledOptions::default()).with_context(|| format!("opening {}", dir.display()))?;
+    // No eraser runs here: what purges erased is as the server recorded it.
+    let erasures = Erasures::of(&log.erasures().await?);
     if follow {
         let mut entries = log.subscribe(from_seq.max(1), agent).await?;
         while let Some(entry) = entries.next().await {
-            out!("{}", entry_json(&entry?));
+            out!("{}", entry_json(&entry?, &erasures));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -36,7 +39,7 @@ pub async fn tail(
         let Some(last) = entries.last() else { return Ok(ExitCode::SUCCESS) };
         next_seq = last.seq + 1;
         for entry in &entries {
-            out!("{}", entry_json(entry));
+            out!("{}", entry_json(entry, &erasures));
         }
     }
 }

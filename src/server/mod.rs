@@ -12,8 +12,8 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use mneme_actors::{
-    ConsolidationSchedule, Consolidator, HandoffRouter, SnapshotAll, SnapshotStore, StopRouting, StopWorkers,
-    Supervisor, SwarmConfig,
+    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffRouter, SnapshotAll, SnapshotStore,
+    StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig,
 };
 
 use crate::http::{self, auth};
@@ -117,6 +117,9 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
         id_key.clone(),
     )
     .start();
+    let erasures = ErasureRegistry::load(log.as_ref()).await.context("reading what purges erased")?;
+    let eraser =
+        Eraser::new(&config.swarm.name, log.clone(), supervisor.clone(), erasures.clone(), id_key.clone()).start();
     let bind = config.http.bind;
     if config.api_tokens().is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
@@ -134,6 +137,7 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
         clock: Arc::new(SystemClock),
         query_permits: QueryPermits::new(config.http.max_queries_in_flight),
         shutting_down: shutting_down_receiver,
+        erasures,
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
@@ -187,6 +191,7 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
         }
     }
     router.send(StopRouting).await.context("stopping the handoff router")?;
+    eraser.send(StopErasing).await.context("stopping the eraser")?;
     supervisor.send(SnapshotAll).await.context("asking memory actors for snapshots")?;
     // The memory actors' threads end before `serve` returns, and with them
     // their hold on the log and the snapshot store.

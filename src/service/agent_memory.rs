@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use mneme_actors::{AgentsWritten, Query, QueryAnswer, handoff_delivery};
+use mneme_actors::{AgentsWritten, Query, QueryAnswer};
 use mneme_api::agent_memory::{
     CoreBlock, CoreConstraint, CoreMemoryAnswer, CoreTask, CoreUpdateBody, CoreUpdated, NoteBody, TimelineAnswer,
     TimelineEntry, Written,
 };
 use mneme_api::params::{DEFAULT_TIMELINE_ENTRIES, MAX_TIMELINE_ENTRIES, TimelineParams, quote};
-use mneme_events::{CoreMemoryUpdated, Event, EventKind, NoteWritten, Scope, Timestamp};
+use mneme_events::{CoreMemoryUpdated, ERASED_TEXT, Event, EventKind, NoteWritten, Scope, Shown, Timestamp};
 use mneme_projections::{CoreMemory, CoreRequest, enters_memory_of, tokens};
 
 use super::{ApiError, Caller, Service, ask};
@@ -31,16 +31,22 @@ impl Service {
         CoreRequest {
             role: self.config.agent(agent).map(|config| config.role.clone()).filter(|role| !role.trim().is_empty()),
             block_tokens: Some(self.config.core.block_tokens),
+            max_blocks: Some(self.config.core.max_blocks),
         }
     }
 
     /// The agent's core memory.
     pub async fn core(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<CoreMemoryAnswer, ApiError> {
+        let core = self.core_memory(swarm, agent, min_seq).await?;
+        Ok(self.core_answer(swarm, core))
+    }
+
+    async fn core_memory(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<CoreMemory, ApiError> {
         let handle = self.agent_handle(swarm, agent, min_seq).await?;
         let QueryAnswer::Core(core) = ask(&handle, Query::Core(self.core_request(agent))).await? else {
             unreachable!("a core query answers with core memory")
         };
-        Ok(self.core_answer(swarm, *core))
+        Ok(*core)
     }
 
     fn core_answer(&self, swarm: &str, core: CoreMemory) -> CoreMemoryAnswer {
@@ -68,7 +74,7 @@ impl Service {
             pending_handoffs: core
                 .pending_handoffs
                 .iter()
-                .map(|record| handoff_delivery(swarm, &core.agent, record))
+                .map(|record| self.shown_delivery(swarm, &core.agent, record))
                 .collect(),
             blocks: core
                 .blocks
@@ -84,6 +90,8 @@ impl Service {
                 })
                 .collect(),
             block_tokens: self.config.core.block_tokens,
+            blocks_total: core.block_names.len(),
+            max_blocks: self.config.core.max_blocks,
             as_of_seq: core.as_of_seq,
             agent: core.agent,
         }
@@ -112,9 +120,53 @@ impl Service {
         }
         let kind = EventKind::CoreMemoryUpdated(CoreMemoryUpdated { block: body.block, content: body.content });
         let event = Event::new(swarm, agent, kind).with_ts(self.clock.now());
-        let written = self.write(caller, event).await?;
+        self.check_core_blocks(std::slice::from_ref(&event), |_| "block".to_string()).await?;
+        let mut written = self.write(caller, event).await?;
+        // What a purge names the update by (`item_ids`).
+        written.item_id = Some(written.event_id.clone());
         let core = self.core(swarm, agent, Some(written.seq)).await?;
         Ok(CoreUpdated { written, core })
+    }
+
+    /// Refuses `events` if their `core_memory_updated` would give an agent
+    /// more than `core.max_blocks` blocks; `field` names the block field
+    /// of the event at an index.
+    pub(super) async fn check_core_blocks(
+        &self,
+        events: &[Event],
+        field: impl Fn(usize) -> String,
+    ) -> Result<(), ApiError> {
+        let max = self.config.core.max_blocks;
+        let mut blocks: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> = Default::default();
+        for (index, event) in events.iter().enumerate() {
+            let EventKind::CoreMemoryUpdated(update) = &event.kind else { continue };
+            if !blocks.contains_key(event.agent.as_str()) {
+                let swarm = &self.config.swarm.name;
+                let names = match self.core_memory(swarm, &event.agent, None).await {
+                    Ok(core) => core.block_names,
+                    // An agent with no memory yet has no blocks.
+                    Err(error) if error.code() == "unknown_agent" => Vec::new(),
+                    Err(error) => return Err(error),
+                };
+                blocks.insert(&event.agent, names.into_iter().collect());
+            }
+            let names = blocks.get_mut(event.agent.as_str()).expect("inserted above");
+            if update.content.trim().is_empty() {
+                names.remove(&update.block);
+            } else if names.insert(update.block.clone()) && names.len() > max {
+                return Err(ApiError::conflict(
+                    "too_many_blocks",
+                    Some(&field(index)),
+                    format!(
+                        "agent {:?} would have {} core memory blocks; it may have at most {max} (core.max_blocks): \
+                         clear one (empty content) or write into an existing one",
+                        event.agent,
+                        names.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Writes a note into the agent's memory: an item like any other,
@@ -212,14 +264,20 @@ impl Service {
                 if !enters_memory_of(agent, admitted, event) || since.is_some_and(|since| event.ts < since) {
                     continue;
                 }
+                let erasures = self.erasures.erasures();
+                let (task, text) = match erasures.show(entry.seq, event) {
+                    Shown::Intact(event) => (event.correlation_id.clone(), mneme_projections::describe(event)),
+                    Shown::Redacted(event) => (event.correlation_id.clone(), mneme_projections::describe(&event)),
+                    Shown::Erased { .. } => (None, ERASED_TEXT.to_string()),
+                };
                 entries.push(TimelineEntry {
                     seq: entry.seq,
                     ts: event.ts,
                     agent: event.agent.clone(),
                     kind: event.kind_name().to_string(),
-                    task: event.correlation_id.clone(),
+                    task,
                     event_id: event.id.to_string(),
-                    text: mneme_projections::describe(event),
+                    text,
                 });
                 if entries.len() == limit {
                     break 'pages;

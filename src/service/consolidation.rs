@@ -13,7 +13,7 @@ use mneme_api::consolidation::{
 use mneme_api::params::{ConsolidateParams, ContradictionParams, quote};
 use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventKind, MemoryPurged, Timestamp};
 use mneme_projections::consolidation::ConsolidationPlan;
-use mneme_projections::{ItemState, OpenContradiction, ResolvedContradiction};
+use mneme_projections::{OpenContradiction, Purgeable, ResolvedContradiction};
 
 use super::error::stopped;
 use super::log::provenance_refs;
@@ -248,17 +248,15 @@ impl Service {
             let handle = self.agent_handle(swarm, &agent, None).await?;
             let mut held = Vec::new();
             let item_ids_apply = body.agent.as_deref().is_none_or(|named| named == agent);
-            for item_id in body.item_ids.iter().filter(|_| item_ids_apply) {
-                if let QueryAnswer::Items(listing) =
-                    ask(&handle, Query::Items(ItemsQuery { item_id: Some(item_id.clone()), page: None })).await?
-                {
-                    match listing.item {
-                        Some(item) if item.state == ItemState::Purged => {
-                            already_purged.push(AlreadyPurged { agent: agent.clone(), item_id: item_id.clone() });
-                        }
-                        Some(_) => held.push(item_id.clone()),
-                        None => {}
-                    }
+            let named: Vec<String> = body.item_ids.iter().filter(|_| item_ids_apply).cloned().collect();
+            let QueryAnswer::Purgeable(found) = ask(&handle, Query::Purgeable(named.clone())).await? else {
+                unreachable!("a purgeable query answers with what is purgeable")
+            };
+            for (item_id, found) in named.into_iter().zip(found) {
+                match found {
+                    Some(Purgeable::Erased) => already_purged.push(AlreadyPurged { agent: agent.clone(), item_id }),
+                    Some(Purgeable::Held) => held.push(item_id),
+                    None => {}
                 }
             }
             if !held.is_empty() || before.is_some() {
@@ -308,6 +306,10 @@ impl Service {
             let seq = appended[0].seq;
             let handle = self.agent_handle(swarm, &agent, None).await?;
             handle.caught_up(self.log.as_ref(), seq, APPLY_TIMEOUT).await?;
+            // Every path that reads the raw log shows the erased events as
+            // erased once the eraser has recorded them (and erased what was
+            // derived from them): the answer waits for that.
+            self.erasures.wait_through(seq, APPLY_TIMEOUT).await?;
             // The snapshot on disk still holds the text until the next one is
             // written: write it now.
             let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;
@@ -338,8 +340,10 @@ impl Service {
             already_purged,
             message: None,
             log: Some(
-                "the original events are still in the log: on JetStream, drop them by retention (log.max_age_secs) or \
-                 by deleting their messages; the embedded log keeps them; see README, Erasure"
+                "every path that reads the log shows the erased events as erased (their ids, kinds, agents and \
+                 times, never their payloads); the log's storage still holds their bytes: on JetStream, drop them \
+                 by retention (log.max_age_secs) or by deleting their messages; the embedded log keeps them; see \
+                 README, Erasure"
                     .to_string(),
             ),
         })

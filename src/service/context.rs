@@ -94,7 +94,9 @@ impl Service {
                 // own, and the other agents' non-private ones); checked again,
                 // as every path that reads the log directly does.
                 let visible = entries.iter().filter(|entry| entry_visible_to(entry, agent));
-                answer.heading.events = PhaseEvents::Original(visible.map(wire_entry).collect());
+                let erasures = self.erasures.erasures();
+                answer.heading.events =
+                    PhaseEvents::Original(visible.map(|entry| wire_entry(entry, &erasures)).collect());
             }
             PhaseLevel::Full => {
                 answer.full = Some(phase_full(&phase));

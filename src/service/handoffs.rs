@@ -32,7 +32,7 @@ impl Service {
         let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
             unreachable!("a handoffs query answers with handoffs")
         };
-        let handoffs = records.iter().map(|record| handoff_delivery(swarm, agent, record)).collect();
+        let handoffs = records.iter().map(|record| self.shown_delivery(swarm, agent, record)).collect();
         Ok(HandoffsAnswer { agent: agent.to_string(), handoffs })
     }
 
@@ -80,7 +80,7 @@ impl Service {
         let mut sent: BTreeMap<EventId, bool> = BTreeMap::new();
         for record in &pending {
             sent.insert(record.handoff_id, record.package.is_some());
-            if deliveries.send(handoff_delivery(&swarm, &agent, record)).await.is_err() {
+            if deliveries.send(self.shown_delivery(&swarm, &agent, record)).await.is_err() {
                 return;
             }
         }
@@ -101,7 +101,7 @@ impl Service {
                                 && (record.package.is_some() || !sent.contains_key(&handoff_id)) =>
                             {
                                 sent.insert(handoff_id, record.package.is_some());
-                                handoff_delivery(&swarm, &agent, &record)
+                                self.shown_delivery(&swarm, &agent, &record)
                             }
                             Ok(_) => continue,
                             Err(error) => {
@@ -123,6 +123,16 @@ impl Service {
                 return;
             }
         }
+    }
+
+    /// A handoff as its recipient is shown it: its package without what
+    /// quotes an erased event, and none once the handoff itself is erased.
+    pub(super) fn shown_delivery(&self, swarm: &str, agent: &str, record: &HandoffRecord) -> HandoffDelivery {
+        let mut delivery = handoff_delivery(swarm, agent, record);
+        if let Some(package) = &delivery.package {
+            delivery.package = self.erasures.erasures().redact_package(record.handoff_id, package);
+        }
+        delivery
     }
 
     /// The memory's record of a handoff, once it has applied `seq`.

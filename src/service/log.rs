@@ -14,7 +14,7 @@ use mneme_api::log::{
 };
 use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, ProvenanceParams, quote};
 use mneme_api::{self as wire};
-use mneme_events::{ErrorCode, Scope, decode_json_batch_of_at_most};
+use mneme_events::{ERASED_TEXT, Erasures, ErrorCode, Event, EventKind, Scope, Shown, decode_json_batch_of_at_most};
 use mneme_nats::LogEntry;
 use mneme_projections::ProvenanceRef;
 use serde_json::{Value, json};
@@ -55,6 +55,20 @@ impl Service {
                 format!("this server holds swarm {swarm:?}, not {:?}", event.swarm),
             ));
         }
+        // An agent's token may not record handoffs received: Mneme's router
+        // delivers them, as NATS permissions already say (deploy/nats); a
+        // forged receipt would put a pending handoff in the agent's core
+        // memory. An operator importing a log may.
+        let bound = matches!(caller, Caller::Token { agent: Some(_), .. });
+        let reserved = events.iter().position(|event| matches!(event.kind, EventKind::HandoffReceived(_)));
+        if let (true, Some(index)) = (bound, reserved) {
+            return Err(ApiError::forbidden(
+                "reserved_kind",
+                Some(&format!("[{index}].kind")),
+                "handoff_received is written by Mneme's handoff router when it delivers a handoff_sent; \
+                 an agent's token may not publish it: publish the handoff_sent instead",
+            ));
+        }
         let refused = events.iter().enumerate().find(|(_, event)| !caller.may_act_as(&event.agent));
         if let Some((index, event)) = refused {
             return Err(ApiError::forbidden(
@@ -63,6 +77,7 @@ impl Service {
                 format!("{caller} may not publish events of agent {:?}", event.agent),
             ));
         }
+        self.check_core_blocks(&events, |index| format!("[{index}].data.block")).await?;
         let appended = self.log.append(&events).await?;
         let mut agents: Vec<String> = events.iter().map(|event| event.agent.clone()).collect();
         agents.sort();
@@ -81,7 +96,8 @@ impl Service {
         let page = params.check()?;
         let entries = self.log.read(page.from_seq, page.agent.as_deref(), page.limit).await?;
         let next_seq = entries.last().map_or(page.from_seq, |entry| entry.seq + 1);
-        Ok(EventsPage { events: entries.iter().map(wire_entry).collect(), next_seq })
+        let erasures = self.erasures.erasures();
+        Ok(EventsPage { events: entries.iter().map(|entry| wire_entry(entry, &erasures)).collect(), next_seq })
     }
 
     /// Every entry of the log from `params.from_seq` on (one agent's, if
@@ -99,11 +115,12 @@ impl Service {
         let mut entries = self.log.subscribe(page.from_seq, page.agent.as_deref()).await?;
         let (sender, receiver) = mpsc::channel(FOLLOW_BUFFER);
         let mut shutting_down = self.shutting_down.clone();
+        let registry = self.erasures.clone();
         actix_rt::spawn(async move {
             loop {
                 let entry = tokio::select! {
                     entry = entries.next() => match entry {
-                        Some(Ok(entry)) => wire_entry(&entry),
+                        Some(Ok(entry)) => wire_entry(&entry, &registry.erasures()),
                         Some(Err(error)) => {
                             tracing::warn!(%error, "event stream ended by a log error");
                             return;
@@ -127,16 +144,19 @@ impl Service {
     /// Records that are not valid events, with why.
     pub async fn dead_letters(&self, swarm: &str) -> Result<DeadLetters, ApiError> {
         self.check_swarm(swarm)?;
-        let dead_letters = self
-            .log
-            .dead_letters()
-            .await?
+        let letters = self.log.dead_letters().await?;
+        let erasures = self.erasures.erasures();
+        let dead_letters = letters
             .iter()
             .map(|letter| DeadLetter {
                 seq: letter.seq,
                 agent: letter.agent.clone(),
                 reason: letter.reason.clone(),
-                raw: String::from_utf8_lossy(&letter.raw).into_owned(),
+                // A letter quotes its record: not once the record is erased.
+                raw: match erasures.erased(letter.seq) {
+                    Some(_) => ERASED_TEXT.to_string(),
+                    None => String::from_utf8_lossy(&letter.raw).into_owned(),
+                },
             })
             .collect();
         Ok(DeadLetters { dead_letters })
@@ -172,7 +192,8 @@ impl Service {
         }
         let seqs: Vec<u64> = seqs.into_iter().collect();
         let entries = self.log.read_seqs(&seqs).await?;
-        let events = entries.iter().map(wire_entry).collect();
+        let erasures = self.erasures.erasures();
+        let events = entries.iter().map(|entry| wire_entry(entry, &erasures)).collect();
         Ok(SwarmProvenance { item_id: item_id.to_string(), holders, events })
     }
 
@@ -203,7 +224,12 @@ impl Service {
         seqs.sort_unstable();
         seqs.dedup();
         let entries = self.log.read_seqs(&seqs).await?;
-        let visible: Vec<_> = entries.iter().filter(|entry| entry_visible_to(entry, agent)).map(wire_entry).collect();
+        let erasures = self.erasures.erasures();
+        let visible: Vec<_> = entries
+            .iter()
+            .filter(|entry| entry_visible_to(entry, agent))
+            .map(|entry| wire_entry(entry, &erasures))
+            .collect();
         let hidden = entries.len() - visible.len();
         if hidden > 0 {
             tracing::error!(%agent, item_id = %params.item_id, hidden, "provenance pointed at events the agent may not see; withheld");
@@ -259,25 +285,55 @@ pub fn entry_visible_to(entry: &LogEntry, agent: &str) -> bool {
 }
 
 /// A log entry as the API shows it: the event with its `seq`, or why the
-/// record is not a valid event.
-pub fn wire_entry(entry: &LogEntry) -> wire::log::LogEntry {
-    match &entry.record {
-        Ok(event) => {
-            let Value::Object(event) = event.to_json_value() else { unreachable!("an event is a JSON object") };
-            wire::log::LogEntry::Event(wire::log::EventEntry { seq: entry.seq, event })
+/// record is not a valid event; an erased event as its stub, an event that
+/// quotes an erased one without the quote. The one place that decides what
+/// a reader sees of the raw log: every path that shows log entries calls
+/// it with the swarm's erasures (`mneme_events::erasure`).
+pub fn wire_entry(entry: &LogEntry, erasures: &Erasures) -> wire::log::LogEntry {
+    let event = match &entry.record {
+        Ok(event) => event,
+        Err(invalid) => {
+            let raw = match erasures.erased(entry.seq) {
+                Some(_) => ERASED_TEXT.to_string(),
+                None => String::from_utf8_lossy(&invalid.raw).into_owned(),
+            };
+            return wire::log::LogEntry::Invalid(wire::log::InvalidEntry {
+                seq: entry.seq,
+                agent: entry.agent.clone(),
+                invalid: invalid.reason.clone(),
+                raw,
+            });
         }
-        Err(invalid) => wire::log::LogEntry::Invalid(wire::log::InvalidEntry {
-            seq: entry.seq,
-            agent: entry.agent.clone(),
-            invalid: invalid.reason.clone(),
-            raw: String::from_utf8_lossy(&invalid.raw).into_owned(),
+    };
+    let event_entry = |event: &Event| {
+        let Value::Object(event) = event.to_json_value() else { unreachable!("an event is a JSON object") };
+        wire::log::LogEntry::Event(wire::log::EventEntry { seq: entry.seq, event })
+    };
+    match erasures.show(entry.seq, event) {
+        Shown::Intact(event) => event_entry(event),
+        Shown::Redacted(event) => event_entry(&event),
+        Shown::Erased { event, by } => wire::log::LogEntry::Erased(wire::log::ErasedEntry {
+            seq: event.seq,
+            id: event.id.to_string(),
+            agent: event.agent.clone(),
+            kind: event.kind.clone(),
+            ts: event.ts,
+            scope: event.scope,
+            erased_by: by
+                .iter()
+                .map(|purge| wire::log::ErasedBy {
+                    agent: purge.agent.clone(),
+                    seq: purge.seq,
+                    event_id: purge.event_id.to_string(),
+                })
+                .collect(),
         }),
     }
 }
 
 /// [`wire_entry`] as JSON.
-pub fn entry_json(entry: &LogEntry) -> Value {
-    serde_json::to_value(wire_entry(entry)).expect("a log entry is JSON")
+pub fn entry_json(entry: &LogEntry, erasures: &Erasures) -> Value {
+    serde_json::to_value(wire_entry(entry, erasures)).expect("a log entry is JSON")
 }
 
 /// Provenance as the wire has it.

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use actix::Addr;
 use metrics_exporter_prometheus::PrometheusHandle;
-use mneme_actors::{AgentHandle, Consolidator, GetAgent, Query, QueryAnswer, Supervisor, SwarmConfig};
+use mneme_actors::{AgentHandle, Consolidator, ErasureRegistry, GetAgent, Query, QueryAnswer, Supervisor, SwarmConfig};
 use mneme_api::params::quote;
 use mneme_nats::EventLog;
 use mneme_projections::MemoryConfig;
@@ -66,6 +66,9 @@ pub struct Service {
     /// Turns true when the server begins to shut down: long-lived responses
     /// (handoff streams) end then, rather than hold the shutdown up.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,
+    /// What purges erased: every path that shows raw log entries shows
+    /// them through it (`log::wire_entry`).
+    pub erasures: Arc<ErasureRegistry>,
 }
 
 impl Service {

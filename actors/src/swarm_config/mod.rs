@@ -224,6 +224,17 @@ pub struct CoreSection {
     /// named.
     #[serde(default = "default_core_block_tokens")]
     pub block_tokens: usize,
+    /// Blocks an agent may have; a new block past it is refused. Core
+    /// memory shows at most this many, the most recently written.
+    #[serde(default = "default_core_max_blocks")]
+    pub max_blocks: usize,
+}
+
+/// The most blocks `core.max_blocks` may allow.
+pub const MAX_CORE_BLOCKS: usize = 1024;
+
+fn default_core_max_blocks() -> usize {
+    32
 }
 
 /// The most tokens `core.block_tokens` may allow.
@@ -235,7 +246,7 @@ fn default_core_block_tokens() -> usize {
 
 impl Default for CoreSection {
     fn default() -> Self {
-        CoreSection { block_tokens: default_core_block_tokens() }
+        CoreSection { block_tokens: default_core_block_tokens(), max_blocks: default_core_max_blocks() }
     }
 }
 
@@ -572,6 +583,12 @@ impl SwarmConfig {
             return Err(format!(
                 "core.block_tokens = {}; expected a number of tokens from 1 to {MAX_CORE_BLOCK_TOKENS}",
                 self.core.block_tokens
+            ));
+        }
+        if !(1..=MAX_CORE_BLOCKS).contains(&self.core.max_blocks) {
+            return Err(format!(
+                "core.max_blocks = {}; expected a number of blocks from 1 to {MAX_CORE_BLOCKS}",
+                self.core.max_blocks
             ));
         }
         self.check_nats_credentials()?;

@@ -17,6 +17,7 @@ use crate::{LogError, subjects};
 pub(super) struct Opened {
     pub(super) events: stream::Stream,
     pub(super) dead_letters: stream::Stream,
+    pub(super) erasures: stream::Stream,
     pub(super) positions: kv::Store,
 }
 
@@ -66,9 +67,22 @@ async fn open(context: &jetstream::Context, swarm: &str, options: &JetStreamOpti
         })
         .await
         .map_err(|error| stream_failure(format!("could not open the dead-letter stream of {swarm}"), &error))?;
+    let erasures = context
+        .get_or_create_stream(stream::Config {
+            name: subjects::erasures_stream(swarm),
+            description: Some(format!("Mneme erasures of swarm {swarm}: what each purge erased")),
+            subjects: vec![subjects::erasures_subject(swarm)],
+            storage: stream::StorageType::File,
+            retention: stream::RetentionPolicy::Limits,
+            duplicate_window: options.duplicate_window,
+            num_replicas: options.replicas,
+            ..Default::default()
+        })
+        .await
+        .map_err(|error| stream_failure(format!("could not open the erasures stream of {swarm}"), &error))?;
     open_handoffs_stream(context, swarm, options).await?;
     let positions = open_positions_bucket(context, swarm, options.replicas).await?;
-    Ok(Opened { events, dead_letters, positions })
+    Ok(Opened { events, dead_letters, erasures, positions })
 }
 
 /// Opens the stream of the swarm's handoff packages: the events stream's

@@ -12,6 +12,23 @@ use crate::graph::Holding;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
 use crate::phases::PurgedEvent;
 
+/// What a purge erased from a memory (see [`AgentMemory::erased_by`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ErasedByPurge {
+    /// The erased events' seqs, ascending.
+    pub seqs: Vec<u64>,
+    /// The phases that held one of them.
+    pub phases: Vec<String>,
+}
+
+/// Whether a memory holds what an item id names, for a purge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purgeable {
+    Held,
+    /// A purge erased it already.
+    Erased,
+}
+
 /// What is left of a contradiction's reason once a side is purged.
 const PURGED_CONTRADICTION_REASON: &str = "(a side was purged)";
 impl AgentMemory {
@@ -250,7 +267,15 @@ impl AgentMemory {
         for seq in released {
             self.config.shared.release(seq)?;
         }
+        // Core memory: the own updates named or reached, and what the
+        // erased items made of its task and preferences.
+        let named_ids: BTreeSet<mneme_events::EventId> =
+            purged.item_ids.iter().filter_map(|item_id| item_id.trim().parse().ok()).collect();
+        let own_before = purged.before.filter(|_| author == self.agent);
+        let erased_items: BTreeSet<u64> = erased.keys().copied().collect();
+        self.core.purge(&named_ids, own_before, &erased_items, provenance.seq);
         if !erased.is_empty() {
+            self.redact_received_packages(&erased_items, &erased_ids);
             // What ended an erased item goes with it: the resolution that
             // made it lose closed its fact or decision in this graph, on a
             // copy when the item was shared, and the copy carries the
@@ -276,6 +301,41 @@ impl AgentMemory {
             self.rebuild_indexes_without_purged()?;
         }
         Ok(())
+    }
+
+    /// What the purge at `purge_seq` erased from this memory, once it is
+    /// applied: the seqs of the events (items' creating events, and own
+    /// core memory updates) and the ids of the phases that held one. A
+    /// purge that names items erased already names them again.
+    pub fn erased_by(&self, purge_seq: u64) -> ErasedByPurge {
+        let mut seqs: BTreeSet<u64> = self
+            .items
+            .values()
+            .filter(|item| {
+                item.state == ItemState::Purged && item.provenance.iter().any(|reference| reference.seq == purge_seq)
+            })
+            .map(|item| item.seq)
+            .collect();
+        seqs.extend(self.core.updates.iter().filter(|update| update.erased_by == Some(purge_seq)).map(|u| u.seq));
+        let phases = self
+            .phases
+            .phases()
+            .iter()
+            .filter(|phase| phase.event_seqs.iter().any(|seq| seqs.contains(seq)))
+            .map(|phase| phase.phase_id.clone())
+            .collect();
+        ErasedByPurge { seqs: seqs.into_iter().collect(), phases }
+    }
+
+    /// Whether `item_id` names something a purge of this memory erases (an
+    /// item, or one of the agent's own core memory updates), and if so
+    /// whether a purge erased it already.
+    pub fn purgeable(&self, item_id: &str) -> Option<Purgeable> {
+        if let Some(item) = self.item(item_id) {
+            return Some(if item.state == ItemState::Purged { Purgeable::Erased } else { Purgeable::Held });
+        }
+        let update = self.core.update(item_id.trim().parse().ok()?)?;
+        Some(if update.erased_by.is_some() { Purgeable::Erased } else { Purgeable::Held })
     }
 
     /// The seqs of the resolutions whose losing side is one of `items`.

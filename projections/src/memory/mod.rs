@@ -30,6 +30,7 @@ use crate::superseded::{Retractions, RetractionsVersion};
 use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
 
+pub use changes::{ErasedByPurge, Purgeable};
 pub use listing::{ItemCounts, ItemPage, ListedItem, ListedItems};
 
 /// How an agent's memory is shaped. Part of the snapshot: a snapshot taken

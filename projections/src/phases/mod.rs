@@ -775,16 +775,22 @@ fn completion_target(phases: &[Phase], open: &[usize], completed: &PhaseComplete
 /// its events was purged, else whether one of them was a task update.
 fn redact_phase(phase: &mut Phase, purged: &BTreeMap<u64, PurgedEvent>, graph: &GraphView<'_>) -> Option<bool> {
     let hit: Vec<&PurgedEvent> = phase.event_seqs.iter().filter_map(|seq| purged.get(seq)).collect();
-    if hit.is_empty() {
+    // The events that started, completed and compressed it: a task's phase
+    // that a `phase_started` named later has its name and goal from that.
+    let purged_kind = |kind: &str| {
+        phase.provenance.iter().any(|reference| purged.get(&reference.seq).is_some_and(|event| event.kind == kind))
+    };
+    let (start_purged, completion_purged) = (purged_kind("phase_started"), purged_kind("phase_completed"));
+    if hit.is_empty() && !start_purged && !completion_purged {
         return None;
     }
     phase.redacted = true;
     redact_notes(&mut phase.notes, purged, &hit, graph);
-    if purged.contains_key(&phase.started_seq) {
+    if purged.contains_key(&phase.started_seq) || start_purged {
         phase.name = phase.task.clone().unwrap_or_else(|| PURGED_PHASE_NAME.to_string());
         phase.goal = None;
     }
-    if phase.completed_seq.is_some_and(|seq| purged.contains_key(&seq)) {
+    if phase.completed_seq.is_some_and(|seq| purged.contains_key(&seq)) || completion_purged {
         phase.outcome = None;
     }
     if phase.is_completed() {

@@ -39,7 +39,7 @@ use crate::phases::{PhasePart, PhaseRecord, PhaseTrackerRecord};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 18;
+pub const SNAPSHOT_FORMAT: u32 = 19;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's

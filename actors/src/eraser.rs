@@ -1,0 +1,285 @@
+//! The eraser: one per swarm. It follows the log, and for every
+//! `memory_purged` tombstone waits until the purging memory has applied
+//! it, asks that memory what it erased, and records it beside the log
+//! (`EventLog::record_erasure`) and in the swarm's [`ErasureRegistry`],
+//! which every reader of raw log entries consults (see
+//! `mneme_events::erasure`). What was derived from an erased event is
+//! erased too: for an erased `handoff_sent`, the eraser appends a
+//! tombstone to the recipient's memory naming the `handoff_received` that
+//! delivered it (its id derived, keyed, from the purge and the handoff, so
+//! a retry after a crash appends it once), and erases that as well before
+//! it moves on.
+//!
+//! Its position on the log is durable (`eraser`), and recording a purge
+//! again changes nothing, so a crash between the two repeats work and loses
+//! none. [`ErasureRegistry::wait_through`] lets a purge request answer only
+//! once what it erased is recorded.
+
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::time::Duration;
+
+use actix::prelude::*;
+use futures::StreamExt;
+use mneme_events::{ErasedEvent, ErasureRecord, Erasures, Event, EventId, EventKind, IdKey, MemoryPurged, PurgeRef};
+use mneme_nats::{EventLog, LogEntry, Seq};
+use tokio::sync::watch;
+
+use crate::error::ActorsError;
+use crate::memory_actor::{Query, QueryAnswer, TakeSnapshot};
+use crate::supervisor::{AgentHandle, GetAgent, Supervisor};
+
+/// The eraser's durable position on the log.
+const CONSUMER: &str = "eraser";
+/// The position is stored after every purge and at least this often
+/// otherwise.
+const STORE_POSITION_EVERY_ENTRIES: u64 = 1000;
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+/// How long the eraser waits for a memory to apply a tombstone.
+const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What the swarm's purges erased, as recorded beside its log, and how far
+/// the eraser has read the log.
+pub struct ErasureRegistry {
+    erasures: RwLock<Erasures>,
+    /// Every tombstone at or below this seq is recorded.
+    through: watch::Sender<Seq>,
+}
+
+impl ErasureRegistry {
+    /// A registry of what `log` has recorded.
+    pub async fn load(log: &dyn EventLog) -> Result<Arc<ErasureRegistry>, ActorsError> {
+        let records = log.erasures().await?;
+        Ok(Arc::new(ErasureRegistry { erasures: RwLock::new(Erasures::of(&records)), through: watch::Sender::new(0) }))
+    }
+
+    /// An empty registry (a log with no erasure).
+    pub fn empty() -> Arc<ErasureRegistry> {
+        Arc::new(ErasureRegistry { erasures: RwLock::new(Erasures::new()), through: watch::Sender::new(0) })
+    }
+
+    /// What every reader of the log is shown through.
+    pub fn erasures(&self) -> RwLockReadGuard<'_, Erasures> {
+        self.erasures.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn record(&self, record: &ErasureRecord) {
+        self.erasures.write().unwrap_or_else(PoisonError::into_inner).record(record);
+    }
+
+    /// How far the eraser has read the log.
+    pub fn through(&self) -> Seq {
+        *self.through.borrow()
+    }
+
+    /// Waits until every tombstone up to `seq` is recorded.
+    pub async fn wait_through(&self, seq: Seq, timeout: Duration) -> Result<(), ActorsError> {
+        let mut through = self.through.subscribe();
+        match tokio::time::timeout(timeout, through.wait_for(|through| *through >= seq)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(ActorsError::ActorStopped { agent: "eraser".to_string() }),
+            Err(_) => Err(ActorsError::CatchUpTimeout {
+                agent: "eraser".to_string(),
+                seq,
+                waited_ms: timeout.as_millis() as u64,
+            }),
+        }
+    }
+}
+
+pub struct Eraser {
+    erasing: Erasing,
+}
+
+impl Eraser {
+    pub fn new(
+        swarm: &str,
+        log: Arc<dyn EventLog>,
+        supervisor: Addr<Supervisor>,
+        registry: Arc<ErasureRegistry>,
+        id_key: IdKey,
+    ) -> Eraser {
+        Eraser { erasing: Erasing { swarm: swarm.to_string(), log, supervisor, registry, id_key } }
+    }
+}
+
+impl Actor for Eraser {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let erasing = self.erasing.clone();
+        ctx.spawn(async move { erasing.follow().await }.into_actor(self));
+    }
+}
+
+/// Stops the eraser (its task with it), as at shutdown.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopErasing;
+
+impl Handler<StopErasing> for Eraser {
+    type Result = ();
+
+    fn handle(&mut self, _: StopErasing, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
+/// What the eraser's task needs, apart from the actor.
+#[derive(Clone)]
+struct Erasing {
+    swarm: String,
+    log: Arc<dyn EventLog>,
+    supervisor: Addr<Supervisor>,
+    registry: Arc<ErasureRegistry>,
+    id_key: IdKey,
+}
+
+impl Erasing {
+    /// Follows the log from the stored position until the process ends;
+    /// after a failure, from the stored position again.
+    async fn follow(&self) {
+        loop {
+            let from = match self.log.load_position(CONSUMER).await {
+                Ok(position) => position.map_or(1, |seq| seq + 1),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the eraser's position; retrying");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    continue;
+                }
+            };
+            self.registry.through.send_if_modified(|through| {
+                let behind = *through < from - 1;
+                *through = (*through).max(from - 1);
+                behind
+            });
+            let mut entries = match self.log.subscribe(from, None).await {
+                Ok(entries) => entries,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot follow the log for purges; retrying");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                    continue;
+                }
+            };
+            let mut unstored = 0u64;
+            while let Some(entry) = entries.next().await {
+                let entry = match entry {
+                    Ok(entry) => entry,
+                    Err(error) => {
+                        tracing::warn!(%error, "purge subscription failed; resubscribing");
+                        break;
+                    }
+                };
+                let seq = entry.seq;
+                let was_purge = match self.take(entry).await {
+                    Ok(was_purge) => was_purge,
+                    Err(error) => {
+                        // Not recorded: the position stays before it, and it
+                        // is tried again.
+                        tracing::warn!(seq, %error, "purge not recorded yet; retrying");
+                        break;
+                    }
+                };
+                self.registry.through.send_replace(seq);
+                unstored += 1;
+                if was_purge || unstored >= STORE_POSITION_EVERY_ENTRIES {
+                    if let Err(error) = self.log.store_position(CONSUMER, seq).await {
+                        tracing::warn!(%error, "cannot store the eraser's position");
+                    }
+                    unstored = 0;
+                }
+            }
+            tokio::time::sleep(RETRY_AFTER).await;
+        }
+    }
+
+    /// Records the entry's erasure if it is a purge; answers whether it was
+    /// one.
+    async fn take(&self, entry: LogEntry) -> Result<bool, ActorsError> {
+        let Ok(event) = entry.record else { return Ok(false) };
+        let EventKind::MemoryPurged(_) = &event.kind else { return Ok(false) };
+        self.erase(entry.seq, &event).await?;
+        Ok(true)
+    }
+
+    /// Records what the tombstone at `seq` erased, and erases what was
+    /// derived from it.
+    async fn erase(&self, seq: Seq, tombstone: &Event) -> Result<(), ActorsError> {
+        if self.registry.erasures().has_purge(seq) {
+            return Ok(());
+        }
+        let handle = match self.supervisor.send(GetAgent(tombstone.agent.clone())).await {
+            Ok(Ok(handle)) => handle,
+            Ok(Err(ActorsError::UnknownAgent { .. })) => {
+                // No memory of that agent is kept: the tombstone erased
+                // nothing.
+                tracing::warn!(agent = %tombstone.agent, seq, "purge of an agent this swarm keeps no memory of");
+                return Ok(());
+            }
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err(ActorsError::ActorStopped { agent: "supervisor".to_string() }),
+        };
+        handle.caught_up(self.log.as_ref(), seq, CATCH_UP_TIMEOUT).await?;
+        let erased = match handle.addr.send(Query::ErasedBy(seq)).await {
+            Ok(Ok(QueryAnswer::ErasedBy(erased))) => erased,
+            Ok(Ok(_)) => unreachable!("an erased-by query answers with what was erased"),
+            Ok(Err(error)) => return Err(error),
+            Err(_) => return Err(ActorsError::ActorStopped { agent: handle.agent.clone() }),
+        };
+        let entries = self.log.read_seqs(&erased.seqs).await?;
+        let events: Vec<(Seq, Event)> =
+            entries.into_iter().filter_map(|entry| entry.record.ok().map(|event| (entry.seq, event))).collect();
+        let record = ErasureRecord {
+            purge: PurgeRef { agent: tombstone.agent.clone(), seq, event_id: tombstone.id },
+            events: events.iter().map(|(seq, event)| ErasedEvent::of(*seq, event)).collect(),
+            phases: erased.phases.iter().filter_map(|phase_id| phase_id.parse::<EventId>().ok()).collect(),
+        };
+        // What was derived from an erased handoff goes first: once the
+        // purge is recorded, a crash must not leave the delivery behind.
+        for (_, event) in &events {
+            if let EventKind::HandoffSent(sent) = &event.kind {
+                self.erase_delivery(tombstone, event, sent.to.trim()).await?;
+            }
+        }
+        self.log.record_erasure(&record).await?;
+        self.registry.record(&record);
+        tracing::info!(agent = %tombstone.agent, seq, erased = record.events.len(), "purge recorded");
+        metrics::counter!("mneme_events_erased_total").increment(record.events.len() as u64);
+        Ok(())
+    }
+
+    /// Erases the `handoff_received` that delivered an erased handoff from
+    /// its recipient's memory, with a tombstone of its own.
+    async fn erase_delivery(&self, tombstone: &Event, sent: &Event, recipient: &str) -> Result<(), ActorsError> {
+        let received_id = self.id_key.derive(recipient, "handoff_received", &sent.id.to_string());
+        let handle = match self.handle_of(recipient).await {
+            Ok(handle) => handle,
+            // Never delivered: nothing derived to erase.
+            Err(ActorsError::UnknownAgent { .. }) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        let id = self.id_key.derive(recipient, "memory_purged", &format!("{}:{}", tombstone.id, sent.id));
+        let purged = MemoryPurged {
+            item_ids: vec![received_id.to_string()],
+            before: None,
+            of_agent: None,
+            reason: Some(format!("the handoff {} it delivered was erased by purge {}", sent.id, tombstone.id)),
+        };
+        let follow_up = Event::new(&self.swarm, recipient, EventKind::MemoryPurged(purged))
+            .with_id(id)
+            .with_ts(tombstone.ts)
+            .caused_by(tombstone.id);
+        let appended = self.log.append(std::slice::from_ref(&follow_up)).await?;
+        let seq = appended[0].seq;
+        Box::pin(self.erase(seq, &follow_up)).await?;
+        // The snapshot on disk still holds the package until the next one.
+        let _ = handle.addr.send(TakeSnapshot).await;
+        Ok(())
+    }
+
+    async fn handle_of(&self, agent: &str) -> Result<AgentHandle, ActorsError> {
+        self.supervisor
+            .send(GetAgent(agent.to_string()))
+            .await
+            .map_err(|_| ActorsError::ActorStopped { agent: "supervisor".to_string() })?
+    }
+}
