@@ -19,6 +19,7 @@ use mneme_api::consolidation::PurgeAnswer;
 use mneme_api::context::{PhaseAnswer, PhasesAnswer};
 use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry};
 use mneme_api::memory::ReplayAnswer;
+use mneme_nats::server::NatsServer;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
@@ -129,7 +130,19 @@ fn ulid(case: usize, n: usize) -> String {
 #[test]
 fn no_read_path_shows_a_byte_of_what_a_purge_erased() {
     let work = tempfile::tempdir().unwrap();
-    let server = MnemeServer::start_with(work.path(), None, CONFIG);
+    purges_erase_from_every_read_path(&MnemeServer::start_with(work.path(), None, CONFIG));
+}
+
+#[test]
+fn no_read_path_shows_a_byte_of_what_a_purge_erased_on_jetstream() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let nats = runtime.block_on(NatsServer::require());
+    let work = tempfile::tempdir().unwrap();
+    purges_erase_from_every_read_path(&MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG));
+}
+
+/// Runs the property's cases on `server`, then checks replay.
+fn purges_erase_from_every_read_path(server: &MnemeServer) {
     let cases: u32 = std::env::var("MNEME_ERASURE_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(6);
     // No shrinking: the server's log grows with every case, so a smaller
     // case would not be run against the same log.
@@ -169,7 +182,7 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased() {
                 "data": {"to": "reviewer", "task": format!("take over {task}")}}));
             let accepted: AcceptedEvents = server.post_typed("/v1/events", &Value::Array(events).to_string());
             let last = accepted.accepted.iter().map(|accepted| accepted.seq).max().unwrap();
-            wait_for_deliveries(&server, last);
+            wait_for_deliveries(server, last);
             // Verdicts that quote the items (links, contradictions).
             let _: Value = server.post_typed("/v1/swarms/demo/consolidate", "");
             if !purged_ids.is_empty() {
@@ -183,7 +196,7 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased() {
                 if purged { erased.push(secret) } else { kept.push(secret) }
             }
             kept.push(kept_secret);
-            let seen = read_everything(&server);
+            let seen = read_everything(server);
             for secret in erased.iter() {
                 if let Some(path) = seen.iter().find(|(_, body)| body.contains(secret.as_str())) {
                     prop_assert!(

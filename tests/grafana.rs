@@ -36,6 +36,7 @@ const NOT_PRODUCED_BY_THE_TEST: &[(&str, &str)] = &[
         "only for a handoff that can never be delivered; test servers admit unknown agents",
     ),
     ("mneme_consolidation_verdicts_dropped_total", "only when a single verdict is larger than log.max_event_bytes"),
+    ("mneme_events_erased_total", "only once a purge erased something; this test purges nothing"),
     ("mneme_nats_queries_total", "only for queries over NATS; this server runs on the embedded log"),
     ("mneme_nats_queries_refused_total", "only for queries over NATS; this server runs on the embedded log"),
 ];

@@ -296,9 +296,14 @@ fn one_agent_flooding_queries_is_refused_past_its_limit_and_another_is_answered(
                         Err(ureq::Error::Status(429, response)) => {
                             assert_eq!(response.header("retry-after"), Some("1"));
                             let ErrorBody { error } = response.into_json().unwrap();
-                            assert_eq!(error.code, "too_many_requests", "{error:?}");
-                            let message = error.message;
-                            assert!(message.contains("http.max_queries_in_flight"), "{message}");
+                            // Streams dropped at once hold their place
+                            // until the server sees their reader gone.
+                            let limit = match error.code.as_str() {
+                                "too_many_requests" => "http.max_queries_in_flight",
+                                "too_many_streams" => "http.max_streams_per_caller",
+                                _ => panic!("refused otherwise: {error:?}"),
+                            };
+                            assert!(error.message.contains(limit), "{error:?}");
                             refused.fetch_add(1, Ordering::Relaxed)
                         }
                         Err(error) => panic!("{path}: {error}"),
@@ -408,4 +413,47 @@ fn f7_a_bound_token_cannot_flood_its_core_memory_with_blocks() {
     assert_eq!(post_core(json!({"block": "notes3", "content": "rewritten"})).0, 200);
     assert_eq!(post_core(json!({"block": "notes4", "content": ""})).0, 200);
     assert_eq!(post_core(json!({"block": "ninth", "content": "now it fits"})).0, 200);
+}
+
+/// Issue 35, F5: about 20,000 concurrent `GET …/handoffs?follow=true` of
+/// one agent token hit the open-file limit, and `/healthz`, other agents'
+/// searches and publishes timed out. Streams are bounded per caller and in
+/// total, refused past either with 429 and `Retry-After`, and a stream
+/// whose reader left gives its place back.
+#[test]
+fn f5_one_token_cannot_exhaust_the_server_with_follow_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("\n[http]\nmax_streams_per_caller = 3\nmax_streams = 4\n{}", tokens());
+    let server = MnemeServer::start_with(dir.path(), None, &config);
+    let stream = |token: &str, agent: &str| {
+        let url = format!("{}/v1/swarms/demo/agents/{agent}/handoffs?follow=true", server.url);
+        ureq::get(&url)
+            .set("authorization", &format!("Bearer {token}"))
+            .timeout(Duration::from_secs(30))
+            .call()
+            .map_err(Box::new)
+    };
+    let refused = |answer: Result<ureq::Response, Box<ureq::Error>>| match answer.map_err(|error| *error) {
+        Err(ureq::Error::Status(429, response)) => {
+            assert_eq!(response.header("retry-after"), Some("1"));
+            let body: ErrorBody = response.into_json().unwrap();
+            body.error.message
+        }
+        Err(error) => panic!("refused otherwise: {error}"),
+        Ok(response) => panic!("not refused: {}", response.status()),
+    };
+    let mut reviewer: Vec<ureq::Response> = (0..3).map(|_| stream(REVIEWER_TOKEN, "reviewer").unwrap()).collect();
+    let message = refused(stream(REVIEWER_TOKEN, "reviewer"));
+    assert!(message.contains("http.max_streams_per_caller"), "{message}");
+    let _coder = stream(CODER_TOKEN, "coder").unwrap();
+    let message = refused(stream(PLANNER_TOKEN, "planner"));
+    assert!(message.contains("http.max_streams)"), "{message}");
+    // Health and the other agents' queries answer all the while.
+    let health: Health = typed("health", server.get("/healthz"));
+    assert_eq!(health.status, "ok");
+    let (status, _) = server.get_as(Some(PLANNER_TOKEN), "/v1/swarms/demo/agents/planner/search?q=anything");
+    assert_eq!(status, 200);
+    // The reviewer's readers leave: their places come back.
+    reviewer.clear();
+    wait_until("a stream's place comes back once its reader left", || stream(PLANNER_TOKEN, "planner").is_ok());
 }

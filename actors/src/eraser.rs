@@ -66,6 +66,16 @@ impl ErasureRegistry {
         self.erasures.write().unwrap_or_else(PoisonError::into_inner).record(record);
     }
 
+    /// Every tombstone up to `seq` is recorded; never moves back (a
+    /// resubscription reads again from the stored position).
+    fn advance(&self, seq: Seq) {
+        self.through.send_if_modified(|through| {
+            let ahead = seq > *through;
+            *through = (*through).max(seq);
+            ahead
+        });
+    }
+
     /// How far the eraser has read the log.
     pub fn through(&self) -> Seq {
         *self.through.borrow()
@@ -147,11 +157,7 @@ impl Erasing {
                     continue;
                 }
             };
-            self.registry.through.send_if_modified(|through| {
-                let behind = *through < from - 1;
-                *through = (*through).max(from - 1);
-                behind
-            });
+            self.registry.advance(from - 1);
             let mut entries = match self.log.subscribe(from, None).await {
                 Ok(entries) => entries,
                 Err(error) => {
@@ -179,7 +185,7 @@ impl Erasing {
                         break;
                     }
                 };
-                self.registry.through.send_replace(seq);
+                self.registry.advance(seq);
                 unstored += 1;
                 if was_purge || unstored >= STORE_POSITION_EVERY_ENTRIES {
                     if let Err(error) = self.log.store_position(CONSUMER, seq).await {

@@ -54,13 +54,20 @@ pub async fn require_token(
                     _ => caller.to_string(),
                 },
             };
-            Some(state.query_permits.try_acquire(&key)?)
+            let permit = state.query_permits.try_acquire(&key)?;
+            request.extensions_mut().insert(PermitKey(key));
+            Some(permit)
         }
         None => None,
     };
     request.extensions_mut().insert(caller);
     next.call(request).await
 }
+
+/// Whose permits a request takes: the token's, or without tokens the
+/// agent's it asks about (see [`crate::service::QueryPermits`]).
+#[derive(Debug, Clone)]
+pub struct PermitKey(pub String);
 
 /// The secret of an `Authorization: Bearer <secret>` header; `None` for
 /// any other header value.

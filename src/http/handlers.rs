@@ -16,8 +16,9 @@ use mneme_api::params::{
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use super::auth::PermitKey;
 use super::{read_body, read_command_body};
-use crate::service::{ApiError, Caller, Service, json_body};
+use crate::service::{ApiError, Caller, Service, StreamPermit, json_body};
 
 type Answer = Result<HttpResponse, ApiError>;
 type State = web::Data<Service>;
@@ -26,9 +27,10 @@ type AgentPath = web::Path<(String, String)>;
 /// `/v1/swarms/{swarm}/agents/{agent}/…/{id}`.
 type AgentIdPath = web::Path<(String, String, String)>;
 
-/// A comment line goes down an idle handoff stream this often, so that
-/// proxies and clients can tell a quiet stream from a dead one.
-const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(15);
+/// A comment line goes down an idle stream this often, so that proxies and
+/// clients can tell a quiet stream from a dead one, and so that a reader
+/// gone is found within this time (its stream's permit comes back).
+const KEEP_ALIVE_EVERY: Duration = Duration::from_secs(5);
 
 fn ok(answer: impl Serialize) -> Answer {
     Ok(HttpResponse::Ok().json(answer))
@@ -66,12 +68,24 @@ pub(super) async fn post_events(
 /// `GET …/events`: a page of the log; with `follow=true`, a
 /// `text/event-stream` of every entry from `from_seq` on, then each new one
 /// as it is appended, until the client goes away or the server stops.
-pub(super) async fn get_events(service: State, swarm: SwarmPath, params: web::Query<EventsParams>) -> Answer {
+pub(super) async fn get_events(
+    service: State,
+    key: Option<web::ReqData<PermitKey>>,
+    swarm: SwarmPath,
+    params: web::Query<EventsParams>,
+) -> Answer {
     if !params.follow {
         return ok(service.events(&swarm, &params).await?);
     }
+    let permit = stream_permit(&service, key)?;
     let entries = service.into_inner().follow_events(&swarm, &params).await?;
-    Ok(event_stream(server_sent_events(entries, "entry", |entry: &LogEntry| entry.seq().to_string())))
+    Ok(event_stream(server_sent_events(entries, permit, "entry", |entry: &LogEntry| entry.seq().to_string())))
+}
+
+/// The permit a stream holds open for as long as it runs.
+fn stream_permit(service: &State, key: Option<web::ReqData<PermitKey>>) -> Result<StreamPermit, ApiError> {
+    let key = key.map_or_else(|| "an unauthenticated caller".to_string(), |key| key.into_inner().0);
+    service.stream_permits.try_acquire(&key)
 }
 
 pub(super) async fn get_dead_letters(service: State, swarm: SwarmPath, _: web::Query<NoParams>) -> Answer {
@@ -152,13 +166,19 @@ pub(super) async fn replay(service: State, path: AgentPath, params: web::Query<R
 /// `GET …/handoffs`: the list, pending first; with `follow=true`, a
 /// `text/event-stream` of the pending ones, then each new one as it is
 /// delivered, until the client goes away.
-pub(super) async fn handoffs(service: State, path: AgentPath, params: web::Query<HandoffsParams>) -> Answer {
+pub(super) async fn handoffs(
+    service: State,
+    key: Option<web::ReqData<PermitKey>>,
+    path: AgentPath,
+    params: web::Query<HandoffsParams>,
+) -> Answer {
     let (swarm, agent) = path.into_inner();
     if !params.follow {
         return ok(service.handoffs(&swarm, &agent, params.min_seq).await?);
     }
+    let permit = stream_permit(&service, key)?;
     let deliveries = service.into_inner().follow_handoffs(&swarm, &agent, params.min_seq).await?;
-    Ok(event_stream(server_sent_events(deliveries, "handoff", |delivery: &HandoffDelivery| {
+    Ok(event_stream(server_sent_events(deliveries, permit, "handoff", |delivery: &HandoffDelivery| {
         delivery.handoff_id.clone()
     })))
 }
@@ -172,12 +192,15 @@ fn event_stream(frames: impl futures::Stream<Item = Result<web::Bytes, actix_web
 /// comment when the feed is quiet; ends with the feed.
 fn server_sent_events<T: Serialize + 'static>(
     items: mpsc::Receiver<T>,
+    permit: StreamPermit,
     event: &'static str,
     id_of: fn(&T) -> String,
 ) -> impl futures::Stream<Item = Result<web::Bytes, actix_web::Error>> {
     let mut keep_alive = tokio::time::interval(KEEP_ALIVE_EVERY);
     keep_alive.reset();
-    futures::stream::unfold((items, keep_alive), move |(mut items, mut keep_alive)| async move {
+    // The permit goes with the stream: back when the stream ends or its
+    // reader is found gone.
+    futures::stream::unfold((items, keep_alive, permit), move |(mut items, mut keep_alive, permit)| async move {
         let frame = tokio::select! {
             item = items.recv() => {
                 let item = item?;
@@ -186,7 +209,7 @@ fn server_sent_events<T: Serialize + 'static>(
             }
             _ = keep_alive.tick() => web::Bytes::from_static(b": keep-alive\n\n"),
         };
-        Some((Ok(frame), (items, keep_alive)))
+        Some((Ok(frame), (items, keep_alive, permit)))
     })
 }
 

@@ -20,7 +20,7 @@ use crate::http::{self, auth};
 use crate::mcp;
 use crate::model;
 use crate::nats;
-use crate::service::{QueryPermits, Service};
+use crate::service::{QueryPermits, Service, StreamPermits};
 use mneme_events::SystemClock;
 use mneme_projections::TextIndex;
 
@@ -136,6 +136,7 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
         id_key,
         clock: Arc::new(SystemClock),
         query_permits: QueryPermits::new(config.http.max_queries_in_flight),
+        stream_permits: StreamPermits::new(config.http.max_streams_per_caller, config.http.max_streams),
         shutting_down: shutting_down_receiver,
         erasures,
     });

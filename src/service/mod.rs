@@ -37,7 +37,7 @@ use mneme_projections::MemoryConfig;
 
 pub use caller::Caller;
 pub use error::{ApiError, json_body};
-pub use query_permits::QueryPermits;
+pub use query_permits::{QueryPermits, StreamPermit, StreamPermits};
 
 use error::stopped;
 
@@ -63,6 +63,8 @@ pub struct Service {
     pub clock: Arc<dyn mneme_events::Clock>,
     /// Queries each caller has in flight, over HTTP and NATS.
     pub query_permits: QueryPermits,
+    /// Streams each caller, and everyone, holds open.
+    pub stream_permits: StreamPermits,
     /// Turns true when the server begins to shut down: long-lived responses
     /// (handoff streams) end then, rather than hold the shutdown up.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,

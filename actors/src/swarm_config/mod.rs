@@ -200,6 +200,14 @@ pub struct HttpSection {
     /// expensive queries delays every agent on the same thread.
     #[serde(default = "default_max_queries_in_flight")]
     pub max_queries_in_flight: usize,
+    /// Streams (`follow=true` of the log and of handoffs) one caller may
+    /// hold open at once; past it, 429.
+    #[serde(default = "default_max_streams_per_caller")]
+    pub max_streams_per_caller: usize,
+    /// Streams the server holds open at once, every caller together; past
+    /// it, 429. Each holds a connection, a task and a log subscription.
+    #[serde(default = "default_max_streams")]
+    pub max_streams: usize,
     /// Bearer tokens the API accepts, as written in the file; the secrets
     /// after environment overrides are in [`SwarmConfig::api_tokens`].
     #[serde(default)]
@@ -313,6 +321,12 @@ fn default_max_request_bytes() -> usize {
 fn default_max_queries_in_flight() -> usize {
     4
 }
+fn default_max_streams_per_caller() -> usize {
+    8
+}
+fn default_max_streams() -> usize {
+    256
+}
 fn default_working_tier_tokens() -> usize {
     MemoryConfig::default().working_tier_tokens
 }
@@ -390,6 +404,8 @@ impl Default for HttpSection {
             bind: default_bind(),
             max_request_bytes: default_max_request_bytes(),
             max_queries_in_flight: default_max_queries_in_flight(),
+            max_streams_per_caller: default_max_streams_per_caller(),
+            max_streams: default_max_streams(),
             tokens: Vec::new(),
         }
     }
@@ -583,6 +599,12 @@ impl SwarmConfig {
             return Err(format!(
                 "core.block_tokens = {}; expected a number of tokens from 1 to {MAX_CORE_BLOCK_TOKENS}",
                 self.core.block_tokens
+            ));
+        }
+        if self.http.max_streams_per_caller == 0 || self.http.max_streams == 0 {
+            return Err(format!(
+                "http.max_streams_per_caller = {} and http.max_streams = {}; each must be at least 1",
+                self.http.max_streams_per_caller, self.http.max_streams
             ));
         }
         if !(1..=MAX_CORE_BLOCKS).contains(&self.core.max_blocks) {
