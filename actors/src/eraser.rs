@@ -19,21 +19,18 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use actix::prelude::*;
-use futures::StreamExt;
 use mneme_events::{ErasedEvent, ErasureRecord, Erasures, Event, EventId, EventKind, IdKey, MemoryPurged, PurgeRef};
 use mneme_nats::{EventLog, LogEntry, Seq};
 use tokio::sync::watch;
 
 use crate::error::ActorsError;
+use crate::follow::follow_from_position;
 use crate::memory_actor::{Query, QueryAnswer, TakeSnapshot};
 use crate::supervisor::{AgentHandle, GetAgent, Supervisor};
 
-/// The eraser's durable position on the log.
+/// The eraser's durable position on the log, stored after every purge
+/// (see `follow.rs`).
 const CONSUMER: &str = "eraser";
-/// The position is stored after every purge and at least this often
-/// otherwise.
-const STORE_POSITION_EVERY_ENTRIES: u64 = 1000;
-const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// How long the eraser waits for a memory to apply a tombstone.
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -148,54 +145,13 @@ impl Erasing {
     /// Follows the log from the stored position until the process ends;
     /// after a failure, from the stored position again.
     async fn follow(&self) {
-        loop {
-            let from = match self.log.load_position(CONSUMER).await {
-                Ok(position) => position.map_or(1, |seq| seq + 1),
-                Err(error) => {
-                    tracing::warn!(%error, "cannot read the eraser's position; retrying");
-                    tokio::time::sleep(RETRY_AFTER).await;
-                    continue;
-                }
-            };
-            self.registry.advance(from - 1);
-            let mut entries = match self.log.subscribe(from, None).await {
-                Ok(entries) => entries,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot follow the log for purges; retrying");
-                    tokio::time::sleep(RETRY_AFTER).await;
-                    continue;
-                }
-            };
-            let mut unstored = 0u64;
-            while let Some(entry) = entries.next().await {
-                let entry = match entry {
-                    Ok(entry) => entry,
-                    Err(error) => {
-                        tracing::warn!(%error, "purge subscription failed; resubscribing");
-                        break;
-                    }
-                };
-                let seq = entry.seq;
-                let was_purge = match self.take(entry).await {
-                    Ok(was_purge) => was_purge,
-                    Err(error) => {
-                        // Not recorded: the position stays before it, and it
-                        // is tried again.
-                        tracing::warn!(seq, %error, "purge not recorded yet; retrying");
-                        break;
-                    }
-                };
-                self.registry.advance(seq);
-                unstored += 1;
-                if was_purge || unstored >= STORE_POSITION_EVERY_ENTRIES {
-                    if let Err(error) = self.log.store_position(CONSUMER, seq).await {
-                        tracing::warn!(%error, "cannot store the eraser's position");
-                    }
-                    unstored = 0;
-                }
-            }
-            tokio::time::sleep(RETRY_AFTER).await;
-        }
+        follow_from_position(self.log.as_ref(), CONSUMER, "eraser", |entry| async move {
+            let seq = entry.seq;
+            let was_purge = self.take(entry).await?;
+            self.registry.advance(seq);
+            Ok(was_purge)
+        })
+        .await
     }
 
     /// Records the entry's erasure if it is a purge; answers whether it was

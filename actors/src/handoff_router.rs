@@ -16,21 +16,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use futures::StreamExt;
 use mneme_api::handoffs::HandoffDelivery;
 use mneme_events::{Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey};
 use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
 
 use crate::error::ActorsError;
+use crate::follow::follow_from_position;
 use crate::memory_actor::{Query, QueryAnswer};
 use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, Supervisor};
 
-/// The router's durable position on the log.
+/// The router's durable position on the log, stored after every handoff
+/// (see `follow.rs`).
 const CONSUMER: &str = "handoff-router";
-/// The position is stored after every handoff and at least this often
-/// otherwise, so that a restart does not re-read the whole log.
-const STORE_POSITION_EVERY_ENTRIES: u64 = 1000;
 const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// Redelivery at start-up gives up on an agent after this many attempts.
 const REDELIVERY_ROUNDS: usize = 10;
@@ -162,59 +160,20 @@ impl Routing {
     /// Follows the log from the stored position until the process ends;
     /// after a failure, from the stored position again.
     async fn follow(&self) {
-        loop {
-            let from = match self.log.load_position(CONSUMER).await {
-                Ok(position) => position.map_or(1, |seq| seq + 1),
-                Err(error) => {
-                    tracing::warn!(%error, "cannot read the handoff router's position; retrying");
-                    tokio::time::sleep(RETRY_AFTER).await;
-                    continue;
+        follow_from_position(self.log.as_ref(), CONSUMER, "handoff router", |entry| async move {
+            let seq = entry.seq;
+            match self.route(entry).await {
+                Err(error) if is_permanent(&error) => {
+                    // Retrying would fail the same way and hold up every
+                    // later handoff: give this one up, loudly.
+                    tracing::error!(seq, %error, "handoff cannot be delivered; skipped");
+                    metrics::counter!("mneme_handoffs_undeliverable_total").increment(1);
+                    Ok(true)
                 }
-            };
-            let mut entries = match self.log.subscribe(from, None).await {
-                Ok(entries) => entries,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot follow the log for handoffs; retrying");
-                    tokio::time::sleep(RETRY_AFTER).await;
-                    continue;
-                }
-            };
-            let mut unstored = 0u64;
-            while let Some(entry) = entries.next().await {
-                let entry = match entry {
-                    Ok(entry) => entry,
-                    Err(error) => {
-                        tracing::warn!(%error, "handoff subscription failed; resubscribing");
-                        break;
-                    }
-                };
-                let seq = entry.seq;
-                let was_handoff = match self.route(entry).await {
-                    Ok(was_handoff) => was_handoff,
-                    Err(error) if is_permanent(&error) => {
-                        // Retrying would fail the same way and hold up every
-                        // later handoff: give this one up, loudly.
-                        tracing::error!(seq, %error, "handoff cannot be delivered; skipped");
-                        metrics::counter!("mneme_handoffs_undeliverable_total").increment(1);
-                        true
-                    }
-                    Err(error) => {
-                        // Not delivered: the position stays before it, and
-                        // it is tried again.
-                        tracing::warn!(seq, %error, "handoff not delivered yet; retrying");
-                        break;
-                    }
-                };
-                unstored += 1;
-                if was_handoff || unstored >= STORE_POSITION_EVERY_ENTRIES {
-                    if let Err(error) = self.log.store_position(CONSUMER, seq).await {
-                        tracing::warn!(%error, "cannot store the handoff router's position");
-                    }
-                    unstored = 0;
-                }
+                routed => routed,
             }
-            tokio::time::sleep(RETRY_AFTER).await;
-        }
+        })
+        .await
     }
 
     /// Delivers the entry if it is a handoff; answers whether it was one.

@@ -9,6 +9,7 @@ pub mod consolidator;
 pub mod eraser;
 mod error;
 mod feed;
+mod follow;
 pub mod handoff_router;
 pub mod memory_actor;
 pub mod phase_compressor;

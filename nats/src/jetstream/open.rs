@@ -54,35 +54,51 @@ async fn open(context: &jetstream::Context, swarm: &str, options: &JetStreamOpti
         })
         .await
         .map_err(|error| stream_failure(format!("could not open the events stream of {swarm}"), &error))?;
-    let dead_letters = context
-        .get_or_create_stream(stream::Config {
-            name: subjects::deadletter_stream(swarm),
-            description: Some(format!("Mneme dead letters of swarm {swarm}")),
-            subjects: vec![subjects::deadletter_subject(swarm)],
-            storage: stream::StorageType::File,
-            retention: stream::RetentionPolicy::Limits,
-            duplicate_window: options.duplicate_window,
-            num_replicas: options.replicas,
-            ..Default::default()
-        })
-        .await
-        .map_err(|error| stream_failure(format!("could not open the dead-letter stream of {swarm}"), &error))?;
-    let erasures = context
-        .get_or_create_stream(stream::Config {
-            name: subjects::erasures_stream(swarm),
-            description: Some(format!("Mneme erasures of swarm {swarm}: what each purge erased")),
-            subjects: vec![subjects::erasures_subject(swarm)],
-            storage: stream::StorageType::File,
-            retention: stream::RetentionPolicy::Limits,
-            duplicate_window: options.duplicate_window,
-            num_replicas: options.replicas,
-            ..Default::default()
-        })
-        .await
-        .map_err(|error| stream_failure(format!("could not open the erasures stream of {swarm}"), &error))?;
+    let dead_letters = open_side_stream(
+        context,
+        options,
+        subjects::deadletter_stream(swarm),
+        format!("Mneme dead letters of swarm {swarm}"),
+        subjects::deadletter_subject(swarm),
+    )
+    .await?;
+    let erasures = open_side_stream(
+        context,
+        options,
+        subjects::erasures_stream(swarm),
+        format!("Mneme erasures of swarm {swarm}: what each purge erased"),
+        subjects::erasures_subject(swarm),
+    )
+    .await?;
     open_handoffs_stream(context, swarm, options).await?;
     let positions = open_positions_bucket(context, swarm, options.replicas).await?;
     Ok(Opened { events, dead_letters, erasures, positions })
+}
+
+/// Opens a stream kept beside the events (dead letters, erasures): one
+/// subject, no age limit, the events stream's replicas and duplicate
+/// window.
+async fn open_side_stream(
+    context: &jetstream::Context,
+    options: &JetStreamOptions,
+    name: String,
+    description: String,
+    subject: String,
+) -> Result<stream::Stream, ReadFailure> {
+    let failure = format!("could not open the stream {name}");
+    context
+        .get_or_create_stream(stream::Config {
+            name,
+            description: Some(description),
+            subjects: vec![subject],
+            storage: stream::StorageType::File,
+            retention: stream::RetentionPolicy::Limits,
+            duplicate_window: options.duplicate_window,
+            num_replicas: options.replicas,
+            ..Default::default()
+        })
+        .await
+        .map_err(|error| stream_failure(failure, &error))
 }
 
 /// Opens the stream of the swarm's handoff packages: the events stream's

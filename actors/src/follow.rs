@@ -1,0 +1,76 @@
+//! Following the log from a durable position: what the handoff router and
+//! the eraser both do. Each entry is taken in log order; the position is
+//! stored after an entry that asks for it and at least every
+//! [`STORE_POSITION_EVERY_ENTRIES`] entries, so a restart neither re-reads
+//! the whole log nor skips an entry not yet taken. An entry that fails is
+//! taken again, from the stored position, after a pause.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::StreamExt;
+use mneme_nats::{EventLog, LogEntry};
+
+use crate::error::ActorsError;
+
+/// The position is stored at least this often.
+const STORE_POSITION_EVERY_ENTRIES: u64 = 1000;
+/// The pause before reading again after a failure.
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+/// Follows `log` as the durable consumer `consumer` until the process ends,
+/// handing each entry to `take`, which answers whether the position is to
+/// be stored at once (after an entry that did something). `what` names the
+/// follower in logs.
+pub(crate) async fn follow_from_position<F, Fut>(log: &dyn EventLog, consumer: &str, what: &str, mut take: F)
+where
+    F: FnMut(LogEntry) -> Fut,
+    Fut: Future<Output = Result<bool, ActorsError>>,
+{
+    loop {
+        let from = match log.load_position(consumer).await {
+            Ok(position) => position.map_or(1, |seq| seq + 1),
+            Err(error) => {
+                tracing::warn!(%error, "{what}: cannot read its position; retrying");
+                tokio::time::sleep(RETRY_AFTER).await;
+                continue;
+            }
+        };
+        let mut entries = match log.subscribe(from, None).await {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(%error, "{what}: cannot follow the log; retrying");
+                tokio::time::sleep(RETRY_AFTER).await;
+                continue;
+            }
+        };
+        let mut unstored = 0u64;
+        while let Some(entry) = entries.next().await {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(error) => {
+                    tracing::warn!(%error, "{what}: subscription failed; resubscribing");
+                    break;
+                }
+            };
+            let seq = entry.seq;
+            let store_now = match take(entry).await {
+                Ok(store_now) => store_now,
+                Err(error) => {
+                    // Not taken: the position stays before it, and it is
+                    // tried again.
+                    tracing::warn!(seq, %error, "{what}: not done yet; retrying");
+                    break;
+                }
+            };
+            unstored += 1;
+            if store_now || unstored >= STORE_POSITION_EVERY_ENTRIES {
+                if let Err(error) = log.store_position(consumer, seq).await {
+                    tracing::warn!(%error, "{what}: cannot store its position");
+                }
+                unstored = 0;
+            }
+        }
+        tokio::time::sleep(RETRY_AFTER).await;
+    }
+}
