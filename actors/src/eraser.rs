@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use crate::error::ActorsError;
 use crate::follow::follow_from_position;
 use crate::memory_actor::{Query, QueryAnswer, TakeSnapshot};
-use crate::supervisor::{AgentHandle, GetAgent, Supervisor};
+use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, Supervisor};
 
 /// The eraser's durable position on the log, stored after every purge
 /// (see `follow.rs`).
@@ -103,9 +103,12 @@ impl Eraser {
         log: Arc<dyn EventLog>,
         supervisor: Addr<Supervisor>,
         registry: Arc<ErasureRegistry>,
+        admit_unknown_agents: bool,
         id_key: IdKey,
     ) -> Eraser {
-        Eraser { erasing: Erasing { swarm: swarm.to_string(), log, supervisor, registry, id_key } }
+        Eraser {
+            erasing: Erasing { swarm: swarm.to_string(), log, supervisor, registry, admit_unknown_agents, id_key },
+        }
     }
 }
 
@@ -138,6 +141,9 @@ struct Erasing {
     log: Arc<dyn EventLog>,
     supervisor: Addr<Supervisor>,
     registry: Arc<ErasureRegistry>,
+    /// As in `swarm.toml`: a purge by an agent not started yet waits for
+    /// its memory.
+    admit_unknown_agents: bool,
     id_key: IdKey,
 }
 
@@ -171,6 +177,11 @@ impl Erasing {
         }
         let handle = match self.supervisor.send(GetAgent(tombstone.agent.clone())).await {
             Ok(Ok(handle)) => handle,
+            Ok(Err(error @ ActorsError::UnknownAgent { .. })) if self.admit_unknown_agents => {
+                // On the log, so its memory is about to start: tried again.
+                self.supervisor.do_send(AgentsWritten(vec![tombstone.agent.clone()]));
+                return Err(error);
+            }
             Ok(Err(ActorsError::UnknownAgent { .. })) => {
                 // No memory of that agent is kept: the tombstone erased
                 // nothing.

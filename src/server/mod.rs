@@ -118,8 +118,15 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
     )
     .start();
     let erasures = ErasureRegistry::load(log.as_ref()).await.context("reading what purges erased")?;
-    let eraser =
-        Eraser::new(&config.swarm.name, log.clone(), supervisor.clone(), erasures.clone(), id_key.clone()).start();
+    let eraser = Eraser::new(
+        &config.swarm.name,
+        log.clone(),
+        supervisor.clone(),
+        erasures.clone(),
+        config.swarm.admit_unknown_agents,
+        id_key.clone(),
+    )
+    .start();
     let bind = config.http.bind;
     if config.api_tokens().is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
