@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
 
-use common::{MnemeServer, encode, typed};
+use common::{MnemeServer, encode, stdout_of, typed};
 use mneme_api::consolidation::PurgeAnswer;
 use mneme_api::context::{PhaseAnswer, PhasesAnswer};
 use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry};
@@ -130,7 +130,14 @@ fn ulid(case: usize, n: usize) -> String {
 #[test]
 fn no_read_path_shows_a_byte_of_what_a_purge_erased() {
     let work = tempfile::tempdir().unwrap();
-    purges_erase_from_every_read_path(&MnemeServer::start_with(work.path(), None, CONFIG));
+    let mut server = MnemeServer::start_with(work.path(), None, CONFIG);
+    let (erased, kept) = purges_erase_from_every_read_path(&server);
+    // The embedded log read offline, as `mneme tail --data-dir` does with
+    // no server running, shows what the server recorded.
+    server.stop();
+    let data_dir = server.data_dir.to_str().unwrap().to_string();
+    let offline = stdout_of(&server.cli(&["tail", "--data-dir", &data_dir]));
+    assert_shows_none_of(&erased, &kept, "mneme tail --data-dir", &offline);
 }
 
 #[test]
@@ -141,8 +148,23 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased_on_jetstream() {
     purges_erase_from_every_read_path(&MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG));
 }
 
-/// Runs the property's cases on `server`, then checks replay.
-fn purges_erase_from_every_read_path(server: &MnemeServer) {
+/// Fails if `shown` holds an erased secret, or lacks a kept one.
+fn assert_shows_none_of(erased: &[String], kept: &[String], what: &str, shown: &str) {
+    for secret in erased {
+        assert!(
+            !shown.contains(secret.as_str()),
+            "the erased {secret} came back through {what}: {}",
+            excerpt(shown, secret)
+        );
+    }
+    for secret in kept {
+        assert!(shown.contains(secret.as_str()), "{secret}, not purged, is missing from {what}");
+    }
+}
+
+/// Runs the property's cases on `server`, then checks the CLI and replay;
+/// answers the secrets erased and kept.
+fn purges_erase_from_every_read_path(server: &MnemeServer) -> (Vec<String>, Vec<String>) {
     let cases: u32 = std::env::var("MNEME_ERASURE_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(6);
     // No shrinking: the server's log grows with every case, so a smaller
     // case would not be run against the same log.
@@ -218,12 +240,21 @@ fn purges_erase_from_every_read_path(server: &MnemeServer) {
             Ok(())
         })
         .unwrap();
+    let (_, erased, kept) = state.into_inner();
+    // The CLI reads the same answers: the log, and each agent's record.
+    let tail = stdout_of(&server.cli(&["tail"]));
+    assert_shows_none_of(&erased, &kept, "mneme tail", &tail);
+    for agent in AGENTS {
+        let audit = stdout_of(&server.cli(&["audit", "--agent", agent, "--format", "jsonl"]));
+        assert_shows_none_of(&erased, &[], &format!("mneme audit --agent {agent}"), &audit);
+    }
     // Replay rebuilds the same memories.
     for agent in AGENTS {
         let replay: ReplayAnswer =
             server.post_typed(&format!("/v1/swarms/demo/agents/{agent}/replay?verify=true"), "{}");
         assert_eq!(replay.matches, Some(true), "{agent}: {replay:?}");
     }
+    (erased, kept)
 }
 
 /// Waits until Mneme's own events after `seq` (handoff deliveries) are on
