@@ -28,8 +28,12 @@ impl Given {
     }
 
     fn push_with(&mut self, kind: EventKind, importance: Option<f32>) -> String {
+        self.push_as("coder", kind, importance)
+    }
+
+    fn push_as(&mut self, agent: &str, kind: EventKind, importance: Option<f32>) -> String {
         let seq = self.log.len() as u64 + 1;
-        let event = Event::new("demo", "coder", kind)
+        let event = Event::new("demo", agent, kind)
             .with_id(EventId::from_parts((START_MS as u64) + seq * 1000, u128::from(seq)))
             .with_ts(Timestamp::from_unix_millis(START_MS + seq as i64 * 1000))
             .with_task("task-1".to_string())
@@ -65,7 +69,11 @@ impl Given {
     }
 
     fn memory(&self) -> AgentMemory {
-        let mut memory = AgentMemory::new("demo", "coder", MemoryConfig::default()).unwrap();
+        self.memory_of("coder")
+    }
+
+    fn memory_of(&self, agent: &str) -> AgentMemory {
+        let mut memory = AgentMemory::new("demo", agent, MemoryConfig::default()).unwrap();
         for (seq, event) in &self.log {
             memory.apply(*seq, event).unwrap();
         }
@@ -112,6 +120,47 @@ fn near_duplicates_merge_and_the_survivor_keeps_every_provenance() {
     assert!(hits.contains(&first) && !hits.contains(&second));
     // Provenance of the merged item is still there.
     assert_eq!(memory.provenance_of(&second).unwrap().len(), 2);
+}
+
+/// Issue 35, F2: the coder restated the reviewer's shared "…approved for
+/// Friday evening…" with "Sunday" and importance 1.0, and consolidation
+/// merged the reviewer's item into the coder's in every memory, the
+/// reviewer's own too. A value said in place of another is a
+/// contradiction, never a merge; and another agent's copy, whatever
+/// importance its publisher set, never replaces what this agent said in
+/// its own memory.
+#[test]
+fn f2_another_value_is_a_contradiction_and_another_agents_copy_never_replaces_ones_own() {
+    let said = |text: &str| EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() });
+    let mut given = Given::default();
+    let friday =
+        given.push_as("reviewer", said("The release is approved for Friday evening after the last review."), None);
+    let sunday =
+        given.push_as("coder", said("The release is approved for Sunday evening after the last review."), Some(1.0));
+    let restated =
+        given.push_as("coder", said("the release is approved for Friday evening after the last review"), Some(1.0));
+    let reviewer = given.memory_of("reviewer");
+    let plan = consolidate(&reviewer.consolidation_view(), &ConsolidationPolicy::default());
+    assert!(
+        plan.merges.iter().all(|merge| merge.survivor != sunday && !merge.merged.contains(&sunday)),
+        "Sunday is not Friday: {plan:#?}"
+    );
+    assert!(
+        plan.contradictions.iter().any(|contradiction| contradiction.rule == "value_changed"
+            && [&contradiction.a, &contradiction.b] == [&friday, &sunday]),
+        "{plan:#?}"
+    );
+    assert_eq!(plan.merges.len(), 1, "{plan:#?}");
+    assert_eq!(
+        (&plan.merges[0].survivor, &plan.merges[0].merged),
+        (&friday, &vec![restated.clone()]),
+        "the reviewer's own statement answers for the coder's copy in the reviewer's memory"
+    );
+    // In the coder's memory the coder's own copy stands.
+    let coder = given.memory_of("coder");
+    let plan = consolidate(&coder.consolidation_view(), &ConsolidationPolicy::default());
+    let merge = plan.merges.iter().find(|merge| merge.merged.contains(&friday) || merge.survivor == friday);
+    assert_eq!(merge.map(|merge| &merge.survivor), Some(&restated), "{plan:#?}");
 }
 
 #[test]

@@ -177,3 +177,35 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
     verdicts.retain(|verdict| seen.insert(ordered_pair(&verdict.a, &verdict.b)));
     verdicts
 }
+
+/// Contradictions between near duplicates that say the same but for a
+/// value (`conflicts`: older and newer seq, found by the duplicate scan):
+/// "approved for Friday" and "approved for Sunday" cannot both hold, and
+/// neither may be merged into the other. A pair reported before is not
+/// reported again.
+pub(super) fn value_conflict_verdicts(view: &ConsolidationView, conflicts: &[(u64, u64)]) -> Vec<ContradictionVerdict> {
+    let live = |seq: u64| view.item_at(seq).filter(|item| is_live(item));
+    conflicts
+        .iter()
+        .filter_map(|&(older, newer)| {
+            let (a, b) = (live(older)?, live(newer)?);
+            if view.reported_pairs.contains(&ordered_pair(&a.item_id, &b.item_id))
+                || view.in_open_contradictions.contains(&a.item_id) && view.in_open_contradictions.contains(&b.item_id)
+            {
+                return None;
+            }
+            let rule = "value_changed";
+            Some(ContradictionVerdict {
+                contradiction_id: contradiction_id(rule, &a.item_id, &b.item_id),
+                a: a.item_id.clone(),
+                b: b.item_id.clone(),
+                rule,
+                reason: format!(
+                    "{:?} and {:?} say the same with another value",
+                    quoted(a.text.body()),
+                    quoted(b.text.body())
+                ),
+            })
+        })
+        .collect()
+}

@@ -4,7 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::lexical::{ContentTerms, MinHashSignature, candidate_pairs, content_terms, lexically_equivalent, minhash};
+use super::lexical::{
+    ContentTerms, MinHashSignature, candidate_pairs, content_terms, lexically_equivalent, minhash, value_conflict,
+};
 use super::policy::ConsolidationPolicy;
 use super::shared_scan::{SharedScan, cosine, is_dedup_candidate, is_shared};
 use super::view::ConsolidationView;
@@ -20,21 +22,26 @@ pub struct MergeVerdict {
     pub similarity: f32,
 }
 
-/// Which of two duplicates survives: the pinned, then the more important,
-/// then the more cited, then the older (the first time it was said).
-fn survivor_rank(item: &MemoryItem) -> (bool, u32, u32, std::cmp::Reverse<u64>) {
+/// Which of two duplicates survives in `agent`'s memory: the pinned, then
+/// the agent's own (another agent's copy, whatever importance its
+/// publisher gave it, never replaces what this agent said in its own
+/// memory), then the more important, then the more cited, then the older
+/// (the first time it was said).
+fn survivor_rank(item: &MemoryItem, agent: &str) -> (bool, bool, u32, u32, std::cmp::Reverse<u64>) {
     let importance = (item.importance.unwrap_or(0.5) * 1000.0) as u32;
-    (item.pinned, importance, item.citations, std::cmp::Reverse(item.seq))
+    (item.pinned, item.agent == agent, importance, item.citations, std::cmp::Reverse(item.seq))
 }
 
 /// `shared`: what the run worked out once for the swarm's shared items;
 /// only the pairs with one of this memory's private items are compared
 /// here.
+/// Answers the merges, and the pairs (older seq, newer seq) that say the
+/// same but for a value, which are contradictions rather than duplicates.
 pub fn merge_verdicts(
     view: &ConsolidationView,
     policy: &ConsolidationPolicy,
     shared: &SharedScan,
-) -> Vec<MergeVerdict> {
+) -> (Vec<MergeVerdict>, Vec<(u64, u64)>) {
     let candidates: Vec<&MemoryItem> = view
         .items
         .iter()
@@ -63,13 +70,16 @@ pub fn merge_verdicts(
     };
     // A memory of shared items only has no pair left to compare itself.
     let pairs = if own_terms.is_empty() { Vec::new() } else { candidate_pairs(&signatures) };
+    let mut conflicts = Vec::new();
     for (first, second) in pairs {
         let (a, b) = (by_seq[&first], by_seq[&second]);
         // Two shared items: compared once for the whole run, below.
-        if (from_shared(a) && from_shared(b))
-            || a.kind != b.kind
-            || !lexically_equivalent(terms_of(first), terms_of(second))
-        {
+        if (from_shared(a) && from_shared(b)) || a.kind != b.kind {
+            continue;
+        }
+        let (a_terms, b_terms) = (terms_of(first), terms_of(second));
+        let duplicate = lexically_equivalent(a_terms, b_terms);
+        if !duplicate && !value_conflict(a_terms, b_terms) {
             continue;
         }
         for item in [a, b] {
@@ -79,8 +89,13 @@ pub fn merge_verdicts(
         }
         let vector = |seq: u64| shared.vectors.get(&seq).unwrap_or_else(|| &vectors[&seq]);
         let similarity = cosine(vector(first), vector(second));
-        if similarity >= policy.dedup_cosine {
+        if similarity < policy.dedup_cosine {
+            continue;
+        }
+        if duplicate {
             confirm(first, second, similarity);
+        } else {
+            conflicts.push((first.min(second), first.max(second)));
         }
     }
     for &(first, second, similarity) in &shared.duplicates {
@@ -88,6 +103,15 @@ pub fn merge_verdicts(
             confirm(first, second, similarity);
         }
     }
+    conflicts.extend(
+        shared
+            .value_conflicts
+            .iter()
+            .filter(|(first, second)| by_seq.contains_key(first) && by_seq.contains_key(second))
+            .copied(),
+    );
+    conflicts.sort_unstable();
+    conflicts.dedup();
     // Each item's confirmed neighbours in seq order, whichever pass found
     // them.
     for neighbours in confirmed.values_mut() {
@@ -97,7 +121,7 @@ pub fn merge_verdicts(
     // star around its survivor, so every merged item was checked against
     // the one that answers for it (no chains of "similar to similar").
     let mut order: Vec<u64> = confirmed.keys().copied().collect();
-    order.sort_by_key(|seq| std::cmp::Reverse(survivor_rank(by_seq[seq])));
+    order.sort_by_key(|seq| std::cmp::Reverse(survivor_rank(by_seq[seq], &view.agent)));
     let mut taken: BTreeSet<u64> = BTreeSet::new();
     let mut verdicts = Vec::new();
     for survivor in order {
@@ -121,5 +145,5 @@ pub fn merge_verdicts(
             merged: merged.iter().map(|(seq, _)| by_seq[seq].item_id.clone()).collect(),
         });
     }
-    verdicts
+    (verdicts, conflicts)
 }

@@ -158,7 +158,9 @@ pub fn consolidate_with(
         }
         &protected_view
     };
-    let merges = dedup::merge_verdicts(view, policy, shared);
+    let (merges, value_conflicts) = dedup::merge_verdicts(view, policy, shared);
+    let mut contradictions = contradictions;
+    contradictions.extend(contradictions::value_conflict_verdicts(view, &value_conflicts));
     let merged: BTreeSet<&str> = merges.iter().flat_map(|verdict| verdict.merged.iter().map(String::as_str)).collect();
     // A fact stops holding at its valid_to; "now" is the latest event time
     // in the memory (no clock: a replay judges the same), so a fact valid
@@ -180,8 +182,14 @@ pub fn consolidate_with(
     // was merged into it, and its age is judged again by the next run, which
     // sees when it was last said.
     let survivors: BTreeSet<&str> = merges.iter().map(|verdict| verdict.survivor.as_str()).collect();
-    decays
-        .retain(|verdict| !merged.contains(verdict.item_id.as_str()) && !survivors.contains(verdict.item_id.as_str()));
+    // Nor the sides of a contradiction found by this scan (the ones found
+    // first are protected in the view already).
+    let disputed: BTreeSet<&str> =
+        contradictions.iter().flat_map(|verdict| [verdict.a.as_str(), verdict.b.as_str()]).collect();
+    decays.retain(|verdict| {
+        let id = verdict.item_id.as_str();
+        !merged.contains(id) && !survivors.contains(id) && !disputed.contains(id)
+    });
     // Forgetting before demotion when the budget runs out.
     decays.sort_by_key(|verdict| (!verdict.forget, verdict.seq));
     let gone: BTreeSet<&str> = merged

@@ -22,7 +22,9 @@ use std::collections::BTreeMap;
 
 use mneme_events::Scope;
 
-use super::lexical::{ContentTerms, MinHashSignature, candidate_pairs, content_terms, lexically_equivalent, minhash};
+use super::lexical::{
+    ContentTerms, MinHashSignature, candidate_pairs, content_terms, lexically_equivalent, minhash, value_conflict,
+};
 use super::policy::ConsolidationPolicy;
 use super::view::{ConsolidationView, is_live};
 use crate::item::MemoryItem;
@@ -44,6 +46,9 @@ pub struct SharedScan {
     /// Confirmed near-duplicate pairs among them: (smaller seq, larger
     /// seq, cosine).
     pub(crate) duplicates: Vec<(u64, u64, f32)>,
+    /// Pairs (older seq, newer seq) that say the same but for a value (see
+    /// `lexical::value_conflict`): contradictions, not duplicates.
+    pub(crate) value_conflicts: Vec<(u64, u64)>,
     /// The vectors embedded to confirm them, kept for the pairs an agent's
     /// scan finds between one of these and a private item.
     pub(crate) vectors: BTreeMap<u64, Vec<f32>>,
@@ -99,22 +104,32 @@ impl SharedScan {
             texts.iter().map(|(seq, text)| (*seq, &text.signature)).collect();
         let mut vectors: BTreeMap<u64, Vec<f32>> = BTreeMap::new();
         let mut duplicates = Vec::new();
+        let mut value_conflicts = Vec::new();
         if let Some(view) = views.first() {
             for (first, second) in candidate_pairs(&signatures) {
                 let (a, b) = (&texts[&first], &texts[&second]);
-                if a.kind != b.kind || !lexically_equivalent(&a.terms, &b.terms) {
+                if a.kind != b.kind {
+                    continue;
+                }
+                let duplicate = lexically_equivalent(&a.terms, &b.terms);
+                if !duplicate && !value_conflict(&a.terms, &b.terms) {
                     continue;
                 }
                 for seq in [first, second] {
                     vectors.entry(seq).or_insert_with(|| view.embedder.embed(embedded_text(items[&seq].text.body())));
                 }
                 let similarity = cosine(&vectors[&first], &vectors[&second]);
-                if similarity >= policy.dedup_cosine {
+                if similarity < policy.dedup_cosine {
+                    continue;
+                }
+                if duplicate {
                     duplicates.push((first, second, similarity));
+                } else {
+                    value_conflicts.push((first.min(second), first.max(second)));
                 }
             }
         }
-        SharedScan { texts, duplicates, vectors }
+        SharedScan { texts, duplicates, value_conflicts, vectors }
     }
 
     /// Shared items compared.

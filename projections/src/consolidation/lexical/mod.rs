@@ -64,6 +64,17 @@ pub fn word_jaccard(a: &ContentTerms, b: &ContentTerms) -> f64 {
 /// opposite is in the other. Two texts without any term ("Thanks!",
 /// "thanks.") are equivalent.
 pub fn lexically_equivalent(a: &ContentTerms, b: &ContentTerms) -> bool {
+    equivalent_but_for_values(a, b) && !substitutes_a_value(a, b)
+}
+
+/// Whether two texts say the same thing in words but that each names a
+/// value the other lacks (a day, a month: "release approved for Friday" /
+/// "… for Sunday"): not duplicates, and not both true at once.
+pub fn value_conflict(a: &ContentTerms, b: &ContentTerms) -> bool {
+    substitutes_a_value(a, b) && equivalent_but_for_values(a, b)
+}
+
+fn equivalent_but_for_values(a: &ContentTerms, b: &ContentTerms) -> bool {
     a.negations == b.negations
         && a.numbers == b.numbers
         && a.code_tokens == b.code_tokens
@@ -71,6 +82,15 @@ pub fn lexically_equivalent(a: &ContentTerms, b: &ContentTerms) -> bool {
         && word_jaccard(a, b) >= LEXICAL_MIN_JACCARD
         && !holds_opposite_of(a, b)
         && !holds_opposite_of(b, a)
+}
+
+/// Each side names a value of [`ContentTerms::values`] the other lacks;
+/// one side alone naming one is a rewording ("on Friday" / "then").
+fn substitutes_a_value(a: &ContentTerms, b: &ContentTerms) -> bool {
+    let lacks = |one: &ContentTerms, other: &ContentTerms| {
+        one.values.iter().any(|value| other.values.binary_search(value).is_err())
+    };
+    lacks(a, b) && lacks(b, a)
 }
 
 /// Each side has a hyphenated name the other lacks: "the change to
@@ -90,6 +110,20 @@ mod tests {
 
     fn equivalent(a: &str, b: &str) -> bool {
         lexically_equivalent(&content_terms(a), &content_terms(b))
+    }
+
+    #[test]
+    fn a_value_said_in_place_of_another_is_a_conflict_not_a_duplicate() {
+        let friday = content_terms("The release is approved for Friday evening after the last review.");
+        let sunday = content_terms("The release is approved for Sunday evening after the last review.");
+        assert!(!lexically_equivalent(&friday, &sunday));
+        assert!(value_conflict(&friday, &sunday) && value_conflict(&sunday, &friday));
+        // A rewording that leaves the day out, or says the same day, is
+        // not a conflict.
+        let undated = content_terms("The release is approved after the last review.");
+        assert!(!value_conflict(&friday, &undated));
+        let again = content_terms("Release approved for Friday evening, after the last review.");
+        assert!(lexically_equivalent(&friday, &again) && !value_conflict(&friday, &again));
     }
 
     fn assert_never_merged(pairs: &[(&str, &str)]) {

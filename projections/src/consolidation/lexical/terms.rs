@@ -23,6 +23,11 @@ pub struct ContentTerms {
     pub(super) hyphenated: Vec<String>,
     pub(super) negations: u32,
     pub(super) particles: u16,
+    /// Words naming a value of a closed class — a day of the week, a month,
+    /// a day relative to today — lowercased; sorted, unique. Two texts
+    /// that each name one the other lacks ("approved for Friday" /
+    /// "approved for Sunday") say different things in the same words.
+    pub(super) values: Vec<String>,
 }
 
 impl ContentTerms {
@@ -69,7 +74,8 @@ pub fn content_terms(text: &str) -> ContentTerms {
             add_token(&mut terms, token);
         }
     }
-    for list in [&mut terms.words, &mut terms.numbers, &mut terms.code_tokens, &mut terms.hyphenated] {
+    for list in [&mut terms.words, &mut terms.numbers, &mut terms.code_tokens, &mut terms.hyphenated, &mut terms.values]
+    {
         list.sort_unstable();
         list.dedup();
     }
@@ -156,10 +162,47 @@ fn add_word(terms: &mut ContentTerms, raw_word: &str) {
     add_normalised_word(terms, word.split('\'').next().unwrap_or_default());
 }
 
+/// Words of closed classes of values (see [`ContentTerms`]): one in place
+/// of another changes what a sentence says.
+const VALUE_WORDS: &[&str] = &[
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "march",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "today",
+    "tonight",
+    "tomorrow",
+    "yesterday",
+    "weekend",
+    "morning",
+    "afternoon",
+    "evening",
+    "night",
+    "noon",
+    "midnight",
+];
+
 /// Adds a lowercased word without apostrophe to the terms it belongs to.
 fn add_normalised_word(terms: &mut ContentTerms, word: &str) {
     if word.is_empty() {
         return;
+    }
+    if VALUE_WORDS.contains(&word) {
+        terms.values.push(word.to_string());
     }
     if is_negation_word(word) {
         terms.negations += 1;
