@@ -673,7 +673,7 @@ payload! {
         pub b: String,
         pub reason: String,
         /// Which check found it: `single_valued_fact`, `decision_reversed`,
-        /// `negated_fact`, or a publisher's own name.
+        /// `negated_fact`, `value_changed`, or a publisher's own name.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub rule: Option<String>,
     }
