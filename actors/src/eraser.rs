@@ -49,11 +49,6 @@ impl ErasureRegistry {
         Ok(Arc::new(ErasureRegistry { erasures: RwLock::new(Erasures::of(&records)), through: watch::Sender::new(0) }))
     }
 
-    /// An empty registry (a log with no erasure).
-    pub fn empty() -> Arc<ErasureRegistry> {
-        Arc::new(ErasureRegistry { erasures: RwLock::new(Erasures::new()), through: watch::Sender::new(0) })
-    }
-
     /// What every reader of the log is shown through.
     pub fn erasures(&self) -> RwLockReadGuard<'_, Erasures> {
         self.erasures.read().unwrap_or_else(PoisonError::into_inner)
@@ -71,11 +66,6 @@ impl ErasureRegistry {
             *through = (*through).max(seq);
             ahead
         });
-    }
-
-    /// How far the eraser has read the log.
-    pub fn through(&self) -> Seq {
-        *self.through.borrow()
     }
 
     /// Waits until every tombstone up to `seq` is recorded.

@@ -137,11 +137,6 @@ impl Erasures {
         self.events.get(&seq).map(|(event, by)| (event, by.as_slice()))
     }
 
-    /// Whether the event with this id was erased.
-    pub fn is_erased_id(&self, id: EventId) -> bool {
-        self.ids.contains(&id)
-    }
-
     /// Whether an item id (an event id's text) names an erased event.
     fn is_erased_item(&self, item_id: &str) -> bool {
         item_id.trim().parse::<EventId>().is_ok_and(|id| self.ids.contains(&id))
