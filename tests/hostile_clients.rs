@@ -342,7 +342,7 @@ fn one_agent_flooding_queries_is_refused_past_its_limit_and_another_is_answered(
 /// which the body does not have; the web view's content security policy
 /// did not say where forms may submit.
 #[test]
-fn f8_a_bound_token_cannot_forge_a_handoff_receipt_and_refusals_name_the_body_field() {
+fn f8_a_bound_token_cannot_forge_a_handoff_receipt_search_text_is_never_syntax_and_refusals_name_the_body_field() {
     let dir = tempfile::tempdir().unwrap();
     let server = MnemeServer::start_with(dir.path(), None, &tokens());
     let forged = event(
@@ -367,6 +367,14 @@ fn f8_a_bound_token_cannot_forge_a_handoff_receipt_and_refusals_name_the_body_fi
         server.post_as(Some(REVIEWER_TOKEN), "/v1/swarms/demo/agents/reviewer/context", &long.to_string());
     let refused: ErrorBody = typed("the long query", refused);
     assert_eq!((status, refused.error.field.as_deref()), (400, Some("query")), "{refused:?}");
+
+    // Search text is words and quoted phrases: what was tantivy syntax
+    // (a field, a range, a wildcard) is searched as words, never a 500.
+    for syntax in ["text%3A*", "code%3A*", "seq%3A%5B0%20TO%2099%5D", "kind%3Amessage_recorded", "*", "%22"] {
+        let (status, answer) =
+            server.get_as(Some(REVIEWER_TOKEN), &format!("/v1/swarms/demo/agents/reviewer/search?q={syntax}"));
+        assert_eq!(status, 200, "q={syntax}: {answer}");
+    }
 
     let page = ureq::get(&format!("{}/ui", server.url)).call().unwrap();
     let policy = page.header("content-security-policy").unwrap_or_default().to_string();

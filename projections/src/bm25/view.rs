@@ -230,9 +230,10 @@ impl Bm25Index {
     }
 
     /// The `limit` best-scoring item seqs for a free-text query, only of
-    /// `kinds` when that is not empty. Query syntax errors never fail a
-    /// search: the parser is lenient, because agents type paths, stack frames
-    /// and punctuation, not tantivy syntax.
+    /// `kinds` when that is not empty. The query is words and "quoted
+    /// phrases", nothing else (see [`words_and_phrases`]): agents type
+    /// paths, stack frames and punctuation, not tantivy syntax, and a
+    /// caller must not reach fields, ranges or wildcards through it.
     ///
     /// Equal scores rank by recency, and the cut at `limit` is made only
     /// after every hit tied with the last kept one is known: tantivy breaks
@@ -254,7 +255,7 @@ impl Bm25Index {
         let fields = self.shared.fields;
         let mut parser = QueryParser::for_index(&self.shared.index, vec![fields.text, fields.code]);
         parser.set_field_boost(fields.code, IDENTIFIER_BOOST);
-        let (parsed, _ignored_syntax_errors) = parser.parse_query_lenient(query);
+        let (parsed, _ignored_syntax_errors) = parser.parse_query_lenient(&words_and_phrases(query));
         self.search_query(parsed, limit, kinds, holds)
     }
 
@@ -407,6 +408,47 @@ impl Bm25Index {
     }
 }
 
+/// `text` as the query parser must read it: each whitespace-separated
+/// word, and each run of text between double quotes, becomes one quoted
+/// phrase, so that no character of it is query syntax (fields, ranges,
+/// wildcards, boosts, `+`, `-`, parentheses). A quoted word is what the
+/// parser makes of the bare word (one term, or the phrase of its tokens
+/// when the analyzer splits it), so plain queries rank as they always
+/// did. `\` and an unmatched `"` are separators, as the analyzer would
+/// make them.
+pub(crate) fn words_and_phrases(text: &str) -> String {
+    let mut query = String::with_capacity(text.len() + 8);
+    let mut push = |unit: &str| {
+        let unit = unit.replace('\\', " ");
+        if !unit.trim().is_empty() {
+            if !query.is_empty() {
+                query.push(' ');
+            }
+            query.push('"');
+            query.push_str(unit.trim());
+            query.push('"');
+        }
+    };
+    let mut rest = text;
+    while let Some(open) = rest.find('"') {
+        let (before, after) = rest.split_at(open);
+        before.split_whitespace().for_each(&mut push);
+        let after = &after[1..];
+        match after.find('"') {
+            Some(close) => {
+                push(&after[..close]);
+                rest = &after[close + 1..];
+            }
+            None => {
+                rest = after;
+                break;
+            }
+        }
+    }
+    rest.split_whitespace().for_each(&mut push);
+    query
+}
+
 impl Drop for Bm25Index {
     /// A memory that is gone takes its documents out of the shared index
     /// (see [`TextIndex::release_owner`]); the next commit makes that
@@ -443,6 +485,29 @@ mod tests {
             assert!(!expected.is_empty());
             assert_eq!(beside.search(query, 10, &[], &|_| true).unwrap(), expected, "{query}");
         }
+    }
+
+    /// Issue 35, F8: `q=text:*` answered 500, and fields, ranges and
+    /// wildcards reached tantivy. A query is its words and quoted phrases.
+    #[test]
+    fn f8_search_text_is_words_and_phrases_never_query_syntax() {
+        let index = index_with(
+            &TextIndex::new().unwrap(),
+            &["token refresh failed in auth.rs", "refresh the token cache", "kind of code: text"],
+        );
+        let search = |query: &str| index.search(query, 10, &[], &|_| true).unwrap();
+        for syntax in ["text:*", "code:*", "*", "seq:[0 TO 10]", "kind:message_recorded", "tok*", "(", "\\", "\""] {
+            assert!(search(syntax).iter().all(|(_, seq)| *seq == 3), "{syntax}: {:?}", search(syntax));
+        }
+        assert_eq!(search("text:*"), search("text"));
+        assert_eq!(search("-token"), search("token"));
+        assert_eq!(search("+refresh"), search("refresh"));
+        assert_eq!(search("(refresh)^9"), search("\"refresh 9\""));
+        // Words rank as they did; a quoted phrase needs its words in order.
+        assert_eq!(search("token refresh").len(), 2);
+        assert_eq!(search("\"token refresh\"").iter().map(|hit| hit.1).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(search("auth.rs").iter().map(|hit| hit.1).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(words_and_phrases("a \"b c\" d\\e \"f"), r#""a" "b c" "d e" "f""#);
     }
 
     #[test]
