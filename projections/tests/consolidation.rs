@@ -9,7 +9,7 @@ use mneme_events::{
     ContradictionResolution, ContradictionResolved, DecisionMade, Event, EventId, EventKind, FactAsserted, IdKey,
     MemoryCited, MemoryIgnored, MemoryPinned, MemoryPurged, MessageRecorded, Scope, Timestamp, ToolResultRecorded,
 };
-use mneme_projections::consolidation::{ConsolidationPlan, ConsolidationPolicy, consolidate, decay_score};
+use mneme_projections::consolidation::{Age, ConsolidationPlan, ConsolidationPolicy, consolidate, decay_score};
 use mneme_projections::graph::GraphQuery;
 use mneme_projections::{AgentMemory, ContextRequest, ItemState, MemoryConfig, SearchMode, SearchRequest};
 
@@ -41,6 +41,18 @@ impl Given {
             .with_importance(importance);
         let id = event.id.to_string();
         self.log.push((seq, event));
+        id
+    }
+
+    /// A shared message of `agent` at event time `ts_ms`.
+    fn say_at(&mut self, agent: &str, text: &str, ts_ms: i64) -> String {
+        let id = self.push_as(
+            agent,
+            EventKind::MessageRecorded(MessageRecorded { role: "assistant".into(), text: text.into() }),
+            None,
+        );
+        let (_, event) = self.log.last_mut().unwrap();
+        event.ts = Timestamp::from_unix_millis(ts_ms);
         id
     }
 
@@ -163,6 +175,73 @@ fn f2_another_value_is_a_contradiction_and_another_agents_copy_never_replaces_on
     assert_eq!(merge.map(|merge| &merge.survivor), Some(&restated), "{plan:#?}");
 }
 
+/// Distinct sentences of made-up words, none a near duplicate of another.
+fn distinct_sentences(count: usize, seed: u64) -> Vec<String> {
+    const SYLLABLES: &[&str] = &["ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "vu", "ze", "bo", "di", "fe", "gu"];
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..count)
+        .map(|_| {
+            let words: Vec<String> = (0..7)
+                .map(|_| (0..3).map(|_| SYLLABLES[(next() % SYLLABLES.len() as u64) as usize]).collect::<String>())
+                .collect();
+            format!("The {} {} {} {} {} {} {}.", words[0], words[1], words[2], words[3], words[4], words[5], words[6])
+        })
+        .collect()
+}
+
+/// Issue 35, F1: 20,000 shared coder messages dated a month after 100 of
+/// the reviewer's made the next consolidation forget or demote all 100 in
+/// the reviewer's own memory; an agent's own burst of 120,000 messages at
+/// one event time made it forget some of its own. Age runs on the memory's
+/// own activity and on event time, the younger counting. Scaled down (the
+/// policy's clocks with it); the control shows the same memories do age
+/// when the reviewer itself moves on.
+#[test]
+fn f1_another_agents_flood_or_a_burst_at_one_time_makes_no_memory_forget() {
+    let policy = ConsolidationPolicy {
+        decay_half_life_items: 50,
+        decay_half_life_secs: 60,
+        keep_newest_items: 20,
+        ..ConsolidationPolicy::default()
+    };
+    const MONTH_MS: i64 = 30 * 24 * 3600 * 1000;
+    let early_texts = distinct_sentences(100, 7);
+    let later_texts = distinct_sentences(2_000, 11);
+    let touched = |given: &Given, early: &[String]| -> usize {
+        let plan = consolidate(&given.memory_of("reviewer").consolidation_view(), &policy);
+        plan.decays.iter().filter(|verdict| early.contains(&verdict.item_id)).count()
+    };
+    let flood = |by: &str, early_ms: &dyn Fn(i64) -> i64, later_ms: &dyn Fn(i64) -> i64| {
+        let mut given = Given::default();
+        let early: Vec<String> = early_texts
+            .iter()
+            .enumerate()
+            .map(|(n, text)| given.say_at("reviewer", text, early_ms(n as i64)))
+            .collect();
+        for (n, text) in later_texts.iter().enumerate() {
+            given.say_at(by, text, later_ms(n as i64));
+        }
+        (given, early)
+    };
+
+    let seconds_apart = |n| START_MS + n * 1000;
+    let (given, early) = flood("coder", &seconds_apart, &|n| START_MS + MONTH_MS + n * 1000);
+    assert_eq!(touched(&given, &early), 0, "another agent's flood ages nothing in the reviewer's memory");
+
+    // The first 100 of the reviewer's own 2,100 messages, all at one time.
+    let (given, early) = flood("reviewer", &|_| START_MS, &|_| START_MS);
+    assert_eq!(touched(&given, &early), 0, "a burst at one event time ages nothing");
+
+    let (given, early) = flood("reviewer", &seconds_apart, &|n| START_MS + MONTH_MS + n * 1000);
+    assert_eq!(touched(&given, &early), 100, "the reviewer's own activity, a month on, does age them");
+}
+
 #[test]
 fn a_second_run_finds_nothing_new() {
     let mut given = Given::default();
@@ -269,6 +348,7 @@ fn old_unused_items_decay_then_are_forgotten_but_pinned_important_and_active_dec
     let mut given = Given::default();
     let policy = ConsolidationPolicy {
         decay_half_life_items: 10,
+        decay_half_life_secs: 1,
         keep_newest_items: 5,
         decay_below: 0.25,
         forget_below: 0.02,
@@ -336,8 +416,12 @@ fn replay_of_the_log_with_verdicts_equals_the_live_memory_without_scanning() {
     given.fact("gateway", "timeout_ms", "5000");
     given.decide("Queue", "use kafka", None);
     given.decide("Queue", "use rabbitmq", None);
-    let policy =
-        ConsolidationPolicy { decay_half_life_items: 2, keep_newest_items: 1, ..ConsolidationPolicy::default() };
+    let policy = ConsolidationPolicy {
+        decay_half_life_items: 2,
+        decay_half_life_secs: 1,
+        keep_newest_items: 1,
+        ..ConsolidationPolicy::default()
+    };
     // Live: apply the events one by one, consolidating in between.
     let mut live = AgentMemory::new("demo", "coder", MemoryConfig::default()).unwrap();
     for (seq, event) in &given.log {
@@ -613,8 +697,12 @@ fn designed_set_meets_the_precision_recall_and_forgetting_targets() {
             duration_ms: None,
         }));
     }
-    let policy =
-        ConsolidationPolicy { decay_half_life_items: 100, keep_newest_items: 50, ..ConsolidationPolicy::default() };
+    let policy = ConsolidationPolicy {
+        decay_half_life_items: 100,
+        decay_half_life_secs: 1,
+        keep_newest_items: 50,
+        ..ConsolidationPolicy::default()
+    };
     let plan = given.consolidate(&policy);
 
     let merged_pairs: std::collections::BTreeSet<(String, String)> = plan
@@ -692,12 +780,13 @@ fn citations_raise_an_item_in_hybrid_search_and_being_ignored_does_not() {
 
 #[test]
 fn retrievals_and_citations_raise_the_decay_score() {
+    let long_ago = |newer_items| Age { newer_items, elapsed_secs: 1e9 };
     let policy = ConsolidationPolicy::default();
     let mut given = Given::default();
     let item_id = given.say("The deploy key lives in the vault.");
     let memory = given.memory();
     let plain = memory.item(&item_id).unwrap().clone();
-    let score = |item: &mneme_projections::MemoryItem| decay_score(item, 10_000, false, &policy);
+    let score = |item: &mneme_projections::MemoryItem| decay_score(item, long_ago(10_000), false, &policy);
     let retrieved = mneme_projections::MemoryItem { retrievals: 20, ..plain.clone() };
     let cited = mneme_projections::MemoryItem { citations: 2, ..plain.clone() };
     let ignored = mneme_projections::MemoryItem { ignored: 2, ..plain.clone() };
@@ -705,9 +794,11 @@ fn retrievals_and_citations_raise_the_decay_score() {
     assert!(score(&cited) > score(&retrieved));
     assert!(score(&ignored) < score(&plain) || score(&plain) == 0.0);
     // Superseded counts half; importance counts.
-    assert!(decay_score(&plain, 1000, true, &policy) < decay_score(&plain, 1000, false, &policy));
+    assert!(decay_score(&plain, long_ago(1000), true, &policy) < decay_score(&plain, long_ago(1000), false, &policy));
     let important = mneme_projections::MemoryItem { importance: Some(0.9), ..plain.clone() };
-    assert!(decay_score(&important, 1000, false, &policy) > decay_score(&plain, 1000, false, &policy));
+    assert!(
+        decay_score(&important, long_ago(1000), false, &policy) > decay_score(&plain, long_ago(1000), false, &policy)
+    );
 }
 
 #[test]
@@ -776,8 +867,12 @@ fn a_merged_resolution_keeps_the_survivor_an_active_decision() {
 #[test]
 fn a_pin_that_lands_after_the_scan_still_protects_the_item() {
     let mut given = Given::default();
-    let policy =
-        ConsolidationPolicy { decay_half_life_items: 10, keep_newest_items: 5, ..ConsolidationPolicy::default() };
+    let policy = ConsolidationPolicy {
+        decay_half_life_items: 10,
+        decay_half_life_secs: 1,
+        keep_newest_items: 5,
+        ..ConsolidationPolicy::default()
+    };
     let note = given.say("The staging host is staging-7.internal.");
     let copy = given.say("the staging host is staging-7.internal");
     for index in 0..80 {
@@ -811,8 +906,12 @@ fn a_pin_that_lands_after_the_scan_still_protects_the_item() {
 #[test]
 fn a_fact_valid_until_a_later_date_still_holds_and_is_not_forgotten() {
     let mut given = Given::default();
-    let policy =
-        ConsolidationPolicy { decay_half_life_items: 10, keep_newest_items: 5, ..ConsolidationPolicy::default() };
+    let policy = ConsolidationPolicy {
+        decay_half_life_items: 10,
+        decay_half_life_secs: 1,
+        keep_newest_items: 5,
+        ..ConsolidationPolicy::default()
+    };
     let until_next_year = given.push(EventKind::FactAsserted(FactAsserted {
         subject: "on_call".into(),
         predicate: "is".into(),

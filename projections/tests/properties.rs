@@ -624,7 +624,7 @@ proptest! {
     fn consolidating_live_equals_replaying_the_verdicts(ops in prop::collection::vec(op(), 1..60)) {
         let mut log = log_of(&ops);
         let mut live = rebuild(&log);
-        let policy = ConsolidationPolicy { decay_half_life_items: 4, keep_newest_items: 2, ..ConsolidationPolicy::default() };
+        let policy = ConsolidationPolicy { decay_half_life_items: 4, decay_half_life_secs: 1, keep_newest_items: 2, ..ConsolidationPolicy::default() };
         let plan = consolidate(&live.consolidation_view(), &policy);
         prop_assert_eq!(&plan, &consolidate(&rebuild(&log).consolidation_view(), &policy));
         for event in plan.events(Timestamp::from_unix_millis(1_800_000_000_000), &IdKey::from_bytes([0; 32])) {

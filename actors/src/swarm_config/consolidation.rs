@@ -35,6 +35,8 @@ pub struct ConsolidationSection {
     pub dedup_kinds: Vec<String>,
     #[serde(default = "default_decay_half_life_items")]
     pub decay_half_life_items: u64,
+    #[serde(default = "default_decay_half_life_secs")]
+    pub decay_half_life_secs: u64,
     #[serde(default = "default_decay_below")]
     pub decay_below: f32,
     #[serde(default = "default_forget_below")]
@@ -75,6 +77,9 @@ fn default_dedup_kinds() -> Vec<String> {
 }
 fn default_decay_half_life_items() -> u64 {
     ConsolidationPolicy::default().decay_half_life_items
+}
+fn default_decay_half_life_secs() -> u64 {
+    ConsolidationPolicy::default().decay_half_life_secs
 }
 fn default_decay_below() -> f32 {
     ConsolidationPolicy::default().decay_below
@@ -118,6 +123,7 @@ impl Default for ConsolidationSection {
             dedup_cosine: default_dedup_cosine(),
             dedup_kinds: default_dedup_kinds(),
             decay_half_life_items: default_decay_half_life_items(),
+            decay_half_life_secs: default_decay_half_life_secs(),
             decay_below: default_decay_below(),
             forget_below: default_forget_below(),
             important_from: default_important_from(),
@@ -158,6 +164,7 @@ impl ConsolidationSection {
         }
         let positive = [
             ("consolidation.decay_half_life_items", self.decay_half_life_items),
+            ("consolidation.decay_half_life_secs", self.decay_half_life_secs),
             ("consolidation.max_outcomes_per_run", self.max_outcomes_per_run as u64),
         ];
         for (key, value) in positive {
@@ -225,6 +232,7 @@ impl SwarmConfig {
             dedup_cosine: section.dedup_cosine,
             dedup_kinds: section.dedup_kinds.clone(),
             decay_half_life_items: section.decay_half_life_items,
+            decay_half_life_secs: section.decay_half_life_secs,
             decay_below: section.decay_below,
             forget_below: section.forget_below,
             important_from: section.important_from,
@@ -284,7 +292,7 @@ mod tests {
             &format!(
                 "{CONSOLIDATION}enabled = true\ninterval_ms = 5000\nevery_events = 300\ndedup_cosine = 0.97\n\
                  dedup_kinds = [\"tool_result_recorded\", \"preference_set\"]\ndecay_half_life_items = 50\n\
-                 decay_below = 0.4\nforget_below = 0.1\nimportant_from = 0.9\nkeep_newest_items = 10\n\
+                 decay_half_life_secs = 600\ndecay_below = 0.4\nforget_below = 0.1\nimportant_from = 0.9\nkeep_newest_items = 10\n\
                  single_valued_predicates = [\"owns\"]\nmulti_valued_predicates = [\"reviewed_by\"]\n\
                  max_outcomes_per_run = 500\nmax_links_per_item = 0\n"
             ),
@@ -298,6 +306,7 @@ mod tests {
             dedup_cosine: 0.97,
             dedup_kinds: vec!["tool_result_recorded".to_string(), "preference_set".to_string()],
             decay_half_life_items: 50,
+            decay_half_life_secs: 600,
             decay_below: 0.4,
             forget_below: 0.1,
             important_from: 0.9,

@@ -26,7 +26,7 @@ use mneme_events::{
 };
 
 pub use contradictions::{ContradictionVerdict, contradiction_id};
-pub use decay::{DecayVerdict, decay_score};
+pub use decay::{Age, DecayVerdict, decay_score};
 pub use dedup::MergeVerdict;
 pub use links::LinkVerdict;
 pub use policy::{BUILT_IN_MULTI_VALUED_PREDICATES, ConsolidationPolicy};

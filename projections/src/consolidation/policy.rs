@@ -58,8 +58,12 @@ pub struct ConsolidationPolicy {
     pub dedup_cosine: f32,
     /// Item kinds that may be merged (wire names).
     pub dedup_kinds: Vec<String>,
-    /// An item's recency halves every this many newer items of its agent.
+    /// An item's recency halves every this many newer items of the
+    /// memory's own activity (see `consolidation::decay`)...
     pub decay_half_life_items: u64,
+    /// ... and every this many seconds of event time the activity moved
+    /// on; of the two, the clock that makes the item younger counts.
+    pub decay_half_life_secs: u64,
     /// Items whose decay score falls below this are demoted
     /// (`memory_decayed`): out of context, still searchable.
     pub decay_below: f32,
@@ -88,6 +92,7 @@ impl Default for ConsolidationPolicy {
             dedup_cosine: 0.92,
             dedup_kinds: vec!["message_recorded".to_string(), "fact_asserted".to_string()],
             decay_half_life_items: 5000,
+            decay_half_life_secs: 3600,
             decay_below: 0.25,
             forget_below: 0.02,
             important_from: 0.8,
