@@ -31,6 +31,7 @@ const DATASOURCE_UID: &str = "${datasource}";
 const NOT_PRODUCED_BY_THE_TEST: &[(&str, &str)] = &[
     ("mneme_apply_panics_total", "only when applying an event panics, which is a bug"),
     ("mneme_queries_refused_total", "only when a caller exceeds http.max_queries_in_flight: a race to provoke"),
+    ("mneme_publishes_refused_total", "only when a caller publishes past its quota (http.publish_*)"),
     (
         "mneme_handoffs_undeliverable_total",
         "only for a handoff that can never be delivered; test servers admit unknown agents",

@@ -423,6 +423,72 @@ fn f7_a_bound_token_cannot_flood_its_core_memory_with_blocks() {
     assert_eq!(post_core(json!({"block": "ninth", "content": "now it fits"})).0, 200);
 }
 
+/// Issue 35, F6: eight threads of one token published 76,800 events in ten
+/// seconds with no refusal, and every other agent's searches slowed from
+/// milliseconds to a second. Each caller has a publish quota (events and
+/// bytes a second, with a burst): past it, 429 with the seconds to wait in
+/// `Retry-After`; a batch larger than a whole burst is 413; another token
+/// publishes meanwhile; after the wait the same caller is taken again. The
+/// CLI waits as `Retry-After` says.
+#[test]
+fn f6_one_token_cannot_publish_past_its_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let quota = "\n[http]\npublish_events_per_sec = 50\npublish_burst_secs = 4\n";
+    let server = MnemeServer::start_with(dir.path(), None, &format!("{}{quota}", tokens()));
+    let batch = |agent: &str, from: usize, count: usize| -> String {
+        let events: Vec<Value> = (from..from + count)
+            .map(|n| {
+                event(
+                    &format!("01KF00000000000000000{n:05}"),
+                    agent,
+                    "note_written",
+                    json!({"text": format!("note {n}")}),
+                )
+            })
+            .collect();
+        json!(events).to_string()
+    };
+    let publish = |token: &str, body: &str| {
+        let request = ureq::post(&format!("{}/v1/events", server.url))
+            .set("content-type", "application/json")
+            .set("authorization", &format!("Bearer {token}"));
+        match request.send_string(body) {
+            Ok(response) => (response.status(), None, response.into_json::<Value>().unwrap()),
+            Err(ureq::Error::Status(status, response)) => {
+                let after = response.header("retry-after").map(str::to_string);
+                (status, after, response.into_json::<Value>().unwrap())
+            }
+            Err(error) => panic!("{error}"),
+        }
+    };
+    // A burst of 200 events (50 a second for 4 seconds) is taken at once.
+    assert_eq!(publish(CODER_TOKEN, &batch("coder", 0, 100)).0, 202);
+    assert_eq!(publish(CODER_TOKEN, &batch("coder", 100, 100)).0, 202);
+    let (status, retry_after, refused) = publish(CODER_TOKEN, &batch("coder", 200, 100));
+    let refused: ErrorBody = typed("the third batch", refused);
+    assert_eq!((status, refused.error.code.as_str()), (429, "too_many_events"), "{refused:?}");
+    assert!(refused.error.message.contains("http.publish_events_per_sec"), "{refused:?}");
+    let retry_after: u64 = retry_after.expect("Retry-After").parse().unwrap();
+    assert!((1..=4).contains(&retry_after), "{retry_after}");
+    // Nothing of the refused batch reached the log.
+    let page: EventsPage = typed("the log", server.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/events?limit=1000").1);
+    assert_eq!(page.events.len(), 200);
+    // Another caller is not held up by the coder's quota.
+    assert_eq!(publish(REVIEWER_TOKEN, &batch("reviewer", 300, 100)).0, 202);
+    // More than a whole burst in one request can never fit: split it.
+    let (status, _, refused) = publish(PLANNER_TOKEN, &batch("planner", 400, 201));
+    let refused: ErrorBody = typed("the oversized batch", refused);
+    assert_eq!((status, refused.error.code.as_str()), (413, "batch_over_quota"), "{refused:?}");
+    // After the wait the coder is taken again.
+    std::thread::sleep(Duration::from_secs(retry_after));
+    assert_eq!(publish(CODER_TOKEN, &batch("coder", 200, 100)).0, 202);
+    // `mneme publish` waits as Retry-After says rather than fail.
+    let file = dir.path().join("more.json");
+    std::fs::write(&file, batch("coder", 700, 150)).unwrap();
+    let output = server.cli(&["publish", file.to_str().unwrap(), "--batch", "50", "--token", CODER_TOKEN]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
 /// Issue 35, F5: about 20,000 concurrent `GET …/handoffs?follow=true` of
 /// one agent token hit the open-file limit, and `/healthz`, other agents'
 /// searches and publishes timed out. Streams are bounded per caller and in

@@ -50,18 +50,34 @@ pub fn call_as<T: serde::de::DeserializeOwned>(request: ureq::Request, body: Opt
     serde_json::from_value(value).with_context(|| format!("reading the answer of {url}"))
 }
 
+/// The longest a call waits, in all, on a server that answers 429 before
+/// it gives up and reports the refusal.
+const MOST_RETRY_WAIT: Duration = Duration::from_secs(600);
+
 /// Sends a request and returns the JSON body; an error response becomes an
-/// error naming its code, field and message.
+/// error naming its code, field and message. A 429 (a publish quota, or
+/// too many queries in flight) is retried after the server's `Retry-After`.
 fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
     let url = request.url().to_string();
     let request = authorized(request);
-    let response = match body {
-        Some(body) => request.set("content-type", "application/json").send_string(body),
-        None => request.call(),
-    };
-    match response {
-        Ok(response) => response.into_json().with_context(|| format!("reading the response of {url}")),
-        Err(error) => Err(describe_error(&url, error)),
+    let mut waited = Duration::ZERO;
+    loop {
+        let response = match body {
+            Some(body) => request.clone().set("content-type", "application/json").send_string(body),
+            None => request.clone().call(),
+        };
+        match response {
+            Ok(response) => {
+                return response.into_json().with_context(|| format!("reading the response of {url}"));
+            }
+            Err(ureq::Error::Status(429, response)) if waited < MOST_RETRY_WAIT => {
+                let after = response.header("retry-after").and_then(|secs| secs.trim().parse::<u64>().ok());
+                let after = Duration::from_secs(after.unwrap_or(1).clamp(1, 60));
+                std::thread::sleep(after);
+                waited += after;
+            }
+            Err(error) => return Err(describe_error(&url, error)),
+        }
     }
 }
 

@@ -71,7 +71,7 @@ impl ResponseError for ApiError {
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status_code());
         if self.status() == 429 {
-            response.insert_header((actix_web::http::header::RETRY_AFTER, "1"));
+            response.insert_header((actix_web::http::header::RETRY_AFTER, self.retry_after_secs().to_string()));
         }
         response.json(self.body())
     }

@@ -20,7 +20,7 @@ use crate::http::{self, auth};
 use crate::mcp;
 use crate::model;
 use crate::nats;
-use crate::service::{QueryPermits, Service, StreamPermits};
+use crate::service::{PublishQuotas, QueryPermits, Service, StreamPermits};
 use mneme_events::SystemClock;
 use mneme_projections::TextIndex;
 
@@ -144,6 +144,11 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
         clock: Arc::new(SystemClock),
         query_permits: QueryPermits::new(config.http.max_queries_in_flight),
         stream_permits: StreamPermits::new(config.http.max_streams_per_caller, config.http.max_streams),
+        publish_quotas: PublishQuotas::new(
+            config.http.publish_events_per_sec,
+            config.http.publish_bytes_per_sec,
+            config.http.publish_burst_secs,
+        ),
         shutting_down: shutting_down_receiver,
         erasures,
     });

@@ -217,6 +217,8 @@ impl Service {
             }
             ApiError::from_validation(error)
         })?;
+        let bytes = event.to_json().len();
+        self.publish_quotas.take(caller, &[event.agent.as_str()], 1, bytes)?;
         let appended = self.log.append(std::slice::from_ref(&event)).await?;
         let appended = appended.first().expect("one event appended, one answer");
         self.supervisor.do_send(AgentsWritten(vec![event.agent.clone()]));

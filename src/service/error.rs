@@ -17,11 +17,19 @@ pub struct ApiError {
     code: String,
     field: Option<String>,
     message: String,
+    /// For a 429: the seconds after which a retry may succeed.
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
     fn new(status: u16, code: &str, field: Option<&str>, message: impl Into<String>) -> ApiError {
-        ApiError { status, code: code.to_string(), field: field.map(str::to_string), message: message.into() }
+        ApiError {
+            status,
+            code: code.to_string(),
+            field: field.map(str::to_string),
+            message: message.into(),
+            retry_after: None,
+        }
     }
 
     /// 400 `invalid_parameter`: a parameter or body field has a bad value.
@@ -59,7 +67,8 @@ impl ApiError {
         ApiError::new(413, code, field, message)
     }
 
-    /// 429: retry later (HTTP adds `Retry-After: 1`).
+    /// 429: retry later (HTTP adds `Retry-After`: see
+    /// [`ApiError::retry_after_secs`]).
     pub fn too_many_requests(code: &str, field: Option<&str>, message: impl Into<String>) -> ApiError {
         ApiError::new(429, code, field, message)
     }
@@ -84,7 +93,23 @@ impl ApiError {
             ErrorCode::PayloadTooLarge | ErrorCode::BatchTooLarge => 413,
             _ => 400,
         };
-        ApiError { status, code: error.code.as_str().to_string(), field: error.field, message: error.message }
+        ApiError {
+            status,
+            code: error.code.as_str().to_string(),
+            field: error.field,
+            message: error.message,
+            retry_after: None,
+        }
+    }
+
+    /// The same error, to be retried after `secs` seconds.
+    pub fn retry_after(self, secs: u64) -> ApiError {
+        ApiError { retry_after: Some(secs), ..self }
+    }
+
+    /// When a retry may succeed, in seconds: as set, or 1.
+    pub fn retry_after_secs(&self) -> u64 {
+        self.retry_after.unwrap_or(1)
     }
 
     /// The HTTP status.

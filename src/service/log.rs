@@ -78,6 +78,8 @@ impl Service {
             ));
         }
         self.check_core_blocks(&events, |index| format!("[{index}].data.block")).await?;
+        let agents: Vec<&str> = events.iter().map(|event| event.agent.as_str()).collect();
+        self.publish_quotas.take(caller, &agents, events.len(), body.len())?;
         let appended = self.log.append(&events).await?;
         let mut agents: Vec<String> = events.iter().map(|event| event.agent.clone()).collect();
         agents.sort();

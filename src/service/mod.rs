@@ -23,6 +23,7 @@ pub mod error;
 pub mod handoffs;
 pub mod log;
 pub mod memory;
+pub mod publish_quota;
 pub mod query_permits;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ use mneme_projections::MemoryConfig;
 
 pub use caller::Caller;
 pub use error::{ApiError, json_body};
+pub use publish_quota::PublishQuotas;
 pub use query_permits::{QueryPermits, StreamPermit, StreamPermits};
 
 use error::stopped;
@@ -65,6 +67,8 @@ pub struct Service {
     pub query_permits: QueryPermits,
     /// Streams each caller, and everyone, holds open.
     pub stream_permits: StreamPermits,
+    /// How fast each caller may publish.
+    pub publish_quotas: PublishQuotas,
     /// Turns true when the server begins to shut down: long-lived responses
     /// (handoff streams) end then, rather than hold the shutdown up.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,

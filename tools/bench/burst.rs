@@ -21,7 +21,12 @@ pub fn run(events: usize, agent_count: usize, batch: usize) -> anyhow::Result<Ex
     out!("{}", machine_description());
     out!("command: mneme-tools bench burst --events {events} --agents {} --batch {batch}", agents.len());
     let scratch = ScratchDir::new("burst")?;
-    let mut config = format!("[swarm]\nname = \"{SWARM}\"\n\n[consolidation]\nenabled = false\n");
+    // The burst measures how fast the server takes events, not the
+    // per-caller publish quota: off.
+    let mut config = format!(
+        "[swarm]\nname = \"{SWARM}\"\n\n[consolidation]\nenabled = false\n\n\
+         [http]\npublish_events_per_sec = 0\npublish_bytes_per_sec = 0\n"
+    );
     for agent in &agents {
         config.push_str(&format!("\n[[agents]]\nname = \"{agent}\"\n"));
     }

@@ -25,8 +25,9 @@ pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
     out!("{}", machine_description());
     out!("command: mneme-tools bench mcp --items {items} --queries {queries}");
     let scratch = ScratchDir::new("mcp")?;
-    let config =
-        format!("[swarm]\nname = \"{SWARM}\"\n\n[consolidation]\nenabled = false\n\n[[agents]]\nname = \"{AGENT}\"\n");
+    let config = format!(
+        "[swarm]\nname = \"{SWARM}\"\n\n[consolidation]\nenabled = false\n\n[http]\npublish_events_per_sec = 0\n\n[[agents]]\nname = \"{AGENT}\"\n"
+    );
     std::fs::write(scratch.0.join("swarm.toml"), config)?;
     let server = ServerProcess::start_configured(&scratch.0, "warn")?;
     let mut words = WordStream::zipf(20_000);

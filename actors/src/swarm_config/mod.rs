@@ -208,6 +208,20 @@ pub struct HttpSection {
     /// it, 429. Each holds a connection, a task and a log subscription.
     #[serde(default = "default_max_streams")]
     pub max_streams: usize,
+    /// Events one caller may publish a second, on average (0: no quota);
+    /// past it, 429 with `Retry-After`. Memories apply about a thousand
+    /// items a second each: a caller much faster than that builds a
+    /// backlog every other agent's queries wait behind.
+    #[serde(default = "default_publish_events_per_sec")]
+    pub publish_events_per_sec: u32,
+    /// Bytes of request bodies one caller may publish a second, on average
+    /// (0: no quota).
+    #[serde(default = "default_publish_bytes_per_sec")]
+    pub publish_bytes_per_sec: u32,
+    /// A caller may publish this many seconds' worth of either quota at
+    /// once; a single request of more is refused (413, split it).
+    #[serde(default = "default_publish_burst_secs")]
+    pub publish_burst_secs: u32,
     /// Bearer tokens the API accepts, as written in the file; the secrets
     /// after environment overrides are in [`SwarmConfig::api_tokens`].
     #[serde(default)]
@@ -327,6 +341,15 @@ fn default_max_streams_per_caller() -> usize {
 fn default_max_streams() -> usize {
     256
 }
+fn default_publish_events_per_sec() -> u32 {
+    1_000
+}
+fn default_publish_bytes_per_sec() -> u32 {
+    4 * 1024 * 1024
+}
+fn default_publish_burst_secs() -> u32 {
+    5
+}
 fn default_working_tier_tokens() -> usize {
     MemoryConfig::default().working_tier_tokens
 }
@@ -406,6 +429,9 @@ impl Default for HttpSection {
             max_queries_in_flight: default_max_queries_in_flight(),
             max_streams_per_caller: default_max_streams_per_caller(),
             max_streams: default_max_streams(),
+            publish_events_per_sec: default_publish_events_per_sec(),
+            publish_bytes_per_sec: default_publish_bytes_per_sec(),
+            publish_burst_secs: default_publish_burst_secs(),
             tokens: Vec::new(),
         }
     }
@@ -553,6 +579,7 @@ impl SwarmConfig {
             ("log.replicas", self.log.replicas as u64),
             ("http.max_request_bytes", self.http.max_request_bytes as u64),
             ("http.max_queries_in_flight", self.http.max_queries_in_flight as u64),
+            ("http.publish_burst_secs", u64::from(self.http.publish_burst_secs)),
         ];
         for (key, value) in positive {
             if value == 0 {
