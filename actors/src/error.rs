@@ -9,7 +9,7 @@ pub enum ActorsError {
     #[error(transparent)]
     Projection(#[from] ProjectionError),
     #[error("snapshot store failed: {0}")]
-    SnapshotStore(#[from] sled::Error),
+    SnapshotStore(#[from] std::io::Error),
     #[error("the snapshot cannot be written as a delta: {0}")]
     SnapshotIncomplete(String),
     #[error("invalid configuration in {path}: {message}")]

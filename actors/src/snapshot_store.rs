@@ -1,37 +1,68 @@
-//! Where agent memory snapshots live: a sled database beside the log.
+//! Where agent memory snapshots live: files beside the log.
 //!
 //! A snapshot is a head (the checkpoint and everything small) and chunks
 //! (items, vectors, applied ids and the fact graph, see
-//! [`mneme_projections::SnapshotPart`]). Each chunk is a value of its own,
-//! `swarm/agent/<part>`; the manifest, under `swarm/agent`, holds the head
-//! and the CRC-32 of every chunk the snapshot consists of, and carries a
-//! CRC-32 of itself. (SHA-256 was a quarter of a restore's time; these
-//! checksums catch damage, not forgery, and CRC-32 does that at memory
-//! speed.) A snapshot writes the chunks that changed, removes
-//! those the memory no longer has and replaces the manifest in one atomic
-//! batch, so head, checkpoint and chunks can never disagree; a damaged
-//! manifest or chunk is detected and the memory rebuilt from the log, never
-//! served.
+//! [`mneme_projections::SnapshotPart`]). Chunks are files named by the
+//! SHA-256 of their bytes, `chunks/<hex>`, so a chunk two memories hold
+//! alike (the swarm's shared items, in every memory that holds them) is
+//! stored once. A memory's manifest, `manifests/<swarm>/<agent>`, holds the
+//! head and each chunk's name, SHA-256 and CRC-32, and carries a CRC-32 of
+//! itself. (CRC-32 is what a restore checks: SHA-256 was a quarter of a
+//! restore's time; these checksums catch damage, not forgery.)
+//!
+//! A save writes the chunks that changed (each to a temporary file, synced,
+//! then renamed), then the manifest (the same way: its rename is the
+//! commit), then deletes the chunk files no manifest names any more. So
+//! head, checkpoint and chunks can never disagree, a crash leaves at most
+//! unnamed chunk files (deleted on the next open), and the store's size is
+//! that of the snapshots it holds: a chunk rewritten, or a memory's text
+//! erased, leaves no copy behind in the store's files. (A sled database
+//! kept every rewritten chunk until its own garbage collection: 106 MB of
+//! files for 45 MB of snapshots after 21,000 events, issue 35, F6.) A
+//! damaged manifest or chunk is detected and the memory rebuilt from the
+//! log, never served. One process holds a store at a time (an advisory
+//! lock on `<dir>/lock`).
 
-use std::collections::BTreeMap;
-use std::path::Path;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use mneme_projections::graph::SwarmGraph;
 use mneme_projections::{AgentMemory, MemoryConfig, ProjectionError, SharedContent, SnapshotDelta, SnapshotPart};
+use sha2::{Digest, Sha256};
 
 use crate::error::ActorsError;
 
-const MAGIC: &[u8; 4] = b"MNS3";
+const MAGIC: &[u8; 4] = b"MNS4";
 const CHECKSUM_LEN: usize = 4;
 const HEADER_LEN: usize = MAGIC.len() + CHECKSUM_LEN;
+const CHUNKS: &str = "chunks";
+const MANIFESTS: &str = "manifests";
 
 fn checksum(bytes: &[u8]) -> [u8; CHECKSUM_LEN] {
     crc32fast::hash(bytes).to_le_bytes()
 }
 
+/// A chunk's name in the store: the SHA-256 of its bytes.
+type ChunkHash = [u8; 32];
+
+fn hex(hash: &ChunkHash) -> String {
+    hash.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 #[derive(Clone)]
 pub struct SnapshotStore {
-    tree: sled::Db,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    dir: PathBuf,
+    /// Held by saves and removals, one at a time: how many manifests name
+    /// each chunk file.
+    references: Mutex<HashMap<ChunkHash, usize>>,
+    _lock: File,
 }
 
 /// Why a stored snapshot cannot be used.
@@ -80,22 +111,30 @@ impl StoredSnapshot {
     }
 }
 
-/// The manifest's body: the head, then each chunk's name and checksum.
+/// A chunk as a manifest names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ChunkRef {
+    hash: ChunkHash,
+    crc: [u8; CHECKSUM_LEN],
+}
+
+/// The manifest's body: the head, then each chunk's name, hash and CRC.
 struct Manifest {
     head: Vec<u8>,
-    chunks: BTreeMap<String, [u8; CHECKSUM_LEN]>,
+    chunks: BTreeMap<String, ChunkRef>,
 }
 
 impl Manifest {
     fn encode(&self) -> Vec<u8> {
-        let mut body = Vec::with_capacity(self.head.len() + 16 + self.chunks.len() * 32);
+        let mut body = Vec::with_capacity(self.head.len() + 16 + self.chunks.len() * 64);
         body.extend_from_slice(&(self.head.len() as u64).to_le_bytes());
         body.extend_from_slice(&self.head);
         body.extend_from_slice(&(self.chunks.len() as u64).to_le_bytes());
-        for (name, stored) in &self.chunks {
+        for (name, chunk) in &self.chunks {
             body.extend_from_slice(&(name.len() as u16).to_le_bytes());
             body.extend_from_slice(name.as_bytes());
-            body.extend_from_slice(stored);
+            body.extend_from_slice(&chunk.hash);
+            body.extend_from_slice(&chunk.crc);
         }
         let mut value = Vec::with_capacity(HEADER_LEN + body.len());
         value.extend_from_slice(MAGIC);
@@ -128,8 +167,9 @@ impl Manifest {
         for _ in 0..count {
             let name_length = u16::from_le_bytes(take(2)?.try_into().expect("two bytes")) as usize;
             let name = String::from_utf8(take(name_length)?.to_vec()).map_err(|_| "a chunk name is not UTF-8")?;
-            let stored: [u8; CHECKSUM_LEN] = take(CHECKSUM_LEN)?.try_into().expect("a checksum's bytes");
-            chunks.insert(name, stored);
+            let hash: ChunkHash = take(32)?.try_into().expect("a hash's bytes");
+            let crc: [u8; CHECKSUM_LEN] = take(CHECKSUM_LEN)?.try_into().expect("a checksum's bytes");
+            chunks.insert(name, ChunkRef { hash, crc });
         }
         Ok(Manifest { head, chunks })
     }
@@ -183,62 +223,154 @@ impl SnapshotStore {
         shared.save_graph(agent, checkpoint, |delta| self.save(swarm, SnapshotStore::SWARM_GRAPH, delta))
     }
 
-    /// Opens the store in `dir`. A store whose files sled cannot read (cut
-    /// short by a full disk, overwritten) is moved aside to
-    /// `<dir>.unreadable-<unix seconds>`, with a warning, and an empty one
-    /// is opened: snapshots are caches of the log, so every memory is then
-    /// rebuilt from the log instead of the service refusing to start.
-    /// Errors that say nothing about the files (permissions, a store held
-    /// by another process) are returned.
+    /// Opens the store in `dir`, creating it, and takes its lock; chunk
+    /// files no manifest names (a save cut short) are deleted. A directory
+    /// holding the sled database earlier versions kept snapshots in is
+    /// emptied first, with a warning: snapshots are caches of the log, so
+    /// every memory is then rebuilt from it, once.
     pub fn open(dir: &Path) -> Result<SnapshotStore, ActorsError> {
-        match sled::open(dir) {
-            Ok(tree) => Ok(SnapshotStore { tree }),
-            Err(error) if files_are_unreadable(&error) => {
-                let seconds = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|since| since.as_secs())
-                    .unwrap_or_default();
-                let mut aside = dir.as_os_str().to_owned();
-                aside.push(format!(".unreadable-{seconds}"));
-                tracing::warn!(
-                    dir = %dir.display(), moved_to = ?aside, %error,
-                    "snapshot store unreadable; moved aside, every memory will be rebuilt from the log"
-                );
-                std::fs::rename(dir, &aside).map_err(|rename_error| {
-                    ActorsError::SnapshotStore(sled::Error::Io(std::io::Error::new(
-                        rename_error.kind(),
-                        format!(
-                            "the snapshot store is unreadable ({error}) and could not be moved aside: {rename_error}"
-                        ),
-                    )))
-                })?;
-                Ok(SnapshotStore { tree: sled::open(dir)? })
+        std::fs::create_dir_all(dir)?;
+        let earlier: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| {
+                let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+                ["conf", "db", "blobs", "snap"].contains(&name) || name.starts_with("snap.")
+            })
+            .collect();
+        if !earlier.is_empty() {
+            tracing::warn!(
+                dir = %dir.display(),
+                "snapshot store of an earlier version (sled) removed; every memory is rebuilt from the log once"
+            );
+            for path in earlier {
+                if path.is_dir() { std::fs::remove_dir_all(&path)? } else { std::fs::remove_file(&path)? }
             }
+        }
+        let lock = File::options().create(true).truncate(false).write(true).open(dir.join("lock"))?;
+        lock.try_lock().map_err(|error| {
+            std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                format!("the snapshot store in {} is held by another process ({error})", dir.display()),
+            )
+        })?;
+        std::fs::create_dir_all(dir.join(CHUNKS))?;
+        std::fs::create_dir_all(dir.join(MANIFESTS))?;
+        let store = SnapshotStore {
+            inner: Arc::new(Inner { dir: dir.to_path_buf(), references: Mutex::new(HashMap::new()), _lock: lock }),
+        };
+        let mut references: HashMap<ChunkHash, usize> = HashMap::new();
+        for path in store.manifest_paths()? {
+            let Ok(value) = std::fs::read(&path) else { continue };
+            if let Ok(manifest) = Manifest::decode(&value) {
+                for chunk in manifest.chunks.values() {
+                    *references.entry(chunk.hash).or_insert(0) += 1;
+                }
+            }
+        }
+        let named: std::collections::HashSet<String> = references.keys().map(hex).collect();
+        for entry in std::fs::read_dir(dir.join(CHUNKS))? {
+            let path = entry?.path();
+            let name = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+            if !named.contains(name) {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        *store.inner.references.lock().expect("no panic holds it") = references;
+        Ok(store)
+    }
+
+    fn manifest_path(&self, swarm: &str, agent: &str) -> PathBuf {
+        self.inner.dir.join(MANIFESTS).join(swarm).join(agent)
+    }
+
+    fn chunk_path(&self, hash: &ChunkHash) -> PathBuf {
+        self.inner.dir.join(CHUNKS).join(hex(hash))
+    }
+
+    /// Every manifest's file (not the temporary ones of a save cut short).
+    fn manifest_paths(&self) -> Result<Vec<PathBuf>, ActorsError> {
+        let mut paths = Vec::new();
+        for swarm in std::fs::read_dir(self.inner.dir.join(MANIFESTS))? {
+            let swarm = swarm?.path();
+            if !swarm.is_dir() {
+                continue;
+            }
+            for agent in std::fs::read_dir(&swarm)? {
+                let agent = agent?.path();
+                let temporary =
+                    agent.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with(".tmp-"));
+                if temporary {
+                    std::fs::remove_file(&agent)?;
+                } else if agent.is_file() {
+                    paths.push(agent);
+                }
+            }
+        }
+        Ok(paths)
+    }
+
+    /// Writes `bytes` to `path` whole or not at all: a temporary file in
+    /// the same directory, synced, renamed over it, the directory synced.
+    fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ActorsError> {
+        let dir = path.parent().expect("store paths have a parent");
+        std::fs::create_dir_all(dir)?;
+        let mut file = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+        file.write_all(bytes)?;
+        file.as_file().sync_all()?;
+        file.persist(path).map_err(|error| error.error)?;
+        File::open(dir)?.sync_all()?;
+        Ok(())
+    }
+
+    fn read_manifest(&self, swarm: &str, agent: &str) -> Result<Option<Vec<u8>>, ActorsError> {
+        match std::fs::read(self.manifest_path(swarm, agent)) {
+            Ok(value) => Ok(Some(value)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(error) => Err(error.into()),
         }
     }
 
-    fn key(swarm: &str, agent: &str) -> Vec<u8> {
-        format!("{swarm}/{agent}").into_bytes()
+    /// Counts `next`'s chunks in and `previous`'s out, and deletes the
+    /// chunk files no manifest names any more.
+    fn rereference(
+        &self,
+        references: &mut HashMap<ChunkHash, usize>,
+        previous: Option<&Manifest>,
+        next: Option<&Manifest>,
+    ) -> Result<(), ActorsError> {
+        for chunk in next.iter().flat_map(|manifest| manifest.chunks.values()) {
+            *references.entry(chunk.hash).or_insert(0) += 1;
+        }
+        for chunk in previous.iter().flat_map(|manifest| manifest.chunks.values()) {
+            let Some(count) = references.get_mut(&chunk.hash) else { continue };
+            *count -= 1;
+            if *count == 0 {
+                references.remove(&chunk.hash);
+                match std::fs::remove_file(self.chunk_path(&chunk.hash)) {
+                    Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error.into()),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 
-    fn chunk_key(swarm: &str, agent: &str, name: &str) -> Vec<u8> {
-        format!("{swarm}/{agent}/{name}").into_bytes()
-    }
-
-    /// Stores a snapshot: the chunks `delta` wrote, the removal of those it
-    /// no longer has, and its head, in one atomic batch; then flushes.
-    /// Returns the bytes written.
+    /// Stores a snapshot: the chunks `delta` wrote that the store lacks,
+    /// then its manifest (the commit), then the deletion of chunk files no
+    /// manifest names any more. Returns the bytes written.
     pub fn save(&self, swarm: &str, agent: &str, delta: &SnapshotDelta) -> Result<usize, ActorsError> {
-        let previous = self.tree.get(SnapshotStore::key(swarm, agent))?.and_then(|value| Manifest::decode(&value).ok());
-        let mut chunks: BTreeMap<String, [u8; CHECKSUM_LEN]> = BTreeMap::new();
-        let mut batch = sled::Batch::default();
+        let mut references = self.inner.references.lock().expect("no panic holds it");
+        let previous = self.read_manifest(swarm, agent)?.and_then(|value| Manifest::decode(&value).ok());
+        let mut chunks: BTreeMap<String, ChunkRef> = BTreeMap::new();
         let mut written = 0;
         for (part, bytes) in &delta.written {
-            let name = part.name();
-            chunks.insert(name.clone(), checksum(bytes));
-            batch.insert(SnapshotStore::chunk_key(swarm, agent, &name), bytes.as_slice());
-            written += bytes.len();
+            let hash: ChunkHash = Sha256::digest(bytes).into();
+            let path = self.chunk_path(&hash);
+            if !references.contains_key(&hash) || !path.exists() {
+                SnapshotStore::write_atomically(&path, bytes)?;
+                written += bytes.len();
+            }
+            chunks.insert(part.name(), ChunkRef { hash, crc: checksum(bytes) });
         }
         for part in &delta.parts {
             let name = part.name();
@@ -253,22 +385,17 @@ impl SnapshotStore {
             })?;
             chunks.insert(name, *stored);
         }
-        if let Some(previous) = &previous {
-            for name in previous.chunks.keys().filter(|name| !chunks.contains_key(*name)) {
-                batch.remove(SnapshotStore::chunk_key(swarm, agent, name));
-            }
-        }
-        let manifest = Manifest { head: delta.head.clone(), chunks }.encode();
-        written += manifest.len();
-        batch.insert(SnapshotStore::key(swarm, agent), manifest);
-        self.tree.apply_batch(batch)?;
-        self.tree.flush()?;
+        let manifest = Manifest { head: delta.head.clone(), chunks };
+        let encoded = manifest.encode();
+        written += encoded.len();
+        SnapshotStore::write_atomically(&self.manifest_path(swarm, agent), &encoded)?;
+        self.rereference(&mut references, previous.as_ref(), Some(&manifest))?;
         Ok(written)
     }
 
     /// The stored snapshot, if there is a sound one.
     pub fn load(&self, swarm: &str, agent: &str) -> Result<Result<StoredSnapshot, SnapshotProblem>, ActorsError> {
-        let Some(value) = self.tree.get(SnapshotStore::key(swarm, agent))? else {
+        let Some(value) = self.read_manifest(swarm, agent)? else {
             return Ok(Err(SnapshotProblem::Missing));
         };
         let manifest = match Manifest::decode(&value) {
@@ -276,47 +403,61 @@ impl SnapshotStore {
             Err(why) => return Ok(Err(SnapshotProblem::Damaged(why))),
         };
         let mut chunks = BTreeMap::new();
-        for (name, stored) in manifest.chunks {
-            let Some(bytes) = self.tree.get(SnapshotStore::chunk_key(swarm, agent, &name))? else {
-                return Ok(Err(SnapshotProblem::Damaged(format!("chunk {name} is missing"))));
+        for (name, chunk) in manifest.chunks {
+            let bytes = match std::fs::read(self.chunk_path(&chunk.hash)) {
+                Ok(bytes) => bytes,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(Err(SnapshotProblem::Damaged(format!("chunk {name} is missing"))));
+                }
+                Err(error) => return Err(error.into()),
             };
-            if checksum(&bytes) != stored {
+            if checksum(&bytes) != chunk.crc {
                 return Ok(Err(SnapshotProblem::Damaged(format!("chunk {name} does not match its checksum"))));
             }
-            chunks.insert(name, bytes.to_vec());
+            chunks.insert(name, bytes);
         }
         Ok(Ok(StoredSnapshot { head: manifest.head, chunks }))
     }
 
     /// Removes a snapshot (it will be rebuilt from the log).
     pub fn remove(&self, swarm: &str, agent: &str) -> Result<(), ActorsError> {
-        let mut batch = sled::Batch::default();
-        batch.remove(SnapshotStore::key(swarm, agent));
-        for key in self.tree.scan_prefix(SnapshotStore::chunk_key(swarm, agent, "")).keys() {
-            batch.remove(key?);
+        let mut references = self.inner.references.lock().expect("no panic holds it");
+        let previous = self.read_manifest(swarm, agent)?.and_then(|value| Manifest::decode(&value).ok());
+        match std::fs::remove_file(self.manifest_path(swarm, agent)) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(error.into()),
+            _ => {}
         }
-        self.tree.apply_batch(batch)?;
-        self.tree.flush()?;
-        Ok(())
+        self.rereference(&mut references, previous.as_ref(), None)
+    }
+
+    /// Bytes of the files the store holds: chunks and manifests.
+    pub fn stored_bytes(&self) -> Result<u64, ActorsError> {
+        let mut bytes = 0;
+        for entry in std::fs::read_dir(self.inner.dir.join(CHUNKS))? {
+            bytes += entry?.metadata()?.len();
+        }
+        for path in self.manifest_paths()? {
+            bytes += std::fs::metadata(path)?.len();
+        }
+        Ok(bytes)
     }
 
     /// A snapshot's raw stored manifest, header included: for
     /// failure-injection tests.
     #[doc(hidden)]
     pub fn raw_for_tests(&self, swarm: &str, agent: &str) -> Result<Option<Vec<u8>>, ActorsError> {
-        Ok(self.tree.get(SnapshotStore::key(swarm, agent))?.map(|value| value.to_vec()))
+        self.read_manifest(swarm, agent)
     }
 
     /// Overwrites a snapshot's raw stored manifest: for failure-injection
     /// tests.
     #[doc(hidden)]
     pub fn put_raw_for_tests(&self, swarm: &str, agent: &str, value: &[u8]) -> Result<(), ActorsError> {
-        self.tree.insert(SnapshotStore::key(swarm, agent), value)?;
-        self.tree.flush()?;
-        Ok(())
+        SnapshotStore::write_atomically(&self.manifest_path(swarm, agent), value)
     }
 
-    /// Overwrites one stored chunk: for failure-injection tests.
+    /// Overwrites the file of one stored chunk (and so of every snapshot
+    /// that holds the same bytes): for failure-injection tests.
     #[doc(hidden)]
     pub fn put_chunk_for_tests(
         &self,
@@ -325,21 +466,11 @@ impl SnapshotStore {
         part: SnapshotPart,
         value: &[u8],
     ) -> Result<(), ActorsError> {
-        self.tree.insert(SnapshotStore::chunk_key(swarm, agent, &part.name()), value)?;
-        self.tree.flush()?;
+        let manifest = self.read_manifest(swarm, agent)?.expect("a snapshot to damage");
+        let manifest = Manifest::decode(&manifest).expect("a sound manifest to damage");
+        let chunk = manifest.chunks.get(&part.name()).expect("the chunk to damage");
+        std::fs::write(self.chunk_path(&chunk.hash), value)?;
         Ok(())
-    }
-}
-
-/// Whether sled's error means its files are damaged, rather than that they
-/// could not be reached.
-fn files_are_unreadable(error: &sled::Error) -> bool {
-    match error {
-        sled::Error::Corruption { .. } | sled::Error::Unsupported(_) => true,
-        sled::Error::Io(io) => {
-            matches!(io.kind(), std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData)
-        }
-        _ => false,
     }
 }
 
@@ -402,5 +533,81 @@ mod tests {
         assert!(matches!(store.load("s", "a").unwrap(), Err(SnapshotProblem::Damaged(_))));
         store.put_raw_for_tests("s", "a", b"MN").unwrap();
         assert!(matches!(store.load("s", "a").unwrap(), Err(SnapshotProblem::Damaged(_))));
+    }
+
+    fn memory_of(agent: &str, events: std::ops::RangeInclusive<u64>) -> AgentMemory {
+        let mut memory = AgentMemory::new("s", agent, MemoryConfig::default()).unwrap();
+        for seq in events {
+            memory.apply(seq, &message(seq)).unwrap();
+        }
+        memory
+    }
+
+    /// Issue 35, F6: 21,000 shared messages left 106 MB of sled files for
+    /// 45 MB of snapshots, every rewritten chunk kept. Snapshot after
+    /// snapshot, the store's files are what its snapshots hold, and a
+    /// chunk two memories hold alike is stored once.
+    #[test]
+    fn f6_the_store_holds_its_snapshots_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SnapshotStore::open(dir.path()).unwrap();
+        let mut memory = memory_of("a", 1..=2_000);
+        let mut live = 0;
+        for round in 0..10u64 {
+            for seq in 2_001 + round * 200..=2_200 + round * 200 {
+                memory.apply(seq, &message(seq)).unwrap();
+            }
+            let delta = memory.snapshot_delta().unwrap();
+            store.save("s", "a", &delta).unwrap();
+            memory.mark_snapshot_saved();
+            live = store.load("s", "a").unwrap().unwrap().bytes();
+        }
+        let stored = store.stored_bytes().unwrap() as usize;
+        assert!(stored < live + live / 10, "{stored} bytes of files for a snapshot of {live}");
+        // A second memory of the same events: its chunks are the first's.
+        let twin = memory_of("a", 1..=4_000);
+        store.save("s", "twin", &twin.snapshot_delta().unwrap()).unwrap();
+        let both = store.stored_bytes().unwrap() as usize;
+        assert!(both < stored + live / 10, "{both} bytes for two alike snapshots of {live}");
+        // Removing one keeps the other whole; removing both empties it.
+        store.remove("s", "a").unwrap();
+        // (The twin is agent a's memory, kept under another name.)
+        let restored = store.load("s", "twin").unwrap().unwrap().restore("s", "a", MemoryConfig::default());
+        assert_eq!(restored.unwrap().digest(), twin.digest());
+        store.remove("s", "twin").unwrap();
+        assert_eq!(store.stored_bytes().unwrap(), 0);
+    }
+
+    /// Chunk files no manifest names (a save cut short before its
+    /// manifest) are deleted on open; a second process cannot open the
+    /// store while one holds it.
+    #[test]
+    fn a_save_cut_short_leaves_nothing_after_the_next_open_and_one_process_holds_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = SnapshotStore::open(dir.path()).unwrap();
+            store.save("s", "a", &memory_of("a", 1..=50).snapshot_delta().unwrap()).unwrap();
+            let error = SnapshotStore::open(dir.path()).err().expect("held by the first");
+            assert!(error.to_string().contains("held by another process"), "{error}");
+        }
+        std::fs::write(dir.path().join(CHUNKS).join("00ff"), b"orphan").unwrap();
+        std::fs::write(dir.path().join(MANIFESTS).join("s").join(".tmp-x"), b"half").unwrap();
+        let store = SnapshotStore::open(dir.path()).unwrap();
+        assert!(!dir.path().join(CHUNKS).join("00ff").exists());
+        assert!(!dir.path().join(MANIFESTS).join("s").join(".tmp-x").exists());
+        assert!(store.load("s", "a").unwrap().is_ok());
+    }
+
+    /// A directory of the sled store earlier versions wrote is emptied:
+    /// its memories are rebuilt from the log.
+    #[test]
+    fn a_store_of_the_earlier_format_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("conf"), b"segment_size: 524288").unwrap();
+        std::fs::write(dir.path().join("db"), vec![7u8; 4096]).unwrap();
+        std::fs::create_dir(dir.path().join("blobs")).unwrap();
+        let store = SnapshotStore::open(dir.path()).unwrap();
+        assert!(!dir.path().join("db").exists() && !dir.path().join("blobs").exists());
+        assert!(matches!(store.load("s", "a").unwrap(), Err(SnapshotProblem::Missing)));
     }
 }
