@@ -22,7 +22,7 @@ use mneme_events::{
 };
 use mneme_nats::{EventLog, Seq};
 use mneme_projections::consolidation::{
-    ConsolidationPlan, ConsolidationPolicy, ConsolidationView, SharedScan, consolidate_with,
+    ConsolidationPlan, ConsolidationPolicy, ConsolidationView, SharedScan, consolidate_with, share_run_budget,
 };
 
 use crate::error::ActorsError;
@@ -361,6 +361,12 @@ async fn scan_all(
             metrics::histogram!("mneme_consolidation_scan_seconds").record(scan_seconds);
             plans.push((view.items.len(), plan.expect("a scan that returned made a plan"), scan_seconds));
         }
+        // A run writes at most `max_outcomes_per_run` verdicts in all,
+        // whatever the number of memories.
+        share_run_budget(
+            &mut plans.iter_mut().map(|(_, plan, _)| plan).collect::<Vec<_>>(),
+            policy.max_outcomes_per_run,
+        );
         Ok((summary, plans))
     });
     let scanned = match scanning.await {

@@ -31,6 +31,7 @@ pub use dedup::MergeVerdict;
 pub use links::LinkVerdict;
 pub use policy::{BUILT_IN_MULTI_VALUED_PREDICATES, ConsolidationPolicy};
 pub use shared_scan::SharedScan;
+
 pub use view::{ConsolidationView, DecisionView, FactView, MAX_LINK_ENTITY_ITEMS};
 
 /// Links per `memories_linked` event.
@@ -55,6 +56,11 @@ pub struct ConsolidationPlan {
 impl ConsolidationPlan {
     pub fn is_empty(&self) -> bool {
         self.contradictions.is_empty() && self.merges.is_empty() && self.decays.is_empty() && self.links.is_empty()
+    }
+
+    /// How many verdicts the plan holds.
+    pub fn outcomes(&self) -> usize {
+        self.contradictions.len() + self.merges.len() + self.decays.len() + self.links.len()
     }
 
     pub fn forgotten_count(&self) -> usize {
@@ -212,8 +218,32 @@ pub fn consolidate_with(
     plan
 }
 
+/// Shares a run's `limit` verdicts among the plans of every memory it
+/// scanned, so that a run writes at most `limit` whatever the number of
+/// memories (issue 35, F6: one flood made each memory's plan full, and a
+/// run wrote 20,000 verdicts per memory). Each plan gets an equal share,
+/// and what a smaller plan does not need goes to the larger ones; the rest
+/// is deferred to the next run.
+pub fn share_run_budget(plans: &mut [&mut ConsolidationPlan], limit: usize) {
+    let mut sizes: Vec<(usize, usize)> =
+        plans.iter().enumerate().map(|(index, plan)| (plan.outcomes(), index)).collect();
+    sizes.sort_unstable();
+    let mut room = limit;
+    let mut allowance = vec![0; plans.len()];
+    for (left, (size, index)) in (1..=sizes.len()).rev().zip(sizes) {
+        let kept = size.min(room / left);
+        allowance[index] = kept;
+        room -= kept;
+    }
+    for (plan, allowance) in plans.iter_mut().zip(allowance) {
+        plan.keep_at_most(allowance);
+    }
+}
+
 impl ConsolidationPlan {
-    fn keep_at_most(&mut self, limit: usize) {
+    /// Keeps the first `limit` verdicts (contradictions, then merges,
+    /// decays and links) and counts the rest as deferred.
+    pub fn keep_at_most(&mut self, limit: usize) {
         let mut room = limit;
         let mut take = |length: usize| {
             let kept = length.min(room);
@@ -224,7 +254,7 @@ impl ConsolidationPlan {
         let merges = take(self.merges.len());
         let decays = take(self.decays.len());
         let links = take(self.links.len());
-        self.deferred = (self.contradictions.len() - contradictions)
+        self.deferred += (self.contradictions.len() - contradictions)
             + (self.merges.len() - merges)
             + (self.decays.len() - decays)
             + (self.links.len() - links);
@@ -232,5 +262,38 @@ impl ConsolidationPlan {
         self.merges.truncate(merges);
         self.decays.truncate(decays);
         self.links.truncate(links);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(decays: usize) -> ConsolidationPlan {
+        let verdict = |seq: usize| DecayVerdict {
+            item_id: format!("item-{seq}"),
+            seq: seq as u64,
+            score: 0.0,
+            forget: true,
+            reason: String::new(),
+        };
+        ConsolidationPlan { decays: (0..decays).map(verdict).collect(), ..ConsolidationPlan::default() }
+    }
+
+    /// Issue 35, F6: after a flood each memory's plan was full, and a run
+    /// wrote `max_outcomes_per_run` verdicts per memory. A run's verdicts
+    /// are shared among its memories, at most the limit in all.
+    #[test]
+    fn f6_a_run_keeps_at_most_its_limit_across_every_memory() {
+        let mut plans = [plan_of(100), plan_of(3), plan_of(100), plan_of(0)];
+        share_run_budget(&mut plans.iter_mut().collect::<Vec<_>>(), 40);
+        let kept: Vec<usize> = plans.iter().map(ConsolidationPlan::outcomes).collect();
+        let deferred: Vec<usize> = plans.iter().map(|plan| plan.deferred).collect();
+        // The small plan keeps all three; the rest is shared equally.
+        assert_eq!(kept, [18, 3, 19, 0]);
+        assert_eq!(deferred, [82, 0, 81, 0]);
+        let mut plans = [plan_of(5), plan_of(7)];
+        share_run_budget(&mut plans.iter_mut().collect::<Vec<_>>(), 40);
+        assert_eq!(plans.iter().map(ConsolidationPlan::outcomes).collect::<Vec<_>>(), [5, 7], "under the limit");
     }
 }

@@ -79,8 +79,9 @@ pub struct ConsolidationPolicy {
     /// Predicates with many objects at a time (the built-in list plus
     /// `swarm.toml`'s); every other predicate is single-valued.
     pub multi_valued_predicates: BTreeSet<String>,
-    /// Outcome events one run may write, so that a first run over a large
-    /// memory lands in bounded batches; the next run continues.
+    /// Outcome events one run may write, for every memory together (see
+    /// [`super::share_run_budget`]), so that a first run over a large swarm
+    /// lands in bounded batches; the next run continues.
     pub max_outcomes_per_run: usize,
     /// Links (`related_to`) one item may get per run.
     pub max_links_per_item: usize,
