@@ -41,7 +41,11 @@ const WRITES_RESUME_TIMEOUT: Duration = Duration::from_secs(45);
 
 /// Scheduled consolidation appends verdicts of its own; these tests count
 /// every record on the log as the publisher's, so it is kept from running.
-const NO_CONSOLIDATION: &str = "\n[consolidation]\nenabled = false\n";
+/// No consolidation, and no publish quota: the publisher posts as fast as
+/// the server takes events, and the write pauses measured after each fault
+/// are the failover's, not the quota's.
+const NO_CONSOLIDATION: &str =
+    "\n[consolidation]\nenabled = false\n\n[http]\npublish_events_per_sec = 0\npublish_bytes_per_sec = 0\n";
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()

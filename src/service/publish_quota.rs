@@ -8,10 +8,10 @@
 //! `Retry-After` of the seconds until it would fit.
 //!
 //! The caller is the API token (as for queries); without tokens, each
-//! agent the events are of. Every write through the API counts: batches of
-//! `POST /v1/events` and the single events the service writes for a
-//! caller (notes, pins, core memory, purges). Mneme's own events
-//! (verdicts, deliveries, acknowledgements) do not.
+//! agent the events are of. What counts: batches of `POST /v1/events` and
+//! the single events `Service::write` appends for a caller (notes, core
+//! memory, the MCP tools' pins, forgets and handoffs). Purges and Mneme's
+//! own events (verdicts, deliveries, acknowledgements) do not.
 
 use std::num::NonZeroU32;
 
