@@ -682,9 +682,12 @@ impl EventLog for JetStreamLog {
             if !appended.duplicate {
                 continue;
             }
+            // No message at the seq: it was erased (`EventLog::erase`; the
+            // duplicate window is far shorter than any retention), and the
+            // event was stored there.
             let same = stored
                 .get(&appended.seq)
-                .is_some_and(|record| record.as_ref().is_ok_and(|stored| stored.same_content(event)));
+                .is_none_or(|record| record.as_ref().is_ok_and(|stored| stored.same_content(event)));
             if !same {
                 return Err(LogError::ConflictingDuplicate { id: event.id, index, original_seq: appended.seq });
             }
@@ -819,5 +822,30 @@ impl EventLog for JetStreamLog {
             records.insert(record.purge.seq, record);
         }
         Ok(records.into_values().collect())
+    }
+
+    async fn erase(&self, seqs: &[Seq]) -> Result<usize, LogError> {
+        use async_nats::jetstream::ErrorCode;
+        use async_nats::jetstream::stream::DeleteMessageErrorKind;
+        let mut erased = 0;
+        for &seq in seqs {
+            // `STREAM.MSG.DELETE` without `no_erase`: the server overwrites
+            // the message in its files.
+            match self.events.delete_message(seq).await {
+                Ok(_) => erased += 1,
+                Err(error) => match error.kind() {
+                    // Not there (deleted before, or never): the server
+                    // says "no message found", under one of these codes
+                    // (10057 is any failed delete, so its text decides).
+                    DeleteMessageErrorKind::JetStream(error)
+                        if [ErrorCode::NO_MESSAGE_FOUND, ErrorCode::SEQUENCE_NOT_FOUND]
+                            .contains(&error.error_code())
+                            || (error.error_code() == ErrorCode::STREAM_MESSAGE_DELETE_FAILED
+                                && error.to_string().contains("no message found")) => {}
+                    _ => return Err(LogError::nats(error)),
+                },
+            }
+        }
+        Ok(erased)
     }
 }

@@ -186,6 +186,18 @@ pub trait EventLog: Send + Sync + 'static {
 
     /// Every erasure recorded, one per purge, in order of the purges' seqs.
     async fn erasures(&self) -> Result<Vec<ErasureRecord>, LogError>;
+
+    /// Deletes the records at these sequences from the log's storage
+    /// (erasure, issue 35): reads pass over them from then on, the last
+    /// sequence does not change and the next append takes the sequence it
+    /// would have, and an event whose record was erased, appended again
+    /// under its id, is answered as a duplicate at its old sequence. On
+    /// JetStream each message is deleted with secure erase (overwritten in
+    /// the stream's files); on the embedded log the records leave the
+    /// tree, and their bytes leave sled's files when the log is compacted
+    /// (`SledLog::compact`). Answers how many of the records were there;
+    /// erasing a sequence again is not an error.
+    async fn erase(&self, seqs: &[Seq]) -> Result<usize, LogError>;
 }
 
 /// Decodes a record's bytes as an event of `swarm` filed under `agent`.

@@ -11,6 +11,7 @@
 //! | `a` agent 0x00 seq (u64 BE) | empty: the per-agent index |
 //! | `g` agent | empty: the agent registry |
 //! | `p` consumer | seq (u64 BE): durable consumer positions |
+//! | `n` | the next sequence (u64 BE), once a record was erased |
 //!
 //! A record's payload is `mneme_events::storage::encode(event)`, or the bytes
 //! given to [`EventLog::append_raw`]. The record carries the agent it was filed
@@ -45,6 +46,9 @@ const ID_PREFIX: u8 = b'i';
 const AGENT_RECORD_PREFIX: u8 = b'a';
 const AGENT_PREFIX: u8 = b'g';
 const POSITION_PREFIX: u8 = b'p';
+/// The next sequence, kept once an erasure may have removed the last
+/// record (which `open` would otherwise derive it from).
+const NEXT_SEQ_KEY: [u8; 1] = [b'n'];
 
 /// Records read per round trip to the blocking pool while following the log.
 const SUBSCRIBE_BATCH: usize = 256;
@@ -110,14 +114,20 @@ impl SledLog {
     /// a blocking task.
     pub fn open(dir: &Path, swarm: &str, options: SledOptions) -> Result<SledLog, LogError> {
         validate_name("swarm", swarm)?;
+        finish_interrupted_compaction(dir)?;
         let db = sled::Config::new().path(dir).open().map_err(|error| open_error(error, dir))?;
         let events = db.open_tree(format!("events/{swarm}"))?;
         let dead_letters = db.open_tree(format!("deadletters/{swarm}"))?;
         let erasures = db.open_tree(format!("erasures/{swarm}"))?;
-        let last_seq = match events.scan_prefix([EVENT_PREFIX]).next_back() {
+        let last_record = match events.scan_prefix([EVENT_PREFIX]).next_back() {
             Some(entry) => seq_of_key(&entry?.0)?,
             None => 0,
         };
+        let kept_next = match events.get(NEXT_SEQ_KEY)? {
+            Some(value) => decode_seq(&value, "the next sequence")?,
+            None => 0,
+        };
+        let last_seq = last_record.max(kept_next.saturating_sub(1));
         let shared = Shared {
             swarm: swarm.to_string(),
             db,
@@ -129,6 +139,40 @@ impl SledLog {
             last_seq: watch::Sender::new(last_seq),
         };
         Ok(SledLog { shared: Arc::new(shared) })
+    }
+
+    /// Rewrites the database at `dir` into a fresh one that holds only what
+    /// is live, and puts it in its place. sled never overwrites a value in
+    /// its files: a removed or replaced one stays there until sled cleans
+    /// its segment, which 0.34 does not promise to do. This is how erased
+    /// records ([`EventLog::erase`]) leave the disk. No log may be open on
+    /// `dir`. Answers the bytes of its files before and after.
+    pub fn compact(dir: &Path) -> Result<(u64, u64), LogError> {
+        finish_interrupted_compaction(dir)?;
+        let before = bytes_under(dir)?;
+        let fresh_dir = beside(dir, "compacting");
+        if fresh_dir.exists() {
+            std::fs::remove_dir_all(&fresh_dir).map_err(io_error)?;
+        }
+        {
+            let old = sled::Config::new().path(dir).open().map_err(|error| open_error(error, dir))?;
+            let fresh = sled::Config::new().path(&fresh_dir).open()?;
+            for name in old.tree_names() {
+                let (from, to) = (old.open_tree(&name)?, fresh.open_tree(&name)?);
+                for entry in from.iter() {
+                    let (key, value) = entry?;
+                    to.insert(key, value)?;
+                }
+            }
+            fresh.flush()?;
+        }
+        // Swapped by two renames; a crash between them is finished by the
+        // next open (`finish_interrupted_compaction`).
+        let old_dir = beside(dir, "old");
+        std::fs::rename(dir, &old_dir).map_err(io_error)?;
+        std::fs::rename(&fresh_dir, dir).map_err(io_error)?;
+        std::fs::remove_dir_all(&old_dir).map_err(io_error)?;
+        Ok((before, bytes_under(dir)?))
     }
 
     /// Runs `work` on tokio's blocking pool: sled reads and writes may wait
@@ -374,6 +418,11 @@ impl EventLog for SledLog {
         self.flush_if_asked().await
     }
 
+    async fn erase(&self, seqs: &[Seq]) -> Result<usize, LogError> {
+        let seqs = seqs.to_vec();
+        self.blocking(move |shared| shared.erase(&seqs)).await
+    }
+
     async fn erasures(&self) -> Result<Vec<ErasureRecord>, LogError> {
         self.blocking(|shared| {
             shared
@@ -419,6 +468,12 @@ impl Shared {
                 let original = match assigned_in_batch.get(&id) {
                     Some(&(original, earlier)) => Some((original, records[earlier].value.clone())),
                     None => match self.stored_seq_of(id)? {
+                        // Erased: the event was stored there; nothing is left
+                        // to compare with.
+                        Some(original) if self.events.get(event_key(original))?.is_none() => {
+                            appended.push((original, true));
+                            continue;
+                        }
                         Some(original) => Some((original, self.stored_value(original)?)),
                         None => None,
                     },
@@ -444,6 +499,27 @@ impl Shared {
             *next_seq = seq;
         }
         Ok(appended)
+    }
+
+    /// Removes the records at `seqs` and their agent index keys in one
+    /// batch, keeping their ids (see [`EventLog::erase`]) and the next
+    /// sequence.
+    fn erase(&self, seqs: &[Seq]) -> Result<usize, LogError> {
+        let next_seq = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut batch = sled::Batch::default();
+        let mut erased = 0;
+        for &seq in seqs {
+            let Some(value) = self.events.get(event_key(seq))? else { continue };
+            batch.remove(&event_key(seq));
+            if let Some((agent, _)) = split_record_value(&value) {
+                batch.remove(agent_record_key(agent, seq));
+            }
+            erased += 1;
+        }
+        batch.insert(&NEXT_SEQ_KEY, &next_seq.to_be_bytes());
+        self.events.apply_batch(batch)?;
+        self.events.flush()?;
+        Ok(erased)
     }
 
     /// The stored bytes of the record at `seq`, which the id index names.
@@ -563,6 +639,50 @@ impl Subscription {
             }
         }
     }
+}
+
+/// `<dir>.<what>`, beside `dir`.
+fn beside(dir: &Path, what: &str) -> std::path::PathBuf {
+    let mut name = dir.as_os_str().to_owned();
+    name.push(format!(".{what}"));
+    std::path::PathBuf::from(name)
+}
+
+/// A compaction cut short between its two renames left the database at
+/// `<dir>.compacting` (complete: it was flushed before the first rename)
+/// and the old one at `<dir>.old`: puts the new one in place. Cut short
+/// before the first rename, the fresh copy is dropped by the next
+/// compaction and the old database is still in place.
+fn finish_interrupted_compaction(dir: &Path) -> Result<(), LogError> {
+    let (fresh_dir, old_dir) = (beside(dir, "compacting"), beside(dir, "old"));
+    if !dir.exists() && old_dir.exists() && fresh_dir.exists() {
+        std::fs::rename(&fresh_dir, dir).map_err(io_error)?;
+    }
+    if dir.exists() && old_dir.exists() {
+        std::fs::remove_dir_all(&old_dir).map_err(io_error)?;
+    }
+    Ok(())
+}
+
+fn bytes_under(dir: &Path) -> Result<u64, LogError> {
+    let mut bytes = 0;
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io_error)? {
+            let entry = entry.map_err(io_error)?;
+            let metadata = entry.metadata().map_err(io_error)?;
+            if metadata.is_dir() {
+                dirs.push(entry.path());
+            } else {
+                bytes += metadata.len();
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+fn io_error(error: std::io::Error) -> LogError {
+    LogError::Storage(sled::Error::Io(error))
 }
 
 fn prefixed(prefix: u8, rest: &[u8]) -> Vec<u8> {

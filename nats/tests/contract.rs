@@ -46,6 +46,14 @@ trait Harness: Send {
     /// The bytes this backend stores for an event, for putting events on
     /// the log with `append_raw` under a name they do not belong to.
     fn stored_form(&self, event: &Event) -> Vec<u8>;
+
+    /// Where the backend keeps its files.
+    fn storage_dir(&self) -> std::path::PathBuf;
+
+    /// What an operator does, with no log open, so that erased records
+    /// leave the files: the embedded log is compacted; JetStream erased
+    /// them when they were deleted.
+    fn compact(&mut self);
 }
 
 struct SledHarness {
@@ -69,6 +77,15 @@ impl Harness for SledHarness {
 
     fn stored_form(&self, event: &Event) -> Vec<u8> {
         storage::encode(event).expect("an event encodes")
+    }
+
+    fn storage_dir(&self) -> std::path::PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    fn compact(&mut self) {
+        let (before, after) = SledLog::compact(self.dir.path()).expect("the log compacts");
+        assert!(after <= before, "{after} bytes after compaction, {before} before");
     }
 }
 
@@ -98,6 +115,12 @@ impl Harness for JetStreamHarness {
     fn stored_form(&self, event: &Event) -> Vec<u8> {
         event.to_json().into_bytes()
     }
+
+    fn storage_dir(&self) -> std::path::PathBuf {
+        self.server.store_dir()
+    }
+
+    fn compact(&mut self) {}
 }
 
 /// Generates, for each contract function, one test per backend.
@@ -139,6 +162,7 @@ contract!(
     a_large_batch_is_appended_whole_and_followed,
     records_are_read_by_exact_sequences,
     erasures_are_recorded_once_per_purge_and_survive_reopening,
+    erased_records_are_gaps_to_readers_and_gone_from_the_files,
 );
 
 fn event(agent: &str, text: &str) -> Event {
@@ -536,6 +560,65 @@ async fn erasures_are_recorded_once_per_purge_and_survive_reopening(harness: &mu
     Ok(())
 }
 
+/// Which files under `dir` hold `needle`.
+fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("a readable directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path)
+                && bytes.windows(needle.len()).any(|window| window == needle.as_bytes())
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+async fn erased_records_are_gaps_to_readers_and_gone_from_the_files(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let secret = event("coder", "the password is swordfish-7781");
+    let kept = event("reviewer", "kept in the open");
+    let last = event("coder", "the last one is erased too: marlin-0042");
+    let appended = log.append(&[secret.clone(), kept.clone(), last.clone()]).await?;
+    let (erased, kept_seq, last_seq) = (appended[0].seq, appended[1].seq, appended[2].seq);
+    assert_eq!(log.erase(&[erased, last_seq]).await?, 2);
+    assert_eq!(log.erase(&[erased]).await?, 0, "erasing again finds nothing, and is no error");
+    assert_eq!(seqs(&log.read(1, None, 10).await?), [kept_seq]);
+    assert!(log.read(1, Some("coder"), 10).await?.is_empty());
+    assert_eq!(seqs(&log.read_seqs(&[erased, kept_seq, last_seq]).await?), [kept_seq]);
+    assert_eq!(log.last_seq().await?, last_seq, "the last seq stays where it was");
+    drop(log);
+
+    harness.compact();
+    for needle in ["swordfish-7781", "marlin-0042"] {
+        let holding = files_holding(&harness.storage_dir(), needle);
+        assert!(holding.is_empty(), "{needle} is still in {holding:?}");
+    }
+    assert!(!files_holding(&harness.storage_dir(), "kept in the open").is_empty(), "what was kept is kept");
+
+    let log = harness.open().await;
+    assert_eq!(log.last_seq().await?, last_seq, "reopened, the last seq stays where it was");
+    // An erased event appended again is a duplicate at its old seq; a new
+    // one takes the seq after the erased last one.
+    let after = event("coder", "after the erasure");
+    let again = log.append(&[secret.clone(), after.clone()]).await?;
+    assert_eq!(again, [appended_at(&secret, erased, true), appended_at(&after, last_seq + 1, false)]);
+    // A subscription passes over the gaps.
+    let mut subscription = log.subscribe(1, None).await?;
+    assert_eq!(next_entry(&mut subscription).await.seq, kept_seq);
+    assert_eq!(next_entry(&mut subscription).await.seq, last_seq + 1);
+    Ok(())
+}
+
+fn appended_at(event: &Event, seq: Seq, duplicate: bool) -> Appended {
+    appended(event, seq, duplicate)
+}
+
 async fn events_of_another_swarm_are_refused(harness: &mut dyn Harness) -> Result<(), LogError> {
     let log = harness.open().await;
     let batch = [event("coder", "mine"), event_in_swarm("elsewhere", "coder", "not mine")];
@@ -629,6 +712,42 @@ fn sled_log_survives_a_thousand_concurrent_flushed_position_stores() {
     });
     let outcome = finished.recv_timeout(std::time::Duration::from_secs(60)).expect("the stores deadlocked");
     assert_eq!(outcome, (true, Some(1000)));
+}
+
+/// A compaction cut short between its two renames (the old database moved
+/// to `<dir>.old`, the complete fresh one still at `<dir>.compacting`) is
+/// finished by the next open: nothing on the log is lost.
+#[tokio::test]
+async fn sled_log_a_compaction_cut_between_its_renames_is_finished_on_open() {
+    let parent = tempfile::tempdir().expect("a temporary directory");
+    let dir = parent.path().join("log");
+    let events = [event("coder", "first"), event("reviewer", "second")];
+    {
+        let log = SledLog::open(&dir, SWARM, SledOptions::default()).expect("the log opens");
+        log.append(&events).await.expect("appended");
+    }
+    let copy = |from: &std::path::Path, to: &std::path::Path| {
+        std::fs::create_dir_all(to).unwrap();
+        let mut dirs = vec![(from.to_path_buf(), to.to_path_buf())];
+        while let Some((from, to)) = dirs.pop() {
+            for entry in std::fs::read_dir(&from).unwrap() {
+                let path = entry.unwrap().path();
+                let target = to.join(path.file_name().unwrap());
+                if path.is_dir() {
+                    std::fs::create_dir_all(&target).unwrap();
+                    dirs.push((path, target));
+                } else {
+                    std::fs::copy(&path, &target).unwrap();
+                }
+            }
+        }
+    };
+    copy(&dir, &parent.path().join("log.compacting"));
+    std::fs::rename(&dir, parent.path().join("log.old")).unwrap();
+    let log = SledLog::open(&dir, SWARM, SledOptions::default()).expect("the log opens");
+    let read = log.read(1, None, 10).await.expect("read");
+    assert_eq!(read.iter().map(|entry| valid(entry).id).collect::<Vec<_>>(), [events[0].id, events[1].id]);
+    assert!(!parent.path().join("log.old").exists() && !parent.path().join("log.compacting").exists());
 }
 
 #[tokio::test]
