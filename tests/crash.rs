@@ -652,17 +652,11 @@ fn a_damaged_or_truncated_snapshot_is_detected_and_rebuilt_from_the_log_never_se
     // The snapshot store's files themselves cut short, as by a full disk.
     server.stop();
     let mut cut_files = 0;
-    let mut dirs = vec![snapshots.clone()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if std::fs::metadata(&path).unwrap().len() > 64 {
-                let length = std::fs::metadata(&path).unwrap().len();
-                std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(length / 3).unwrap();
-                cut_files += 1;
-            }
+    for path in common::files_under(&snapshots) {
+        let length = std::fs::metadata(&path).unwrap().len();
+        if length > 64 {
+            std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(length / 3).unwrap();
+            cut_files += 1;
         }
     }
     assert!(cut_files > 0);

@@ -142,33 +142,16 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased() {
     // text index on disk hold no byte of it. (The log itself still does:
     // issue 35, item 2.)
     for derived in ["snapshots", "text-index"] {
-        let files = files_under(&server.data_dir.join(derived));
+        let files = common::files_under(&server.data_dir.join(derived));
         assert!(!files.is_empty(), "nothing in {derived}");
-        for (path, bytes) in files {
+        for path in files {
+            let bytes = std::fs::read(&path).unwrap();
             for secret in &erased {
                 let found = bytes.windows(secret.len()).any(|window| window == secret.as_bytes());
                 assert!(!found, "the erased {secret} is in {}", path.display());
             }
         }
     }
-}
-
-/// Every file under `dir`, with its bytes.
-fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else {
-                let bytes = std::fs::read(&path).unwrap();
-                files.push((path, bytes));
-            }
-        }
-    }
-    files
 }
 
 #[test]

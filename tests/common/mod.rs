@@ -327,3 +327,20 @@ pub fn typed<T: serde::de::DeserializeOwned>(request: &str, answer: Value) -> T 
         panic!("{request}: the answer is not a {}: {error}: {answer}", std::any::type_name::<T>())
     })
 }
+
+/// Every file under `dir`, at any depth.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
