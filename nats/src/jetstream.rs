@@ -10,6 +10,9 @@
 //! - Erasures: stream `MNEME_<swarm>_ERASURES` on `mneme.<swarm>.erasures`;
 //!   what each purge erased (`ErasureRecord`, JSON), one message per
 //!   record, the last one for a purge's seq standing.
+//! - Records rewritten in place (erasure): stream `MNEME_<swarm>_REPLACED`
+//!   on `mneme.<swarm>.replaced`, the redacted copy as payload and the
+//!   record's seq in header `Mneme-Seq` (see `replaced.rs`).
 //! - Handoff packages: stream `MNEME_<swarm>_HANDOFFS` on
 //!   `mneme.<swarm>.*.handoff`, the handoff id as `Nats-Msg-Id`, so that a
 //!   recipient that was away reads them with a durable consumer (see
@@ -42,8 +45,10 @@ use tokio::sync::Semaphore;
 
 mod open;
 mod read;
+mod replaced;
 
 use open::Opened;
+use replaced::{Replaced, secure_delete};
 
 use read::{
     READ_REQUEST_TIMEOUT, ReadFailure, ReadRetry, create_reading_consumer, delete_in_background, entry_of_message,
@@ -217,6 +222,10 @@ pub struct JetStreamLog {
     dead_letters: stream::Stream,
     erasures: stream::Stream,
     positions: kv::Store,
+    /// Records rewritten in place, and the stream of their copies (see
+    /// `replaced.rs`).
+    replaced: Replaced,
+    copies: stream::Stream,
     limits: DecodeLimits,
     /// Bounds the publishes whose acks are outstanding, across concurrent
     /// appends. The JetStream context has the same limit, but it takes its
@@ -293,8 +302,9 @@ impl JetStreamLog {
             .max_ack_inflight(MAX_ACKS_IN_FLIGHT)
             .backpressure_on_inflight(true)
             .build(client);
-        let Opened { events, dead_letters, erasures, positions } =
+        let Opened { events, dead_letters, erasures, replaced: copies, positions } =
             open::open_with_retries(&context, swarm, &options).await?;
+        let replaced = Replaced::load(&copies, swarm, options.read_retry_window).await?;
         Ok(JetStreamLog {
             swarm: swarm.to_string(),
             context,
@@ -302,6 +312,8 @@ impl JetStreamLog {
             dead_letters,
             erasures,
             positions,
+            replaced,
+            copies,
             limits: options.limits,
             publish_permits: Arc::new(Semaphore::new(MAX_ACKS_IN_FLIGHT)),
             publish_retry_window: options.publish_retry_window.min(options.duplicate_window / 2),
@@ -710,7 +722,8 @@ impl EventLog for JetStreamLog {
         }
         let filter = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent));
         let messages = fetch_messages(&self.events, from, filter, max, self.read_retry_window).await?;
-        messages.iter().map(|message| self.entry(message)).collect()
+        let entries = messages.iter().map(|message| self.entry(message)).collect::<Result<Vec<_>, _>>()?;
+        Ok(self.replaced.merge(entries, from, agent, max))
     }
 
     async fn subscribe(
@@ -722,12 +735,25 @@ impl EventLog for JetStreamLog {
             validate_name("agent", agent)?;
         }
         let filter_subject = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent)).unwrap_or_default();
+        // Records rewritten in place have no message: up to the last of
+        // them the subscription reads pages, which merge the copies in,
+        // then follows the stream from there.
+        let mut from = from.max(1);
+        let mut caught_up = Vec::new();
+        if let Some(last) = self.replaced.last().filter(|last| *last >= from) {
+            while from <= last {
+                let page = self.read(from, agent, read::FETCH_BATCH).await?;
+                let Some(end) = page.last().map(|entry| entry.seq) else { break };
+                from = end + 1;
+                caught_up.extend(page.into_iter().map(Ok));
+            }
+        }
         let follower = Follower::new(self.events.clone(), self.swarm.clone(), filter_subject, from);
         let entries = futures::stream::unfold(follower, |mut follower| async move {
             let entry = follower.next_entry().await;
             Some((entry, follower))
         });
-        Ok(entries.boxed())
+        Ok(futures::stream::iter(caught_up).chain(entries).boxed())
     }
 
     async fn last_seq(&self) -> Result<Seq, LogError> {
@@ -825,27 +851,41 @@ impl EventLog for JetStreamLog {
     }
 
     async fn erase(&self, seqs: &[Seq]) -> Result<usize, LogError> {
-        use async_nats::jetstream::ErrorCode;
-        use async_nats::jetstream::stream::DeleteMessageErrorKind;
         let mut erased = 0;
         for &seq in seqs {
-            // `STREAM.MSG.DELETE` without `no_erase`: the server overwrites
-            // the message in its files.
-            match self.events.delete_message(seq).await {
-                Ok(_) => erased += 1,
-                Err(error) => match error.kind() {
-                    // Not there (deleted before, or never): the server
-                    // says "no message found", under one of these codes
-                    // (10057 is any failed delete, so its text decides).
-                    DeleteMessageErrorKind::JetStream(error)
-                        if [ErrorCode::NO_MESSAGE_FOUND, ErrorCode::SEQUENCE_NOT_FOUND]
-                            .contains(&error.error_code())
-                            || (error.error_code() == ErrorCode::STREAM_MESSAGE_DELETE_FAILED
-                                && error.to_string().contains("no message found")) => {}
-                    _ => return Err(LogError::nats(error)),
-                },
+            if secure_delete(&self.events, seq).await? {
+                erased += 1;
             }
         }
         Ok(erased)
+    }
+
+    async fn replace(&self, replacements: &[(Seq, Event)]) -> Result<usize, LogError> {
+        for (seq, event) in replacements {
+            let stored = self.read(*seq, None, 1).await?.into_iter().find(|entry| entry.seq == *seq);
+            match stored.map(|entry| entry.record) {
+                Some(Ok(stored)) if stored.id == event.id && stored.agent == event.agent => {}
+                _ => {
+                    return Err(LogError::Corrupt(format!(
+                        "the record at seq {seq} is not event {} of agent {:?}: not replaced",
+                        event.id, event.agent
+                    )));
+                }
+            }
+        }
+        // The copy first: a rewrite cut between the two steps leaves both,
+        // and reads prefer the copy.
+        for (seq, event) in replacements {
+            let message = PublishMessage::build()
+                .payload(Bytes::from(event.to_json()))
+                .header(replaced::SEQ_HEADER, seq.to_string());
+            let subject = subjects::replaced_subject(&self.swarm);
+            let acks = self.publish_all(vec![(subject, message)], self.publish_retry_window).await?;
+            if let Some(earlier) = self.replaced.stored(*seq, event, acks[0].sequence) {
+                secure_delete(&self.copies, earlier).await?;
+            }
+            secure_delete(&self.events, *seq).await?;
+        }
+        Ok(replacements.len())
     }
 }

@@ -198,6 +198,19 @@ pub trait EventLog: Send + Sync + 'static {
     /// (`SledLog::compact`). Answers how many of the records were there;
     /// erasing a sequence again is not an error.
     async fn erase(&self, seqs: &[Seq]) -> Result<usize, LogError>;
+
+    /// Rewrites records in place (erasure, issue 35): each `(seq, event)`
+    /// puts `event` — a redacted copy of the record at `seq`, with its id
+    /// and agent — where that record was. Reads, `read_seqs` and
+    /// subscriptions give the new event at its old seq from then on, and
+    /// the old bytes leave the log's storage as an erased record's do. On
+    /// the embedded log the record is overwritten in the tree; on JetStream
+    /// the copy is kept in the positions bucket (under `replaced.<seq>`,
+    /// an earlier copy securely deleted) and the message securely deleted.
+    /// A seq that holds no record, or a record of another id or agent, is
+    /// refused ([`LogError::Corrupt`]) before anything is written. Answers
+    /// how many records were rewritten.
+    async fn replace(&self, replacements: &[(Seq, Event)]) -> Result<usize, LogError>;
 }
 
 /// Decodes a record's bytes as an event of `swarm` filed under `agent`.

@@ -423,6 +423,14 @@ impl EventLog for SledLog {
         self.blocking(move |shared| shared.erase(&seqs)).await
     }
 
+    async fn replace(&self, replacements: &[(Seq, Event)]) -> Result<usize, LogError> {
+        let mut records = Vec::with_capacity(replacements.len());
+        for (seq, event) in replacements {
+            records.push((*seq, event.id, event.agent.clone(), record_value(&event.agent, &storage::encode(event)?)));
+        }
+        self.blocking(move |shared| shared.replace(&records)).await
+    }
+
     async fn erasures(&self) -> Result<Vec<ErasureRecord>, LogError> {
         self.blocking(|shared| {
             shared
@@ -520,6 +528,31 @@ impl Shared {
         self.events.apply_batch(batch)?;
         self.events.flush()?;
         Ok(erased)
+    }
+
+    /// Overwrites the records at these seqs in one batch, each checked to
+    /// hold an event of the same id and agent first (see
+    /// [`EventLog::replace`]).
+    fn replace(&self, records: &[(Seq, EventId, String, Vec<u8>)]) -> Result<usize, LogError> {
+        let _next_seq = self.next_seq.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut batch = sled::Batch::default();
+        for (seq, id, agent, value) in records {
+            let Some(stored) = self.events.get(event_key(*seq))? else {
+                return Err(LogError::Corrupt(format!("no record at seq {seq} to replace")));
+            };
+            match self.entry(*seq, &stored).record {
+                Ok(event) if event.id == *id && event.agent == *agent => {}
+                _ => {
+                    return Err(LogError::Corrupt(format!(
+                        "the record at seq {seq} is not event {id} of agent {agent:?}: not replaced"
+                    )));
+                }
+            }
+            batch.insert(&event_key(*seq), value.as_slice());
+        }
+        self.events.apply_batch(batch)?;
+        self.events.flush()?;
+        Ok(records.len())
     }
 
     /// The stored bytes of the record at `seq`, which the id index names.

@@ -26,6 +26,11 @@ pub fn erasures_subject(swarm: &str) -> String {
     format!("mneme.{swarm}.erasures")
 }
 
+/// `mneme.<swarm>.replaced`: copies of records rewritten in place.
+pub fn replaced_subject(swarm: &str) -> String {
+    format!("mneme.{swarm}.replaced")
+}
+
 /// `mneme.<swarm>.<agent>.handoff`
 pub fn handoff_subject(swarm: &str, agent: &str) -> String {
     format!("mneme.{swarm}.{agent}.handoff")
@@ -54,6 +59,11 @@ pub fn deadletter_stream(swarm: &str) -> String {
 /// The JetStream stream holding what each purge of a swarm erased.
 pub fn erasures_stream(swarm: &str) -> String {
     format!("MNEME_{swarm}_ERASURES")
+}
+
+/// The JetStream stream holding the copies of records rewritten in place.
+pub fn replaced_stream(swarm: &str) -> String {
+    format!("MNEME_{swarm}_REPLACED")
 }
 
 /// The JetStream stream holding the handoff packages delivered in a swarm,

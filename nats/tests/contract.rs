@@ -163,6 +163,7 @@ contract!(
     records_are_read_by_exact_sequences,
     erasures_are_recorded_once_per_purge_and_survive_reopening,
     erased_records_are_gaps_to_readers_and_gone_from_the_files,
+    replaced_records_are_read_as_their_copies_and_the_old_bytes_leave_the_files,
 );
 
 fn event(agent: &str, text: &str) -> Event {
@@ -612,6 +613,82 @@ async fn erased_records_are_gaps_to_readers_and_gone_from_the_files(harness: &mu
     let mut subscription = log.subscribe(1, None).await?;
     assert_eq!(next_entry(&mut subscription).await.seq, kept_seq);
     assert_eq!(next_entry(&mut subscription).await.seq, last_seq + 1);
+    Ok(())
+}
+
+/// `event` with its text replaced, as a redaction rewrites it.
+fn retold(event: &Event, text: &str) -> Event {
+    let kind = mneme_events::EventKind::MessageRecorded(mneme_events::MessageRecorded {
+        role: "assistant".to_string(),
+        text: text.to_string(),
+    });
+    Event { kind, ..event.clone() }
+}
+
+fn text_of(entry: &LogEntry) -> String {
+    match &valid(entry).kind {
+        mneme_events::EventKind::MessageRecorded(message) => message.text.clone(),
+        other => panic!("record {} is not a message: {other:?}", entry.seq),
+    }
+}
+
+async fn replaced_records_are_read_as_their_copies_and_the_old_bytes_leave_the_files(
+    harness: &mut dyn Harness,
+) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let before = event("coder", "before");
+    let quoting = event("coder", "it quotes tarpon-5521");
+    let after = event("reviewer", "after");
+    let tail = event("reviewer", "the tail quotes pike-3310");
+    let appended = log.append(&[before.clone(), quoting.clone(), after.clone(), tail.clone()]).await?;
+    let seq = |index: usize| appended[index].seq;
+    let first_copy = retold(&quoting, "it quotes [erased], then bream-2291");
+    let tail_copy = retold(&tail, "the tail quotes [erased]");
+    assert_eq!(log.replace(&[(seq(1), first_copy.clone()), (seq(3), tail_copy.clone())]).await?, 2);
+    // Another event's copy is refused, and nothing is written.
+    let refused = log.replace(&[(seq(2), retold(&after, "x")), (seq(0), retold(&after, "x"))]).await;
+    assert!(matches!(refused, Err(LogError::Corrupt(_))), "{refused:?}");
+    assert_eq!(text_of(&log.read(seq(2), None, 1).await?[0]), "after");
+
+    let entries = log.read(1, None, 10).await?;
+    assert_eq!(seqs(&entries), [seq(0), seq(1), seq(2), seq(3)]);
+    assert_eq!(valid(&entries[1]), &first_copy);
+    assert_eq!(valid(&entries[3]), &tail_copy);
+    assert_eq!(seqs(&log.read(1, None, 2).await?), [seq(0), seq(1)], "a short page stops at its max");
+    let coder = log.read(1, Some("coder"), 10).await?;
+    assert_eq!((seqs(&coder), text_of(&coder[1])), (vec![seq(0), seq(1)], text_of(&entries[1])));
+    assert!(log.read(seq(3), Some("coder"), 10).await?.is_empty());
+    let exact = log.read_seqs(&[seq(3), seq(1)]).await?;
+    assert_eq!((valid(&exact[0]), valid(&exact[1])), (&first_copy, &tail_copy));
+    // A subscription reads the copies in place, the last record's too,
+    // then follows what comes.
+    let mut subscription = log.subscribe(1, None).await?;
+    for (index, expected) in [&before, &first_copy, &after, &tail_copy].into_iter().enumerate() {
+        let entry = next_entry(&mut subscription).await;
+        assert_eq!((entry.seq, valid(&entry)), (seq(index), expected));
+    }
+    let later = event("coder", "later");
+    log.append(std::slice::from_ref(&later)).await?;
+    assert_eq!(valid(&next_entry(&mut subscription).await), &later);
+    drop(subscription);
+
+    // Rewritten again, the earlier copy goes too.
+    let second_copy = retold(&quoting, "it quotes [erased], then [erased]");
+    assert_eq!(log.replace(&[(seq(1), second_copy.clone())]).await?, 1);
+    assert_eq!(valid(&log.read(seq(1), None, 1).await?[0]), &second_copy);
+    drop(log);
+
+    harness.compact();
+    for needle in ["tarpon-5521", "pike-3310", "bream-2291"] {
+        let holding = files_holding(&harness.storage_dir(), needle);
+        assert!(holding.is_empty(), "{needle} is still in {holding:?}");
+    }
+    let log = harness.open().await;
+    let entries = log.read(1, None, 10).await?;
+    assert_eq!((valid(&entries[1]), valid(&entries[3])), (&second_copy, &tail_copy), "reopened, the copies stand");
+    let mut subscription = log.subscribe(seq(1), Some("coder")).await?;
+    assert_eq!(valid(&next_entry(&mut subscription).await), &second_copy);
+    assert_eq!(valid(&next_entry(&mut subscription).await), &later);
     Ok(())
 }
 

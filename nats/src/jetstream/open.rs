@@ -18,10 +18,11 @@ pub(super) struct Opened {
     pub(super) events: stream::Stream,
     pub(super) dead_letters: stream::Stream,
     pub(super) erasures: stream::Stream,
+    pub(super) replaced: stream::Stream,
     pub(super) positions: kv::Store,
 }
 
-/// Opens the swarm's events, dead-letter and handoff streams and its
+/// Opens the swarm's events, dead-letter, erasure, copy and handoff streams and its
 /// positions bucket, retrying transient failures for up to
 /// `options.open_retry_window`.
 pub(super) async fn open_with_retries(
@@ -70,12 +71,20 @@ async fn open(context: &jetstream::Context, swarm: &str, options: &JetStreamOpti
         subjects::erasures_subject(swarm),
     )
     .await?;
+    let replaced = open_side_stream(
+        context,
+        options,
+        subjects::replaced_stream(swarm),
+        format!("Mneme records of swarm {swarm} rewritten in place (redacted copies)"),
+        subjects::replaced_subject(swarm),
+    )
+    .await?;
     open_handoffs_stream(context, swarm, options).await?;
     let positions = open_positions_bucket(context, swarm, options.replicas).await?;
-    Ok(Opened { events, dead_letters, erasures, positions })
+    Ok(Opened { events, dead_letters, erasures, replaced, positions })
 }
 
-/// Opens a stream kept beside the events (dead letters, erasures): one
+/// Opens a stream kept beside the events (dead letters, erasures, copies): one
 /// subject, no age limit, the events stream's replicas and duplicate
 /// window.
 async fn open_side_stream(
