@@ -139,19 +139,38 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased() {
     let offline = stdout_of(&server.cli(&["tail", "--data-dir", &data_dir]));
     assert_shows_none_of(&erased, &kept, "mneme tail --data-dir", &offline);
     // The snapshots (written after each purge, and at the stop) and the
-    // text index on disk hold no byte of it. (The log itself still does:
-    // issue 35, item 2.)
+    // text index on disk hold no byte of it; the log still does until the
+    // purges are carried into it.
     for derived in ["snapshots", "text-index"] {
-        let files = common::files_under(&server.data_dir.join(derived));
-        assert!(!files.is_empty(), "nothing in {derived}");
-        for path in files {
-            let bytes = std::fs::read(&path).unwrap();
-            for secret in &erased {
-                let found = bytes.windows(secret.len()).any(|window| window == secret.as_bytes());
-                assert!(!found, "the erased {secret} is in {}", path.display());
-            }
-        }
+        assert!(!common::files_under(&server.data_dir.join(derived)).is_empty(), "nothing in {derived}");
+        assert_no_file_holds(&server.data_dir.join(derived), &erased);
     }
+    assert!(
+        files_holding(&server.data_dir.join("log"), &erased) > 0,
+        "the log holds what was purged until it is erased"
+    );
+    // `mneme erase` carries them into the log with no server running.
+    let config = server.config_path.to_str().unwrap().to_string();
+    let carried: Value = serde_json::from_str(&stdout_of(&server.cli(&[
+        "--json",
+        "erase",
+        "--data-dir",
+        &data_dir,
+        "--config",
+        &config,
+    ])))
+    .unwrap();
+    assert!(carried["erased"].as_u64().unwrap() > 0 && carried["rewritten"].as_u64().unwrap() > 0, "{carried}");
+    assert_no_file_holds(&server.data_dir, &erased);
+    let offline = stdout_of(&server.cli(&["tail", "--data-dir", &data_dir]));
+    assert_shows_none_of(&erased, &kept, "mneme tail --data-dir, after the erasure", &offline);
+    // The server starts on the erased log and rebuilds every memory from it;
+    // after a stop (snapshots written), no file of the data dir holds a byte.
+    server.start_again();
+    every_read_path_after_the_erasure(&server, &erased, &kept);
+    server.stop();
+    assert_no_file_holds(&server.data_dir, &erased);
+    assert!(files_holding(&server.data_dir, &kept) > 0, "what was kept is in the data dir");
 }
 
 #[test]
@@ -159,7 +178,64 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased_on_jetstream() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let nats = runtime.block_on(NatsServer::require());
     let work = tempfile::tempdir().unwrap();
-    purges_erase_from_every_read_path(&MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG));
+    let mut server = MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG);
+    let (erased, kept) = purges_erase_from_every_read_path(&server);
+    // At its next start the server carries the purges into the streams
+    // and rebuilds every memory from them.
+    server.restart();
+    every_read_path_after_the_erasure(&server, &erased, &kept);
+    server.stop();
+    for dir in [server.data_dir.clone(), nats.store_dir()] {
+        assert_no_file_holds(&dir, &erased);
+    }
+    assert!(files_holding(&nats.store_dir(), &kept) > 0, "what was kept is in the JetStream store");
+}
+
+/// Once the purges are carried into the log: every read path shows none of
+/// what was erased and all that was kept, the log's pages show the erased
+/// records' stubs, and replay rebuilds the same memories.
+fn every_read_path_after_the_erasure(server: &MnemeServer, erased: &[String], kept: &[String]) {
+    let seen = read_everything(server);
+    for (path, body) in &seen {
+        for secret in erased {
+            assert!(
+                !body.contains(secret.as_str()),
+                "the erased {secret} came back through {path}: {}",
+                excerpt(body, secret)
+            );
+        }
+    }
+    let log: String = seen
+        .iter()
+        .filter(|(path, _)| path.starts_with("GET /v1/swarms/demo/events"))
+        .map(|(_, body)| body.as_str())
+        .collect();
+    for secret in kept {
+        assert!(log.contains(secret.as_str()), "{secret}, not purged, is missing from the log's pages");
+    }
+    assert!(log.contains("\"erased_by\""), "the log's pages show the erased records' stubs");
+    cli_and_replay_show_none_of(server, erased, kept);
+}
+
+/// The number of files under `dir` holding any of `secrets`.
+fn files_holding(dir: &std::path::Path, secrets: &[String]) -> usize {
+    common::files_under(dir)
+        .iter()
+        .filter(|path| {
+            let bytes = std::fs::read(path).unwrap_or_default();
+            secrets.iter().any(|secret| bytes.windows(secret.len()).any(|window| window == secret.as_bytes()))
+        })
+        .count()
+}
+
+fn assert_no_file_holds(dir: &std::path::Path, secrets: &[String]) {
+    for path in common::files_under(dir) {
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        for secret in secrets {
+            let found = bytes.windows(secret.len()).any(|window| window == secret.as_bytes());
+            assert!(!found, "the erased {secret} is in {}", path.display());
+        }
+    }
 }
 
 /// Fails if `shown` holds an erased secret, or lacks a kept one.
@@ -255,12 +331,18 @@ fn purges_erase_from_every_read_path(server: &MnemeServer) -> (Vec<String>, Vec<
         })
         .unwrap();
     let (_, erased, kept) = state.into_inner();
-    // The CLI reads the same answers: the log, and each agent's record.
+    cli_and_replay_show_none_of(server, &erased, &kept);
+    (erased, kept)
+}
+
+/// The CLI reads the same answers (the log, and each agent's record), and
+/// replay rebuilds the same memories.
+fn cli_and_replay_show_none_of(server: &MnemeServer, erased: &[String], kept: &[String]) {
     let tail = stdout_of(&server.cli(&["tail"]));
-    assert_shows_none_of(&erased, &kept, "mneme tail", &tail);
+    assert_shows_none_of(erased, kept, "mneme tail", &tail);
     for agent in AGENTS {
         let audit = stdout_of(&server.cli(&["audit", "--agent", agent, "--format", "jsonl"]));
-        assert_shows_none_of(&erased, &[], &format!("mneme audit --agent {agent}"), &audit);
+        assert_shows_none_of(erased, &[], &format!("mneme audit --agent {agent}"), &audit);
     }
     // Replay rebuilds the same memories.
     for agent in AGENTS {
@@ -268,7 +350,6 @@ fn purges_erase_from_every_read_path(server: &MnemeServer) -> (Vec<String>, Vec<
             server.post_typed(&format!("/v1/swarms/demo/agents/{agent}/replay?verify=true"), "{}");
         assert_eq!(replay.matches, Some(true), "{agent}: {replay:?}");
     }
-    (erased, kept)
 }
 
 /// Waits until Mneme's own events after `seq` (handoff deliveries) are on

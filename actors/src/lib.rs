@@ -7,6 +7,7 @@
 
 pub mod consolidator;
 pub mod eraser;
+pub mod erasure_pass;
 mod error;
 mod feed;
 mod follow;
@@ -24,6 +25,7 @@ pub use consolidator::{
     SharedScanSummary,
 };
 pub use eraser::{Eraser, ErasureRegistry, StopErasing};
+pub use erasure_pass::{CarriedErasures, carry_erasures, erasures_pending};
 pub use error::ActorsError;
 pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery, handoff_delivery_bytes};
 pub use memory_actor::{

@@ -137,6 +137,15 @@ impl Erasures {
         self.events.get(&seq).map(|(event, by)| (event, by.as_slice()))
     }
 
+    /// The events erased with seqs in `seqs`, in seq order: where they
+    /// were, the log holds nothing once the erasure is carried into it.
+    pub fn erased_in(
+        &self,
+        seqs: impl std::ops::RangeBounds<u64>,
+    ) -> impl Iterator<Item = (&ErasedEvent, &[PurgeRef])> + '_ {
+        self.events.range(seqs).map(|(_, (event, by))| (event, by.as_slice()))
+    }
+
     /// Whether an item id (an event id's text) names an erased event.
     fn is_erased_item(&self, item_id: &str) -> bool {
         item_id.trim().parse::<EventId>().is_ok_and(|id| self.ids.contains(&id))

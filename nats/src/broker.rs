@@ -36,6 +36,11 @@ pub trait Broker: Send + Sync + 'static {
     /// by `handoff_id` (its `Nats-Msg-Id`).
     async fn publish_handoff(&self, agent: &str, handoff_id: EventId, package_json: Vec<u8>) -> Result<(), LogError>;
 
+    /// Securely deletes the packages of these handoffs from the handoffs
+    /// stream (erasure: the handoff was erased, or its package quoted what
+    /// was); answers how many were there.
+    async fn erase_handoffs(&self, handoff_ids: &[EventId]) -> Result<usize, LogError>;
+
     /// Every query request to any agent of the swarm, until the connection
     /// closes.
     async fn query_requests(&self) -> Result<BoxStream<'static, QueryRequest>, LogError>;
@@ -51,6 +56,10 @@ impl Broker for JetStreamLog {
         // captures core publishes on its subjects, so plain subscribers get
         // the same message.
         self.publish_handoff_package(agent, &handoff_id.to_string(), package_json).await
+    }
+
+    async fn erase_handoffs(&self, handoff_ids: &[EventId]) -> Result<usize, LogError> {
+        self.erase_handoff_packages(handoff_ids).await
     }
 
     async fn query_requests(&self) -> Result<BoxStream<'static, QueryRequest>, LogError> {

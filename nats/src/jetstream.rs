@@ -267,6 +267,30 @@ impl JetStreamLog {
         Ok(())
     }
 
+    /// Securely deletes the messages of the handoffs stream whose
+    /// `Nats-Msg-Id` is one of these handoff ids.
+    pub(crate) async fn erase_handoff_packages(
+        &self,
+        handoff_ids: &[mneme_events::EventId],
+    ) -> Result<usize, LogError> {
+        if handoff_ids.is_empty() {
+            return Ok(0);
+        }
+        let wanted: BTreeSet<String> = handoff_ids.iter().map(ToString::to_string).collect();
+        let stream = self.context.get_stream(subjects::handoffs_stream(&self.swarm)).await.map_err(LogError::nats)?;
+        let messages = fetch_messages(&stream, 1, None, usize::MAX, self.read_retry_window).await?;
+        let mut erased = 0;
+        for message in &messages {
+            let id = message.headers.as_ref().and_then(|headers| headers.get("Nats-Msg-Id")).map(|id| id.as_str());
+            if id.is_some_and(|id| wanted.contains(id))
+                && secure_delete(&stream, read::stream_sequence(message)?).await?
+            {
+                erased += 1;
+            }
+        }
+        Ok(erased)
+    }
+
     /// Connects to the server at `url` and opens (creating if needed) the
     /// streams and bucket of `swarm`. `url` may list several servers of one
     /// cluster separated by commas; the client connects to one of them and

@@ -160,6 +160,17 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Erase purged records from the log's storage now, as `mneme serve` does at its next start (the server must not be running).
+    Erase {
+        #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
+        swarm: String,
+        /// The data dir of the stopped server.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The swarm.toml the server runs with (its log backend).
+        #[arg(long, env = "MNEME_CONFIG")]
+        config: Option<PathBuf>,
+    },
     /// Rebuild an agent's memory from the log and compare it with the live one.
     Replay {
         #[command(flatten)]
@@ -504,6 +515,12 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             }
             None => client::tail(&server.server, &swarm, agent.as_deref(), from_seq, follow),
         },
+        Command::Erase { swarm, data_dir, config } => {
+            let mut swarm_config = load_config_file(config.as_deref()).context("loading the swarm configuration")?;
+            swarm_config.swarm.name = swarm;
+            swarm_config.log.data_dir = data_dir;
+            actix::System::new().block_on(offline::erase(&swarm_config, json))
+        }
         Command::Replay { target, verify, data_dir, config, server } => match data_dir {
             Some(data_dir) => {
                 let mut swarm_config =

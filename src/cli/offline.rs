@@ -12,7 +12,7 @@ use mneme_nats::{EventLog, SledLog, SledOptions};
 
 use crate::model;
 use crate::server::backend;
-use crate::service::log::entry_json;
+use crate::service::log::{entry_json, page_with_erased, stubs_in};
 
 pub async fn tail(
     data_dir: &Path,
@@ -26,22 +26,59 @@ pub async fn tail(
         SledLog::open(&dir, swarm, SledOptions::default()).with_context(|| format!("opening {}", dir.display()))?;
     // No eraser runs here: what purges erased is as the server recorded it.
     let erasures = Erasures::of(&log.erasures().await?);
+    let json = |entry: &mneme_api::log::LogEntry| serde_json::to_string(entry).expect("a log entry is JSON");
+    let mut next_seq = from_seq.max(1);
     if follow {
-        let mut entries = log.subscribe(from_seq.max(1), agent).await?;
+        let mut entries = log.subscribe(next_seq, agent).await?;
         while let Some(entry) = entries.next().await {
-            out!("{}", entry_json(&entry?, &erasures));
+            let entry = entry?;
+            // Erased records leave gaps: their stubs come first.
+            for stub in stubs_in(&erasures, next_seq..entry.seq, agent) {
+                out!("{}", json(&stub));
+            }
+            next_seq = entry.seq + 1;
+            out!("{}", entry_json(&entry, &erasures));
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut next_seq = from_seq.max(1);
     loop {
         let entries = log.read(next_seq, agent, 1000).await?;
-        let Some(last) = entries.last() else { return Ok(ExitCode::SUCCESS) };
-        next_seq = last.seq + 1;
-        for entry in &entries {
-            out!("{}", entry_json(entry, &erasures));
+        let shown = page_with_erased(&entries, next_seq, agent, 1000, &erasures);
+        let Some(last) = shown.last() else { return Ok(ExitCode::SUCCESS) };
+        next_seq = last.seq() + 1;
+        for entry in &shown {
+            out!("{}", json(entry));
         }
     }
+}
+
+/// Carries the purges recorded since the server last started into the log
+/// and the data dir, as `mneme serve` would at its next start.
+pub async fn erase(config: &SwarmConfig, json: bool) -> anyhow::Result<ExitCode> {
+    let opened = backend::open_log_and_broker(config).await?;
+    let (_, carried) = crate::server::erasure::carry_pending(config, opened).await?;
+    let carried = carried.unwrap_or_default();
+    if json {
+        let report = serde_json::json!({
+            "purges": carried.purges,
+            "erased": carried.erased,
+            "rewritten": carried.rewritten,
+            "handoff_packages": carried.handoff_packages,
+        });
+        out!("{}", serde_json::to_string_pretty(&report)?);
+    } else if carried.purges == 0 {
+        out!("nothing to erase: every purge recorded is already carried into the log");
+    } else {
+        out!(
+            "{} purges carried into the log: {} records erased, {} rewritten without what they quoted, {} handoff \
+             packages deleted; snapshots and the text index removed (memories are rebuilt at the next start)",
+            carried.purges,
+            carried.erased,
+            carried.rewritten,
+            carried.handoff_packages
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Rebuilds `agent` from the log and compares it with the memory persisted

@@ -2,6 +2,7 @@
 //! HTTP API, in one process.
 
 pub mod backend;
+pub mod erasure;
 pub mod llm;
 
 use std::sync::Arc;
@@ -74,6 +75,9 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
     };
     let id_key = backend::id_key(&config)?;
     let opened = backend::open_log_and_broker(&config).await?;
+    // Before any memory starts: purges recorded since the last start leave
+    // the log, and memories are rebuilt from it.
+    let (opened, _carried) = erasure::carry_pending(&config, opened).await?;
     let log = opened.log;
     let snapshot_dir = backend::snapshot_dir(&config);
     let store = SnapshotStore::open(&snapshot_dir)

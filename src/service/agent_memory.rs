@@ -261,12 +261,35 @@ impl Service {
         'pages: for _ in 0..TIMELINE_PAGES {
             let page = self.log.read(from_seq, None, TIMELINE_PAGE).await?;
             for entry in &page {
+                // Erased records leave gaps: their stubs stand there.
+                let gap = from_seq..entry.seq;
                 from_seq = entry.seq + 1;
+                let erasures = self.erasures.erasures();
+                for (erased, _) in erasures.erased_in(gap) {
+                    let visible = erased.agent == agent
+                        || (erased.scope != Scope::Private
+                            && admitted.is_none_or(|admitted| admitted.contains(&erased.agent)));
+                    if !visible || since.is_some_and(|since| erased.ts < since) {
+                        continue;
+                    }
+                    entries.push(TimelineEntry {
+                        seq: erased.seq,
+                        ts: erased.ts,
+                        agent: erased.agent.clone(),
+                        kind: erased.kind.clone(),
+                        task: None,
+                        event_id: erased.id.to_string(),
+                        text: ERASED_TEXT.to_string(),
+                    });
+                    if entries.len() == limit {
+                        from_seq = erased.seq + 1;
+                        break 'pages;
+                    }
+                }
                 let Ok(event) = &entry.record else { continue };
                 if !enters_memory_of(agent, admitted, event) || since.is_some_and(|since| event.ts < since) {
                     continue;
                 }
-                let erasures = self.erasures.erasures();
                 let (task, text) = match erasures.show(entry.seq, event) {
                     Shown::Intact(event) => (event.correlation_id.clone(), mneme_projections::describe(event)),
                     Shown::Redacted(event) => (event.correlation_id.clone(), mneme_projections::describe(&event)),

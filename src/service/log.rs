@@ -97,9 +97,10 @@ impl Service {
         self.check_swarm(swarm)?;
         let page = params.check()?;
         let entries = self.log.read(page.from_seq, page.agent.as_deref(), page.limit).await?;
-        let next_seq = entries.last().map_or(page.from_seq, |entry| entry.seq + 1);
-        let erasures = self.erasures.erasures();
-        Ok(EventsPage { events: entries.iter().map(|entry| wire_entry(entry, &erasures)).collect(), next_seq })
+        let events =
+            page_with_erased(&entries, page.from_seq, page.agent.as_deref(), page.limit, &self.erasures.erasures());
+        let next_seq = events.last().map_or(page.from_seq, |entry| entry.seq() + 1);
+        Ok(EventsPage { events, next_seq })
     }
 
     /// Every entry of the log from `params.from_seq` on (one agent's, if
@@ -118,11 +119,20 @@ impl Service {
         let (sender, receiver) = mpsc::channel(FOLLOW_BUFFER);
         let mut shutting_down = self.shutting_down.clone();
         let registry = self.erasures.clone();
+        let agent = page.agent.clone();
+        let mut next_seq = page.from_seq.max(1);
         actix_rt::spawn(async move {
             loop {
-                let entry = tokio::select! {
+                let shown = tokio::select! {
                     entry = entries.next() => match entry {
-                        Some(Ok(entry)) => wire_entry(&entry, &registry.erasures()),
+                        // Erased records leave gaps: their stubs come first.
+                        Some(Ok(entry)) => {
+                            let erasures = registry.erasures();
+                            let mut shown = stubs_in(&erasures, next_seq..entry.seq, agent.as_deref());
+                            shown.push(wire_entry(&entry, &erasures));
+                            next_seq = entry.seq + 1;
+                            shown
+                        }
                         Some(Err(error)) => {
                             tracing::warn!(%error, "event stream ended by a log error");
                             return;
@@ -132,11 +142,13 @@ impl Service {
                     () = sender.closed() => return,
                     _ = shutting_down.wait_for(|shutting_down| *shutting_down) => return,
                 };
-                // A reader that stops reading must not hold the stream open
-                // through shutdown.
-                tokio::select! {
-                    sent = sender.send(entry) => if sent.is_err() { return },
-                    _ = shutting_down.wait_for(|shutting_down| *shutting_down) => return,
+                for entry in shown {
+                    // A reader that stops reading must not hold the stream
+                    // open through shutdown.
+                    tokio::select! {
+                        sent = sender.send(entry) => if sent.is_err() { return },
+                        _ = shutting_down.wait_for(|shutting_down| *shutting_down) => return,
+                    }
                 }
             }
         });
@@ -314,26 +326,65 @@ pub fn wire_entry(entry: &LogEntry, erasures: &Erasures) -> wire::log::LogEntry 
     match erasures.show(entry.seq, event) {
         Shown::Intact(event) => event_entry(event),
         Shown::Redacted(event) => event_entry(&event),
-        Shown::Erased { event, by } => wire::log::LogEntry::Erased(wire::log::ErasedEntry {
-            seq: event.seq,
-            id: event.id.to_string(),
-            agent: event.agent.clone(),
-            kind: event.kind.clone(),
-            ts: event.ts,
-            scope: event.scope,
-            erased_by: by
-                .iter()
-                .map(|purge| wire::log::ErasedBy {
-                    agent: purge.agent.clone(),
-                    seq: purge.seq,
-                    event_id: purge.event_id.to_string(),
-                })
-                .collect(),
-        }),
+        Shown::Erased { event, by } => erased_entry(event, by),
     }
 }
 
 /// [`wire_entry`] as JSON.
+/// A page of the log as readers see it: `entries`, read from `from` on
+/// (one agent's, if named) and at most `max`, with the stubs of the records
+/// erased in that stretch at their seqs — once a purge is carried into the
+/// log, nothing is there.
+pub fn page_with_erased(
+    entries: &[LogEntry],
+    from: u64,
+    agent: Option<&str>,
+    max: usize,
+    erasures: &Erasures,
+) -> Vec<wire::log::LogEntry> {
+    // A full page reaches up to its last entry; a short one to the end.
+    let through = match entries.last() {
+        Some(last) if entries.len() >= max => last.seq,
+        _ => u64::MAX,
+    };
+    let mut shown: std::collections::BTreeMap<u64, wire::log::LogEntry> =
+        stubs_in(erasures, from..=through, agent).into_iter().map(|stub| (stub.seq(), stub)).collect();
+    shown.extend(entries.iter().map(|entry| (entry.seq, wire_entry(entry, erasures))));
+    shown.into_values().take(max).collect()
+}
+
+/// The stubs of the records erased at `seqs` (one agent's, if named).
+pub fn stubs_in(
+    erasures: &Erasures,
+    seqs: impl std::ops::RangeBounds<u64>,
+    agent: Option<&str>,
+) -> Vec<wire::log::LogEntry> {
+    erasures
+        .erased_in(seqs)
+        .filter(|(event, _)| agent.is_none_or(|agent| event.agent == agent))
+        .map(|(event, by)| erased_entry(event, by))
+        .collect()
+}
+
+fn erased_entry(event: &mneme_events::ErasedEvent, by: &[mneme_events::PurgeRef]) -> wire::log::LogEntry {
+    wire::log::LogEntry::Erased(wire::log::ErasedEntry {
+        seq: event.seq,
+        id: event.id.to_string(),
+        agent: event.agent.clone(),
+        kind: event.kind.clone(),
+        ts: event.ts,
+        scope: event.scope,
+        erased_by: by
+            .iter()
+            .map(|purge| wire::log::ErasedBy {
+                agent: purge.agent.clone(),
+                seq: purge.seq,
+                event_id: purge.event_id.to_string(),
+            })
+            .collect(),
+    })
+}
+
 pub fn entry_json(entry: &LogEntry, erasures: &Erasures) -> Value {
     serde_json::to_value(wire_entry(entry, erasures)).expect("a log entry is JSON")
 }
