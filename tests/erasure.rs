@@ -180,10 +180,13 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased_on_jetstream() {
     let work = tempfile::tempdir().unwrap();
     let mut server = MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG);
     let (erased, kept) = purges_erase_from_every_read_path(&server);
+    assert_answers_show_none_of(&nats_answers(&runtime, &nats.url()), &erased);
+    assert!(files_holding(&nats.store_dir(), &erased) > 0, "the streams hold what was purged until it is erased");
     // At its next start the server carries the purges into the streams
     // and rebuilds every memory from them.
     server.restart();
     every_read_path_after_the_erasure(&server, &erased, &kept);
+    assert_answers_show_none_of(&nats_answers(&runtime, &nats.url()), &erased);
     server.stop();
     for dir in [server.data_dir.clone(), nats.store_dir()] {
         assert_no_file_holds(&dir, &erased);
@@ -196,15 +199,7 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased_on_jetstream() {
 /// records' stubs, and replay rebuilds the same memories.
 fn every_read_path_after_the_erasure(server: &MnemeServer, erased: &[String], kept: &[String]) {
     let seen = read_everything(server);
-    for (path, body) in &seen {
-        for secret in erased {
-            assert!(
-                !body.contains(secret.as_str()),
-                "the erased {secret} came back through {path}: {}",
-                excerpt(body, secret)
-            );
-        }
-    }
+    assert_answers_show_none_of(&seen, erased);
     let log: String = seen
         .iter()
         .filter(|(path, _)| path.starts_with("GET /v1/swarms/demo/events"))
@@ -215,6 +210,18 @@ fn every_read_path_after_the_erasure(server: &MnemeServer, erased: &[String], ke
     }
     assert!(log.contains("\"erased_by\""), "the log's pages show the erased records' stubs");
     cli_and_replay_show_none_of(server, erased, kept);
+}
+
+fn assert_answers_show_none_of(seen: &[(String, String)], erased: &[String]) {
+    for (path, body) in seen {
+        for secret in erased {
+            assert!(
+                !body.contains(secret.as_str()),
+                "the erased {secret} came back through {path}: {}",
+                excerpt(body, secret)
+            );
+        }
+    }
 }
 
 /// The number of files under `dir` holding any of `secrets`.
@@ -451,8 +458,65 @@ fn read_everything(server: &MnemeServer) -> Vec<(String, String)> {
     for item_id in &item_ids {
         reader.get_any(&format!("/v1/swarms/demo/provenance/{item_id}"));
     }
+    // MCP's tools answer from the same service.
+    for agent in AGENTS {
+        for (tool, arguments) in [
+            ("memory_search", json!({"query": "zqs key token vault remember rotate ship use", "limit": 50})),
+            ("memory_context", json!({"query": "key token", "budget_tokens": 8000})),
+            ("memory_timeline", json!({})),
+        ] {
+            let answer = mcp_tool(server, agent, tool, arguments);
+            reader.seen.push((format!("MCP {tool} as {agent}"), answer));
+        }
+        for item_id in &item_ids {
+            let answer = mcp_tool(server, agent, "memory_provenance", json!({"item_id": item_id}));
+            reader.seen.push((format!("MCP memory_provenance {item_id} as {agent}"), answer));
+        }
+    }
     let mut seen = reader.seen;
     seen.push(("GET /v1/swarms/demo/events?follow=true".to_string(), follow_stream(server, last_seq)));
+    seen
+}
+
+/// A tool called over `/mcp` (stateless, JSON answers), its answer as text.
+fn mcp_tool(server: &MnemeServer, agent: &str, tool: &str, arguments: Value) -> String {
+    let request =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}});
+    let answer = ureq::post(&format!("{}/mcp?agent={agent}", server.url))
+        .set("Accept", "application/json, text/event-stream")
+        .set("Content-Type", "application/json")
+        .send_string(&request.to_string())
+        .unwrap_or_else(|error| panic!("MCP {tool} as {agent}: {error}"));
+    let text = answer.into_string().unwrap();
+    assert!(text.contains("\"result\"") || text.contains("unknown_item"), "MCP {tool} as {agent}: {text}");
+    text
+}
+
+/// The answers of NATS queries (`mneme.demo.<agent>.query.<verb>`), as text.
+fn nats_answers(runtime: &tokio::runtime::Runtime, url: &str) -> Vec<(String, String)> {
+    let client = runtime.block_on(async_nats::connect(url)).unwrap();
+    let mut seen = Vec::new();
+    for agent in AGENTS {
+        for (verb, body) in [
+            ("search", json!({"q": "zqs key token vault remember rotate ship use", "k": 50, "mode": "bm25"})),
+            ("context", json!({"query": "key token", "budget": 8000})),
+            ("items", json!({"limit": 500})),
+            ("handoffs", json!({})),
+            ("core", json!({})),
+            ("timeline", json!({"limit": 500})),
+        ] {
+            let subject = format!("mneme.demo.{agent}.query.{verb}");
+            let reply = runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(30), client.request(subject, body.to_string().into()))
+                    .await
+                    .expect("a reply within 30 s")
+                    .expect("a reply")
+            });
+            let text = String::from_utf8_lossy(&reply.payload).into_owned();
+            assert!(!text.contains("\"error\""), "NATS {verb} as {agent}: {text}");
+            seen.push((format!("NATS {verb} as {agent}"), text));
+        }
+    }
     seen
 }
 
