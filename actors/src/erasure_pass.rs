@@ -86,13 +86,13 @@ pub async fn carry_erasures(log: &dyn EventLog, broker: Option<&dyn Broker>) -> 
         from = last.seq + 1;
         for entry in &page {
             let Ok(event) = &entry.record else { continue };
-            if let Shown::Redacted(redacted) = erasures.show(entry.seq, event) {
-                if *redacted != *event {
-                    if let EventKind::HandoffReceived(received) = &event.kind {
-                        handoffs.push(received.handoff_id);
-                    }
-                    rewrites.push((entry.seq, *redacted));
+            if let Shown::Redacted(redacted) = erasures.show(entry.seq, event)
+                && *redacted != *event
+            {
+                if let EventKind::HandoffReceived(received) = &event.kind {
+                    handoffs.push(received.handoff_id);
                 }
+                rewrites.push((entry.seq, *redacted));
             }
         }
         if page.len() < PAGE {

@@ -112,6 +112,13 @@ impl Broker for RecordingBroker {
         Ok(())
     }
 
+    async fn erase_handoffs(&self, handoff_ids: &[EventId]) -> Result<usize, LogError> {
+        let mut published = self.published.lock().unwrap();
+        let before = published.len();
+        published.retain(|published| !handoff_ids.contains(published));
+        Ok(before - published.len())
+    }
+
     async fn query_requests(&self) -> Result<BoxStream<'static, QueryRequest>, LogError> {
         Ok(futures::stream::pending().boxed())
     }

@@ -86,3 +86,70 @@ fn remove_dir(dir: &Path) -> anyhow::Result<()> {
         Err(error) => Err(error).with_context(|| format!("removing {}", dir.display())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mneme_events::{DecodeLimits, ErasedEvent, ErasureRecord, PurgeRef, decode_json};
+    use mneme_nats::{EventLog, SledOptions};
+
+    fn holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                found.extend(holding(&path, needle));
+            } else if std::fs::read(&path).unwrap().windows(needle.len()).any(|window| window == needle.as_bytes()) {
+                found.push(path);
+            }
+        }
+        found
+    }
+
+    #[tokio::test]
+    async fn a_start_cut_short_after_the_log_was_erased_finishes_the_erasure_at_the_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = SwarmConfig::parse("[swarm]\nname = \"demo\"\n", "test").unwrap();
+        config.log.data_dir = dir.path().to_path_buf();
+        let secret = "wahoo-5150";
+        let message = decode_json(
+            serde_json::json!({"id": "01KH0000000000000000000001", "swarm": "demo", "agent": "coder",
+                "ts": "2026-01-06T10:00:00Z", "kind": "message_recorded",
+                "data": {"role": "user", "text": format!("the key is {secret}")}})
+            .to_string()
+            .as_bytes(),
+            &DecodeLimits::default(),
+        )
+        .unwrap();
+        let log = SledLog::open(&backend::embedded_log_dir(&config), "demo", SledOptions::default()).unwrap();
+        log.append(std::slice::from_ref(&message)).await.unwrap();
+        log.record_erasure(&ErasureRecord {
+            purge: PurgeRef { agent: "coder".to_string(), seq: 2, event_id: mneme_events::EventId::new() },
+            events: vec![ErasedEvent::of(1, &message)],
+            phases: Vec::new(),
+        })
+        .await
+        .unwrap();
+        // A derived file built from the unerased log.
+        std::fs::create_dir_all(backend::snapshot_dir(&config)).unwrap();
+        std::fs::write(backend::snapshot_dir(&config).join("chunk"), secret).unwrap();
+        // The pass ran up to the log's erasure, and the process died.
+        write_marker(&marker_path(&config)).unwrap();
+        carry_erasures(&log, None).await.unwrap();
+        drop(log);
+        assert!(!holding(dir.path(), secret).is_empty(), "the erased bytes are still in sled's files and the snapshot");
+
+        // The next start finds the marker: nothing is pending on the log,
+        // and the erasure is finished all the same.
+        let opened = backend::open_log_and_broker(&config).await.unwrap();
+        assert!(!erasures_pending(opened.log.as_ref()).await.unwrap());
+        let (opened, carried) = carry_pending(&config, opened).await.unwrap();
+        assert_eq!(carried.map(|carried| carried.erased), Some(0), "erased before the cut");
+        assert!(holding(dir.path(), secret).is_empty(), "{:?}", holding(dir.path(), secret));
+        assert!(!marker_path(&config).exists() && !backend::snapshot_dir(&config).exists());
+        assert!(opened.log.read(1, None, 10).await.unwrap().is_empty());
+        // And the start after that has nothing to do.
+        let (_, carried) = carry_pending(&config, opened).await.unwrap();
+        assert_eq!(carried, None);
+    }
+}
