@@ -28,6 +28,10 @@ const AGENTS: [&str; 3] = ["planner", "coder", "reviewer"];
 
 const CONFIG: &str = "\n[[agents]]\nname = \"reviewer\"\n\n[consolidation]\nenabled = false\n";
 
+/// MCP's provenance of items an agent does not hold is refused on purpose;
+/// rmcp logs every refusal as a warning.
+const QUIET: &[(&str, &str)] = &[("MNEME_LOG", "warn,rmcp=error")];
+
 /// A kind of event that carries text, and where the secret goes in it.
 #[derive(Debug, Clone, Copy)]
 enum Carrier {
@@ -130,7 +134,7 @@ fn ulid(case: usize, n: usize) -> String {
 #[test]
 fn no_read_path_shows_a_byte_of_what_a_purge_erased() {
     let work = tempfile::tempdir().unwrap();
-    let mut server = MnemeServer::start_with(work.path(), None, CONFIG);
+    let mut server = MnemeServer::start_with_environment(work.path(), None, CONFIG, QUIET);
     let (erased, kept) = purges_erase_from_every_read_path(&server);
     // The embedded log read offline, as `mneme tail --data-dir` does with
     // no server running, shows what the server recorded.
@@ -178,7 +182,7 @@ fn no_read_path_shows_a_byte_of_what_a_purge_erased_on_jetstream() {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let nats = runtime.block_on(NatsServer::require());
     let work = tempfile::tempdir().unwrap();
-    let mut server = MnemeServer::start_with(work.path(), Some(&nats.url()), CONFIG);
+    let mut server = MnemeServer::start_with_environment(work.path(), Some(&nats.url()), CONFIG, QUIET);
     let (erased, kept) = purges_erase_from_every_read_path(&server);
     assert_answers_show_none_of(&nats_answers(&runtime, &nats.url()), &erased);
     assert!(files_holding(&nats.store_dir(), &erased) > 0, "the streams hold what was purged until it is erased");

@@ -718,8 +718,25 @@ fn consolidation_writes_verdicts_as_events_and_replay_applies_them_without_scann
     server.stop();
     // Replay with no consolidation at all rebuilds the same memory.
     assert_offline_replay_matches(&server);
+    // The restart carries the purge into the log (README, "Erasure"): every
+    // memory is rebuilt from the erased log, which never held the secret,
+    // so it is what a replay of that log gives, not what it was before.
     server.restart();
+    let mut after = Vec::new();
     for (agent, before) in ["planner", "coder", "reviewer"].iter().zip(&before) {
-        assert_eq!(digest(&server, agent, final_seq).digest, before.digest, "{agent}");
+        let rebuilt = digest(&server, agent, final_seq);
+        assert_ne!(rebuilt.digest, before.digest, "{agent}: the memory rebuilt from the erased log never held it");
+        let replay: mneme_api::memory::ReplayAnswer =
+            server.post_typed(&format!("/v1/swarms/demo/agents/{agent}/replay?verify=true"), "{}");
+        assert_eq!(replay.matches, Some(true), "{agent}: {replay:?}");
+        after.push(rebuilt);
+    }
+    let search: SearchAnswer =
+        server.get_typed("/v1/swarms/demo/agents/coder/search?q=zq-secret-7781%20registry&k=10&mode=bm25");
+    assert!(search.hits.iter().all(|hit| hit.item_id != secret_id), "{search:?}");
+    // With nothing left to erase, a restart restores the same memories.
+    server.restart();
+    for (agent, after) in ["planner", "coder", "reviewer"].iter().zip(&after) {
+        assert_eq!(digest(&server, agent, final_seq).digest, after.digest, "{agent}");
     }
 }
