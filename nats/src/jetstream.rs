@@ -462,9 +462,14 @@ impl JetStreamLog {
         Ok(records)
     }
 
-    /// Turns one message of the events stream into a log entry.
-    fn entry(&self, message: &jetstream::Message) -> Result<LogEntry, LogError> {
-        entry_of_message(&self.swarm, message)
+    /// What a read of the events stream needs, owned.
+    fn reader(&self) -> Reader {
+        Reader {
+            events: self.events.clone(),
+            swarm: self.swarm.clone(),
+            replaced: self.replaced.clone(),
+            retry_window: self.read_retry_window,
+        }
     }
 }
 
@@ -503,6 +508,42 @@ fn publish_error_is_transient(error: &jetstream::context::PublishError) -> bool 
             api_error.is_none_or(|api_error| !(400..500).contains(&api_error.code()))
         }
     }
+}
+
+/// What a read of the events stream needs, owned, so that a subscription
+/// can read pages after `subscribe` returned.
+#[derive(Clone)]
+struct Reader {
+    events: stream::Stream,
+    swarm: String,
+    replaced: Replaced,
+    retry_window: Duration,
+}
+
+impl Reader {
+    /// [`EventLog::read`]: the messages there now, with the copies of
+    /// records rewritten in place merged in.
+    async fn read(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError> {
+        let filter = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent));
+        let messages = fetch_messages(&self.events, from, filter, max, self.retry_window).await?;
+        let entries =
+            messages.iter().map(|message| entry_of_message(&self.swarm, message)).collect::<Result<Vec<_>, _>>()?;
+        Ok(self.replaced.merge(entries, from, agent, max))
+    }
+}
+
+/// A subscription: reading pages up to the last record rewritten in place,
+/// then following the stream.
+enum Subscription {
+    CatchingUp {
+        reader: Reader,
+        agent: Option<String>,
+        filter_subject: String,
+        from: Seq,
+        last: Seq,
+        page: std::collections::VecDeque<LogEntry>,
+    },
+    Following(Follower),
 }
 
 /// Follows the events stream from `next` on, in order and without gaps.
@@ -744,10 +785,7 @@ impl EventLog for JetStreamLog {
         if let Some(agent) = agent {
             validate_name("agent", agent)?;
         }
-        let filter = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent));
-        let messages = fetch_messages(&self.events, from, filter, max, self.read_retry_window).await?;
-        let entries = messages.iter().map(|message| self.entry(message)).collect::<Result<Vec<_>, _>>()?;
-        Ok(self.replaced.merge(entries, from, agent, max))
+        self.reader().read(from, agent, max).await
     }
 
     async fn subscribe(
@@ -759,25 +797,60 @@ impl EventLog for JetStreamLog {
             validate_name("agent", agent)?;
         }
         let filter_subject = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent)).unwrap_or_default();
+        let from = from.max(1);
         // Records rewritten in place have no message: up to the last of
         // them the subscription reads pages, which merge the copies in,
         // then follows the stream from there.
-        let mut from = from.max(1);
-        let mut caught_up = Vec::new();
-        if let Some(last) = self.replaced.last().filter(|last| *last >= from) {
-            while from <= last {
-                let page = self.read(from, agent, read::FETCH_BATCH).await?;
-                let Some(end) = page.last().map(|entry| entry.seq) else { break };
-                from = end + 1;
-                caught_up.extend(page.into_iter().map(Ok));
+        let state = match self.replaced.last().filter(|last| *last >= from) {
+            Some(last) => Subscription::CatchingUp {
+                reader: self.reader(),
+                agent: agent.map(str::to_string),
+                filter_subject,
+                from,
+                last,
+                page: std::collections::VecDeque::new(),
+            },
+            None => {
+                Subscription::Following(Follower::new(self.events.clone(), self.swarm.clone(), filter_subject, from))
             }
-        }
-        let follower = Follower::new(self.events.clone(), self.swarm.clone(), filter_subject, from);
-        let entries = futures::stream::unfold(follower, |mut follower| async move {
-            let entry = follower.next_entry().await;
-            Some((entry, follower))
+        };
+        let entries = futures::stream::unfold(state, |mut state| async move {
+            loop {
+                match &mut state {
+                    Subscription::Following(follower) => {
+                        let entry = follower.next_entry().await;
+                        return Some((entry, state));
+                    }
+                    Subscription::CatchingUp { reader, agent, filter_subject, from, last, page } => {
+                        if let Some(entry) = page.pop_front() {
+                            return Some((Ok(entry), state));
+                        }
+                        if *from > *last {
+                            let follower = Follower::new(
+                                reader.events.clone(),
+                                reader.swarm.clone(),
+                                filter_subject.clone(),
+                                *from,
+                            );
+                            state = Subscription::Following(follower);
+                            continue;
+                        }
+                        match reader.read(*from, agent.as_deref(), read::FETCH_BATCH).await {
+                            Ok(read) => match read.last().map(|entry| entry.seq) {
+                                Some(end) => {
+                                    *from = end + 1;
+                                    page.extend(read);
+                                }
+                                // Nothing more: follow from here.
+                                None => *last = 0,
+                            },
+                            Err(error) => return Some((Err(error), state)),
+                        }
+                    }
+                }
+            }
         });
-        Ok(futures::stream::iter(caught_up).chain(entries).boxed())
+        Ok(entries.boxed())
     }
 
     async fn last_seq(&self) -> Result<Seq, LogError> {

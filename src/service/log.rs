@@ -330,7 +330,6 @@ pub fn wire_entry(entry: &LogEntry, erasures: &Erasures) -> wire::log::LogEntry 
     }
 }
 
-/// [`wire_entry`] as JSON.
 /// A page of the log as readers see it: `entries`, read from `from` on
 /// (one agent's, if named) and at most `max`, with the stubs of the records
 /// erased in that stretch at their seqs — once a purge is carried into the
@@ -385,6 +384,7 @@ fn erased_entry(event: &mneme_events::ErasedEvent, by: &[mneme_events::PurgeRef]
     })
 }
 
+/// [`wire_entry`] as JSON.
 pub fn entry_json(entry: &LogEntry, erasures: &Erasures) -> Value {
     serde_json::to_value(wire_entry(entry, erasures)).expect("a log entry is JSON")
 }
