@@ -45,11 +45,12 @@ for n in range(int(sys.argv[1])):
         "data": {"role": "assistant", "text": text}}))
 EOF
 
+# Starts the server; sets `took` to the seconds until every memory answers.
 start() {
   local began
   began="$(date +%s.%N)"
   "${mneme}" serve --config "${work}/swarm.toml" --data-dir "${work}/data" --http "127.0.0.1:${port}" \
-    2>>"${work}/serve.log" &
+    >>"${work}/serve.log" 2>&1 &
   server=$!
   until curl -sf "${url}/healthz" >/dev/null; do sleep 0.02; done
   local last
@@ -57,7 +58,7 @@ start() {
   for agent in "${agents[@]}"; do
     curl -sf "${url}/v1/swarms/demo/agents/${agent}/digest?min_seq=${last}" >/dev/null
   done
-  python3 -c "print(f'{$(date +%s.%N) - ${began}:.2f}')"
+  took="$(python3 -c "print(f'{$(date +%s.%N) - ${began}:.2f}')")"
 }
 
 stop() {
@@ -65,20 +66,23 @@ stop() {
   wait "${server}" || true
 }
 
-start >/dev/null
+start
 MNEME_SERVER="${url}" "${mneme}" publish "${work}/events.jsonl" >/dev/null
 for agent in "${agents[@]}"; do
   curl -sf "${url}/v1/swarms/demo/agents/${agent}/digest?min_seq=${events}" >/dev/null
 done
 stop
 echo "events: ${events}"
-echo "restart from snapshots: $(start) s"
+start
+echo "restart from snapshots: ${took} s"
 # Purge one shared item and one private one.
 curl -sf -X POST "${url}/v1/swarms/demo/purge" -H 'Content-Type: application/json' \
   -d '{"item_ids": ["01KH0000000000000000000001", "01KH0000000000000000000003"], "reason": "bench"}' >/dev/null
 stop
-echo "first start after a purge (erase, compact, rebuild): $(start) s"
+start
+echo "first start after a purge (erase, compact, rebuild): ${took} s"
 stop
-echo "the start after it, from snapshots: $(start) s"
+start
+echo "the start after it, from snapshots: ${took} s"
 stop
 grep -o 'purges carried[^"]*' "${work}/serve.log" | head -1 || true
