@@ -536,14 +536,14 @@ impl Reader {
 /// then following the stream.
 enum Subscription {
     CatchingUp {
-        reader: Reader,
+        reader: Box<Reader>,
         agent: Option<String>,
         filter_subject: String,
         from: Seq,
         last: Seq,
         page: std::collections::VecDeque<LogEntry>,
     },
-    Following(Follower),
+    Following(Box<Follower>),
 }
 
 /// Follows the events stream from `next` on, in order and without gaps.
@@ -803,16 +803,19 @@ impl EventLog for JetStreamLog {
         // then follows the stream from there.
         let state = match self.replaced.last().filter(|last| *last >= from) {
             Some(last) => Subscription::CatchingUp {
-                reader: self.reader(),
+                reader: Box::new(self.reader()),
                 agent: agent.map(str::to_string),
                 filter_subject,
                 from,
                 last,
                 page: std::collections::VecDeque::new(),
             },
-            None => {
-                Subscription::Following(Follower::new(self.events.clone(), self.swarm.clone(), filter_subject, from))
-            }
+            None => Subscription::Following(Box::new(Follower::new(
+                self.events.clone(),
+                self.swarm.clone(),
+                filter_subject,
+                from,
+            ))),
         };
         let entries = futures::stream::unfold(state, |mut state| async move {
             loop {
@@ -832,7 +835,7 @@ impl EventLog for JetStreamLog {
                                 filter_subject.clone(),
                                 *from,
                             );
-                            state = Subscription::Following(follower);
+                            state = Subscription::Following(Box::new(follower));
                             continue;
                         }
                         match reader.read(*from, agent.as_deref(), read::FETCH_BATCH).await {
