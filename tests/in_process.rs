@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use mneme_actors::SwarmConfig;
-use mneme_api::log::{AcceptedEvents, Health};
+use mneme_api::log::{AcceptedEvents, EventsPage, Health, LogEntry};
 use mneme_api::memory::Digest;
 use tokio::sync::oneshot;
 
@@ -68,13 +68,37 @@ fn a_server_stops_when_its_shutdown_future_resolves_and_the_next_one_in_the_proc
     let trajectory = std::fs::read_to_string(common::example_path()).unwrap();
     let events: Vec<serde_json::Value> = trajectory.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     let accepted: AcceptedEvents = ureq::post(&format!("{}/v1/events", first.url))
-        .send_json(serde_json::Value::Array(events))
+        .send_json(serde_json::Value::Array(events.clone()))
         .unwrap()
         .into_json()
         .unwrap();
     let published = accepted.accepted.iter().map(|event| event.seq).max().unwrap();
-    // Mneme appends events of its own after a publish (handoff deliveries,
-    // phase compressions): wait until the log stops growing.
+    // Mneme appends events of its own after a publish: wait until the router
+    // delivered every handoff (its delivery can start after a quiet moment,
+    // while the memories catch up), then until the log stops growing.
+    let handoffs: Vec<&str> = events
+        .iter()
+        .filter(|event| event["kind"] == "handoff_sent")
+        .map(|event| event["id"].as_str().unwrap())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let page: EventsPage = first.get(&format!("/v1/swarms/demo/events?from_seq={}&limit=1000", published + 1));
+        let delivered: Vec<String> = page
+            .events
+            .iter()
+            .filter(|entry| entry.kind() == Some("handoff_received"))
+            .filter_map(|entry| match entry {
+                LogEntry::Event(event) => event.event["causation_id"].as_str().map(str::to_string),
+                _ => None,
+            })
+            .collect();
+        if handoffs.iter().all(|id| delivered.iter().any(|delivered| delivered == id)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "handoffs not delivered: {handoffs:?}, {delivered:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let mut last = published;
     loop {
         std::thread::sleep(Duration::from_millis(500));
