@@ -509,14 +509,8 @@ fn nats_answers(runtime: &tokio::runtime::Runtime, url: &str) -> Vec<(String, St
             ("core", json!({})),
             ("timeline", json!({"limit": 500})),
         ] {
-            let subject = format!("mneme.demo.{agent}.query.{verb}");
-            let reply = runtime.block_on(async {
-                tokio::time::timeout(Duration::from_secs(30), client.request(subject, body.to_string().into()))
-                    .await
-                    .expect("a reply within 30 s")
-                    .expect("a reply")
-            });
-            let text = String::from_utf8_lossy(&reply.payload).into_owned();
+            let reply = common::nats_request(runtime, &client, format!("mneme.demo.{agent}.query.{verb}"), &body);
+            let text = String::from_utf8_lossy(&reply).into_owned();
             assert!(!text.contains("\"error\""), "NATS {verb} as {agent}: {text}");
             seen.push((format!("NATS {verb} as {agent}"), text));
         }

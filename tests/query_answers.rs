@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{MnemeServer, encode, typed};
 use mneme_api::ErrorBody;
 use mneme_api::context::ContextAnswer;
@@ -146,14 +144,8 @@ fn over_nats_query_bodies_refuse_unknown_fields_naming_them() {
     let (redis_id, postgres_id, seq) = publish_decisions(&server);
     let client = runtime.block_on(async_nats::connect(nats.url())).unwrap();
     let query = |verb: &str, body: Value| -> Value {
-        let subject = format!("mneme.demo.coder.query.{verb}");
-        let reply = runtime.block_on(async {
-            tokio::time::timeout(Duration::from_secs(30), client.request(subject, body.to_string().into()))
-                .await
-                .expect("a reply within 30 s")
-                .expect("a reply")
-        });
-        serde_json::from_slice(&reply.payload).unwrap()
+        let reply = common::nats_request(&runtime, &client, format!("mneme.demo.coder.query.{verb}"), &body);
+        serde_json::from_slice(&reply).unwrap()
     };
     let refused = |what: &str, answer: Value, field: &str| assert_unknown_field(what, (400, answer), field);
     refused("search kk", query("search", json!({"q": "x", "kk": 3})), "kk");

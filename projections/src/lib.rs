@@ -39,7 +39,7 @@ pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 pub use memory::{
     AgentMemory, AppliedEvent, ErasedByPurge, ItemCounts, ItemPage, ListedItem, ListedItems, MemoryConfig,
-    OpenContradiction, Purgeable, ResolvedContradiction, enters_memory_of,
+    OpenContradiction, Purgeable, ResolvedContradiction, enters_memory_of, scope_reaches,
 };
 pub use render::describe;
 pub use retrieval::{

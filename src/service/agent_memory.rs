@@ -267,8 +267,7 @@ impl Service {
                 let erasures = self.erasures.erasures();
                 for (erased, _) in erasures.erased_in(gap) {
                     let visible = erased.agent == agent
-                        || (erased.scope != Scope::Private
-                            && admitted.is_none_or(|admitted| admitted.contains(&erased.agent)));
+                        || mneme_projections::scope_reaches(admitted, &erased.agent, erased.scope);
                     if !visible || since.is_some_and(|since| erased.ts < since) {
                         continue;
                     }

@@ -344,3 +344,20 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// A NATS request (a Mneme query, `mneme.<swarm>.<agent>.query.<verb>`)
+/// answered within 30 s: the reply's payload.
+pub fn nats_request(
+    runtime: &tokio::runtime::Runtime,
+    client: &async_nats::Client,
+    subject: String,
+    body: &serde_json::Value,
+) -> Vec<u8> {
+    let reply = runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(30), client.request(subject, body.to_string().into()))
+            .await
+            .expect("a reply within 30 s")
+            .expect("a reply")
+    });
+    reply.payload.to_vec()
+}

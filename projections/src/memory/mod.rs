@@ -270,7 +270,15 @@ pub fn enters_memory_of(viewer: &str, admitted: Option<&BTreeSet<String>>, event
 }
 
 pub(crate) fn sees_event_of_another(admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {
-    event.scope != Scope::Private && admitted.is_none_or(|admitted| admitted.contains(&event.agent))
+    scope_reaches(admitted, &event.agent, event.scope)
+}
+
+/// Whether what `author` said in `scope` reaches other agents' memories:
+/// not private, and from an admitted agent (`admitted`, `None`: every
+/// agent). For readers that hold an event's stub rather than the event
+/// (an erased record's place in the timeline).
+pub fn scope_reaches(admitted: Option<&BTreeSet<String>>, author: &str, scope: Scope) -> bool {
+    scope != Scope::Private && admitted.is_none_or(|admitted| admitted.contains(author))
 }
 
 /// An event id this memory applied.
