@@ -40,6 +40,19 @@ impl HandoffRecord {
     }
 }
 
+/// The bundle of a handoff this memory's agent sent, with what it was
+/// assembled from.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SentBundle {
+    /// The seq of the `handoff_sent`.
+    pub(crate) seq: u64,
+    pub(crate) bundle: HandoffBundle,
+    /// The seqs of the items of the handoff's tasks the recipient could
+    /// use then: a purge later recomputes the bundle's files from those
+    /// it leaves (see [`AgentMemory::redact_sent_bundles`]).
+    pub(crate) task_items: Vec<u64>,
+}
+
 impl AgentMemory {
     /// The handoffs this agent received, pending ones first, each group in
     /// the order they were received.
@@ -79,7 +92,7 @@ impl AgentMemory {
     /// seq; `None` for a handoff this memory has not applied (or one of
     /// another agent).
     pub fn sent_bundle(&self, handoff_id: EventId) -> Option<(u64, &HandoffBundle)> {
-        self.sent_bundles.get(&handoff_id).map(|(seq, bundle)| (*seq, bundle))
+        self.sent_bundles.get(&handoff_id).map(|sent| (sent.seq, &sent.bundle))
     }
 
     /// `handoff_sent` of this memory's own agent: its bundle is assembled
@@ -92,22 +105,32 @@ impl AgentMemory {
         let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
         let named_decisions: Vec<EventId> =
             sent.decisions.iter().filter_map(|decision| decision.trim().parse().ok()).collect();
-        let bundle =
+        let (bundle, task_items) =
             self.handoff_bundle_at(seq, &tasks, &named_decisions, sent.to.trim(), self.config.handoff_bundle_tokens);
-        self.sent_bundles.insert(event.id, (seq, bundle));
+        let task_items = task_items.into_iter().collect();
+        self.sent_bundles.insert(event.id, SentBundle { seq, bundle, task_items });
     }
 
     /// A purge reaches the bundles of handoffs not yet sent on: an item
-    /// that an erased event created or changed leaves them, and so do files
-    /// the fact graph no longer knows.
+    /// that an erased event created or changed leaves them, and the files
+    /// are those the task items it leaves name (an erased event's mention
+    /// of a file goes with it, even if another event names the file).
+    ///
+    /// The files are recomputed rather than filtered: when the bundle was
+    /// assembled, the swarm's graph may already have erased a shared event
+    /// this purge erases (the swarm's feed drives it ahead of the memories),
+    /// so the files then are not always the same; those left after the
+    /// purge are.
     pub(crate) fn redact_sent_bundles(&mut self, erased_seqs: &BTreeSet<u64>) {
-        for (_, bundle) in self.sent_bundles.values_mut() {
+        let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);
+        let view = graph.view();
+        for SentBundle { bundle, task_items, .. } in self.sent_bundles.values_mut() {
             bundle.items.retain(|item| !item.provenance.iter().any(|reference| erased_seqs.contains(&reference.seq)));
-            let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);
-            let view = graph.view();
-            bundle.files.retain(|file| view.node(&format!("file:{file}")).is_some());
-            let used: usize = bundle.items.iter().map(|item| tokens::count(&item.text)).sum::<usize>()
-                + bundle.files.iter().map(|file| tokens::count(file)).sum::<usize>();
+            task_items.retain(|seq| !erased_seqs.contains(seq));
+            let surviving: BTreeSet<u64> = task_items.iter().copied().collect();
+            let used: usize = bundle.items.iter().map(|item| tokens::count(&item.text)).sum();
+            let (files, used) = files_within(view.files_linked_to(&surviving), used, bundle.budget_tokens as usize);
+            bundle.files = files;
             bundle.used_tokens = u32::try_from(used).unwrap_or(u32::MAX);
         }
     }
@@ -154,12 +177,13 @@ impl AgentMemory {
         recipient: &str,
         budget_tokens: usize,
     ) -> HandoffBundle {
-        self.handoff_bundle_at(self.checkpoint, tasks, named_decisions, recipient, budget_tokens)
+        self.handoff_bundle_at(self.checkpoint, tasks, named_decisions, recipient, budget_tokens).0
     }
 
     /// [`AgentMemory::handoff_bundle`] as of the event at `seq` (the
     /// `handoff_sent` being applied): the swarm's graph may have gone
-    /// further, and a bundle holds what the agent knew then.
+    /// further, and a bundle holds what the agent knew then. With the
+    /// bundle, the seqs of the task's items it was assembled from.
     fn handoff_bundle_at(
         &self,
         as_of_seq: u64,
@@ -167,7 +191,7 @@ impl AgentMemory {
         named_decisions: &[EventId],
         recipient: &str,
         budget_tokens: usize,
-    ) -> HandoffBundle {
+    ) -> (HandoffBundle, BTreeSet<u64>) {
         let graph = self.graph().through(as_of_seq);
         let view = graph.view();
         let mut bundle = BundleBuilder::new(budget_tokens);
@@ -226,8 +250,8 @@ impl AgentMemory {
             bundle.push("finding", &phase.phase_id, "phase", &self.agent, &levels.findings, &provenance);
         }
 
-        bundle.files = view.files_linked_to(&task_items).into_iter().take(BUNDLE_FILES).collect();
-        bundle.finish()
+        bundle.files = view.files_linked_to(&task_items).into_iter().collect();
+        (bundle.finish(), task_items)
     }
 
     /// The events behind an item that the recipient may know of: those that
@@ -314,20 +338,31 @@ impl BundleBuilder {
     /// Lists the files that fit in what is left of the budget.
     fn finish(mut self) -> HandoffBundle {
         let candidates = std::mem::take(&mut self.files);
-        let mut files = Vec::new();
-        for file in candidates {
-            let tokens = tokens::count(&file);
-            if self.used_tokens + tokens > self.budget_tokens {
-                break;
-            }
-            self.used_tokens += tokens;
-            files.push(file);
-        }
+        let (files, used_tokens) = files_within(candidates, self.used_tokens, self.budget_tokens);
         HandoffBundle {
             budget_tokens: u32::try_from(self.budget_tokens).unwrap_or(u32::MAX),
-            used_tokens: u32::try_from(self.used_tokens).unwrap_or(u32::MAX),
+            used_tokens: u32::try_from(used_tokens).unwrap_or(u32::MAX),
             items: self.items,
             files,
         }
     }
+}
+
+/// The first of `candidates` (at most [`BUNDLE_FILES`]) that fit in what
+/// is left of `budget_tokens` after `used_tokens`, and the tokens used then.
+fn files_within(
+    candidates: impl IntoIterator<Item = String>,
+    mut used_tokens: usize,
+    budget_tokens: usize,
+) -> (Vec<String>, usize) {
+    let mut files = Vec::new();
+    for file in candidates.into_iter().take(BUNDLE_FILES) {
+        let tokens = tokens::count(&file);
+        if used_tokens + tokens > budget_tokens {
+            break;
+        }
+        used_tokens += tokens;
+        files.push(file);
+    }
+    (files, used_tokens)
 }

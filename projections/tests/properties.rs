@@ -700,20 +700,46 @@ proptest! {
             prop_assert_eq!(as_of.sent_bundle(event.id), Some((*seq, &then)));
             // A purge later on reaches the bundle too: what it erased leaves.
             let purged = |seq: u64| full.item_at(seq).is_some_and(|item| item.state == ItemState::Purged);
-            // A file leaves when a purge leaves no event that names it
-            // (the handoff itself may be the one purged), even if a later
-            // event names it again.
+            // After a purge that reached the coder's memory, the files are
+            // those the task items it left name (the handoff itself may be
+            // the one purged), in name order, within what the items left
+            // of the budget; a mention by an erased event goes with it,
+            // even if another event names the file.
             let mut expected = then.clone();
             expected.items.retain(|item| !item.provenance.iter().any(|reference| purged(reference.seq)));
-            for (purge, (_, later)) in log.iter().enumerate().skip(position + 1) {
-                if later.agent == "coder" && matches!(later.kind, EventKind::MemoryPurged(_)) {
-                    let then_purged = rebuild(&log[..=purge]);
-                    expected.files.retain(|file| then_purged.graph().view().node(&format!("file:{file}")).is_some());
+            let purged_items =
+                |memory: &AgentMemory| memory.items().filter(|item| item.state == ItemState::Purged).count();
+            let purge_reached = (position + 1..log.len()).any(|at| {
+                matches!(log[at].1.kind, EventKind::MemoryPurged(_))
+                    && purged_items(&rebuild(&log[..=at])) > purged_items(&rebuild(&log[..at]))
+            });
+            if purge_reached {
+                let task_items: BTreeSet<u64> = as_of
+                    .items()
+                    .filter(|item| item.correlation_id.as_deref().is_some_and(|task| tasks.contains(&task)))
+                    .filter(|item| item.is_visible_to(sent.to.trim()) && item.state.is_searchable() && !purged(item.seq))
+                    .map(|item| item.seq)
+                    .collect();
+                let view = full.graph();
+                let view = view.view();
+                let named: BTreeSet<String> = view
+                    .nodes()
+                    .into_iter()
+                    .filter(|node| node.id.starts_with("file:"))
+                    .filter(|node| view.items_of(&node.id).iter().any(|seq| task_items.contains(seq)))
+                    .map(|node| node.name)
+                    .collect();
+                let mut used: usize =
+                    expected.items.iter().map(|item| mneme_projections::tokens::count(&item.text)).sum();
+                expected.files.clear();
+                for file in named.into_iter().take(50) {
+                    let tokens = mneme_projections::tokens::count(&file);
+                    if used + tokens > expected.budget_tokens as usize {
+                        break;
+                    }
+                    used += tokens;
+                    expected.files.push(file);
                 }
-            }
-            if expected != then {
-                let used: usize = expected.items.iter().map(|item| mneme_projections::tokens::count(&item.text)).sum::<usize>()
-                    + expected.files.iter().map(|file| mneme_projections::tokens::count(file)).sum::<usize>();
                 expected.used_tokens = used as u32;
             }
             prop_assert_eq!(full.sent_bundle(event.id), Some((*seq, &expected)));

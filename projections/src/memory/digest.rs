@@ -86,10 +86,14 @@ impl AgentMemory {
         self.core.digest_into(&mut hasher);
         hasher.number(self.config.handoff_bundle_tokens as u64);
         hasher.number(self.sent_bundles.len() as u64);
-        for (handoff_id, (sent_seq, bundle)) in &self.sent_bundles {
+        for (handoff_id, sent) in &self.sent_bundles {
             hasher.bytes(&handoff_id.0.to_be_bytes());
-            hasher.number(*sent_seq);
-            hasher.text(&serde_json::to_string(bundle).expect("a handoff bundle always serialises to JSON"));
+            hasher.number(sent.seq);
+            hasher.text(&serde_json::to_string(&sent.bundle).expect("a handoff bundle always serialises to JSON"));
+            hasher.number(sent.task_items.len() as u64);
+            for seq in &sent.task_items {
+                hasher.number(*seq);
+            }
         }
         hasher.finish()
     }

@@ -12,14 +12,14 @@ mod listing;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use mneme_events::{ContradictionResolution, Event, EventId, EventKind, HandoffBundle, Scope};
+use mneme_events::{ContradictionResolution, Event, EventId, EventKind, Scope};
 
 use crate::bm25::{Bm25Index, TextIndex};
 use crate::core::CoreState;
 use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, GraphView, Holding, Subgraph, SwarmGraph};
-use crate::handoffs::HandoffRecord;
+use crate::handoffs::{HandoffRecord, SentBundle};
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::phases::PhaseTracker;
 use crate::render;
@@ -244,7 +244,7 @@ pub struct AgentMemory {
     /// `handoff_sent`: assembled when the event is applied, so it holds what
     /// the agent knew when it handed off, however late the router asks.
     /// The seq is that of the `handoff_sent` the bundle was assembled at.
-    pub(crate) sent_bundles: BTreeMap<EventId, (u64, HandoffBundle)>,
+    pub(crate) sent_bundles: BTreeMap<EventId, SentBundle>,
     /// The ids of `seen_ids` by seq, in the order they were applied (seq
     /// order): snapshots keep them in chunks by seq.
     pub(crate) seen_order: Vec<(u64, EventId)>,

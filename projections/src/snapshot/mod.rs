@@ -39,7 +39,7 @@ use crate::phases::{PhasePart, PhaseRecord, PhaseTrackerRecord};
 
 /// Bumped whenever the snapshot layout or the meaning of its fields changes;
 /// older snapshots are then refused and memory is rebuilt from the log.
-pub const SNAPSHOT_FORMAT: u32 = 19;
+pub const SNAPSHOT_FORMAT: u32 = 20;
 
 /// The size a snapshot section is cut at: well inside rkyv's 2 GiB reach,
 /// and small enough that encoding one does not double a large memory's
@@ -240,8 +240,9 @@ struct MemorySnapshot {
     /// Resolved contradictions: (id, a, b, resolution, seq, event id).
     resolved_contradictions: Vec<(String, String, String, u8, u64, u128)>,
     handoffs: Vec<HandoffSnapshotRecord>,
-    /// Bundles of the handoffs this agent sent: (handoff id, its seq, bundle).
-    sent_bundles: Vec<(u128, u64, HandoffBundle)>,
+    /// Bundles of the handoffs this agent sent: (handoff id, its seq,
+    /// bundle, the seqs of the task items it was assembled from).
+    sent_bundles: Vec<(u128, u64, HandoffBundle, Vec<u64>)>,
     /// Core memory (see `core.rs`).
     core: crate::core::CoreState,
     /// Where the memory's documents are in a text index on disk, and their

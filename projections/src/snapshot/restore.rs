@@ -11,7 +11,7 @@ use super::{Changes, MemoryChunk, MemorySnapshot, SNAPSHOT_FORMAT, SnapshotPart,
 use crate::bm25::{Bm25Index, SavedText};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, SwarmGraph};
-use crate::handoffs::HandoffRecord;
+use crate::handoffs::{HandoffRecord, SentBundle};
 use crate::item::{ItemState, ItemText, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
 use crate::phases::{PHASE_CHUNK, PhaseTracker};
@@ -298,8 +298,11 @@ impl AgentMemory {
         memory.resolved_contradictions = resolved_contradictions;
         memory.handoffs = handoffs;
         memory.core = snapshot.core;
-        memory.sent_bundles =
-            snapshot.sent_bundles.into_iter().map(|(id, seq, bundle)| (EventId(id), (seq, bundle))).collect();
+        memory.sent_bundles = snapshot
+            .sent_bundles
+            .into_iter()
+            .map(|(id, seq, bundle, task_items)| (EventId(id), SentBundle { seq, bundle, task_items }))
+            .collect();
         memory.changes = Changes::default();
         // What it reads of the swarm's graph: every shared event up to its
         // checkpoint must be there, and it sees those it holds.

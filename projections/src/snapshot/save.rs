@@ -162,7 +162,11 @@ impl AgentMemory {
                     acknowledged: record.acknowledged.map(|reference| (reference.seq, reference.event_id.0)),
                 })
                 .collect(),
-            sent_bundles: self.sent_bundles.iter().map(|(id, (seq, bundle))| (id.0, *seq, bundle.clone())).collect(),
+            sent_bundles: self
+                .sent_bundles
+                .iter()
+                .map(|(id, sent)| (id.0, sent.seq, sent.bundle.clone(), sent.task_items.clone()))
+                .collect(),
             core: self.core.clone(),
             text: self.bm25.saved().map(|saved| TextRecord {
                 index_id: saved.index_id,
