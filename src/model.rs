@@ -91,6 +91,25 @@ pub fn load_configured_embedder(config: &SwarmConfig) -> anyhow::Result<Arc<dyn 
     load_embedder(section.kind.into(), &section.static_model_dir, &section.minilm_dir)
 }
 
+/// Embedders loaded for the swarms of one process: swarms whose
+/// `[embedder]` sections ask for the same model share one copy of it.
+#[derive(Default)]
+pub struct EmbedderCache {
+    loaded: Vec<(mneme_actors::swarm_config::EmbedderSection, Arc<dyn Embedder>)>,
+}
+
+impl EmbedderCache {
+    /// The embedder `config` asks for, loaded once.
+    pub fn load(&mut self, config: &SwarmConfig) -> anyhow::Result<Arc<dyn Embedder>> {
+        if let Some((_, embedder)) = self.loaded.iter().find(|(section, _)| *section == config.embedder) {
+            return Ok(embedder.clone());
+        }
+        let embedder = load_configured_embedder(config)?;
+        self.loaded.push((config.embedder.clone(), embedder.clone()));
+        Ok(embedder)
+    }
+}
+
 /// Loads the chosen embedder from its directory.
 ///
 /// With [`EmbedderChoice::Auto`], a static model whose files exist but do not

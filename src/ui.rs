@@ -51,8 +51,11 @@ pub fn routes(config: &mut web::ServiceConfig) {
 
 /// The page, told the swarm's name and whether the API asks for a token.
 async fn index(service: web::Data<Service>) -> HttpResponse {
-    let auth = if service.config.api_tokens().is_empty() { "open" } else { "token" };
-    let page = INDEX_HTML.replace("{{swarm}}", &escape_attribute(&service.config.swarm.name)).replace("{{auth}}", auth);
+    let auth = if service.tokens.is_empty() { "open" } else { "token" };
+    // The first swarm is shown first; the page offers the others (`GET
+    // /v1/swarms`, which lists those the visitor's token opens).
+    let first = service.swarms.keys().next().map(String::as_str).unwrap_or_default();
+    let page = INDEX_HTML.replace("{{swarm}}", &escape_attribute(first)).replace("{{auth}}", auth);
     HttpResponse::Ok()
         .content_type(ContentType::html())
         .insert_header((CONTENT_SECURITY_POLICY, POLICY))

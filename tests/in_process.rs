@@ -23,7 +23,7 @@ fn start(config: SwarmConfig) -> InProcess {
     let url = format!("http://{}", config.http.bind);
     let (stop, stopped) = oneshot::channel::<()>();
     let thread = std::thread::spawn(move || {
-        actix::System::new().block_on(mneme::server::serve(config, async move {
+        actix::System::new().block_on(mneme::server::serve(vec![config], async move {
             let _ = stopped.await;
         }))
     });

@@ -9,9 +9,37 @@ use serde::{Deserialize, Serialize};
 pub struct Health {
     /// `ok`.
     pub status: String,
+    /// The first swarm this server holds (the only one, unless it was
+    /// started with several configurations: see `swarms`).
     pub swarm: String,
-    /// The log's last seq (0 when empty).
+    /// That swarm's log's last seq (0 when empty).
     pub last_seq: u64,
+    /// Every swarm this server holds, by name.
+    pub swarms: Vec<SwarmHealth>,
+}
+
+/// One swarm of `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SwarmHealth {
+    pub swarm: String,
+    /// Its log's last seq (0 when empty).
+    pub last_seq: u64,
+}
+
+/// `GET /v1/swarms`: the swarms this server holds that the caller's token
+/// opens (every one without tokens), by name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Swarms {
+    pub swarms: Vec<SwarmSummary>,
+}
+
+/// One swarm of `GET /v1/swarms`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SwarmSummary {
+    pub swarm: String,
+    /// The agents its configuration lists (agents that publish without
+    /// being listed have memories too, when the swarm admits them).
+    pub agents: Vec<String>,
 }
 
 /// `POST /v1/events` (202): each event of the request, in request order.

@@ -10,7 +10,7 @@ use crate::agent_memory::{CoreMemoryAnswer, CoreUpdateBody, CoreUpdated, NoteBod
 use crate::consolidation::{ConsolidationAnswer, ContradictionsAnswer, PurgeAnswer, PurgeBody, ResolveBody, Resolved};
 use crate::context::{ContextAnswer, PhaseAnswer, PhasesAnswer};
 use crate::handoffs::{AcknowledgeBody, Acknowledged, HandoffsAnswer};
-use crate::log::{AcceptedEvents, AgentProvenance, Agents, DeadLetters, EventsPage, Health, SwarmProvenance};
+use crate::log::{AcceptedEvents, AgentProvenance, Agents, DeadLetters, EventsPage, Health, SwarmProvenance, Swarms};
 use crate::memory::{Digest, GraphAnswer, ItemAnswer, ItemStates, ReplayAnswer, SearchAnswer};
 use crate::params::{
     ConsolidateParams, ContextBody, ContextParams, ContradictionParams, EventsParams, GraphParams, HandoffsParams,
@@ -24,6 +24,7 @@ pub enum Operation {
     OpenApi,
     Metrics,
     AppendEvents,
+    Swarms,
     Events,
     DeadLetters,
     Agents,
@@ -153,6 +154,7 @@ pub const ROUTES: &[Route] = &[
     )
     .body(events_body)
     .answer_with(Answer::Json(202, of::<AcceptedEvents>)),
+    route(Get, "/v1/swarms", Op::Swarms, "The swarms this server holds that the token opens").answer(of::<Swarms>),
     route(Get, "/v1/swarms/{swarm}/events", Op::Events, "A page of the log")
         .query(of::<EventsParams>)
         .answer(of::<EventsPage>),

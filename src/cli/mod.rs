@@ -358,10 +358,13 @@ struct AgentArgs {
 
 #[derive(Args, Clone)]
 pub struct ConfigArgs {
-    /// The swarm configuration; defaults to ./swarm.toml when it exists.
+    /// A swarm's configuration file, or a folder of them (every `*.toml`
+    /// in it); repeat it to serve several swarms from one process.
+    /// Defaults to ./swarm.toml when it exists.
     #[arg(long, env = "MNEME_CONFIG")]
-    config: Option<PathBuf>,
-    /// Where the embedded log and snapshots live.
+    config: Vec<PathBuf>,
+    /// Where the embedded log and snapshots live; with several swarms,
+    /// each swarm's in DIR/<swarm>.
     #[arg(long, env = "MNEME_DATA_DIR")]
     data_dir: Option<PathBuf>,
     /// Address the HTTP API listens on, e.g. 127.0.0.1:7700.
@@ -374,20 +377,55 @@ pub struct ConfigArgs {
 }
 
 impl ConfigArgs {
-    /// The configuration file, with flags and environment on top.
+    /// Every swarm's configuration, in the order given (a folder's files
+    /// by name), with flags and environment on top.
+    pub fn load_all(&self) -> anyhow::Result<Vec<SwarmConfig>> {
+        let mut configs = Vec::new();
+        if self.config.is_empty() {
+            configs.push(load_config_file(None)?);
+        }
+        for path in &self.config {
+            if path.is_dir() {
+                let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+                    .with_context(|| format!("reading the folder of swarm files {}", path.display()))?
+                    .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+                    .filter(|file| file.extension().is_some_and(|extension| extension == "toml"))
+                    .collect();
+                files.sort();
+                if files.is_empty() {
+                    anyhow::bail!("the folder {} holds no swarm file (*.toml)", path.display());
+                }
+                for file in files {
+                    configs.push(load_config_file(Some(&file))?);
+                }
+            } else {
+                configs.push(load_config_file(Some(path))?);
+            }
+        }
+        let several = configs.len() > 1;
+        for config in &mut configs {
+            if let Some(data_dir) = &self.data_dir {
+                config.log.data_dir = if several { data_dir.join(&config.swarm.name) } else { data_dir.clone() };
+            }
+            if let Some(http) = self.http {
+                config.http.bind = http;
+            }
+            if let Some(url) = &self.nats {
+                config.log.backend = LogBackend::Nats;
+                config.log.nats_url = url.clone();
+            }
+        }
+        Ok(configs)
+    }
+
+    /// The one swarm's configuration, for a verb that works on one.
     pub fn load(&self) -> anyhow::Result<SwarmConfig> {
-        let mut config = load_config_file(self.config.as_deref())?;
-        if let Some(data_dir) = &self.data_dir {
-            config.log.data_dir = data_dir.clone();
+        let mut configs = self.load_all()?;
+        if configs.len() > 1 {
+            let names: Vec<&str> = configs.iter().map(|config| config.swarm.name.as_str()).collect();
+            anyhow::bail!("this verb works on one swarm; --config gave {}: give one", names.join(", "));
         }
-        if let Some(http) = self.http {
-            config.http.bind = http;
-        }
-        if let Some(url) = &self.nats {
-            config.log.backend = LogBackend::Nats;
-            config.log.nats_url = url.clone();
-        }
-        Ok(config)
+        Ok(configs.remove(0))
     }
 }
 
@@ -422,7 +460,7 @@ pub fn main() -> ExitCode {
 fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve(args) => {
-            let config = args.load()?;
+            let config = args.load_all()?;
             actix::System::new().block_on(async {
                 let (failed_to_listen, signal) = tokio::sync::oneshot::channel();
                 let shutdown = async move {
@@ -453,7 +491,7 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
                         std::future::pending::<()>().await;
                     }
                 };
-                crate::server::run(config, front, shutdown).await
+                crate::server::run(vec![config], front, shutdown).await
             })?;
             // Stdin's reader may still be blocked in a read the host never
             // ends: the snapshots are written, leave without waiting for it.

@@ -3,7 +3,9 @@
 //! `/v1/openapi.json` and the web view's assets (`/ui`, which hold no data)
 //! needs `Authorization: Bearer <secret>` of one of them.
 //!
-//! A token opens only the swarm its `swarm.toml` configures. A token bound
+//! A token opens only the swarm whose configuration file declares it: other
+//! swarms' routes answer 403, `POST /v1/events` refuses their events,
+//! `/mcp` their agents, `/v1/swarms` and `/metrics` leave them out. A token bound
 //! to an agent opens only `/v1/swarms/{swarm}/agents/{that agent}/…` and
 //! `POST /v1/events` of events of that agent (checked by the handler, which
 //! has the decoded events); swarm-wide routes (the raw log, provenance
@@ -29,11 +31,11 @@ pub async fn require_token(
     let state = request.app_data::<web::Data<Service>>().cloned().expect("the API's state is registered");
     let path = request.path().to_string();
     let open = matches!(path.as_str(), "/healthz" | "/v1/openapi.json") || crate::ui::is_ui_path(&path);
-    let caller = if state.config.api_tokens().is_empty() || open {
+    let caller = if state.tokens.is_empty() || open {
         Caller::Anyone
     } else {
         let presented = request.headers().get(AUTHORIZATION).map(bearer_secret);
-        match authorize(state.config.api_tokens(), presented, &path) {
+        match authorize(&state.tokens, presented, &path) {
             Ok(caller) => caller,
             Err(error) => {
                 let mut response = error.error_response();
@@ -50,7 +52,11 @@ pub async fn require_token(
             let key = match &caller {
                 Caller::Token { .. } => caller.to_string(),
                 Caller::Anyone => match rest.split('/').collect::<Vec<_>>().as_slice() {
-                    [_, "agents", agent, ..] => format!("agent {}", mneme_api::params::quote(agent)),
+                    [swarm, "agents", agent, ..] => format!(
+                        "agent {} of swarm {}",
+                        mneme_api::params::quote(agent),
+                        mneme_api::params::quote(swarm)
+                    ),
                     _ => caller.to_string(),
                 },
             };
@@ -95,7 +101,7 @@ pub fn authorize(tokens: &[ApiToken], presented: Option<Option<String>>, path: &
         }
     }
     let token = found.ok_or_else(|| unauthorized("the token is not one this API accepts"))?;
-    let caller = Caller::Token { name: token.name.clone(), agent: token.agent.clone() };
+    let caller = Caller::Token { name: token.name.clone(), swarm: token.swarm.clone(), agent: token.agent.clone() };
     let forbidden = |message: String| ApiError::forbidden("forbidden", None, message);
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     if let ["v1", "swarms", swarm, ..] = segments.as_slice()
@@ -110,6 +116,8 @@ pub fn authorize(tokens: &[ApiToken], presented: Option<Option<String>>, path: &
     let Some(bound_agent) = &token.agent else { return Ok(caller) };
     let open_to_the_agent = match segments.as_slice() {
         ["v1", "events"] => true,
+        // The list of swarms shows a token only its own.
+        ["v1", "swarms"] => true,
         // `/mcp` opens the bound agent's tools only (see `crate::mcp::http`).
         ["mcp"] => true,
         ["v1", "swarms", _, "agents", agent, _, ..] => agent == bound_agent,
@@ -192,8 +200,10 @@ mod tests {
 
     #[test]
     fn callers_act_as_their_agent_only() {
-        let bound = Caller::Token { name: "k".to_string(), agent: Some("coder".to_string()) };
+        let bound =
+            Caller::Token { name: "k".to_string(), swarm: "demo".to_string(), agent: Some("coder".to_string()) };
         assert!(bound.may_act_as("coder") && !bound.may_act_as("reviewer"));
-        assert!(Caller::Anyone.may_act_as("reviewer"));
+        assert!(bound.may_reach("demo") && !bound.may_reach("other"));
+        assert!(Caller::Anyone.may_act_as("reviewer") && Caller::Anyone.may_reach("other"));
     }
 }

@@ -48,8 +48,38 @@ pub(super) async fn openapi() -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(document.as_str())
 }
 
-pub(super) async fn metrics(service: State) -> HttpResponse {
-    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(service.metrics.render())
+/// `GET /metrics`: a swarm's token sees the series of its own swarm and
+/// those of the process (which name no swarm), never another swarm's.
+pub(super) async fn metrics(service: State, caller: Option<web::ReqData<Caller>>) -> HttpResponse {
+    let rendered = service.metrics.render();
+    let body = match caller.as_deref() {
+        Some(Caller::Token { swarm, .. }) => series_of_swarm(&rendered, swarm),
+        _ => rendered,
+    };
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(body)
+}
+
+/// The lines of a Prometheus text exposition that are comments, or series
+/// with no `swarm` label or with `swarm="<swarm>"`.
+fn series_of_swarm(rendered: &str, swarm: &str) -> String {
+    let own = format!("swarm=\"{swarm}\"");
+    let has = |labels: &str, label: &str| labels.starts_with(label) || labels.contains(&format!(",{label}"));
+    let mut kept = String::with_capacity(rendered.len());
+    for line in rendered.lines() {
+        let labels = line.split_once('{').map(|(_, rest)| rest);
+        let shown = line.starts_with('#') || labels.is_none_or(|labels| !has(labels, "swarm=\"") || has(labels, &own));
+        if shown {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    kept
+}
+
+/// `GET /v1/swarms`.
+pub(super) async fn swarms(service: State, caller: Option<web::ReqData<Caller>>, _: web::Query<NoParams>) -> Answer {
+    let caller = caller.map_or(Caller::Anyone, web::ReqData::into_inner);
+    ok(service.swarm_list(&caller))
 }
 
 /// `POST /v1/events`: one event or an array, all or none.
@@ -59,7 +89,7 @@ pub(super) async fn post_events(
     _: web::Query<NoParams>,
     payload: web::Payload,
 ) -> Answer {
-    let limit = service.config.http.max_request_bytes;
+    let limit = service.http.max_request_bytes;
     let body = read_body(payload, limit, "the limit set by http.max_request_bytes").await?;
     let caller = caller.map_or(Caller::Anyone, web::ReqData::into_inner);
     Ok(HttpResponse::Accepted().json(service.append_events(&caller, &body).await?))
@@ -241,7 +271,7 @@ pub(super) async fn update_core(
 ) -> Answer {
     let body = read_command_body(payload).await?;
     let (swarm, agent) = path.into_inner();
-    service.check_swarm(&swarm)?;
+    service.swarm(&swarm)?;
     let caller = caller.map_or(Caller::Anyone, web::ReqData::into_inner);
     ok(service.update_core(&caller, &swarm, &agent, json_body(&body)?).await?)
 }
@@ -255,7 +285,7 @@ pub(super) async fn write_note(
 ) -> Answer {
     let body = read_command_body(payload).await?;
     let (swarm, agent) = path.into_inner();
-    service.check_swarm(&swarm)?;
+    service.swarm(&swarm)?;
     let caller = caller.map_or(Caller::Anyone, web::ReqData::into_inner);
     ok(service.write_note(&caller, &swarm, &agent, json_body(&body)?).await?)
 }
@@ -281,7 +311,7 @@ pub(super) async fn resolve(service: State, path: AgentPath, _: web::Query<NoPar
     let body = read_command_body(payload).await?;
     let (swarm, contradiction_id) = path.into_inner();
     // A wrong swarm is named before a bad body, as the API always did.
-    service.check_swarm(&swarm)?;
+    service.swarm(&swarm)?;
     let body: ResolveBody = json_body(&body)?;
     ok(service.resolve(&swarm, &contradiction_id, body).await?)
 }
@@ -289,7 +319,7 @@ pub(super) async fn resolve(service: State, path: AgentPath, _: web::Query<NoPar
 pub(super) async fn purge(service: State, swarm: SwarmPath, _: web::Query<NoParams>, payload: web::Payload) -> Answer {
     let body = read_command_body(payload).await?;
     // A wrong swarm is named before a bad body, as the API always did.
-    service.check_swarm(&swarm)?;
+    service.swarm(&swarm)?;
     let body: PurgeBody = json_body(&body)?;
     ok(service.purge(&swarm, body).await?)
 }

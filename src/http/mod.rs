@@ -35,6 +35,7 @@ fn handler(method: actix_web::Route, operation: Operation) -> actix_web::Route {
         Operation::OpenApi => method.to(openapi),
         Operation::Metrics => method.to(metrics),
         Operation::AppendEvents => method.to(post_events),
+        Operation::Swarms => method.to(swarms),
         Operation::Events => method.to(get_events),
         Operation::DeadLetters => method.to(get_dead_letters),
         Operation::Agents => method.to(get_agents),

@@ -3,7 +3,9 @@
 //! ([`crate::http::auth`] has already checked the token). The session's
 //! agent is the token's, or for a token bound to no agent (or no tokens at
 //! all) the `agent` query parameter; a token bound to one agent that asks
-//! for another is refused before any MCP is spoken.
+//! for another is refused before any MCP is spoken. The session's swarm is
+//! the token's, or the `swarm` query parameter, or the only swarm the
+//! server holds; a token never opens another swarm's agents.
 //!
 //! actix-web speaks `http` 0.2 and rmcp `http` 1: the request and answer
 //! are copied across by method, URI, headers and bytes.
@@ -27,7 +29,7 @@ pub type McpService = StreamableHttpService<MemoryTools, LocalSessionManager>;
 /// The MCP service `/mcp` hands its requests to.
 pub fn mcp_service(service: Arc<Service>) -> McpService {
     let mut config = StreamableHttpServerConfig::default().with_legacy_session_mode(false).with_json_response(true);
-    if !service.config.api_tokens().is_empty() {
+    if !service.tokens.is_empty() {
         // Tokens guard the endpoint; the Host allow-list (DNS rebinding)
         // guards an open one on loopback, and stays on for it.
         config = config.disable_allowed_hosts();
@@ -47,17 +49,30 @@ pub fn routes(config: &mut web::ServiceConfig) {
     );
 }
 
-/// Who the session acts as, from the token and `?agent=`.
-fn identity(caller: Caller, query: &str) -> Result<Identity, ApiError> {
+/// Who the session acts as, from the token, `?swarm=` and `?agent=`: the
+/// swarm is the token's, or the one named, or the only one the server
+/// holds.
+fn identity(service: &Service, caller: Caller, query: &str) -> Result<Identity, ApiError> {
     let asked = web::Query::<std::collections::HashMap<String, String>>::from_query(query)
         .map_err(|error| ApiError::bad_parameter("agent", format!("the query string does not parse: {error}")))?
         .into_inner();
-    if let Some(unknown) = asked.keys().find(|key| key.as_str() != "agent") {
+    if let Some(unknown) = asked.keys().find(|key| !matches!(key.as_str(), "agent" | "swarm")) {
         return Err(ApiError::bad_parameter(
             unknown,
-            format!("unknown parameter {}; /mcp takes only agent", quote(unknown)),
+            format!("unknown parameter {}; /mcp takes only swarm and agent", quote(unknown)),
         ));
     }
+    let swarm = match asked.get("swarm") {
+        Some(named) if !caller.may_reach(named) => {
+            return Err(ApiError::forbidden(
+                "forbidden",
+                Some("swarm"),
+                format!("{caller} opens only its own swarm, not {}", quote(named)),
+            ));
+        }
+        Some(named) => service.swarm(named)?.name().to_string(),
+        None => service.default_swarm(&caller)?.name().to_string(),
+    };
     let asked = asked.get("agent").cloned();
     let agent = match (&caller, asked) {
         (Caller::Token { agent: Some(bound), .. }, Some(asked)) if &asked != bound => {
@@ -77,7 +92,7 @@ fn identity(caller: Caller, query: &str) -> Result<Identity, ApiError> {
         }
     };
     mneme_events::validate_name(&agent).map_err(|error| ApiError::from_validation(error.under("agent")))?;
-    Ok(Identity { agent, caller })
+    Ok(Identity { swarm, agent, caller })
 }
 
 async fn endpoint(
@@ -88,10 +103,10 @@ async fn endpoint(
     caller: Option<web::ReqData<Caller>>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = caller.map_or(Caller::Anyone, web::ReqData::into_inner);
-    let identity = identity(caller, request.query_string())?;
+    let identity = identity(&service, caller, request.query_string())?;
     let permit_key = match &identity.caller {
         Caller::Token { .. } => identity.caller.to_string(),
-        Caller::Anyone => format!("agent {}", quote(&identity.agent)),
+        Caller::Anyone => format!("agent {} of swarm {}", quote(&identity.agent), quote(&identity.swarm)),
     };
     let _permit = service.query_permits.try_acquire(&permit_key)?;
     let mut builder = ::http::Request::builder().method(request.method().as_str()).uri(request.uri().to_string());

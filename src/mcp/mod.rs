@@ -40,9 +40,11 @@ use crate::service::{ApiError, Caller, Service};
 use args::*;
 use mneme_api::params::quote;
 
-/// Who a session acts as: the agent, and the caller its token made it.
+/// Who a session acts as: the swarm and agent, and the caller its token
+/// made it.
 #[derive(Debug, Clone)]
 pub struct Identity {
+    pub swarm: String,
     pub agent: String,
     pub caller: Caller,
 }
@@ -75,14 +77,10 @@ impl MemoryTools {
             })
     }
 
-    fn swarm(&self) -> &str {
-        &self.service.config.swarm.name
-    }
-
     /// Writes an event that changes an item the agent's memory holds: the
     /// item is looked up first, so an unknown id is refused by name.
     async fn change_item(&self, who: &Identity, item_id: &str, kind: EventKind) -> Result<Written, McpError> {
-        let swarm = self.swarm();
+        let swarm = who.swarm.as_str();
         self.service.item(swarm, &who.agent, item_id, None).await.map_err(refused)?;
         let event = Event::new(swarm, &who.agent, kind).with_ts(self.service.clock.now());
         let mut written = self.service.write(&who.caller, event).await.map_err(refused)?;
@@ -90,8 +88,8 @@ impl MemoryTools {
         Ok(written)
     }
 
-    fn core_uri(&self, agent: &str) -> String {
-        format!("mneme://{}/{agent}/core", self.swarm())
+    fn core_uri(who: &Identity) -> String {
+        format!("mneme://{}/{}/core", who.swarm, who.agent)
     }
 }
 
@@ -141,7 +139,7 @@ impl MemoryTools {
             fusion: None,
             min_seq: None,
         };
-        Ok(Json(self.service.search(self.swarm(), &who.agent, &params).await.map_err(refused)?))
+        Ok(Json(self.service.search(&who.swarm, &who.agent, &params).await.map_err(refused)?))
     }
 
     #[tool(description = "Budgeted context for what the agent is about to do: core memory (task, \
@@ -165,7 +163,7 @@ impl MemoryTools {
             },
             min_seq: None,
         };
-        Ok(Json(self.service.context(self.swarm(), &who.agent, body).await.map_err(refused)?))
+        Ok(Json(self.service.context(&who.swarm, &who.agent, body).await.map_err(refused)?))
     }
 
     #[tool(description = "Recall one memory whole: an item by id (its text, state — active, archived, \
@@ -177,7 +175,7 @@ impl MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Recalled>, McpError> {
         let who = self.identity(&context)?;
-        let swarm = self.swarm();
+        let swarm = &who.swarm;
         match (args.item_id, args.phase_id) {
             (Some(item_id), None) => {
                 let item = self.service.item(swarm, &who.agent, &item_id, None).await.map_err(refused)?;
@@ -200,7 +198,7 @@ impl MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, McpError> {
         let who = self.identity(&context)?;
-        Ok(Json(self.service.write_note(&who.caller, self.swarm(), &who.agent, note).await.map_err(refused)?))
+        Ok(Json(self.service.write_note(&who.caller, &who.swarm, &who.agent, note).await.map_err(refused)?))
     }
 
     #[tool(description = "Forget an item: out of search and context from now on, still in provenance \
@@ -211,7 +209,7 @@ impl MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, McpError> {
         let who = self.identity(&context)?;
-        let item = self.service.item(self.swarm(), &who.agent, &args.item_id, None).await.map_err(refused)?;
+        let item = self.service.item(&who.swarm, &who.agent, &args.item_id, None).await.map_err(refused)?;
         if item.pinned {
             return Err(refused(ApiError::conflict(
                 "pinned",
@@ -262,7 +260,7 @@ impl MemoryTools {
         let who = self.identity(&context)?;
         let params =
             GraphParams { entity: args.entity, hops: args.hops, relations: None, as_of: args.as_of, min_seq: None };
-        Ok(Json(self.service.graph(self.swarm(), &who.agent, &params).await.map_err(refused)?))
+        Ok(Json(self.service.graph(&who.swarm, &who.agent, &params).await.map_err(refused)?))
     }
 
     #[tool(description = "The events behind an item, in log order: where a memory came from.")]
@@ -273,7 +271,7 @@ impl MemoryTools {
     ) -> Result<Json<AgentProvenance>, McpError> {
         let who = self.identity(&context)?;
         let params = ProvenanceParams { item_id: args.item_id, min_seq: None };
-        Ok(Json(self.service.agent_provenance(self.swarm(), &who.agent, &params).await.map_err(refused)?))
+        Ok(Json(self.service.agent_provenance(&who.swarm, &who.agent, &params).await.map_err(refused)?))
     }
 
     #[tool(description = "Read this agent's core memory: role, current task, constraints, pending \
@@ -284,7 +282,7 @@ impl MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<CoreMemoryAnswer>, McpError> {
         let who = self.identity(&context)?;
-        Ok(Json(self.service.core(self.swarm(), &who.agent, None).await.map_err(refused)?))
+        Ok(Json(self.service.core(&who.swarm, &who.agent, None).await.map_err(refused)?))
     }
 
     #[tool(description = "Replace one block of this agent's core memory (e.g. `plan`, `persona`, \
@@ -295,7 +293,7 @@ impl MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<CoreUpdated>, McpError> {
         let who = self.identity(&context)?;
-        Ok(Json(self.service.update_core(&who.caller, self.swarm(), &who.agent, update).await.map_err(refused)?))
+        Ok(Json(self.service.update_core(&who.caller, &who.swarm, &who.agent, update).await.map_err(refused)?))
     }
 
     #[tool(description = "Hand work over to another agent: Mneme delivers the task with a context bundle \
@@ -306,9 +304,10 @@ impl MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<Written>, McpError> {
         let who = self.identity(&context)?;
-        let scope = self.service.config.agent(&who.agent).map(|agent| agent.default_scope).unwrap_or_default();
+        let runtime = self.service.swarm(&who.swarm).map_err(refused)?;
+        let scope = runtime.config.agent(&who.agent).map(|agent| agent.default_scope).unwrap_or_default();
         let kind = EventKind::HandoffSent(handoff);
-        let event = Event::new(self.swarm(), &who.agent, kind).with_ts(self.service.clock.now()).with_scope(scope);
+        let event = Event::new(&who.swarm, &who.agent, kind).with_ts(self.service.clock.now()).with_scope(scope);
         Ok(Json(self.service.write(&who.caller, event).await.map_err(refused)?))
     }
 
@@ -320,7 +319,7 @@ impl MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<HandoffsAnswer>, McpError> {
         let who = self.identity(&context)?;
-        let mut answer = self.service.handoffs(self.swarm(), &who.agent, None).await.map_err(refused)?;
+        let mut answer = self.service.handoffs(&who.swarm, &who.agent, None).await.map_err(refused)?;
         answer.handoffs.retain(|handoff| handoff.status == "pending");
         Ok(Json(answer))
     }
@@ -341,7 +340,7 @@ impl MemoryTools {
             )));
         }
         let acknowledged =
-            self.service.acknowledge(self.swarm(), &who.agent, &args.handoff_id, args.note).await.map_err(refused)?;
+            self.service.acknowledge(&who.swarm, &who.agent, &args.handoff_id, args.note).await.map_err(refused)?;
         Ok(Json(acknowledged))
     }
 
@@ -353,7 +352,7 @@ impl MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<Json<TimelineAnswer>, McpError> {
         let who = self.identity(&context)?;
-        Ok(Json(self.service.timeline(self.swarm(), &who.agent, &params).await.map_err(refused)?))
+        Ok(Json(self.service.timeline(&who.swarm, &who.agent, &params).await.map_err(refused)?))
     }
 }
 
@@ -376,7 +375,7 @@ impl ServerHandler for MemoryTools {
     ) -> Result<ListResourcesResult, McpError> {
         let who = self.identity(&context)?;
         Ok(ListResourcesResult::with_all_items(vec![
-            Resource::new(self.core_uri(&who.agent), "core memory")
+            Resource::new(Self::core_uri(&who), "core memory")
                 .with_description("This agent's core memory: role, task, constraints, pending handoffs, blocks")
                 .with_mime_type("application/json"),
         ]))
@@ -388,13 +387,13 @@ impl ServerHandler for MemoryTools {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let who = self.identity(&context)?;
-        if request.uri != self.core_uri(&who.agent) {
+        if request.uri != Self::core_uri(&who) {
             return Err(McpError::resource_not_found(
-                format!("uri: no resource {}; this session has {}", request.uri, self.core_uri(&who.agent)),
+                format!("uri: no resource {}; this session has {}", request.uri, Self::core_uri(&who)),
                 None,
             ));
         }
-        let core = self.service.core(self.swarm(), &who.agent, None).await.map_err(refused)?;
+        let core = self.service.core(&who.swarm, &who.agent, None).await.map_err(refused)?;
         let text = serde_json::to_string_pretty(&core).expect("core memory is JSON");
         Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri).with_mime_type("application/json")])
             .into())

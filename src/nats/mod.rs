@@ -60,17 +60,19 @@ fn is_inbox_of(reply_to: &str, agent: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('.'))
 }
 
-/// Answers query requests until the process ends; after the subscription
-/// fails, subscribes again.
-pub async fn serve_queries(service: Arc<Service>, broker: Arc<dyn Broker>) {
+/// Answers the query requests of swarm `swarm` (on its broker, whose
+/// subjects carry the swarm) until the process ends; after the
+/// subscription fails, subscribes again.
+pub async fn serve_queries(service: Arc<Service>, swarm: String, broker: Arc<dyn Broker>) {
+    let swarm: Arc<str> = swarm.into();
     loop {
         match broker.query_requests().await {
             Ok(mut requests) => {
-                tracing::info!(swarm = %service.config.swarm.name, "answering queries on NATS request/reply");
+                tracing::info!(%swarm, "answering queries on NATS request/reply");
                 while let Some(request) = requests.next().await {
                     // Each request on its own task: a slow context
                     // assembly must not hold up another agent's search.
-                    actix_rt::spawn(answer_and_reply(service.clone(), broker.clone(), request));
+                    actix_rt::spawn(answer_and_reply(service.clone(), swarm.clone(), broker.clone(), request));
                 }
                 tracing::warn!("the NATS query subscription ended; subscribing again");
             }
@@ -80,7 +82,7 @@ pub async fn serve_queries(service: Arc<Service>, broker: Arc<dyn Broker>) {
     }
 }
 
-async fn answer_and_reply(service: Arc<Service>, broker: Arc<dyn Broker>, request: QueryRequest) {
+async fn answer_and_reply(service: Arc<Service>, swarm: Arc<str>, broker: Arc<dyn Broker>, request: QueryRequest) {
     let Some(reply_to) = request.reply_to.clone() else {
         tracing::debug!(agent = %request.agent, verb = %request.verb, "query without a reply subject ignored");
         return;
@@ -91,14 +93,19 @@ async fn answer_and_reply(service: Arc<Service>, broker: Arc<dyn Broker>, reques
     // inboxes.
     if !is_inbox_of(&reply_to, &request.agent) {
         tracing::warn!(agent = %request.agent, verb = %request.verb, %reply_to, "query with a reply subject outside {REPLY_PREFIX}* and _INBOX_<agent>.* refused");
-        metrics::counter!("mneme_nats_queries_refused_total").increment(1);
+        metrics::counter!("mneme_nats_queries_refused_total", "swarm" => swarm.to_string()).increment(1);
         return;
     }
-    metrics::counter!("mneme_nats_queries_total", "verb" => verb_label(&request.verb)).increment(1);
-    let caller = format!("agent {} over NATS", mneme_api::params::quote(&request.agent));
+    metrics::counter!("mneme_nats_queries_total", "swarm" => swarm.to_string(), "verb" => verb_label(&request.verb))
+        .increment(1);
+    let caller = format!(
+        "agent {} of swarm {} over NATS",
+        mneme_api::params::quote(&request.agent),
+        mneme_api::params::quote(&swarm)
+    );
     let permit = service.query_permits.try_acquire(&caller);
     let answered = match permit {
-        Ok(_permit) => answer(&service, &request).await,
+        Ok(_permit) => answer(&service, &swarm, &request).await,
         Err(refused) => Err(refused),
     };
     let body = match answered {
@@ -115,9 +122,9 @@ fn verb_label(verb: &str) -> &'static str {
     QUERY_VERBS.iter().find(|known| **known == verb).copied().unwrap_or("unknown")
 }
 
-/// The answer to one request, exactly as the HTTP route would give it.
-pub async fn answer(service: &Service, request: &QueryRequest) -> Result<Value, ApiError> {
-    let swarm = service.config.swarm.name.as_str();
+/// The answer to one request of swarm `swarm`, exactly as the HTTP route
+/// would give it.
+pub async fn answer(service: &Service, swarm: &str, request: &QueryRequest) -> Result<Value, ApiError> {
     let agent = request.agent.as_str();
     mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
     match request.verb.as_str() {

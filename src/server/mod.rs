@@ -1,7 +1,9 @@
-//! `mneme serve`: the log, the supervisor and its memory actors, and the
-//! HTTP API, in one process.
+//! `mneme serve`: for each swarm it holds, the log, the supervisor and its
+//! memory actors, the consolidator, the handoff router and the eraser; and
+//! the HTTP API over all of them, in one process.
 
 pub mod backend;
+pub mod deployment;
 pub mod erasure;
 pub mod llm;
 
@@ -21,7 +23,7 @@ use crate::http::{self, auth};
 use crate::mcp;
 use crate::model;
 use crate::nats;
-use crate::service::{PublishQuotas, QueryPermits, Service, StreamPermits};
+use crate::service::{PublishQuotas, QueryPermits, Service, StreamPermits, SwarmRuntime};
 use mneme_events::SystemClock;
 use mneme_projections::TextIndex;
 
@@ -43,126 +45,68 @@ pub enum Front {
 /// requests in flight, stops routing handoffs, writes every memory's
 /// snapshot and stops the actix system it runs on. `mneme serve` passes
 /// SIGINT or SIGTERM ([`shutdown_signal`]); a test passes a channel.
-pub async fn serve(config: SwarmConfig, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-    run(config, Front::Http, shutdown).await
+/// `configs` are the swarms the process holds (see [`deployment`]).
+pub async fn serve(configs: Vec<SwarmConfig>, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    run(configs, Front::Http, shutdown).await
 }
 
 /// [`serve`], reached through `front`.
-pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    deployment::check(&configs)?;
+    let first = configs.first().expect("a deployment holds at least one swarm").clone();
     let metrics = metrics_recorder()?;
-    std::fs::create_dir_all(&config.log.data_dir)
-        .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
-    if let Some(warning) = config.check_nats_access().map_err(anyhow::Error::msg)? {
-        tracing::warn!("{warning}");
-        actix_web::rt::spawn(async move {
-            let mut every_minute = tokio::time::interval(std::time::Duration::from_secs(60));
-            every_minute.tick().await;
-            loop {
-                every_minute.tick().await;
-                tracing::warn!("{warning}");
-            }
-        });
-    }
     // The HTTP port first: a port in use is refused before anything is
     // opened or started (actors started and then dropped with the error
     // panicked on the way out).
     let listener = match front {
         Front::Http => Some(
-            std::net::TcpListener::bind(config.http.bind)
-                .with_context(|| format!("binding the HTTP API to {}", config.http.bind))?,
+            std::net::TcpListener::bind(first.http.bind)
+                .with_context(|| format!("binding the HTTP API to {}", first.http.bind))?,
         ),
         _ => None,
     };
-    let id_key = backend::id_key(&config)?;
-    let opened = backend::open_log_and_broker(&config).await?;
-    // Before any memory starts: purges recorded since the last start leave
-    // the log, and memories are rebuilt from it.
-    let (opened, _carried) = erasure::carry_pending(&config, opened).await?;
-    let log = opened.log;
-    let snapshot_dir = backend::snapshot_dir(&config);
-    let store = SnapshotStore::open(&snapshot_dir)
-        .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))?;
-    let embedder = model::load_configured_embedder(&config)?;
-    let memory_config = config.memory_config(embedder.clone());
-    let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
-    let text_index_dir = backend::text_index_dir(&config);
-    let (text_index, discarded) = TextIndex::open(&text_index_dir)
-        .with_context(|| format!("opening the text index in {}", text_index_dir.display()))?;
-    if let Some(why) = discarded {
-        tracing::warn!(directory = %text_index_dir.display(), %why, "text index unusable; memories index their items again");
+    let mut embedders = model::EmbedderCache::default();
+    let mut swarms = Vec::with_capacity(configs.len());
+    for config in configs {
+        let embedder = embedders.load(&config)?;
+        swarms.push(start_swarm(config, embedder).await?);
     }
-    let mut supervisor =
-        Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).with_text_index(text_index);
-    if let Some(llm) = &config.compression.llm {
-        let summarizer = crate::server::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
-        tracing::info!(endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");
-        supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens, id_key.clone());
-    }
-    let supervisor = supervisor.start();
-    let schedule = ConsolidationSchedule {
-        interval: config.consolidation_interval(),
-        every_events: config.consolidation_every_events(),
-    };
-    let consolidator = Consolidator::new(
-        &config.swarm.name,
-        log.clone(),
-        supervisor.clone(),
-        config.consolidation_policy(),
-        schedule,
-        id_key.clone(),
-    )
-    .start();
-    let router = HandoffRouter::new(
-        &config.swarm.name,
-        log.clone(),
-        supervisor.clone(),
-        opened.broker.clone(),
-        config.swarm.admit_unknown_agents,
-        id_key.clone(),
-    )
-    .start();
-    let erasures = ErasureRegistry::load(log.as_ref()).await.context("reading what purges erased")?;
-    let eraser = Eraser::new(
-        &config.swarm.name,
-        log.clone(),
-        supervisor.clone(),
-        erasures.clone(),
-        config.swarm.admit_unknown_agents,
-        id_key.clone(),
-    )
-    .start();
-    let bind = config.http.bind;
-    if config.api_tokens().is_empty() && !bind.ip().is_loopback() {
+    let bind = first.http.bind;
+    let tokens: Vec<_> = swarms.iter().flat_map(|swarm| swarm.runtime.config.api_tokens().iter().cloned()).collect();
+    if tokens.is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
     }
     let (shutting_down, shutting_down_receiver) = tokio::sync::watch::channel(false);
     let service = web::Data::new(Service {
-        config: config.clone(),
-        log,
-        supervisor: supervisor.clone(),
+        swarms: swarms.iter().map(|swarm| (swarm.runtime.name().to_string(), swarm.runtime.clone())).collect(),
+        http: first.http.clone(),
+        tokens,
         metrics,
         replay_permits: tokio::sync::Semaphore::new(1),
-        memory_config,
-        consolidator,
-        id_key,
         clock: Arc::new(SystemClock),
-        query_permits: QueryPermits::new(config.http.max_queries_in_flight),
-        stream_permits: StreamPermits::new(config.http.max_streams_per_caller, config.http.max_streams),
+        query_permits: QueryPermits::new(first.http.max_queries_in_flight),
+        stream_permits: StreamPermits::new(first.http.max_streams_per_caller, first.http.max_streams),
         publish_quotas: PublishQuotas::new(
-            config.http.publish_events_per_sec,
-            config.http.publish_bytes_per_sec,
-            config.http.publish_burst_secs,
+            first.http.publish_events_per_sec,
+            first.http.publish_bytes_per_sec,
+            first.http.publish_burst_secs,
         ),
         shutting_down: shutting_down_receiver,
-        erasures,
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
     // NATS queries are `mneme serve`'s to answer; a process serving one
     // agent's tools on stdio does not join their queue group.
-    if let (Some(broker), Front::Http) = (opened.broker.clone(), &front) {
-        actix_web::rt::spawn(nats::serve_queries(service.clone().into_inner(), broker));
+    if front == Front::Http {
+        for swarm in &swarms {
+            if let Some(broker) = swarm.broker.clone() {
+                let name = swarm.runtime.name().to_string();
+                actix_web::rt::spawn(nats::serve_queries(service.clone().into_inner(), name, broker));
+            }
+        }
     }
+    let names: Vec<&str> = swarms.iter().map(|swarm| swarm.runtime.name()).collect();
+    let names = names.join(",");
     match front {
         Front::Http => {
             let mcp = web::Data::new(mcp::http::mcp_service(service.clone().into_inner()));
@@ -180,7 +124,7 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
             .listen(listener.expect("bound above for the HTTP front"))
             .with_context(|| format!("listening on {bind}"))?;
             for address in server.addrs() {
-                tracing::info!(swarm = %config.swarm.name, backend = ?config.log.backend, "listening on http://{address}");
+                tracing::info!(swarms = %names, backend = ?first.log.backend, "listening on http://{address}");
             }
             let server = server.run();
             let server_handle = server.handle();
@@ -193,9 +137,10 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
         }
         Front::McpStdio(agent) => {
             use rmcp::ServiceExt;
-            let identity = mcp::Identity { agent: agent.clone(), caller: crate::service::Caller::Anyone };
+            let swarm = swarms.first().expect("a deployment holds at least one swarm").runtime.name().to_string();
+            let identity = mcp::Identity { swarm, agent: agent.clone(), caller: crate::service::Caller::Anyone };
             let tools = mcp::MemoryTools::new(service.clone().into_inner(), Some(identity));
-            tracing::info!(swarm = %config.swarm.name, %agent, "serving MCP tools on stdio");
+            tracing::info!(swarm = %names, %agent, "serving MCP tools on stdio");
             let running = tools.serve(rmcp::transport::stdio()).await.context("starting MCP on stdio")?;
             tokio::select! {
                 ended = running.waiting() => {
@@ -207,17 +152,126 @@ pub async fn run(config: SwarmConfig, front: Front, shutdown: impl Future<Output
             let _ = shutting_down.send(true);
         }
     }
-    router.send(StopRouting).await.context("stopping the handoff router")?;
-    eraser.send(StopErasing).await.context("stopping the eraser")?;
-    supervisor.send(SnapshotAll).await.context("asking memory actors for snapshots")?;
-    // The memory actors' threads end before `serve` returns, and with them
-    // their hold on the log and the snapshot store.
-    let workers = supervisor.send(StopWorkers).await.context("stopping the memory actors' threads")?;
-    tokio::task::spawn_blocking(move || workers.into_iter().for_each(|worker| drop(worker.join())))
-        .await
-        .context("waiting for the memory actors' threads")?;
+    for swarm in swarms {
+        swarm.stop().await?;
+    }
     actix::System::current().stop();
     Ok(())
+}
+
+/// One swarm running in this process: what the service reads
+/// ([`SwarmRuntime`]), and the actors that stop with it.
+struct StartedSwarm {
+    runtime: Arc<SwarmRuntime>,
+    broker: Option<Arc<dyn mneme_nats::Broker>>,
+    router: actix::Addr<HandoffRouter>,
+    eraser: actix::Addr<Eraser>,
+}
+
+impl StartedSwarm {
+    /// Stops routing handoffs and erasing, writes every memory's snapshot,
+    /// and waits for the memory actors' threads: their hold on the log and
+    /// the snapshot store ends before this returns.
+    async fn stop(self) -> anyhow::Result<()> {
+        let name = self.runtime.name().to_string();
+        self.router.send(StopRouting).await.with_context(|| format!("stopping the handoff router of {name}"))?;
+        self.eraser.send(StopErasing).await.with_context(|| format!("stopping the eraser of {name}"))?;
+        let supervisor = &self.runtime.supervisor;
+        supervisor
+            .send(SnapshotAll)
+            .await
+            .with_context(|| format!("asking the memory actors of {name} for snapshots"))?;
+        let workers = supervisor
+            .send(StopWorkers)
+            .await
+            .with_context(|| format!("stopping the memory actors' threads of {name}"))?;
+        tokio::task::spawn_blocking(move || workers.into_iter().for_each(|worker| drop(worker.join())))
+            .await
+            .context("waiting for the memory actors' threads")?;
+        Ok(())
+    }
+}
+
+/// Opens the log of one swarm, carries its pending erasures, and starts its
+/// memories, consolidator, handoff router and eraser.
+async fn start_swarm(
+    config: SwarmConfig,
+    embedder: Arc<dyn mneme_projections::embed::Embedder>,
+) -> anyhow::Result<StartedSwarm> {
+    let swarm = config.swarm.name.clone();
+    std::fs::create_dir_all(&config.log.data_dir)
+        .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
+    if let Some(warning) = config.check_nats_access().map_err(anyhow::Error::msg)? {
+        tracing::warn!(%swarm, "{warning}");
+        let repeated = swarm.clone();
+        actix_web::rt::spawn(async move {
+            let mut every_minute = tokio::time::interval(std::time::Duration::from_secs(60));
+            every_minute.tick().await;
+            loop {
+                every_minute.tick().await;
+                tracing::warn!(swarm = %repeated, "{warning}");
+            }
+        });
+    }
+    let id_key = backend::id_key(&config)?;
+    let opened = backend::open_log_and_broker(&config).await?;
+    // Before any memory starts: purges recorded since the last start leave
+    // the log, and memories are rebuilt from it.
+    let (opened, _carried) = erasure::carry_pending(&config, opened).await?;
+    let log = opened.log;
+    let snapshot_dir = backend::snapshot_dir(&config);
+    let store = SnapshotStore::open(&snapshot_dir)
+        .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))?;
+    let memory_config = config.memory_config(embedder.clone());
+    let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
+    let text_index_dir = backend::text_index_dir(&config);
+    let (text_index, discarded) = TextIndex::open(&text_index_dir)
+        .with_context(|| format!("opening the text index in {}", text_index_dir.display()))?;
+    if let Some(why) = discarded {
+        tracing::warn!(%swarm, directory = %text_index_dir.display(), %why, "text index unusable; memories index their items again");
+    }
+    let mut supervisor =
+        Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).with_text_index(text_index);
+    if let Some(llm) = &config.compression.llm {
+        let summarizer = crate::server::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
+        tracing::info!(%swarm, endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");
+        supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens, id_key.clone());
+    }
+    let supervisor = supervisor.start();
+    let schedule = ConsolidationSchedule {
+        interval: config.consolidation_interval(),
+        every_events: config.consolidation_every_events(),
+    };
+    let consolidator = Consolidator::new(
+        &swarm,
+        log.clone(),
+        supervisor.clone(),
+        config.consolidation_policy(),
+        schedule,
+        id_key.clone(),
+    )
+    .start();
+    let router = HandoffRouter::new(
+        &swarm,
+        log.clone(),
+        supervisor.clone(),
+        opened.broker.clone(),
+        config.swarm.admit_unknown_agents,
+        id_key.clone(),
+    )
+    .start();
+    let erasures = ErasureRegistry::load(log.as_ref()).await.context("reading what purges erased")?;
+    let eraser = Eraser::new(
+        &swarm,
+        log.clone(),
+        supervisor.clone(),
+        erasures.clone(),
+        config.swarm.admit_unknown_agents,
+        id_key.clone(),
+    )
+    .start();
+    let runtime = Arc::new(SwarmRuntime { config, log, supervisor, memory_config, consolidator, id_key, erasures });
+    Ok(StartedSwarm { runtime, broker: opened.broker, router, eraser })
 }
 
 /// The process's Prometheus recorder: `metrics` has one global recorder,

@@ -13,7 +13,9 @@ use mneme_api::params::{DEFAULT_TIMELINE_ENTRIES, MAX_TIMELINE_ENTRIES, Timeline
 use mneme_events::{CoreMemoryUpdated, ERASED_TEXT, Event, EventKind, NoteWritten, Scope, Shown, Timestamp};
 use mneme_projections::{CoreMemory, CoreRequest, enters_memory_of, tokens};
 
-use super::{ApiError, Caller, Service, ask};
+use mneme_actors::SwarmConfig;
+
+use super::{ApiError, Caller, Service, SwarmRuntime, ask};
 
 /// How long a write waits for the agent's memory to apply it.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -27,29 +29,36 @@ const TIMELINE_PAGES: usize = 20;
 impl Service {
     /// The core request for `agent`: its role from `swarm.toml`, the block
     /// limit of `[core]`.
-    pub fn core_request(&self, agent: &str) -> CoreRequest {
+    pub fn core_request(config: &SwarmConfig, agent: &str) -> CoreRequest {
         CoreRequest {
-            role: self.config.agent(agent).map(|config| config.role.clone()).filter(|role| !role.trim().is_empty()),
-            block_tokens: Some(self.config.core.block_tokens),
-            max_blocks: Some(self.config.core.max_blocks),
+            role: config.agent(agent).map(|config| config.role.clone()).filter(|role| !role.trim().is_empty()),
+            block_tokens: Some(config.core.block_tokens),
+            max_blocks: Some(config.core.max_blocks),
         }
     }
 
     /// The agent's core memory.
     pub async fn core(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<CoreMemoryAnswer, ApiError> {
-        let core = self.core_memory(swarm, agent, min_seq).await?;
-        Ok(self.core_answer(swarm, core))
+        let runtime = self.swarm(swarm)?;
+        let core = self.core_memory(runtime, agent, min_seq).await?;
+        Ok(self.core_answer(runtime, core))
     }
 
-    async fn core_memory(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<CoreMemory, ApiError> {
-        let handle = self.agent_handle(swarm, agent, min_seq).await?;
-        let QueryAnswer::Core(core) = ask(&handle, Query::Core(self.core_request(agent))).await? else {
+    async fn core_memory(
+        &self,
+        runtime: &SwarmRuntime,
+        agent: &str,
+        min_seq: Option<u64>,
+    ) -> Result<CoreMemory, ApiError> {
+        let handle = runtime.agent_handle(agent, min_seq).await?;
+        let QueryAnswer::Core(core) = ask(&handle, Query::Core(Service::core_request(&runtime.config, agent))).await?
+        else {
             unreachable!("a core query answers with core memory")
         };
         Ok(*core)
     }
 
-    fn core_answer(&self, swarm: &str, core: CoreMemory) -> CoreMemoryAnswer {
+    fn core_answer(&self, runtime: &SwarmRuntime, core: CoreMemory) -> CoreMemoryAnswer {
         CoreMemoryAnswer {
             role: core.role,
             task: core.task.map(|task| CoreTask {
@@ -74,7 +83,7 @@ impl Service {
             pending_handoffs: core
                 .pending_handoffs
                 .iter()
-                .map(|record| self.shown_delivery(swarm, &core.agent, record))
+                .map(|record| runtime.shown_delivery(&core.agent, record))
                 .collect(),
             blocks: core
                 .blocks
@@ -89,9 +98,9 @@ impl Service {
                     updated_at: block.updated_at,
                 })
                 .collect(),
-            block_tokens: self.config.core.block_tokens,
+            block_tokens: runtime.config.core.block_tokens,
             blocks_total: core.block_names.len(),
-            max_blocks: self.config.core.max_blocks,
+            max_blocks: runtime.config.core.max_blocks,
             as_of_seq: core.as_of_seq,
             agent: core.agent,
         }
@@ -107,7 +116,8 @@ impl Service {
         agent: &str,
         body: CoreUpdateBody,
     ) -> Result<CoreUpdated, ApiError> {
-        let limit = self.config.core.block_tokens;
+        let runtime = self.swarm(swarm)?;
+        let limit = runtime.config.core.block_tokens;
         let tokens = tokens::count(&body.content);
         if tokens > limit {
             return Err(ApiError::bad_parameter(
@@ -120,7 +130,7 @@ impl Service {
         }
         let kind = EventKind::CoreMemoryUpdated(CoreMemoryUpdated { block: body.block, content: body.content });
         let event = Event::new(swarm, agent, kind).with_ts(self.clock.now());
-        self.check_core_blocks(std::slice::from_ref(&event), |_| "block".to_string()).await?;
+        self.check_core_blocks(runtime, std::slice::from_ref(&event), |_| "block".to_string()).await?;
         let mut written = self.write(caller, event).await?;
         // What a purge names the update by (`item_ids`).
         written.item_id = Some(written.event_id.clone());
@@ -133,16 +143,16 @@ impl Service {
     /// of the event at an index.
     pub(super) async fn check_core_blocks(
         &self,
+        runtime: &SwarmRuntime,
         events: &[Event],
         field: impl Fn(usize) -> String,
     ) -> Result<(), ApiError> {
-        let max = self.config.core.max_blocks;
+        let max = runtime.config.core.max_blocks;
         let mut blocks: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> = Default::default();
         for (index, event) in events.iter().enumerate() {
             let EventKind::CoreMemoryUpdated(update) = &event.kind else { continue };
             if !blocks.contains_key(event.agent.as_str()) {
-                let swarm = &self.config.swarm.name;
-                let names = match self.core_memory(swarm, &event.agent, None).await {
+                let names = match self.core_memory(runtime, &event.agent, None).await {
                     Ok(core) => core.block_names,
                     // An agent with no memory yet has no blocks.
                     Err(error) if error.code() == "unknown_agent" => Vec::new(),
@@ -203,8 +213,8 @@ impl Service {
     /// the memory of the event's agent has applied it. Validated first: a
     /// field at fault is named, as `data.<field>` becomes `<field>`.
     pub async fn write(&self, caller: &Caller, event: Event) -> Result<Written, ApiError> {
-        self.check_swarm(&event.swarm)?;
-        if !caller.may_act_as(&event.agent) {
+        let runtime = self.swarm(&event.swarm)?;
+        if !caller.may_reach(&event.swarm) || !caller.may_act_as(&event.agent) {
             return Err(ApiError::forbidden(
                 "forbidden",
                 Some("agent"),
@@ -218,12 +228,12 @@ impl Service {
             ApiError::from_validation(error)
         })?;
         let bytes = event.to_json().len();
-        self.publish_quotas.take(caller, &[event.agent.as_str()], 1, bytes)?;
-        let appended = self.log.append(std::slice::from_ref(&event)).await?;
+        self.publish_quotas.take(caller, runtime.name(), &[event.agent.as_str()], 1, bytes)?;
+        let appended = runtime.log.append(std::slice::from_ref(&event)).await?;
         let appended = appended.first().expect("one event appended, one answer");
-        self.supervisor.do_send(AgentsWritten(vec![event.agent.clone()]));
-        let handle = self.agent_handle(&event.swarm, &event.agent, None).await?;
-        handle.caught_up(self.log.as_ref(), appended.seq, APPLY_TIMEOUT).await?;
+        runtime.supervisor.do_send(AgentsWritten(vec![event.agent.clone()]));
+        let handle = runtime.agent_handle(&event.agent, None).await?;
+        handle.caught_up(runtime.log.as_ref(), appended.seq, APPLY_TIMEOUT).await?;
         Ok(Written {
             event_id: appended.id.to_string(),
             seq: appended.seq,
@@ -240,7 +250,7 @@ impl Service {
         agent: &str,
         params: &TimelineParams,
     ) -> Result<TimelineAnswer, ApiError> {
-        self.check_swarm(swarm)?;
+        let runtime = self.swarm(swarm)?;
         mneme_events::validate_name(agent).map_err(|error| ApiError::from_validation(error.under("agent")))?;
         let limit = params.limit.unwrap_or(DEFAULT_TIMELINE_ENTRIES);
         if !(1..=MAX_TIMELINE_ENTRIES).contains(&limit) {
@@ -255,16 +265,16 @@ impl Service {
             }
             None => None,
         };
-        let admitted = self.memory_config.admitted_agents.as_ref();
+        let admitted = runtime.memory_config.admitted_agents.as_ref();
         let mut from_seq = params.since_seq.map_or(1, |seq| seq.saturating_add(1));
         let mut entries = Vec::new();
         'pages: for _ in 0..TIMELINE_PAGES {
-            let page = self.log.read(from_seq, None, TIMELINE_PAGE).await?;
+            let page = runtime.log.read(from_seq, None, TIMELINE_PAGE).await?;
             for entry in &page {
                 // Erased records leave gaps: their stubs stand there.
                 let gap = from_seq..entry.seq;
                 from_seq = entry.seq + 1;
-                let erasures = self.erasures.erasures();
+                let erasures = runtime.erasures.erasures();
                 for (erased, _) in erasures.erased_in(gap) {
                     let visible = erased.agent == agent
                         || mneme_projections::scope_reaches(admitted, &erased.agent, erased.scope);
@@ -311,7 +321,7 @@ impl Service {
                 break;
             }
         }
-        let more = self.log.last_seq().await? >= from_seq;
+        let more = runtime.log.last_seq().await? >= from_seq;
         Ok(TimelineAnswer { agent: agent.to_string(), entries, next_seq: from_seq, more })
     }
 }

@@ -9,8 +9,9 @@ use std::fmt;
 pub enum Caller {
     /// No tokens are configured: anyone may do anything.
     Anyone,
-    /// A configured token, by name, and the one agent it may act as.
-    Token { name: String, agent: Option<String> },
+    /// A configured token, by name, the swarm whose file configures it
+    /// (the only one it opens), and the one agent it may act as.
+    Token { name: String, swarm: String, agent: Option<String> },
 }
 
 impl Caller {
@@ -20,14 +21,24 @@ impl Caller {
             Caller::Token { agent: Some(bound), .. } => bound == agent,
         }
     }
+
+    /// Whether the caller may reach swarm `swarm` at all.
+    pub fn may_reach(&self, swarm: &str) -> bool {
+        match self {
+            Caller::Anyone => true,
+            Caller::Token { swarm: own, .. } => own == swarm,
+        }
+    }
 }
 
 impl fmt::Display for Caller {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Caller::Anyone => formatter.write_str("an unauthenticated caller"),
-            Caller::Token { name, agent: Some(agent) } => write!(formatter, "token {name:?} (agent {agent:?})"),
-            Caller::Token { name, agent: None } => write!(formatter, "token {name:?}"),
+            Caller::Token { name, swarm, agent: Some(agent) } => {
+                write!(formatter, "token {name:?} (swarm {swarm:?}, agent {agent:?})")
+            }
+            Caller::Token { name, swarm, agent: None } => write!(formatter, "token {name:?} (swarm {swarm:?})"),
         }
     }
 }

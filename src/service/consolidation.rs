@@ -17,18 +17,18 @@ use mneme_projections::{OpenContradiction, Purgeable, ResolvedContradiction};
 
 use super::error::stopped;
 use super::log::provenance_refs;
-use super::{ApiError, Service, ask};
+use super::{ApiError, Service, SwarmRuntime, ask};
 
 impl Service {
     /// Runs consolidation now (or a dry run that writes nothing), over every
     /// memory or one; its verdicts go to the log as events.
     pub async fn consolidate(&self, swarm: &str, params: &ConsolidateParams) -> Result<ConsolidationAnswer, ApiError> {
-        self.check_swarm(swarm)?;
+        let runtime = self.swarm(swarm)?;
         if let Some(agent) = &params.agent {
             self.agent_handle(swarm, agent, None).await?;
         }
         let request = ConsolidationRequest { dry_run: params.dry_run, agent: params.agent.clone() };
-        let report = self.consolidator.send(request).await.map_err(|_| stopped("consolidator"))??;
+        let report = runtime.consolidator.send(request).await.map_err(|_| stopped("consolidator"))??;
         Ok(wire_report(&report))
     }
 
@@ -39,7 +39,10 @@ impl Service {
                 self.agent_handle(swarm, agent, None).await?;
                 Ok(vec![agent.to_string()])
             }
-            None => Ok(self.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?),
+            None => {
+                let runtime = self.swarm(swarm)?;
+                Ok(runtime.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?)
+            }
         }
     }
 
@@ -49,7 +52,7 @@ impl Service {
         swarm: &str,
         params: &ContradictionParams,
     ) -> Result<ContradictionsAnswer, ApiError> {
-        self.check_swarm(swarm)?;
+        self.swarm(swarm)?;
         let mut open = Vec::new();
         let mut resolved = Vec::new();
         for agent in self.agents_of(swarm, params.agent.as_deref()).await? {
@@ -70,7 +73,7 @@ impl Service {
     /// batch, and answers once each memory applied its own (validity
     /// closed): the first memory's in full, the others' in `also_resolved`.
     pub async fn resolve(&self, swarm: &str, contradiction_id: &str, body: ResolveBody) -> Result<Resolved, ApiError> {
-        self.check_swarm(swarm)?;
+        let runtime = self.swarm(swarm)?;
         let resolution = parse_resolution(&body.resolution)?;
         let mut open_in = Vec::new();
         let mut already = None;
@@ -138,11 +141,11 @@ impl Service {
         for event in &events {
             event.validate().map_err(ApiError::from_validation)?;
         }
-        let appended = self.log.append(&events).await?;
+        let appended = runtime.log.append(&events).await?;
         // Each memory applies its own resolution; wait for all at once.
         let applied =
             futures::future::join_all(open_in.iter().zip(&events).zip(&appended).map(|((handle, event), appended)| {
-                self.resolution_applied(handle, contradiction_id, event.id.to_string(), appended.seq)
+                self.resolution_applied(runtime, handle, contradiction_id, event.id.to_string(), appended.seq)
             }))
             .await;
         // A copy settled by another resolution in between changed nothing
@@ -171,12 +174,13 @@ impl Service {
     /// The memory's record of the resolution it applied at `seq`.
     async fn resolution_applied(
         &self,
+        runtime: &SwarmRuntime,
         handle: &AgentHandle,
         contradiction_id: &str,
         event_id: String,
         seq: u64,
     ) -> Result<Resolved, ApiError> {
-        handle.caught_up(self.log.as_ref(), seq, APPLY_TIMEOUT).await?;
+        handle.caught_up(runtime.log.as_ref(), seq, APPLY_TIMEOUT).await?;
         let mut resolved = None;
         if let QueryAnswer::Contradictions(listing) = ask(handle, Query::Contradictions).await? {
             resolved = listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
@@ -214,7 +218,7 @@ impl Service {
     /// a `memory_purged` tombstone on the log. The events themselves stay in
     /// the log (see README, "Erasure").
     pub async fn purge(&self, swarm: &str, body: PurgeBody) -> Result<PurgeAnswer, ApiError> {
-        self.check_swarm(swarm)?;
+        let runtime = self.swarm(swarm)?;
         let before = match &body.before {
             Some(text) => Some(text.parse::<Timestamp>().map_err(|error| {
                 ApiError::bad_parameter("before", format!("before is not an RFC 3339 time: {error}"))
@@ -302,14 +306,14 @@ impl Service {
         }
         let mut results = Vec::new();
         for (agent, item_ids, event) in tombstones {
-            let appended = self.log.append(std::slice::from_ref(&event)).await?;
+            let appended = runtime.log.append(std::slice::from_ref(&event)).await?;
             let seq = appended[0].seq;
             let handle = self.agent_handle(swarm, &agent, None).await?;
-            handle.caught_up(self.log.as_ref(), seq, APPLY_TIMEOUT).await?;
+            handle.caught_up(runtime.log.as_ref(), seq, APPLY_TIMEOUT).await?;
             // Every path that reads the raw log shows the erased events as
             // erased once the eraser has recorded them (and erased what was
             // derived from them): the answer waits for that.
-            self.erasures.wait_through(seq, APPLY_TIMEOUT).await?;
+            runtime.erasures.wait_through(seq, APPLY_TIMEOUT).await?;
             // The snapshot on disk still holds the text until the next one is
             // written: write it now.
             let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;

@@ -18,8 +18,9 @@ impl Service {
     /// no thinking budget) gets the agent's from `swarm.toml`; an agent not
     /// listed there gets the defaults of one that is listed without them.
     pub async fn context(&self, swarm: &str, agent: &str, body: ContextBody) -> Result<ContextAnswer, ApiError> {
+        let runtime = self.swarm(swarm)?;
         let unlisted = AgentConfig::named(agent);
-        let agent_config = self.config.agent(agent).unwrap_or(&unlisted);
+        let agent_config = runtime.config.agent(agent).unwrap_or(&unlisted);
         let checked = body.check(agent_config.context_budget, agent_config.thinking_budget)?;
         let signals = ContextSignals {
             current_file: checked.current_file,
@@ -28,10 +29,10 @@ impl Service {
             phase: checked.phase,
             thinking_budget: checked.thinking_budget,
         };
-        let handle = self.agent_handle(swarm, agent, checked.min_seq).await?;
+        let handle = runtime.agent_handle(agent, checked.min_seq).await?;
         let request = ContextRequest::new(checked.query, checked.budget)
             .with_signals(signals)
-            .with_core(self.core_request(agent));
+            .with_core(Service::core_request(&runtime.config, agent));
         let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
             unreachable!("a context query answers with context")
         };
@@ -74,7 +75,8 @@ impl Service {
                 ),
             )
         })?;
-        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let runtime = self.swarm(swarm)?;
+        let handle = runtime.agent_handle(agent, params.min_seq).await?;
         let QueryAnswer::Phase(found) = ask(&handle, Query::Phase(phase_id.to_string())).await? else {
             unreachable!("a phase query answers with a phase")
         };
@@ -89,12 +91,12 @@ impl Service {
             PhaseAnswer { heading: phase_heading(&phase), level: level.as_str().to_string(), text: None, full: None };
         match level {
             PhaseLevel::Original => {
-                let entries = self.log.read_seqs(&phase.event_seqs).await?;
+                let entries = runtime.log.read_seqs(&phase.event_seqs).await?;
                 // A phase holds only events its reader's memory applied (its
                 // own, and the other agents' non-private ones); checked again,
                 // as every path that reads the log directly does.
                 let visible = entries.iter().filter(|entry| entry_visible_to(entry, agent));
-                let erasures = self.erasures.erasures();
+                let erasures = runtime.erasures.erasures();
                 answer.heading.events =
                     PhaseEvents::Original(visible.map(|entry| wire_entry(entry, &erasures)).collect());
             }

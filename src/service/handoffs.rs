@@ -17,7 +17,7 @@ use mneme_nats::LogEntry;
 use mneme_projections::HandoffRecord;
 use tokio::sync::mpsc;
 
-use super::{ApiError, Service, ask};
+use super::{ApiError, Service, SwarmRuntime, ask};
 
 /// How long an acknowledgement waits for the memory to apply the log, so
 /// that a handoff delivered a moment ago can be acknowledged.
@@ -28,11 +28,12 @@ const FEED_BUFFER: usize = 16;
 impl Service {
     /// The handoffs `agent` received, pending first.
     pub async fn handoffs(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<HandoffsAnswer, ApiError> {
-        let handle = self.agent_handle(swarm, agent, min_seq).await?;
+        let runtime = self.swarm(swarm)?;
+        let handle = runtime.agent_handle(agent, min_seq).await?;
         let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
             unreachable!("a handoffs query answers with handoffs")
         };
-        let handoffs = records.iter().map(|record| self.shown_delivery(swarm, agent, record)).collect();
+        let handoffs = records.iter().map(|record| runtime.shown_delivery(agent, record)).collect();
         Ok(HandoffsAnswer { agent: agent.to_string(), handoffs })
     }
 
@@ -46,7 +47,8 @@ impl Service {
         agent: &str,
         min_seq: Option<u64>,
     ) -> Result<mpsc::Receiver<HandoffDelivery>, ApiError> {
-        let handle = self.agent_handle(swarm, agent, min_seq).await?;
+        let runtime = self.swarm(swarm)?.clone();
+        let handle = runtime.agent_handle(agent, min_seq).await?;
         // The checkpoint first, then the list: a handoff applied in between
         // is in the list and also after the checkpoint, and is sent once.
         let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
@@ -57,10 +59,13 @@ impl Service {
         };
         let pending: Vec<HandoffRecord> = records.into_iter().filter(HandoffRecord::is_pending).collect();
         let (deliveries, receiver) = mpsc::channel(FEED_BUFFER);
-        actix_rt::spawn(self.feed_handoffs(handle, swarm.to_string(), status.checkpoint, pending, deliveries));
+        let shutting_down = self.shutting_down.clone();
+        actix_rt::spawn(runtime.feed_handoffs(handle, shutting_down, status.checkpoint, pending, deliveries));
         Ok(receiver)
     }
+}
 
+impl SwarmRuntime {
     /// Sends `pending`, then follows the agent's part of the log after
     /// `checkpoint` for new deliveries. What is sent is the memory's record
     /// of each handoff, as the list shows it: a receipt the agent's runtime
@@ -69,18 +74,17 @@ impl Service {
     async fn feed_handoffs(
         self: Arc<Self>,
         handle: AgentHandle,
-        swarm: String,
+        mut shutting_down: tokio::sync::watch::Receiver<bool>,
         checkpoint: u64,
         pending: Vec<HandoffRecord>,
         deliveries: mpsc::Sender<HandoffDelivery>,
     ) {
         let agent = handle.agent.clone();
-        let mut shutting_down = self.shutting_down.clone();
         // Each handoff sent, and whether it had its package.
         let mut sent: BTreeMap<EventId, bool> = BTreeMap::new();
         for record in &pending {
             sent.insert(record.handoff_id, record.package.is_some());
-            if deliveries.send(self.shown_delivery(&swarm, &agent, record)).await.is_err() {
+            if deliveries.send(self.shown_delivery(&agent, record)).await.is_err() {
                 return;
             }
         }
@@ -101,7 +105,7 @@ impl Service {
                                 && (record.package.is_some() || !sent.contains_key(&handoff_id)) =>
                             {
                                 sent.insert(handoff_id, record.package.is_some());
-                                self.shown_delivery(&swarm, &agent, &record)
+                                self.shown_delivery(&agent, &record)
                             }
                             Ok(_) => continue,
                             Err(error) => {
@@ -127,8 +131,8 @@ impl Service {
 
     /// A handoff as its recipient is shown it: its package without what
     /// quotes an erased event, and none once the handoff itself is erased.
-    pub(super) fn shown_delivery(&self, swarm: &str, agent: &str, record: &HandoffRecord) -> HandoffDelivery {
-        let mut delivery = handoff_delivery(swarm, agent, record);
+    pub(super) fn shown_delivery(&self, agent: &str, record: &HandoffRecord) -> HandoffDelivery {
+        let mut delivery = handoff_delivery(self.name(), agent, record);
         if let Some(package) = &delivery.package {
             delivery.package = self.erasures.erasures().redact_package(record.handoff_id, package);
         }
@@ -148,7 +152,9 @@ impl Service {
         };
         Ok(records.into_iter().find(|record| record.handoff_id == handoff_id))
     }
+}
 
+impl Service {
     /// Acknowledges a handoff `agent` received: appends
     /// `handoff_acknowledged` with `note`. 404 for a handoff the agent did
     /// not receive, 409 for one already acknowledged. The event's id
@@ -163,9 +169,10 @@ impl Service {
         let handoff_id: EventId = handoff_id.parse().map_err(|_| {
             ApiError::bad_parameter("handoff_id", format!("{} is not an event id (a ULID)", quote(handoff_id)))
         })?;
-        let handle = self.agent_handle(swarm, agent, None).await?;
-        let log_end = self.log.last_seq().await?;
-        handle.caught_up(self.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
+        let runtime = self.swarm(swarm)?;
+        let handle = runtime.agent_handle(agent, None).await?;
+        let log_end = runtime.log.last_seq().await?;
+        handle.caught_up(runtime.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
         let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
             unreachable!("a handoffs query answers with handoffs")
         };
@@ -184,15 +191,15 @@ impl Service {
             ));
         }
         let event = Event::new(swarm, agent, EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note }))
-            .with_id(self.id_key.derive(agent, "handoff_acknowledged", &handoff_id.to_string()))
+            .with_id(runtime.id_key.derive(agent, "handoff_acknowledged", &handoff_id.to_string()))
             .with_ts(self.clock.now())
             .caused_by(record.received.event_id);
         event.validate().map_err(ApiError::from_validation)?;
-        let appended = self.log.append(std::slice::from_ref(&event)).await?;
-        self.supervisor.do_send(AgentsWritten(vec![agent.to_string()]));
+        let appended = runtime.log.append(std::slice::from_ref(&event)).await?;
+        runtime.supervisor.do_send(AgentsWritten(vec![agent.to_string()]));
         // Answered once applied: the handoff is no longer pending for a
         // read that follows (core memory, the pending list).
-        handle.caught_up(self.log.as_ref(), appended[0].seq, CATCH_UP_TIMEOUT).await?;
+        handle.caught_up(runtime.log.as_ref(), appended[0].seq, CATCH_UP_TIMEOUT).await?;
         Ok(Acknowledged {
             handoff_id: handoff_id.to_string(),
             agent: agent.to_string(),

@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 
 use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SwarmConfig};
 use mneme_api::log::{
-    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, SwarmProvenance,
+    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, SwarmHealth,
+    SwarmProvenance, SwarmSummary, Swarms,
 };
 use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, ProvenanceParams, quote};
 use mneme_api::{self as wire};
@@ -20,7 +21,7 @@ use mneme_projections::ProvenanceRef;
 use serde_json::{Value, json};
 
 use super::error::stopped;
-use super::{ApiError, Caller, Service, ask};
+use super::{ApiError, Caller, Service, SwarmRuntime, ask};
 
 /// Entries a followed log stream holds for a slow reader before the
 /// follower waits for it.
@@ -29,16 +30,80 @@ const FOLLOW_BUFFER: usize = 256;
 impl Service {
     /// Whether the log answers, and how far it reaches.
     pub async fn health(&self) -> Result<Health, ApiError> {
-        let last_seq = self.log.last_seq().await?;
-        Ok(Health { status: "ok".to_string(), swarm: self.config.swarm.name.clone(), last_seq })
+        let mut swarms = Vec::with_capacity(self.swarms.len());
+        for swarm in self.swarms.values() {
+            let last_seq = swarm.log.last_seq().await?;
+            swarms.push(SwarmHealth { swarm: swarm.name().to_string(), last_seq });
+        }
+        let first = swarms.first().cloned().expect("a server holds at least one swarm");
+        Ok(Health { status: "ok".to_string(), swarm: first.swarm, last_seq: first.last_seq, swarms })
+    }
+
+    /// The swarms this server holds that `caller` may reach.
+    pub fn swarm_list(&self, caller: &Caller) -> Swarms {
+        let swarms = self
+            .swarms
+            .values()
+            .filter(|swarm| caller.may_reach(swarm.name()))
+            .map(|swarm| SwarmSummary {
+                swarm: swarm.name().to_string(),
+                agents: swarm.config.agents.iter().map(|agent| agent.name.clone()).collect(),
+            })
+            .collect();
+        Swarms { swarms }
+    }
+
+    /// The swarm the events of a request body are for: the one they all
+    /// name, which the caller must be allowed to reach. A body whose
+    /// events name no swarm, or that is not JSON, goes to the caller's
+    /// default swarm (see [`Service::default_swarm`]), whose decoder then
+    /// says what is wrong with it.
+    fn swarm_of_batch(&self, caller: &Caller, body: &[u8]) -> Result<&Arc<SwarmRuntime>, ApiError> {
+        let named: Vec<(usize, String)> = match serde_json::from_slice::<Value>(body) {
+            Ok(Value::Array(events)) => events
+                .iter()
+                .enumerate()
+                .filter_map(|(index, event)| Some((index, event.get("swarm")?.as_str()?.to_string())))
+                .collect(),
+            Ok(event) => {
+                event.get("swarm").and_then(Value::as_str).map(|swarm| vec![(0, swarm.to_string())]).unwrap_or_default()
+            }
+            Err(_) => Vec::new(),
+        };
+        let Some((_, first)) = named.first() else { return self.default_swarm(caller) };
+        if let Some((index, other)) = named.iter().find(|(_, swarm)| swarm != first) {
+            return Err(ApiError::bad_request(
+                "mixed_swarms",
+                Some(&format!("[{index}].swarm")),
+                format!("a request's events must all be of one swarm: {first:?} and {other:?}"),
+            ));
+        }
+        let Some(swarm) = self.swarms.get(first) else {
+            let held: Vec<&str> = self.swarms.keys().map(String::as_str).collect();
+            let held = held.iter().map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ");
+            return Err(ApiError::not_found(
+                "unknown_swarm",
+                Some(&format!("[{}].swarm", named[0].0)),
+                format!("this server holds swarm {held}, not {first:?}"),
+            ));
+        };
+        if !caller.may_reach(first) {
+            return Err(ApiError::forbidden(
+                "forbidden",
+                Some(&format!("[{}].swarm", named[0].0)),
+                format!("{caller} may not publish events of swarm {first:?}"),
+            ));
+        }
+        Ok(swarm)
     }
 
     /// Appends one event or an array (`body`, JSON) for `caller`. Every
     /// event is validated before any is appended: an invalid one refuses
     /// the whole request, naming its index and field.
     pub async fn append_events(&self, caller: &Caller, body: &[u8]) -> Result<AcceptedEvents, ApiError> {
-        let body = with_default_scopes(&self.config, body)?;
-        let limits = self.config.decode_limits();
+        let runtime = self.swarm_of_batch(caller, body)?;
+        let body = with_default_scopes(&runtime.config, body)?;
+        let limits = runtime.config.decode_limits();
         let events = decode_json_batch_of_at_most(&body, &limits, MAX_EVENTS_PER_REQUEST).map_err(|batch| {
             let mut error = batch.error;
             // The decoder knows the limit's value, not which setting holds it.
@@ -47,8 +112,8 @@ impl Service {
             }
             ApiError::from_validation(error)
         })?;
-        let swarm = &self.config.swarm.name;
-        if let Some((index, event)) = events.iter().enumerate().find(|(_, event)| &event.swarm != swarm) {
+        let swarm = runtime.name();
+        if let Some((index, event)) = events.iter().enumerate().find(|(_, event)| event.swarm != swarm) {
             return Err(ApiError::not_found(
                 "unknown_swarm",
                 Some(&format!("[{index}].swarm")),
@@ -77,15 +142,15 @@ impl Service {
                 format!("{caller} may not publish events of agent {:?}", event.agent),
             ));
         }
-        self.check_core_blocks(&events, |index| format!("[{index}].data.block")).await?;
+        self.check_core_blocks(runtime, &events, |index| format!("[{index}].data.block")).await?;
         let agents: Vec<&str> = events.iter().map(|event| event.agent.as_str()).collect();
-        self.publish_quotas.take(caller, &agents, events.len(), body.len())?;
-        let appended = self.log.append(&events).await?;
+        self.publish_quotas.take(caller, swarm, &agents, events.len(), body.len())?;
+        let appended = runtime.log.append(&events).await?;
         let mut agents: Vec<String> = events.iter().map(|event| event.agent.clone()).collect();
         agents.sort();
         agents.dedup();
-        self.supervisor.do_send(AgentsWritten(agents));
-        metrics::counter!("mneme_events_appended_total")
+        runtime.supervisor.do_send(AgentsWritten(agents));
+        metrics::counter!("mneme_events_appended_total", "swarm" => swarm.to_string())
             .increment(appended.iter().filter(|a| !a.duplicate).count() as u64);
         let accepted =
             appended.iter().map(|a| Accepted { id: a.id.to_string(), seq: a.seq, duplicate: a.duplicate }).collect();
@@ -94,11 +159,11 @@ impl Service {
 
     /// A page of the log, every agent's or one agent's.
     pub async fn events(&self, swarm: &str, params: &EventsParams) -> Result<EventsPage, ApiError> {
-        self.check_swarm(swarm)?;
+        let runtime = self.swarm(swarm)?;
         let page = params.check()?;
-        let entries = self.log.read(page.from_seq, page.agent.as_deref(), page.limit).await?;
+        let entries = runtime.log.read(page.from_seq, page.agent.as_deref(), page.limit).await?;
         let events =
-            page_with_erased(&entries, page.from_seq, page.agent.as_deref(), page.limit, &self.erasures.erasures());
+            page_with_erased(&entries, page.from_seq, page.agent.as_deref(), page.limit, &runtime.erasures.erasures());
         let next_seq = events.last().map_or(page.from_seq, |entry| entry.seq() + 1);
         Ok(EventsPage { events, next_seq })
     }
@@ -113,12 +178,12 @@ impl Service {
         swarm: &str,
         params: &EventsParams,
     ) -> Result<mpsc::Receiver<wire::log::LogEntry>, ApiError> {
-        self.check_swarm(swarm)?;
+        let runtime = self.swarm(swarm)?;
         let page = params.check()?;
-        let mut entries = self.log.subscribe(page.from_seq, page.agent.as_deref()).await?;
+        let mut entries = runtime.log.subscribe(page.from_seq, page.agent.as_deref()).await?;
         let (sender, receiver) = mpsc::channel(FOLLOW_BUFFER);
         let mut shutting_down = self.shutting_down.clone();
-        let registry = self.erasures.clone();
+        let registry = runtime.erasures.clone();
         let agent = page.agent.clone();
         let mut next_seq = page.from_seq.max(1);
         actix_rt::spawn(async move {
@@ -157,9 +222,9 @@ impl Service {
 
     /// Records that are not valid events, with why.
     pub async fn dead_letters(&self, swarm: &str) -> Result<DeadLetters, ApiError> {
-        self.check_swarm(swarm)?;
-        let letters = self.log.dead_letters().await?;
-        let erasures = self.erasures.erasures();
+        let runtime = self.swarm(swarm)?;
+        let letters = runtime.log.dead_letters().await?;
+        let erasures = runtime.erasures.erasures();
         let dead_letters = letters
             .iter()
             .map(|letter| DeadLetter {
@@ -178,20 +243,20 @@ impl Service {
 
     /// The agents with a memory in this process.
     pub async fn agents(&self, swarm: &str) -> Result<Agents, ApiError> {
-        self.check_swarm(swarm)?;
-        let agents = self.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
+        let runtime = self.swarm(swarm)?;
+        let agents = runtime.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
         Ok(Agents { agents })
     }
 
     /// The full events behind an item, in log order, from every memory
     /// that holds it. For operators: an agent asks [`Service::agent_provenance`].
     pub async fn swarm_provenance(&self, swarm: &str, item_id: &str) -> Result<SwarmProvenance, ApiError> {
-        self.check_swarm(swarm)?;
-        let agents = self.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
+        let runtime = self.swarm(swarm)?;
+        let agents = runtime.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
         let mut holders = Vec::new();
         let mut seqs = std::collections::BTreeSet::new();
         for agent in agents {
-            let handle = self.agent_handle(swarm, &agent, None).await?;
+            let handle = runtime.agent_handle(&agent, None).await?;
             if let QueryAnswer::Provenance(Some(found)) = ask(&handle, Query::Provenance(item_id.to_string())).await? {
                 holders.push(agent);
                 seqs.extend(found.iter().map(|reference| reference.seq));
@@ -205,8 +270,8 @@ impl Service {
             ));
         }
         let seqs: Vec<u64> = seqs.into_iter().collect();
-        let entries = self.log.read_seqs(&seqs).await?;
-        let erasures = self.erasures.erasures();
+        let entries = runtime.log.read_seqs(&seqs).await?;
+        let erasures = runtime.erasures.erasures();
         let events = entries.iter().map(|entry| wire_entry(entry, &erasures)).collect();
         Ok(SwarmProvenance { item_id: item_id.to_string(), holders, events })
     }
@@ -222,7 +287,8 @@ impl Service {
         params: &ProvenanceParams,
     ) -> Result<AgentProvenance, ApiError> {
         params.check()?;
-        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let runtime = self.swarm(swarm)?;
+        let handle = runtime.agent_handle(agent, params.min_seq).await?;
         let unknown = || {
             ApiError::not_found(
                 "unknown_item",
@@ -237,8 +303,8 @@ impl Service {
         let mut seqs: Vec<u64> = references.iter().map(|reference| reference.seq).collect();
         seqs.sort_unstable();
         seqs.dedup();
-        let entries = self.log.read_seqs(&seqs).await?;
-        let erasures = self.erasures.erasures();
+        let entries = runtime.log.read_seqs(&seqs).await?;
+        let erasures = runtime.erasures.erasures();
         let visible: Vec<_> = entries
             .iter()
             .filter(|entry| entry_visible_to(entry, agent))

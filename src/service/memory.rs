@@ -17,8 +17,9 @@ use super::{ApiError, Service, ask};
 impl Service {
     /// A search of the agent's memory: bm25, vector, graph or hybrid.
     pub async fn search(&self, swarm: &str, agent: &str, params: &SearchParams) -> Result<SearchAnswer, ApiError> {
-        let request = search_request(params, &self.config.retrieval)?;
-        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let runtime = self.swarm(swarm)?;
+        let request = search_request(params, &runtime.config.retrieval)?;
+        let handle = runtime.agent_handle(agent, params.min_seq).await?;
         let explain = request.explain;
         let mode = request.mode;
         let QueryAnswer::Search(hits) = ask(&handle, Query::Search(request)).await? else {
@@ -82,12 +83,13 @@ impl Service {
         let _permit = self.replay_permits.try_acquire().map_err(|_| {
             ApiError::too_many_requests("replay_in_progress", None, "a replay is already running; retry when it ends")
         })?;
-        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let runtime = self.swarm(swarm)?;
+        let handle = runtime.agent_handle(agent, params.min_seq).await?;
         let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
             unreachable!("a status query answers with a status")
         };
-        let config = self.memory_config.clone();
-        let report = verify_against_log(self.log.as_ref(), agent, config, status.checkpoint, &status.digest).await?;
+        let config = runtime.memory_config.clone();
+        let report = verify_against_log(runtime.log.as_ref(), agent, config, status.checkpoint, &status.digest).await?;
         let matches = report.matches();
         if params.verify && matches == Some(false) {
             tracing::error!(%agent, live = %status.digest, replayed = %report.digest, "replay digest differs from live memory");

@@ -26,11 +26,13 @@ pub mod memory;
 pub mod publish_quota;
 pub mod query_permits;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Addr;
 use metrics_exporter_prometheus::PrometheusHandle;
+use mneme_actors::swarm_config::{ApiToken, HttpSection};
 use mneme_actors::{AgentHandle, Consolidator, ErasureRegistry, GetAgent, Query, QueryAnswer, Supervisor, SwarmConfig};
 use mneme_api::params::quote;
 use mneme_nats::EventLog;
@@ -46,20 +48,52 @@ use error::stopped;
 /// How long a query with `min_seq` waits for the agent to catch up.
 const CATCH_UP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The running memory service: the log, the actors, and what the queries
-/// share. One per process, shared by every transport.
-pub struct Service {
+/// One swarm this process holds: its configuration, its log, the actors
+/// that keep its memories and consolidate them, and what its purges
+/// erased.
+pub struct SwarmRuntime {
     pub config: SwarmConfig,
     pub log: Arc<dyn EventLog>,
     pub supervisor: Addr<Supervisor>,
-    pub metrics: PrometheusHandle,
-    /// A replay rebuilds a whole memory: one at a time per process.
-    pub replay_permits: tokio::sync::Semaphore,
     /// Memory settings and embedder, for replays.
     pub memory_config: MemoryConfig,
     pub consolidator: Addr<Consolidator>,
     /// Keys the ids Mneme derives for its own events (acknowledgements).
     pub id_key: mneme_events::IdKey,
+    /// What purges erased: every path that shows raw log entries shows
+    /// them through it (`log::wire_entry`).
+    pub erasures: Arc<ErasureRegistry>,
+}
+
+impl SwarmRuntime {
+    /// The swarm's name.
+    pub fn name(&self) -> &str {
+        &self.config.swarm.name
+    }
+
+    /// The agent's memory actor, once it has applied the log up to
+    /// `min_seq` (read-your-writes).
+    pub async fn agent_handle(&self, agent: &str, min_seq: Option<u64>) -> Result<AgentHandle, ApiError> {
+        let handle = self.supervisor.send(GetAgent(agent.to_string())).await.map_err(|_| stopped(agent))??;
+        if let Some(min_seq) = min_seq {
+            handle.caught_up(self.log.as_ref(), min_seq, CATCH_UP_TIMEOUT).await?;
+        }
+        Ok(handle)
+    }
+}
+
+/// The running memory service: the swarms it holds, and what the queries
+/// share. One per process, shared by every transport.
+pub struct Service {
+    /// The swarms this process holds, by name (at least one).
+    pub swarms: BTreeMap<String, Arc<SwarmRuntime>>,
+    /// The process's HTTP settings: the first configuration's `[http]`.
+    pub http: HttpSection,
+    /// The API tokens of every swarm, each opening only its own swarm.
+    pub tokens: Vec<ApiToken>,
+    pub metrics: PrometheusHandle,
+    /// A replay rebuilds a whole memory: one at a time per process.
+    pub replay_permits: tokio::sync::Semaphore,
     /// The time of the events the service writes (acknowledgements,
     /// resolutions, tombstones).
     pub clock: Arc<dyn mneme_events::Clock>,
@@ -72,34 +106,51 @@ pub struct Service {
     /// Turns true when the server begins to shut down: long-lived responses
     /// (handoff streams) end then, rather than hold the shutdown up.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,
-    /// What purges erased: every path that shows raw log entries shows
-    /// them through it (`log::wire_entry`).
-    pub erasures: Arc<ErasureRegistry>,
 }
 
 impl Service {
-    /// The swarm this server holds, or 404 `unknown_swarm`.
-    pub fn check_swarm(&self, swarm: &str) -> Result<(), ApiError> {
-        if swarm != self.config.swarm.name {
-            return Err(ApiError::not_found(
+    /// The swarm `name` this server holds, or 404 `unknown_swarm`.
+    pub fn swarm(&self, name: &str) -> Result<&Arc<SwarmRuntime>, ApiError> {
+        self.swarms.get(name).ok_or_else(|| {
+            let held: Vec<&str> = self.swarms.keys().map(String::as_str).collect();
+            ApiError::not_found(
                 "unknown_swarm",
                 Some("swarm"),
-                format!("this server holds swarm {:?}, not {}", self.config.swarm.name, quote(swarm)),
-            ));
-        }
-        Ok(())
+                format!("this server holds swarm {}, not {}", held_names(&held), quote(name)),
+            )
+        })
     }
 
-    /// The agent's memory actor, once it has applied the log up to
-    /// `min_seq` (read-your-writes).
-    pub async fn agent_handle(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<AgentHandle, ApiError> {
-        self.check_swarm(swarm)?;
-        let handle = self.supervisor.send(GetAgent(agent.to_string())).await.map_err(|_| stopped(agent))??;
-        if let Some(min_seq) = min_seq {
-            handle.caught_up(self.log.as_ref(), min_seq, CATCH_UP_TIMEOUT).await?;
+    /// The swarm a caller means when it names none: the only one this
+    /// server holds, or the one its token opens; otherwise 400
+    /// `swarm_required`.
+    pub fn default_swarm(&self, caller: &Caller) -> Result<&Arc<SwarmRuntime>, ApiError> {
+        if let Caller::Token { swarm, .. } = caller {
+            return self.swarm(swarm);
         }
-        Ok(handle)
+        match self.swarms.values().next() {
+            Some(only) if self.swarms.len() == 1 => Ok(only),
+            _ => {
+                let held: Vec<&str> = self.swarms.keys().map(String::as_str).collect();
+                Err(ApiError::bad_request(
+                    "swarm_required",
+                    Some("swarm"),
+                    format!("this server holds swarms {}: name one", held_names(&held)),
+                ))
+            }
+        }
     }
+
+    /// The agent's memory actor in `swarm`, once it has applied the log up
+    /// to `min_seq` (read-your-writes).
+    pub async fn agent_handle(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<AgentHandle, ApiError> {
+        self.swarm(swarm)?.agent_handle(agent, min_seq).await
+    }
+}
+
+/// `"a"`, or `"a", "b"`: swarm names for a message.
+fn held_names(names: &[&str]) -> String {
+    names.iter().map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ")
 }
 
 /// One query of an agent's memory actor.

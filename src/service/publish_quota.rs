@@ -60,14 +60,22 @@ impl PublishQuotas {
     }
 
     /// Takes `events` events of `bytes` bytes from the quotas of `caller`
-    /// publishing as `agents`, or refuses them: 429 when they would fit
-    /// later, 413 `batch_over_quota` when they are more than a whole burst
-    /// (split the batch). A caller without a token is each of the agents.
-    pub fn take(&self, caller: &Caller, agents: &[&str], events: usize, bytes: usize) -> Result<(), ApiError> {
+    /// publishing as `agents` of `swarm`, or refuses them: 429 when they
+    /// would fit later, 413 `batch_over_quota` when they are more than a
+    /// whole burst (split the batch). A caller without a token is each of
+    /// the agents.
+    pub fn take(
+        &self,
+        caller: &Caller,
+        swarm: &str,
+        agents: &[&str],
+        events: usize,
+        bytes: usize,
+    ) -> Result<(), ApiError> {
         let keys: Vec<String> = match caller {
-            Caller::Token { name, .. } => vec![format!("token:{name}")],
+            Caller::Token { name, swarm, .. } => vec![format!("token:{swarm}/{name}")],
             Caller::Anyone => {
-                let mut agents: Vec<String> = agents.iter().map(|agent| format!("agent:{agent}")).collect();
+                let mut agents: Vec<String> = agents.iter().map(|agent| format!("agent:{swarm}/{agent}")).collect();
                 agents.sort();
                 agents.dedup();
                 agents
@@ -125,35 +133,35 @@ mod tests {
     use super::*;
 
     fn token(name: &str) -> Caller {
-        Caller::Token { name: name.to_string(), agent: Some(name.to_string()) }
+        Caller::Token { name: name.to_string(), swarm: "demo".to_string(), agent: Some(name.to_string()) }
     }
 
     #[test]
     fn a_caller_past_its_quota_is_refused_naming_it_and_another_is_not() {
         let quotas = PublishQuotas::new(100, 1_000_000, 2);
-        quotas.take(&token("coder"), &["coder"], 150, 10).unwrap();
-        let refused = quotas.take(&token("coder"), &["coder"], 100, 10).unwrap_err();
+        quotas.take(&token("coder"), "demo", &["coder"], 150, 10).unwrap();
+        let refused = quotas.take(&token("coder"), "demo", &["coder"], 100, 10).unwrap_err();
         assert_eq!((refused.status(), refused.code()), (429, "too_many_events"));
         assert!(refused.to_string().contains("http.publish_events_per_sec"), "{refused}");
         assert!(refused.retry_after_secs() >= 1, "{refused}");
-        quotas.take(&token("reviewer"), &["reviewer"], 200, 10).unwrap();
+        quotas.take(&token("reviewer"), "demo", &["reviewer"], 200, 10).unwrap();
     }
 
     #[test]
     fn bytes_count_as_events_do_and_zero_turns_a_quota_off() {
         let quotas = PublishQuotas::new(0, 1000, 1);
-        quotas.take(&Caller::Anyone, &["coder"], 1_000_000, 1000).unwrap();
-        let refused = quotas.take(&Caller::Anyone, &["coder", "coder"], 1, 600).unwrap_err();
+        quotas.take(&Caller::Anyone, "demo", &["coder"], 1_000_000, 1000).unwrap();
+        let refused = quotas.take(&Caller::Anyone, "demo", &["coder", "coder"], 1, 600).unwrap_err();
         assert!(refused.to_string().contains("http.publish_bytes_per_sec"), "{refused}");
         // Without tokens each agent has its own quota.
-        quotas.take(&Caller::Anyone, &["planner"], 1, 600).unwrap();
+        quotas.take(&Caller::Anyone, "demo", &["planner"], 1, 600).unwrap();
     }
 
     #[test]
     fn a_batch_larger_than_a_whole_burst_is_refused_as_too_large() {
         let quotas = PublishQuotas::new(10, 0, 3);
-        let refused = quotas.take(&token("importer"), &["coder"], 31, 1).unwrap_err();
+        let refused = quotas.take(&token("importer"), "demo", &["coder"], 31, 1).unwrap_err();
         assert_eq!((refused.status(), refused.code()), (413, "batch_over_quota"), "{refused}");
-        quotas.take(&token("importer"), &["coder"], 30, 1).unwrap();
+        quotas.take(&token("importer"), "demo", &["coder"], 30, 1).unwrap();
     }
 }
