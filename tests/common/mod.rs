@@ -32,6 +32,21 @@ pub fn reviewer_and_tokens(tokens: &[(&str, &str, Option<&str>)]) -> String {
     config
 }
 
+/// The `swarm.toml` of a test server's swarm `name`: `planner` and `coder`,
+/// the model-free embedder, frequent checkpoints, and `extra` appended.
+pub fn swarm_config(name: &str, nats_url: Option<&str>, extra: &str) -> String {
+    let mut config = format!(
+        "[swarm]\nname = \"{name}\"\nadmit_unknown_agents = true\n\n[memory]\ncheckpoint_interval_ms = 200\n\
+         checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n\
+         [[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
+    );
+    if nats_url.is_some() {
+        config.push_str("\n[log]\nbackend = \"nats\"\nduplicate_window_secs = 60\n");
+    }
+    config.push_str(extra);
+    config
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -42,6 +57,8 @@ pub struct MnemeServer {
     pub url: String,
     pub data_dir: PathBuf,
     pub config_path: PathBuf,
+    /// More swarms' files, each passed with its own `--config`.
+    pub more_configs: Vec<PathBuf>,
     pub nats_url: Option<String>,
     /// Sent as a bearer token by `get`, `post` and `cli`.
     pub token: Option<String>,
@@ -78,6 +95,26 @@ impl MnemeServer {
         server
     }
 
+    /// One process serving several swarms, each `(name, more swarm.toml)`
+    /// with the same base configuration as [`MnemeServer::start`]; with
+    /// several, each swarm keeps its data in `<data dir>/<name>`.
+    pub fn start_swarms(
+        work_dir: &Path,
+        nats_url: Option<&str>,
+        swarms: &[(&str, &str)],
+        environment: &[(&str, &str)],
+    ) -> MnemeServer {
+        let (first, more) = swarms.split_first().expect("at least one swarm");
+        let mut server = MnemeServer::configure_swarm(work_dir, first.0, nats_url, first.1, environment);
+        for (name, extra) in more {
+            let path = work_dir.join(format!("{name}.toml"));
+            std::fs::write(&path, swarm_config(name, nats_url, extra)).unwrap();
+            server.more_configs.push(path);
+        }
+        server.spawn();
+        server
+    }
+
     /// Writes the configuration; starts nothing.
     fn configure(
         work_dir: &Path,
@@ -85,22 +122,24 @@ impl MnemeServer {
         extra_config: &str,
         environment: &[(&str, &str)],
     ) -> MnemeServer {
-        let config_path = work_dir.join("swarm.toml");
-        let mut config = String::from(
-            "[swarm]\nname = \"demo\"\nadmit_unknown_agents = true\n\n[memory]\ncheckpoint_interval_ms = 200\n\
-             checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n\
-             [[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
-        );
-        if nats_url.is_some() {
-            config.push_str("\n[log]\nbackend = \"nats\"\nduplicate_window_secs = 60\n");
-        }
-        config.push_str(extra_config);
-        std::fs::write(&config_path, config).unwrap();
+        MnemeServer::configure_swarm(work_dir, "demo", nats_url, extra_config, environment)
+    }
+
+    fn configure_swarm(
+        work_dir: &Path,
+        swarm: &str,
+        nats_url: Option<&str>,
+        extra_config: &str,
+        environment: &[(&str, &str)],
+    ) -> MnemeServer {
+        let config_path = work_dir.join(if swarm == "demo" { "swarm.toml".to_string() } else { format!("{swarm}.toml") });
+        std::fs::write(&config_path, swarm_config(swarm, nats_url, extra_config)).unwrap();
         MnemeServer {
             child: None,
             url: String::new(),
             data_dir: work_dir.join("data"),
             config_path,
+            more_configs: Vec::new(),
             nats_url: nats_url.map(str::to_string),
             token: None,
             environment: environment.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect(),
@@ -151,7 +190,11 @@ impl MnemeServer {
         let mut command = Command::new(MNEME);
         command
             .args(["serve", "--config"])
-            .arg(&self.config_path)
+            .arg(&self.config_path);
+        for path in &self.more_configs {
+            command.arg("--config").arg(path);
+        }
+        command
             .arg("--data-dir")
             .arg(&self.data_dir)
             .args(["--http", &format!("127.0.0.1:{}", self.port)])
@@ -205,6 +248,7 @@ impl MnemeServer {
             url: self.url.clone(),
             data_dir: self.data_dir.clone(),
             config_path: self.config_path.clone(),
+            more_configs: self.more_configs.clone(),
             nats_url: self.nats_url.clone(),
             token: Some(token.to_string()),
             environment: self.environment.clone(),
