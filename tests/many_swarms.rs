@@ -103,11 +103,9 @@ fn assert_scopes_hold_across_swarms(server: &MnemeServer, (design_seq, dev_seq):
 /// A token of `dev` reaches nothing of `design`.
 fn assert_tokens_stay_in_their_swarm(server: &MnemeServer) {
     for token in [DEV_OPS, DEV_CODER] {
-        for path in [
-            "/v1/swarms/design/agents/coder/search?q=zanzibar",
-            "/v1/swarms/design/events",
-            "/v1/swarms/design/agents",
-        ] {
+        for path in
+            ["/v1/swarms/design/agents/coder/search?q=zanzibar", "/v1/swarms/design/events", "/v1/swarms/design/agents"]
+        {
             let (status, answer) = server.get_as(Some(token), path);
             assert_eq!(status, 403, "{path}: {answer}");
         }
@@ -137,10 +135,7 @@ fn assert_tokens_stay_in_their_swarm(server: &MnemeServer) {
     let found = mcp_search(server, DESIGN_OPS, "?agent=planner", "zanzibar");
     assert!(found.contains("zanzibar"), "{found}");
     // One batch is one swarm's.
-    let mixed = json!([
-        event("design", 10, "coder", "shared", "one"),
-        event("dev", 10, "coder", "shared", "two"),
-    ]);
+    let mixed = json!([event("design", 10, "coder", "shared", "one"), event("dev", 10, "coder", "shared", "two"),]);
     let (status, answer) = server.post_as(Some(DESIGN_OPS), "/v1/events", &mixed.to_string());
     assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("mixed_swarms")), "{answer}");
     // Metrics: a swarm's token sees its own series, never the other's.
@@ -215,9 +210,8 @@ fn on_nats_two_swarms_in_one_process_answer_on_their_own_subjects() {
     let seqs = publish(&server);
     assert_scopes_hold_across_swarms(&server, seqs);
     assert_tokens_stay_in_their_swarm(&server);
-    let client = runtime
-        .block_on(async_nats::ConnectOptions::with_token(NATS_TOKEN.to_string()).connect(nats.url()))
-        .unwrap();
+    let client =
+        runtime.block_on(async_nats::ConnectOptions::with_token(NATS_TOKEN.to_string()).connect(nats.url())).unwrap();
     let search = |swarm: &str, word: &str, min_seq: u64| -> SearchAnswer {
         let body = json!({"q": word, "mode": "bm25", "min_seq": min_seq});
         let reply = nats_request(&runtime, &client, format!("mneme.{swarm}.planner.query.search"), &body);
@@ -238,9 +232,8 @@ fn swarms_that_would_share_a_data_dir_or_a_secret_are_refused_at_start() {
         path
     };
     let shared_dir = work.path().join("one-folder");
-    let with_dir = |name: &str| {
-        common::swarm_config(name, None, &format!("\n[log]\ndata_dir = \"{}\"\n", shared_dir.display()))
-    };
+    let with_dir =
+        |name: &str| common::swarm_config(name, None, &format!("\n[log]\ndata_dir = \"{}\"\n", shared_dir.display()));
     let a = write("a.toml", with_dir("a"));
     let b = write("b.toml", with_dir("b"));
     let output = std::process::Command::new(common::MNEME)

@@ -236,8 +236,10 @@ impl Consolidator {
             }
             report.elapsed = started.elapsed();
             report.log_seq_at_end = log.last_seq().await?;
-            metrics::counter!("mneme_consolidation_runs_total", "dry_run" => request.dry_run.to_string()).increment(1);
-            metrics::histogram!("mneme_consolidation_seconds").record(report.elapsed.as_secs_f64());
+            let labels = [("swarm", swarm.clone()), ("dry_run", request.dry_run.to_string())];
+            metrics::counter!("mneme_consolidation_runs_total", &labels).increment(1);
+            metrics::histogram!("mneme_consolidation_seconds", "swarm" => swarm.clone())
+                .record(report.elapsed.as_secs_f64());
             Ok(report)
         }
     }
@@ -327,6 +329,7 @@ async fn scan_all(
 ) -> Result<(SharedScanSummary, Vec<ScannedAgent>), ActorsError> {
     let policy = policy.clone();
     let scanner = scanner.clone();
+    let swarm = context.swarm.to_string();
     let (taken, views): (Vec<_>, Vec<_>) =
         read.into_iter().map(|agent| ((agent.handle, agent.counts), agent.view)).unzip();
     // A panic is caught where it happens, so that the error names the scan
@@ -348,7 +351,7 @@ async fn scan_all(
             shared = SharedScan::new(&views.iter().collect::<Vec<_>>(), &policy)
         })?;
         let shared_seconds = started.elapsed().as_secs_f64();
-        metrics::histogram!("mneme_consolidation_shared_scan_seconds").record(shared_seconds);
+        metrics::histogram!("mneme_consolidation_shared_scan_seconds", "swarm" => swarm.clone()).record(shared_seconds);
         tracing::debug!(?shared, seconds = shared_seconds, "shared items compared once for the run");
         let summary =
             SharedScanSummary { items: shared.items(), duplicate_pairs: shared.duplicate_pairs(), shared_seconds };
@@ -358,7 +361,7 @@ async fn scan_all(
             let mut plan = None;
             caught(&view.agent, &mut || plan = Some(scanner(view, &policy, &shared)))?;
             let scan_seconds = started.elapsed().as_secs_f64();
-            metrics::histogram!("mneme_consolidation_scan_seconds").record(scan_seconds);
+            metrics::histogram!("mneme_consolidation_scan_seconds", "swarm" => swarm.clone()).record(scan_seconds);
             plans.push((view.items.len(), plan.expect("a scan that returned made a plan"), scan_seconds));
         }
         // A run writes at most `max_outcomes_per_run` verdicts in all,
@@ -449,8 +452,12 @@ fn fit_to_log(events: Vec<Event>, log: &dyn EventLog, id_key: &IdKey) -> (Vec<Ev
             }
             None => {
                 tracing::warn!(agent = %event.agent, kind = event.kind_name(), %error, "a consolidation verdict does not fit the log; left out");
-                metrics::counter!("mneme_consolidation_verdicts_dropped_total", "kind" => event.kind_name())
-                    .increment(1);
+                metrics::counter!(
+                    "mneme_consolidation_verdicts_dropped_total",
+                    "swarm" => event.swarm.clone(),
+                    "kind" => event.kind_name()
+                )
+                .increment(1);
                 dropped += 1;
             }
         }
@@ -518,7 +525,7 @@ async fn write_agent(scanned: ScannedAgent, log: &dyn EventLog) -> Result<AgentC
         handle.caught_up(log, seq, APPLY_TIMEOUT).await?;
     }
     if events_written > 0 {
-        count_outcomes(&plan);
+        count_outcomes(log.swarm(), &plan);
     }
     Ok(AgentConsolidation {
         agent: handle.agent.clone(),
@@ -531,7 +538,7 @@ async fn write_agent(scanned: ScannedAgent, log: &dyn EventLog) -> Result<AgentC
     })
 }
 
-fn count_outcomes(plan: &ConsolidationPlan) {
+fn count_outcomes(swarm: &str, plan: &ConsolidationPlan) {
     for (outcome, count) in [
         ("contradiction_detected", plan.contradictions.len()),
         ("memories_merged", plan.merges.len()),
@@ -539,7 +546,8 @@ fn count_outcomes(plan: &ConsolidationPlan) {
         ("memory_decayed", plan.decayed_count()),
         ("related_to", plan.links.len()),
     ] {
-        metrics::counter!("mneme_consolidation_outcomes_total", "outcome" => outcome).increment(count as u64);
+        metrics::counter!("mneme_consolidation_outcomes_total", "swarm" => swarm.to_string(), "outcome" => outcome)
+            .increment(count as u64);
     }
 }
 

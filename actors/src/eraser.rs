@@ -206,7 +206,8 @@ impl Erasing {
         self.log.record_erasure(&record).await?;
         self.registry.record(&record);
         tracing::info!(agent = %tombstone.agent, seq, erased = record.events.len(), "purge recorded");
-        metrics::counter!("mneme_events_erased_total").increment(record.events.len() as u64);
+        metrics::counter!("mneme_events_erased_total", "swarm" => self.log.swarm().to_string())
+            .increment(record.events.len() as u64);
         Ok(())
     }
 

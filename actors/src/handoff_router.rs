@@ -167,7 +167,7 @@ impl Routing {
                     // Retrying would fail the same way and hold up every
                     // later handoff: give this one up, loudly.
                     tracing::error!(seq, %error, "handoff cannot be delivered; skipped");
-                    metrics::counter!("mneme_handoffs_undeliverable_total").increment(1);
+                    metrics::counter!("mneme_handoffs_undeliverable_total", "swarm" => self.swarm.clone()).increment(1);
                     Ok(true)
                 }
                 routed => routed,
@@ -193,7 +193,7 @@ impl Routing {
             Ok(Err(ActorsError::UnknownAgent { .. })) if self.admit_unknown_agents => {}
             Ok(Err(ActorsError::UnknownAgent { .. })) => {
                 tracing::warn!(to = recipient_name, from = %sent.agent, "handoff to an agent this swarm does not admit; not delivered");
-                metrics::counter!("mneme_handoffs_undeliverable_total").increment(1);
+                metrics::counter!("mneme_handoffs_undeliverable_total", "swarm" => self.swarm.clone()).increment(1);
                 return Ok(());
             }
             Ok(Err(error)) => return Err(error),
@@ -254,7 +254,7 @@ impl Routing {
         };
         self.supervisor.do_send(AgentsWritten(vec![recipient_name.to_string()]));
         tracing::info!(from = %sent.agent, to = recipient_name, handoff_id = %sent.id, received_seq, "handoff delivered");
-        metrics::counter!("mneme_handoffs_delivered_total").increment(1);
+        metrics::counter!("mneme_handoffs_delivered_total", "swarm" => self.swarm.clone()).increment(1);
         if let Some(broker) = &self.broker {
             let record = HandoffRecord {
                 handoff_id: sent.id,

@@ -233,9 +233,9 @@ impl MemoryActor {
         self.snapshot_seq = checkpoint;
         self.events_since_snapshot = 0;
         self.first_unsaved_at = None;
-        metrics::counter!("mneme_snapshots_written_total").increment(1);
-        metrics::histogram!("mneme_snapshot_seconds").record(started.elapsed().as_secs_f64());
-        metrics::counter!("mneme_snapshot_bytes_written_total").increment(bytes as u64);
+        metrics::counter!("mneme_snapshots_written_total", "swarm" => swarm.clone()).increment(1);
+        metrics::histogram!("mneme_snapshot_seconds", "swarm" => swarm.clone()).record(started.elapsed().as_secs_f64());
+        metrics::counter!("mneme_snapshot_bytes_written_total", "swarm" => swarm.clone()).increment(bytes as u64);
         tracing::debug!(agent = %self.memory.agent(), snapshot_seq = checkpoint, bytes, "snapshot written");
         Ok(Some(checkpoint))
     }
@@ -332,12 +332,11 @@ impl Handler<ApplyBatch> for MemoryActor {
             self.events_since_snapshot += changed;
             self.first_unsaved_at.get_or_insert_with(Instant::now);
         }
-        let agent = self.memory.agent().to_string();
-        metrics::counter!("mneme_events_applied_total", "agent" => agent.clone()).increment(report.applied as u64);
-        metrics::counter!("mneme_conflicting_duplicates_total", "agent" => agent.clone())
+        let labels = [("swarm", self.memory.swarm().to_string()), ("agent", self.memory.agent().to_string())];
+        metrics::counter!("mneme_events_applied_total", &labels).increment(report.applied as u64);
+        metrics::counter!("mneme_conflicting_duplicates_total", &labels)
             .increment(report.conflicting_duplicates as u64);
-        metrics::counter!("mneme_events_dead_lettered_total", "agent" => agent)
-            .increment(report.dead_letters.len() as u64);
+        metrics::counter!("mneme_events_dead_lettered_total", &labels).increment(report.dead_letters.len() as u64);
         report.checkpoint = self.memory.checkpoint();
         report.snapshot_seq = self.snapshot_if_due();
         self.applied_seq.send_replace(report.checkpoint);
@@ -581,7 +580,8 @@ impl Handler<Query> for MemoryActor {
                 QueryAnswer::Purgeable(item_ids.iter().map(|item_id| self.memory.purgeable(item_id)).collect())
             }
         };
-        metrics::histogram!("mneme_query_seconds", "verb" => verb).record(started.elapsed().as_secs_f64());
+        metrics::histogram!("mneme_query_seconds", "swarm" => self.memory.swarm().to_string(), "verb" => verb)
+            .record(started.elapsed().as_secs_f64());
         Ok(answer)
     }
 }
@@ -788,7 +788,7 @@ fn apply_containing_panics(
             .map(|text| text.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic without a message".to_string());
-        metrics::counter!("mneme_apply_panics_total").increment(1);
+        metrics::counter!("mneme_apply_panics_total", "swarm" => memory.swarm().to_string()).increment(1);
         ProjectionError::ApplyPanicked { seq, message }
     })
 }

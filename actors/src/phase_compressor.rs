@@ -69,13 +69,15 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
         Box::pin(async move {
             let Ok(_permit) = permits.acquire().await else { return };
             let agent = notice.request.agent.clone();
+            let swarm = notice.request.swarm.clone();
             let phase = notice.request.phase_id.clone();
             let summary = match summarizer.summarize(&notice.request).await {
                 Ok(summary) => summary,
                 Err(reason) => {
                     // The phase keeps its extractive levels; nothing is lost.
                     tracing::warn!(%agent, %phase, %reason, "phase summary failed; keeping the extractive levels");
-                    metrics::counter!("mneme_phase_summaries_total", "result" => "failed").increment(1);
+                    metrics::counter!("mneme_phase_summaries_total", "swarm" => swarm.clone(), "result" => "failed")
+                        .increment(1);
                     return;
                 }
             };
@@ -96,17 +98,19 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
                 .caused_by(notice.completed_by);
             if let Err(error) = event.validate() {
                 tracing::warn!(%agent, %phase, %error, "the model's summary is not a valid event; keeping the extractive levels");
-                metrics::counter!("mneme_phase_summaries_total", "result" => "invalid").increment(1);
+                metrics::counter!("mneme_phase_summaries_total", "swarm" => swarm.clone(), "result" => "invalid")
+                    .increment(1);
                 return;
             }
             match log.append(std::slice::from_ref(&event)).await {
                 Ok(_) => {
                     tracing::info!(%agent, %phase, "phase summary recorded");
-                    metrics::counter!("mneme_phase_summaries_total", "result" => "recorded").increment(1);
+                    metrics::counter!("mneme_phase_summaries_total", "swarm" => swarm.clone(), "result" => "recorded")
+                        .increment(1);
                 }
                 Err(error) => {
                     tracing::warn!(%agent, %phase, %error, "could not append the phase summary");
-                    metrics::counter!("mneme_phase_summaries_total", "result" => "append_failed").increment(1);
+                    metrics::counter!("mneme_phase_summaries_total", "swarm" => swarm.clone(), "result" => "append_failed").increment(1);
                 }
             }
         })

@@ -174,7 +174,7 @@ impl Supervisor {
             }
             tracing::error!(agent, "memory actor stopped; restarting it");
             self.agents.remove(agent);
-            metrics::gauge!("mneme_agents").decrement(1.0);
+            metrics::gauge!("mneme_agents", "swarm" => self.config.swarm.name.clone()).decrement(1.0);
         }
         if self.workers.is_empty() {
             // A request or a discovery that arrived while the server stops.
@@ -207,7 +207,7 @@ impl Supervisor {
             MemoryActor::new(memory, store, policy, applied_sender).with_summaries(summaries)
         });
         tracing::info!(agent, "memory actor started");
-        metrics::gauge!("mneme_agents").increment(1.0);
+        metrics::gauge!("mneme_agents", "swarm" => self.config.swarm.name.clone()).increment(1.0);
         // The feed lives as long as the supervisor, which holds its sender.
         let _ = self.feed.send(Join { agent: agent.to_string(), addr: addr.clone(), applied: applied_for_feed });
         let handle = AgentHandle { agent: agent.to_string(), addr, applied_seq };

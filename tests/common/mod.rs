@@ -132,7 +132,8 @@ impl MnemeServer {
         extra_config: &str,
         environment: &[(&str, &str)],
     ) -> MnemeServer {
-        let config_path = work_dir.join(if swarm == "demo" { "swarm.toml".to_string() } else { format!("{swarm}.toml") });
+        let config_path =
+            work_dir.join(if swarm == "demo" { "swarm.toml".to_string() } else { format!("{swarm}.toml") });
         std::fs::write(&config_path, swarm_config(swarm, nats_url, extra_config)).unwrap();
         MnemeServer {
             child: None,
@@ -188,9 +189,7 @@ impl MnemeServer {
 
     fn spawn(&mut self) {
         let mut command = Command::new(MNEME);
-        command
-            .args(["serve", "--config"])
-            .arg(&self.config_path);
+        command.args(["serve", "--config"]).arg(&self.config_path);
         for path in &self.more_configs {
             command.arg("--config").arg(path);
         }
