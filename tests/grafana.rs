@@ -40,6 +40,9 @@ const NOT_PRODUCED_BY_THE_TEST: &[(&str, &str)] = &[
     ("mneme_events_erased_total", "only once a purge erased something; this test purges nothing"),
     ("mneme_nats_queries_total", "only for queries over NATS; this server runs on the embedded log"),
     ("mneme_nats_queries_refused_total", "only for queries over NATS; this server runs on the embedded log"),
+    ("mneme_log_tail_lost_events", "only when a start finds snapshots past the log's end (tests/lost_tail.rs)"),
+    ("mneme_log_tail_lost_memories_total", "only when a start finds snapshots past the log's end (tests/lost_tail.rs)"),
+    ("mneme_log_tail_lost_positions_total", "only when a stored position is past the log's end"),
 ];
 
 /// What a `metrics::{counter,gauge,histogram}!` emits.

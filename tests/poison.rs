@@ -121,8 +121,11 @@ fn poison_records_are_dead_lettered_once_with_their_reason_and_the_consumer_move
         }
     };
     check_letters(&server);
-    assert_eq!(metric(&server, "mneme_events_dead_lettered_total{agent=\"coder\"}"), poison.len() as u64);
-    assert_eq!(metric(&server, "mneme_conflicting_duplicates_total{agent=\"coder\"}"), 1);
+    assert_eq!(
+        metric(&server, "mneme_events_dead_lettered_total{swarm=\"demo\",agent=\"coder\"}"),
+        poison.len() as u64
+    );
+    assert_eq!(metric(&server, "mneme_conflicting_duplicates_total{swarm=\"demo\",agent=\"coder\"}"), 1);
     let first: ItemAnswer = server.get_typed("/v1/swarms/demo/agents/coder/items/01KG0000000000000000000000");
     assert!(first.text.contains("signing key number 0"), "{first:?}");
 
@@ -197,7 +200,7 @@ fn past_the_duplicate_window_a_conflicting_duplicate_is_dead_lettered_and_the_fi
         )),
         "{reason}"
     );
-    assert_eq!(metric(&server, "mneme_conflicting_duplicates_total{agent=\"coder\"}"), 1);
+    assert_eq!(metric(&server, "mneme_conflicting_duplicates_total{swarm=\"demo\",agent=\"coder\"}"), 1);
     let verified: ReplayAnswer =
         server.post_typed(&format!("/v1/swarms/demo/agents/coder/replay?verify=true&min_seq={changed_seq}"), "{}");
     assert_eq!(verified.matches, Some(true), "{verified:?}");

@@ -249,7 +249,7 @@ fn embedded_example_is_searchable_replays_identically_and_survives_restart() {
         })
         .count();
     assert!(visible_to_coder > 363, "the coder sees others' shared events too");
-    let applied = format!("mneme_events_applied_total{{agent=\"coder\"}} {visible_to_coder}");
+    let applied = format!("mneme_events_applied_total{{swarm=\"demo\",agent=\"coder\"}} {visible_to_coder}");
     assert!(metrics.contains(&applied), "{applied} in {metrics}");
     assert!(metrics.contains("mneme_events_dead_lettered_total"), "{metrics}");
     assert!(metrics.contains("mneme_query_seconds"), "{metrics}");

@@ -359,3 +359,75 @@ fn check_handoffs(server: &MnemeServer, saw: &Value) {
     assert!(saw["boundReceived"].as_u64().unwrap() > 0, "{saw}");
     assert_eq!(saw["errorsAsBoundAgent"], json!([]), "no refused request in the agent's views: {saw}");
 }
+
+/// A server holding swarms `design` and `dev`, with their work published.
+fn two_swarms(work: &Path, design_extra: &str, dev_extra: &str, token: Option<(&str, &str)>) -> MnemeServer {
+    let server = MnemeServer::start_swarms(work, None, &[("design", design_extra), ("dev", dev_extra)], &[]);
+    let published = [
+        ("design", "01KGA000000000000000000001", "the design swarm chose zanzibar"),
+        ("dev", "01KGB000000000000000000001", "the dev swarm builds narwhal"),
+    ];
+    for (swarm, id, text) in published {
+        let event = json!({"id": id, "swarm": swarm, "agent": "coder", "ts": "2026-03-02T10:00:00Z",
+            "scope": "shared", "kind": "message_recorded", "data": {"role": "assistant", "text": text}});
+        let token = token.map(|(design, dev)| if swarm == "design" { design } else { dev });
+        let (status, answer) = server.post_as(token, "/v1/events", &event.to_string());
+        assert_eq!(status, 202, "{answer}");
+        let seq = answer["accepted"][0]["seq"].as_u64().unwrap();
+        let (status, answer) = server.get_as(token, &format!("/v1/swarms/{swarm}/agents/coder/digest?min_seq={seq}"));
+        assert_eq!(status, 200, "{answer}");
+    }
+    server
+}
+
+fn run_swarms_script(server: &MnemeServer, mode: &str, tokens: &[(&str, &str)]) -> Value {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let node = std::env::var("MNEME_NODE").unwrap_or_else(|_| "node".to_string());
+    let mut browser = Command::new(&node);
+    browser
+        .arg(repo_root().join("tests/ui/swarms.mjs"))
+        .env("MNEME_UI_URL", &server.url)
+        .env("MNEME_UI_MODE", mode)
+        .env("MNEME_UI_SHOTS", &shots)
+        .env("MNEME_UI_DIR", ui_dir())
+        .env("MNEME_CHROMIUM", chromium())
+        .envs(tokens.iter().copied());
+    let (succeeded, stdout, stderr) = run_with_deadline(browser, BROWSER_DEADLINE);
+    assert!(succeeded, "the browser script failed:\n{stdout}\n{stderr}");
+    let saw: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(saw["consoleErrors"], json!([]), "console errors in the page: {saw}");
+    saw
+}
+
+/// Issue 36: a server holding two swarms. A token of one swarm opens that
+/// swarm in the web view and nothing of the other; without tokens the
+/// header's picker offers both, and each shows its own memory.
+#[test]
+fn the_web_view_of_two_swarms_shows_each_its_own_and_a_token_only_its_swarm() {
+    const DESIGN: &str = "ui-design-secret-0123";
+    const DEV: &str = "ui-dev-secret-0123";
+    let token = |secret: &str| format!("\n[[http.tokens]]\nname = \"ops\"\ntoken = \"{secret}\"\n");
+    let work = tempfile::tempdir().unwrap();
+    let server = two_swarms(work.path(), &token(DESIGN), &token(DEV), Some((DESIGN, DEV)));
+    let saw = run_swarms_script(&server, "tokens", &[("MNEME_UI_DESIGN_TOKEN", DESIGN), ("MNEME_UI_DEV_TOKEN", DEV)]);
+    assert_eq!(saw["devShown"], "dev", "{saw}");
+    assert_eq!(saw["devOffered"], json!(["dev"]), "{saw}");
+    assert_eq!(saw["devPickerVisible"], false, "one swarm: no picker");
+    assert!(strings(&saw["devHits"]).iter().any(|hit| hit.contains("narwhal")), "{saw}");
+    assert_eq!(saw["devAfterAskingForDesign"], "dev", "{saw}");
+    assert_eq!(saw["designStatusForDev"], 403, "{saw}");
+    assert_eq!(saw["designShown"], "design", "{saw}");
+    assert!(strings(&saw["designHits"]).iter().any(|hit| hit.contains("zanzibar")), "{saw}");
+
+    let open = tempfile::tempdir().unwrap();
+    let server = two_swarms(open.path(), "", "", None);
+    let saw = run_swarms_script(&server, "open", &[]);
+    assert_eq!(saw["firstShown"], "design", "{saw}");
+    assert_eq!(saw["offered"], json!(["design", "dev"]), "{saw}");
+    assert_eq!(saw["pickerVisible"], true, "{saw}");
+    assert!(strings(&saw["firstHits"]).iter().any(|hit| hit.contains("zanzibar")), "{saw}");
+    assert_eq!(saw["switchedShown"], "dev", "{saw}");
+    assert!(strings(&saw["switchedHits"]).iter().any(|hit| hit.contains("narwhal")), "{saw}");
+    assert!(!strings(&saw["switchedZanzibar"]).iter().any(|hit| hit.contains("zanzibar")), "{saw}");
+}

@@ -2,7 +2,17 @@
 // person signed in with), the session (agents, a token's agent), and small
 // DOM helpers. Text from memory is only ever set as text, never as HTML.
 
-export const swarm = document.querySelector('meta[name="mneme-swarm"]').content;
+export const SWARM_KEY = "mneme-swarm";
+/** The swarm the views show: the one chosen in this tab, else the first
+ *  the server holds. A token opens one swarm; without tokens the header's
+ *  picker offers every swarm the server holds. */
+export let swarm = sessionStorage.getItem(SWARM_KEY) || document.querySelector('meta[name="mneme-swarm"]').content;
+
+/** Shows swarm `name` from now on (the views load again). */
+export function setSwarm(name) {
+  swarm = name;
+  sessionStorage.setItem(SWARM_KEY, name);
+}
 /** "token" when the API asks for a bearer token, "open" when it does not. */
 export const auth = document.querySelector('meta[name="mneme-auth"]').content;
 export const TOKEN_KEY = "mneme-token";

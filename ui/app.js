@@ -4,7 +4,7 @@
 // token the person signed in with; nothing is fetched from anywhere else.
 // This module signs in and routes `#/<view>` to the view's module.
 
-import { $, AGENT_KEY, TOKEN_KEY, agentPath, api, auth, session, swarm, swarmPath } from "./api.js";
+import { $, AGENT_KEY, SWARM_KEY, TOKEN_KEY, agentPath, api, auth, session, setSwarm, swarm, swarmPath } from "./api.js";
 import * as contextPreview from "./context.js";
 import * as contradictions from "./contradictions.js";
 import * as graph from "./graph.js";
@@ -36,6 +36,7 @@ const SWARM_WIDE = new Set(["timeline", "contradictions"]);
 async function authorize(token, boundAgent) {
   if (token) sessionStorage.setItem(TOKEN_KEY, token);
   else sessionStorage.removeItem(TOKEN_KEY);
+  await pickSwarms();
   if (boundAgent) {
     await api(agentPath(boundAgent, "/digest"));
     sessionStorage.setItem(AGENT_KEY, boundAgent);
@@ -43,6 +44,23 @@ async function authorize(token, boundAgent) {
   }
   sessionStorage.removeItem(AGENT_KEY);
   return (await api(swarmPath("/agents"))).agents;
+}
+
+/** The swarms the token opens (every one the server holds without
+ *  tokens): the picker offers them, and the view moves to one of them if
+ *  the swarm it showed is not. */
+async function pickSwarms() {
+  const swarms = (await api("/v1/swarms")).swarms.map((held) => held.swarm);
+  if (!swarms.length) {
+    const error = new Error(`403: this token opens no swarm of this server`);
+    error.status = 403;
+    throw error;
+  }
+  if (!swarms.includes(swarm)) setSwarm(swarms[0]);
+  const picker = $("#swarm");
+  picker.replaceChildren(...swarms.map((name) => new Option(name, name, false, name === swarm)));
+  $("#swarm-picker").hidden = swarms.length < 2;
+  $("#swarm-name").textContent = swarm;
 }
 
 /** Opens the views the token opens: with its agent named, a bound token
@@ -69,6 +87,7 @@ function openViews(agents, boundAgent) {
 function forget() {
   sessionStorage.removeItem(TOKEN_KEY);
   sessionStorage.removeItem(AGENT_KEY);
+  sessionStorage.removeItem(SWARM_KEY);
 }
 
 $("#login-form").addEventListener("submit", async (event) => {
@@ -132,6 +151,17 @@ async function route() {
 
 window.addEventListener("hashchange", route);
 $("#agent").addEventListener("change", route);
+// Another swarm: its agents, then the view again, of that swarm.
+$("#swarm").addEventListener("change", async () => {
+  setSwarm($("#swarm").value);
+  timeline.stop();
+  const boundAgent = sessionStorage.getItem(AGENT_KEY) || "";
+  try {
+    openViews(await authorize(sessionStorage.getItem(TOKEN_KEY) || "", boundAgent), boundAgent);
+  } catch (error) {
+    $("#route-error").textContent = error.message;
+  }
+});
 
 // --- Start -----------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 // log it follows `GET …/events?follow=true` and adds each new entry.
 
 import uPlot from "./vendor/uplot.mjs";
-import { $, api, element, follow, gist, swarmPath } from "./api.js";
+import { $, api, element, follow, gist, swarm, swarmPath } from "./api.js";
 
 /** Events the view holds: the newest this many of the log, then what the
  *  stream adds (the oldest dropped past it). */
@@ -30,7 +30,8 @@ export async function load() {
   const generation = view.generation;
   const stale = () => generation !== view.generation;
   try {
-    const { last_seq: last } = await api("/healthz");
+    const held = (await api("/healthz")).swarms.find((entry) => entry.swarm === swarm);
+    const last = held ? held.last_seq : 0;
     const first = Math.max(1, last - HELD + 1);
     const events = [];
     for (let from = first; from <= last; ) {

@@ -28,7 +28,7 @@ where
     Fut: Future<Output = Result<bool, ActorsError>>,
 {
     loop {
-        let from = match log.load_position(consumer).await {
+        let from = match within_the_log(log, consumer, what).await {
             Ok(position) => position.map_or(1, |seq| seq + 1),
             Err(error) => {
                 tracing::warn!(%error, "{what}: cannot read its position; retrying");
@@ -73,4 +73,26 @@ where
         }
         tokio::time::sleep(RETRY_AFTER).await;
     }
+}
+
+/// The stored position of `consumer`, brought back to the log's end if it
+/// is past it: the log lost its tail (see `crate::lost_tail`), and the
+/// events appended from there on reuse the lost seqs; taken from the
+/// stored position, they would be skipped as done.
+async fn within_the_log(log: &dyn EventLog, consumer: &str, what: &str) -> Result<Option<u64>, mneme_nats::LogError> {
+    let Some(position) = log.load_position(consumer).await? else { return Ok(None) };
+    let log_end = log.last_seq().await?;
+    if position <= log_end {
+        return Ok(Some(position));
+    }
+    tracing::error!(
+        swarm = log.swarm(),
+        consumer,
+        position,
+        log_end,
+        "THE LOG LOST ITS TAIL: {what}'s stored position is past the log's end; going on from the log's end"
+    );
+    metrics::counter!("mneme_log_tail_lost_positions_total", "swarm" => log.swarm().to_string()).increment(1);
+    log.store_position(consumer, log_end).await?;
+    Ok(Some(log_end))
 }

@@ -23,6 +23,7 @@ use mneme_projections::{
 use tokio::sync::watch;
 
 use crate::error::ActorsError;
+use crate::lost_tail::LostTails;
 use crate::phase_compressor::{PhaseCompletedNotice, PhaseCompressor};
 use crate::phase_summarizer::PhaseSummaryRequest;
 use crate::snapshot_store::SnapshotStore;
@@ -114,7 +115,9 @@ impl MemoryActor {
         let swarm = self.memory.swarm().to_string();
         let agent = self.memory.agent().to_string();
         let config = self.memory.config().clone();
-        self.memory = restore_or_new(&self.store, &swarm, &agent, config, u64::MAX)?;
+        // The log's end is not asked again here: it was checked when the
+        // memory first started, and the snapshot is this process's own.
+        self.memory = restore_or_new(&self.store, &swarm, &agent, config, u64::MAX, &LostTails::default())?;
         self.digest_cache = None;
         self.snapshot_seq = self.memory.checkpoint();
         self.events_since_snapshot = 0;
@@ -662,23 +665,22 @@ impl Handler<Started> for MemoryActor {
 /// `log_end` is the log's last sequence when this process started: a
 /// snapshot beyond it describes events the log no longer has (they were lost
 /// in a crash before being made durable, or the log was replaced) and is
-/// refused, or new events would be mistaken for ones already applied.
+/// refused, or new events would be mistaken for ones already applied; it is
+/// recorded in `lost_tails` (see [`LostTails`]).
 pub fn restore_or_new(
     store: &SnapshotStore,
     swarm: &str,
     agent: &str,
     config: mneme_projections::MemoryConfig,
     log_end: u64,
+    lost_tails: &LostTails,
 ) -> Result<AgentMemory, ActorsError> {
     use crate::snapshot_store::SnapshotProblem;
     store.restore_swarm_graph(swarm, &config.shared);
     match store.load(swarm, agent)? {
         Ok(stored) => match stored.restore(swarm, agent, config.clone()) {
             Ok(memory) if memory.checkpoint() > log_end => {
-                tracing::warn!(
-                    %swarm, %agent, snapshot_seq = memory.checkpoint(), log_end,
-                    "snapshot is ahead of the log; rebuilding from the log"
-                );
+                lost_tails.record(swarm, agent, memory.checkpoint(), log_end);
             }
             Ok(memory) => {
                 tracing::info!(

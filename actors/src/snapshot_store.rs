@@ -419,6 +419,26 @@ impl SnapshotStore {
         Ok(Ok(StoredSnapshot { head: manifest.head, chunks }))
     }
 
+    /// How far the stored swarm graph of `swarm` covers the log (it covers
+    /// every memory snapshot saved with it), and the agents with a
+    /// snapshot: `None` without a readable graph snapshot. Reads manifests
+    /// only, no chunk.
+    pub fn coverage(&self, swarm: &str) -> Result<Option<(u64, Vec<String>)>, ActorsError> {
+        let Some(value) = self.read_manifest(swarm, SnapshotStore::SWARM_GRAPH)? else { return Ok(None) };
+        let Ok(manifest) = Manifest::decode(&value) else { return Ok(None) };
+        let Ok(covers) = SwarmGraph::covers_in_head(&manifest.head) else { return Ok(None) };
+        let mut agents = Vec::new();
+        let dir = self.inner.dir.join(MANIFESTS).join(swarm);
+        for entry in std::fs::read_dir(&dir)? {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if name != SnapshotStore::SWARM_GRAPH && !name.starts_with(".tmp-") {
+                agents.push(name);
+            }
+        }
+        agents.sort();
+        Ok(Some((covers, agents)))
+    }
+
     /// Removes a snapshot (it will be rebuilt from the log).
     pub fn remove(&self, swarm: &str, agent: &str) -> Result<(), ActorsError> {
         let mut references = self.inner.references.lock().expect("no panic holds it");

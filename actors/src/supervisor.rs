@@ -15,6 +15,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::error::ActorsError;
 use crate::feed::Join;
+use crate::lost_tail::LostTails;
 use crate::memory_actor::{CheckpointPolicy, MemoryActor, Started, SummaryLink, TakeSnapshot, restore_or_new};
 use crate::phase_compressor::PhaseCompressor;
 use crate::phase_summarizer::PhaseSummarizer;
@@ -85,6 +86,8 @@ pub struct Supervisor {
     /// Whether what the last process left in the text index and no memory
     /// took over has been swept (see [`TextIndex::sweep_unclaimed`]).
     swept: bool,
+    /// Snapshots found past the log's end as memories started.
+    lost_tails: LostTails,
 }
 
 impl Supervisor {
@@ -114,7 +117,14 @@ impl Supervisor {
             log_end_at_start,
             summaries: None,
             swept: false,
+            lost_tails: LostTails::default(),
         }
+    }
+
+    /// What this swarm's memories found of a lost tail as they started
+    /// (shared: it fills as they start).
+    pub fn lost_tails(&self) -> LostTails {
+        self.lost_tails.clone()
     }
 
     /// Keep the swarm's text index in `index` (on disk, see
@@ -191,6 +201,7 @@ impl Supervisor {
         let memory_config = self.memory_config.clone();
         let log_end = self.log_end_at_start;
         let summaries = self.summaries.clone();
+        let lost_tails = self.lost_tails.clone();
         let policy = CheckpointPolicy {
             every_events: self.config.memory.checkpoint_every_events,
             interval: self.config.checkpoint_interval(),
@@ -198,12 +209,11 @@ impl Supervisor {
         };
         // Restoring re-indexes the snapshot's items: done on the worker.
         let addr = MemoryActor::start_in_arbiter(&worker, move |_| {
-            let memory = restore_or_new(&store, &swarm, &agent_name, memory_config.clone(), log_end).unwrap_or_else(
-                |error| {
+            let memory = restore_or_new(&store, &swarm, &agent_name, memory_config.clone(), log_end, &lost_tails)
+                .unwrap_or_else(|error| {
                     tracing::error!(%swarm, agent = %agent_name, %error, "snapshot unreadable; rebuilding from the log");
                     AgentMemory::new(&swarm, &agent_name, memory_config).expect("an empty in-RAM index can be created")
-                },
-            );
+                });
             MemoryActor::new(memory, store, policy, applied_sender).with_summaries(summaries)
         });
         tracing::info!(agent, "memory actor started");

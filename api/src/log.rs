@@ -24,6 +24,23 @@ pub struct SwarmHealth {
     pub swarm: String,
     /// Its log's last seq (0 when empty).
     pub last_seq: u64,
+    /// Set when this process started on a log that had lost its tail:
+    /// snapshots past the log's end, whose memories were rebuilt from the
+    /// log (RELIABILITY.md). `null` otherwise.
+    pub lost_tail: Option<LostTailHealth>,
+}
+
+/// A tail the log lost, as a swarm's start found it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LostTailHealth {
+    /// The highest checkpoint of a snapshot past the log's end.
+    pub snapshot_seq: u64,
+    /// The log's last seq when the process started.
+    pub log_end: u64,
+    /// Events the snapshots had applied that the log no longer holds.
+    pub events_lost: u64,
+    /// The memories rebuilt from the log because of it.
+    pub agents: Vec<String>,
 }
 
 /// `GET /v1/swarms`: the swarms this server holds that the caller's token

@@ -93,7 +93,8 @@ pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool, json: bool)
     })?;
     let memory_config = config.memory_config(model::load_configured_embedder(config)?);
     let spinner = crate::progress::spinner(&format!("restoring {agent}'s persisted memory"));
-    let persisted = restore_or_new(&store, swarm, agent, memory_config.clone(), log.last_seq().await?)?;
+    let lost_tails = mneme_actors::LostTails::default();
+    let persisted = restore_or_new(&store, swarm, agent, memory_config.clone(), log.last_seq().await?, &lost_tails)?;
     let snapshot_seq = persisted.checkpoint();
     let (persisted, tail) = continue_from_log(log.as_ref(), persisted, None).await?;
     spinner.set_message(format!("rebuilding {agent}'s memory from the log"));

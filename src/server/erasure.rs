@@ -79,7 +79,7 @@ fn write_marker(marker: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn remove_dir(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn remove_dir(dir: &Path) -> anyhow::Result<()> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),

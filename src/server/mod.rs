@@ -219,12 +219,24 @@ async fn start_swarm(
     // the log, and memories are rebuilt from it.
     let (opened, _carried) = erasure::carry_pending(&config, opened).await?;
     let log = opened.log;
-    let snapshot_dir = backend::snapshot_dir(&config);
-    let store = SnapshotStore::open(&snapshot_dir)
-        .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))?;
-    let memory_config = config.memory_config(embedder.clone());
     let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
+    let snapshot_dir = backend::snapshot_dir(&config);
     let text_index_dir = backend::text_index_dir(&config);
+    let open_store = || {
+        SnapshotStore::open(&snapshot_dir)
+            .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))
+    };
+    let mut store = open_store()?;
+    // Snapshots past the log's end hold events the log lost: none of them
+    // is used, and every memory is rebuilt from the log.
+    let lost_tail = mneme_actors::snapshots_past_the_log(&store, &swarm, log_end_at_start)?;
+    if lost_tail.is_some() {
+        drop(store);
+        erasure::remove_dir(&snapshot_dir)?;
+        erasure::remove_dir(&text_index_dir)?;
+        store = open_store()?;
+    }
+    let memory_config = config.memory_config(embedder.clone());
     let (text_index, discarded) = TextIndex::open(&text_index_dir)
         .with_context(|| format!("opening the text index in {}", text_index_dir.display()))?;
     if let Some(why) = discarded {
@@ -236,6 +248,10 @@ async fn start_swarm(
         let summarizer = crate::server::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
         tracing::info!(%swarm, endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");
         supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens, id_key.clone());
+    }
+    let lost_tails = supervisor.lost_tails();
+    if let Some(found) = &lost_tail {
+        lost_tails.record_before_start(&swarm, found);
     }
     let supervisor = supervisor.start();
     let schedule = ConsolidationSchedule {
@@ -270,7 +286,8 @@ async fn start_swarm(
         id_key.clone(),
     )
     .start();
-    let runtime = Arc::new(SwarmRuntime { config, log, supervisor, memory_config, consolidator, id_key, erasures });
+    let runtime =
+        Arc::new(SwarmRuntime { config, log, supervisor, memory_config, consolidator, id_key, erasures, lost_tails });
     Ok(StartedSwarm { runtime, broker: opened.broker, router, eraser })
 }
 

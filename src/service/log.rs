@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 
 use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SwarmConfig};
 use mneme_api::log::{
-    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, SwarmHealth,
-    SwarmProvenance, SwarmSummary, Swarms,
+    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, LostTailHealth,
+    SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
 };
 use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, ProvenanceParams, quote};
 use mneme_api::{self as wire};
@@ -33,7 +33,13 @@ impl Service {
         let mut swarms = Vec::with_capacity(self.swarms.len());
         for swarm in self.swarms.values() {
             let last_seq = swarm.log.last_seq().await?;
-            swarms.push(SwarmHealth { swarm: swarm.name().to_string(), last_seq });
+            let lost_tail = swarm.lost_tails.found().map(|tail| LostTailHealth {
+                snapshot_seq: tail.snapshot_seq,
+                log_end: tail.log_end,
+                events_lost: tail.events_lost(),
+                agents: tail.agents,
+            });
+            swarms.push(SwarmHealth { swarm: swarm.name().to_string(), last_seq, lost_tail });
         }
         let first = swarms.first().cloned().expect("a server holds at least one swarm");
         Ok(Health { status: "ok".to_string(), swarm: first.swarm, last_seq: first.last_seq, swarms })

@@ -33,7 +33,9 @@ use std::time::Duration;
 use actix::Addr;
 use metrics_exporter_prometheus::PrometheusHandle;
 use mneme_actors::swarm_config::{ApiToken, HttpSection};
-use mneme_actors::{AgentHandle, Consolidator, ErasureRegistry, GetAgent, Query, QueryAnswer, Supervisor, SwarmConfig};
+use mneme_actors::{
+    AgentHandle, Consolidator, ErasureRegistry, GetAgent, LostTails, Query, QueryAnswer, Supervisor, SwarmConfig,
+};
 use mneme_api::params::quote;
 use mneme_nats::EventLog;
 use mneme_projections::MemoryConfig;
@@ -63,6 +65,8 @@ pub struct SwarmRuntime {
     /// What purges erased: every path that shows raw log entries shows
     /// them through it (`log::wire_entry`).
     pub erasures: Arc<ErasureRegistry>,
+    /// Whether this start found the log's tail lost (`/healthz`).
+    pub lost_tails: LostTails,
 }
 
 impl SwarmRuntime {

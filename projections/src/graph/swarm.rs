@@ -428,6 +428,19 @@ impl SwarmGraph {
 
     /// Restores the graph from a snapshot's head and its chunks, read by
     /// `read` in the order the head names them.
+    /// How far a saved swarm graph covers the log, read from its head
+    /// alone: a start compares it with the log's end (a lost tail).
+    pub fn covers_in_head(head: &[u8]) -> Result<u64, ProjectionError> {
+        let head: SwarmGraphHead = decode(head, "the swarm graph's head")?;
+        if head.format != SWARM_GRAPH_FORMAT {
+            return Err(ProjectionError::CorruptSnapshot(format!(
+                "swarm graph snapshot format {} is not {SWARM_GRAPH_FORMAT}",
+                head.format
+            )));
+        }
+        Ok(head.covers)
+    }
+
     pub fn from_snapshot_parts(
         head: &[u8],
         read: &mut dyn FnMut(SnapshotPart) -> Result<Vec<u8>, ProjectionError>,

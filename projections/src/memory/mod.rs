@@ -672,7 +672,7 @@ mod tests {
             "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
             "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
         let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
-        assert_eq!(crate::SNAPSHOT_FORMAT, 19);
+        assert_eq!(crate::SNAPSHOT_FORMAT, 20);
         assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
     }
 }
