@@ -4,6 +4,7 @@
 pub mod burst;
 pub mod consolidate;
 pub mod mcp;
+pub mod nats_sync;
 pub mod search;
 pub mod system;
 
@@ -99,6 +100,9 @@ enum Suite {
     /// A search and a note over MCP (`/mcp`) against the same over the HTTP routes, and a write
     /// against the raw baseline (append, then a read that waits for it), in a memory of `--items`.
     Mcp,
+    /// Appends to nats-server with `sync_interval: always` against the default: `--events` (20,000)
+    /// in batches of `--batch`, and `--queries` (500) appended one at a time.
+    NatsSync,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -162,6 +166,9 @@ async fn run_suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Suite::Mcp => {
             let (items, queries) = (items(10_000), queries(500));
             return tokio::task::spawn_blocking(move || crate::bench::mcp::run(items, queries)).await?;
+        }
+        Suite::NatsSync => {
+            return crate::bench::nats_sync::run(args.events.unwrap_or(20_000), queries(500), args.batch).await;
         }
         Suite::Ingest => {}
     }
