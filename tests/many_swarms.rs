@@ -249,3 +249,62 @@ fn swarms_that_would_share_a_data_dir_or_a_secret_are_refused_at_start() {
     assert!(!output.status.success() && stderr.contains("\"a\" and \"b\" both keep their data"), "{stderr}");
     assert!(!shared_dir.exists(), "nothing is opened before the deployment is checked");
 }
+
+/// Replicas share a JetStream cluster; the embedded log is one process's:
+/// a second `mneme serve` on the same data dir is refused, saying why.
+#[test]
+fn a_second_process_on_an_embedded_data_dir_is_refused_saying_why() {
+    let work = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start(work.path(), None);
+    let output = std::process::Command::new(common::MNEME)
+        .args(["serve", "--config"])
+        .arg(&server.config_path)
+        .arg("--data-dir")
+        .arg(&server.data_dir)
+        .args(["--http", &format!("127.0.0.1:{}", common::free_port())])
+        .env("MNEME_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("is in use by another process") && stderr.contains("mneme serve"), "{stderr}");
+    // The first server is untouched.
+    let (status, _) = server.get_as(None, "/healthz");
+    assert_eq!(status, 200);
+}
+
+/// `--config` may name a folder: every `*.toml` in it is a swarm.
+#[test]
+fn a_folder_of_swarm_files_is_served_as_its_swarms() {
+    let work = tempfile::tempdir().unwrap();
+    let folder = work.path().join("swarms");
+    std::fs::create_dir_all(&folder).unwrap();
+    for name in ["design", "dev"] {
+        std::fs::write(folder.join(format!("{name}.toml")), common::swarm_config(name, None, "")).unwrap();
+    }
+    std::fs::write(folder.join("README.txt"), "not a swarm file").unwrap();
+    let port = common::free_port();
+    let mut child = std::process::Command::new(common::MNEME)
+        .args(["serve", "--config"])
+        .arg(&folder)
+        .arg("--data-dir")
+        .arg(work.path().join("data"))
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .env("MNEME_LOG", "warn")
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/healthz");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let health: Health = loop {
+        if let Ok(response) = ureq::get(&url).call() {
+            break response.into_json().unwrap();
+        }
+        assert!(child.try_wait().unwrap().is_none(), "mneme serve exited early");
+        assert!(std::time::Instant::now() < deadline, "no answer within 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let held: Vec<&str> = health.swarms.iter().map(|swarm| swarm.swarm.as_str()).collect();
+    assert_eq!(held, ["design", "dev"], "{health:?}");
+}

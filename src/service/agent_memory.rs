@@ -13,8 +13,6 @@ use mneme_api::params::{DEFAULT_TIMELINE_ENTRIES, MAX_TIMELINE_ENTRIES, Timeline
 use mneme_events::{CoreMemoryUpdated, ERASED_TEXT, Event, EventKind, NoteWritten, Scope, Shown, Timestamp};
 use mneme_projections::{CoreMemory, CoreRequest, enters_memory_of, tokens};
 
-use mneme_actors::SwarmConfig;
-
 use super::{ApiError, Caller, Service, SwarmRuntime, ask};
 
 /// How long a write waits for the agent's memory to apply it.
@@ -26,17 +24,20 @@ const TIMELINE_PAGE: usize = 500;
 /// `next_seq` says where to go on.
 const TIMELINE_PAGES: usize = 20;
 
-impl Service {
-    /// The core request for `agent`: its role from `swarm.toml`, the block
-    /// limit of `[core]`.
-    pub fn core_request(config: &SwarmConfig, agent: &str) -> CoreRequest {
+impl SwarmRuntime {
+    /// The core request for `agent`: its role from its swarm's file, the
+    /// block limit of `[core]`.
+    pub fn core_request(&self, agent: &str) -> CoreRequest {
+        let config = &self.config;
         CoreRequest {
             role: config.agent(agent).map(|config| config.role.clone()).filter(|role| !role.trim().is_empty()),
             block_tokens: Some(config.core.block_tokens),
             max_blocks: Some(config.core.max_blocks),
         }
     }
+}
 
+impl Service {
     /// The agent's core memory.
     pub async fn core(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<CoreMemoryAnswer, ApiError> {
         let runtime = self.swarm(swarm)?;
@@ -51,8 +52,7 @@ impl Service {
         min_seq: Option<u64>,
     ) -> Result<CoreMemory, ApiError> {
         let handle = runtime.agent_handle(agent, min_seq).await?;
-        let QueryAnswer::Core(core) = ask(&handle, Query::Core(Service::core_request(&runtime.config, agent))).await?
-        else {
+        let QueryAnswer::Core(core) = ask(&handle, Query::Core(runtime.core_request(agent))).await? else {
             unreachable!("a core query answers with core memory")
         };
         Ok(*core)

@@ -32,7 +32,7 @@ impl Service {
         let handle = runtime.agent_handle(agent, checked.min_seq).await?;
         let request = ContextRequest::new(checked.query, checked.budget)
             .with_signals(signals)
-            .with_core(Service::core_request(&runtime.config, agent));
+            .with_core(runtime.core_request(agent));
         let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
             unreachable!("a context query answers with context")
         };

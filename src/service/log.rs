@@ -65,6 +65,13 @@ impl Service {
     /// default swarm (see [`Service::default_swarm`]), whose decoder then
     /// says what is wrong with it.
     fn swarm_of_batch(&self, caller: &Caller, body: &[u8]) -> Result<&Arc<SwarmRuntime>, ApiError> {
+        // One swarm: the decoder's check of each event's swarm says it all,
+        // without a parse more.
+        if let (Some(only), 1) = (self.swarms.values().next(), self.swarms.len())
+            && caller.may_reach(only.name())
+        {
+            return Ok(only);
+        }
         let named: Vec<(usize, String)> = match serde_json::from_slice::<Value>(body) {
             Ok(Value::Array(events)) => events
                 .iter()
@@ -85,12 +92,10 @@ impl Service {
             ));
         }
         let Some(swarm) = self.swarms.get(first) else {
-            let held: Vec<&str> = self.swarms.keys().map(String::as_str).collect();
-            let held = held.iter().map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ");
             return Err(ApiError::not_found(
                 "unknown_swarm",
                 Some(&format!("[{}].swarm", named[0].0)),
-                format!("this server holds swarm {held}, not {first:?}"),
+                format!("this server holds swarm {}, not {first:?}", self.held_names()),
             ));
         };
         if !caller.may_reach(first) {
@@ -120,10 +125,18 @@ impl Service {
         })?;
         let swarm = runtime.name();
         if let Some((index, event)) = events.iter().enumerate().find(|(_, event)| event.swarm != swarm) {
+            let field = format!("[{index}].swarm");
+            if self.swarms.contains_key(&event.swarm) {
+                return Err(ApiError::bad_request(
+                    "mixed_swarms",
+                    Some(&field),
+                    format!("a request's events must all be of one swarm: {swarm:?} and {:?}", event.swarm),
+                ));
+            }
             return Err(ApiError::not_found(
                 "unknown_swarm",
-                Some(&format!("[{index}].swarm")),
-                format!("this server holds swarm {swarm:?}, not {:?}", event.swarm),
+                Some(&field),
+                format!("this server holds swarm {}, not {:?}", self.held_names(), event.swarm),
             ));
         }
         // An agent's token may not record handoffs received: Mneme's router

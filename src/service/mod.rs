@@ -116,13 +116,17 @@ impl Service {
     /// The swarm `name` this server holds, or 404 `unknown_swarm`.
     pub fn swarm(&self, name: &str) -> Result<&Arc<SwarmRuntime>, ApiError> {
         self.swarms.get(name).ok_or_else(|| {
-            let held: Vec<&str> = self.swarms.keys().map(String::as_str).collect();
             ApiError::not_found(
                 "unknown_swarm",
                 Some("swarm"),
-                format!("this server holds swarm {}, not {}", held_names(&held), quote(name)),
+                format!("this server holds swarm {}, not {}", self.held_names(), quote(name)),
             )
         })
+    }
+
+    /// `"a"`, or `"a", "b"`: the swarms this server holds, for a message.
+    pub(crate) fn held_names(&self) -> String {
+        self.swarms.keys().map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ")
     }
 
     /// The swarm a caller means when it names none: the only one this
@@ -134,14 +138,11 @@ impl Service {
         }
         match self.swarms.values().next() {
             Some(only) if self.swarms.len() == 1 => Ok(only),
-            _ => {
-                let held: Vec<&str> = self.swarms.keys().map(String::as_str).collect();
-                Err(ApiError::bad_request(
-                    "swarm_required",
-                    Some("swarm"),
-                    format!("this server holds swarms {}: name one", held_names(&held)),
-                ))
-            }
+            _ => Err(ApiError::bad_request(
+                "swarm_required",
+                Some("swarm"),
+                format!("this server holds swarms {}: name one", self.held_names()),
+            )),
         }
     }
 
@@ -150,11 +151,6 @@ impl Service {
     pub async fn agent_handle(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<AgentHandle, ApiError> {
         self.swarm(swarm)?.agent_handle(agent, min_seq).await
     }
-}
-
-/// `"a"`, or `"a", "b"`: swarm names for a message.
-fn held_names(names: &[&str]) -> String {
-    names.iter().map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ")
 }
 
 /// One query of an agent's memory actor.
