@@ -41,6 +41,8 @@ pub enum LogError {
     Server(String),
     #[error("the log is closed")]
     Closed,
+    #[error("the lease on {role} is lost: it expired or another process took it over")]
+    LeaseLost { role: String },
 }
 
 impl LogError {

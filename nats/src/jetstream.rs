@@ -43,6 +43,7 @@ use futures::{StreamExt, TryStreamExt};
 use mneme_events::{DecodeLimits, ErasureRecord, Event};
 use tokio::sync::Semaphore;
 
+mod lease;
 mod open;
 mod read;
 mod replaced;
@@ -56,7 +57,7 @@ use read::{
 };
 
 use crate::error::{validate_consumer_name, validate_name};
-use crate::{Appended, DeadLetter, EventLog, InvalidRecord, LogEntry, LogError, Seq, subjects};
+use crate::{Appended, DeadLetter, EventLog, InvalidRecord, Lease, LogEntry, LogError, Seq, subjects};
 
 /// Duplicate seqs closer than this are read back in one read (see
 /// `JetStreamLog::read_in_runs`).
@@ -153,6 +154,9 @@ pub struct JetStreamOptions {
     /// append. Reads take any size: what was accepted stays readable.
     pub limits: DecodeLimits,
     pub credentials: Option<Credentials>,
+    /// How long a lease lives after its last renewal (see `crate::lease`):
+    /// the longest a role goes unheld when its holder dies.
+    pub lease_ttl: Duration,
 }
 
 impl Default for JetStreamOptions {
@@ -167,6 +171,7 @@ impl Default for JetStreamOptions {
             open_retry_window: Duration::from_secs(60),
             limits: DecodeLimits::default(),
             credentials: None,
+            lease_ttl: Duration::from_secs(3),
         }
         .with_limits(DecodeLimits::default())
     }
@@ -237,6 +242,7 @@ pub struct JetStreamLog {
     publish_retry_window: Duration,
     /// See [`JetStreamOptions::read_retry_window`].
     read_retry_window: Duration,
+    leases: lease::LeaseBucket,
 }
 
 impl JetStreamLog {
@@ -329,7 +335,9 @@ impl JetStreamLog {
         let Opened { events, dead_letters, erasures, replaced: copies, positions } =
             open::open_with_retries(&context, swarm, &options).await?;
         let replaced = Replaced::load(&copies, swarm, options.read_retry_window).await?;
+        let leases = lease::LeaseBucket::new(context.clone(), swarm, options.lease_ttl, options.replicas);
         Ok(JetStreamLog {
+            leases,
             swarm: swarm.to_string(),
             context,
             events,
@@ -886,6 +894,22 @@ impl EventLog for JetStreamLog {
             .map(str::to_string)
             .collect();
         Ok(agents.into_iter().collect())
+    }
+
+    async fn take_lease(&self, role: &str, holder: &str) -> Result<Option<Lease>, LogError> {
+        self.leases.take(role, holder).await
+    }
+
+    async fn renew_lease(&self, lease: &mut Lease) -> Result<(), LogError> {
+        self.leases.renew(lease).await
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), LogError> {
+        self.leases.release(lease).await
+    }
+
+    async fn lease_holder(&self, role: &str) -> Result<Option<String>, LogError> {
+        self.leases.holder(role).await
     }
 
     async fn load_position(&self, consumer: &str) -> Result<Option<Seq>, LogError> {

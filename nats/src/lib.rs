@@ -11,6 +11,7 @@
 mod broker;
 mod error;
 mod jetstream;
+mod lease;
 #[cfg(feature = "testsuite")]
 pub mod server;
 mod sled_log;
@@ -23,6 +24,7 @@ use mneme_events::{ErasureRecord, Event, EventId};
 pub use broker::{Broker, QueryRequest};
 pub use error::LogError;
 pub use jetstream::{Credentials, JetStreamLog, JetStreamOptions};
+pub use lease::Lease;
 pub use sled_log::{SledLog, SledOptions};
 
 /// A position in a swarm's log. Assigned by the log, starting at 1, strictly
@@ -165,6 +167,22 @@ pub trait EventLog: Send + Sync + 'static {
 
     /// The position a named durable consumer last stored, if any.
     async fn load_position(&self, consumer: &str) -> Result<Option<Seq>, LogError>;
+
+    /// Takes the lease on `role` for `holder` (see [`Lease`]): `None` while
+    /// another holder's lease on it lives. A holder that takes a lease it
+    /// already holds gets it again, under a new epoch on JetStream.
+    async fn take_lease(&self, role: &str, holder: &str) -> Result<Option<Lease>, LogError>;
+
+    /// Renews `lease` for another time to live: [`LogError::LeaseLost`]
+    /// once it expired or another holder took the role over.
+    async fn renew_lease(&self, lease: &mut Lease) -> Result<(), LogError>;
+
+    /// Gives `lease` up, so that another process may take the role at once;
+    /// a lease already lost is left as it is.
+    async fn release_lease(&self, lease: &Lease) -> Result<(), LogError>;
+
+    /// Who holds the lease on `role` now, if anyone.
+    async fn lease_holder(&self, role: &str) -> Result<Option<String>, LogError>;
 
     /// Stores a durable consumer's position; it survives restarts.
     async fn store_position(&self, consumer: &str, seq: Seq) -> Result<(), LogError>;

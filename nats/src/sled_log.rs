@@ -39,7 +39,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use crate::error::{validate_consumer_name, validate_name};
-use crate::{Appended, DeadLetter, EventLog, InvalidRecord, LogEntry, LogError, Seq};
+use crate::lease::validate_role;
+use crate::{Appended, DeadLetter, EventLog, InvalidRecord, Lease, LogEntry, LogError, Seq};
 
 const EVENT_PREFIX: u8 = b'e';
 const ID_PREFIX: u8 = b'i';
@@ -96,6 +97,16 @@ struct Shared {
     next_seq: Mutex<Seq>,
     /// The highest committed sequence; wakes subscriptions up.
     last_seq: watch::Sender<Seq>,
+    /// One process holds the embedded log, so its leases live in it.
+    leases: Mutex<LocalLeases>,
+}
+
+/// The embedded log's leases: by role, the holder and epoch; the epoch
+/// counts the takes since the log opened.
+#[derive(Default)]
+struct LocalLeases {
+    held: HashMap<String, (String, u64)>,
+    epochs: u64,
 }
 
 /// A dead letter as stored: self-describing JSON, so the layout can grow
@@ -137,6 +148,7 @@ impl SledLog {
             options,
             next_seq: Mutex::new(last_seq + 1),
             last_seq: watch::Sender::new(last_seq),
+            leases: Mutex::new(LocalLeases::default()),
         };
         Ok(SledLog { shared: Arc::new(shared) })
     }
@@ -351,6 +363,41 @@ impl EventLog for SledLog {
                 .collect()
         })
         .await
+    }
+
+    async fn take_lease(&self, role: &str, holder: &str) -> Result<Option<Lease>, LogError> {
+        validate_role(role)?;
+        let mut leases = self.shared.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        if leases.held.get(role).is_some_and(|(held_by, _)| held_by != holder) {
+            return Ok(None);
+        }
+        leases.epochs += 1;
+        let epoch = leases.epochs;
+        leases.held.insert(role.to_string(), (holder.to_string(), epoch));
+        Ok(Some(Lease { role: role.to_string(), holder: holder.to_string(), epoch, revision: epoch }))
+    }
+
+    async fn renew_lease(&self, lease: &mut Lease) -> Result<(), LogError> {
+        let leases = self.shared.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        match leases.held.get(&lease.role) {
+            Some((holder, epoch)) if *holder == lease.holder && *epoch == lease.epoch => Ok(()),
+            _ => Err(LogError::LeaseLost { role: lease.role.clone() }),
+        }
+    }
+
+    async fn release_lease(&self, lease: &Lease) -> Result<(), LogError> {
+        let mut leases = self.shared.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        if leases.held.get(&lease.role).is_some_and(|(holder, epoch)| *holder == lease.holder && *epoch == lease.epoch)
+        {
+            leases.held.remove(&lease.role);
+        }
+        Ok(())
+    }
+
+    async fn lease_holder(&self, role: &str) -> Result<Option<String>, LogError> {
+        validate_role(role)?;
+        let leases = self.shared.leases.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(leases.held.get(role).map(|(holder, _)| holder.clone()))
     }
 
     async fn load_position(&self, consumer: &str) -> Result<Option<Seq>, LogError> {

@@ -77,6 +77,11 @@ pub fn positions_bucket(swarm: &str) -> String {
     format!("MNEME_{swarm}_positions")
 }
 
+/// The key-value bucket of a swarm's leases (see `crate::lease`).
+pub fn leases_bucket(swarm: &str) -> String {
+    format!("MNEME_{swarm}_leases")
+}
+
 /// The agent token of an events subject, if it is one of `swarm`'s.
 pub fn agent_of_subject<'a>(swarm: &str, subject: &'a str) -> Option<&'a str> {
     let mut tokens = subject.split('.');

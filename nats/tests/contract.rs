@@ -164,7 +164,67 @@ contract!(
     erasures_are_recorded_once_per_purge_and_survive_reopening,
     erased_records_are_gaps_to_readers_and_gone_from_the_files,
     replaced_records_are_read_as_their_copies_and_the_old_bytes_leave_the_files,
+    a_lease_is_one_holders_until_released,
 );
+
+async fn a_lease_is_one_holders_until_released(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    assert_eq!(log.lease_holder("router").await?, None);
+    let mut mine = log.take_lease("router", "process-a").await?.expect("a free role is taken");
+    assert_eq!(log.lease_holder("router").await?.as_deref(), Some("process-a"));
+    assert_eq!(log.take_lease("router", "process-b").await?, None, "a held role is not taken");
+    log.renew_lease(&mut mine).await?;
+    // Roles are apart: another role is free.
+    let other = log.take_lease("consolidator", "process-b").await?.expect("another role is free");
+    assert_eq!(log.lease_holder("consolidator").await?.as_deref(), Some("process-b"));
+    // A holder that takes its own role again (it restarted) gets a new epoch,
+    // and the lease it held before is lost.
+    let again = log.take_lease("router", "process-a").await?.expect("its own role is taken again");
+    assert!(again.epoch > mine.epoch, "{again:?} after {mine:?}");
+    assert!(matches!(log.renew_lease(&mut mine).await, Err(LogError::LeaseLost { .. })));
+    // Releasing a lost lease leaves the live one alone; releasing the live
+    // one frees the role for another holder, under a higher epoch.
+    log.release_lease(&mine).await?;
+    assert_eq!(log.lease_holder("router").await?.as_deref(), Some("process-a"));
+    log.release_lease(&again).await?;
+    assert_eq!(log.lease_holder("router").await?, None);
+    let taken_over = log.take_lease("router", "process-b").await?.expect("a released role is free");
+    assert!(taken_over.epoch > again.epoch);
+    log.release_lease(&other).await?;
+    assert!(matches!(log.take_lease("a.b", "process-a").await, Err(LogError::InvalidConsumerName(_))));
+    Ok(())
+}
+
+/// On JetStream a holder that stops renewing loses its lease a time to live
+/// after its last renewal, and a renewal keeps it past that; another process
+/// then takes the role under a higher epoch, and the old holder's renewal
+/// fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_jetstream_a_lease_not_renewed_expires_and_is_taken_over() -> Result<(), LogError> {
+    let server = NatsServer::require().await;
+    let options = JetStreamOptions { lease_ttl: std::time::Duration::from_secs(2), ..JetStreamOptions::default() };
+    let a = JetStreamLog::connect(&server.url(), SWARM, options.clone()).await?;
+    let b = JetStreamLog::connect(&server.url(), SWARM, options).await?;
+    let mut held = a.take_lease("consolidator", "process-a").await?.expect("taken");
+    for _ in 0..4 {
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+        a.renew_lease(&mut held).await?;
+        assert_eq!(b.take_lease("consolidator", "process-b").await?, None, "renewed past its time to live");
+    }
+    let started = std::time::Instant::now();
+    let taken = loop {
+        if let Some(taken) = b.take_lease("consolidator", "process-b").await? {
+            break taken;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "not taken over within 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1000), "expired too early");
+    assert!(taken.epoch > held.epoch);
+    assert_eq!(b.lease_holder("consolidator").await?.as_deref(), Some("process-b"));
+    assert!(matches!(a.renew_lease(&mut held).await, Err(LogError::LeaseLost { .. })));
+    Ok(())
+}
 
 fn event(agent: &str, text: &str) -> Event {
     event_in_swarm(SWARM, agent, text)
