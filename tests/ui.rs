@@ -116,21 +116,14 @@ fn every_view_of_the_web_view_shows_what_the_api_holds_in_a_real_browser() {
     let html = page.into_string().unwrap();
     assert!(html.contains(r#"content="demo""#) && html.contains(r#"content="token""#), "{html}");
 
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
-    std::fs::create_dir_all(&shots).unwrap();
-    let node = std::env::var("MNEME_NODE").unwrap_or_else(|_| "node".to_string());
-    let mut browser = Command::new(&node);
-    browser
-        .arg(repo_root().join("tests/ui/views.mjs"))
-        .env("MNEME_UI_URL", &server.url)
-        .env("MNEME_UI_TOKEN", ADMIN)
-        .env("MNEME_UI_AGENT_TOKEN", CODER_ONLY)
-        .env("MNEME_UI_SHOTS", &shots)
-        .env("MNEME_UI_DIR", &ui_dir)
-        .env("MNEME_CHROMIUM", &chromium);
-    let (succeeded, stdout, stderr) = run_with_deadline(browser, BROWSER_DEADLINE);
-    assert!(succeeded, "the browser script failed:\n{stdout}\n{stderr}");
-    let saw: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    let saw = browser_script(
+        &server,
+        "views.mjs",
+        &[("MNEME_UI_TOKEN", ADMIN), ("MNEME_UI_AGENT_TOKEN", CODER_ONLY)],
+        &chromium,
+        &ui_dir,
+    );
+    let shots = screenshots_dir();
 
     check_sign_in(&saw);
     check_timeline(&server, &saw, last_seq);
@@ -380,22 +373,40 @@ fn two_swarms(work: &Path, design_extra: &str, dev_extra: &str, token: Option<(&
     server
 }
 
-fn run_swarms_script(server: &MnemeServer, mode: &str, tokens: &[(&str, &str)]) -> Value {
+/// Where the browser scripts keep their screenshots.
+fn screenshots_dir() -> PathBuf {
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ui-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
+    shots
+}
+
+/// Runs the browser script `tests/ui/<script>` against `server` with these
+/// environment variables: what it saw (its last line, JSON).
+fn browser_script(
+    server: &MnemeServer,
+    script: &str,
+    environment: &[(&str, &str)],
+    chromium: &Path,
+    ui_dir: &Path,
+) -> Value {
     let node = std::env::var("MNEME_NODE").unwrap_or_else(|_| "node".to_string());
     let mut browser = Command::new(&node);
     browser
-        .arg(repo_root().join("tests/ui/swarms.mjs"))
+        .arg(repo_root().join("tests/ui").join(script))
         .env("MNEME_UI_URL", &server.url)
-        .env("MNEME_UI_MODE", mode)
-        .env("MNEME_UI_SHOTS", &shots)
-        .env("MNEME_UI_DIR", ui_dir())
-        .env("MNEME_CHROMIUM", chromium())
-        .envs(tokens.iter().copied());
+        .env("MNEME_UI_SHOTS", screenshots_dir())
+        .env("MNEME_UI_DIR", ui_dir)
+        .env("MNEME_CHROMIUM", chromium)
+        .envs(environment.iter().copied());
     let (succeeded, stdout, stderr) = run_with_deadline(browser, BROWSER_DEADLINE);
-    assert!(succeeded, "the browser script failed:\n{stdout}\n{stderr}");
-    let saw: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert!(succeeded, "the browser script {script} failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap()
+}
+
+fn run_swarms_script(server: &MnemeServer, mode: &str, tokens: &[(&str, &str)]) -> Value {
+    let mut environment = vec![("MNEME_UI_MODE", mode)];
+    environment.extend_from_slice(tokens);
+    let saw = browser_script(server, "swarms.mjs", &environment, &chromium(), &ui_dir());
     assert_eq!(saw["consoleErrors"], json!([]), "console errors in the page: {saw}");
     saw
 }

@@ -5,13 +5,9 @@
 // and a `design` token then opens `design`. Without tokens (open): the
 // header's picker offers both swarms and each shows its own memory. Run by
 // tests/ui.rs; prints one JSON line of what it saw.
-import { createRequire } from "node:module";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const require = createRequire(join(process.env.MNEME_UI_DIR, "package.json"));
-const { chromium } = require("playwright-core");
+import { openPage } from "./browser.mjs";
 
 const url = process.env.MNEME_UI_URL;
 const mode = process.env.MNEME_UI_MODE;
@@ -49,22 +45,8 @@ async function search(page, words) {
 const shown = (page) => page.textContent("#swarm-name");
 const offered = (page) => page.$$eval("#swarm option", (options) => options.map((option) => option.value));
 
-const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "mneme-ui-")), {
-  executablePath: process.env.MNEME_CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  viewport: { width: 1400, height: 900 },
-  args: [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
+const { context, page } = await openPage(consoleErrors);
 try {
-  const page = await context.newPage();
-  page.on("console", (message) => {
-    if (message.type() === "error") consoleErrors.push(message.text());
-  });
-  page.on("pageerror", (error) => consoleErrors.push(String(error)));
-
   if (mode === "tokens") {
     await signIn(page, process.env.MNEME_UI_DEV_TOKEN);
     saw.devShown = await shown(page);

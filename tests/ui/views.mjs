@@ -5,13 +5,9 @@
 // trajectory first (after one record that is not an event). Prints one
 // JSON line of what it saw, which the Rust test checks against the API;
 // screenshots go to MNEME_UI_SHOTS.
-import { createRequire } from "node:module";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const require = createRequire(join(process.env.MNEME_UI_DIR, "package.json"));
-const { chromium } = require("playwright-core");
+import { openPage } from "./browser.mjs";
 
 const url = process.env.MNEME_UI_URL;
 const token = process.env.MNEME_UI_TOKEN;
@@ -75,22 +71,8 @@ async function open(page, view) {
   await page.waitForSelector(`#${view}:not([hidden])`);
 }
 
-const context = await chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "mneme-ui-")), {
-  executablePath: process.env.MNEME_CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  viewport: { width: 1400, height: 900 },
-  args: [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
+const { context, page } = await openPage(consoleErrors);
 try {
-  const page = await context.newPage();
-  page.on("console", (message) => {
-    if (message.type() === "error") consoleErrors.push(message.text());
-  });
-  page.on("pageerror", (error) => consoleErrors.push(String(error)));
-
   // --- Signing in: a wrong token is refused with a message. -----------------
   await page.goto(`${url}/ui`);
   await page.waitForSelector("#login:not([hidden])");
