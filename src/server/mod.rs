@@ -68,8 +68,23 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
     let mut embedders = model::EmbedderCache::default();
     let mut swarms = Vec::with_capacity(configs.len());
     for config in configs {
-        let embedder = embedders.load(&config)?;
-        swarms.push(start_swarm(config, embedder).await?);
+        let started = match embedders.load(&config) {
+            Ok(embedder) => start_swarm(config, embedder).await,
+            Err(error) => Err(error),
+        };
+        match started {
+            Ok(swarm) => swarms.push(swarm),
+            Err(error) => {
+                // The swarms started so far stop cleanly (snapshots, threads)
+                // rather than be dropped running.
+                for swarm in swarms {
+                    if let Err(stopping) = swarm.stop().await {
+                        tracing::warn!(error = %format!("{stopping:#}"), "stopping a swarm after a failed start");
+                    }
+                }
+                return Err(error);
+            }
+        }
     }
     let bind = first.http.bind;
     let tokens: Vec<_> = swarms.iter().flat_map(|swarm| swarm.runtime.config.api_tokens().iter().cloned()).collect();
