@@ -43,6 +43,11 @@ pub enum LogError {
     Closed,
     #[error("the lease on {role} is lost: it expired or another process took it over")]
     LeaseLost { role: String },
+    #[error(
+        "refused: this process no longer holds the lease on {role} (another process fenced it out and \
+         appends as its holder now)"
+    )]
+    Fenced { role: String },
 }
 
 impl LogError {

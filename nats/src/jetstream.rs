@@ -64,6 +64,11 @@ use crate::{Appended, DeadLetter, EventLog, InvalidRecord, Lease, LogEntry, LogE
 /// Duplicate seqs closer than this are read back in one read (see
 /// `JetStreamLog::read_in_runs`).
 const DUPLICATE_READ_GAP: Seq = 256;
+/// The header naming the subject whose last sequence
+/// `Nats-Expected-Last-Subject-Sequence` is about (nats-server 2.11+): an
+/// append as a lease's holder expects the role's fence subject to end at
+/// its fence.
+const EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT: &str = "Nats-Expected-Last-Subject-Sequence-Subject";
 
 /// Publish acks awaited at once. Also the capacity of the JetStream context's
 /// own in-flight limit, see [`JetStreamLog::publish_permits`].
@@ -287,6 +292,11 @@ impl JetStreamLog {
             let Some(failure) = self.publish_unacknowledged(chunk, &mut acks).await else {
                 return Ok(acks.into_iter().flatten().collect());
             };
+            if failure.fenced {
+                // Only appends as a lease's holder name an expected sequence;
+                // the caller names the role.
+                return Err(LogError::Fenced { role: String::new() });
+            }
             if !failure.transient {
                 return Err(LogError::Nats(failure.message));
             }
@@ -366,6 +376,64 @@ impl JetStreamLog {
         Ok(records)
     }
 
+    /// [`EventLog::append`], each message published on the condition that
+    /// `fence` — a fence subject and the seq of its last record — still
+    /// stands, when given: [`LogError::Fenced`] once it does not.
+    async fn append_with(&self, events: &[Event], fence: Option<(String, Seq)>) -> Result<Vec<Appended>, LogError> {
+        let mut messages = Vec::with_capacity(events.len());
+        for event in events {
+            if event.swarm != self.swarm {
+                return Err(LogError::ForeignSwarm {
+                    id: event.id,
+                    event_swarm: event.swarm.clone(),
+                    log_swarm: self.swarm.clone(),
+                });
+            }
+            self.check_size(event)?;
+            let json = event.to_json();
+            let subject = subjects::event_subject(&self.swarm, &event.agent, event.kind_name());
+            let mut message = PublishMessage::build().payload(Bytes::from(json)).message_id(event.id.to_string());
+            if let Some((fence_subject, fence_seq)) = &fence {
+                message = message
+                    .expected_last_subject_sequence(*fence_seq)
+                    .header(EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT, fence_subject.as_str());
+            }
+            messages.push((subject, message));
+        }
+        let acks = self.publish_all(messages, self.publish_retry_window).await?;
+        let appended: Vec<Appended> = events
+            .iter()
+            .zip(acks)
+            .map(|(event, ack)| Appended { id: event.id, seq: ack.sequence, duplicate: ack.duplicate })
+            .collect();
+        // The server deduplicates by `Nats-Msg-Id` alone: a duplicate's ack
+        // names the message stored under the id, which must hold this event
+        // for the answer to be true. A whole batch retried after a lost ack
+        // is all duplicates, usually of one run of seqs: those are read in
+        // runs, one reading consumer per run, not one per event.
+        let duplicate_seqs: Vec<Seq> =
+            appended.iter().filter(|appended| appended.duplicate).map(|appended| appended.seq).collect();
+        if duplicate_seqs.is_empty() {
+            return Ok(appended);
+        }
+        let stored = self.read_in_runs(duplicate_seqs).await?;
+        for (index, (event, appended)) in events.iter().zip(&appended).enumerate() {
+            if !appended.duplicate {
+                continue;
+            }
+            // No message at the seq: it was erased (`EventLog::erase`; the
+            // duplicate window is far shorter than any retention), and the
+            // event was stored there.
+            let same = stored
+                .get(&appended.seq)
+                .is_none_or(|record| record.as_ref().is_ok_and(|stored| stored.same_content(event)));
+            if !same {
+                return Err(LogError::ConflictingDuplicate { id: event.id, index, original_seq: appended.seq });
+            }
+        }
+        Ok(appended)
+    }
+
     /// What a read of the events stream needs, owned.
     fn reader(&self) -> Reader {
         Reader {
@@ -381,11 +449,17 @@ impl JetStreamLog {
 struct PublishFailure {
     message: String,
     transient: bool,
+    /// Refused because the fence it was published under no longer stands.
+    fenced: bool,
 }
 
 impl PublishFailure {
     fn of(error: &jetstream::context::PublishError, what: &str) -> PublishFailure {
-        PublishFailure { message: format!("{what}: {error}"), transient: publish_error_is_transient(error) }
+        PublishFailure {
+            message: format!("{what}: {error}"),
+            transient: publish_error_is_transient(error),
+            fenced: error.kind() == jetstream::context::PublishErrorKind::WrongLastSequence,
+        }
     }
 }
 
@@ -428,7 +502,11 @@ impl Reader {
     /// [`EventLog::read`]: the messages there now, with the copies of
     /// records rewritten in place merged in.
     async fn read(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError> {
-        let filter = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent));
+        // Events only: the stream's fence records are not events.
+        let filter = Some(match agent {
+            Some(agent) => subjects::agent_events_filter(&self.swarm, agent),
+            None => subjects::swarm_events_filter(&self.swarm),
+        });
         let messages = fetch_messages(&self.events, from, filter, max, self.retry_window).await?;
         let entries =
             messages.iter().map(|message| entry_of_message(&self.swarm, message)).collect::<Result<Vec<_>, _>>()?;
@@ -627,53 +705,7 @@ impl EventLog for JetStreamLog {
     }
 
     async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError> {
-        let mut messages = Vec::with_capacity(events.len());
-        for event in events {
-            if event.swarm != self.swarm {
-                return Err(LogError::ForeignSwarm {
-                    id: event.id,
-                    event_swarm: event.swarm.clone(),
-                    log_swarm: self.swarm.clone(),
-                });
-            }
-            self.check_size(event)?;
-            let json = event.to_json();
-            let subject = subjects::event_subject(&self.swarm, &event.agent, event.kind_name());
-            let message = PublishMessage::build().payload(Bytes::from(json)).message_id(event.id.to_string());
-            messages.push((subject, message));
-        }
-        let acks = self.publish_all(messages, self.publish_retry_window).await?;
-        let appended: Vec<Appended> = events
-            .iter()
-            .zip(acks)
-            .map(|(event, ack)| Appended { id: event.id, seq: ack.sequence, duplicate: ack.duplicate })
-            .collect();
-        // The server deduplicates by `Nats-Msg-Id` alone: a duplicate's ack
-        // names the message stored under the id, which must hold this event
-        // for the answer to be true. A whole batch retried after a lost ack
-        // is all duplicates, usually of one run of seqs: those are read in
-        // runs, one reading consumer per run, not one per event.
-        let duplicate_seqs: Vec<Seq> =
-            appended.iter().filter(|appended| appended.duplicate).map(|appended| appended.seq).collect();
-        if duplicate_seqs.is_empty() {
-            return Ok(appended);
-        }
-        let stored = self.read_in_runs(duplicate_seqs).await?;
-        for (index, (event, appended)) in events.iter().zip(&appended).enumerate() {
-            if !appended.duplicate {
-                continue;
-            }
-            // No message at the seq: it was erased (`EventLog::erase`; the
-            // duplicate window is far shorter than any retention), and the
-            // event was stored there.
-            let same = stored
-                .get(&appended.seq)
-                .is_none_or(|record| record.as_ref().is_ok_and(|stored| stored.same_content(event)));
-            if !same {
-                return Err(LogError::ConflictingDuplicate { id: event.id, index, original_seq: appended.seq });
-            }
-        }
-        Ok(appended)
+        self.append_with(events, None).await
     }
 
     async fn append_raw(&self, agent: &str, raw: &[u8]) -> Result<Seq, LogError> {
@@ -700,7 +732,11 @@ impl EventLog for JetStreamLog {
         if let Some(agent) = agent {
             validate_name("agent", agent)?;
         }
-        let filter_subject = agent.map(|agent| subjects::agent_events_filter(&self.swarm, agent)).unwrap_or_default();
+        // Events only: the stream's fence records are not events.
+        let filter_subject = match agent {
+            Some(agent) => subjects::agent_events_filter(&self.swarm, agent),
+            None => subjects::swarm_events_filter(&self.swarm),
+        };
         let from = from.max(1);
         // Records rewritten in place have no message: up to the last of
         // them the subscription reads pages, which merge the copies in,
@@ -780,6 +816,33 @@ impl EventLog for JetStreamLog {
         }
     }
 
+    async fn last_event_seq(&self) -> Result<Seq, LogError> {
+        let filter = subjects::swarm_events_filter(&self.swarm);
+        let mut retry = ReadRetry::new(self.read_retry_window);
+        let last_message = loop {
+            let failure =
+                match tokio::time::timeout(READ_REQUEST_TIMEOUT, self.events.get_last_raw_message_by_subject(&filter))
+                    .await
+                {
+                    Ok(Ok(message)) => break message.sequence,
+                    Ok(Err(error)) if error.kind() == stream::LastRawMessageErrorKind::NoMessageFound => break 0,
+                    Ok(Err(error)) => ReadFailure {
+                        message: format!("could not read the events stream's last event: {error}"),
+                        transient: !matches!(error.kind(), stream::LastRawMessageErrorKind::InvalidSubject),
+                    },
+                    Err(_) => ReadFailure {
+                        message: format!(
+                            "could not read the events stream's last event: no answer in {READ_REQUEST_TIMEOUT:?}"
+                        ),
+                        transient: true,
+                    },
+                };
+            retry.wait_after(failure).await?;
+        };
+        // A record rewritten in place has no message, yet it is an event.
+        Ok(last_message.max(self.replaced.last().unwrap_or(0)))
+    }
+
     async fn agents(&self) -> Result<Vec<String>, LogError> {
         let subjects_with_counts =
             self.events.info_with_subjects(subjects::swarm_events_filter(&self.swarm)).await.map_err(LogError::nats)?;
@@ -793,11 +856,34 @@ impl EventLog for JetStreamLog {
     }
 
     async fn take_lease(&self, role: &str, holder: &str) -> Result<Option<Lease>, LogError> {
-        self.leases.take(role, holder).await
+        let Some(mut lease) = self.leases.take(role, holder).await? else { return Ok(None) };
+        match lease::set_fence(&self.context, &self.events, &self.swarm, &mut lease).await {
+            Ok(true) => Ok(Some(lease)),
+            // A newer holder fenced the role while this one took the key
+            // (its lease expired meanwhile): not this one's.
+            Ok(false) => Ok(None),
+            Err(error) => {
+                // Without a fence the lease is no use: given up, so that the
+                // next attempt (of any process) starts clean.
+                if let Err(releasing) = self.leases.release(&lease).await {
+                    tracing::warn!(role, %releasing, "could not give up a lease whose fence failed");
+                }
+                Err(error)
+            }
+        }
     }
 
     async fn renew_lease(&self, lease: &mut Lease) -> Result<(), LogError> {
-        self.leases.renew(lease).await
+        self.leases.renew(lease).await?;
+        lease::check_fence(&self.context, &self.events, &self.swarm, lease).await
+    }
+
+    async fn append_fenced(&self, lease: &Lease, events: &[Event]) -> Result<Vec<Appended>, LogError> {
+        let fence = (subjects::fence_subject(&self.swarm, &lease.role), lease.fence);
+        self.append_with(events, Some(fence)).await.map_err(|error| match error {
+            LogError::Fenced { .. } => LogError::Fenced { role: lease.role.clone() },
+            error => error,
+        })
     }
 
     async fn release_lease(&self, lease: &Lease) -> Result<(), LogError> {

@@ -12,6 +12,16 @@
 //! lease is the first taker's until it releases it.
 
 /// A lease this process holds on one role of a swarm.
+///
+/// Holding the lease is not enough to write as its holder: a holder paused
+/// past its time to live (a long GC, a stopped VM) may wake up believing it
+/// still holds it. So a new holder sets a *fence* when it takes the role —
+/// on JetStream a record on `mneme.<swarm>.fence.lease.<role>` in the events
+/// stream, carrying its epoch — and appends as holder
+/// ([`crate::EventLog::append_fenced`]) only on the condition that the
+/// role's fence is still its own (`Nats-Expected-Last-Subject-Sequence` on
+/// the fence subject). An older holder's appends are then refused by the
+/// server itself ([`crate::LogError::Fenced`]), whatever it believes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     pub role: String,
@@ -22,6 +32,9 @@ pub struct Lease {
     pub epoch: u64,
     /// The store's revision of the last take or renewal: a renewal names it.
     pub revision: u64,
+    /// The seq of this holder's fence in the events stream (JetStream); 0 on
+    /// the embedded log, which fences in process.
+    pub fence: u64,
 }
 
 /// Checks a role's name: it becomes a key.

@@ -159,8 +159,20 @@ pub trait EventLog: Send + Sync + 'static {
         agent: Option<&str>,
     ) -> Result<BoxStream<'static, Result<LogEntry, LogError>>, LogError>;
 
-    /// The highest sequence on the log, 0 when it is empty.
+    /// The highest sequence on the log, 0 when it is empty. It counts
+    /// every record the log gave a seq to, erased ones and records that are
+    /// not events (a lease's fence on JetStream): what the log's end is, for
+    /// telling whether it lost its tail.
     async fn last_seq(&self) -> Result<Seq, LogError>;
+
+    /// The seq of the last event on the log, 0 when there is none: what a
+    /// memory must have applied to hold the whole log. Records that are
+    /// not events and erased records are passed over, so it may be below
+    /// [`EventLog::last_seq`]. The default answers `last_seq`, for a log
+    /// that gives seqs to events only.
+    async fn last_event_seq(&self) -> Result<Seq, LogError> {
+        self.last_seq().await
+    }
 
     /// Every agent with at least one record on the log, sorted.
     async fn agents(&self) -> Result<Vec<String>, LogError>;
@@ -168,14 +180,23 @@ pub trait EventLog: Send + Sync + 'static {
     /// The position a named durable consumer last stored, if any.
     async fn load_position(&self, consumer: &str) -> Result<Option<Seq>, LogError>;
 
-    /// Takes the lease on `role` for `holder` (see [`Lease`]): `None` while
-    /// another holder's lease on it lives. A holder that takes a lease it
-    /// already holds gets it again, under a new epoch on JetStream.
+    /// Takes the lease on `role` for `holder` (see [`Lease`]) and sets its
+    /// fence: `None` while another holder's lease on it lives. A holder
+    /// that takes a lease it already holds gets it again, under a new epoch
+    /// on JetStream.
     async fn take_lease(&self, role: &str, holder: &str) -> Result<Option<Lease>, LogError>;
 
     /// Renews `lease` for another time to live: [`LogError::LeaseLost`]
-    /// once it expired or another holder took the role over.
+    /// once it expired or another holder took the role over (or fenced it).
     async fn renew_lease(&self, lease: &mut Lease) -> Result<(), LogError>;
+
+    /// [`EventLog::append`] as the holder of `lease`: refused with
+    /// [`LogError::Fenced`] once another holder took the role over, however
+    /// long this one was paused. On JetStream every message is published on
+    /// the condition that the role's fence is still this holder's, so the
+    /// server itself refuses it; of a batch refused part way, what was
+    /// stored before the new fence stays (and ids deduplicate a retry).
+    async fn append_fenced(&self, lease: &Lease, events: &[Event]) -> Result<Vec<Appended>, LogError>;
 
     /// Gives `lease` up, so that another process may take the role at once;
     /// a lease already lost is left as it is.

@@ -247,17 +247,11 @@ fn open_error(error: sled::Error, dir: &Path) -> LogError {
     }
 }
 
-#[async_trait]
-impl EventLog for SledLog {
-    fn swarm(&self) -> &str {
-        &self.shared.swarm
-    }
-
-    fn max_event_bytes(&self) -> usize {
-        self.shared.options.limits.max_event_bytes
-    }
-
-    async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError> {
+impl SledLog {
+    /// [`EventLog::append`], as the holder of `lease` when given: the
+    /// lease is checked under the same lock as the write, so a lease
+    /// released or taken over is never appended under.
+    async fn append_as(&self, lease: Option<Lease>, events: &[Event]) -> Result<Vec<Appended>, LogError> {
         // Encoding is pure CPU work and may refuse the batch; it is done
         // before anything is locked or written.
         let mut records = Vec::with_capacity(events.len());
@@ -280,7 +274,17 @@ impl EventLog for SledLog {
                 value: record_value(&event.agent, &payload),
             });
         }
-        let stored = self.blocking(move |shared| shared.append(records)).await?;
+        let stored = self
+            .blocking(move |shared| {
+                let leases = shared.leases.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(lease) = &lease
+                    && leases.held.get(&lease.role) != Some(&(lease.holder.clone(), lease.epoch))
+                {
+                    return Err(LogError::Fenced { role: lease.role.clone() });
+                }
+                shared.append(records)
+            })
+            .await?;
         self.flush_if_asked().await?;
         self.wake_subscribers();
         let appended = events
@@ -289,6 +293,25 @@ impl EventLog for SledLog {
             .map(|(event, (seq, duplicate))| Appended { id: event.id, seq, duplicate })
             .collect();
         Ok(appended)
+    }
+}
+
+#[async_trait]
+impl EventLog for SledLog {
+    fn swarm(&self) -> &str {
+        &self.shared.swarm
+    }
+
+    fn max_event_bytes(&self) -> usize {
+        self.shared.options.limits.max_event_bytes
+    }
+
+    async fn append(&self, events: &[Event]) -> Result<Vec<Appended>, LogError> {
+        self.append_as(None, events).await
+    }
+
+    async fn append_fenced(&self, lease: &Lease, events: &[Event]) -> Result<Vec<Appended>, LogError> {
+        self.append_as(Some(lease.clone()), events).await
     }
 
     async fn append_raw(&self, agent: &str, raw: &[u8]) -> Result<Seq, LogError> {
@@ -374,7 +397,7 @@ impl EventLog for SledLog {
         leases.epochs += 1;
         let epoch = leases.epochs;
         leases.held.insert(role.to_string(), (holder.to_string(), epoch));
-        Ok(Some(Lease { role: role.to_string(), holder: holder.to_string(), epoch, revision: epoch }))
+        Ok(Some(Lease { role: role.to_string(), holder: holder.to_string(), epoch, revision: epoch, fence: 0 }))
     }
 
     async fn renew_lease(&self, lease: &mut Lease) -> Result<(), LogError> {

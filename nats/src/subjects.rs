@@ -16,6 +16,20 @@ pub fn swarm_events_filter(swarm: &str) -> String {
     format!("mneme.{swarm}.*.events.>")
 }
 
+/// `mneme.<swarm>.fence.lease.<role>`: in the events stream, the fence a
+/// new holder of the lease on `role` sets (see `crate::lease`). Not an
+/// events subject (its fourth token is not `events`), and five tokens
+/// long, so no handoff subject (four) can match it: reads of events pass
+/// over it.
+pub fn fence_subject(swarm: &str, role: &str) -> String {
+    format!("mneme.{swarm}.fence.lease.{role}")
+}
+
+/// Every fence subject of the swarm.
+pub fn swarm_fences_filter(swarm: &str) -> String {
+    format!("mneme.{swarm}.fence.lease.*")
+}
+
 /// `mneme.<swarm>.deadletter`
 pub fn deadletter_subject(swarm: &str) -> String {
     format!("mneme.{swarm}.deadletter")
@@ -116,6 +130,7 @@ mod tests {
         assert_eq!(agent_of_subject("demo", &subject), Some("coder"));
         assert_eq!(agent_of_subject("other", &subject), None);
         assert_eq!(agent_of_subject("demo", "mneme.demo.deadletter"), None);
+        assert_eq!(agent_of_subject("demo", &fence_subject("demo", "writer")), None);
     }
 
     #[test]

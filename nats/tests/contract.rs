@@ -165,7 +165,49 @@ contract!(
     erased_records_are_gaps_to_readers_and_gone_from_the_files,
     replaced_records_are_read_as_their_copies_and_the_old_bytes_leave_the_files,
     a_lease_is_one_holders_until_released,
+    a_lease_holder_appends_until_another_holder_fences_it_out,
 );
+
+/// Appends as a lease's holder go through while it holds the role, and
+/// are refused, with nothing stored, once another holder took the role
+/// over. The fence is not an event: reads, subscriptions and the last
+/// event's seq pass over it.
+async fn a_lease_holder_appends_until_another_holder_fences_it_out(harness: &mut dyn Harness) -> Result<(), LogError> {
+    let log = harness.open().await;
+    let first = event("coder", "before any lease");
+    log.append(std::slice::from_ref(&first)).await?;
+    let a = log.take_lease("writer", "process-a").await?.expect("a free role is taken");
+    let by_a = event("coder", "written by the holder");
+    let appended = log.append_fenced(&a, std::slice::from_ref(&by_a)).await?;
+    assert!(!appended[0].duplicate);
+    assert_eq!(log.last_event_seq().await?, appended[0].seq);
+    // A takeover: the old holder, still believing it holds the role, is
+    // refused and stores nothing.
+    log.release_lease(&a).await?;
+    let b = log.take_lease("writer", "process-b").await?.expect("a released role is free");
+    let late = event("coder", "written by a holder fenced out");
+    assert!(
+        matches!(log.append_fenced(&a, std::slice::from_ref(&late)).await, Err(LogError::Fenced { role }) if role == "writer")
+    );
+    let by_b = event("coder", "written by the new holder");
+    let appended_b = log.append_fenced(&b, std::slice::from_ref(&by_b)).await?;
+    assert!(appended_b[0].seq > appended[0].seq);
+    let texts: Vec<String> = log.read(1, None, 100).await?.iter().map(text_of).collect();
+    assert_eq!(texts, ["before any lease", "written by the holder", "written by the new holder"]);
+    assert_eq!(log.last_event_seq().await?, appended_b[0].seq);
+    // A fence after the last event leaves the last event where it was.
+    log.release_lease(&b).await?;
+    let c = log.take_lease("writer", "process-c").await?.expect("free again");
+    assert_eq!(log.last_event_seq().await?, appended_b[0].seq);
+    assert!(log.last_seq().await? >= appended_b[0].seq);
+    let mut subscription = log.subscribe(1, None).await?;
+    for expected in [&first, &by_a, &by_b] {
+        assert_eq!(valid(&next_entry(&mut subscription).await).id, expected.id);
+    }
+    assert_quiet(&mut subscription).await;
+    log.release_lease(&c).await?;
+    Ok(())
+}
 
 async fn a_lease_is_one_holders_until_released(harness: &mut dyn Harness) -> Result<(), LogError> {
     let log = harness.open().await;
@@ -223,6 +265,11 @@ async fn on_jetstream_a_lease_not_renewed_expires_and_is_taken_over() -> Result<
     assert!(taken.epoch > held.epoch);
     assert_eq!(b.lease_holder("consolidator").await?.as_deref(), Some("process-b"));
     assert!(matches!(a.renew_lease(&mut held).await, Err(LogError::LeaseLost { .. })));
+    // The old holder, never told, cannot append: the server refuses it.
+    let late = event("coder", "after the takeover");
+    assert!(matches!(a.append_fenced(&held, std::slice::from_ref(&late)).await, Err(LogError::Fenced { .. })));
+    assert!(b.read(1, None, 100).await?.iter().all(|entry| valid(entry).id != late.id));
+    b.append_fenced(&taken, &[event("coder", "by the new holder")]).await?;
     Ok(())
 }
 

@@ -113,5 +113,84 @@ impl LeaseBucket {
 }
 
 fn lease(role: &str, holder: &str, revision: u64) -> Lease {
-    Lease { role: role.to_string(), holder: holder.to_string(), epoch: revision, revision }
+    Lease { role: role.to_string(), holder: holder.to_string(), epoch: revision, revision, fence: 0 }
+}
+
+/// The header naming the holder's epoch on a fence record.
+const EPOCH_HEADER: &str = "Mneme-Lease-Epoch";
+/// How often a fence is tried again when another holder's fence came in
+/// between reading the last one and setting one.
+const FENCE_ATTEMPTS: usize = 5;
+
+/// The last fence on `role`'s subject: its seq and the epoch it carries.
+async fn last_fence(events: &stream::Stream, subject: &str) -> Result<Option<(u64, u64)>, LogError> {
+    match events.get_last_raw_message_by_subject(subject).await {
+        Ok(message) => {
+            let epoch =
+                message.headers.get(EPOCH_HEADER).and_then(|value| value.as_str().parse().ok()).ok_or_else(|| {
+                    LogError::Corrupt(format!("fence {} on {subject} names no epoch", message.sequence))
+                })?;
+            Ok(Some((message.sequence, epoch)))
+        }
+        Err(error) if error.kind() == stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
+        Err(error) => Err(LogError::nats(format!("could not read the fence on {subject}: {error}"))),
+    }
+}
+
+/// Sets `lease`'s fence: a record on the role's fence subject, published on
+/// the condition that the subject's last record is still the one read
+/// before, and refused when that one carries a newer epoch (a holder that
+/// took the role after this one). Answers false when this holder is
+/// fenced out already.
+pub(super) async fn set_fence(
+    context: &jetstream::Context,
+    events: &stream::Stream,
+    swarm: &str,
+    lease: &mut Lease,
+) -> Result<bool, LogError> {
+    let subject = subjects::fence_subject(swarm, &lease.role);
+    for _ in 0..FENCE_ATTEMPTS {
+        let last = last_fence(events, &subject).await?;
+        if last.is_some_and(|(_, epoch)| epoch > lease.epoch) {
+            return Ok(false);
+        }
+        let message = async_nats::jetstream::message::PublishMessage::build()
+            .payload(Bytes::from(lease.holder.clone()))
+            .header(EPOCH_HEADER, lease.epoch.to_string())
+            .expected_last_subject_sequence(last.map_or(0, |(seq, _)| seq));
+        let ack = context
+            .send_publish(subject.clone(), message)
+            .await
+            .map_err(|error| LogError::nats(format!("could not set the fence on {subject}: {error}")))?
+            .await;
+        match ack {
+            Ok(ack) => {
+                lease.fence = ack.sequence;
+                return Ok(true);
+            }
+            Err(error) if error.kind() == jetstream::context::PublishErrorKind::WrongLastSequence => continue,
+            Err(error) => return Err(LogError::nats(format!("could not set the fence on {subject}: {error}"))),
+        }
+    }
+    Ok(false)
+}
+
+/// Checks that `lease`'s fence still stands: another fence means another
+/// holder took the role ([`LogError::LeaseLost`]). A fence gone with the
+/// stream's age limit is set again.
+pub(super) async fn check_fence(
+    context: &jetstream::Context,
+    events: &stream::Stream,
+    swarm: &str,
+    lease: &mut Lease,
+) -> Result<(), LogError> {
+    let subject = subjects::fence_subject(swarm, &lease.role);
+    match last_fence(events, &subject).await? {
+        Some((seq, _)) if seq == lease.fence => Ok(()),
+        Some(_) => Err(LogError::LeaseLost { role: lease.role.clone() }),
+        None => match set_fence(context, events, swarm, lease).await? {
+            true => Ok(()),
+            false => Err(LogError::LeaseLost { role: lease.role.clone() }),
+        },
+    }
 }

@@ -44,7 +44,7 @@ async fn open(context: &jetstream::Context, swarm: &str, options: &JetStreamOpti
         .get_or_create_stream(stream::Config {
             name: subjects::events_stream(swarm),
             description: Some(format!("Mneme event log of swarm {swarm}")),
-            subjects: vec![subjects::swarm_events_filter(swarm)],
+            subjects: events_stream_subjects(swarm),
             storage: stream::StorageType::File,
             retention: stream::RetentionPolicy::Limits,
             duplicate_window: options.duplicate_window,
@@ -55,6 +55,7 @@ async fn open(context: &jetstream::Context, swarm: &str, options: &JetStreamOpti
         })
         .await
         .map_err(|error| stream_failure(format!("could not open the events stream of {swarm}"), &error))?;
+    let events = with_fence_subjects(context, events, swarm).await?;
     let dead_letters = open_side_stream(
         context,
         options,
@@ -82,6 +83,36 @@ async fn open(context: &jetstream::Context, swarm: &str, options: &JetStreamOpti
     open_handoffs_stream(context, swarm, options).await?;
     let positions = open_positions_bucket(context, swarm, options.replicas).await?;
     Ok(Opened { events, dead_letters, erasures, replaced, positions })
+}
+
+/// The events stream's subjects: every agent's events, and the fences of the
+/// swarm's leases (see `crate::lease`).
+fn events_stream_subjects(swarm: &str) -> Vec<String> {
+    vec![subjects::swarm_events_filter(swarm), subjects::swarm_fences_filter(swarm)]
+}
+
+/// An events stream made before leases were fenced captures no fence
+/// subject: it is given it, once, keeping the rest of its configuration.
+async fn with_fence_subjects(
+    context: &jetstream::Context,
+    mut events: stream::Stream,
+    swarm: &str,
+) -> Result<stream::Stream, ReadFailure> {
+    let fences = subjects::swarm_fences_filter(swarm);
+    let mut config = events.cached_info().config.clone();
+    if config.subjects.contains(&fences) {
+        return Ok(events);
+    }
+    config.subjects.push(fences);
+    context.update_stream(&config).await.map_err(|error| ReadFailure {
+        message: format!("could not add the fence subject to the events stream of {swarm}: {error}"),
+        transient: false,
+    })?;
+    events.info().await.map_err(|error| ReadFailure {
+        message: format!("could not read the events stream of {swarm}: {error}"),
+        transient: true,
+    })?;
+    Ok(events)
 }
 
 /// Opens a stream kept beside the events (dead letters, erasures, copies): one
