@@ -20,12 +20,13 @@ use mneme_events::{
     Clock, Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, RetrievalCount, SystemClock,
     Timestamp,
 };
-use mneme_nats::{EventLog, Seq};
+use mneme_nats::{EventLog, Lease, Seq};
 use mneme_projections::consolidation::{
     ConsolidationPlan, ConsolidationPolicy, ConsolidationView, SharedScan, consolidate_with, share_run_budget,
 };
 
 use crate::error::ActorsError;
+use crate::lease_keeper::LeaseGate;
 use crate::memory_actor::{Query, QueryAnswer, ReturnRetrievals, TakeRetrievals};
 use crate::supervisor::{AgentHandle, GetAgent, ListAgents, Supervisor};
 
@@ -72,6 +73,10 @@ pub struct Consolidator {
     /// own verdicts never trigger the next one.
     events_counted_after: Option<Seq>,
     checking_events: bool,
+    /// With replicas: runs are made, and verdicts appended (fenced), only
+    /// while this process holds the swarm's writer lease. `None`: this
+    /// process is the swarm's only writer.
+    lease: Option<LeaseGate>,
 }
 
 impl Consolidator {
@@ -95,7 +100,14 @@ impl Consolidator {
             running: Arc::new(tokio::sync::Mutex::new(())),
             events_counted_after: None,
             checking_events: false,
+            lease: None,
         }
+    }
+
+    /// Runs, and writes, only while this process holds `lease`.
+    pub fn with_lease(mut self, lease: LeaseGate) -> Consolidator {
+        self.lease = Some(lease);
+        self
     }
 
     /// Writes verdicts at `clock`'s time instead of the system's.
@@ -111,6 +123,10 @@ impl Consolidator {
     }
 
     fn run_scheduled(&mut self, ctx: &mut Context<Self>, trigger: &'static str) {
+        if self.lease.as_ref().is_some_and(|lease| lease.held().is_none()) {
+            tracing::debug!(trigger, "another process holds the writer lease; its consolidator runs");
+            return;
+        }
         let Ok(guard) = self.running.clone().try_lock_owned() else {
             tracing::debug!(trigger, "consolidation already running; skipped");
             return;
@@ -179,7 +195,14 @@ impl Consolidator {
         let scanner = self.scanner.clone();
         let id_key = self.id_key.clone();
         let clock = self.clock.clone();
+        // A run that writes needs the lease, from its start: the fence of
+        // the lease held now guards every append of the run.
+        let lease = match (&self.lease, request.dry_run) {
+            (Some(gate), false) => Some(gate.require(&self.swarm)),
+            _ => None,
+        };
         async move {
+            let lease = lease.transpose()?;
             let started = Instant::now();
             let log_seq_at_start = log.last_seq().await?;
             let agents = match &request.agent {
@@ -224,7 +247,7 @@ impl Consolidator {
             report.shared = shared;
             let mut scanned = scanned.into_iter();
             while let Some(agent) = scanned.next() {
-                match write_agent(agent, log.as_ref()).await {
+                match write_agent(agent, log.as_ref(), lease.as_ref()).await {
                     Ok(outcome) => report.agents.push(outcome),
                     Err(error) => {
                         // Only the log (or an agent's apply) can fail here;
@@ -501,12 +524,20 @@ fn split_in_two(event: &Event, id_key: &IdKey) -> Option<(Event, Event)> {
 }
 
 /// One scanned agent's events on the log, then applied by its memory.
-async fn write_agent(scanned: ScannedAgent, log: &dyn EventLog) -> Result<AgentConsolidation, ActorsError> {
+async fn write_agent(
+    scanned: ScannedAgent,
+    log: &dyn EventLog,
+    lease: Option<&Lease>,
+) -> Result<AgentConsolidation, ActorsError> {
     let ScannedAgent { handle, items, plan, counts, events, verdicts_dropped, scan_seconds } = scanned;
     let mut last_written: Option<Seq> = None;
     let mut events_written = 0;
     for chunk in events.chunks(EVENTS_PER_APPEND) {
-        match log.append(chunk).await {
+        let appended = match lease {
+            Some(lease) => log.append_fenced(lease, chunk).await,
+            None => log.append(chunk).await,
+        };
+        match appended {
             Ok(appended) => {
                 events_written += appended.len();
                 last_written = appended.iter().map(|appended| appended.seq).max().max(last_written);

@@ -14,17 +14,26 @@
 //! again changes nothing, so a crash between the two repeats work and loses
 //! none. [`ErasureRegistry::wait_through`] lets a purge request answer only
 //! once what it erased is recorded.
+//!
+//! With replicas, what the eraser writes — the record beside the log, the
+//! follow-up tombstones, its position — is written by the process that
+//! holds the swarm's writer lease (the tombstones fenced). Every other
+//! process still follows the log, asks its own memories what each purge
+//! erased (the same answer everywhere: memories are deterministic) and
+//! keeps its registry from that, so its readers hide what was erased; a
+//! follow-up tombstone reaches it as a purge of its own, later in the log.
 
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use actix::prelude::*;
 use mneme_events::{ErasedEvent, ErasureRecord, Erasures, Event, EventId, EventKind, IdKey, MemoryPurged, PurgeRef};
-use mneme_nats::{EventLog, LogEntry, Seq};
+use mneme_nats::{EventLog, Lease, LogEntry, Seq};
 use tokio::sync::watch;
 
 use crate::error::ActorsError;
-use crate::follow::follow_from_position;
+use crate::follow::{follow_from, follow_from_position};
+use crate::lease_keeper::LeaseGate;
 use crate::memory_actor::{Query, QueryAnswer, TakeSnapshot};
 use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, Supervisor};
 
@@ -85,6 +94,8 @@ impl ErasureRegistry {
 
 pub struct Eraser {
     erasing: Erasing,
+    /// With replicas: the swarm's writer lease.
+    gate: Option<LeaseGate>,
 }
 
 impl Eraser {
@@ -97,8 +108,25 @@ impl Eraser {
         id_key: IdKey,
     ) -> Eraser {
         Eraser {
-            erasing: Erasing { swarm: swarm.to_string(), log, supervisor, registry, admit_unknown_agents, id_key },
+            erasing: Erasing {
+                swarm: swarm.to_string(),
+                log,
+                supervisor,
+                registry,
+                admit_unknown_agents,
+                id_key,
+                lease: None,
+                recorded_here: Arc::default(),
+            },
+            gate: None,
         }
+    }
+
+    /// Writes only while this process holds `gate`'s lease; follows the log
+    /// for its registry meanwhile.
+    pub fn with_lease(mut self, gate: LeaseGate) -> Eraser {
+        self.gate = Some(gate);
+        self
     }
 }
 
@@ -107,7 +135,32 @@ impl Actor for Eraser {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         let erasing = self.erasing.clone();
-        ctx.spawn(async move { erasing.follow().await }.into_actor(self));
+        let Some(mut gate) = self.gate.clone() else {
+            ctx.spawn(async move { erasing.follow().await }.into_actor(self));
+            return;
+        };
+        ctx.spawn(
+            async move {
+                loop {
+                    match gate.held() {
+                        Some(lease) => {
+                            let holding = Erasing { lease: Some(lease.clone()), ..erasing.clone() };
+                            tokio::select! {
+                                () = holding.follow() => {}
+                                () = gate.until_lost(&lease) => {}
+                            }
+                        }
+                        None => {
+                            tokio::select! {
+                                () = erasing.follow_unwritten() => {}
+                                held = gate.until_held() => if held.is_none() { return },
+                            }
+                        }
+                    }
+                }
+            }
+            .into_actor(self),
+        );
     }
 }
 
@@ -135,6 +188,14 @@ struct Erasing {
     /// its memory.
     admit_unknown_agents: bool,
     id_key: IdKey,
+    /// The writer lease this process holds, when it writes as the swarm's
+    /// writer under one; `None` either for the only process on the log (no
+    /// gate) or while following without the lease.
+    lease: Option<Lease>,
+    /// Purges this process put in its registry without writing their
+    /// record (it did not hold the lease): taken again in full once it
+    /// does, in case their holder died before writing it.
+    recorded_here: Arc<std::sync::Mutex<std::collections::BTreeSet<Seq>>>,
 }
 
 impl Erasing {
@@ -150,6 +211,33 @@ impl Erasing {
         .await
     }
 
+    /// Without the lease: follows the log from the writer's stored position
+    /// (what lies before it is in the records the registry was loaded
+    /// from), keeping the registry and writing nothing.
+    async fn follow_unwritten(&self) {
+        follow_from(self.log.as_ref(), CONSUMER, "eraser (not the writer)", |entry| async move {
+            let seq = entry.seq;
+            self.take_unwritten(entry).await?;
+            self.registry.advance(seq);
+            Ok(false)
+        })
+        .await
+    }
+
+    /// [`Erasing::take`] without writing: what the purge erased goes in the
+    /// registry only.
+    async fn take_unwritten(&self, entry: LogEntry) -> Result<(), ActorsError> {
+        let Ok(event) = entry.record else { return Ok(()) };
+        let EventKind::MemoryPurged(_) = &event.kind else { return Ok(()) };
+        if self.registry.erasures().has_purge(entry.seq) {
+            return Ok(());
+        }
+        let Some((record, _)) = self.erased_by(entry.seq, &event).await? else { return Ok(()) };
+        self.registry.record(&record);
+        self.recorded_here.lock().unwrap_or_else(PoisonError::into_inner).insert(entry.seq);
+        Ok(())
+    }
+
     /// Records the entry's erasure if it is a purge; answers whether it was
     /// one.
     async fn take(&self, entry: LogEntry) -> Result<bool, ActorsError> {
@@ -162,9 +250,35 @@ impl Erasing {
     /// Records what the tombstone at `seq` erased, and erases what was
     /// derived from it.
     async fn erase(&self, seq: Seq, tombstone: &Event) -> Result<(), ActorsError> {
-        if self.registry.erasures().has_purge(seq) {
+        let recorded_here = self.recorded_here.lock().unwrap_or_else(PoisonError::into_inner).contains(&seq);
+        if self.registry.erasures().has_purge(seq) && !recorded_here {
             return Ok(());
         }
+        let Some((record, events)) = self.erased_by(seq, tombstone).await? else { return Ok(()) };
+        // What was derived from an erased handoff goes first: once the
+        // purge is recorded, a crash must not leave the delivery behind.
+        for (_, event) in &events {
+            if let EventKind::HandoffSent(sent) = &event.kind {
+                self.erase_delivery(tombstone, event, sent.to.trim()).await?;
+            }
+        }
+        self.log.record_erasure(&record).await?;
+        self.registry.record(&record);
+        self.recorded_here.lock().unwrap_or_else(PoisonError::into_inner).remove(&seq);
+        tracing::info!(agent = %tombstone.agent, seq, erased = record.events.len(), "purge recorded");
+        metrics::counter!("mneme_events_erased_total", "swarm" => self.log.swarm().to_string())
+            .increment(record.events.len() as u64);
+        Ok(())
+    }
+
+    /// What the tombstone at `seq` erased, as its memory answers once it
+    /// applied it, and the erased events; `None` when the swarm keeps no
+    /// memory of its agent.
+    async fn erased_by(
+        &self,
+        seq: Seq,
+        tombstone: &Event,
+    ) -> Result<Option<(ErasureRecord, Vec<(Seq, Event)>)>, ActorsError> {
         let handle = match self.supervisor.send(GetAgent(tombstone.agent.clone())).await {
             Ok(Ok(handle)) => handle,
             Ok(Err(error @ ActorsError::UnknownAgent { .. })) if self.admit_unknown_agents => {
@@ -176,7 +290,7 @@ impl Erasing {
                 // No memory of that agent is kept: the tombstone erased
                 // nothing.
                 tracing::warn!(agent = %tombstone.agent, seq, "purge of an agent this swarm keeps no memory of");
-                return Ok(());
+                return Ok(None);
             }
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ActorsError::ActorStopped { agent: "supervisor".to_string() }),
@@ -196,19 +310,7 @@ impl Erasing {
             events: events.iter().map(|(seq, event)| ErasedEvent::of(*seq, event)).collect(),
             phases: erased.phases.iter().filter_map(|phase_id| phase_id.parse::<EventId>().ok()).collect(),
         };
-        // What was derived from an erased handoff goes first: once the
-        // purge is recorded, a crash must not leave the delivery behind.
-        for (_, event) in &events {
-            if let EventKind::HandoffSent(sent) = &event.kind {
-                self.erase_delivery(tombstone, event, sent.to.trim()).await?;
-            }
-        }
-        self.log.record_erasure(&record).await?;
-        self.registry.record(&record);
-        tracing::info!(agent = %tombstone.agent, seq, erased = record.events.len(), "purge recorded");
-        metrics::counter!("mneme_events_erased_total", "swarm" => self.log.swarm().to_string())
-            .increment(record.events.len() as u64);
-        Ok(())
+        Ok(Some((record, events)))
     }
 
     /// Erases the `handoff_received` that delivered an erased handoff from
@@ -232,7 +334,10 @@ impl Erasing {
             .with_id(id)
             .with_ts(tombstone.ts)
             .caused_by(tombstone.id);
-        let appended = self.log.append(std::slice::from_ref(&follow_up)).await?;
+        let appended = match &self.lease {
+            Some(lease) => self.log.append_fenced(lease, std::slice::from_ref(&follow_up)).await?,
+            None => self.log.append(std::slice::from_ref(&follow_up)).await?,
+        };
         let seq = appended[0].seq;
         Box::pin(self.erase(seq, &follow_up)).await?;
         // The snapshot on disk still holds the package until the next one.

@@ -24,4 +24,9 @@ pub enum ActorsError {
     Handoff { handoff_id: String, message: String },
     #[error("timed out after {waited_ms} ms waiting for {agent:?} to apply seq {seq}")]
     CatchUpTimeout { agent: String, seq: u64, waited_ms: u64 },
+    #[error(
+        "this process does not hold the {lease} lease of swarm {swarm:?} ({holder}): what writes as the \
+         swarm's one writer runs in the process that holds it"
+    )]
+    NotLeaseHolder { swarm: String, lease: String, holder: String },
 }

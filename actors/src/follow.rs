@@ -22,13 +22,39 @@ const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// handing each entry to `take`, which answers whether the position is to
 /// be stored at once (after an entry that did something). `what` names the
 /// follower in logs.
-pub(crate) async fn follow_from_position<F, Fut>(log: &dyn EventLog, consumer: &str, what: &str, mut take: F)
+pub(crate) async fn follow_from_position<F, Fut>(log: &dyn EventLog, consumer: &str, what: &str, take: F)
 where
     F: FnMut(LogEntry) -> Fut,
     Fut: Future<Output = Result<bool, ActorsError>>,
 {
+    follow(log, consumer, what, true, take).await
+}
+
+/// [`follow_from_position`] for a process that follows where `consumer`
+/// is, without being it: the position is read, never stored (a replica
+/// that does not hold the swarm's writer lease).
+pub(crate) async fn follow_from<F, Fut>(log: &dyn EventLog, consumer: &str, what: &str, take: F)
+where
+    F: FnMut(LogEntry) -> Fut,
+    Fut: Future<Output = Result<bool, ActorsError>>,
+{
+    follow(log, consumer, what, false, take).await
+}
+
+async fn follow<F, Fut>(log: &dyn EventLog, consumer: &str, what: &str, store: bool, mut take: F)
+where
+    F: FnMut(LogEntry) -> Fut,
+    Fut: Future<Output = Result<bool, ActorsError>>,
+{
+    let mut resumed_at: Option<u64> = None;
     loop {
-        let from = match within_the_log(log, consumer, what).await {
+        let stored = if store || resumed_at.is_none() {
+            within_the_log(log, consumer, what).await
+        } else {
+            // Not storing: from where this follower got to itself.
+            Ok(resumed_at)
+        };
+        let from = match stored {
             Ok(position) => position.map_or(1, |seq| seq + 1),
             Err(error) => {
                 tracing::warn!(%error, "{what}: cannot read its position; retrying");
@@ -64,6 +90,10 @@ where
                 }
             };
             unstored += 1;
+            resumed_at = Some(seq);
+            if !store {
+                continue;
+            }
             if store_now || unstored >= STORE_POSITION_EVERY_ENTRIES {
                 if let Err(error) = log.store_position(consumer, seq).await {
                     tracing::warn!(%error, "{what}: cannot store its position");

@@ -18,11 +18,12 @@ use std::time::Duration;
 use actix::prelude::*;
 use mneme_api::handoffs::HandoffDelivery;
 use mneme_events::{Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey};
-use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
+use mneme_nats::{Broker, EventLog, Lease, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
 
 use crate::error::ActorsError;
 use crate::follow::follow_from_position;
+use crate::lease_keeper::LeaseGate;
 use crate::memory_actor::{Query, QueryAnswer};
 use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, Supervisor};
 
@@ -44,6 +45,9 @@ pub struct HandoffRouter {
     admit_unknown_agents: bool,
     /// Keys the ids of `handoff_received` events.
     id_key: IdKey,
+    /// With replicas: the router routes only while this process holds the
+    /// swarm's writer lease, and appends fenced.
+    gate: Option<LeaseGate>,
 }
 
 impl HandoffRouter {
@@ -59,7 +63,13 @@ impl HandoffRouter {
         admit_unknown_agents: bool,
         id_key: IdKey,
     ) -> HandoffRouter {
-        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, admit_unknown_agents, id_key }
+        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, admit_unknown_agents, id_key, gate: None }
+    }
+
+    /// Routes only while this process holds `gate`'s lease.
+    pub fn with_lease(mut self, gate: LeaseGate) -> HandoffRouter {
+        self.gate = Some(gate);
+        self
     }
 
     fn routing(&self) -> Routing {
@@ -70,6 +80,7 @@ impl HandoffRouter {
             broker: self.broker.clone(),
             admit_unknown_agents: self.admit_unknown_agents,
             id_key: self.id_key.clone(),
+            lease: None,
         }
     }
 }
@@ -78,12 +89,28 @@ impl Actor for HandoffRouter {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        // Side by side: new handoffs need not wait while every memory
-        // catches up for the redelivery of old ones.
         let routing = self.routing();
-        ctx.spawn(async move { routing.follow().await }.into_actor(self));
-        let redelivery = self.routing();
-        ctx.spawn(async move { redelivery.redeliver_pending().await }.into_actor(self));
+        let Some(mut gate) = self.gate.clone() else {
+            ctx.spawn(async move { routing.route_all().await }.into_actor(self));
+            return;
+        };
+        // Each time this process takes the lease, routing goes on from the
+        // stored position (where the last holder left it) and every pending
+        // handoff is published again; it stops when the lease is lost.
+        ctx.spawn(
+            async move {
+                while let Some(lease) = gate.until_held().await {
+                    let holding = Routing { lease: Some(lease.clone()), ..routing.clone() };
+                    tokio::select! {
+                        () = holding.route_all() => {}
+                        () = gate.until_lost(&lease) => {
+                            tracing::info!(swarm = %holding.swarm, "the writer lease moved: this process stops routing handoffs");
+                        }
+                    }
+                }
+            }
+            .into_actor(self),
+        );
     }
 }
 
@@ -109,9 +136,19 @@ struct Routing {
     broker: Option<Arc<dyn Broker>>,
     admit_unknown_agents: bool,
     id_key: IdKey,
+    /// The writer lease the deliveries are appended under, when there is
+    /// one.
+    lease: Option<Lease>,
 }
 
 impl Routing {
+    /// Follows the log and, side by side (new handoffs need not wait while
+    /// every memory catches up for the redelivery of old ones), publishes
+    /// again what is pending.
+    async fn route_all(&self) {
+        futures::join!(self.follow(), self.redeliver_pending());
+    }
+
     /// Publishes again every handoff received and not yet acknowledged: the
     /// subscriber may have missed it while this process was down. A memory
     /// still catching up, or a publish that fails, is tried again, up to
@@ -141,7 +178,7 @@ impl Routing {
 
     async fn redeliver_pending_of(&self, broker: &dyn Broker, agent: &str) -> Result<(), ActorsError> {
         let handle = self.handle_of(agent).await?;
-        let log_end = self.log.last_seq().await?;
+        let log_end = self.log.last_event_seq().await?;
         handle.caught_up(self.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
         let records = match handle.addr.send(Query::Handoffs).await {
             Ok(Ok(QueryAnswer::Handoffs(records))) => records,
@@ -237,7 +274,11 @@ impl Routing {
             handoff_id: sent.id.to_string(),
             message: format!("the package is not a valid event: {error}"),
         })?;
-        let (received_seq, package) = match self.log.append(std::slice::from_ref(&received)).await {
+        let appended = match &self.lease {
+            Some(lease) => self.log.append_fenced(lease, std::slice::from_ref(&received)).await,
+            None => self.log.append(std::slice::from_ref(&received)).await,
+        };
+        let (received_seq, package) = match appended {
             Ok(appended) => (appended[0].seq, package),
             Err(LogError::ConflictingDuplicate { original_seq, .. }) => {
                 // Delivered before a crash, with a package that differs now

@@ -12,6 +12,7 @@ mod error;
 mod feed;
 mod follow;
 pub mod handoff_router;
+pub mod lease_keeper;
 pub mod lost_tail;
 pub mod memory_actor;
 pub mod phase_compressor;
@@ -29,6 +30,7 @@ pub use eraser::{Eraser, ErasureRegistry, StopErasing};
 pub use erasure_pass::{CarriedErasures, carry_erasures, erasures_pending};
 pub use error::ActorsError;
 pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery, handoff_delivery_bytes};
+pub use lease_keeper::{LeaseGate, LeaseKeeper, LeaseState, WRITER_LEASE};
 pub use lost_tail::{LostTail, LostTails, snapshots_past_the_log};
 pub use memory_actor::{
     AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled, ItemListing,

@@ -13,6 +13,7 @@ use actix::{Actor, Context, Handler, Message, ResponseFuture};
 use mneme_events::{Event, EventId, EventKind, IdKey, PhaseCompressed};
 use mneme_nats::EventLog;
 
+use crate::lease_keeper::LeaseGate;
 use crate::phase_summarizer::{PhaseSummarizer, PhaseSummaryRequest};
 
 /// Model calls in flight at once.
@@ -41,6 +42,9 @@ pub struct PhaseCompressor {
     log: Arc<dyn EventLog>,
     id_key: IdKey,
     permits: Arc<tokio::sync::Semaphore>,
+    /// With replicas: phases are summarised only where the swarm's writer
+    /// lease is held (every replica's memories see each phase complete).
+    gate: Option<LeaseGate>,
 }
 
 impl PhaseCompressor {
@@ -50,7 +54,14 @@ impl PhaseCompressor {
             log,
             id_key,
             permits: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_SUMMARIES)),
+            gate: None,
         }
+    }
+
+    /// Summarises only while this process holds `gate`'s lease.
+    pub fn with_lease(mut self, gate: Option<LeaseGate>) -> PhaseCompressor {
+        self.gate = gate;
+        self
     }
 }
 
@@ -66,6 +77,16 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
         let log = self.log.clone();
         let id_key = self.id_key.clone();
         let permits = self.permits.clone();
+        let lease = match &self.gate {
+            Some(gate) => match gate.held() {
+                Some(lease) => Some(lease),
+                None => {
+                    tracing::debug!(phase = %notice.request.phase_id, "another process holds the writer lease; it summarises the phase");
+                    return Box::pin(async {});
+                }
+            },
+            None => None,
+        };
         Box::pin(async move {
             let Ok(_permit) = permits.acquire().await else { return };
             let agent = notice.request.agent.clone();
@@ -102,7 +123,11 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
                     .increment(1);
                 return;
             }
-            match log.append(std::slice::from_ref(&event)).await {
+            let appended = match &lease {
+                Some(lease) => log.append_fenced(lease, std::slice::from_ref(&event)).await,
+                None => log.append(std::slice::from_ref(&event)).await,
+            };
+            match appended {
                 Ok(_) => {
                     tracing::info!(%agent, %phase, "phase summary recorded");
                     metrics::counter!("mneme_phase_summaries_total", "swarm" => swarm.clone(), "result" => "recorded")

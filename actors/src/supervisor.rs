@@ -41,7 +41,7 @@ impl AgentHandle {
     pub async fn caught_up(&self, log: &dyn EventLog, min_seq: Seq, timeout: Duration) -> Result<(), ActorsError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut applied_seq = self.applied_seq.clone();
-        let target = min_seq.min(log.last_seq().await?);
+        let target = min_seq.min(log.last_event_seq().await?);
         loop {
             let applied = *applied_seq.borrow_and_update();
             if applied >= target {
@@ -160,15 +160,17 @@ impl Supervisor {
     }
 
     /// Summarise phases that complete while this process runs with a model;
-    /// its summaries enter the log as `phase_compressed` events. Must be
+    /// its summaries enter the log as `phase_compressed` events. With
+    /// `lease`, only while this process holds it (appended fenced). Must be
     /// called inside a running actix system.
     pub fn with_phase_summaries(
         mut self,
         summarizer: Arc<dyn PhaseSummarizer>,
         max_transcript_tokens: usize,
         id_key: IdKey,
+        lease: Option<crate::lease_keeper::LeaseGate>,
     ) -> Supervisor {
-        let compressor = PhaseCompressor::new(summarizer, self.log.clone(), id_key).start();
+        let compressor = PhaseCompressor::new(summarizer, self.log.clone(), id_key).with_lease(lease).start();
         self.summaries = Some(SummaryLink { compressor, live_after_seq: self.log_end_at_start, max_transcript_tokens });
         self
     }

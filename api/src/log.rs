@@ -16,6 +16,9 @@ pub struct Health {
     pub last_seq: u64,
     /// Every swarm this server holds, by name.
     pub swarms: Vec<SwarmHealth>,
+    /// This process's name among the processes serving the same swarms
+    /// (`MNEME_NODE`, or the host name and HTTP port): what `holder` names.
+    pub node: String,
 }
 
 /// One swarm of `GET /healthz`.
@@ -28,6 +31,21 @@ pub struct SwarmHealth {
     /// snapshots past the log's end, whose memories were rebuilt from the
     /// log (RELIABILITY.md). `null` otherwise.
     pub lost_tail: Option<LostTailHealth>,
+    /// The swarm's leases (one: `writer`, under which the consolidator, the
+    /// handoff router, the phase summariser and the eraser run), and who
+    /// holds each as this process last saw.
+    pub leases: Vec<LeaseHealth>,
+}
+
+/// One lease of a swarm, in `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LeaseHealth {
+    pub lease: String,
+    /// The node holding it, as last seen (renewed or looked at every third
+    /// of its time to live); `null` when nobody did.
+    pub holder: Option<String>,
+    /// Whether this process holds it.
+    pub held_here: bool,
 }
 
 /// A tail the log lost, as a swarm's start found it.

@@ -53,6 +53,7 @@ pub async fn open_log_and_broker(config: &SwarmConfig) -> anyhow::Result<OpenedL
                 replicas: config.log.replicas,
                 publish_retry_window: Duration::from_millis(config.log.publish_retry_ms),
                 read_retry_window: Duration::from_millis(config.log.read_retry_ms),
+                lease_ttl: config.lease_ttl(),
                 credentials: config.nats_credentials(),
                 ..JetStreamOptions::default()
             }
@@ -117,6 +118,37 @@ pub fn id_key(config: &SwarmConfig) -> anyhow::Result<mneme_events::IdKey> {
         }
         Err(error) => Err(error).with_context(|| format!("reading the id key {}", path.display())),
     }
+}
+
+/// The position under which a swarm's log keeps the fingerprint of the id
+/// key its processes derive ids with.
+const ID_KEY_FINGERPRINT: &str = "id-key-fingerprint";
+
+/// Replicas of a swarm must derive the same ids (a delivery or verdict
+/// repeated by a new holder of the writer lease is then a duplicate the
+/// log drops): the first process to start on the log records a fingerprint
+/// of its key there (not the key), and a process whose key gives another
+/// fingerprint refuses to start.
+pub async fn check_id_key_is_shared(log: &dyn mneme_nats::EventLog, key: &mneme_events::IdKey) -> anyhow::Result<()> {
+    // 63 bits of a keyed derivation: a position holds a u64.
+    let mine = (key.derive("mneme", "id_key_fingerprint", log.swarm()).0 as u64) >> 1;
+    let recorded = match log.load_position(ID_KEY_FINGERPRINT).await? {
+        Some(recorded) => recorded,
+        None => {
+            log.store_position(ID_KEY_FINGERPRINT, mine).await?;
+            // Two first starts at once: the last store stands.
+            log.load_position(ID_KEY_FINGERPRINT).await?.unwrap_or(mine)
+        }
+    };
+    if recorded != mine {
+        anyhow::bail!(
+            "another process serving swarm {:?} on this NATS derives event ids with another key: every process of \
+             a swarm must have the same one (set {ID_KEY_VARIABLE} to the same 64 hex digits for all of them, or \
+             copy the first one's <data dir>/id.key)",
+            log.swarm()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -15,8 +15,8 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use mneme_actors::{
-    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffRouter, SnapshotAll, SnapshotStore,
-    StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig,
+    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffRouter, LeaseKeeper, SnapshotAll,
+    SnapshotStore, StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig, WRITER_LEASE,
 };
 
 use crate::http::{self, auth};
@@ -65,11 +65,12 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
         ),
         _ => None,
     };
+    let node = node_name(&first, &front);
     let mut embedders = model::EmbedderCache::default();
     let mut swarms = Vec::with_capacity(configs.len());
     for config in configs {
         let started = match embedders.load(&config) {
-            Ok(embedder) => start_swarm(config, embedder).await,
+            Ok(embedder) => start_swarm(config, embedder, &node).await,
             Err(error) => Err(error),
         };
         match started {
@@ -107,6 +108,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
             first.http.publish_burst_secs,
         ),
         shutting_down: shutting_down_receiver,
+        node: node.clone(),
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
@@ -139,7 +141,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
             .listen(listener.expect("bound above for the HTTP front"))
             .with_context(|| format!("listening on {bind}"))?;
             for address in server.addrs() {
-                tracing::info!(swarms = %names, backend = ?first.log.backend, "listening on http://{address}");
+                tracing::info!(swarms = %names, backend = ?first.log.backend, %node, "listening on http://{address}");
             }
             let server = server.run();
             let server_handle = server.handle();
@@ -181,6 +183,7 @@ struct StartedSwarm {
     broker: Option<Arc<dyn mneme_nats::Broker>>,
     router: actix::Addr<HandoffRouter>,
     eraser: actix::Addr<Eraser>,
+    keeper: LeaseKeeper,
 }
 
 impl StartedSwarm {
@@ -191,6 +194,9 @@ impl StartedSwarm {
         let name = self.runtime.name().to_string();
         self.router.send(StopRouting).await.with_context(|| format!("stopping the handoff router of {name}"))?;
         self.eraser.send(StopErasing).await.with_context(|| format!("stopping the eraser of {name}"))?;
+        // What writes as the swarm's writer has stopped (the consolidator's
+        // appends are fenced): the lease is given up for another replica.
+        self.keeper.stop().await;
         let supervisor = &self.runtime.supervisor;
         supervisor
             .send(SnapshotAll)
@@ -212,6 +218,7 @@ impl StartedSwarm {
 async fn start_swarm(
     config: SwarmConfig,
     embedder: Arc<dyn mneme_projections::embed::Embedder>,
+    node: &str,
 ) -> anyhow::Result<StartedSwarm> {
     let swarm = config.swarm.name.clone();
     std::fs::create_dir_all(&config.log.data_dir)
@@ -231,9 +238,31 @@ async fn start_swarm(
     let id_key = backend::id_key(&config)?;
     let opened = backend::open_log_and_broker(&config).await?;
     // Before any memory starts: purges recorded since the last start leave
-    // the log, and memories are rebuilt from it.
-    let (opened, _carried) = erasure::carry_pending(&config, opened).await?;
+    // the log, and memories are rebuilt from it. The pass rewrites the log,
+    // so it is the writer's: on NATS it runs only if this process takes
+    // the writer lease; the embedded log has one process, and is opened
+    // again by the pass (its leases with it), so the lease is taken after.
+    let (opened, first_lease) = match config.log.backend {
+        mneme_actors::LogBackend::Embedded => {
+            let (opened, _carried) = erasure::carry_pending(&config, opened).await?;
+            let lease = opened.log.take_lease(WRITER_LEASE, node).await.context("taking the writer lease")?;
+            (opened, lease)
+        }
+        mneme_actors::LogBackend::Nats => {
+            let lease = opened.log.take_lease(WRITER_LEASE, node).await.context("taking the writer lease")?;
+            if lease.is_some() {
+                (erasure::carry_pending(&config, opened).await?.0, lease)
+            } else {
+                tracing::info!(%swarm, "another process holds the writer lease: purges are carried into the log where it is held");
+                (opened, None)
+            }
+        }
+    };
     let log = opened.log;
+    if config.log.backend == mneme_actors::LogBackend::Nats {
+        backend::check_id_key_is_shared(log.as_ref(), &id_key).await?;
+    }
+    let (keeper, lease) = LeaseKeeper::start(log.clone(), WRITER_LEASE, node, config.lease_ttl(), first_lease);
     let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
     let snapshot_dir = backend::snapshot_dir(&config);
     let text_index_dir = backend::text_index_dir(&config);
@@ -262,7 +291,12 @@ async fn start_swarm(
     if let Some(llm) = &config.compression.llm {
         let summarizer = crate::server::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
         tracing::info!(%swarm, endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");
-        supervisor = supervisor.with_phase_summaries(Arc::new(summarizer), llm.max_transcript_tokens, id_key.clone());
+        supervisor = supervisor.with_phase_summaries(
+            Arc::new(summarizer),
+            llm.max_transcript_tokens,
+            id_key.clone(),
+            Some(lease.clone()),
+        );
     }
     let lost_tails = supervisor.lost_tails();
     if let Some(found) = &lost_tail {
@@ -281,6 +315,7 @@ async fn start_swarm(
         schedule,
         id_key.clone(),
     )
+    .with_lease(lease.clone())
     .start();
     let router = HandoffRouter::new(
         &swarm,
@@ -290,6 +325,7 @@ async fn start_swarm(
         config.swarm.admit_unknown_agents,
         id_key.clone(),
     )
+    .with_lease(lease.clone())
     .start();
     let erasures = ErasureRegistry::load(log.as_ref()).await.context("reading what purges erased")?;
     let eraser = Eraser::new(
@@ -300,11 +336,46 @@ async fn start_swarm(
         config.swarm.admit_unknown_agents,
         id_key.clone(),
     )
+    .with_lease(lease.clone())
     .start();
-    let runtime =
-        Arc::new(SwarmRuntime { config, log, supervisor, memory_config, consolidator, id_key, erasures, lost_tails });
-    Ok(StartedSwarm { runtime, broker: opened.broker, router, eraser })
+    let runtime = Arc::new(SwarmRuntime {
+        config,
+        log,
+        supervisor,
+        memory_config,
+        consolidator,
+        id_key,
+        erasures,
+        lost_tails,
+        lease,
+    });
+    Ok(StartedSwarm { runtime, broker: opened.broker, router, eraser, keeper })
 }
+
+/// This process's name among the processes serving the same swarms, as
+/// lease holders are named: `MNEME_NODE` if set, else the host's name and
+/// the HTTP port (unique on a host, and the same after a restart, so a
+/// process that restarts takes its own lease back at once).
+fn node_name(first: &SwarmConfig, front: &Front) -> String {
+    if let Ok(node) = std::env::var(NODE_VARIABLE)
+        && !node.trim().is_empty()
+    {
+        return node.trim().to_string();
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|host| host.trim().to_string())
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "localhost".to_string());
+    match front {
+        Front::Http => format!("{host}-{}", first.http.bind.port()),
+        Front::McpStdio(_) => format!("{host}-mcp-{}", std::process::id()),
+    }
+}
+
+/// The environment variable naming this process among those serving the
+/// same swarms (see [`node_name`]).
+pub const NODE_VARIABLE: &str = "MNEME_NODE";
 
 /// The process's Prometheus recorder: `metrics` has one global recorder,
 /// installed by the first server of the process and shared by any later

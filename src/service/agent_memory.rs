@@ -321,7 +321,7 @@ impl Service {
                 break;
             }
         }
-        let more = runtime.log.last_seq().await? >= from_seq;
+        let more = runtime.log.last_event_seq().await? >= from_seq;
         Ok(TimelineAnswer { agent: agent.to_string(), entries, next_seq: from_seq, more })
     }
 }

@@ -139,6 +139,11 @@ impl From<ActorsError> for ApiError {
         match error {
             ActorsError::UnknownAgent { .. } => ApiError::not_found("unknown_agent", Some("agent"), message),
             ActorsError::CatchUpTimeout { .. } => ApiError::timed_out("catch_up_timeout", Some("min_seq"), message),
+            // Another replica holds the swarm's writer lease; it may move
+            // here (or the client asks that replica).
+            ActorsError::NotLeaseHolder { .. } | ActorsError::Log(LogError::Fenced { .. }) => {
+                ApiError::unavailable("not_lease_holder", None, message)
+            }
             // The log out of reach is worth a retry; a log that refused what
             // Mneme itself wrote (a verdict, a delivery) is a fault here.
             ActorsError::Log(

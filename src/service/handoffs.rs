@@ -171,7 +171,7 @@ impl Service {
         })?;
         let runtime = self.swarm(swarm)?;
         let handle = runtime.agent_handle(agent, None).await?;
-        let log_end = runtime.log.last_seq().await?;
+        let log_end = runtime.log.last_event_seq().await?;
         handle.caught_up(runtime.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
         let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
             unreachable!("a handoffs query answers with handoffs")

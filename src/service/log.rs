@@ -10,8 +10,8 @@ use tokio::sync::mpsc;
 
 use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SwarmConfig};
 use mneme_api::log::{
-    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, LostTailHealth,
-    SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
+    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, LeaseHealth,
+    LostTailHealth, SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
 };
 use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, ProvenanceParams, quote};
 use mneme_api::{self as wire};
@@ -32,17 +32,29 @@ impl Service {
     pub async fn health(&self) -> Result<Health, ApiError> {
         let mut swarms = Vec::with_capacity(self.swarms.len());
         for swarm in self.swarms.values() {
-            let last_seq = swarm.log.last_seq().await?;
+            let last_seq = swarm.log.last_event_seq().await?;
             let lost_tail = swarm.lost_tails.found().map(|tail| LostTailHealth {
                 snapshot_seq: tail.snapshot_seq,
                 log_end: tail.log_end,
                 events_lost: tail.events_lost(),
                 agents: tail.agents,
             });
-            swarms.push(SwarmHealth { swarm: swarm.name().to_string(), last_seq, lost_tail });
+            let lease = swarm.lease.state();
+            let leases = vec![LeaseHealth {
+                lease: swarm.lease.role().to_string(),
+                holder: lease.holder,
+                held_here: lease.held.is_some(),
+            }];
+            swarms.push(SwarmHealth { swarm: swarm.name().to_string(), last_seq, lost_tail, leases });
         }
         let first = swarms.first().cloned().expect("a server holds at least one swarm");
-        Ok(Health { status: "ok".to_string(), swarm: first.swarm, last_seq: first.last_seq, swarms })
+        Ok(Health {
+            status: "ok".to_string(),
+            swarm: first.swarm,
+            last_seq: first.last_seq,
+            swarms,
+            node: self.node.clone(),
+        })
     }
 
     /// The swarms this server holds that `caller` may reach.

@@ -67,6 +67,8 @@ pub struct SwarmRuntime {
     pub erasures: Arc<ErasureRegistry>,
     /// Whether this start found the log's tail lost (`/healthz`).
     pub lost_tails: LostTails,
+    /// The swarm's writer lease, as this process holds it or not.
+    pub lease: mneme_actors::LeaseGate,
 }
 
 impl SwarmRuntime {
@@ -110,6 +112,9 @@ pub struct Service {
     /// Turns true when the server begins to shut down: long-lived responses
     /// (handoff streams) end then, rather than hold the shutdown up.
     pub shutting_down: tokio::sync::watch::Receiver<bool>,
+    /// This process's name among those serving the same swarms: the holder
+    /// its leases name.
+    pub node: String,
 }
 
 impl Service {

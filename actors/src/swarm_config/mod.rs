@@ -169,6 +169,12 @@ pub struct LogSection {
     /// once.
     #[serde(default = "default_read_retry_ms")]
     pub read_retry_ms: u64,
+    /// On NATS, how long the swarm's writer lease (the consolidator, the
+    /// handoff router, the phase summariser and the eraser run where it is
+    /// held) lives without renewal: when its holder dies, another process
+    /// takes it over within about this long plus a third of it.
+    #[serde(default = "default_lease_ttl_ms")]
+    pub lease_ttl_ms: u64,
     /// Log in to NATS as this user, with `nats_password`; or with
     /// `nats_token`; or neither. `MNEME_NATS_USER`, `MNEME_NATS_PASSWORD` and
     /// `MNEME_NATS_TOKEN` override these; see [`SwarmConfig::nats_credentials`].
@@ -326,6 +332,13 @@ fn default_publish_retry_ms() -> u64 {
 fn default_read_retry_ms() -> u64 {
     10_000
 }
+/// A lease is renewed three times per time to live: much shorter, and a
+/// busy broker's answers come too late; much longer, and failover waits.
+const MIN_LEASE_TTL_MS: u64 = 500;
+const MAX_LEASE_TTL_MS: u64 = 600_000;
+fn default_lease_ttl_ms() -> u64 {
+    3_000
+}
 fn default_bind() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 7700))
 }
@@ -403,6 +416,7 @@ impl Default for LogSection {
             max_age_secs: 0,
             publish_retry_ms: default_publish_retry_ms(),
             read_retry_ms: default_read_retry_ms(),
+            lease_ttl_ms: default_lease_ttl_ms(),
             nats_user: None,
             nats_password: None,
             nats_token: None,
@@ -640,9 +654,20 @@ impl SwarmConfig {
                 self.core.max_blocks
             ));
         }
+        if !(MIN_LEASE_TTL_MS..=MAX_LEASE_TTL_MS).contains(&self.log.lease_ttl_ms) {
+            return Err(format!(
+                "log.lease_ttl_ms = {}; expected milliseconds from {MIN_LEASE_TTL_MS} to {MAX_LEASE_TTL_MS}",
+                self.log.lease_ttl_ms
+            ));
+        }
         self.check_nats_credentials()?;
         check_nats_url(&self.log.nats_url)?;
         Ok(())
+    }
+
+    /// How long the swarm's writer lease lives without renewal (on NATS).
+    pub fn lease_ttl(&self) -> Duration {
+        Duration::from_millis(self.log.lease_ttl_ms)
     }
 
     /// Token budget of the context bundle Mneme packs into a handoff.
