@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::MnemeServer;
+use common::{MnemeServer, typed};
 use mneme_api::ErrorBody;
 use mneme_api::log::{AcceptedEvents, DeadLetters};
 use mneme_api::memory::{ItemAnswer, ReplayAnswer, SearchAnswer};
@@ -52,7 +52,9 @@ fn poison() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         (
             "coder",
             conflicting_duplicate.to_string().into_bytes(),
-            "conflicting_duplicate: event id 01KG0000000000000000000000 was first applied at seq 1",
+            // The seq the first good event got (the log may hold a lease's
+            // fence before it): filled in once it is known.
+            "conflicting_duplicate: event id 01KG0000000000000000000000 was first applied at seq {first_seq}",
         ),
     ]
 }
@@ -80,10 +82,12 @@ fn poison_records_are_dead_lettered_once_with_their_reason_and_the_consumer_move
     let jetstream =
         runtime.block_on(async { async_nats::jetstream::new(async_nats::connect(nats.url()).await.unwrap()) });
     let mut poison_seqs = Vec::new();
+    let mut first_seq = None;
     for (number, (agent, bytes, _)) in poison.iter().enumerate() {
         let good = good_event(number as u32, "coder", &format!("the coder rotated signing key number {number}"));
         let (status, accepted) = server.post("/v1/events", &good.to_string());
         assert_eq!(status, 202, "{accepted}");
+        first_seq.get_or_insert(typed::<AcceptedEvents>("POST /v1/events", accepted).accepted[0].seq);
         let subject = format!("mneme.demo.{agent}.events.message_recorded");
         let seq = runtime.block_on(async {
             jetstream.publish(subject, bytes.clone().into()).await.unwrap().await.unwrap().sequence
@@ -115,6 +119,7 @@ fn poison_records_are_dead_lettered_once_with_their_reason_and_the_consumer_move
         let seqs: Vec<u64> = letters.iter().map(|letter| letter.seq).collect();
         assert_eq!(seqs, poison_seqs, "one dead letter per poison record, no more: {letters:?}");
         for (letter, (_, _, expected)) in letters.iter().zip(&poison) {
+            let expected = &expected.replace("{first_seq}", &first_seq.expect("a good event").to_string());
             let reason = &letter.reason;
             assert!(reason.contains(expected), "seq {}: reason {reason:?} should name {expected:?}", letter.seq);
             eprintln!("checked: seq {} dead-lettered: {reason}", letter.seq);

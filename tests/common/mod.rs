@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 pub mod llm_server;
+pub mod replicas;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

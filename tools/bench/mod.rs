@@ -5,6 +5,7 @@ pub mod burst;
 pub mod consolidate;
 pub mod mcp;
 pub mod nats_sync;
+pub mod replicas;
 pub mod search;
 pub mod system;
 
@@ -103,6 +104,10 @@ enum Suite {
     /// Appends to nats-server with `sync_interval: always` against the default: `--events` (20,000)
     /// in batches of `--batch`, and `--queries` (500) appended one at a time.
     NatsSync,
+    /// Several `mneme serve` on one swarm of one nats-server: CPU per 1,000 events followed,
+    /// search throughput over 1, 2 and 3 replicas (`--queries`, 2,000), and 10 failovers of the
+    /// writer lease (kill to takeover, and to the new holder's first verdict); `--events` (20,000).
+    Replicas,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -169,6 +174,10 @@ async fn run_suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         Suite::NatsSync => {
             return crate::bench::nats_sync::run(args.events.unwrap_or(20_000), queries(500), args.batch).await;
+        }
+        Suite::Replicas => {
+            let (events, queries) = (args.events.unwrap_or(20_000), queries(2000));
+            return tokio::task::spawn_blocking(move || crate::bench::replicas::run(events, queries)).await?;
         }
         Suite::Ingest => {}
     }
