@@ -70,7 +70,10 @@ impl Publisher {
                         match answer {
                             Ok(response) => break response.into_json::<AcceptedEvents>().unwrap().accepted,
                             Err(error) => {
-                                assert!(started.elapsed() < CLIENT_RETRIES_FOR, "a batch not accepted in 60 s: {error}");
+                                assert!(
+                                    started.elapsed() < CLIENT_RETRIES_FOR,
+                                    "a batch not accepted in 60 s: {error}"
+                                );
                                 retries.fetch_add(1, Ordering::Relaxed);
                                 std::thread::sleep(Duration::from_millis(200));
                             }
@@ -134,7 +137,10 @@ impl Querier {
                                 break;
                             }
                             Err(error) => {
-                                assert!(started.elapsed() < CLIENT_RETRIES_FOR, "a query not answered in 60 s: {error}");
+                                assert!(
+                                    started.elapsed() < CLIENT_RETRIES_FOR,
+                                    "a query not answered in 60 s: {error}"
+                                );
                                 retries.fetch_add(1, Ordering::Relaxed);
                                 std::thread::sleep(Duration::from_millis(100));
                             }
@@ -206,7 +212,11 @@ fn three_replicas_on_an_r3_cluster_survive_kills_of_the_lease_holder_and_of_nats
         let killed_at = Instant::now();
         let before = publisher.accepted();
         wait_until("writes go on without the node", Duration::from_secs(30), || publisher.accepted() > before + 40);
-        eprintln!("round {round}: SIGKILL of {}; writes went on {:?} later", cluster.node_name(node), killed_at.elapsed());
+        eprintln!(
+            "round {round}: SIGKILL of {}; writes went on {:?} later",
+            cluster.node_name(node),
+            killed_at.elapsed()
+        );
         runtime.block_on(cluster.restart(node)).expect("the node restarts");
         for swarm in SWARMS {
             let stream = mneme_nats::subjects::events_stream(swarm);

@@ -188,7 +188,25 @@ impl MnemeServer {
         self.spawn();
     }
 
+    /// Starts the process and waits until it answers. A first start whose
+    /// process exits at once is tried again on another free port: a port
+    /// found free can be taken by a test running beside this one before
+    /// the server binds it.
     fn spawn(&mut self) {
+        let first_start = self.url.is_empty();
+        for attempt in 1..=3 {
+            match self.try_spawn() {
+                Ok(()) => return,
+                Err(status) if first_start && attempt < 3 => {
+                    eprintln!("mneme serve exited at once with {status} on port {}; another port", self.port);
+                    self.port = free_port();
+                }
+                Err(status) => panic!("mneme serve exited early with {status}"),
+            }
+        }
+    }
+
+    fn try_spawn(&mut self) -> Result<(), std::process::ExitStatus> {
         let mut command = Command::new(MNEME);
         command.args(["serve", "--config"]).arg(&self.config_path);
         for path in &self.more_configs {
@@ -213,10 +231,11 @@ impl MnemeServer {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if ureq::get(&format!("{}/healthz", self.url)).call().is_ok() {
-                return;
+                return Ok(());
             }
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
-                panic!("mneme serve exited early with {status}");
+                self.child = None;
+                return Err(status);
             }
             std::thread::sleep(Duration::from_millis(50));
         }

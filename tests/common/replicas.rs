@@ -40,7 +40,10 @@ pub fn event(swarm: &str, number: u64) -> Value {
             "fact_asserted",
             json!({"subject": format!("{component}-service"), "predicate": "replica_count", "object": format!("{}", number % 7)}),
         ),
-        1 => ("message_recorded", json!({"role": "assistant", "text": format!("the {component} retry budget is three attempts")})),
+        1 => (
+            "message_recorded",
+            json!({"role": "assistant", "text": format!("the {component} retry budget is three attempts")}),
+        ),
         _ => (
             "message_recorded",
             json!({"role": "assistant", "text": format!("step {number}: read the {component} module and its tests")}),
@@ -121,7 +124,11 @@ pub fn assert_same_digests(replicas: &[&MnemeServer], swarm: &str, seq: u64) {
             let digests: Vec<Digest> = replicas.iter().map(|replica| replica.get_typed(&path)).collect();
             if digests.iter().all(|digest| digest.seq == digests[0].seq) {
                 for digest in &digests[1..] {
-                    assert_eq!(digest.digest, digests[0].digest, "{swarm}/{agent}: replicas disagree at {}", digest.seq);
+                    assert_eq!(
+                        digest.digest, digests[0].digest,
+                        "{swarm}/{agent}: replicas disagree at {}",
+                        digest.seq
+                    );
                     assert_eq!(digest.items, digests[0].items);
                 }
                 break;

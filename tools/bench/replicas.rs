@@ -224,7 +224,8 @@ pub fn run(events: usize, queries: usize) -> anyhow::Result<ExitCode> {
         replica.wait_applied(last_seq)?;
     }
     let wall = started.elapsed();
-    let cpu: Vec<Duration> = replicas.iter().zip(&cpu_before).map(|(replica, before)| replica.cpu() - *before).collect();
+    let cpu: Vec<Duration> =
+        replicas.iter().zip(&cpu_before).map(|(replica, before)| replica.cpu() - *before).collect();
     let raw = runtime.block_on(raw_read_cpu(&nats.url(), last_seq))?;
     let per_thousand = |spent: Duration| spent.as_secs_f64() * 1000.0 / (events as f64 / 1000.0);
     out!("");
@@ -232,10 +233,7 @@ pub fn run(events: usize, queries: usize) -> anyhow::Result<ExitCode> {
     out!("");
     out!("| process | CPU ms per 1,000 events | against the bare log's read |");
     out!("|---|---:|---:|");
-    out!(
-        "| bare log: this process reading and decoding them (JetStreamLog::read) | {:.1} | 1.0× |",
-        per_thousand(raw)
-    );
+    out!("| bare log: this process reading and decoding them (JetStreamLog::read) | {:.1} | 1.0× |", per_thousand(raw));
     for (replica, spent) in replicas.iter().zip(&cpu) {
         let role = if replica.name == "replica-1" {
             "takes the appends (HTTP, decode, publish), follows, holds the lease"
