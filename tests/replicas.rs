@@ -97,6 +97,20 @@ fn replicas_agree_and_the_writer_lease_moves_within_five_seconds_without_double_
     let (status, report) = a.post("/v1/swarms/demo/consolidate", "");
     assert_eq!(status, 200, "{report}");
 
+    // Queries answered by the replica without the lease count toward usage
+    // too: its retrieval counts reach the log (no one asks the planner's
+    // memory on replica-a).
+    let before = typed::<Health>("GET /healthz", a.get_as(None, "/healthz").1).last_seq;
+    for _ in 0..3 {
+        let _: SearchAnswer = b.get_typed("/v1/swarms/demo/agents/planner/search?q=ledger+retry&k=3");
+    }
+    acknowledged.extend(publish(&a, SWARM, 240..290));
+    wait_until("replica-b's retrieval counts reach the log", Duration::from_secs(30), || {
+        common::replicas::log_events(&a, SWARM).iter().any(|(seq, event)| {
+            *seq > before && event.agent == "planner" && event.kind_name() == "memories_retrieved"
+        })
+    });
+
     let last = typed::<Health>("GET /healthz", a.get_as(None, "/healthz").1).last_seq;
     // Deliveries still under way are waited for.
     let (handoffs, verdicts) = eventually_nothing_lost_or_written_twice(&a, SWARM, &acknowledged);

@@ -72,6 +72,9 @@ pub struct Consolidator {
     /// seq when the first poll looked, then after each run, so that a run's
     /// own verdicts never trigger the next one.
     events_counted_after: Option<Seq>,
+    /// As `events_counted_after`, for the runs that only record retrieval
+    /// counts while another process holds the writer lease.
+    retrievals_counted_after: Option<Seq>,
     checking_events: bool,
     /// With replicas: runs are made, and verdicts appended (fenced), only
     /// while this process holds the swarm's writer lease. `None`: this
@@ -99,6 +102,7 @@ impl Consolidator {
             clock: Arc::new(SystemClock),
             running: Arc::new(tokio::sync::Mutex::new(())),
             events_counted_after: None,
+            retrievals_counted_after: None,
             checking_events: false,
             lease: None,
         }
@@ -123,14 +127,26 @@ impl Consolidator {
     }
 
     fn run_scheduled(&mut self, ctx: &mut Context<Self>, trigger: &'static str) {
-        if self.lease.as_ref().is_some_and(|lease| lease.held().is_none()) {
-            tracing::debug!(trigger, "another process holds the writer lease; its consolidator runs");
-            return;
-        }
         let Ok(guard) = self.running.clone().try_lock_owned() else {
             tracing::debug!(trigger, "consolidation already running; skipped");
             return;
         };
+        if self.lease.as_ref().is_some_and(|lease| lease.held().is_none()) {
+            // Another replica consolidates; what this one's queries counted
+            // is recorded all the same, or usage would count only the
+            // holder's queries.
+            let recording = record_retrievals(self.supervisor.clone(), self.log.clone(), self.swarm.clone(), self.clock.now());
+            ctx.spawn(
+                async move {
+                    let _guard = guard;
+                    if let Err(error) = recording.await {
+                        tracing::warn!(trigger, %error, "could not record the retrieval counts");
+                    }
+                }
+                .into_actor(self),
+            );
+            return;
+        }
         let run = self.run(ConsolidationRequest { dry_run: false, agent: None });
         ctx.spawn(
             async move {
@@ -172,12 +188,26 @@ impl Consolidator {
         ctx.spawn(async move { log.last_seq().await }.into_actor(self).map(move |last_seq, consolidator, ctx| {
             consolidator.checking_events = false;
             let Ok(last_seq) = last_seq else { return };
-            let Some(counted_after) = consolidator.events_counted_after else {
+            // Without the lease, runs only record retrieval counts, and are
+            // counted apart: the events that arrive meanwhile still count
+            // toward the first run once this process takes the lease. Both
+            // count from the first look.
+            if consolidator.events_counted_after.is_none() {
                 consolidator.events_counted_after = Some(last_seq);
+                consolidator.retrievals_counted_after = Some(last_seq);
+                return;
+            }
+            let holder = consolidator.lease.as_ref().is_none_or(|gate| gate.held().is_some());
+            let counted = match holder {
+                true => &mut consolidator.events_counted_after,
+                false => &mut consolidator.retrievals_counted_after,
+            };
+            let Some(counted_after) = *counted else {
+                *counted = Some(last_seq);
                 return;
             };
             if last_seq.saturating_sub(counted_after) >= every_events {
-                consolidator.events_counted_after = Some(last_seq);
+                *counted = Some(last_seq);
                 consolidator.run_scheduled(ctx, "events");
             }
         }));
@@ -224,7 +254,14 @@ impl Consolidator {
             let mut read: Vec<ReadAgent> = Vec::new();
             for agent in agents {
                 let outcome = match supervisor.send(GetAgent(agent.clone())).await {
-                    Ok(Ok(handle)) => read_agent(&handle, request.dry_run).await,
+                    // A memory is judged as of the log's end at the run's
+                    // start: one still catching up (a replica that just took
+                    // the lease over) would otherwise be judged on less than
+                    // the verdicts already written.
+                    Ok(Ok(handle)) => match handle.caught_up(log.as_ref(), log_seq_at_start, APPLY_TIMEOUT).await {
+                        Ok(()) => read_agent(&handle, request.dry_run).await,
+                        Err(error) => Err(error),
+                    },
                     Ok(Err(error)) => Err(error),
                     Err(_) => Err(stopped("supervisor")),
                 };
@@ -584,6 +621,32 @@ fn count_outcomes(swarm: &str, plan: &ConsolidationPlan) {
 
 /// The retrieval counts as `memories_retrieved` events of the agent. Ids
 /// are fresh: counts are new traffic each time.
+/// On a replica that does not hold the writer lease: takes each memory's
+/// retrieval counts and appends them (`memories_retrieved`, ids of their
+/// own: each replica's counts are its own queries), giving back what could
+/// not be appended.
+async fn record_retrievals(
+    supervisor: Addr<Supervisor>,
+    log: Arc<dyn EventLog>,
+    swarm: String,
+    now: Timestamp,
+) -> Result<(), ActorsError> {
+    let agents = supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
+    for agent in agents {
+        let handle = supervisor.send(GetAgent(agent.clone())).await.map_err(|_| stopped("supervisor"))??;
+        let counts = handle.addr.send(TakeRetrievals).await.map_err(|_| stopped(&agent))?;
+        if counts.is_empty() {
+            continue;
+        }
+        let events = retrieval_events(&swarm, &agent, &counts, now);
+        if let Err(error) = log.append(&events).await {
+            ReadAgent::give_back(&handle, counts);
+            return Err(error.into());
+        }
+    }
+    Ok(())
+}
+
 fn retrieval_events(swarm: &str, agent: &str, counts: &[(String, u32)], now: Timestamp) -> Vec<Event> {
     counts
         .chunks(COUNTS_PER_EVENT)

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use mneme_events::{ErasedEvent, ErasureRecord, Erasures, Event, EventId, EventKind, IdKey, MemoryPurged, PurgeRef};
-use mneme_nats::{EventLog, Lease, LogEntry, Seq};
+use mneme_nats::{EventLog, LogEntry, Seq};
 use tokio::sync::watch;
 
 use crate::error::ActorsError;
@@ -115,7 +115,7 @@ impl Eraser {
                 registry,
                 admit_unknown_agents,
                 id_key,
-                lease: None,
+                gate: None,
                 recorded_here: Arc::default(),
             },
             gate: None,
@@ -144,7 +144,7 @@ impl Actor for Eraser {
                 loop {
                     match gate.held() {
                         Some(lease) => {
-                            let holding = Erasing { lease: Some(lease.clone()), ..erasing.clone() };
+                            let holding = Erasing { gate: Some(gate.clone()), ..erasing.clone() };
                             tokio::select! {
                                 () = holding.follow() => {}
                                 () = gate.until_lost(&lease) => {}
@@ -188,10 +188,11 @@ struct Erasing {
     /// its memory.
     admit_unknown_agents: bool,
     id_key: IdKey,
-    /// The writer lease this process holds, when it writes as the swarm's
-    /// writer under one; `None` either for the only process on the log (no
-    /// gate) or while following without the lease.
-    lease: Option<Lease>,
+    /// The writer lease, while this process holds it and writes as the
+    /// swarm's writer; `None` for the only process on the log, and while
+    /// following without the lease. Read at each append: a renewal may
+    /// have set the fence again.
+    gate: Option<LeaseGate>,
     /// Purges this process put in its registry without writing their
     /// record (it did not hold the lease): taken again in full once it
     /// does, in case their holder died before writing it.
@@ -334,8 +335,8 @@ impl Erasing {
             .with_id(id)
             .with_ts(tombstone.ts)
             .caused_by(tombstone.id);
-        let appended = match &self.lease {
-            Some(lease) => self.log.append_fenced(lease, std::slice::from_ref(&follow_up)).await?,
+        let appended = match &self.gate {
+            Some(gate) => self.log.append_fenced(&gate.require(&self.swarm)?, std::slice::from_ref(&follow_up)).await?,
             None => self.log.append(std::slice::from_ref(&follow_up)).await?,
         };
         let seq = appended[0].seq;

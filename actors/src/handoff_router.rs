@@ -18,7 +18,7 @@ use std::time::Duration;
 use actix::prelude::*;
 use mneme_api::handoffs::HandoffDelivery;
 use mneme_events::{Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey};
-use mneme_nats::{Broker, EventLog, Lease, LogEntry, LogError, Seq};
+use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
 
 use crate::error::ActorsError;
@@ -80,7 +80,7 @@ impl HandoffRouter {
             broker: self.broker.clone(),
             admit_unknown_agents: self.admit_unknown_agents,
             id_key: self.id_key.clone(),
-            lease: None,
+            gate: None,
         }
     }
 }
@@ -100,7 +100,7 @@ impl Actor for HandoffRouter {
         ctx.spawn(
             async move {
                 while let Some(lease) = gate.until_held().await {
-                    let holding = Routing { lease: Some(lease.clone()), ..routing.clone() };
+                    let holding = Routing { gate: Some(gate.clone()), ..routing.clone() };
                     tokio::select! {
                         () = holding.route_all() => {}
                         () = gate.until_lost(&lease) => {
@@ -136,9 +136,10 @@ struct Routing {
     broker: Option<Arc<dyn Broker>>,
     admit_unknown_agents: bool,
     id_key: IdKey,
-    /// The writer lease the deliveries are appended under, when there is
-    /// one.
-    lease: Option<Lease>,
+    /// The writer lease the deliveries are appended under, while this
+    /// process holds it; `None` for the only process on the log. Read at
+    /// each append: a renewal may have set the fence again.
+    gate: Option<LeaseGate>,
 }
 
 impl Routing {
@@ -274,8 +275,8 @@ impl Routing {
             handoff_id: sent.id.to_string(),
             message: format!("the package is not a valid event: {error}"),
         })?;
-        let appended = match &self.lease {
-            Some(lease) => self.log.append_fenced(lease, std::slice::from_ref(&received)).await,
+        let appended = match &self.gate {
+            Some(gate) => self.log.append_fenced(&gate.require(&self.swarm)?, std::slice::from_ref(&received)).await,
             None => self.log.append(std::slice::from_ref(&received)).await,
         };
         let (received_seq, package) = match appended {

@@ -73,7 +73,7 @@ impl Replica {
             .arg("--data-dir")
             .arg(self.dir.join("data"))
             .args(["--http", &format!("127.0.0.1:{}", self.port), "--nats", &self.nats_url])
-            .env("MNEME_LOG", "warn")
+            .env("MNEME_LOG", "warn,mneme_actors::consolidator=info,mneme_actors::lease_keeper=info")
             .env("MNEME_NODE", &self.name)
             .env("MNEME_ID_KEY", ID_KEY)
             .stdin(Stdio::null())
@@ -122,11 +122,19 @@ impl Replica {
         Ok(())
     }
 
-    /// Waits until every agent's memory here has applied `seq`.
+    /// Waits until every agent's memory here has applied `seq` (asking
+    /// again after each 10 s the server waits at most).
     fn wait_applied(&self, seq: u64) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(1800);
         for agent in AGENTS {
             let path = format!("/v1/swarms/{SWARM}/agents/{agent}/digest?min_seq={seq}");
-            let _: Digest = call_as(ureq::get(&self.url(&path)).timeout(Duration::from_secs(600)), None)?;
+            loop {
+                match call_as::<Digest>(ureq::get(&self.url(&path)), None) {
+                    Ok(_) => break,
+                    Err(error) if Instant::now() < deadline && format!("{error:#}").contains("catch_up_timeout") => {}
+                    Err(error) => return Err(error),
+                }
+            }
         }
         Ok(())
     }
@@ -183,17 +191,28 @@ fn publish(replica: &Replica, bodies: &[String]) -> anyhow::Result<u64> {
     Ok(last_seq)
 }
 
-/// Events that give consolidation something to decide: a fact about a
-/// component whose value changes each time (a contradiction).
-fn contradicting_facts(round: usize, count: usize) -> Vec<String> {
+/// Events that give consolidation something to decide: the same note said
+/// again and again (duplicates to merge), and facts about a component whose
+/// value changes.
+fn events_to_consolidate(round: usize, count: usize) -> Vec<String> {
     (0..count)
         .map(|index| {
             let number = (round * 10_000 + index) as u64;
             let id = mneme_events::EventId::from_parts(1_780_000_000_000 + number, u128::from(number) + 1);
+            let (kind, data) = match index % 2 {
+                0 => (
+                    "message_recorded",
+                    serde_json::json!({"role": "assistant",
+                        "text": format!("round {round}: the retry budget of the ledger service is three attempts")}),
+                ),
+                _ => (
+                    "fact_asserted",
+                    serde_json::json!({"subject": format!("component-{}", index % 5), "predicate": "replica_count",
+                        "object": format!("{}", (round + index) % 9)}),
+                ),
+            };
             serde_json::json!({"id": id.to_string(), "swarm": SWARM, "agent": AGENTS[index % 3],
-                "ts": "2026-03-01T00:00:00Z", "kind": "fact_asserted", "scope": "shared",
-                "data": {"subject": format!("component-{}", index % 5), "predicate": "replica_count",
-                         "object": format!("{}", (round + index) % 9)}})
+                "ts": "2026-03-01T00:00:00Z", "kind": kind, "scope": "shared", "data": data})
             .to_string()
         })
         .collect()
@@ -305,12 +324,20 @@ pub fn run(events: usize, queries: usize) -> anyhow::Result<ExitCode> {
         replicas[holder].kill_hard()?;
         // Published while nobody holds the lease: the new holder's
         // consolidator counts them, and runs.
-        publish(&replicas[survivor], &contradicting_facts(round, 60))?;
+        publish(&replicas[survivor], &events_to_consolidate(round, 60))?;
         let mut lease_taken = None;
         let mut first_verdict = None;
         let deadline = Instant::now() + Duration::from_secs(60);
         while first_verdict.is_none() || lease_taken.is_none() {
-            anyhow::ensure!(Instant::now() < deadline, "no takeover and verdict within 60 s of kill {round}");
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(replicas[survivor].dir.join("server.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(30).collect();
+                bail!(
+                    "kill {round}: within 60 s, lease taken after {lease_taken:?}, first verdict after \
+                     {first_verdict:?}; the survivor's log ends:\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
             if lease_taken.is_none() && replicas[survivor].holds_the_lease() {
                 lease_taken = Some(killed_at.elapsed());
             }
