@@ -106,9 +106,9 @@ fn replicas_agree_and_the_writer_lease_moves_within_five_seconds_without_double_
     }
     acknowledged.extend(publish(&a, SWARM, 240..290));
     wait_until("replica-b's retrieval counts reach the log", Duration::from_secs(30), || {
-        common::replicas::log_events(&a, SWARM).iter().any(|(seq, event)| {
-            *seq > before && event.agent == "planner" && event.kind_name() == "memories_retrieved"
-        })
+        common::replicas::log_events(&a, SWARM)
+            .iter()
+            .any(|(seq, event)| *seq > before && event.agent == "planner" && event.kind_name() == "memories_retrieved")
     });
 
     let last = typed::<Health>("GET /healthz", a.get_as(None, "/healthz").1).last_seq;

@@ -135,7 +135,8 @@ impl Consolidator {
             // Another replica consolidates; what this one's queries counted
             // is recorded all the same, or usage would count only the
             // holder's queries.
-            let recording = record_retrievals(self.supervisor.clone(), self.log.clone(), self.swarm.clone(), self.clock.now());
+            let recording =
+                record_retrievals(self.supervisor.clone(), self.log.clone(), self.swarm.clone(), self.clock.now());
             ctx.spawn(
                 async move {
                     let _guard = guard;

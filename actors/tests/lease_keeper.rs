@@ -47,10 +47,7 @@ async fn one_keeper_holds_the_lease_and_another_takes_it_when_it_stops() {
         }),
     );
     log.append_fenced(&held_by_b, std::slice::from_ref(&event)).await.unwrap();
-    assert!(matches!(
-        log.append_fenced(&held_by_a, std::slice::from_ref(&event)).await,
-        Err(LogError::Fenced { .. })
-    ));
+    assert!(matches!(log.append_fenced(&held_by_a, std::slice::from_ref(&event)).await, Err(LogError::Fenced { .. })));
     keeper_b.stop().await;
     assert_eq!(log.lease_holder(WRITER_LEASE).await.unwrap(), None, "the last keeper gave it up");
 }
