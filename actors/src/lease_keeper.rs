@@ -53,17 +53,6 @@ pub struct LeaseGate {
 }
 
 impl LeaseGate {
-    /// A gate over a lease taken once and never given up: for a process
-    /// that is the only one on its log (a test, an offline command).
-    pub fn always(lease: Lease) -> LeaseGate {
-        let role = lease.role.clone();
-        let holder = Some(lease.holder.clone());
-        let (sender, state) = watch::channel(LeaseState { held: Some(lease), holder });
-        // The sender is dropped: the state never changes.
-        drop(sender);
-        LeaseGate { role, state }
-    }
-
     /// The lease's role.
     pub fn role(&self) -> &str {
         &self.role
