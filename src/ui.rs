@@ -54,8 +54,8 @@ async fn index(service: web::Data<Service>) -> HttpResponse {
     let auth = if service.tokens.is_empty() { "open" } else { "token" };
     // The first swarm is shown first; the page offers the others (`GET
     // /v1/swarms`, which lists those the visitor's token opens).
-    let first = service.swarms.keys().next().map(String::as_str).unwrap_or_default();
-    let page = INDEX_HTML.replace("{{swarm}}", &escape_attribute(first)).replace("{{auth}}", auth);
+    let first = service.swarms.names().into_iter().next().unwrap_or_default();
+    let page = INDEX_HTML.replace("{{swarm}}", &escape_attribute(&first)).replace("{{auth}}", auth);
     HttpResponse::Ok()
         .content_type(ContentType::html())
         .insert_header((CONTENT_SECURITY_POLICY, POLICY))

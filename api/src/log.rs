@@ -19,6 +19,35 @@ pub struct Health {
     /// This process's name among the processes serving the same swarms
     /// (`MNEME_NODE`, or the host name and HTTP port): what `holder` names.
     pub node: String,
+    /// Swarms placed among several processes (`[placement]`), held here or
+    /// not, and which processes hold them, as this process last read the
+    /// placement bucket. Empty without placement.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<PlacedSwarmHealth>,
+}
+
+/// One placed swarm of `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlacedSwarmHealth {
+    pub swarm: String,
+    /// The processes it asks for (`[placement] holders`).
+    pub holders: u64,
+    /// The live processes it is placed on now, first-ranked first.
+    pub placed_on: Vec<String>,
+    /// The processes holding it, and whether each answers for it yet (a
+    /// process catching up does not).
+    pub held_by: Vec<PlacementHolder>,
+    /// Whether this process answers for it.
+    pub held_here: bool,
+}
+
+/// A process holding a placed swarm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlacementHolder {
+    pub node: String,
+    /// Its HTTP API.
+    pub url: String,
+    pub ready: bool,
 }
 
 /// One swarm of `GET /healthz`.

@@ -204,19 +204,7 @@ impl JetStreamLog {
     /// fails over to the others.
     pub async fn connect(url: &str, swarm: &str, options: JetStreamOptions) -> Result<JetStreamLog, LogError> {
         validate_name("swarm", swarm)?;
-        let mut connect_options = async_nats::ConnectOptions::new().name(format!("mneme-{swarm}"));
-        connect_options = match &options.credentials {
-            Some(Credentials::UserPassword { user, password }) => {
-                connect_options.user_and_password(user.clone(), password.clone())
-            }
-            Some(Credentials::Token(token)) => connect_options.token(token.clone()),
-            None => connect_options,
-        };
-        let server_urls: Vec<&str> = url.split(',').map(str::trim).filter(|url| !url.is_empty()).collect();
-        let client = connect_options
-            .connect(server_urls.as_slice())
-            .await
-            .map_err(|error| LogError::Nats(format!("could not connect to NATS at {url}: {error}")))?;
+        let client = connect_client(url, options.credentials.as_ref(), &format!("mneme-{swarm}")).await?;
         JetStreamLog::from_client(client, swarm, options).await
     }
 
@@ -994,4 +982,26 @@ impl EventLog for JetStreamLog {
         }
         Ok(replacements.len())
     }
+}
+
+/// Connects to the NATS server at `url` (several servers of one cluster
+/// separated by commas: the client fails over between them), as `name`.
+pub(crate) async fn connect_client(
+    url: &str,
+    credentials: Option<&Credentials>,
+    name: &str,
+) -> Result<async_nats::Client, LogError> {
+    let mut connect_options = async_nats::ConnectOptions::new().name(name);
+    connect_options = match credentials {
+        Some(Credentials::UserPassword { user, password }) => {
+            connect_options.user_and_password(user.clone(), password.clone())
+        }
+        Some(Credentials::Token(token)) => connect_options.token(token.clone()),
+        None => connect_options,
+    };
+    let server_urls: Vec<&str> = url.split(',').map(str::trim).filter(|url| !url.is_empty()).collect();
+    connect_options
+        .connect(server_urls.as_slice())
+        .await
+        .map_err(|error| LogError::Nats(format!("could not connect to NATS at {url}: {error}")))
 }

@@ -12,6 +12,7 @@ mod broker;
 mod error;
 mod jetstream;
 mod lease;
+pub mod placement;
 #[cfg(feature = "testsuite")]
 pub mod server;
 mod sled_log;

@@ -78,6 +78,30 @@ impl ResponseError for ApiError {
     }
 }
 
+/// A request for a swarm another process holds (`[placement]`): 307 to
+/// the same path and query there, which repeats the method and the body.
+pub async fn redirect_elsewhere(
+    request: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
+    let path_and_query = request.uri().path_and_query().map(|path| path.as_str().to_string()).unwrap_or_default();
+    let response = next.call(request).await?;
+    let location = response
+        .response()
+        .error()
+        .and_then(|error| error.as_error::<ApiError>())
+        .and_then(|error| error.location().map(|base| format!("{base}{path_and_query}")));
+    match location {
+        Some(location) => {
+            let redirect = HttpResponse::TemporaryRedirect()
+                .insert_header((actix_web::http::header::LOCATION, location))
+                .json(response.response().error().and_then(|error| error.as_error::<ApiError>()).map(ApiError::body));
+            Ok(response.into_response(redirect))
+        }
+        None => Ok(response.map_into_boxed_body()),
+    }
+}
+
 async fn not_found(request: actix_web::HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::not_found("not_found", None, format!("no endpoint {} {}", request.method(), request.path())))
 }

@@ -6,6 +6,7 @@ pub mod backend;
 pub mod deployment;
 pub mod erasure;
 pub mod llm;
+pub mod placement;
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use crate::http::{self, auth};
 use crate::mcp;
 use crate::model;
 use crate::nats;
-use crate::service::{PublishQuotas, QueryPermits, Service, StreamPermits, SwarmRuntime};
+use crate::service::{HeldSwarms, PublishQuotas, QueryPermits, Service, StreamPermits, SwarmRuntime};
 use mneme_events::SystemClock;
 use mneme_projections::TextIndex;
 
@@ -67,7 +68,17 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
     };
     let node = node_name(&first, &front);
     let mut embedders = model::EmbedderCache::default();
-    let mut swarms = Vec::with_capacity(configs.len());
+    let tokens: Vec<_> = configs.iter().flat_map(|config| config.api_tokens().iter().cloned()).collect();
+    // Placed swarms ([placement]) are started by the placement loop, where
+    // the deployment places them; the others here, now.
+    let (placed_configs, configs): (Vec<_>, Vec<_>) =
+        configs.into_iter().partition(|config| config.placement.is_some());
+    let mut placed = Vec::with_capacity(placed_configs.len());
+    for config in placed_configs {
+        let embedder = embedders.load(&config)?;
+        placed.push((config, embedder));
+    }
+    let mut swarms: Vec<StartedSwarm> = Vec::with_capacity(configs.len());
     for config in configs {
         let started = match embedders.load(&config) {
             Ok(embedder) => start_swarm(config, embedder, &node).await,
@@ -77,24 +88,42 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
             Ok(swarm) => swarms.push(swarm),
             Err(error) => {
                 // The swarms started so far stop cleanly (snapshots, threads)
-                // rather than be dropped running.
-                for swarm in swarms {
-                    if let Err(stopping) = swarm.stop().await {
-                        tracing::warn!(error = %format!("{stopping:#}"), "stopping a swarm after a failed start");
-                    }
-                }
+                // rather be dropped running.
+                stop_all(swarms).await;
                 return Err(error);
             }
         }
     }
+    let placed = if placed.is_empty() {
+        None
+    } else {
+        let url = placement::advertised_url(&first);
+        match placement::PlacedSwarms::connect(placed, &node, url, front == Front::Http).await {
+            Ok(placed) => Some(placed),
+            Err(error) => {
+                stop_all(swarms).await;
+                return Err(error);
+            }
+        }
+    };
     let bind = first.http.bind;
-    let tokens: Vec<_> = swarms.iter().flat_map(|swarm| swarm.runtime.config.api_tokens().iter().cloned()).collect();
     if tokens.is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
     }
     let (shutting_down, shutting_down_receiver) = tokio::sync::watch::channel(false);
+    let (views, view) = tokio::sync::watch::channel(mneme_nats::placement::PlacementView::default());
     let service = web::Data::new(Service {
-        swarms: swarms.iter().map(|swarm| (swarm.runtime.name().to_string(), swarm.runtime.clone())).collect(),
+        swarms: HeldSwarms::new(swarms.iter().map(|swarm| swarm.runtime.clone())),
+        placement: placed.as_ref().map(|placed| crate::service::Placement {
+            swarms: placed
+                .swarms
+                .iter()
+                .map(|(name, (config, _))| {
+                    (name.clone(), config.placement.as_ref().map_or(1, |placement| placement.holders))
+                })
+                .collect(),
+            view,
+        }),
         http: first.http.clone(),
         tokens,
         metrics,
@@ -122,7 +151,13 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
             }
         }
     }
-    let names: Vec<&str> = swarms.iter().map(|swarm| swarm.runtime.name()).collect();
+    let placement_task = placed.map(|placed| {
+        actix_web::rt::spawn(placement::run(placed, service.clone().into_inner(), views, shutting_down.subscribe()))
+    });
+    let mut names: Vec<String> = swarms.iter().map(|swarm| swarm.runtime.name().to_string()).collect();
+    if let Some(placement) = &service.placement {
+        names.extend(placement.swarms.keys().map(|name| format!("{name} (placed)")));
+    }
     let names = names.join(",");
     match front {
         Front::Http => {
@@ -132,6 +167,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
                     .app_data(service.clone())
                     .app_data(mcp.clone())
                     .wrap(from_fn(auth::require_token))
+                    .wrap(from_fn(http::redirect_elsewhere))
                     .configure(mcp::http::routes)
                     .configure(crate::ui::routes)
                     .configure(http::routes)
@@ -154,7 +190,14 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
         }
         Front::McpStdio(agent) => {
             use rmcp::ServiceExt;
-            let swarm = swarms.first().expect("a deployment holds at least one swarm").runtime.name().to_string();
+            let swarm = match swarms.first() {
+                Some(swarm) => swarm.runtime.name().to_string(),
+                None => service
+                    .placement
+                    .as_ref()
+                    .and_then(|placement| placement.swarms.keys().next().cloned())
+                    .unwrap_or_default(),
+            };
             let identity = mcp::Identity { swarm, agent: agent.clone(), caller: crate::service::Caller::Anyone };
             let tools = mcp::MemoryTools::new(service.clone().into_inner(), Some(identity));
             tracing::info!(swarm = %names, %agent, "serving MCP tools on stdio");
@@ -169,11 +212,24 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
             let _ = shutting_down.send(true);
         }
     }
+    if let Some(task) = placement_task {
+        swarms.extend(task.await.context("joining the placement loop")?);
+    }
     for swarm in swarms {
         swarm.stop().await?;
     }
     actix::System::current().stop();
     Ok(())
+}
+
+/// Stops swarms started before a failure, cleanly (snapshots, threads)
+/// rather than dropped running.
+async fn stop_all(swarms: Vec<StartedSwarm>) {
+    for swarm in swarms {
+        if let Err(stopping) = swarm.stop().await {
+            tracing::warn!(error = %format!("{stopping:#}"), "stopping a swarm after a failed start");
+        }
+    }
 }
 
 /// One swarm running in this process: what the service reads
@@ -362,15 +418,20 @@ fn node_name(first: &SwarmConfig, front: &Front) -> String {
     {
         return node.trim().to_string();
     }
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|host| host.trim().to_string())
-        .filter(|host| !host.is_empty())
-        .unwrap_or_else(|| "localhost".to_string());
+    let host = host_name();
     match front {
         Front::Http => format!("{host}-{}", first.http.bind.port()),
         Front::McpStdio(_) => format!("{host}-mcp-{}", std::process::id()),
     }
+}
+
+/// This host's name, or `localhost`.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|host| host.trim().to_string())
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
 }
 
 /// The environment variable naming this process among those serving the

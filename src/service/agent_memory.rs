@@ -41,8 +41,8 @@ impl Service {
     /// The agent's core memory.
     pub async fn core(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<CoreMemoryAnswer, ApiError> {
         let runtime = self.swarm(swarm)?;
-        let core = self.core_memory(runtime, agent, min_seq).await?;
-        Ok(self.core_answer(runtime, core))
+        let core = self.core_memory(&runtime, agent, min_seq).await?;
+        Ok(self.core_answer(&runtime, core))
     }
 
     async fn core_memory(
@@ -130,7 +130,7 @@ impl Service {
         }
         let kind = EventKind::CoreMemoryUpdated(CoreMemoryUpdated { block: body.block, content: body.content });
         let event = Event::new(swarm, agent, kind).with_ts(self.clock.now());
-        self.check_core_blocks(runtime, std::slice::from_ref(&event), |_| "block".to_string()).await?;
+        self.check_core_blocks(&runtime, std::slice::from_ref(&event), |_| "block".to_string()).await?;
         let mut written = self.write(caller, event).await?;
         // What a purge names the update by (`item_ids`).
         written.item_id = Some(written.event_id.clone());

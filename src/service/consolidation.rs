@@ -145,7 +145,7 @@ impl Service {
         // Each memory applies its own resolution; wait for all at once.
         let applied =
             futures::future::join_all(open_in.iter().zip(&events).zip(&appended).map(|((handle, event), appended)| {
-                self.resolution_applied(runtime, handle, contradiction_id, event.id.to_string(), appended.seq)
+                self.resolution_applied(&runtime, handle, contradiction_id, event.id.to_string(), appended.seq)
             }))
             .await;
         // A copy settled by another resolution in between changed nothing

@@ -19,6 +19,8 @@ pub struct ApiError {
     message: String,
     /// For a 429: the seconds after which a retry may succeed.
     retry_after: Option<u64>,
+    /// For a 307: the base URL of the process to ask instead.
+    location: Option<String>,
 }
 
 impl ApiError {
@@ -29,7 +31,22 @@ impl ApiError {
             field: field.map(str::to_string),
             message: message.into(),
             retry_after: None,
+            location: None,
         }
+    }
+
+    /// 307 `swarm_elsewhere`: another process holds the swarm; HTTP sends
+    /// the client to the same path there (`base_url` + path).
+    pub fn elsewhere(base_url: &str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            location: Some(base_url.trim_end_matches('/').to_string()),
+            ..ApiError::new(307, "swarm_elsewhere", Some("swarm"), message)
+        }
+    }
+
+    /// For a 307: the base URL of the process that answers instead.
+    pub fn location(&self) -> Option<&str> {
+        self.location.as_deref()
     }
 
     /// 400 `invalid_parameter`: a parameter or body field has a bad value.
@@ -99,6 +116,7 @@ impl ApiError {
             field: error.field,
             message: error.message,
             retry_after: None,
+            location: None,
         }
     }
 

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SwarmConfig};
 use mneme_api::log::{
     Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, LeaseHealth,
-    LostTailHealth, SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
+    LostTailHealth, PlacedSwarmHealth, PlacementHolder, SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
 };
 use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, ProvenanceParams, quote};
 use mneme_api::{self as wire};
@@ -30,8 +30,9 @@ const FOLLOW_BUFFER: usize = 256;
 impl Service {
     /// Whether the log answers, and how far it reaches.
     pub async fn health(&self) -> Result<Health, ApiError> {
-        let mut swarms = Vec::with_capacity(self.swarms.len());
-        for swarm in self.swarms.values() {
+        let held = self.swarms.all();
+        let mut swarms = Vec::with_capacity(held.len());
+        for swarm in &held {
             let last_seq = swarm.log.last_event_seq().await?;
             let lost_tail = swarm.lost_tails.found().map(|tail| LostTailHealth {
                 snapshot_seq: tail.snapshot_seq,
@@ -47,21 +48,42 @@ impl Service {
             }];
             swarms.push(SwarmHealth { swarm: swarm.name().to_string(), last_seq, lost_tail, leases });
         }
-        let first = swarms.first().cloned().expect("a server holds at least one swarm");
-        Ok(Health {
-            status: "ok".to_string(),
-            swarm: first.swarm,
-            last_seq: first.last_seq,
-            swarms,
-            node: self.node.clone(),
-        })
+        let placement = self.placement.as_ref().map_or_else(Vec::new, |placement| {
+            let view = placement.view.borrow();
+            placement
+                .swarms
+                .iter()
+                .map(|(name, holders)| PlacedSwarmHealth {
+                    swarm: name.clone(),
+                    holders: *holders as u64,
+                    placed_on: view.target(name, *holders),
+                    held_by: view
+                        .holds
+                        .get(name)
+                        .into_iter()
+                        .flatten()
+                        .map(|(node, hold)| PlacementHolder {
+                            node: node.clone(),
+                            url: hold.url.clone(),
+                            ready: hold.ready,
+                        })
+                        .collect(),
+                    held_here: self.swarms.contains_key(name),
+                })
+                .collect()
+        });
+        // With placement a process may hold no swarm for a while.
+        let (swarm, last_seq) =
+            swarms.first().map_or_else(Default::default, |first| (first.swarm.clone(), first.last_seq));
+        Ok(Health { status: "ok".to_string(), swarm, last_seq, swarms, node: self.node.clone(), placement })
     }
 
     /// The swarms this server holds that `caller` may reach.
     pub fn swarm_list(&self, caller: &Caller) -> Swarms {
         let swarms = self
             .swarms
-            .values()
+            .all()
+            .iter()
             .filter(|swarm| caller.may_reach(swarm.name()))
             .map(|swarm| SwarmSummary {
                 swarm: swarm.name().to_string(),
@@ -76,10 +98,11 @@ impl Service {
     /// events name no swarm, or that is not JSON, goes to the caller's
     /// default swarm (see [`Service::default_swarm`]), whose decoder then
     /// says what is wrong with it.
-    fn swarm_of_batch(&self, caller: &Caller, body: &[u8]) -> Result<&Arc<SwarmRuntime>, ApiError> {
+    fn swarm_of_batch(&self, caller: &Caller, body: &[u8]) -> Result<Arc<SwarmRuntime>, ApiError> {
         // One swarm: the decoder's check of each event's swarm says it all,
         // without a parse more.
-        if let (Some(only), 1) = (self.swarms.values().next(), self.swarms.len())
+        if let Some(only) = self.swarms.only()
+            && self.placement.is_none()
             && caller.may_reach(only.name())
         {
             return Ok(only);
@@ -103,12 +126,16 @@ impl Service {
                 format!("a request's events must all be of one swarm: {first:?} and {other:?}"),
             ));
         }
-        let Some(swarm) = self.swarms.get(first) else {
-            return Err(ApiError::not_found(
-                "unknown_swarm",
-                Some(&format!("[{}].swarm", named[0].0)),
-                format!("this server holds swarm {}, not {first:?}", self.held_names()),
-            ));
+        let swarm = match self.swarm(first) {
+            Ok(swarm) => swarm,
+            Err(error) if error.code() == "unknown_swarm" => {
+                return Err(ApiError::not_found(
+                    "unknown_swarm",
+                    Some(&format!("[{}].swarm", named[0].0)),
+                    format!("this server holds swarm {}, not {first:?}", self.held_names()),
+                ));
+            }
+            Err(elsewhere) => return Err(elsewhere),
         };
         if !caller.may_reach(first) {
             return Err(ApiError::forbidden(
@@ -173,7 +200,7 @@ impl Service {
                 format!("{caller} may not publish events of agent {:?}", event.agent),
             ));
         }
-        self.check_core_blocks(runtime, &events, |index| format!("[{index}].data.block")).await?;
+        self.check_core_blocks(&runtime, &events, |index| format!("[{index}].data.block")).await?;
         let agents: Vec<&str> = events.iter().map(|event| event.agent.as_str()).collect();
         self.publish_quotas.take(caller, swarm, &agents, events.len(), body.len())?;
         let appended = runtime.log.append(&events).await?;

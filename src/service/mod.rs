@@ -88,11 +88,86 @@ impl SwarmRuntime {
     }
 }
 
+/// The swarms a process holds now. Fixed at start, unless the deployment
+/// places its swarms among several processes (`[placement]`): then a swarm
+/// joins when this process has caught up with it, and leaves when it moves
+/// to another process.
+#[derive(Default)]
+pub struct HeldSwarms {
+    held: std::sync::RwLock<BTreeMap<String, Arc<SwarmRuntime>>>,
+}
+
+impl HeldSwarms {
+    pub fn new(swarms: impl IntoIterator<Item = Arc<SwarmRuntime>>) -> HeldSwarms {
+        let held = swarms.into_iter().map(|swarm| (swarm.name().to_string(), swarm)).collect();
+        HeldSwarms { held: std::sync::RwLock::new(held) }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<SwarmRuntime>>> {
+        self.held.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<SwarmRuntime>> {
+        self.read().get(name).cloned()
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.read().contains_key(name)
+    }
+
+    /// The held swarms, by name.
+    pub fn all(&self) -> Vec<Arc<SwarmRuntime>> {
+        self.read().values().cloned().collect()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.read().keys().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
+    /// The only swarm held, if exactly one is.
+    pub fn only(&self) -> Option<Arc<SwarmRuntime>> {
+        let held = self.read();
+        if held.len() == 1 { held.values().next().cloned() } else { None }
+    }
+
+    /// Starts answering for a swarm.
+    pub fn insert(&self, swarm: Arc<SwarmRuntime>) {
+        let mut held = self.held.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.insert(swarm.name().to_string(), swarm);
+    }
+
+    /// Stops answering for a swarm; requests already holding it finish.
+    pub fn remove(&self, name: &str) -> Option<Arc<SwarmRuntime>> {
+        let mut held = self.held.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.remove(name)
+    }
+}
+
+/// Where the swarms placed among several processes are held, as this
+/// process last read it (`[placement]`; see `crate::server::placement`).
+pub struct Placement {
+    /// Placed swarms by name, with the processes each asks for.
+    pub swarms: BTreeMap<String, usize>,
+    /// The placement bucket as last read.
+    pub view: tokio::sync::watch::Receiver<mneme_nats::placement::PlacementView>,
+}
+
 /// The running memory service: the swarms it holds, and what the queries
 /// share. One per process, shared by every transport.
 pub struct Service {
-    /// The swarms this process holds, by name (at least one).
-    pub swarms: BTreeMap<String, Arc<SwarmRuntime>>,
+    /// The swarms this process holds, by name.
+    pub swarms: HeldSwarms,
+    /// With `[placement]`: the swarms held elsewhere that this process may
+    /// send a client to.
+    pub placement: Option<Placement>,
     /// The process's HTTP settings: the first configuration's `[http]`.
     pub http: HttpSection,
     /// The API tokens of every swarm, each opening only its own swarm.
@@ -118,31 +193,55 @@ pub struct Service {
 }
 
 impl Service {
-    /// The swarm `name` this server holds, or 404 `unknown_swarm`.
-    pub fn swarm(&self, name: &str) -> Result<&Arc<SwarmRuntime>, ApiError> {
-        self.swarms.get(name).ok_or_else(|| {
-            ApiError::not_found(
-                "unknown_swarm",
-                Some("swarm"),
-                format!("this server holds swarm {}, not {}", self.held_names(), quote(name)),
-            )
-        })
+    /// The swarm `name` this server holds. A swarm placed on other
+    /// processes is 307 `swarm_elsewhere` naming one that answers for it
+    /// (HTTP redirects there), or 503 `swarm_not_ready` while none does;
+    /// any other is 404 `unknown_swarm`.
+    pub fn swarm(&self, name: &str) -> Result<Arc<SwarmRuntime>, ApiError> {
+        if let Some(swarm) = self.swarms.get(name) {
+            return Ok(swarm);
+        }
+        if let Some(placement) = &self.placement
+            && placement.swarms.contains_key(name)
+        {
+            let view = placement.view.borrow();
+            let holders = view.ready_holders(name);
+            return Err(match holders.iter().find(|(node, _)| *node != self.node) {
+                Some((node, url)) => ApiError::elsewhere(
+                    url,
+                    format!("swarm {} is held by process {} at {url}", quote(name), quote(node)),
+                ),
+                None => ApiError::unavailable(
+                    "swarm_not_ready",
+                    Some("swarm"),
+                    format!(
+                        "swarm {} is moving between processes: no process answers for it yet; retry shortly",
+                        quote(name)
+                    ),
+                ),
+            });
+        }
+        Err(ApiError::not_found(
+            "unknown_swarm",
+            Some("swarm"),
+            format!("this server holds swarm {}, not {}", self.held_names(), quote(name)),
+        ))
     }
 
     /// `"a"`, or `"a", "b"`: the swarms this server holds, for a message.
     pub(crate) fn held_names(&self) -> String {
-        self.swarms.keys().map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ")
+        self.swarms.names().iter().map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ")
     }
 
     /// The swarm a caller means when it names none: the only one this
     /// server holds, or the one its token opens; otherwise 400
     /// `swarm_required`.
-    pub fn default_swarm(&self, caller: &Caller) -> Result<&Arc<SwarmRuntime>, ApiError> {
+    pub fn default_swarm(&self, caller: &Caller) -> Result<Arc<SwarmRuntime>, ApiError> {
         if let Caller::Token { swarm, .. } = caller {
             return self.swarm(swarm);
         }
-        match self.swarms.values().next() {
-            Some(only) if self.swarms.len() == 1 => Ok(only),
+        match self.swarms.only() {
+            Some(only) if self.placement.is_none() => Ok(only),
             _ => Err(ApiError::bad_request(
                 "swarm_required",
                 Some("swarm"),

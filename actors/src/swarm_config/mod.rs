@@ -49,6 +49,11 @@ pub struct SwarmConfig {
     pub core: CoreSection,
     #[serde(default)]
     pub agents: Vec<AgentConfig>,
+    /// Absent: every process given this file holds the swarm. Present (on
+    /// NATS): the processes given it share the deployment's swarms, this
+    /// one held by `holders` of them.
+    #[serde(default)]
+    pub placement: Option<PlacementSection>,
     /// `http.tokens` with their secrets from the file or the environment,
     /// resolved and checked at load.
     #[serde(skip)]
@@ -232,7 +237,29 @@ pub struct HttpSection {
     /// after environment overrides are in [`SwarmConfig::api_tokens`].
     #[serde(default)]
     pub tokens: Vec<HttpTokenEntry>,
+    /// The base URL other processes send a client to when this one holds a
+    /// placed swarm they do not (`http://host:port`); by default
+    /// `http://<bind>`, with the host's name for an unspecified address.
+    #[serde(default)]
+    pub advertise_url: Option<String>,
 }
+
+/// How many processes hold a swarm placed among several (`[placement]`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PlacementSection {
+    /// Processes that hold the swarm at once (one holds its writer lease;
+    /// the others answer queries too). At least 1.
+    #[serde(default = "default_holders")]
+    pub holders: usize,
+}
+
+fn default_holders() -> usize {
+    1
+}
+
+/// The most processes a placed swarm asks for.
+const MAX_HOLDERS: usize = 64;
 
 /// What Mneme assembles when one agent hands work to another.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -447,6 +474,7 @@ impl Default for HttpSection {
             publish_bytes_per_sec: default_publish_bytes_per_sec(),
             publish_burst_secs: default_publish_burst_secs(),
             tokens: Vec::new(),
+            advertise_url: None,
         }
     }
 }
@@ -540,6 +568,7 @@ impl SwarmConfig {
             handoffs: HandoffsSection::default(),
             core: CoreSection::default(),
             agents: Vec::new(),
+            placement: None,
             api_tokens: Vec::new(),
         }
     }
@@ -659,6 +688,26 @@ impl SwarmConfig {
                 "log.lease_ttl_ms = {}; expected milliseconds from {MIN_LEASE_TTL_MS} to {MAX_LEASE_TTL_MS}",
                 self.log.lease_ttl_ms
             ));
+        }
+        if let Some(placement) = &self.placement {
+            if self.log.backend != LogBackend::Nats {
+                return Err(
+                    "[placement] needs log.backend = \"nats\": processes share swarms through a NATS cluster; the \
+                     embedded log is one process's"
+                        .to_string(),
+                );
+            }
+            if !(1..=MAX_HOLDERS).contains(&placement.holders) {
+                return Err(format!(
+                    "placement.holders = {}; expected a number of processes from 1 to {MAX_HOLDERS}",
+                    placement.holders
+                ));
+            }
+        }
+        if let Some(url) = &self.http.advertise_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(format!("http.advertise_url = {url:?}; expected an http:// or https:// URL"));
         }
         self.check_nats_credentials()?;
         check_nats_url(&self.log.nats_url)?;
