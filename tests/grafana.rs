@@ -43,6 +43,8 @@ const NOT_PRODUCED_BY_THE_TEST: &[(&str, &str)] = &[
     ("mneme_log_tail_lost_events", "only when a start finds snapshots past the log's end (tests/lost_tail.rs)"),
     ("mneme_log_tail_lost_memories_total", "only when a start finds snapshots past the log's end (tests/lost_tail.rs)"),
     ("mneme_log_tail_lost_positions_total", "only when a stored position is past the log's end"),
+    ("mneme_placement_held", "only for swarms with [placement], on NATS (tests/placement.rs)"),
+    ("mneme_placement_moves_total", "only for swarms with [placement], on NATS (tests/placement.rs)"),
 ];
 
 /// What a `metrics::{counter,gauge,histogram}!` emits.

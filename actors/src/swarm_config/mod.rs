@@ -873,6 +873,21 @@ mod tests {
     }
 
     #[test]
+    fn placement_needs_nats_and_at_least_one_holder() {
+        let nats = "[swarm]\nname = \"s\"\n[log]\nbackend = \"nats\"\n";
+        let placed = SwarmConfig::parse(&format!("{nats}[placement]\nholders = 2\n"), "t").unwrap();
+        assert_eq!(placed.placement.map(|placement| placement.holders), Some(2));
+        let default = SwarmConfig::parse(&format!("{nats}[placement]\n"), "t").unwrap();
+        assert_eq!(default.placement.map(|placement| placement.holders), Some(1));
+        let embedded = SwarmConfig::parse("[swarm]\nname = \"s\"\n[placement]\n", "t").unwrap_err().to_string();
+        assert!(embedded.contains("[placement] needs log.backend = \"nats\""), "{embedded}");
+        let none = SwarmConfig::parse(&format!("{nats}[placement]\nholders = 0\n"), "t").unwrap_err().to_string();
+        assert!(none.contains("placement.holders = 0"), "{none}");
+        let url = SwarmConfig::parse("[swarm]\nname = \"s\"\n[http]\nadvertise_url = \"host:1\"\n", "t");
+        assert!(url.unwrap_err().to_string().contains("http.advertise_url"));
+    }
+
+    #[test]
     fn a_minimal_file_takes_defaults() {
         let config = SwarmConfig::parse("[swarm]\nname = \"s\"\n", "swarm.toml").unwrap();
         assert_eq!(config, SwarmConfig::with_name("s"));
