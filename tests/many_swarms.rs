@@ -25,7 +25,12 @@ fn swarms() -> [(&'static str, String); 2] {
     };
     [
         ("design", token("ops", DESIGN_OPS, None)),
-        ("dev", token("ops", DEV_OPS, None) + &token("coder", DEV_CODER, Some("coder"))),
+        (
+            "dev",
+            "system_publishers = [\"orchestrator\"]\n".to_string()
+                + &token("ops", DEV_OPS, None)
+                + &token("coder", DEV_CODER, Some("coder")),
+        ),
     ]
 }
 
@@ -81,7 +86,7 @@ fn hits(server: &MnemeServer, token: &str, swarm: &str, agent: &str, word: &str,
 fn assert_scopes_hold_across_swarms(server: &MnemeServer, (design_seq, dev_seq): (u64, u64)) {
     let health: Health = typed("/healthz", server.get_as(None, "/healthz").1);
     let held: Vec<&str> = health.swarms.iter().map(|swarm| swarm.swarm.as_str()).collect();
-    assert_eq!(held, ["design", "dev"], "{health:?}");
+    assert_eq!(held, ["design", "dev", "system"], "{health:?}");
     assert!(health.swarms[0].last_seq >= design_seq && health.swarms[1].last_seq >= dev_seq, "{health:?}");
     // Shared reaches the swarm's other agents; private stays with its agent.
     assert_eq!(hits(server, DESIGN_OPS, "design", "planner", "zanzibar", design_seq), 1);
@@ -98,6 +103,70 @@ fn assert_scopes_hold_across_swarms(server: &MnemeServer, (design_seq, dev_seq):
     for agent in ["coder", "planner"] {
         assert_eq!(hits(server, DESIGN_OPS, "design", agent, "narwhal", design_seq), 0, "narwhal reached design");
     }
+}
+
+/// An event of the system layer, as `agent`.
+fn system_event(number: u32, agent: &str, scope: &str, text: &str) -> Value {
+    let mut event = event("system", number, agent, scope, text);
+    event["id"] = json!(format!("01KGC000000000000000000{number:03}"));
+    event
+}
+
+/// Publishes to the system layer as dev's orchestrator, which dev's file
+/// lists in `system_publishers`; answers its seq on the system log. What
+/// may not publish there is refused, naming the field.
+fn publish_system(server: &MnemeServer) -> u64 {
+    let announcement = system_event(1, "orchestrator", "system", "every swarm freezes merges on axolotl day");
+    // Design's operator: design lists no system publisher.
+    let (status, answer) = server.post_as(Some(DESIGN_OPS), "/v1/events", &json!([announcement]).to_string());
+    assert_eq!((status, answer["error"]["code"].as_str()), (403, Some("system_scope_not_allowed")), "{answer}");
+    assert_eq!(answer["error"]["field"], "[0].agent", "{answer}");
+    // Dev's coder token: bound to the coder, who is not listed either.
+    let as_coder = system_event(2, "coder", "system", "the coder announces to everyone");
+    for forged in [&announcement, &as_coder] {
+        let (status, answer) = server.post_as(Some(DEV_CODER), "/v1/events", &json!([forged]).to_string());
+        assert_eq!(status, 403, "{answer}");
+    }
+    // Scope system names the system layer; the system layer holds only it.
+    let misplaced = event("dev", 20, "orchestrator", "system", "system scope in dev's own log");
+    let (status, answer) = server.post_as(Some(DEV_OPS), "/v1/events", &json!([misplaced]).to_string());
+    assert_eq!((status, answer["error"]["field"].as_str()), (400, Some("[0].scope")), "{answer}");
+    let shared = system_event(3, "orchestrator", "shared", "shared is a swarm's");
+    let (status, answer) = server.post_as(Some(DEV_OPS), "/v1/events", &json!([shared]).to_string());
+    assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("invalid_scope")), "{answer}");
+    let (status, answer) = server.post_as(Some(DEV_OPS), "/v1/events", &json!([announcement]).to_string());
+    assert_eq!(status, 202, "{answer}");
+    typed::<AcceptedEvents>("the system publish", answer).accepted[0].seq
+}
+
+/// The system layer crosses swarms: every agent of both swarms finds the
+/// announcement, in search and in its context.
+fn assert_system_crosses_swarms(server: &MnemeServer, system_seq: u64) {
+    for (token, swarm) in [(DESIGN_OPS, "design"), (DEV_OPS, "dev"), (DEV_CODER, "dev")] {
+        for agent in ["coder", "planner"] {
+            if token == DEV_CODER && agent != "coder" {
+                continue;
+            }
+            let path =
+                format!("/v1/swarms/{swarm}/agents/{agent}/search?q=axolotl&mode=bm25&min_system_seq={system_seq}");
+            let (status, answer) = server.get_as(Some(token), &path);
+            assert_eq!(status, 200, "{path}: {answer}");
+            let answer: SearchAnswer = typed(&path, answer);
+            assert_eq!(answer.hits.len(), 1, "{swarm}/{agent}: {answer:?}");
+            assert_eq!((answer.hits[0].scope.as_str(), answer.hits[0].agent.as_str()), ("system", "orchestrator"));
+        }
+        let body = json!({"query": "axolotl merges", "budget": 2000, "min_system_seq": system_seq});
+        let (status, answer) =
+            server.post_as(Some(token), &format!("/v1/swarms/{swarm}/agents/coder/context"), &body.to_string());
+        assert_eq!(status, 200, "{answer}");
+        let context: mneme_api::context::ContextAnswer = typed("context", answer);
+        assert!(context.text.contains("axolotl"), "{swarm}: {}", context.text);
+        assert!(context.tokens <= context.budget && context.budget == 2000, "{context:?}");
+        assert!(context.items.iter().any(|item| item.tier == "system"), "{context:?}");
+    }
+    // A token opens its own swarm only: the system layer is read through it.
+    let (status, _) = server.get_as(Some(DEV_OPS), "/v1/swarms/system/agents/system/search?q=axolotl");
+    assert_eq!(status, 403);
 }
 
 /// A token of `dev` reaches nothing of `design`.
@@ -181,14 +250,17 @@ fn on_the_embedded_log_two_swarms_in_one_process_keep_their_memories_and_tokens_
     let mut server = start(work.path(), None);
     let seqs = publish(&server);
     assert_scopes_hold_across_swarms(&server, seqs);
+    let system_seq = publish_system(&server);
+    assert_system_crosses_swarms(&server, system_seq);
     assert_tokens_stay_in_their_swarm(&server);
     // Each swarm keeps its data in its own folder under --data-dir, and
-    // comes back from it.
-    for swarm in ["design", "dev"] {
+    // comes back from it; the system layer beside them.
+    for swarm in ["design", "dev", "system"] {
         assert!(server.data_dir.join(swarm).join("log").is_dir(), "{swarm}'s log");
     }
     server.restart();
     assert_scopes_hold_across_swarms(&server, seqs);
+    assert_system_crosses_swarms(&server, system_seq);
     for (token, swarm) in [(DESIGN_OPS, "design"), (DEV_OPS, "dev")] {
         let verified = server.view_with_token(token).cli(&["replay", "--swarm", swarm, "--agent", "coder", "--verify"]);
         let verified = common::stdout_of(&verified);
@@ -209,6 +281,8 @@ fn on_nats_two_swarms_in_one_process_answer_on_their_own_subjects() {
     let server = start(work.path(), Some(&nats.url()));
     let seqs = publish(&server);
     assert_scopes_hold_across_swarms(&server, seqs);
+    let system_seq = publish_system(&server);
+    assert_system_crosses_swarms(&server, system_seq);
     assert_tokens_stay_in_their_swarm(&server);
     let client =
         runtime.block_on(async_nats::ConnectOptions::with_token(NATS_TOKEN.to_string()).connect(nats.url())).unwrap();
@@ -221,6 +295,13 @@ fn on_nats_two_swarms_in_one_process_answer_on_their_own_subjects() {
     assert_eq!(search("dev", "zanzibar", seqs.1).hits.len(), 0);
     assert_eq!(search("dev", "narwhal", seqs.1).hits.len(), 1);
     assert_eq!(search("design", "narwhal", seqs.0).hits.len(), 0);
+    // The system layer crosses swarms over NATS too.
+    for swarm in ["design", "dev"] {
+        let body = json!({"q": "axolotl", "mode": "bm25", "min_system_seq": system_seq});
+        let reply = nats_request(&runtime, &client, format!("mneme.{swarm}.planner.query.search"), &body);
+        let answer: SearchAnswer = serde_json::from_slice(&reply).unwrap();
+        assert_eq!(answer.hits.len(), 1, "{swarm}: {answer:?}");
+    }
 }
 
 #[test]
@@ -306,5 +387,5 @@ fn a_folder_of_swarm_files_is_served_as_its_swarms() {
     let _ = child.kill();
     let _ = child.wait();
     let held: Vec<&str> = health.swarms.iter().map(|swarm| swarm.swarm.as_str()).collect();
-    assert_eq!(held, ["design", "dev"], "{health:?}");
+    assert_eq!(held, ["design", "dev", "system"], "{health:?}");
 }

@@ -40,4 +40,4 @@ pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};
 pub use replay::{ApplyTotals, ReplayReport, apply_from_log, continue_from_log, rebuild_from_log, verify_against_log};
 pub use snapshot_store::SnapshotStore;
 pub use supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, SnapshotAll, StopWorkers, Supervisor};
-pub use swarm_config::{AgentConfig, LogBackend, SwarmConfig};
+pub use swarm_config::{AgentConfig, LogBackend, SYSTEM_READER, SYSTEM_SWARM, SwarmConfig};

@@ -225,6 +225,9 @@ pub struct SearchParams {
     pub fusion: Option<String>,
     /// Wait until the agent has applied its events up to this seq.
     pub min_seq: Option<u64>,
+    /// Wait until this process's system layer has applied the system log
+    /// up to this seq (what publishing an event of swarm `system` answered).
+    pub min_system_seq: Option<u64>,
 }
 
 /// The retrieval weights a request sets, each checked (a number of zero or
@@ -608,6 +611,9 @@ pub struct ContextParams {
     pub phase: Option<String>,
     pub thinking_budget: Option<f32>,
     pub min_seq: Option<u64>,
+    /// Wait until this process's system layer has applied the system log
+    /// up to this seq (what publishing an event of swarm `system` answered).
+    pub min_system_seq: Option<u64>,
 }
 
 impl ContextParams {
@@ -624,7 +630,13 @@ impl ContextParams {
             phase: self.phase,
             thinking_budget: self.thinking_budget,
         };
-        ContextBody { query: self.q, budget: self.budget, signals, min_seq: self.min_seq }
+        ContextBody {
+            query: self.q,
+            budget: self.budget,
+            signals,
+            min_seq: self.min_seq,
+            min_system_seq: self.min_system_seq,
+        }
     }
 }
 
@@ -641,6 +653,9 @@ pub struct ContextBody {
     #[serde(default)]
     pub signals: SignalsBody,
     pub min_seq: Option<u64>,
+    /// Wait until this process's system layer has applied the system log
+    /// up to this seq (what publishing an event of swarm `system` answered).
+    pub min_system_seq: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default, schemars::JsonSchema)]
@@ -666,6 +681,7 @@ pub struct CheckedContext {
     pub phase: Option<String>,
     pub thinking_budget: Option<f32>,
     pub min_seq: Option<u64>,
+    pub min_system_seq: Option<u64>,
 }
 
 impl ContextBody {
@@ -711,6 +727,7 @@ impl ContextBody {
             phase: signals.phase,
             thinking_budget,
             min_seq: self.min_seq,
+            min_system_seq: self.min_system_seq,
         })
     }
 }

@@ -280,6 +280,7 @@ pub fn context(
             thinking_budget: signals.thinking_budget,
         },
         min_seq: None,
+        min_system_seq: None,
     };
     let response: ContextAnswer = call_as(ureq::post(&url), Some(&serde_json::to_string(&body)?))?;
     if json {

@@ -406,6 +406,11 @@ impl ConfigArgs {
         for config in &mut configs {
             if let Some(data_dir) = &self.data_dir {
                 config.log.data_dir = if several { data_dir.join(&config.swarm.name) } else { data_dir.clone() };
+                // Several swarms in DIR/<swarm>: the system layer beside them,
+                // in DIR/system, whichever file comes first.
+                if several {
+                    config.log.system_data_dir = Some(data_dir.join(mneme_actors::SYSTEM_SWARM));
+                }
             }
             if let Some(http) = self.http {
                 config.http.bind = http;

@@ -138,6 +138,7 @@ impl MemoryTools {
             usage_weight: None,
             fusion: None,
             min_seq: None,
+            min_system_seq: None,
         };
         Ok(Json(self.service.search(&who.swarm, &who.agent, &params).await.map_err(refused)?))
     }
@@ -162,6 +163,7 @@ impl MemoryTools {
                 thinking_budget: args.thinking_budget,
             },
             min_seq: None,
+            min_system_seq: None,
         };
         Ok(Json(self.service.context(&who.swarm, &who.agent, body).await.map_err(refused)?))
     }

@@ -10,6 +10,9 @@
 //!   queries in flight, streams, publish rates) are the first file's.
 //! - A token secret opens one swarm: the same secret in two files would
 //!   open both, and is refused.
+//! - The system layer (swarm `system`, above every swarm) keeps its data in
+//!   the first file's `[log] system_data_dir` (`<data_dir>/system` by
+//!   default), which no swarm may use.
 
 use std::collections::BTreeMap;
 
@@ -22,8 +25,16 @@ pub fn check(configs: &[SwarmConfig]) -> anyhow::Result<()> {
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     let mut data_dirs: BTreeMap<std::path::PathBuf, &str> = BTreeMap::new();
     let mut secrets: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    let system_data_dir = normalised(&first.system_data_dir());
     for (index, config) in configs.iter().enumerate() {
         let name = config.swarm.name.as_str();
+        if normalised(&config.log.data_dir) == system_data_dir {
+            bail!(
+                "swarm {name:?} keeps its data in {}, where the deployment's system layer keeps its own: set [log] \
+                 system_data_dir (or data_dir) elsewhere",
+                config.log.data_dir.display()
+            );
+        }
         if names.insert(name, index).is_some() {
             bail!("swarm {name:?} is configured twice: each --config must name a swarm of its own ([swarm] name)");
         }

@@ -16,8 +16,8 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use mneme_actors::{
-    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffRouter, LeaseKeeper, SnapshotAll,
-    SnapshotStore, StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig, WRITER_LEASE,
+    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffRouter, LeaseKeeper, SYSTEM_SWARM,
+    SnapshotAll, SnapshotStore, StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig, WRITER_LEASE,
 };
 
 use crate::http::{self, auth};
@@ -69,6 +69,11 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
     let node = node_name(&first, &front);
     let mut embedders = model::EmbedderCache::default();
     let tokens: Vec<_> = configs.iter().flat_map(|config| config.api_tokens().iter().cloned()).collect();
+    let system_publishers = configs
+        .iter()
+        .map(|config| (config.swarm.name.clone(), config.swarm.system_publishers.clone()))
+        .filter(|(_, publishers)| !publishers.is_empty())
+        .collect();
     // Placed swarms ([placement]) are started by the placement loop, where
     // the deployment places them; the others here, now.
     let (placed_configs, configs): (Vec<_>, Vec<_>) =
@@ -78,7 +83,14 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
         let embedder = embedders.load(&config)?;
         placed.push((config, embedder));
     }
-    let mut swarms: Vec<StartedSwarm> = Vec::with_capacity(configs.len());
+    let mut swarms: Vec<StartedSwarm> = Vec::with_capacity(configs.len() + 1);
+    // The deployment's system layer first: every memory reads through it.
+    let system = first.system_layer();
+    let started = match embedders.load(&system) {
+        Ok(embedder) => start_swarm(system, embedder, &node).await,
+        Err(error) => Err(error),
+    };
+    swarms.push(started.context("starting the system layer")?);
     for config in configs {
         let started = match embedders.load(&config) {
             Ok(embedder) => start_swarm(config, embedder, &node).await,
@@ -138,6 +150,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
         ),
         shutting_down: shutting_down_receiver,
         node: node.clone(),
+        system_publishers,
     });
     // Signals are handled here rather than by actix-web, whose handler stops
     // the whole actix system: memory actors must snapshot before that.
@@ -344,6 +357,9 @@ async fn start_swarm(
     }
     let mut supervisor =
         Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).with_text_index(text_index);
+    if swarm == SYSTEM_SWARM {
+        supervisor = supervisor.admitting_every_author();
+    }
     if let Some(llm) = &config.compression.llm {
         let summarizer = crate::server::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
         tracing::info!(%swarm, endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");

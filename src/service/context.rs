@@ -30,13 +30,34 @@ impl Service {
             thinking_budget: checked.thinking_budget,
         };
         let handle = runtime.agent_handle(agent, checked.min_seq).await?;
-        let request = ContextRequest::new(checked.query, checked.budget)
+        // The system layer's part comes first, within a fifth of the
+        // budget; the agent's memory gets the rest.
+        let mut system_part = None;
+        if let Some(system) = self.system_memory(swarm, checked.min_system_seq).await? {
+            let share = checked.budget / SYSTEM_SHARE_OF_BUDGET;
+            let request = ContextRequest::new(checked.query.clone(), share).with_signals(signals.clone());
+            let QueryAnswer::Context(context) = ask(&system, Query::Context(request)).await? else {
+                unreachable!("a context query answers with context")
+            };
+            if !context.items.is_empty() {
+                system_part = Some((share, context));
+            }
+        }
+        let used_by_system = system_part
+            .as_ref()
+            .map_or(0, |(_, context)| context.tokens + mneme_projections::tokens::count(SYSTEM_HEADING));
+        let request = ContextRequest::new(checked.query, checked.budget - used_by_system.min(checked.budget))
             .with_signals(signals)
             .with_core(runtime.core_request(agent));
         let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
             unreachable!("a context query answers with context")
         };
-        Ok(wire_context(&context))
+        let mut answer = wire_context(&context);
+        answer.budget = checked.budget;
+        if let Some((share, system)) = system_part {
+            with_system_layer(&mut answer, share, &wire_context(&system));
+        }
+        Ok(answer)
     }
 
     /// Every phase of the agent's (open ones too), the task roll-ups and
@@ -164,6 +185,30 @@ pub fn wire_context(context: &ContextResponse) -> ContextAnswer {
         as_of_seq: context.as_of_seq,
         items,
     }
+}
+
+/// Divides a context's budget: the system layer's part is at most this
+/// fraction of it.
+const SYSTEM_SHARE_OF_BUDGET: usize = 5;
+/// What begins the system layer's part of a context.
+const SYSTEM_HEADING: &str = "\n## System (every swarm)\n";
+
+/// Appends the system layer's context to an agent's: its text under
+/// [`SYSTEM_HEADING`], its items (tier `system`), and a `system` tier. The
+/// agent's part was assembled within what the system's left of the budget,
+/// so the whole stays within it; should the joined text count more (BPE
+/// merges across the join), the system's part is left out.
+fn with_system_layer(answer: &mut ContextAnswer, share: usize, system: &ContextAnswer) {
+    let text = format!("{}{SYSTEM_HEADING}{}", answer.text, system.text);
+    let tokens = mneme_projections::tokens::count(&text);
+    if tokens > answer.budget {
+        return;
+    }
+    answer.text = text;
+    answer.tokens = tokens;
+    let wanted = system.tiers.values().map(|tier| tier.wanted).sum();
+    answer.tiers.insert("system".to_string(), TierUsage { share, allocated: share, used: system.tokens, wanted });
+    answer.items.extend(system.items.iter().cloned().map(|item| ContextItem { tier: "system".to_string(), ..item }));
 }
 
 fn phase_heading(phase: &Phase) -> PhaseHeading {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SwarmConfig};
+use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SYSTEM_SWARM, SwarmConfig};
 use mneme_api::log::{
     Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, LeaseHealth,
     LostTailHealth, PlacedSwarmHealth, PlacementHolder, SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
@@ -73,8 +73,10 @@ impl Service {
                 .collect()
         });
         // With placement a process may hold no swarm for a while.
-        let (swarm, last_seq) =
-            swarms.first().map_or_else(Default::default, |first| (first.swarm.clone(), first.last_seq));
+        let (swarm, last_seq) = swarms
+            .iter()
+            .find(|held| held.swarm != SYSTEM_SWARM)
+            .map_or_else(Default::default, |first| (first.swarm.clone(), first.last_seq));
         Ok(Health { status: "ok".to_string(), swarm, last_seq, swarms, node: self.node.clone(), placement })
     }
 
@@ -84,7 +86,7 @@ impl Service {
             .swarms
             .all()
             .iter()
-            .filter(|swarm| caller.may_reach(swarm.name()))
+            .filter(|swarm| swarm.name() != SYSTEM_SWARM && caller.may_reach(swarm.name()))
             .map(|swarm| SwarmSummary {
                 swarm: swarm.name().to_string(),
                 agents: swarm.config.agents.iter().map(|agent| agent.name.clone()).collect(),
@@ -101,9 +103,11 @@ impl Service {
     fn swarm_of_batch(&self, caller: &Caller, body: &[u8]) -> Result<Arc<SwarmRuntime>, ApiError> {
         // One swarm: the decoder's check of each event's swarm says it all,
         // without a parse more.
+        // (A body that may name the system layer is parsed.)
         if let Some(only) = self.swarms.only()
             && self.placement.is_none()
             && caller.may_reach(only.name())
+            && !body.windows(SYSTEM_SWARM.len() + 2).any(|window| window == b"\"system\"")
         {
             return Ok(only);
         }
@@ -137,7 +141,9 @@ impl Service {
             }
             Err(elsewhere) => return Err(elsewhere),
         };
-        if !caller.may_reach(first) {
+        // Who may publish to the system layer is checked event by event
+        // (`[swarm] system_publishers`).
+        if first != SYSTEM_SWARM && !caller.may_reach(first) {
             return Err(ApiError::forbidden(
                 "forbidden",
                 Some(&format!("[{}].swarm", named[0].0)),
@@ -192,6 +198,7 @@ impl Service {
                  an agent's token may not publish it: publish the handoff_sent instead",
             ));
         }
+        check_system_scope(self, caller, swarm, &events)?;
         let refused = events.iter().enumerate().find(|(_, event)| !caller.may_act_as(&event.agent));
         if let Some((index, event)) = refused {
             return Err(ApiError::forbidden(
@@ -381,6 +388,49 @@ impl Service {
 /// default is `private`, so when every agent's default is `private` the body
 /// is passed on as it came, without a second parse. A body that is not JSON
 /// is passed on too: the decoder names what is wrong with it.
+/// Scope `system` is the system layer's, and the system layer holds
+/// nothing else: an event of swarm `system` has scope `system` and an
+/// agent the caller may publish system events as (`[swarm]
+/// system_publishers`); an event of another swarm may not have it.
+fn check_system_scope(service: &Service, caller: &Caller, swarm: &str, events: &[Event]) -> Result<(), ApiError> {
+    for (index, event) in events.iter().enumerate() {
+        if swarm == SYSTEM_SWARM {
+            if event.scope != Scope::System {
+                return Err(ApiError::bad_request(
+                    "invalid_scope",
+                    Some(&format!("[{index}].scope")),
+                    format!(
+                        "an event of swarm {SYSTEM_SWARM:?} has scope \"system\", not {:?}: the system layer holds \
+                         what every swarm reads",
+                        event.scope.as_str()
+                    ),
+                ));
+            }
+            if !service.may_publish_system(caller, &event.agent) {
+                return Err(ApiError::forbidden(
+                    "system_scope_not_allowed",
+                    Some(&format!("[{index}].agent")),
+                    format!(
+                        "{caller} may not publish to the system layer as agent {:?}: list the agent in its swarm's \
+                         [swarm] system_publishers",
+                        event.agent
+                    ),
+                ));
+            }
+        } else if event.scope == Scope::System {
+            return Err(ApiError::bad_request(
+                "invalid_scope",
+                Some(&format!("[{index}].scope")),
+                format!(
+                    "scope \"system\" reaches every swarm: publish the event as swarm {SYSTEM_SWARM:?} (allowed \
+                     for the agents [swarm] system_publishers lists), or give it scope \"shared\" for swarm {swarm:?}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn with_default_scopes<'body>(config: &SwarmConfig, body: &'body [u8]) -> Result<Cow<'body, [u8]>, ApiError> {
     if config.agents.iter().all(|agent| agent.default_scope == Scope::Private) {
         return Ok(Cow::Borrowed(body));

@@ -2,7 +2,7 @@
 //! and their states, its digest, and a replay that checks it against the
 //! log.
 
-use mneme_actors::{ItemsQuery, Query, QueryAnswer, verify_against_log};
+use mneme_actors::{ItemsQuery, Query, QueryAnswer, SYSTEM_READER, SYSTEM_SWARM, verify_against_log};
 use mneme_api::memory::{
     Digest, GraphAnswer, GraphEdge, GraphNode, Hit, ItemAnswer, ItemStates, ListedItem, ReplayAnswer, RetrieverRank,
     SearchAnswer,
@@ -22,15 +22,44 @@ impl Service {
         let handle = runtime.agent_handle(agent, params.min_seq).await?;
         let explain = request.explain;
         let mode = request.mode;
+        let k = request.k;
+        let system = self.system_memory(swarm, params.min_system_seq).await?;
+        let system_request = system.as_ref().map(|_| request.clone());
         let QueryAnswer::Search(hits) = ask(&handle, Query::Search(request)).await? else {
             unreachable!("a search query answers with hits")
         };
-        Ok(SearchAnswer {
-            swarm: swarm.to_string(),
-            agent: agent.to_string(),
-            mode: mode.as_str().to_string(),
-            hits: hits.iter().map(|hit| wire_hit(hit, explain)).collect(),
-        })
+        let mut hits: Vec<Hit> = hits.iter().map(|hit| wire_hit(hit, explain)).collect();
+        // The system layer's hits join the agent's by score: both memories
+        // score with the same retrievers and weights.
+        if let (Some(system), Some(request)) = (system, system_request) {
+            let QueryAnswer::Search(system_hits) = ask(&system, Query::Search(request)).await? else {
+                unreachable!("a search query answers with hits")
+            };
+            if !system_hits.is_empty() {
+                hits.extend(system_hits.iter().map(|hit| wire_hit(hit, explain)));
+                hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+                hits.truncate(k);
+            }
+        }
+        Ok(SearchAnswer { swarm: swarm.to_string(), agent: agent.to_string(), mode: mode.as_str().to_string(), hits })
+    }
+
+    /// The system layer's memory, which every memory of every swarm reads
+    /// through, once it has applied the system log up to `min_system_seq`;
+    /// `None` for the system layer itself, and while it holds nothing (no
+    /// query of it is worth a message then).
+    pub(crate) async fn system_memory(
+        &self,
+        swarm: &str,
+        min_system_seq: Option<u64>,
+    ) -> Result<Option<mneme_actors::AgentHandle>, ApiError> {
+        if swarm == SYSTEM_SWARM {
+            return Ok(None);
+        }
+        let Some(system) = self.swarms.system() else { return Ok(None) };
+        let handle = system.agent_handle(SYSTEM_READER, min_system_seq).await?;
+        let applied = *handle.applied_seq.borrow();
+        Ok((applied > 0).then_some(handle))
     }
 
     /// The fact graph around an entity, both directions, with validity and

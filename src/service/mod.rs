@@ -34,7 +34,8 @@ use actix::Addr;
 use metrics_exporter_prometheus::PrometheusHandle;
 use mneme_actors::swarm_config::{ApiToken, HttpSection};
 use mneme_actors::{
-    AgentHandle, Consolidator, ErasureRegistry, GetAgent, LostTails, Query, QueryAnswer, Supervisor, SwarmConfig,
+    AgentHandle, Consolidator, ErasureRegistry, GetAgent, LostTails, Query, QueryAnswer, SYSTEM_SWARM, Supervisor,
+    SwarmConfig,
 };
 use mneme_api::params::quote;
 use mneme_nats::EventLog;
@@ -132,10 +133,19 @@ impl HeldSwarms {
         self.read().is_empty()
     }
 
-    /// The only swarm held, if exactly one is.
+    /// The only swarm held (the system layer aside), if exactly one is.
     pub fn only(&self) -> Option<Arc<SwarmRuntime>> {
         let held = self.read();
-        if held.len() == 1 { held.values().next().cloned() } else { None }
+        let mut swarms = held.values().filter(|swarm| swarm.name() != SYSTEM_SWARM);
+        match (swarms.next(), swarms.next()) {
+            (Some(only), None) => Some(only.clone()),
+            _ => None,
+        }
+    }
+
+    /// The deployment's system layer, which every memory reads through.
+    pub fn system(&self) -> Option<Arc<SwarmRuntime>> {
+        self.get(SYSTEM_SWARM)
     }
 
     /// Starts answering for a swarm.
@@ -190,6 +200,9 @@ pub struct Service {
     /// This process's name among those serving the same swarms: the holder
     /// its leases name.
     pub node: String,
+    /// By swarm, its agents that may publish to the system layer
+    /// (`[swarm] system_publishers`), for every swarm configured here.
+    pub system_publishers: BTreeMap<String, Vec<String>>,
 }
 
 impl Service {
@@ -230,7 +243,20 @@ impl Service {
 
     /// `"a"`, or `"a", "b"`: the swarms this server holds, for a message.
     pub(crate) fn held_names(&self) -> String {
-        self.swarms.names().iter().map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ")
+        let names = self.swarms.names();
+        names.iter().filter(|name| *name != SYSTEM_SWARM).map(|name| format!("{name:?}")).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Whether `caller` may publish `agent`'s events to the system layer:
+    /// `agent` is a system publisher of the swarm the caller's token opens,
+    /// or, on an API without tokens, of any swarm configured here.
+    pub(crate) fn may_publish_system(&self, caller: &Caller, agent: &str) -> bool {
+        let listed =
+            |swarm: &str| self.system_publishers.get(swarm).is_some_and(|agents| agents.iter().any(|a| a == agent));
+        match caller {
+            Caller::Anyone => self.system_publishers.keys().any(|swarm| listed(swarm)),
+            Caller::Token { swarm, .. } => listed(swarm) && caller.may_act_as(agent),
+        }
     }
 
     /// The swarm a caller means when it names none: the only one this

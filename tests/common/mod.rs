@@ -34,10 +34,14 @@ pub fn reviewer_and_tokens(tokens: &[(&str, &str, Option<&str>)]) -> String {
 }
 
 /// The `swarm.toml` of a test server's swarm `name`: `planner` and `coder`,
-/// the model-free embedder, frequent checkpoints, and `extra` appended.
+/// the model-free embedder, frequent checkpoints, and `extra` appended;
+/// the lines of `extra` before its first table header (`key = value`) go
+/// into `[swarm]`.
 pub fn swarm_config(name: &str, nats_url: Option<&str>, extra: &str) -> String {
+    let first_table = if extra.starts_with('[') { 0 } else { extra.find("\n[").map_or(extra.len(), |at| at + 1) };
+    let (swarm_keys, extra) = extra.split_at(first_table);
     let mut config = format!(
-        "[swarm]\nname = \"{name}\"\nadmit_unknown_agents = true\n\n[memory]\ncheckpoint_interval_ms = 200\n\
+        "[swarm]\nname = \"{name}\"\nadmit_unknown_agents = true\n{swarm_keys}\n[memory]\ncheckpoint_interval_ms = 200\n\
          checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n\
          [[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
     );

@@ -56,6 +56,14 @@ impl AgentConfig {
                 self.context_budget, self.name
             ));
         }
+        if self.default_scope == Scope::System {
+            return Err(format!(
+                "agents.default_scope = \"system\" for agent {:?}: system events are the deployment's system layer, \
+                 published as swarm \"system\" by the agents [swarm] system_publishers lists; expected \"private\" \
+                 or \"shared\"",
+                self.name
+            ));
+        }
         // Written so that NaN fails too: `contains` is false for NaN.
         if let Some(thinking_budget) = self.thinking_budget.filter(|budget| !(0.0..=1.0).contains(budget)) {
             return Err(format!(

@@ -130,7 +130,19 @@ pub struct SwarmSection {
     /// Start a memory actor for an agent first seen on the log.
     #[serde(default = "yes")]
     pub admit_unknown_agents: bool,
+    /// Agents of this swarm that may publish to the deployment's system
+    /// layer (events of swarm `system`, scope `system`), which every agent
+    /// of every swarm reads. Empty: none of them may.
+    #[serde(default)]
+    pub system_publishers: Vec<String>,
 }
+
+/// The reserved swarm name of the deployment's system layer: its events
+/// (scope `system`) are on a log of their own and reach every memory of
+/// every swarm.
+pub const SYSTEM_SWARM: &str = "system";
+/// The one memory of the system layer, which every memory reads through.
+pub const SYSTEM_READER: &str = "system";
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
@@ -149,6 +161,11 @@ pub struct LogSection {
     pub backend: LogBackend,
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
+    /// Where the embedded log keeps the deployment's system layer (its log,
+    /// snapshots and text index; on NATS only the latter two): by default
+    /// `<data_dir>/system` of the first swarm given.
+    #[serde(default)]
+    pub system_data_dir: Option<PathBuf>,
     /// One server's URL, or the URLs of several servers of one cluster
     /// separated by commas: the client fails over between them.
     #[serde(default = "default_nats_url")]
@@ -436,6 +453,7 @@ impl Default for LogSection {
         LogSection {
             backend: LogBackend::default(),
             data_dir: default_data_dir(),
+            system_data_dir: None,
             nats_url: default_nats_url(),
             duplicate_window_secs: default_duplicate_window_secs(),
             max_event_bytes: default_max_event_bytes(),
@@ -557,7 +575,7 @@ impl SwarmConfig {
     /// A swarm with every setting at its default.
     pub fn with_name(name: &str) -> SwarmConfig {
         SwarmConfig {
-            swarm: SwarmSection { name: name.to_string(), admit_unknown_agents: true },
+            swarm: SwarmSection { name: name.to_string(), admit_unknown_agents: true, system_publishers: Vec::new() },
             log: LogSection::default(),
             http: HttpSection::default(),
             memory: MemorySection::default(),
@@ -610,6 +628,15 @@ impl SwarmConfig {
     fn check(&self) -> Result<(), String> {
         mneme_events::validate_name(&self.swarm.name)
             .map_err(|error| name_error("swarm.name", &self.swarm.name, error))?;
+        if self.swarm.name == SYSTEM_SWARM {
+            return Err(format!(
+                "swarm.name = {SYSTEM_SWARM:?} is reserved for the deployment's system layer; name the swarm otherwise"
+            ));
+        }
+        for publisher in &self.swarm.system_publishers {
+            mneme_events::validate_name(publisher)
+                .map_err(|error| name_error("swarm.system_publishers", publisher, error))?;
+        }
         agents::check_agents(&self.agents)?;
         let positive = [
             ("memory.working_tier_tokens", self.memory.working_tier_tokens as u64),
@@ -712,6 +739,32 @@ impl SwarmConfig {
         self.check_nats_credentials()?;
         check_nats_url(&self.log.nats_url)?;
         Ok(())
+    }
+
+    /// Where the deployment's system layer keeps its data when this is the
+    /// first swarm given: `log.system_data_dir`, or `<data_dir>/system`.
+    pub fn system_data_dir(&self) -> PathBuf {
+        self.log.system_data_dir.clone().unwrap_or_else(|| self.log.data_dir.join(SYSTEM_SWARM))
+    }
+
+    /// The configuration of the deployment's system layer, from the first
+    /// swarm's: the same log, memory and embedder settings, swarm
+    /// [`SYSTEM_SWARM`] with one memory ([`SYSTEM_READER`]) that applies
+    /// every author's events, in [`SwarmConfig::system_data_dir`]; no
+    /// tokens of its own (a token opens its own swarm), no placement, no
+    /// model summarising its phases.
+    pub fn system_layer(&self) -> SwarmConfig {
+        let mut config = self.clone();
+        config.swarm =
+            SwarmSection { name: SYSTEM_SWARM.to_string(), admit_unknown_agents: false, system_publishers: Vec::new() };
+        config.log.data_dir = self.system_data_dir();
+        config.log.system_data_dir = None;
+        config.http.tokens.clear();
+        config.api_tokens.clear();
+        config.agents = vec![AgentConfig::named(SYSTEM_READER)];
+        config.placement = None;
+        config.compression.llm = None;
+        config
     }
 
     /// How long the swarm's writer lease lives without renewal (on NATS).
