@@ -121,14 +121,6 @@ impl Supervisor {
         }
     }
 
-    /// Every author's events enter the memories, whatever `[[agents]]`
-    /// lists: for the system layer, whose one memory reads what every
-    /// publisher allowed onto the system log said.
-    pub fn admitting_every_author(mut self) -> Supervisor {
-        self.memory_config.admitted_agents = None;
-        self
-    }
-
     /// What this swarm's memories found of a lost tail as they started
     /// (shared: it fills as they start).
     pub fn lost_tails(&self) -> LostTails {

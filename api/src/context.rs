@@ -23,6 +23,11 @@ pub struct ContextAnswer {
     pub tiers: BTreeMap<String, TierUsage>,
     /// The memory's checkpoint the context was assembled at.
     pub as_of_seq: u64,
+    /// Set when the system layer contributed (tier `system`): the system
+    /// log's seq its part was assembled at. The context is a function of
+    /// the swarm's log up to `as_of_seq` and the system log up to this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub as_of_system_seq: Option<u64>,
     pub items: Vec<ContextItem>,
 }
 

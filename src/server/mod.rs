@@ -16,8 +16,8 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use mneme_actors::{
-    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffRouter, LeaseKeeper, SYSTEM_SWARM,
-    SnapshotAll, SnapshotStore, StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig, WRITER_LEASE,
+    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffRouter, LeaseKeeper, SnapshotAll,
+    SnapshotStore, StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig, WRITER_LEASE,
 };
 
 use crate::http::{self, auth};
@@ -357,9 +357,6 @@ async fn start_swarm(
     }
     let mut supervisor =
         Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).with_text_index(text_index);
-    if swarm == SYSTEM_SWARM {
-        supervisor = supervisor.admitting_every_author();
-    }
     if let Some(llm) = &config.compression.llm {
         let summarizer = crate::server::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
         tracing::info!(%swarm, endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");

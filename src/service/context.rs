@@ -183,6 +183,7 @@ pub fn wire_context(context: &ContextResponse) -> ContextAnswer {
         policy: context.policy.as_str().to_string(),
         tiers,
         as_of_seq: context.as_of_seq,
+        as_of_system_seq: None,
         items,
     }
 }
@@ -206,6 +207,7 @@ fn with_system_layer(answer: &mut ContextAnswer, share: usize, system: &ContextA
     }
     answer.text = text;
     answer.tokens = tokens;
+    answer.as_of_system_seq = Some(system.as_of_seq);
     let wanted = system.tiers.values().map(|tier| tier.wanted).sum();
     answer.tiers.insert("system".to_string(), TierUsage { share, allocated: share, used: system.tokens, wanted });
     answer.items.extend(system.items.iter().cloned().map(|item| ContextItem { tier: "system".to_string(), ..item }));

@@ -309,6 +309,7 @@ fn evaluate_context_budgets(
                 budget: Some(budget as usize),
                 signals: Default::default(),
                 min_seq: Some(min_seq),
+                min_system_seq: None,
             };
             let context: ContextAnswer = call_as(ureq::post(&server.url(&path)), Some(&serde_json::to_string(&body)?))?;
             let tokens = context.tokens as u64;

@@ -785,7 +785,9 @@ impl SwarmConfig {
             working_item_max_tokens: self.memory.working_item_max_tokens,
             embedder,
             large_output_bytes: self.compression.large_output_bytes,
-            admitted_agents: (!self.swarm.admit_unknown_agents)
+            // The system layer's one memory reads every author's events:
+            // who may publish there is checked before the log.
+            admitted_agents: (!self.swarm.admit_unknown_agents && self.swarm.name != SYSTEM_SWARM)
                 .then(|| self.agents.iter().map(|agent| agent.name.clone()).collect()),
             handoff_bundle_tokens: self.handoffs.bundle_tokens,
             // Fresh per call: the memories built from one config (one
