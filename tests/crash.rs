@@ -436,7 +436,8 @@ fn snapshots_cut_off(log: &str, since: usize) -> BTreeMap<String, u64> {
 /// seq, or `None` when it was rebuilt from the log.
 fn restores(log: &str) -> BTreeMap<String, Option<u64>> {
     let mut restores = BTreeMap::new();
-    for line in log.lines() {
+    // The system layer's memory starts beside the swarm's: not counted.
+    for line in log.lines().filter(|line| !line.contains(" swarm=system ")) {
         if let Some(agent) = field(line, "memory restored from its snapshot", "agent") {
             let seq = field(line, "memory restored from its snapshot", "snapshot_seq").unwrap().parse().unwrap();
             restores.insert(agent.to_string(), Some(seq));
@@ -452,6 +453,7 @@ fn restores(log: &str) -> BTreeMap<String, Option<u64>> {
 fn text_index_reuse(log: &str) -> BTreeMap<String, bool> {
     let message = "memory restored from its snapshot";
     log.lines()
+        .filter(|line| !line.contains(" swarm=system "))
         .filter_map(|line| {
             let agent = field(line, message, "agent")?;
             Some((agent.to_string(), field(line, message, "text_index_reused")? == "true"))

@@ -27,7 +27,7 @@ fn swarms() -> [(&'static str, String); 2] {
         ("design", token("ops", DESIGN_OPS, None)),
         (
             "dev",
-            "system_publishers = [\"orchestrator\"]\n".to_string()
+            format!("{}system_publishers = [\"orchestrator\"]\n\n", common::SWARM_KEYS)
                 + &token("ops", DEV_OPS, None)
                 + &token("coder", DEV_CODER, Some("coder")),
         ),

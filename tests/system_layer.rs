@@ -55,8 +55,8 @@ fn system_digest(server: &MnemeServer, min_seq: u64) -> Digest {
 #[test]
 fn the_system_layer_reaches_every_swarm_and_replays_to_the_same_memory() {
     let work = tempfile::tempdir().unwrap();
-    let publishers = "system_publishers = [\"orchestrator\"]\n";
-    let mut server = MnemeServer::start_swarms(work.path(), None, &[("alpha", publishers), ("beta", "")], &[]);
+    let publishers = format!("{}system_publishers = [\"orchestrator\"]\n\n", common::SWARM_KEYS);
+    let mut server = MnemeServer::start_swarms(work.path(), None, &[("alpha", &publishers), ("beta", "")], &[]);
     let last = publish_system(&server, 0..60);
     // A swarm's own event, shared: it stays in its swarm.
     let own = json!({"id": "01KGD00000000000000000000A", "swarm": "alpha", "agent": "coder", "ts": "2026-03-02T10:00:00Z",

@@ -48,6 +48,7 @@ mod options;
 mod read;
 mod replaced;
 
+pub(crate) use open::connect_client;
 pub use options::{Credentials, JetStreamOptions};
 
 use open::Opened;
@@ -982,26 +983,4 @@ impl EventLog for JetStreamLog {
         }
         Ok(replacements.len())
     }
-}
-
-/// Connects to the NATS server at `url` (several servers of one cluster
-/// separated by commas: the client fails over between them), as `name`.
-pub(crate) async fn connect_client(
-    url: &str,
-    credentials: Option<&Credentials>,
-    name: &str,
-) -> Result<async_nats::Client, LogError> {
-    let mut connect_options = async_nats::ConnectOptions::new().name(name);
-    connect_options = match credentials {
-        Some(Credentials::UserPassword { user, password }) => {
-            connect_options.user_and_password(user.clone(), password.clone())
-        }
-        Some(Credentials::Token(token)) => connect_options.token(token.clone()),
-        None => connect_options,
-    };
-    let server_urls: Vec<&str> = url.split(',').map(str::trim).filter(|url| !url.is_empty()).collect();
-    connect_options
-        .connect(server_urls.as_slice())
-        .await
-        .map_err(|error| LogError::Nats(format!("could not connect to NATS at {url}: {error}")))
 }

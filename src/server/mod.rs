@@ -85,10 +85,14 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
     }
     let mut swarms: Vec<StartedSwarm> = Vec::with_capacity(configs.len() + 1);
     // The deployment's system layer first: every memory reads through it.
+    // It derives ids with the first swarm's key, so that replicas given
+    // one key (`MNEME_ID_KEY`, or a copy of `id.key`) agree on both.
     let system = first.system_layer();
-    let started = match embedders.load(&system) {
-        Ok(embedder) => start_swarm(system, embedder, &node).await,
-        Err(error) => Err(error),
+    std::fs::create_dir_all(&first.log.data_dir)
+        .with_context(|| format!("creating the data dir {}", first.log.data_dir.display()))?;
+    let started = match (embedders.load(&system), backend::id_key(&first)) {
+        (Ok(embedder), Ok(id_key)) => start_swarm_with_key(system, embedder, &node, Some(id_key)).await,
+        (Err(error), _) | (_, Err(error)) => Err(error),
     };
     swarms.push(started.context("starting the system layer")?);
     for config in configs {
@@ -100,7 +104,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
             Ok(swarm) => swarms.push(swarm),
             Err(error) => {
                 // The swarms started so far stop cleanly (snapshots, threads)
-                // rather be dropped running.
+                // rather than be dropped running.
                 stop_all(swarms).await;
                 return Err(error);
             }
@@ -203,7 +207,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
         }
         Front::McpStdio(agent) => {
             use rmcp::ServiceExt;
-            let swarm = match swarms.first() {
+            let swarm = match swarms.iter().find(|swarm| swarm.runtime.name() != mneme_actors::SYSTEM_SWARM) {
                 Some(swarm) => swarm.runtime.name().to_string(),
                 None => service
                     .placement
@@ -289,6 +293,16 @@ async fn start_swarm(
     embedder: Arc<dyn mneme_projections::embed::Embedder>,
     node: &str,
 ) -> anyhow::Result<StartedSwarm> {
+    start_swarm_with_key(config, embedder, node, None).await
+}
+
+/// [`start_swarm`], deriving ids with `id_key` rather than the swarm's own.
+async fn start_swarm_with_key(
+    config: SwarmConfig,
+    embedder: Arc<dyn mneme_projections::embed::Embedder>,
+    node: &str,
+    id_key: Option<mneme_events::IdKey>,
+) -> anyhow::Result<StartedSwarm> {
     let swarm = config.swarm.name.clone();
     std::fs::create_dir_all(&config.log.data_dir)
         .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
@@ -304,7 +318,10 @@ async fn start_swarm(
             }
         });
     }
-    let id_key = backend::id_key(&config)?;
+    let id_key = match id_key {
+        Some(key) => key,
+        None => backend::id_key(&config)?,
+    };
     let opened = backend::open_log_and_broker(&config).await?;
     // Before any memory starts: purges recorded since the last start leave
     // the log, and memories are rebuilt from it. The pass rewrites the log,

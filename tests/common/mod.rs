@@ -34,14 +34,17 @@ pub fn reviewer_and_tokens(tokens: &[(&str, &str, Option<&str>)]) -> String {
 }
 
 /// The `swarm.toml` of a test server's swarm `name`: `planner` and `coder`,
-/// the model-free embedder, frequent checkpoints, and `extra` appended;
-/// the lines of `extra` before its first table header (`key = value`) go
-/// into `[swarm]`.
+/// the model-free embedder, frequent checkpoints, and `extra` appended
+/// (after `[log]` on NATS: an `extra` may go on with its keys). An `extra`
+/// that begins with [`SWARM_KEYS`] has its lines up to the first empty
+/// one put into `[swarm]` instead.
 pub fn swarm_config(name: &str, nats_url: Option<&str>, extra: &str) -> String {
-    let first_table = if extra.starts_with('[') { 0 } else { extra.find("\n[").map_or(extra.len(), |at| at + 1) };
-    let (swarm_keys, extra) = extra.split_at(first_table);
+    let (swarm_keys, extra) = match extra.strip_prefix(SWARM_KEYS) {
+        Some(rest) => rest.split_once("\n\n").unwrap_or((rest, "")),
+        None => ("", extra),
+    };
     let mut config = format!(
-        "[swarm]\nname = \"{name}\"\nadmit_unknown_agents = true\n{swarm_keys}\n[memory]\ncheckpoint_interval_ms = 200\n\
+        "[swarm]\nname = \"{name}\"\nadmit_unknown_agents = true\n{swarm_keys}\n\n[memory]\ncheckpoint_interval_ms = 200\n\
          checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n\
          [[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
     );
@@ -51,6 +54,10 @@ pub fn swarm_config(name: &str, nats_url: Option<&str>, extra: &str) -> String {
     config.push_str(extra);
     config
 }
+
+/// Begins an `extra` of [`swarm_config`] whose first lines are keys of
+/// `[swarm]`.
+pub const SWARM_KEYS: &str = "# [swarm]\n";
 
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

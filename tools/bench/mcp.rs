@@ -19,7 +19,7 @@ use mneme_api::log::AcceptedEvents;
 use mneme_api::memory::{ItemAnswer, SearchAnswer};
 
 const AGENT: &str = "agent-0";
-const WARM_UP: usize = 20;
+pub(crate) const WARM_UP: usize = 20;
 
 pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
     out!("{}", machine_description());
@@ -110,7 +110,7 @@ fn mcp_call(url: &str, message: &Value) -> anyhow::Result<Value> {
 }
 
 /// Each input once, timed, sorted, after the warm-up.
-fn time<T>(inputs: &[T], mut call: impl FnMut(&T) -> anyhow::Result<()>) -> anyhow::Result<Vec<Duration>> {
+pub(crate) fn time<T>(inputs: &[T], mut call: impl FnMut(&T) -> anyhow::Result<()>) -> anyhow::Result<Vec<Duration>> {
     let mut timings = Vec::with_capacity(inputs.len());
     for input in inputs {
         let started = Instant::now();

@@ -8,6 +8,7 @@ pub mod nats_sync;
 pub mod replicas;
 pub mod search;
 pub mod system;
+pub mod system_layer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -108,6 +109,9 @@ enum Suite {
     /// search throughput over 1, 2 and 3 replicas (`--queries`, 2,000), and 10 failovers of the
     /// writer lease (kill to takeover, and to the new holder's first verdict); `--events` (20,000).
     Replicas,
+    /// A search and a context of one agent's memory of `--items` (10,000) with the system layer
+    /// empty, then holding `--events` (1,000) system events that every swarm reads through.
+    SystemLayer,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -178,6 +182,11 @@ async fn run_suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
         Suite::Replicas => {
             let (events, queries) = (args.events.unwrap_or(20_000), queries(2000));
             return tokio::task::spawn_blocking(move || crate::bench::replicas::run(events, queries)).await?;
+        }
+        Suite::SystemLayer => {
+            let (items, events, queries) = (items(10_000), args.events.unwrap_or(1000), queries(300));
+            return tokio::task::spawn_blocking(move || crate::bench::system_layer::run(items, events, queries))
+                .await?;
         }
         Suite::Ingest => {}
     }

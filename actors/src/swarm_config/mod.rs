@@ -7,7 +7,9 @@
 
 mod access;
 mod agents;
+mod compression;
 mod consolidation;
+mod deployment;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -20,7 +22,9 @@ use serde::Deserialize;
 
 pub use access::{ApiToken, HttpTokenEntry, Secret, api_token_environment_variable};
 pub use agents::AgentConfig;
+pub use compression::{CompressionSection, LlmSection};
 pub use consolidation::ConsolidationSection;
+pub use deployment::{PlacementSection, SYSTEM_READER, SYSTEM_SWARM};
 
 use crate::error::ActorsError;
 
@@ -86,43 +90,6 @@ pub struct EmbedderSection {
     pub minilm_dir: PathBuf,
 }
 
-/// How memory compresses what it keeps: large tool outputs, and completed
-/// phases. The log always keeps everything whole.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct CompressionSection {
-    /// A tool output larger than this (in bytes) is kept whole only in the
-    /// log; projections keep a compressed form and a pointer to the event.
-    #[serde(default = "default_large_output_bytes")]
-    pub large_output_bytes: usize,
-    /// An optional model that summarises completed phases. Without one,
-    /// phases keep their deterministic extractive levels.
-    #[serde(default)]
-    pub llm: Option<LlmSection>,
-}
-
-/// An OpenAI-compatible chat completion endpoint that summarises phases.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct LlmSection {
-    /// The API's base URL, e.g. `http://127.0.0.1:8080/v1`; requests go to
-    /// `{url}/chat/completions`.
-    pub url: String,
-    pub model: String,
-    /// The environment variable that holds the API key. The key itself never
-    /// appears in this file, so a shared `swarm.toml` cannot leak it.
-    #[serde(default = "default_api_key_env")]
-    pub api_key_env: String,
-    #[serde(default = "default_llm_timeout_ms")]
-    pub timeout_ms: u64,
-    /// The phase transcript sent to the model is cut to this many tokens.
-    #[serde(default = "default_max_transcript_tokens")]
-    pub max_transcript_tokens: usize,
-    /// 0 by default: summaries should be as repeatable as the model allows.
-    #[serde(default)]
-    pub temperature: f32,
-}
-
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SwarmSection {
@@ -136,13 +103,6 @@ pub struct SwarmSection {
     #[serde(default)]
     pub system_publishers: Vec<String>,
 }
-
-/// The reserved swarm name of the deployment's system layer: its events
-/// (scope `system`) are on a log of their own and reach every memory of
-/// every swarm.
-pub const SYSTEM_SWARM: &str = "system";
-/// The one memory of the system layer, which every memory reads through.
-pub const SYSTEM_READER: &str = "system";
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
@@ -260,23 +220,6 @@ pub struct HttpSection {
     #[serde(default)]
     pub advertise_url: Option<String>,
 }
-
-/// How many processes hold a swarm placed among several (`[placement]`).
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct PlacementSection {
-    /// Processes that hold the swarm at once (one holds its writer lease;
-    /// the others answer queries too). At least 1.
-    #[serde(default = "default_holders")]
-    pub holders: usize,
-}
-
-fn default_holders() -> usize {
-    1
-}
-
-/// The most processes a placed swarm asks for.
-const MAX_HOLDERS: usize = 64;
 
 /// What Mneme assembles when one agent hands work to another.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -425,25 +368,9 @@ fn default_mailbox_capacity() -> usize {
 fn default_worker_threads() -> usize {
     2
 }
-fn default_large_output_bytes() -> usize {
-    16 * 1024
-}
-fn default_api_key_env() -> String {
-    "MNEME_LLM_API_KEY".to_string()
-}
-fn default_llm_timeout_ms() -> u64 {
-    30_000
-}
-fn default_max_transcript_tokens() -> usize {
-    6000
-}
 fn default_bundle_tokens() -> usize {
     2000
 }
-/// Below this, "large" would catch ordinary tool outputs, and their pointers
-/// would cost about as much as the outputs they replace.
-const MIN_LARGE_OUTPUT_BYTES: usize = 1024;
-
 /// Beyond this a handoff bundle would crowd out the receiver's own context
 /// in any model Mneme targets.
 const MAX_BUNDLE_TOKENS: usize = 100_000;
@@ -513,61 +440,6 @@ impl Default for MemorySection {
             mailbox_capacity: default_mailbox_capacity(),
             worker_threads: default_worker_threads(),
         }
-    }
-}
-
-impl Default for CompressionSection {
-    fn default() -> Self {
-        CompressionSection { large_output_bytes: default_large_output_bytes(), llm: None }
-    }
-}
-
-impl CompressionSection {
-    fn check(&self) -> Result<(), String> {
-        if self.large_output_bytes < MIN_LARGE_OUTPUT_BYTES {
-            return Err(format!(
-                "compression.large_output_bytes = {}; expected at least {MIN_LARGE_OUTPUT_BYTES}",
-                self.large_output_bytes
-            ));
-        }
-        let Some(llm) = &self.llm else { return Ok(()) };
-        if llm.url.starts_with("https://") {
-            // The HTTP client is built without TLS to keep the build lean;
-            // refusing here beats failing on the first completed phase.
-            return Err(format!(
-                "compression.llm.url = {:?}; this build speaks plain http:// only: point it at a local \
-                 OpenAI-compatible gateway such as \"http://127.0.0.1:8080/v1\"",
-                llm.url
-            ));
-        }
-        if !llm.url.starts_with("http://") {
-            return Err(format!(
-                "compression.llm.url = {:?}; expected an http:// URL such as \"http://127.0.0.1:8080/v1\"",
-                llm.url
-            ));
-        }
-        if llm.model.trim().is_empty() {
-            return Err(format!("compression.llm.model = {:?}; expected a model name", llm.model));
-        }
-        if llm.api_key_env.trim().is_empty() {
-            return Err(format!(
-                "compression.llm.api_key_env = {:?}; expected the name of an environment variable",
-                llm.api_key_env
-            ));
-        }
-        if llm.timeout_ms == 0 {
-            return Err("compression.llm.timeout_ms = 0; expected a positive number".to_string());
-        }
-        if llm.max_transcript_tokens == 0 {
-            return Err("compression.llm.max_transcript_tokens = 0; expected a positive number".to_string());
-        }
-        if !llm.temperature.is_finite() || llm.temperature < 0.0 {
-            return Err(format!(
-                "compression.llm.temperature = {}; expected a number of zero or more",
-                llm.temperature
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -716,55 +588,10 @@ impl SwarmConfig {
                 self.log.lease_ttl_ms
             ));
         }
-        if let Some(placement) = &self.placement {
-            if self.log.backend != LogBackend::Nats {
-                return Err(
-                    "[placement] needs log.backend = \"nats\": processes share swarms through a NATS cluster; the \
-                     embedded log is one process's"
-                        .to_string(),
-                );
-            }
-            if !(1..=MAX_HOLDERS).contains(&placement.holders) {
-                return Err(format!(
-                    "placement.holders = {}; expected a number of processes from 1 to {MAX_HOLDERS}",
-                    placement.holders
-                ));
-            }
-        }
-        if let Some(url) = &self.http.advertise_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(format!("http.advertise_url = {url:?}; expected an http:// or https:// URL"));
-        }
+        self.check_deployment()?;
         self.check_nats_credentials()?;
         check_nats_url(&self.log.nats_url)?;
         Ok(())
-    }
-
-    /// Where the deployment's system layer keeps its data when this is the
-    /// first swarm given: `log.system_data_dir`, or `<data_dir>/system`.
-    pub fn system_data_dir(&self) -> PathBuf {
-        self.log.system_data_dir.clone().unwrap_or_else(|| self.log.data_dir.join(SYSTEM_SWARM))
-    }
-
-    /// The configuration of the deployment's system layer, from the first
-    /// swarm's: the same log, memory and embedder settings, swarm
-    /// [`SYSTEM_SWARM`] with one memory ([`SYSTEM_READER`]) that applies
-    /// every author's events, in [`SwarmConfig::system_data_dir`]; no
-    /// tokens of its own (a token opens its own swarm), no placement, no
-    /// model summarising its phases.
-    pub fn system_layer(&self) -> SwarmConfig {
-        let mut config = self.clone();
-        config.swarm =
-            SwarmSection { name: SYSTEM_SWARM.to_string(), admit_unknown_agents: false, system_publishers: Vec::new() };
-        config.log.data_dir = self.system_data_dir();
-        config.log.system_data_dir = None;
-        config.http.tokens.clear();
-        config.api_tokens.clear();
-        config.agents = vec![AgentConfig::named(SYSTEM_READER)];
-        config.placement = None;
-        config.compression.llm = None;
-        config
     }
 
     /// How long the swarm's writer lease lives without renewal (on NATS).
@@ -928,21 +755,6 @@ mod tests {
     }
 
     #[test]
-    fn placement_needs_nats_and_at_least_one_holder() {
-        let nats = "[swarm]\nname = \"s\"\n[log]\nbackend = \"nats\"\n";
-        let placed = SwarmConfig::parse(&format!("{nats}[placement]\nholders = 2\n"), "t").unwrap();
-        assert_eq!(placed.placement.map(|placement| placement.holders), Some(2));
-        let default = SwarmConfig::parse(&format!("{nats}[placement]\n"), "t").unwrap();
-        assert_eq!(default.placement.map(|placement| placement.holders), Some(1));
-        let embedded = SwarmConfig::parse("[swarm]\nname = \"s\"\n[placement]\n", "t").unwrap_err().to_string();
-        assert!(embedded.contains("[placement] needs log.backend = \"nats\""), "{embedded}");
-        let none = SwarmConfig::parse(&format!("{nats}[placement]\nholders = 0\n"), "t").unwrap_err().to_string();
-        assert!(none.contains("placement.holders = 0"), "{none}");
-        let url = SwarmConfig::parse("[swarm]\nname = \"s\"\n[http]\nadvertise_url = \"host:1\"\n", "t");
-        assert!(url.unwrap_err().to_string().contains("http.advertise_url"));
-    }
-
-    #[test]
     fn a_minimal_file_takes_defaults() {
         let config = SwarmConfig::parse("[swarm]\nname = \"s\"\n", "swarm.toml").unwrap();
         assert_eq!(config, SwarmConfig::with_name("s"));
@@ -1019,93 +831,5 @@ mod tests {
                 "{message}"
             );
         }
-    }
-
-    const LLM: &str = "[swarm]\nname = \"s\"\n[compression.llm]\nurl = \"http://127.0.0.1:8080/v1\"\nmodel = \"m\"\n";
-
-    #[test]
-    fn compression_defaults_to_no_model() {
-        let config = SwarmConfig::parse("[swarm]\nname = \"s\"\n[compression]\n", "swarm.toml").unwrap();
-        assert_eq!(config.compression.large_output_bytes, 16384);
-        assert_eq!(config.compression.llm, None);
-    }
-
-    #[test]
-    fn an_llm_section_takes_defaults() {
-        let llm = SwarmConfig::parse(LLM, "swarm.toml").unwrap().compression.llm.unwrap();
-        let expected = LlmSection {
-            url: "http://127.0.0.1:8080/v1".to_string(),
-            model: "m".to_string(),
-            api_key_env: "MNEME_LLM_API_KEY".to_string(),
-            timeout_ms: 30000,
-            max_transcript_tokens: 6000,
-            temperature: 0.0,
-        };
-        assert_eq!(llm, expected);
-    }
-
-    #[test]
-    fn an_llm_section_without_a_model_is_refused() {
-        let message = error_of("[swarm]\nname = \"s\"\n[compression.llm]\nurl = \"http://h/v1\"\n");
-        assert!(message.contains("model"), "{message}");
-    }
-
-    #[test]
-    fn an_api_key_in_the_file_is_refused() {
-        let message = error_of(&format!("{LLM}api_key = \"sk-secret\"\n"));
-        assert!(message.contains("api_key"), "{message}");
-    }
-
-    #[test]
-    fn a_small_large_output_threshold_is_refused() {
-        let message = error_of("[swarm]\nname = \"s\"\n[compression]\nlarge_output_bytes = 100\n");
-        assert!(message.contains("compression.large_output_bytes = 100") && message.contains("1024"), "{message}");
-    }
-
-    #[test]
-    fn an_https_llm_url_is_refused_naming_the_reason() {
-        let message = error_of(
-            "[swarm]\nname = \"demo\"\n[compression.llm]\nurl = \"https://api.example.com/v1\"\nmodel = \"m\"\n",
-        );
-        assert!(message.contains("compression.llm.url") && message.contains("plain http://"), "{message}");
-    }
-
-    #[test]
-    fn a_non_http_llm_url_is_refused() {
-        let message = error_of(&LLM.replace("http://127.0.0.1:8080/v1", "127.0.0.1:8080"));
-        assert!(
-            message.contains("compression.llm.url = \"127.0.0.1:8080\"") && message.contains("http://"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn an_empty_llm_model_is_refused() {
-        let message = error_of(&LLM.replace("model = \"m\"", "model = \" \""));
-        assert!(message.contains("compression.llm.model = \" \"") && message.contains("model name"), "{message}");
-    }
-
-    #[test]
-    fn an_empty_api_key_env_is_refused() {
-        let message = error_of(&format!("{LLM}api_key_env = \"\"\n"));
-        assert!(message.contains("compression.llm.api_key_env = \"\""), "{message}");
-    }
-
-    #[test]
-    fn a_zero_llm_timeout_is_refused() {
-        let message = error_of(&format!("{LLM}timeout_ms = 0\n"));
-        assert!(message.contains("compression.llm.timeout_ms = 0") && message.contains("positive"), "{message}");
-    }
-
-    #[test]
-    fn a_zero_transcript_budget_is_refused() {
-        let message = error_of(&format!("{LLM}max_transcript_tokens = 0\n"));
-        assert!(message.contains("compression.llm.max_transcript_tokens = 0"), "{message}");
-    }
-
-    #[test]
-    fn a_negative_temperature_is_refused() {
-        let message = error_of(&format!("{LLM}temperature = -0.5\n"));
-        assert!(message.contains("compression.llm.temperature = -0.5"), "{message}");
     }
 }
