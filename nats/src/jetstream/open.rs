@@ -227,24 +227,6 @@ fn stream_failure(what: String, error: &CreateStreamError) -> ReadFailure {
     ReadFailure { message: format!("{what}: {error}"), transient }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_election_is_transient_and_a_bad_name_is_not() {
-        for kind in [CreateStreamErrorKind::TimedOut, CreateStreamErrorKind::JetStreamUnavailable] {
-            let failure = stream_failure("opening".into(), &CreateStreamError::new(kind));
-            assert!(failure.transient, "{}", failure.message);
-        }
-        for kind in [CreateStreamErrorKind::InvalidStreamName, CreateStreamErrorKind::NotFound] {
-            let failure = stream_failure("opening".into(), &CreateStreamError::new(kind));
-            assert!(!failure.transient, "{}", failure.message);
-            assert!(failure.message.starts_with("opening: "), "{}", failure.message);
-        }
-    }
-}
-
 /// Connects to the NATS server at `url` (several servers of one cluster
 /// separated by commas: the client fails over between them), as `name`.
 pub(crate) async fn connect_client(
@@ -265,4 +247,22 @@ pub(crate) async fn connect_client(
         .connect(server_urls.as_slice())
         .await
         .map_err(|error| LogError::Nats(format!("could not connect to NATS at {url}: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_election_is_transient_and_a_bad_name_is_not() {
+        for kind in [CreateStreamErrorKind::TimedOut, CreateStreamErrorKind::JetStreamUnavailable] {
+            let failure = stream_failure("opening".into(), &CreateStreamError::new(kind));
+            assert!(failure.transient, "{}", failure.message);
+        }
+        for kind in [CreateStreamErrorKind::InvalidStreamName, CreateStreamErrorKind::NotFound] {
+            let failure = stream_failure("opening".into(), &CreateStreamError::new(kind));
+            assert!(!failure.transient, "{}", failure.message);
+            assert!(failure.message.starts_with("opening: "), "{}", failure.message);
+        }
+    }
 }
