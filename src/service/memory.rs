@@ -24,22 +24,28 @@ impl Service {
         let mode = request.mode;
         let k = request.k;
         let system = self.system_memory(swarm, params.min_system_seq).await?;
-        let system_request = system.as_ref().map(|_| request.clone());
-        let QueryAnswer::Search(hits) = ask(&handle, Query::Search(request)).await? else {
-            unreachable!("a search query answers with hits")
-        };
-        let mut hits: Vec<Hit> = hits.iter().map(|hit| wire_hit(hit, explain)).collect();
-        // The system layer's hits join the agent's by score: both memories
-        // score with the same retrievers and weights.
-        if let (Some(system), Some(request)) = (system, system_request) {
-            let QueryAnswer::Search(system_hits) = ask(&system, Query::Search(request)).await? else {
-                unreachable!("a search query answers with hits")
-            };
-            if !system_hits.is_empty() {
-                hits.extend(system_hits.iter().map(|hit| wire_hit(hit, explain)));
-                hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-                hits.truncate(k);
+        // The two memories answer at once, each on its own worker.
+        let system_request = SearchRequest { k: system_slots(k), ..request.clone() };
+        let system_search = async {
+            match &system {
+                Some(system) => ask(system, Query::Search(system_request)).await.map(Some),
+                None => Ok(None),
             }
+        };
+        let (own, system_hits) = futures::join!(ask(&handle, Query::Search(request)), system_search);
+        let QueryAnswer::Search(own) = own? else { unreachable!("a search query answers with hits") };
+        let mut hits: Vec<Hit> = own.iter().map(|hit| wire_hit(hit, explain)).collect();
+        // The system layer's best hits join the agent's by score (both
+        // memories score with the same retrievers and weights), in at most
+        // a quarter of the places: each memory normalises its own scores,
+        // so its best hit always scores high, and a layer allowed every
+        // place would crowd the agent's own memories out.
+        if let Some(QueryAnswer::Search(system_hits)) = system_hits?
+            && !system_hits.is_empty()
+        {
+            hits.extend(system_hits.iter().map(|hit| wire_hit(hit, explain)));
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+            hits.truncate(k);
         }
         Ok(SearchAnswer { swarm: swarm.to_string(), agent: agent.to_string(), mode: mode.as_str().to_string(), hits })
     }
@@ -315,4 +321,10 @@ mod tests {
         let names: Vec<&str> = mneme_projections::ItemState::ALL.iter().map(|state| state.as_str()).collect();
         assert_eq!(names, mneme_api::params::ITEM_STATES);
     }
+}
+
+/// The places of a search's `k` the system layer may take: a quarter, at
+/// least one.
+fn system_slots(k: usize) -> usize {
+    (k / 4).max(1)
 }
