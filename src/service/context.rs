@@ -30,31 +30,29 @@ impl Service {
             thinking_budget: checked.thinking_budget,
         };
         let handle = runtime.agent_handle(agent, checked.min_seq).await?;
-        // The system layer's part comes first, within a fifth of the
-        // budget; the agent's memory gets the rest.
-        let mut system_part = None;
-        if let Some(system) = self.system_memory(swarm, checked.min_system_seq).await? {
-            let share = checked.budget / SYSTEM_SHARE_OF_BUDGET;
-            let request = ContextRequest::new(checked.query.clone(), share).with_signals(signals.clone());
-            let QueryAnswer::Context(context) = ask(&system, Query::Context(request)).await? else {
-                unreachable!("a context query answers with context")
-            };
-            if !context.items.is_empty() {
-                system_part = Some((share, context));
-            }
-        }
-        let used_by_system = system_part
-            .as_ref()
-            .map_or(0, |(_, context)| context.tokens + mneme_projections::tokens::count(SYSTEM_HEADING));
-        let request = ContextRequest::new(checked.query, checked.budget - used_by_system.min(checked.budget))
+        // With a system layer that holds something, a fifth of the budget
+        // (and its heading) is its, and the agent's memory gets the rest:
+        // the two are assembled at once, each on its own worker.
+        let system = self.system_memory(swarm, checked.min_system_seq).await?;
+        let share = system.as_ref().map_or(0, |_| checked.budget / SYSTEM_SHARE_OF_BUDGET);
+        let reserved = if share > 0 { share + mneme_projections::tokens::count(SYSTEM_HEADING) } else { 0 };
+        let system_request = ContextRequest::new(checked.query.clone(), share).with_signals(signals.clone());
+        let request = ContextRequest::new(checked.query, checked.budget.saturating_sub(reserved))
             .with_signals(signals)
             .with_core(runtime.core_request(agent));
-        let QueryAnswer::Context(context) = ask(&handle, Query::Context(request)).await? else {
-            unreachable!("a context query answers with context")
+        let system_context = async {
+            match (&system, share) {
+                (Some(system), 1..) => ask(system, Query::Context(system_request)).await.map(Some),
+                _ => Ok(None),
+            }
         };
+        let (own, system_context) = futures::join!(ask(&handle, Query::Context(request)), system_context);
+        let QueryAnswer::Context(context) = own? else { unreachable!("a context query answers with context") };
         let mut answer = wire_context(&context);
         answer.budget = checked.budget;
-        if let Some((share, system)) = system_part {
+        if let Some(QueryAnswer::Context(system)) = system_context?
+            && !system.items.is_empty()
+        {
             with_system_layer(&mut answer, share, &wire_context(&system));
         }
         Ok(answer)
@@ -196,9 +194,10 @@ const SYSTEM_HEADING: &str = "\n## System (every swarm)\n";
 
 /// Appends the system layer's context to an agent's: its text under
 /// [`SYSTEM_HEADING`], its items (tier `system`), and a `system` tier. The
-/// agent's part was assembled within what the system's left of the budget,
-/// so the whole stays within it; should the joined text count more (BPE
-/// merges across the join), the system's part is left out.
+/// agent's part was assembled within what the system's share and heading
+/// left of the budget, so the whole stays within it; should the joined
+/// text count more (BPE merges across the join), the system's part is left
+/// out.
 fn with_system_layer(answer: &mut ContextAnswer, share: usize, system: &ContextAnswer) {
     let text = format!("{}{SYSTEM_HEADING}{}", answer.text, system.text);
     let tokens = mneme_projections::tokens::count(&text);
