@@ -297,6 +297,12 @@ fn wire_node(node: &Node) -> GraphNode {
     }
 }
 
+/// The places of a search's `k` the system layer may take: a quarter, at
+/// least one.
+fn system_slots(k: usize) -> usize {
+    (k / 4).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use mneme_api::params::SEARCH_MODES;
@@ -321,10 +327,4 @@ mod tests {
         let names: Vec<&str> = mneme_projections::ItemState::ALL.iter().map(|state| state.as_str()).collect();
         assert_eq!(names, mneme_api::params::ITEM_STATES);
     }
-}
-
-/// The places of a search's `k` the system layer may take: a quarter, at
-/// least one.
-fn system_slots(k: usize) -> usize {
-    (k / 4).max(1)
 }
