@@ -5,7 +5,8 @@
 //! land. A holder killed with SIGKILL: its swarms move to the others and
 //! answer again with nothing lost. A process joining: it takes over the
 //! swarms it now ranks first for, and answers for them only once caught
-//! up, while the old holder answers until then.
+//! up, while the old holder answers until then. Over NATS, a swarm's
+//! queries reach the process that holds it.
 
 mod common;
 
@@ -169,6 +170,33 @@ fn swarms_are_placed_answered_everywhere_and_moved_when_a_holder_dies_or_a_proce
             assert!(!answer.hits.is_empty(), "{swarm} on {}: nothing found", server.url);
         }
     }
+    // Over NATS, each swarm's queries reach the process that holds it:
+    // only holders join a swarm's queue.
+    let client = runtime.block_on(async_nats::connect(nats.url())).unwrap();
+    // A holder that just caught up may not have subscribed yet: "no
+    // responders" is asked again, for up to 10 s.
+    let nats_search = |swarm: &str, min_seq: u64| -> SearchAnswer {
+        let body = serde_json::json!({"q": "retry budget", "mode": "bm25", "min_seq": min_seq, "k": 50}).to_string();
+        let subject = format!("mneme.{swarm}.coder.query.search");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let reply = runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(30), client.request(subject.clone(), body.clone().into()))
+                    .await
+            });
+            match reply {
+                Ok(Ok(reply)) => return serde_json::from_slice(&reply.payload).unwrap(),
+                Ok(Err(error)) if std::time::Instant::now() < deadline => {
+                    eprintln!("{subject}: {error}; asking again");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                failed => panic!("{subject}: {failed:?}"),
+            }
+        }
+    };
+    for swarm in SWARMS {
+        assert!(!nats_search(swarm, last[swarm]).hits.is_empty(), "{swarm} over NATS");
+    }
 
     // Kill the holder: its swarms move to the next-ranked processes, which
     // catch up from the log and answer with everything acknowledged.
@@ -185,6 +213,7 @@ fn swarms_are_placed_answered_everywhere_and_moved_when_a_holder_dies_or_a_proce
         for server in [&b, &c] {
             assert!(!search_until_answered(server, swarm, seq).hits.is_empty());
         }
+        assert!(!nats_search(swarm, seq).hits.is_empty(), "{swarm} over NATS after the move");
     }
 
     // A process joins: it takes over the swarms it ranks first for, and
