@@ -78,13 +78,8 @@ pub fn run(items: usize, queries: usize) -> anyhow::Result<ExitCode> {
         time(&notes, |text| mcp_call(&mcp_url, &tool_call("memory_write", json!({"text": text}))).map(drop))?;
 
     out!("");
-    out!("| call | p50 (ms) | p99 (ms) | p50 / baseline | baseline |");
-    out!("|---|---:|---:|---:|---|");
-    let row = |name: &str, sample: &[Duration], baseline: &[Duration], baseline_name: &str| {
-        let (p50, p99) = (percentile(sample, 0.5), percentile(sample, 0.99));
-        let ratio = ms(p50) / ms(percentile(baseline, 0.5));
-        out!("| {name} | {:.3} | {:.3} | {ratio:.2} | {baseline_name} |", ms(p50), ms(p99));
-    };
+    latency_table_head();
+    let row = latency_row;
     row("search over HTTP (`GET …/search`, hybrid, k=10)", &http_search, &http_search, "itself");
     row("search over MCP (`memory_search`)", &mcp_search, &http_search, "HTTP search");
     row("raw write: `POST /v1/events` + `GET …/items/{id}?min_seq`", &raw_write, &raw_write, "itself");
@@ -107,6 +102,20 @@ fn mcp_call(url: &str, message: &Value) -> anyhow::Result<Value> {
     anyhow::ensure!(answer.get("error").is_none(), "MCP error: {answer}");
     anyhow::ensure!(answer["result"]["isError"] != json!(true), "tool error: {answer}");
     Ok(answer)
+}
+
+/// The head of a table of [`latency_row`]s.
+pub(crate) fn latency_table_head() {
+    out!("| call | p50 (ms) | p99 (ms) | p50 / baseline | baseline |");
+    out!("|---|---:|---:|---:|---|");
+}
+
+/// One row: `sample`'s p50 and p99, and its p50 as a ratio to
+/// `baseline`'s, named `baseline_name`.
+pub(crate) fn latency_row(name: &str, sample: &[Duration], baseline: &[Duration], baseline_name: &str) {
+    let (p50, p99) = (percentile(sample, 0.5), percentile(sample, 0.99));
+    let ratio = ms(p50) / ms(percentile(baseline, 0.5));
+    out!("| {name} | {:.3} | {:.3} | {ratio:.2} | {baseline_name} |", ms(p50), ms(p99));
 }
 
 /// Each input once, timed, sorted, after the warm-up.

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::bench::mcp::{WARM_UP, time};
-use crate::bench::search::percentile;
-use crate::bench::system::ms;
+use crate::bench::mcp::{WARM_UP, latency_row, latency_table_head, time};
 use crate::bench::{SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};
 use crate::eval::ServerProcess;
 use mneme::cli::client::call_as;
@@ -77,13 +75,8 @@ pub fn run(items: usize, system_events: usize, queries: usize) -> anyhow::Result
     );
     out!("hits from the system layer among the top 10: {:.1} per search", system_hits as f64 / texts.len() as f64);
     out!("");
-    out!("| call | p50 (ms) | p99 (ms) | p50 / baseline | baseline |");
-    out!("|---|---:|---:|---:|---|");
-    let row = |name: &str, sample: &[Duration], baseline: &[Duration], baseline_name: &str| {
-        let (p50, p99) = (percentile(sample, 0.5), percentile(sample, 0.99));
-        let ratio = ms(p50) / ms(percentile(baseline, 0.5));
-        out!("| {name} | {:.3} | {:.3} | {ratio:.2} | {baseline_name} |", ms(p50), ms(p99));
-    };
+    latency_table_head();
+    let row = latency_row;
     row("search (hybrid, k=10), system layer empty", &search_alone, &search_alone, "itself");
     row("search, system layer joined", &search_with, &search_alone, "search, layer empty");
     row("context (budget 2000), system layer empty", &context_alone, &context_alone, "itself");
