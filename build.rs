@@ -1,5 +1,5 @@
-//! The web view's libraries (cytoscape for the fact graph, uPlot for the
-//! timeline's chart) come from the npm registry, pinned and hash-checked by
+//! The web view's libraries (cytoscape and its fcose layout for the fact
+//! graph, uPlot for the timeline's chart) come from the npm registry, pinned and hash-checked by
 //! `ui/package-lock.json`, into `ui/node_modules`; `src/ui.rs` compiles them
 //! into the binary. Without them the build stops here and says how to get
 //! them, instead of an `include_str!` error that does not.
@@ -7,8 +7,14 @@
 use std::path::Path;
 
 /// The files `src/ui.rs` embeds from `ui/node_modules`.
-const VENDORED: [&str; 3] =
-    ["cytoscape/dist/cytoscape.esm.min.mjs", "uplot/dist/uPlot.esm.js", "uplot/dist/uPlot.min.css"];
+const VENDORED: [&str; 6] = [
+    "cytoscape/dist/cytoscape.esm.min.mjs",
+    "layout-base/layout-base.js",
+    "cose-base/cose-base.js",
+    "cytoscape-fcose/cytoscape-fcose.js",
+    "uplot/dist/uPlot.esm.js",
+    "uplot/dist/uPlot.min.css",
+];
 
 fn main() {
     let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("ui/node_modules");
