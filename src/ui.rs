@@ -13,19 +13,27 @@ const INDEX_HTML: &str = include_str!("../ui/index.html");
 
 /// Every asset but the page: its path under `/ui/`, its type, its content.
 /// The libraries come from `ui/node_modules` (see `build.rs`).
-const ASSETS: [(&str, &str, &str); 14] = [
+const ASSETS: [(&str, &str, &str); 20] = [
     ("app.js", JS, include_str!("../ui/app.js")),
     ("api.js", JS, include_str!("../ui/api.js")),
+    ("sentence.js", JS, include_str!("../ui/sentence.js")),
     ("timeline.js", JS, include_str!("../ui/timeline.js")),
     ("memory.js", JS, include_str!("../ui/memory.js")),
     ("provenance.js", JS, include_str!("../ui/provenance.js")),
     ("graph.js", JS, include_str!("../ui/graph.js")),
+    ("graph-draw.js", JS, include_str!("../ui/graph-draw.js")),
+    ("marks.js", JS, include_str!("../ui/marks.js")),
     ("context.js", JS, include_str!("../ui/context.js")),
     ("phases.js", JS, include_str!("../ui/phases.js")),
     ("contradictions.js", JS, include_str!("../ui/contradictions.js")),
     ("handoffs.js", JS, include_str!("../ui/handoffs.js")),
     ("style.css", CSS, include_str!("../ui/style.css")),
     ("vendor/cytoscape.mjs", JS, include_str!("../ui/node_modules/cytoscape/dist/cytoscape.esm.min.mjs")),
+    // fcose, the graph's layout: UMD builds, loaded as classic scripts in
+    // this order (each sets a global the next one reads).
+    ("vendor/layout-base.js", JS, include_str!("../ui/node_modules/layout-base/layout-base.js")),
+    ("vendor/cose-base.js", JS, include_str!("../ui/node_modules/cose-base/cose-base.js")),
+    ("vendor/cytoscape-fcose.js", JS, include_str!("../ui/node_modules/cytoscape-fcose/cytoscape-fcose.js")),
     ("vendor/uplot.mjs", JS, include_str!("../ui/node_modules/uplot/dist/uPlot.esm.js")),
     ("vendor/uplot.css", CSS, include_str!("../ui/node_modules/uplot/dist/uPlot.min.css")),
 ];

@@ -2,6 +2,10 @@
 // person signed in with), the session (agents, a token's agent), and small
 // DOM helpers. Text from memory is only ever set as text, never as HTML.
 
+import { clip, sentence, when } from "./sentence.js";
+
+export { clip, when };
+
 export const SWARM_KEY = "mneme-swarm";
 /** The swarm the views show: the one chosen in this tab, else the first
  *  the server holds. A token opens one swarm; without tokens the header's
@@ -128,36 +132,32 @@ export const agentPath = (agent, rest) => swarmPath(`/agents/${encodeURIComponen
  *  views show. */
 export const currentAgent = () => $("#agent").value;
 
-/** Characters of an event's gist the lists show. */
-const GIST_CHARS = 280;
+/** What a log entry says, in a sentence (see sentence.js). */
+export const gist = (entry, find) => sentence(entry, find);
 
-/** What a log entry says, in a line. */
-export function gist(entry) {
-  if (entry.invalid) return `dead letter: ${entry.invalid}`;
-  if (entry.erased_by) return `erased by purge ${entry.erased_by.map((purge) => `at seq ${purge.seq}`).join(", ")}`;
-  const data = entry.data || {};
-  const text =
-    data.text || data.title || data.summary || (data.package && data.package.summary) ||
-    data.outcome || data.goal || data.reason;
-  let line;
-  if (text) line = data.choice ? `${text} — ${data.choice}` : text;
-  else if (data.tool) line = `$ ${data.tool} ${data.args ? JSON.stringify(data.args) : ""} → exit ${data.exit_code ?? "?"}`;
-  else if (data.subject) line = `${data.subject} ${data.predicate} ${data.object}`;
-  else if (data.phase) line = data.phase;
-  else line = JSON.stringify(data);
-  return clip(line);
+/** The entries of `entries` by id (and a contradiction's detection by the
+ *  contradiction's id): what their sentences may quote of each other. */
+export function finderOf(entries) {
+  const byId = new Map();
+  for (const entry of entries) {
+    if (entry.id) byId.set(entry.id, entry);
+    if (entry.kind === "contradiction_detected" && entry.data) byId.set(entry.data.contradiction_id, entry);
+  }
+  return (id) => byId.get(id) || null;
 }
 
-export const clip = (text, chars = GIST_CHARS) => (text.length > chars ? `${text.slice(0, chars)}…` : text);
-
-/** A log entry with its whole JSON, as provenance and phases show it. */
-export function entryWithJson(entry) {
+/** A log entry as provenance and phases show it: who did what when, in a
+ *  sentence, then (opened on demand) its whole JSON as it is on the log. */
+export function entryWithJson(entry, find) {
   const item = element("li");
   item.dataset.seq = entry.seq;
   const kind = entry.invalid ? "dead letter" : entry.erased_by ? `${entry.kind} (erased)` : entry.kind;
+  const json = element("details", undefined, "json");
+  json.append(element("summary", "as on the log (JSON)"), element("pre", JSON.stringify(entry, null, 2)));
   item.append(
-    element("div", `seq ${entry.seq} · ${kind} · ${entry.agent} · ${entry.ts || ""}`, "meta"),
-    element("pre", JSON.stringify(entry, null, 2)),
+    element("div", `seq ${entry.seq} · ${kind} · ${entry.agent || ""} · ${when(entry.ts)}`, "meta"),
+    element("div", sentence(entry, find), "text"),
+    json,
   );
   return item;
 }

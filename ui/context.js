@@ -4,6 +4,7 @@
 // with its tier, tokens and reason, and the text itself.
 
 import { $, agentPath, api, button, clip, currentAgent, element, failed, fill, latestOnly } from "./api.js";
+import { readable, supersededMark } from "./marks.js";
 import { showProvenance } from "./provenance.js";
 
 const previews = latestOnly();
@@ -88,14 +89,14 @@ function render(agent, answer) {
   fill(
     $("#context-items"),
     answer.items.map((item) => {
-      const row = element("li", undefined, "item");
+      const row = element("li", undefined, `item${item.superseded_by ? " is-superseded" : ""}`);
       row.dataset.itemId = item.item_id;
       row.dataset.tokens = item.tokens;
       row.append(
         element("div", `${item.tier} · ${item.tokens} tokens · ${item.kind} · #${item.seq} · ${item.reason}`, "meta"),
-        element("div", clip(item.text, 400), "text"),
+        element("div", clip(readable(item.text), 400), "text"),
       );
-      if (item.superseded_by) row.append(element("div", `superseded by ${item.superseded_by}`, "superseded"));
+      if (item.superseded_by) row.append(supersededMark(agent, item.superseded_by));
       if (NOT_ITEMS.has(item.kind)) {
         const from = item.provenance.map((reference) => `#${reference.seq} (${reference.event_id})`).join(", ");
         row.append(element("div", `from ${from || "the memory's state"}`, "meta"));

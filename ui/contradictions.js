@@ -3,7 +3,8 @@
 // which write `contradiction_resolved` to the log), then the resolved ones.
 // Consolidation finds them; an operator may run it from here.
 
-import { $, agentPath, api, button, clip, element, failed, fill, latestOnly, mapLimited, swarmPath } from "./api.js";
+import { $, agentPath, api, button, clip, element, failed, fill, latestOnly, mapLimited, swarmPath, when } from "./api.js";
+import { readable, stateBadge, supersededMark } from "./marks.js";
 
 const RESOLUTIONS = [
   ["a_wins", "A holds"],
@@ -52,9 +53,9 @@ async function sideTexts(contradictions) {
   await mapLimited([...wanted], 3, async ([itemId, agent]) => {
     try {
       const item = await api(agentPath(agent, `/items/${encodeURIComponent(itemId)}`));
-      texts.set(itemId, `${item.kind} · ${item.ts}: ${clip(item.text, 300)}`);
+      texts.set(itemId, { text: `${item.kind} · ${when(item.ts)}: ${clip(readable(item.text), 300)}`, item, agent });
     } catch (error) {
-      texts.set(itemId, error.message);
+      texts.set(itemId, { text: error.message });
     }
   });
   return texts;
@@ -84,9 +85,13 @@ function row(contradiction, sides, open) {
   return item;
 }
 
+/** One side: its text, and what became of it (the side that lost is
+ *  superseded by the one that won). */
 function side(label, itemId, sides) {
   const line = element("div", undefined, "side");
-  line.append(element("strong", `${label} `), element("span", sides.get(itemId) || itemId));
+  const held = sides.get(itemId) || { text: itemId };
+  line.append(element("strong", `${label} `), ...stateBadge(held.item && held.item.state), element("span", held.text));
+  if (held.item && held.item.superseded_by) line.append(supersededMark(held.agent, held.item.superseded_by));
   return line;
 }
 

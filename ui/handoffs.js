@@ -4,7 +4,8 @@
 // from the receivers' lists, with their status; a token bound to the agent
 // reads its own `handoff_sent` events.
 
-import { $, agentPath, api, clip, currentAgent, element, failed, fill, latestOnly, mapLimited, session } from "./api.js";
+import { $, agentPath, api, clip, currentAgent, element, failed, fill, latestOnly, mapLimited, session, when } from "./api.js";
+import { readable } from "./marks.js";
 
 /** An answer for an agent no longer shown is dropped. */
 const loads = latestOnly();
@@ -52,7 +53,7 @@ async function sentBy(agent) {
   return entries.map((entry) => {
     const row = element("li", undefined, "handoff sent");
     row.dataset.handoffId = entry.event_id;
-    row.append(element("div", `#${entry.seq} · ${entry.ts} · sent`, "meta"), element("div", clip(entry.text, 400), "text"));
+    row.append(element("div", `#${entry.seq} · ${when(entry.ts)} · sent`, "meta"), element("div", clip(readable(entry.text), 400), "text"));
     return row;
   });
 }
@@ -86,7 +87,8 @@ function handoffRow(handoff) {
   }
   if (pack.bundle.items.length) {
     const items = element("ol");
-    items.append(...pack.bundle.items.map((item) => element("li", clip(item.text || JSON.stringify(item), 300))));
+    items.append(...pack.bundle.items.map((item) =>
+      element("li", `${item.section} from ${item.agent}: ${clip(readable(item.text) || `${item.kind} ${item.item_id}`, 300)}`)));
     details.append(element("div", "context bundle", "meta"), items);
   }
   row.append(details);

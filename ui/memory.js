@@ -3,7 +3,8 @@
 // and search with `explain` (which retriever found what); any item opens
 // its provenance.
 
-import { $, agentPath, api, button, clip, currentAgent, element, failed, fill, latestOnly } from "./api.js";
+import { $, agentPath, api, button, clip, currentAgent, element, failed, fill, latestOnly, when } from "./api.js";
+import { readable, supersededMark } from "./marks.js";
 import { showProvenance } from "./provenance.js";
 
 /** Items per page of the list. */
@@ -73,17 +74,17 @@ function renderStates({ states, pinned }) {
 }
 
 function itemRow(agent, item, superseded) {
-  const row = element("li", undefined, `item state-${item.state}`);
+  const row = element("li", undefined, `item state-${item.state}${item.superseded_by ? " is-superseded" : ""}`);
   row.dataset.itemId = item.item_id;
   row.dataset.state = item.state;
   const badges = [element("span", item.state, `badge state-${item.state}`)];
   if (item.pinned) badges.push(element("span", "pinned", "badge pinned"));
   row.append(
-    element("div", `#${item.seq} · ${item.kind} · ${item.agent} · ${item.ts}`, "meta"),
+    element("div", `#${item.seq} · ${item.kind} · ${item.agent} · ${when(item.ts)}`, "meta"),
     ...badges,
-    element("div", clip(item.text || "(purged: its text is erased)", 400), "text"),
+    element("div", clip(item.text ? readable(item.text) : "(purged: its text is erased)", 400), "text"),
   );
-  row.append(...supersession(item, superseded));
+  row.append(...supersession(agent, item, superseded));
   row.append(button("provenance", () => showProvenance($("#memory-provenance"), agent, item.item_id), "small"));
   return row;
 }
@@ -93,7 +94,7 @@ async function loadCore(agent) {
     const core = await api(agentPath(agent, "/core"));
     if (agent !== view.agent) return;
     $("#core-task").textContent = core.task
-      ? `Working on: ${core.task.title} (${core.task.status}${core.task.from ? `, from ${core.task.from}` : ""})`
+      ? `Working on: ${core.task.title} (${core.task.status.replaceAll("_", " ")}${core.task.from ? `, from ${core.task.from}` : ""})`
       : "No open task.";
     $("#core-constraints").replaceChildren(
       ...core.constraints.map((constraint) => element("li", `${constraint.text} (${constraint.source})`)),
@@ -140,22 +141,23 @@ function supersededBy(items) {
   return replaced;
 }
 
-/** The marks of an item: what superseded it, and what it superseded. */
-function supersession(item, superseded) {
+/** The marks of an item: what superseded it (and why), and what it
+ *  superseded. */
+function supersession(agent, item, superseded) {
   const marks = [];
-  if (item.superseded_by) marks.push(element("div", `superseded by ${item.superseded_by}`, "superseded"));
+  if (item.superseded_by) marks.push(supersededMark(agent, item.superseded_by));
   for (const older of superseded.get(item.item_id) || []) marks.push(element("div", `supersedes ${older}`, "supersedes"));
   return marks;
 }
 
 function hitRow(agent, hit, superseded) {
-  const item = element("li", undefined, "item");
+  const item = element("li", undefined, `item${hit.superseded_by ? " is-superseded" : ""}`);
   item.dataset.itemId = hit.item_id;
   item.append(
-    element("div", `${hit.kind} · ${hit.agent} · ${hit.ts} · score ${hit.score.toFixed(3)}`, "meta"),
-    element("div", hit.text, "text"),
+    element("div", `${hit.kind} · ${hit.agent} · ${when(hit.ts)} · score ${hit.score.toFixed(3)}`, "meta"),
+    element("div", readable(hit.text), "text"),
   );
-  item.append(...supersession(hit, superseded));
+  item.append(...supersession(agent, hit, superseded));
   if (hit.explain) {
     const parts = Object.entries(hit.explain).map(([retriever, rank]) =>
       rank.rank ? `${retriever} #${rank.rank}` : `${retriever} +${rank.score.toFixed(2)}`,

@@ -2,7 +2,7 @@
 // each level of compression (index, compressed, summary, findings, full),
 // side by side with the original events it was made from.
 
-import { $, agentPath, api, button, currentAgent, element, entryWithJson, failed, fill, latestOnly } from "./api.js";
+import { $, agentPath, api, button, currentAgent, element, entryWithJson, failed, fill, finderOf, latestOnly, when } from "./api.js";
 
 /** The levels, shortest first; `original` is the right-hand column. */
 const LEVELS = ["index", "compressed", "summary", "findings", "full"];
@@ -41,11 +41,11 @@ function phaseRow(phase, shared) {
   const row = element("li", undefined, `phase status-${phase.status}`);
   row.dataset.phaseId = phase.phase_id;
   const events = typeof phase.events === "number" ? phase.events : phase.events.length;
-  const when = `${phase.started_at}${phase.completed_at ? ` → ${phase.completed_at}` : " → open"}`;
+  const span = `${when(phase.started_at)}${phase.completed_at ? ` → ${when(phase.completed_at)}` : " → open"}`;
   const open = button(phase.name, () => showPhase(phase), "link");
   row.append(
     open,
-    element("span", ` ${phase.status}${shared ? `, shared by ${phase.agent}` : ""} · ${events} events · ${when}`, "meta"),
+    element("span", ` ${phase.status}${shared ? `, shared by ${phase.agent}` : ""} · ${events} events · ${span}`, "meta"),
   );
   if (phase.outcome) row.append(element("div", `outcome: ${phase.outcome}`, "meta"));
   return row;
@@ -88,13 +88,45 @@ async function showLevel(level) {
       text.textContent = answer.text || "(empty)";
     } else if (answer.full) {
       $("#phase-level-meta").textContent = "full: the phase as a record";
-      text.textContent = JSON.stringify(answer.full, null, 2);
+      text.textContent = fullText(answer.full);
     }
   } catch (error) {
     if (!current()) return;
     $("#phase-level-meta").textContent = "";
     failed(text, error);
   }
+}
+
+/** The `full` level (a record of what the phase did) written out. */
+function fullText(full) {
+  const lines = [];
+  const list = (name, values) => {
+    if (values && values.length) lines.push(`${name}: ${values.join(", ")}`);
+  };
+  const seqs = full.event_seqs || [];
+  const kinds = Object.entries(full.kinds || {}).sort((a, b) => b[1] - a[1]).map(([kind, count]) => `${count} ${kind}`);
+  lines.push(`${seqs.length} events` + (seqs.length ? ` (seq ${seqs[0]} to ${seqs[seqs.length - 1]})` : "") +
+    (kinds.length ? `: ${kinds.join(", ")}` : ""));
+  for (const decision of full.decisions || []) {
+    lines.push(`Decided (#${decision.seq}) ${decision.title}: ${decision.choice}` +
+      (decision.supersedes ? `, replacing ${decision.supersedes}` : "") + (decision.rationale ? `. Why: ${decision.rationale}` : ""));
+  }
+  list("Files read", [...(full.files_read || [])]);
+  list("Files modified", [...(full.files_modified || [])]);
+  list("Symbols", [...(full.symbols || [])]);
+  list("Commands", (full.commands || []).map((command) =>
+    `${command.command} ×${command.runs}` + (command.failures ? ` (${command.failures} failed)` : "")));
+  for (const error of full.errors || []) {
+    lines.push(`Error ${error.error} from ${error.command} (first at #${error.first_seq})` +
+      (error.fixed_by.length ? `, fixed by ${error.fixed_by.join(", ")}` : ", not fixed") +
+      (error.fixed_seq ? ` at #${error.fixed_seq}` : ""));
+  }
+  list("Facts", full.facts);
+  list("Handoffs", full.handoffs);
+  if (full.message_count) lines.push(`${full.message_count} messages`);
+  for (const message of (full.messages || []).slice(0, 10)) lines.push(`  #${message.seq} (${message.role}) ${message.text}`);
+  lines.push(`${full.item_tokens} tokens of items`);
+  return lines.join("\n");
 }
 
 async function showOriginal(phaseId) {
@@ -104,7 +136,8 @@ async function showOriginal(phaseId) {
     const answer = await api(phasePath(phaseId, "original"));
     if (!current()) return;
     const events = Array.isArray(answer.events) ? answer.events : [];
-    fill(list, events.map(entryWithJson), "no events");
+    const find = finderOf(events);
+    fill(list, events.map((entry) => entryWithJson(entry, find)), "no events");
     $("#phase-events-meta").textContent = `${events.length} original events, in log order`;
   } catch (error) {
     if (current()) failed(list, error);
