@@ -9,6 +9,8 @@
 # into ui/node_modules (cytoscape and uPlot, which the build compiles in, and
 # playwright-core for the browser test; hash-checked by ui/package-lock.json).
 # Tests never skip for want of any: without them they fail.
+# Also builds the book in docs/ with mdBook 0.5.4, compiled into .venv/mdbook
+# by scripts/install-mdbook.sh.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,7 +26,12 @@ export MNEME_PYTHON="${python}"
 # build compiles in, and playwright-core for its browser test (tests/ui.rs).
 chromium="$("${repo_root}/scripts/install-ui-test-deps.sh")"
 export MNEME_CHROMIUM="${chromium}"
+# mdBook, for the book in docs/.
+mdbook="$("${repo_root}/scripts/install-mdbook.sh")"
 
+# The book first, in seconds: every chapter SUMMARY.md names must exist and
+# build (into target/book).
+"${mdbook}" build docs
 cargo fmt --all -- --check
 # --all-features: the tools binary (benchmarks, evaluation) and the test
 # suite's nats-server launcher are behind features.
