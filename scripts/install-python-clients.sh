@@ -9,8 +9,8 @@
 #   (pip's --require-hashes refuses anything else); it needs no other package.
 # - openapi-spec-validator and jsonschema (tests/python/requirements-validate.txt,
 #   pinned versions): tests/schemas.rs validates GET /v1/openapi.json as
-#   OpenAPI 3.1, and the README's examples and examples/trajectory.jsonl
-#   against schemas/.
+#   OpenAPI 3.1, and the JSON examples of the README and the book (docs/src)
+#   and examples/trajectory.jsonl against schemas/.
 # - mcp 2.3.0, the official Python MCP SDK, with httpx2 and the rest of what
 #   it needs (tests/python/requirements-mcp.txt, pinned versions):
 #   tests/mcp.rs runs tests/python/mcp_client.py with it, which drives

@@ -6,9 +6,10 @@
 //!   `GET /v1/openapi.json`, without a token even where tokens are set;
 //! - `tests/python/validate_schemas.py` (openapi-spec-validator and
 //!   jsonschema from `scripts/install-python-clients.sh`) validates it as
-//!   OpenAPI 3.1, the two schemas as JSON Schema 2020-12, and the README's
-//!   JSON examples and `examples/trajectory.jsonl` against them. Without
-//!   that Python the test fails; it never skips.
+//!   OpenAPI 3.1, the two schemas as JSON Schema 2020-12, and the JSON
+//!   examples of the README and of the book (`docs/src`, every chapter) and
+//!   `examples/trajectory.jsonl` against them. Without that Python the test
+//!   fails; it never skips.
 
 mod common;
 
@@ -64,8 +65,9 @@ fn the_served_openapi_document_validates_as_openapi_3_1_and_the_examples_as_even
         .arg(&openapi)
         .arg(repo_root().join("schemas/events.schema.json"))
         .arg(repo_root().join("schemas/api.schema.json"))
-        .arg(repo_root().join("README.md"))
         .arg(repo_root().join("examples/trajectory.jsonl"))
+        .arg(repo_root().join("README.md"))
+        .arg(repo_root().join("docs/src"))
         .output()
         .unwrap_or_else(|error| {
             panic!(
@@ -78,4 +80,9 @@ fn the_served_openapi_document_validates_as_openapi_3_1_and_the_examples_as_even
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "validation failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("valid OpenAPI 3.1") && stdout.contains("trajectory: 572 events valid"), "{stdout}");
+    // The event reference and the NATS chapter hold examples of their own:
+    // a change that stopped reading the book would show here.
+    for chapter in ["events.md", "nats.md"] {
+        assert!(stdout.lines().any(|line| line.contains(chapter) && line.contains(" valid")), "{chapter}: {stdout}");
+    }
 }

@@ -1,17 +1,20 @@
 """Validates what Mneme generates from its types with validators that are
 not Mneme's: the OpenAPI document as served (openapi-spec-validator, OpenAPI
 3.1), the event schema and the API-body schema as JSON Schema 2020-12
-documents (jsonschema's meta-schema check), and, against them, the README's
-JSON examples and examples/trajectory.jsonl.
+documents (jsonschema's meta-schema check), and, against them, the JSON
+examples of the README and the book (docs/src) and examples/trajectory.jsonl.
 
 Run by tests/schemas.rs:
-    validate_schemas.py OPENAPI EVENTS_SCHEMA API_SCHEMA README TRAJECTORY
+    validate_schemas.py OPENAPI EVENTS_SCHEMA API_SCHEMA TRAJECTORY MARKDOWN...
+
+Each MARKDOWN is a file or a folder (every *.md under it).
 
 Prints one line per check and exits non-zero on the first failure, naming
 the example and the validator's message.
 """
 
 import json
+import pathlib
 import re
 import sys
 
@@ -38,18 +41,32 @@ def check(validator, instance, what):
         fail(f"{what}: at {path}: {error.message}")
 
 
-def readme_examples(readme):
-    """The README's events (```json blocks) and NATS query bodies
+def markdown_examples(text):
+    """A Markdown file's events (```json blocks, `echo '<json>' | mneme
+    publish -`, and `curl …/v1/events … -d '<json>'`) and NATS query bodies
     (`nats request mneme.<swarm>.<agent>.query.<verb> '<json>'`)."""
     events = []
-    for block in re.findall(r"```json\n(.*?)```", readme, re.S):
+    for block in re.findall(r"```json\n(.*?)```", text, re.S):
         document = json.loads(block)
+        events.extend(document if isinstance(document, list) else [document])
+    published = re.findall(r"echo '([^']*)' \| mneme publish -", text)
+    published += re.findall(r"curl [^\n]*/v1/events [^\n]*-d '([^']*)'", text)
+    for body in published:
+        document = json.loads(body)
         events.extend(document if isinstance(document, list) else [document])
     queries = [
         (verb, json.loads(body))
-        for verb, body in re.findall(r"nats request mneme\.[\w-]+\.[\w-]+\.query\.(\w+) '([^']*)'", readme)
+        for verb, body in re.findall(r"nats request mneme\.[\w-]+\.[\w-]+\.query\.(\w+) '([^']*)'", text)
     ]
     return events, queries
+
+
+def markdown_files(paths):
+    """The files named, and every *.md under the folders named, in order."""
+    files = []
+    for path in map(pathlib.Path, paths):
+        files.extend(sorted(path.rglob("*.md")) if path.is_dir() else [path])
+    return files
 
 
 # The type each NATS verb's body is, in the API schema's $defs.
@@ -69,7 +86,7 @@ QUERY_BODIES = {
 
 
 def main():
-    openapi_path, events_path, api_path, readme_path, trajectory_path = sys.argv[1:]
+    openapi_path, events_path, api_path, trajectory_path, *markdown_paths = sys.argv[1:]
 
     openapi = load(openapi_path)
     if get_spec_version(openapi) != consts.OPENAPIV31:
@@ -86,17 +103,21 @@ def main():
     event_validator = jsonschema.Draft202012Validator(
         events_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
     )
-    with open(readme_path, encoding="utf-8") as file:
-        events, queries = readme_examples(file.read())
-    if not events or not queries:
-        fail(f"found {len(events)} event examples and {len(queries)} NATS query examples in the README")
-    for index, event in enumerate(events):
-        check(event_validator, event, f"README event example {index + 1} ({event.get('kind')})")
-    print(f"README: {len(events)} event examples valid")
-    for verb, body in queries:
-        schema = {"$ref": f"#/$defs/{QUERY_BODIES[verb]}", "$defs": api_schema["$defs"]}
-        check(jsonschema.Draft202012Validator(schema), body, f"README NATS {verb} body {body}")
-    print(f"README: {len(queries)} NATS query bodies valid")
+    all_events, all_queries = 0, 0
+    for path in markdown_files(markdown_paths):
+        with open(path, encoding="utf-8") as file:
+            events, queries = markdown_examples(file.read())
+        for index, event in enumerate(events):
+            check(event_validator, event, f"{path} event example {index + 1} ({event.get('kind')})")
+        for verb, body in queries:
+            schema = {"$ref": f"#/$defs/{QUERY_BODIES[verb]}", "$defs": api_schema["$defs"]}
+            check(jsonschema.Draft202012Validator(schema), body, f"{path} NATS {verb} body {body}")
+        if events or queries:
+            print(f"{path}: {len(events)} event examples and {len(queries)} NATS query bodies valid")
+        all_events, all_queries = all_events + len(events), all_queries + len(queries)
+    if not all_events or not all_queries:
+        fail(f"found {all_events} event examples and {all_queries} NATS query examples in {markdown_paths}")
+    print(f"docs: {all_events} event examples and {all_queries} NATS query bodies valid")
 
     count = 0
     with open(trajectory_path, encoding="utf-8") as file:
