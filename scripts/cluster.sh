@@ -107,8 +107,8 @@ EOF
         wait_for "http://127.0.0.1:${monitor[i]}/healthz?js-enabled-only=true" "nats-${i}" "${state}/nats-${i}/nats.log"
     done
 
-    # One key behind derived event ids for every replica (README, "Replicas
-    # and the writer lease"), kept only in the state directory.
+    # One key behind derived event ids for every replica (docs/src/deployment.md,
+    # "Replicas and the writer lease"), kept only in the state directory.
     python3 -c "import secrets; print(secrets.token_hex(32))" >"${state}/id.key"
     chmod 600 "${state}/id.key"
     # Each swarm file as given, with its log on the cluster, R3.
