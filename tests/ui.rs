@@ -6,7 +6,11 @@
 //! view: the live timeline, an agent's items, search and provenance, the
 //! fact graph as of a time, a context preview, phases beside their events,
 //! contradictions (resolving one), handoffs. It fails on any console
-//! error; this test checks what it saw against the API. Screenshots of each
+//! error; this test checks what it saw against the API, and that a person
+//! can read it (issue 37): every event a sentence, the chart over the
+//! events' own times, the graph spread over its canvas with readable
+//! labels, a legend, at most 60 nodes drawn, focus on a click, and
+//! superseded items marked. Screenshots of each
 //! view are kept in `target/tmp/ui-screenshots/`. Installed by
 //! `scripts/install-ui-test-deps.sh` (which `scripts/test.sh` runs);
 //! without Chromium, Node or playwright-core the test fails, naming what
@@ -145,6 +149,9 @@ fn every_view_of_the_web_view_shows_what_the_api_holds_in_a_real_browser() {
         "graph",
         "graph-provenance",
         "graph-as-of",
+        "graph-large",
+        "graph-focus",
+        "graph-superseded",
         "context",
         "phases",
         "contradictions",
@@ -197,11 +204,35 @@ fn check_timeline(server: &MnemeServer, saw: &Value, last_seq: u64) {
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert!(saw["deadLetterSummary"].as_str().unwrap().starts_with("1 of "), "{saw}");
     assert!(dead[0].starts_with("dead letter: ") && dead[0].contains(reason), "{dead:?} against {reason}");
+    check_readable_timeline(saw, last_seq);
     let decisions = saw["coderDecisions"].as_array().unwrap();
     assert!(!decisions.is_empty(), "{saw}");
     for row in decisions {
         assert_eq!((row[0].as_str(), row[1].as_str()), (Some("coder"), Some("decision_made")), "{row}");
     }
+}
+
+/// Every row a sentence on one line of time; the chart over the example's
+/// own times (its day), not over a clock's stray stamps.
+fn check_readable_timeline(saw: &Value, last_seq: u64) {
+    assert_eq!(saw["rowsNotSentences"], json!([]), "rows that are not sentences");
+    assert!(saw["rowsChecked"].as_u64().unwrap() >= last_seq, "every event's row checked: {saw}");
+    for time in strings(&saw["timesShown"]) {
+        assert!(time.len() == 19 && time.as_bytes()[10] == b' ', "a time on one line: {time:?}");
+    }
+    let example = std::fs::read_to_string(example_path()).unwrap();
+    let mut times: Vec<String> = example
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["ts"].as_str().unwrap()[..19].to_string())
+        .collect();
+    times.sort();
+    let (first, last) = (&times[0], &times[times.len() - 1]);
+    let range = strings(&saw["chartRange"]);
+    let (from, to) = (&range[0][..19], &range[1][..19]);
+    assert!(from <= first.as_str() && to >= last.as_str(), "the chart {range:?} shows the example's {first}..{last}");
+    let day = &first[..10];
+    assert!(from.starts_with(day) && to.starts_with(day), "the chart {range:?} within the example's day {day}");
 }
 
 /// Item states and items as the API holds them; the decision that was
@@ -244,6 +275,9 @@ fn check_memory(server: &MnemeServer, saw: &Value) {
     let shown = |id: &str| hits.iter().find(|hit| hit["id"] == id).unwrap_or_else(|| panic!("{id} not in {hits:?}"));
     assert_eq!(shown(&replaced.item_id)["superseded"].as_str(), Some(format!("superseded by {by}").as_str()));
     assert_eq!(shown(by)["supersedes"].as_str(), Some(format!("supersedes {}", replaced.item_id).as_str()));
+    // And its provenance says so, above its events.
+    assert_eq!(saw["replacedBy"].as_str(), Some(by), "{saw}");
+    assert_eq!(saw["provenanceSuperseded"].as_str(), Some(format!("superseded by {by}").as_str()), "{saw}");
     // The first hit's provenance: its creating event first (its id is the
     // item's), in log order, each the event as it is on the log.
     let first = saw["firstHit"].as_str().unwrap();
@@ -269,6 +303,20 @@ fn check_graph(saw: &Value) {
     for edge in edges {
         assert!(strings(&drawn["edges"]).contains(&edge["id"].as_str().unwrap()), "{edge} not drawn: {drawn}");
     }
+    check_drawing(drawn);
+    check_focus(&saw["graphFocus"], "file:src/auth/refresh.rs");
+    // Two hops around a busy file: more nodes than are drawn.
+    let large = &saw["graphLarge"];
+    check_drawing(large);
+    let (drawn_nodes, listed) = (strings(&large["nodes"]).len(), large["notDrawn"].as_u64().unwrap() as usize);
+    assert!(drawn_nodes <= 60 && listed > 0, "at most 60 drawn, the rest listed: {large}");
+    let summary = large["summary"].as_str().unwrap();
+    assert!(summary.starts_with(&format!("{} nodes", drawn_nodes + listed)), "{summary}");
+    check_focus(&saw["graphLargeFocus"], saw["graphLargeFocused"].as_str().unwrap());
+    // The decision the Postgres one replaced, marked in the drawing.
+    let replaced = &saw["graphReplaced"];
+    assert_eq!(replaced["superseded"], json!(true), "{replaced}");
+    assert!(replaced["label"].as_str().unwrap().ends_with("(superseded)"), "{replaced}");
     for provenance in ["nodeProvenance", "edgeProvenance"] {
         let events = saw[provenance].as_array().unwrap();
         assert!(!events.is_empty() && events.iter().all(|event| event["seq"].is_u64()), "{provenance}: {events:?}");
@@ -278,6 +326,26 @@ fn check_graph(saw: &Value) {
     let then = saw["graphEdgesThen"].as_array().unwrap();
     assert!(then.iter().any(|edge| edge["relation"] == "fails_with"), "the test failing as of {as_of}: {then:?}");
     assert!(then.iter().all(|edge| edge["relation"] != "fixes"), "not fixed yet as of {as_of}: {then:?}");
+}
+
+/// A drawing a person reads: it spans most of its canvas, its labels are
+/// at least 11 px on screen, its legend names every node kind and relation
+/// drawn, and no node is drawn related to itself.
+fn check_drawing(drawn: &Value) {
+    let span = |key: &str| drawn[key].as_f64().unwrap();
+    assert!(span("spanWidth") >= 0.5 && span("spanHeight") >= 0.5, "the nodes span the canvas: {drawn}");
+    assert!(drawn["labelled"].as_u64().unwrap() > 0 && span("smallestLabelPx") >= 11.0, "labels >= 11 px: {drawn}");
+    assert_eq!(drawn["legendKinds"], drawn["kinds"], "a legend of the node kinds: {drawn}");
+    assert_eq!(drawn["legendRelations"], drawn["relations"], "a legend of the relations: {drawn}");
+    assert_eq!(drawn["selfEdges"], json!(0), "{drawn}");
+}
+
+/// A click on node `id` put it in focus: it and its neighbours shown, the
+/// rest faded.
+fn check_focus(focus: &Value, id: &str) {
+    assert_eq!(focus["focused"], json!([id]), "{focus}");
+    assert_eq!((&focus["nearShown"], &focus["othersFaded"]), (&json!(true), &json!(true)), "{focus}");
+    assert!(focus["faded"].as_u64().unwrap() > 0, "{focus}");
 }
 
 /// The preview stays under its budget, and every item says its tier, its

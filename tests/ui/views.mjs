@@ -66,6 +66,94 @@ async function eventually(what, probe) {
 const shot = (page, name) => page.screenshot({ path: join(shots, `${name}.png`), fullPage: false });
 const texts = (page, selector) => page.$$eval(selector, (nodes) => nodes.map((node) => node.textContent));
 
+/** Every string inside a JSON value (an event's data). */
+function stringsIn(value, found = []) {
+  if (typeof value === "string") found.push(value);
+  else if (value && typeof value === "object") for (const inner of Object.values(value)) stringsIn(inner, found);
+  return found;
+}
+
+/** The timeline's rows, kind by kind (each kind's newest 500), whose
+ *  sentence shows JSON or an unrendered value that the event's own text
+ *  does not hold: every kind must read as a sentence. */
+async function rowsNotSentences(page) {
+  const events = new Map();
+  for (let from = 1; ;) {
+    const { body } = await asThePage(page, `/v1/swarms/demo/events?from_seq=${from}&limit=1000`);
+    // A dead letter's row quotes the reason it was refused.
+    for (const entry of body.events) events.set(entry.seq, stringsIn(entry.invalid ? entry : entry.data).join("\n"));
+    if (!body.events.length || body.next_seq <= from) break;
+    from = body.next_seq;
+  }
+  const kinds = await page.$$eval("#filter-kind option", (options) => options.map((option) => option.value));
+  const bad = [];
+  let checked = 0;
+  for (const kind of kinds.filter(Boolean)) {
+    await page.selectOption("#filter-kind", kind);
+    const rows = await page.$$eval("#timeline-events tbody tr", (rows) =>
+      rows.map((row) => ({ seq: Number(row.dataset.seq), what: row.querySelector("td.what").textContent })));
+    for (const { seq, what } of rows) {
+      checked += 1;
+      const own = events.get(seq) || "";
+      const shown = ['{"', "[object Object]", "undefined"].filter((token) => what.includes(token) && !own.includes(token));
+      if (shown.length || !what.trim()) bad.push({ kind, seq, what });
+    }
+  }
+  await page.selectOption("#filter-kind", "");
+  return { bad, checked };
+}
+
+/** What the fact graph's drawing shows: nodes and edges drawn, how much
+ *  of the canvas the nodes span, the smallest label on screen, the
+ *  legend, the nodes listed as not drawn. */
+const graphShown = (page) => page.$eval("#graph-canvas", (canvas) => {
+  const cy = canvas.cytoscape;
+  const box = cy.nodes().renderedBoundingBox({ includeLabels: false });
+  const labelled = cy.nodes().filter((node) => node.style("label") !== "");
+  const legend = (selector, key) =>
+    [...document.querySelectorAll(`#graph-legend li[${selector}]`)].map((item) => item.dataset[key]);
+  return {
+    nodes: cy.nodes().map((node) => node.id()),
+    edges: cy.edges().map((edge) => edge.id()),
+    selfEdges: cy.edges().filter((edge) => edge.source().id() === edge.target().id()).length,
+    kinds: [...new Set(cy.nodes().map((node) => node.data("kind")))].sort(),
+    relations: [...new Set(cy.edges().map((edge) => edge.data("relation")))].sort(),
+    legendKinds: legend("data-kind", "kind").sort(),
+    legendRelations: legend("data-relation", "relation").sort(),
+    spanWidth: box.w / canvas.clientWidth,
+    spanHeight: box.h / canvas.clientHeight,
+    labelled: labelled.length,
+    smallestLabelPx: Math.min(...labelled.map((node) => parseFloat(node.style("font-size")) * cy.zoom())),
+    notDrawn: document.querySelectorAll("#graph-rest li[data-node-id]").length,
+    summary: document.querySelector("#graph-summary").textContent,
+  };
+});
+
+/** Clicks the drawn node `id`; what the focus then shows. */
+async function focusOn(page, id) {
+  const position = await page.$eval("#graph-canvas", (canvas, id) => {
+    const box = canvas.getBoundingClientRect();
+    const at = canvas.cytoscape.getElementById(id).renderedPosition();
+    return { x: box.left + at.x, y: box.top + at.y };
+  }, id);
+  await page.mouse.click(position.x, position.y);
+  await page.waitForFunction((id) =>
+    document.querySelector("#graph-canvas").cytoscape.getElementById(id).hasClass("focused"), id);
+  await page.waitForSelector("#graph-focus:not([hidden]) h4");
+  return page.$eval("#graph-canvas", (canvas, id) => {
+    const cy = canvas.cytoscape;
+    const node = cy.getElementById(id);
+    const near = node.closedNeighborhood();
+    return {
+      focused: cy.nodes(".focused").map((other) => other.id()),
+      nearShown: near.every((element) => !element.hasClass("faded")),
+      othersFaded: cy.elements().difference(near).every((element) => element.hasClass("faded")),
+      faded: cy.elements(".faded").length,
+      heading: document.querySelector("#graph-focus h4").textContent,
+    };
+  }, id);
+}
+
 async function open(page, view) {
   await page.click(`nav a[data-view="${view}"]`);
   await page.waitForSelector(`#${view}:not([hidden])`);
@@ -137,8 +225,16 @@ try {
   check(seqs.every((seq, index) => index === 0 || seq < seqs[index - 1]), "the timeline is newest first");
   saw.summary = await page.textContent("#timeline-summary");
   saw.chartSeries = await texts(page, "#timeline-chart .u-legend .u-series .u-label");
+  // The chart's times: those of the events, not of a stray clock.
+  saw.chartRange = await page.$eval("#timeline-chart", (chart) =>
+    [chart.uplot.scales.x.min, chart.uplot.scales.x.max].map((ts) => new Date(ts * 1000).toISOString()));
+  saw.timesShown = await texts(page, "#timeline-events tbody td.time");
   await page.waitForFunction(() => document.querySelector("#timeline-live").textContent.startsWith("following"));
   await shot(page, "timeline");
+  // Every kind in sentences.
+  const sentences = await rowsNotSentences(page);
+  saw.rowsNotSentences = sentences.bad;
+  saw.rowsChecked = sentences.checked;
   // An event published now appears without reloading.
   const live = {
     id: "01KF0000000000000000000001", swarm: "demo", agent: "reviewer", ts: "2026-01-07T09:00:00Z",
@@ -195,11 +291,19 @@ try {
   // Provenance: the first hit's events, in log order, each as its JSON.
   saw.firstHit = saw.hits[0].id;
   await page.click("#search-hits li.item:first-child button");
-  await page.waitForSelector("#memory-provenance:not([hidden]) li pre");
+  await page.waitForSelector("#memory-provenance:not([hidden]) li .text");
   saw.provenance = await page.$$eval("#memory-provenance li", (items) =>
     items.map((item) => ({ seq: Number(item.dataset.seq), json: JSON.parse(item.querySelector("pre").textContent) })),
   );
   await shot(page, "provenance");
+  // The replaced decision's provenance says what replaced it.
+  const replaced = saw.hits.find((hit) => hit.superseded);
+  check(replaced, `no superseded hit in ${JSON.stringify(saw.hits)}`);
+  saw.replacedBy = replaced.superseded.replace("superseded by ", "");
+  await page.click(`#search-hits li.item[data-item-id="${replaced.id}"] button`);
+  await page.waitForFunction((id) => document.querySelector("#memory-provenance").dataset.id === id, replaced.id);
+  await page.waitForSelector("#memory-provenance .status .superseded");
+  saw.provenanceSuperseded = await page.textContent("#memory-provenance .status .superseded");
 
   // --- The fact graph around the failing test: its fix, as of a time. -------
   await open(page, "graph");
@@ -210,21 +314,13 @@ try {
   const edges = () => page.$$eval("#graph-edges li[data-edge-id]", (items) =>
     items.map((item) => ({ id: item.dataset.edgeId, relation: item.dataset.relation, text: item.textContent })));
   saw.graphEdges = await edges();
-  saw.graphDrawn = await page.$eval("#graph-canvas", (canvas) => ({
-    nodes: canvas.cytoscape.nodes().map((node) => node.id()),
-    edges: canvas.cytoscape.edges().map((edge) => edge.id()),
-  }));
+  saw.graphDrawn = await graphShown(page);
   await shot(page, "graph");
-  // A click on a drawn node opens its provenance.
+  // A click on a drawn node puts it in focus and opens its provenance.
   const fixer = "file:src/auth/refresh.rs";
-  const position = await page.$eval("#graph-canvas", (canvas, id) => {
-    const box = canvas.getBoundingClientRect();
-    const at = canvas.cytoscape.getElementById(id).renderedPosition();
-    return { x: box.left + at.x, y: box.top + at.y };
-  }, fixer);
-  await page.mouse.click(position.x, position.y);
+  saw.graphFocus = await focusOn(page, fixer);
   await page.waitForFunction((id) => document.querySelector("#graph-provenance").dataset.id === id, fixer);
-  await page.waitForSelector("#graph-provenance li pre");
+  await page.waitForSelector("#graph-provenance li .text");
   saw.nodeProvenance = await page.$$eval("#graph-provenance li", (items) =>
     items.map((item) => JSON.parse(item.querySelector("pre").textContent)));
   // A listed edge opens its provenance too.
@@ -232,7 +328,7 @@ try {
   check(fixes, `no fixes edge in ${JSON.stringify(saw.graphEdges)}`);
   await page.click(`#graph-edges li[data-edge-id="${fixes.id}"] a`);
   await page.waitForFunction((id) => document.querySelector("#graph-provenance").dataset.id === id, fixes.id);
-  await page.waitForSelector("#graph-provenance li pre");
+  await page.waitForSelector("#graph-provenance li .text");
   saw.edgeProvenance = await page.$$eval("#graph-provenance li", (items) =>
     items.map((item) => JSON.parse(item.querySelector("pre").textContent)));
   await shot(page, "graph-provenance");
@@ -246,6 +342,30 @@ try {
     [...document.querySelectorAll("#graph-edges li[data-edge-id]")].every((item) => item.dataset.relation !== "fixes"));
   saw.graphEdgesThen = await edges();
   await shot(page, "graph-as-of");
+  // Two hops around a busy file: more nodes than are drawn; the drawing
+  // fills the canvas, readable, with a legend; a click focuses.
+  await page.fill("#graph-entity", "file:src/auth/token.rs");
+  await page.selectOption("#graph-hops", "2");
+  await page.click("#graph-form button");
+  await page.waitForFunction(() => document.querySelector("#graph-summary").textContent.includes("src/auth/token.rs"));
+  saw.graphLarge = await graphShown(page);
+  await shot(page, "graph-large");
+  const other = saw.graphLarge.nodes.find((id) => id.startsWith("file:") && id !== "file:src/auth/token.rs");
+  saw.graphLargeFocus = await focusOn(page, other);
+  saw.graphLargeFocused = other;
+  await page.waitForTimeout(300);
+  await shot(page, "graph-focus");
+  // The decision that replaced another: the one it replaced is marked.
+  await page.fill("#graph-entity", `decision:${saw.replacedBy}`);
+  await page.selectOption("#graph-hops", "1");
+  await page.click("#graph-form button");
+  await page.waitForFunction((id) => document.querySelector("#graph-summary").textContent.includes("1 hop") &&
+    document.querySelector("#graph-canvas").cytoscape?.getElementById(id).length, `decision:${replaced.id}`);
+  saw.graphReplaced = await page.$eval("#graph-canvas", (canvas, id) => {
+    const node = canvas.cytoscape.getElementById(id);
+    return { superseded: node.hasClass("superseded"), label: node.data("label") };
+  }, `decision:${replaced.id}`);
+  await shot(page, "graph-superseded");
 
   // --- Context preview: under its budget, each item with tokens and reason. -
   await open(page, "context");
@@ -271,7 +391,7 @@ try {
   saw.phases = await page.$$eval("#phases-list li.phase", (items) => items.map((item) => item.dataset.phaseId));
   saw.phasesApi = (await asThePage(page, "/v1/swarms/demo/agents/coder/phases")).body;
   await page.click('#phases-list li.phase:has-text("task-214-rust-refresh") button');
-  await page.waitForSelector("#phase-events li pre");
+  await page.waitForSelector("#phase-events li .text");
   await page.waitForFunction(() => document.querySelector("#phase-text").textContent.length > 0);
   saw.phase = {
     heading: await page.textContent("#phase-heading"),
