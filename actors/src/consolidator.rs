@@ -342,6 +342,8 @@ struct ScannedAgent {
     /// they are on the log.
     counts: Vec<(String, u32)>,
     events: Vec<Event>,
+    /// Events holding the plan's verdicts (written unless a dry run).
+    verdict_events: usize,
     verdicts_dropped: usize,
     scan_seconds: f64,
 }
@@ -451,12 +453,17 @@ async fn scan_all(
         .into_iter()
         .zip(plans)
         .map(|((handle, counts), (items, plan, scan_seconds))| {
+            // The verdicts' events are made on a dry run too, so that it
+            // counts what a real run would write.
+            let (verdicts, verdicts_dropped) = fit_to_log(plan.events(now, id_key), log, id_key);
+            let verdict_events = verdicts.len();
             let mut events = retrieval_events(swarm, &handle.agent, &counts, now);
             if !dry_run {
-                events.extend(plan.events(now, id_key));
+                events.extend(verdicts);
             }
-            let (events, verdicts_dropped) = fit_to_log(events, log, id_key);
-            ScannedAgent { handle, items, plan, counts, events, verdicts_dropped, scan_seconds }
+            let (events, counts_dropped) = fit_to_log(events, log, id_key);
+            let verdicts_dropped = verdicts_dropped + counts_dropped;
+            ScannedAgent { handle, items, plan, counts, events, verdict_events, verdicts_dropped, scan_seconds }
         })
         .collect();
     Ok((summary, scanned))
@@ -567,7 +574,7 @@ async fn write_agent(
     log: &dyn EventLog,
     lease: Option<&Lease>,
 ) -> Result<AgentConsolidation, ActorsError> {
-    let ScannedAgent { handle, items, plan, counts, events, verdicts_dropped, scan_seconds } = scanned;
+    let ScannedAgent { handle, items, plan, counts, events, verdict_events, verdicts_dropped, scan_seconds } = scanned;
     let mut last_written: Option<Seq> = None;
     let mut events_written = 0;
     for chunk in events.chunks(EVENTS_PER_APPEND) {
@@ -602,6 +609,7 @@ async fn write_agent(
         plan,
         retrievals_recorded: counts.len(),
         events_written,
+        verdict_events,
         verdicts_dropped,
         scan_seconds,
     })
@@ -738,6 +746,11 @@ impl ConsolidationReport {
     pub fn events_written(&self) -> usize {
         self.agents.iter().map(|agent| agent.events_written).sum()
     }
+
+    /// Events holding verdicts, written or (on a dry run) to be written.
+    pub fn verdict_events(&self) -> usize {
+        self.agents.iter().map(|agent| agent.verdict_events).sum()
+    }
 }
 
 /// One agent's part of a run.
@@ -750,6 +763,10 @@ pub struct AgentConsolidation {
     /// Items whose retrieval counts were recorded.
     pub retrievals_recorded: usize,
     pub events_written: usize,
+    /// Events holding the verdicts: written by a real run (with the
+    /// retrieval counts' events, which make up the rest of
+    /// `events_written`), counted the same way by a dry run.
+    pub verdict_events: usize,
     /// Verdicts left out because even alone their event was larger than the
     /// log takes (see [`fit_to_log`]).
     pub verdicts_dropped: usize,

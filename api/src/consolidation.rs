@@ -13,6 +13,10 @@ pub struct ConsolidationAnswer {
     pub elapsed_ms: u64,
     /// 0 on a dry run.
     pub events_written: usize,
+    /// Events holding the run's verdicts: a real run writes them (with one
+    /// event per agent of retrieval counts, when it recorded any, which
+    /// make up the rest of `events_written`); a dry run counts the same.
+    pub verdict_events: usize,
     /// The swarm's shared items, compared once for every agent of the run.
     pub shared: SharedScan,
     pub agents: Vec<AgentConsolidation>,
@@ -34,6 +38,9 @@ pub struct AgentConsolidation {
     pub items: usize,
     pub retrievals_recorded: usize,
     pub events_written: usize,
+    /// Events holding this agent's verdicts (written, or on a dry run to be
+    /// written).
+    pub verdict_events: usize,
     /// Verdicts left out because even alone their event was larger than
     /// the log takes.
     pub verdicts_dropped: usize,

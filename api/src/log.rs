@@ -56,6 +56,10 @@ pub struct SwarmHealth {
     pub swarm: String,
     /// Its log's last seq (0 when empty).
     pub last_seq: u64,
+    /// The embedding model its vector index runs on (`[embedder]`), e.g.
+    /// `static-minilm-l6-256@sha256:…`, or `hashed-ngrams…` when it runs
+    /// without one.
+    pub embedder: String,
     /// Set when this process started on a log that had lost its tail:
     /// snapshots past the log's end, whose memories were rebuilt from the
     /// log (RELIABILITY.md). `null` otherwise.

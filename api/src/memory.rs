@@ -15,6 +15,10 @@ pub struct SearchAnswer {
     pub agent: String,
     /// `bm25`, `vector`, `graph` or `hybrid`.
     pub mode: String,
+    /// The embedding model the query's vector was compared with, in the
+    /// modes that use vectors (`vector`, `hybrid`); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_model: Option<String>,
     /// Best first.
     pub hits: Vec<Hit>,
 }

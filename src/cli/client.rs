@@ -102,6 +102,14 @@ pub(crate) fn agent_url(server: &str, swarm: &str, agent: &str, verb: &str) -> S
     format!("{}/v1/swarms/{swarm}/agents/{agent}/{verb}", server.trim_end_matches('/'))
 }
 
+/// A read that waits until the memory has applied the log up to `min_seq`.
+pub(crate) fn after(request: ureq::Request, min_seq: Option<u64>) -> ureq::Request {
+    match min_seq {
+        Some(seq) => request.query("min_seq", &seq.to_string()),
+        None => request,
+    }
+}
+
 /// Events of a file as (where, raw JSON) pairs: a JSON document holding one
 /// event or an array of them, or else JSON Lines.
 fn events_of_file(text: &str) -> Vec<(String, String)> {
@@ -188,8 +196,10 @@ pub fn search(
     }
     for (rank, hit) in response.hits.iter().enumerate() {
         let first_line = hit.text.lines().next().unwrap_or("");
+        // What no longer holds says so where it is shown, not only in --json.
+        let superseded = hit.superseded_by.as_ref().map(|by| format!("  [superseded by {by}]")).unwrap_or_default();
         out!(
-            "{:>2}. {:>7.4}  {}  {}  seq {}\n    {}",
+            "{:>2}. {:>7.4}  {}  {}  seq {}{superseded}\n    {}",
             rank + 1,
             hit.score,
             hit.item_id,
@@ -226,8 +236,9 @@ pub fn graph(
     out!("{}", response.center);
     for edge in &response.edges {
         let time = |ts: Option<mneme_events::Timestamp>, none: &str| ts.map_or(none.to_string(), |ts| ts.to_string());
+        let ended = if edge.valid_to.is_some() { "  [no longer valid]" } else { "" };
         out!(
-            "  {} -[{}]-> {}   valid {} .. {}   seq {}",
+            "  {} -[{}]-> {}   valid {} .. {}   seq {}{ended}",
             edge.from,
             edge.relation,
             edge.to,
@@ -266,6 +277,7 @@ pub fn context(
     query: &str,
     budget: usize,
     signals: &SignalArgs,
+    min_seq: Option<u64>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let url = agent_url(server, swarm, agent, "context");
@@ -279,7 +291,7 @@ pub fn context(
             phase: signals.phase.clone(),
             thinking_budget: signals.thinking_budget,
         },
-        min_seq: None,
+        min_seq,
         min_system_seq: None,
     };
     let response: ContextAnswer = call_as(ureq::post(&url), Some(&serde_json::to_string(&body)?))?;
@@ -298,10 +310,12 @@ pub fn phase(
     agent: &str,
     phase_id: Option<&str>,
     level: &str,
+    min_seq: Option<u64>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let Some(phase_id) = phase_id else {
-        let response: PhasesAnswer = call_as(ureq::get(&agent_url(server, swarm, agent, "phases")), None)?;
+        let response: PhasesAnswer =
+            call_as(after(ureq::get(&agent_url(server, swarm, agent, "phases")), min_seq), None)?;
         if json {
             out!("{}", serde_json::to_string_pretty(&response)?);
             return Ok(ExitCode::SUCCESS);
@@ -332,7 +346,7 @@ pub fn phase(
         return Ok(ExitCode::SUCCESS);
     };
     let url = format!("{}/{}?level={}", agent_url(server, swarm, agent, "phases"), encode(phase_id), encode(level));
-    let response: PhaseAnswer = call_as(ureq::get(&url), None)?;
+    let response: PhaseAnswer = call_as(after(ureq::get(&url), min_seq), None)?;
     match &response.text {
         Some(text) if !json => {
             out!("{}", text.text);
@@ -366,10 +380,17 @@ pub fn tail(server: &str, swarm: &str, agent: Option<&str>, from_seq: u64, follo
     }
 }
 
-pub fn replay(server: &str, swarm: &str, agent: &str, verify: bool, json: bool) -> anyhow::Result<ExitCode> {
+pub fn replay(
+    server: &str,
+    swarm: &str,
+    agent: &str,
+    verify: bool,
+    min_seq: Option<u64>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let url = format!("{}?verify={verify}", agent_url(server, swarm, agent, "replay"));
     let spinner = crate::progress::spinner(&format!("rebuilding {agent}'s memory from the log on the server"));
-    let response: ReplayAnswer = call_as(ureq::post(&url), Some("{}"))?;
+    let response: ReplayAnswer = call_as(after(ureq::post(&url), min_seq), Some("{}"))?;
     spinner.finish_and_clear();
     let matches = response.matches == Some(true);
     if json {
@@ -402,6 +423,7 @@ pub fn audit(
     agent: Option<&str>,
     since: Option<&str>,
     format: AuditFormat,
+    min_seq: Option<u64>,
 ) -> anyhow::Result<ExitCode> {
     let since = since
         .map(|text| {
@@ -411,7 +433,7 @@ pub fn audit(
     let entries: Vec<LogEntry> = match (item_id, agent) {
         (Some(item_id), _) => {
             let url = format!("{}/v1/swarms/{swarm}/provenance/{}", server.trim_end_matches('/'), encode(item_id));
-            call_as::<SwarmProvenance>(ureq::get(&url), None)?.events
+            call_as::<SwarmProvenance>(after(ureq::get(&url), min_seq), None)?.events
         }
         (None, Some(agent)) => events_of_agent(server, swarm, agent)?,
         (None, None) => bail!("name an item id, or an agent with --agent"),
@@ -559,6 +581,7 @@ pub fn handoffs(
     follow: bool,
     acknowledge: Option<&str>,
     note: Option<&str>,
+    min_seq: Option<u64>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     if let Some(handoff_id) = acknowledge {
@@ -569,7 +592,8 @@ pub fn handoffs(
         return Ok(ExitCode::SUCCESS);
     }
     if !follow {
-        let response: HandoffsAnswer = call_as(ureq::get(&agent_url(server, swarm, agent, "handoffs")), None)?;
+        let request = after(ureq::get(&agent_url(server, swarm, agent, "handoffs")), min_seq);
+        let response: HandoffsAnswer = call_as(request, None)?;
         if json {
             out!("{}", serde_json::to_string(&response)?);
         } else if response.handoffs.is_empty() {
@@ -582,7 +606,10 @@ pub fn handoffs(
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let url = format!("{}?follow=true", agent_url(server, swarm, agent, "handoffs"));
+    let mut url = format!("{}?follow=true", agent_url(server, swarm, agent, "handoffs"));
+    if let Some(seq) = min_seq {
+        url.push_str(&format!("&min_seq={seq}"));
+    }
     // ureq's agents have no read timeout unless given one: the stream may
     // stay quiet for hours.
     let request = authorized(ureq::AgentBuilder::new().build().get(&url).set("accept", "text/event-stream"));

@@ -32,12 +32,22 @@ pub fn consolidate(
         print_line(serde_json::to_string_pretty(&report)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let verb = if dry_run { "would write" } else { "wrote" };
+    let written = if dry_run {
+        format!("would write {} events of verdicts", report.verdict_events)
+    } else {
+        // The rest are the retrieval counts gathered since the last run,
+        // which a dry run leaves with the memories.
+        format!(
+            "wrote {} events: {} of verdicts, {} of retrieval counts",
+            report.events_written,
+            report.verdict_events,
+            report.events_written.saturating_sub(report.verdict_events)
+        )
+    };
     print_line(format!(
-        "{}consolidation of swarm {swarm} in {} ms: {verb} {} events",
+        "{}consolidation of swarm {swarm} in {} ms: {written}",
         if dry_run { "dry run: " } else { "" },
         report.elapsed_ms,
-        if dry_run { total_verdicts(&report) } else { report.events_written }
     ));
     print_line(format!(
         "shared items compared once for every agent: {} ({} near-duplicate pairs) in {} ms",
@@ -72,18 +82,6 @@ pub fn consolidate(
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Events a dry run would write: one per verdict, links 256 to an event.
-fn total_verdicts(report: &ConsolidationAnswer) -> usize {
-    report
-        .agents
-        .iter()
-        .map(|agent| {
-            let counts = &agent.plan.counts;
-            counts.contradictions + counts.merges + counts.forgotten + counts.decayed + counts.links.div_ceil(256)
-        })
-        .sum()
 }
 
 pub fn contradictions(server: &str, swarm: &str, agent: Option<&str>, json_output: bool) -> anyhow::Result<ExitCode> {

@@ -13,6 +13,7 @@ pub fn core(
     swarm: &str,
     agent: &str,
     update: Option<(String, String)>,
+    min_seq: Option<u64>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let url = agent_url(server, swarm, agent, "core");
@@ -25,7 +26,7 @@ pub fn core(
             }
             updated.core
         }
-        None => call_as::<CoreMemoryAnswer>(ureq::get(&url), None)?,
+        None => call_as::<CoreMemoryAnswer>(super::client::after(ureq::get(&url), min_seq), None)?,
     };
     if json {
         out!("{}", serde_json::to_string(&core)?);

@@ -49,7 +49,7 @@ enum Command {
         agent: String,
         /// Bridge to this running `mneme serve` (its /mcp, with --token or
         /// MNEME_TOKEN) instead of running the service here.
-        #[arg(long, conflicts_with_all = ["data_dir", "config", "nats", "http"])]
+        #[arg(long, env = "MNEME_SERVER", conflicts_with_all = ["data_dir", "config", "nats", "http"])]
         server: Option<String>,
         #[command(flatten)]
         config: ConfigArgs,
@@ -63,14 +63,21 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// Search an agent's memory: bm25, vector, graph, or hybrid (fused by reciprocal rank).
+    /// Search an agent's memory. Hits a later event superseded (a newer
+    /// decision, a retraction, the losing side of a resolved contradiction)
+    /// are marked [superseded by ID].
     Search {
         #[command(flatten)]
         target: AgentArgs,
         query: String,
+        /// How many hits.
         #[arg(long, default_value_t = 10)]
         k: usize,
-        #[arg(long, default_value = "hybrid")]
+        /// bm25 (words), vector (meaning: the embedding model), graph (the
+        /// fact graph around entities the query names), or hybrid: all
+        /// three, fused by weighted normalised scores (`[retrieval] fusion`,
+        /// or reciprocal rank with `fusion = "rrf"`).
+        #[arg(long, default_value = "hybrid", value_parser = ["hybrid", "bm25", "vector", "graph"])]
         mode: String,
         /// Only these kinds, comma-separated (e.g. `decision_made,fact_asserted`).
         #[arg(long)]
@@ -90,6 +97,8 @@ enum Command {
         #[arg(long)]
         explain: bool,
         #[command(flatten)]
+        read: ReadArgs,
+        #[command(flatten)]
         server: ServerArgs,
     },
     /// The fact graph around an entity, with validity and provenance.
@@ -106,6 +115,8 @@ enum Command {
         /// Only what was valid at this RFC 3339 event time.
         #[arg(long)]
         as_of: Option<String>,
+        #[command(flatten)]
+        read: ReadArgs,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -128,6 +139,8 @@ enum Command {
         #[command(flatten)]
         signals: client::SignalArgs,
         #[command(flatten)]
+        read: ReadArgs,
+        #[command(flatten)]
         server: ServerArgs,
     },
     /// List an agent's phases, or show one at a level of compression.
@@ -140,6 +153,8 @@ enum Command {
         /// index, compressed, summary, findings, full or original.
         #[arg(long, default_value = "summary")]
         level: String,
+        #[command(flatten)]
+        read: ReadArgs,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -186,6 +201,8 @@ enum Command {
         #[arg(long, env = "MNEME_CONFIG")]
         config: Option<PathBuf>,
         #[command(flatten)]
+        read: ReadArgs,
+        #[command(flatten)]
         server: ServerArgs,
     },
     /// The events behind an item as a timeline, or an agent's record of who recorded what and when.
@@ -203,6 +220,8 @@ enum Command {
         #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
         swarm: String,
         #[command(flatten)]
+        read: ReadArgs,
+        #[command(flatten)]
         server: ServerArgs,
     },
     /// Handoffs an agent received, pending first; --follow streams new ones, --ack acknowledges one.
@@ -219,6 +238,8 @@ enum Command {
         #[arg(long, requires = "ack")]
         note: Option<String>,
         #[command(flatten)]
+        read: ReadArgs,
+        #[command(flatten)]
         server: ServerArgs,
     },
     /// An agent's core memory (role, task, constraints, pending handoffs, blocks); with --block, replace that block.
@@ -231,6 +252,8 @@ enum Command {
         /// Its whole new content (empty clears it).
         #[arg(long, requires = "block")]
         content: Option<String>,
+        #[command(flatten)]
+        read: ReadArgs,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -269,7 +292,10 @@ enum Command {
     },
     /// Run consolidation now (dedup, forgetting, contradictions, links); its verdicts go to the log as events.
     Consolidate {
-        /// Report what it would do; write nothing.
+        /// Report what it would do and count the events of its verdicts;
+        /// write nothing. A real run also writes the retrieval counts
+        /// gathered since the last run (one event per agent with any), and
+        /// those counts can change what it forgets.
         #[arg(long)]
         dry_run: bool,
         /// Only this agent's memory.
@@ -348,6 +374,16 @@ struct ServerArgs {
     server: String,
 }
 
+/// Read-your-writes for a read verb.
+#[derive(Args, Clone)]
+struct ReadArgs {
+    /// Answer once the memory has applied the log up to this seq (what
+    /// `mneme publish` printed as its last seq): a read right after a
+    /// publish then sees what was published, on any log and any replica.
+    #[arg(long)]
+    min_seq: Option<u64>,
+}
+
 #[derive(Args, Clone)]
 struct AgentArgs {
     #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
@@ -360,13 +396,20 @@ struct AgentArgs {
 pub struct ConfigArgs {
     /// A swarm's configuration file, or a folder of them (every `*.toml`
     /// in it); repeat it to serve several swarms from one process.
-    /// Defaults to ./swarm.toml when it exists.
+    /// Defaults to ./swarm.toml when it exists, else swarm.toml in Mneme's
+    /// home ($MNEME_HOME, by default ~/.local/share/mneme) when it exists,
+    /// else a swarm named `demo` with every setting at its default.
     #[arg(long, env = "MNEME_CONFIG")]
     config: Vec<PathBuf>,
-    /// Where the embedded log and snapshots live; with several swarms,
+    /// Where the embedded log and snapshots live (default: the file's
+    /// `[log] data_dir`, else data/ in Mneme's home); with several swarms,
     /// each swarm's in DIR/<swarm>.
     #[arg(long, env = "MNEME_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// Run on hashed n-grams (which match spellings, not meaning) when no
+    /// embedding model is found, instead of refusing to start.
+    #[arg(long, env = "MNEME_ALLOW_HASHED_VECTORS")]
+    allow_hashed_vectors: bool,
     /// Address the HTTP API listens on, e.g. 127.0.0.1:7700.
     #[arg(long, env = "MNEME_HTTP")]
     http: Option<SocketAddr>,
@@ -415,6 +458,9 @@ impl ConfigArgs {
             if let Some(http) = self.http {
                 config.http.bind = http;
             }
+            if self.allow_hashed_vectors {
+                config.embedder.allow_hashed_fallback = true;
+            }
             if let Some(url) = &self.nats {
                 config.log.backend = LogBackend::Nats;
                 config.log.nats_url = url.clone();
@@ -435,10 +481,12 @@ impl ConfigArgs {
 }
 
 fn load_config_file(path: Option<&std::path::Path>) -> anyhow::Result<SwarmConfig> {
-    let default_path = PathBuf::from("swarm.toml");
-    match path {
+    if let Some(path) = path {
+        return Ok(SwarmConfig::load(path)?);
+    }
+    let defaults = [PathBuf::from("swarm.toml"), mneme_actors::swarm_config::mneme_home().join("swarm.toml")];
+    match defaults.iter().find(|path| path.is_file()) {
         Some(path) => Ok(SwarmConfig::load(path)?),
-        None if default_path.exists() => Ok(SwarmConfig::load(&default_path)?),
         None => Ok(SwarmConfig::with_name("demo")),
     }
 }
@@ -503,8 +551,22 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             std::process::exit(0);
         }
         Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch, json),
-        Command::Search { target, query, k, mode, kind, since, until, entity, correlation_id, explain, server } => {
+        Command::Search {
+            target,
+            query,
+            k,
+            mode,
+            kind,
+            since,
+            until,
+            entity,
+            correlation_id,
+            explain,
+            read,
+            server,
+        } => {
             let mut parameters = vec![("q", query), ("k", k.to_string()), ("mode", mode)];
+            parameters.extend(read.min_seq.map(|seq| ("min_seq", seq.to_string())));
             let optional = [("kind", kind), ("since", since), ("until", until), ("entity", entity)];
             parameters.extend(optional.into_iter().filter_map(|(name, value)| value.map(|value| (name, value))));
             if let Some(correlation_id) = correlation_id {
@@ -515,8 +577,9 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             }
             client::search(&server.server, &target.swarm, &target.agent, &parameters, explain, json)
         }
-        Command::Graph { target, entity, hops, relations, as_of, server } => {
+        Command::Graph { target, entity, hops, relations, as_of, read, server } => {
             let mut parameters = vec![("entity", entity), ("hops", hops.to_string())];
+            parameters.extend(read.min_seq.map(|seq| ("min_seq", seq.to_string())));
             parameters.extend(relations.map(|relations| ("relations", relations)));
             parameters.extend(as_of.map(|as_of| ("as_of", as_of)));
             client::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
@@ -526,14 +589,16 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Distill(args) => crate::model::run_distill(&args),
-        Command::Context { target, query, budget, signals, server } => {
-            client::context(&server.server, &target.swarm, &target.agent, &query, budget, &signals, json)
+        Command::Context { target, query, budget, signals, read, server } => {
+            let (server, swarm, agent) = (&server.server, &target.swarm, &target.agent);
+            client::context(server, swarm, agent, &query, budget, &signals, read.min_seq, json)
         }
-        Command::Phase { target, phase_id, level, server } => {
-            client::phase(&server.server, &target.swarm, &target.agent, phase_id.as_deref(), &level, json)
+        Command::Phase { target, phase_id, level, read, server } => {
+            let (server, swarm, agent) = (&server.server, &target.swarm, &target.agent);
+            client::phase(server, swarm, agent, phase_id.as_deref(), &level, read.min_seq, json)
         }
-        Command::Core { target, block, content, server } => {
-            memory::core(&server.server, &target.swarm, &target.agent, block.zip(content), json)
+        Command::Core { target, block, content, read, server } => {
+            memory::core(&server.server, &target.swarm, &target.agent, block.zip(content), read.min_seq, json)
         }
         Command::Note { target, text, tags, importance, shared, task, server } => {
             let scope = shared.then(|| "shared".to_string());
@@ -543,13 +608,14 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
         Command::Timeline { target, since_seq, since, limit, server } => {
             memory::timeline(&server.server, &target.swarm, &target.agent, since_seq, since.as_deref(), limit, json)
         }
-        Command::Handoffs { target, follow, ack, note, server } => client::handoffs(
+        Command::Handoffs { target, follow, ack, note, read, server } => client::handoffs(
             &server.server,
             &target.swarm,
             &target.agent,
             follow,
             ack.as_deref(),
             note.as_deref(),
+            read.min_seq,
             json,
         ),
         Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
@@ -564,7 +630,7 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             swarm_config.log.data_dir = data_dir;
             actix::System::new().block_on(offline::erase(&swarm_config, json))
         }
-        Command::Replay { target, verify, data_dir, config, server } => match data_dir {
+        Command::Replay { target, verify, data_dir, config, read, server } => match data_dir {
             Some(data_dir) => {
                 let mut swarm_config =
                     load_config_file(config.as_deref()).context("loading the swarm configuration")?;
@@ -572,12 +638,13 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
                 swarm_config.log.data_dir = data_dir;
                 actix::System::new().block_on(offline::replay(&swarm_config, &target.agent, verify, json))
             }
-            None => client::replay(&server.server, &target.swarm, &target.agent, verify, json),
+            None => client::replay(&server.server, &target.swarm, &target.agent, verify, read.min_seq, json),
         },
-        Command::Audit { item_id, agent, since, format, swarm, server } => {
+        Command::Audit { item_id, agent, since, format, swarm, read, server } => {
             // --json is the JSON-lines format.
             let format = if json { client::AuditFormat::Jsonl } else { format };
-            client::audit(&server.server, &swarm, item_id.as_deref(), agent.as_deref(), since.as_deref(), format)
+            let (item_id, agent, since) = (item_id.as_deref(), agent.as_deref(), since.as_deref());
+            client::audit(&server.server, &swarm, item_id, agent, since, format, read.min_seq)
         }
         Command::Consolidate { dry_run, agent, swarm, server } => {
             consolidation::consolidate(&server.server, &swarm, agent.as_deref(), dry_run, json)

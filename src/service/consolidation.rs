@@ -373,6 +373,7 @@ fn wire_report(report: &ConsolidationReport) -> ConsolidationAnswer {
             items: agent.items,
             retrievals_recorded: agent.retrievals_recorded,
             events_written: agent.events_written,
+            verdict_events: agent.verdict_events,
             verdicts_dropped: agent.verdicts_dropped,
             scan_ms: milliseconds(agent.scan_seconds),
             plan: wire_plan(&agent.plan),
@@ -383,6 +384,7 @@ fn wire_report(report: &ConsolidationReport) -> ConsolidationAnswer {
         dry_run: report.dry_run,
         elapsed_ms: report.elapsed.as_millis() as u64,
         events_written: report.events_written(),
+        verdict_events: report.verdict_events(),
         shared: SharedScan {
             items: report.shared.items,
             duplicate_pairs: report.shared.duplicate_pairs,

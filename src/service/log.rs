@@ -46,7 +46,13 @@ impl Service {
                 holder: lease.holder,
                 held_here: lease.held.is_some(),
             }];
-            swarms.push(SwarmHealth { swarm: swarm.name().to_string(), last_seq, lost_tail, leases });
+            swarms.push(SwarmHealth {
+                swarm: swarm.name().to_string(),
+                last_seq,
+                embedder: swarm.memory_config.embedder.model_id().to_string(),
+                lost_tail,
+                leases,
+            });
         }
         let placement = self.placement.as_ref().map_or_else(Vec::new, |placement| {
             let view = placement.view.borrow();

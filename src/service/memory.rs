@@ -47,7 +47,15 @@ impl Service {
             hits.sort_by(|a, b| b.score.total_cmp(&a.score));
             hits.truncate(k);
         }
-        Ok(SearchAnswer { swarm: swarm.to_string(), agent: agent.to_string(), mode: mode.as_str().to_string(), hits })
+        let vector_model = matches!(mode, SearchMode::Vector | SearchMode::Hybrid)
+            .then(|| runtime.memory_config.embedder.model_id().to_string());
+        Ok(SearchAnswer {
+            swarm: swarm.to_string(),
+            agent: agent.to_string(),
+            mode: mode.as_str().to_string(),
+            vector_model,
+            hits,
+        })
     }
 
     /// The system layer's memory, which every memory of every swarm reads

@@ -157,8 +157,13 @@ fn resolve_embedder(requested: &str) -> anyhow::Result<&'static str> {
         "minilm" => Ok("minilm"),
         "hashed" => Ok("hashed"),
         "auto" => {
-            let model_dir = mneme_actors::SwarmConfig::with_name(EVAL_SWARM).embedder.static_model_dir;
-            Ok(if model_dir.exists() { "static" } else { "hashed" })
+            let section = mneme_actors::SwarmConfig::with_name(EVAL_SWARM).embedder;
+            let found = mneme::model::find_model(
+                section.static_model_dir.as_deref(),
+                mneme::model::STATIC_MODEL_NAME,
+                &mneme::model::STATIC_FILES,
+            );
+            Ok(if found.is_ok() { "static" } else { "hashed" })
         }
         other => bail!("--embedder {other:?}: expected auto, static, minilm or hashed"),
     }

@@ -10,6 +10,7 @@ mod agents;
 mod compression;
 mod consolidation;
 mod deployment;
+mod files;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ pub use agents::AgentConfig;
 pub use compression::{CompressionSection, LlmSection};
 pub use consolidation::ConsolidationSection;
 pub use deployment::{PlacementSection, SYSTEM_READER, SYSTEM_SWARM};
+pub use files::{EmbedderKind, EmbedderSection, HOME_ENV, mneme_home, model_search_path};
 
 use crate::error::ActorsError;
 
@@ -62,32 +64,6 @@ pub struct SwarmConfig {
     /// resolved and checked at load.
     #[serde(skip)]
     api_tokens: Vec<ApiToken>,
-}
-
-/// Which sentence-embedding model the vector index uses.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum EmbedderKind {
-    /// The static model if its files are there, else `hashed` with a warning.
-    #[default]
-    Auto,
-    /// The static model distilled from all-MiniLM-L6-v2 (`mneme distill`).
-    Static,
-    /// all-MiniLM-L6-v2 itself: better, about a thousand times slower.
-    Minilm,
-    /// Hashed word and character n-grams: no model, no semantics.
-    Hashed,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct EmbedderSection {
-    #[serde(default)]
-    pub kind: EmbedderKind,
-    #[serde(default = "default_static_model_dir")]
-    pub static_model_dir: PathBuf,
-    #[serde(default = "default_minilm_dir")]
-    pub minilm_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -292,14 +268,8 @@ pub struct MemorySection {
 fn yes() -> bool {
     true
 }
-fn default_static_model_dir() -> PathBuf {
-    PathBuf::from("models/static-minilm-l6-256")
-}
-fn default_minilm_dir() -> PathBuf {
-    PathBuf::from("models/all-MiniLM-L6-v2")
-}
 fn default_data_dir() -> PathBuf {
-    PathBuf::from(".data")
+    files::mneme_home().join("data")
 }
 fn default_nats_url() -> String {
     "nats://127.0.0.1:4222".to_string()
@@ -393,16 +363,6 @@ impl Default for LogSection {
             nats_password: None,
             nats_token: None,
             allow_unauthenticated_nats: false,
-        }
-    }
-}
-
-impl Default for EmbedderSection {
-    fn default() -> Self {
-        EmbedderSection {
-            kind: EmbedderKind::default(),
-            static_model_dir: default_static_model_dir(),
-            minilm_dir: default_minilm_dir(),
         }
     }
 }
