@@ -26,6 +26,7 @@ export MNEME_PYTHON="${python}"
 # build compiles in, and playwright-core for its browser test (tests/ui.rs).
 chromium="$("${repo_root}/scripts/install-ui-test-deps.sh")"
 export MNEME_CHROMIUM="${chromium}"
+MNEME_MCP_CONFORMANCE="$("${repo_root}/scripts/install-mcp-conformance.sh")"; export MNEME_MCP_CONFORMANCE # Node 24 + the MCP conformance suite (tests/mcp_conformance.rs)
 # mdBook, for the book in docs/.
 mdbook="$("${repo_root}/scripts/install-mdbook.sh")"
 
