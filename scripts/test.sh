@@ -8,9 +8,10 @@
 # model hash-checked), Debian's Chromium, and the web view's npm packages
 # into ui/node_modules (cytoscape and uPlot, which the build compiles in, and
 # playwright-core for the browser test; hash-checked by ui/package-lock.json).
+# Also Node 24 and the MCP conformance suite (scripts/install-mcp-conformance.sh),
+# cargo-deb for the Debian package test (scripts/install-packaging.sh), and
+# mdBook for the book in docs/ (scripts/install-mdbook.sh), each into .venv.
 # Tests never skip for want of any: without them they fail.
-# Also builds the book in docs/ with mdBook 0.5.4, compiled into .venv/mdbook
-# by scripts/install-mdbook.sh.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +27,10 @@ export MNEME_PYTHON="${python}"
 # build compiles in, and playwright-core for its browser test (tests/ui.rs).
 chromium="$("${repo_root}/scripts/install-ui-test-deps.sh")"
 export MNEME_CHROMIUM="${chromium}"
-MNEME_MCP_CONFORMANCE="$("${repo_root}/scripts/install-mcp-conformance.sh")"; export MNEME_MCP_CONFORMANCE # Node 24 + the MCP conformance suite (tests/mcp_conformance.rs)
+# Node 24 and the MCP conformance suite (tests/mcp_conformance.rs).
+MNEME_MCP_CONFORMANCE="$("${repo_root}/scripts/install-mcp-conformance.sh")"; export MNEME_MCP_CONFORMANCE
+# cargo-deb, for the Debian package test (tests/install.rs).
+MNEME_CARGO_DEB="$("${repo_root}/scripts/install-packaging.sh")"; export MNEME_CARGO_DEB
 # mdBook, for the book in docs/.
 mdbook="$("${repo_root}/scripts/install-mdbook.sh")"
 

@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod model;
 pub mod nats;
 pub mod progress;
+pub mod render;
 pub mod server;
 pub mod service;
 pub mod ui;

@@ -137,8 +137,16 @@ fn mneme_mcp_on_a_data_dir_serves_the_tools_in_process_and_replay_rebuilds_what_
     let updated = session.tool(5, "core_memory_update", json!({"block": "plan", "content": "finish the retry budget"}));
     assert_eq!(updated["core"]["role"], json!("implementer"), "{updated}");
     assert_eq!(updated["core"]["blocks"][0]["name"], json!("plan"), "{updated}");
-    let context = session.tool(6, "memory_context", json!({"query": "retry budget", "budget_tokens": 600}));
+    let answer = session.call(
+        6,
+        "tools/call",
+        json!({"name": "memory_context", "arguments": {"query": "retry budget", "budget_tokens": 600}}),
+    );
+    let context = &answer["result"]["structuredContent"];
     let text = context["text"].as_str().unwrap();
+    // The content a host gives its model is the context text, in budget.
+    assert_eq!(answer["result"]["content"][0]["text"].as_str(), Some(text), "{answer}");
+    assert!(context["tokens"].as_u64().unwrap() <= 600, "{context}");
     assert!(text.contains("role: implementer") && text.contains("finish the retry budget"), "{text}");
     // Over the limit: refused before the log, naming the field and limit.
     let refused = session.call(
@@ -146,9 +154,24 @@ fn mneme_mcp_on_a_data_dir_serves_the_tools_in_process_and_replay_rebuilds_what_
         "tools/call",
         json!({"name": "core_memory_update", "arguments": {"block": "plan", "content": "word ".repeat(3000)}}),
     );
-    assert_eq!(refused["error"]["code"], json!(-32602), "{refused}");
-    assert_eq!(refused["error"]["data"]["error"]["field"], json!("content"), "{refused}");
-    assert!(refused["error"]["message"].as_str().unwrap().contains("at most 500"), "{refused}");
+    // A tool error the model reads, not a JSON-RPC error: its text names
+    // the field, `_meta` holds the HTTP error body.
+    assert_eq!(refused["result"]["isError"], json!(true), "{refused}");
+    let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("content: ") && text.contains("at most 500"), "{refused}");
+    assert_eq!(refused["result"]["_meta"]["mneme/error"]["error"]["field"], json!("content"), "{refused}");
+    // A wrong argument's type, and an item that does not exist, the same way.
+    let wrong =
+        session.call(8, "tools/call", json!({"name": "memory_search", "arguments": {"query": "x", "limit": "ten"}}));
+    assert_eq!(wrong["result"]["isError"], json!(true), "{wrong}");
+    assert!(wrong["result"]["content"][0]["text"].as_str().unwrap().starts_with("limit: "), "{wrong}");
+    let unknown = session.call(
+        9,
+        "tools/call",
+        json!({"name": "memory_forget", "arguments": {"item_id": "01KE0000000000000000000000"}}),
+    );
+    assert_eq!(unknown["result"]["isError"], json!(true), "{unknown}");
+    assert!(unknown["result"]["content"][0]["text"].as_str().unwrap().starts_with("item_id: "), "{unknown}");
 
     // The host closes stdin: the session ends and snapshots are written.
     let StdioSession { mut child, stdin, .. } = session;

@@ -724,7 +724,7 @@ fn consolidation_writes_verdicts_as_events_and_replay_applies_them_without_scann
     server.stop();
     // Replay with no consolidation at all rebuilds the same memory.
     assert_offline_replay_matches(&server);
-    // The restart carries the purge into the log (README, "Erasure"): every
+    // The restart carries the purge into the log (docs/src/erasure.md): every
     // memory is rebuilt from the erased log, which never held the secret,
     // so it is what a replay of that log gives, not what it was before.
     server.restart();

@@ -395,6 +395,10 @@ async fn scan_all(
     let swarm = context.swarm.to_string();
     let (taken, views): (Vec<_>, Vec<_>) =
         read.into_iter().map(|agent| ((agent.handle, agent.counts), agent.view)).unzip();
+    // A verdict's time is its cause's: the newest event time of the memory
+    // it judged (the run's wall-clock time only for an empty memory), so
+    // that a replayed or imported log keeps a coherent timeline.
+    let judged: Vec<Option<Timestamp>> = views.iter().map(|view| view.items.iter().map(|item| item.ts).max()).collect();
     // A panic is caught where it happens, so that the error names the scan
     // that failed: the shared items', or one agent's.
     let caught = |agent: &str, scan: &mut dyn FnMut()| {
@@ -452,10 +456,11 @@ async fn scan_all(
     let scanned = taken
         .into_iter()
         .zip(plans)
-        .map(|((handle, counts), (items, plan, scan_seconds))| {
+        .zip(judged)
+        .map(|(((handle, counts), (items, plan, scan_seconds)), judged)| {
             // The verdicts' events are made on a dry run too, so that it
             // counts what a real run would write.
-            let (verdicts, verdicts_dropped) = fit_to_log(plan.events(now, id_key), log, id_key);
+            let (verdicts, verdicts_dropped) = fit_to_log(plan.events(judged.unwrap_or(now), id_key), log, id_key);
             let verdict_events = verdicts.len();
             let mut events = retrieval_events(swarm, &handle.agent, &counts, now);
             if !dry_run {
@@ -475,7 +480,8 @@ struct ScanContext<'a> {
     log: &'a dyn EventLog,
     id_key: &'a IdKey,
     dry_run: bool,
-    /// The time the run's events are written with.
+    /// The run's wall-clock time: the retrieval counts' (the reads happened
+    /// by then), and the verdicts' when the memory judged holds nothing.
     now: Timestamp,
 }
 

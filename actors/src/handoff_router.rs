@@ -360,8 +360,11 @@ fn is_permanent(error: &ActorsError) -> bool {
 fn received_event(id_key: &IdKey, swarm: &str, recipient: &str, sent: &Event, package: HandoffPackage) -> Event {
     let id = id_key.derive(recipient, "handoff_received", &sent.id.to_string());
     let received = HandoffReceived { from: sent.agent.clone(), handoff_id: sent.id, package: Some(package) };
+    // At the handoff's own time: its cause, which a replayed or imported
+    // log keeps (the log records when it was appended).
     Event::new(swarm, recipient, EventKind::HandoffReceived(received))
         .with_id(id)
+        .with_ts(sent.ts)
         .with_correlation(sent.correlation_id.clone())
         .caused_by(sent.id)
         .with_importance(sent.importance)

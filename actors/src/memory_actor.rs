@@ -170,6 +170,7 @@ impl MemoryActor {
             request,
             phase_id,
             completed_by: event_id,
+            completed_at: phase.completed_at,
             correlation_id: phase.task.clone(),
         });
     }

@@ -34,6 +34,8 @@ pub struct PhaseCompletedNotice {
     pub phase_id: EventId,
     /// The event that completed the phase: the cause of the summary.
     pub completed_by: EventId,
+    /// Its time, which the summary's event takes.
+    pub completed_at: Option<mneme_events::Timestamp>,
     pub correlation_id: Option<String>,
 }
 
@@ -117,6 +119,12 @@ impl Handler<PhaseCompletedNotice> for PhaseCompressor {
                 .with_id(compressed_event_id(&id_key, &agent, notice.phase_id))
                 .with_correlation(notice.correlation_id)
                 .caused_by(notice.completed_by);
+            // At its cause's time, not the model's: a replayed or imported
+            // log keeps a coherent timeline.
+            let event = match notice.completed_at {
+                Some(at) => event.with_ts(at),
+                None => event,
+            };
             if let Err(error) = event.validate() {
                 tracing::warn!(%agent, %phase, %error, "the model's summary is not a valid event; keeping the extractive levels");
                 metrics::counter!("mneme_phase_summaries_total", "swarm" => swarm.clone(), "result" => "invalid")

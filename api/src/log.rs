@@ -138,7 +138,7 @@ pub enum LogEntry {
 }
 
 /// An event a purge erased: its seq, id, agent, kind, time and scope, and
-/// the purges that erased it; never its payload (README, "Erasure").
+/// the purges that erased it; never its payload (docs/src/erasure.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ErasedEntry {

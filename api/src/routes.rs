@@ -141,7 +141,7 @@ impl Route {
 use Method::{Get, Post};
 use Operation as Op;
 
-/// Every route of the API, in the order the README describes them.
+/// Every route of the API, in the order docs/src/http.md describes them.
 pub const ROUTES: &[Route] = &[
     route(Get, "/healthz", Op::Health, "Whether the log answers, and its last seq").answer(of::<Health>),
     route(Get, "/v1/openapi.json", Op::OpenApi, "This document: the API's OpenAPI 3.1 description").answer(any_object),

@@ -842,7 +842,7 @@ payload! {
     /// snapshots. An agent's shared items are in every memory that may see
     /// them, so erasing them takes one tombstone per memory. The events
     /// themselves stay in the log until its retention drops them or they
-    /// are purged there (see README, "Erasure").
+    /// are purged there (see docs/src/erasure.md).
     pub struct MemoryPurged {
         #[serde(default)]
         pub item_ids: Vec<String>,

@@ -1,4 +1,4 @@
-//! The README's "Events" section is the publisher's reference: every kind,
+//! The book's "Events" chapter (docs/src/events.md) is the publisher's reference: every kind,
 //! every payload field with its type, whether it is required and, for
 //! enums, its values; and which tool names and `args` keys the fact graph
 //! reads. These tests hold it to the decoder (and to the graph's tool
@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use mneme_events::{ErrorCode, EventKind, ValidationError, decode_json_value};
 use serde_json::{Map, Value, json};
 
-const README: &str = include_str!("../../README.md");
+const README: &str = include_str!("../../docs/src/events.md");
 const GRAPH_TOOLS: &str = include_str!("../../projections/src/graph/tools.rs");
 
 const PROBE: &str = "__probe__";
@@ -31,7 +31,7 @@ struct Field {
 
 /// The text of the README's `## Events` section.
 fn events_section() -> &'static str {
-    let start = README.find("\n## Events\n").expect("README.md has a \"## Events\" section");
+    let start = README.find("\n## Events\n").expect("docs/src/events.md has a \"## Events\" section");
     let rest = &README[start + 1..];
     let end = rest[3..].find("\n## ").map_or(rest.len(), |end| end + 3);
     &rest[..end]

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use mneme_api::ErrorBody;
 use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseHeading, PhasesAnswer};
 use mneme_api::handoffs::{AcknowledgeBody, Acknowledged, HandoffDelivery, HandoffsAnswer};
-use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry, ProvenanceRef, SwarmProvenance};
+use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry, SwarmProvenance};
 use mneme_api::memory::{GraphAnswer, ReplayAnswer, SearchAnswer};
 use mneme_api::params::{ContextBody, SignalsBody};
 use serde_json::Value;
@@ -102,6 +102,13 @@ pub(crate) fn agent_url(server: &str, swarm: &str, agent: &str, verb: &str) -> S
     format!("{}/v1/swarms/{swarm}/agents/{agent}/{verb}", server.trim_end_matches('/'))
 }
 
+/// How a read verb reads: after which seq, and printed as JSON or text.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadAs {
+    pub min_seq: Option<u64>,
+    pub json: bool,
+}
+
 /// A read that waits until the memory has applied the log up to `min_seq`.
 pub(crate) fn after(request: ureq::Request, min_seq: Option<u64>) -> ureq::Request {
     match min_seq {
@@ -172,10 +179,6 @@ pub fn publish(server: &str, file: &str, batch: usize, json: bool) -> anyhow::Re
 }
 
 /// The seqs of a provenance, as a list to print.
-fn seqs_of(provenance: &[ProvenanceRef]) -> String {
-    provenance.iter().map(|reference| reference.seq.to_string()).collect::<Vec<_>>().join(",")
-}
-
 fn query_string(parameters: &[(&str, String)]) -> String {
     parameters.iter().map(|(name, value)| format!("{name}={}", encode(value))).collect::<Vec<_>>().join("&")
 }
@@ -194,28 +197,8 @@ pub fn search(
         out!("{}", serde_json::to_string_pretty(&response)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for (rank, hit) in response.hits.iter().enumerate() {
-        let first_line = hit.text.lines().next().unwrap_or("");
-        // What no longer holds says so where it is shown, not only in --json.
-        let superseded = hit.superseded_by.as_ref().map(|by| format!("  [superseded by {by}]")).unwrap_or_default();
-        out!(
-            "{:>2}. {:>7.4}  {}  {}  seq {}{superseded}\n    {}",
-            rank + 1,
-            hit.score,
-            hit.item_id,
-            hit.kind,
-            seqs_of(&hit.provenance),
-            first_line
-        );
-        if explain {
-            let ranks: Vec<String> = hit
-                .explain
-                .iter()
-                .flatten()
-                .map(|(retriever, rank)| format!("{retriever} #{} ({:.3})", rank.rank, rank.score))
-                .collect();
-            out!("    {}", ranks.join(", "));
-        }
+    if !response.hits.is_empty() {
+        out!("{}", crate::render::search_hits(&response, explain));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -233,20 +216,7 @@ pub fn graph(
         out!("{}", serde_json::to_string_pretty(&response)?);
         return Ok(ExitCode::SUCCESS);
     }
-    out!("{}", response.center);
-    for edge in &response.edges {
-        let time = |ts: Option<mneme_events::Timestamp>, none: &str| ts.map_or(none.to_string(), |ts| ts.to_string());
-        let ended = if edge.valid_to.is_some() { "  [no longer valid]" } else { "" };
-        out!(
-            "  {} -[{}]-> {}   valid {} .. {}   seq {}{ended}",
-            edge.from,
-            edge.relation,
-            edge.to,
-            time(edge.valid_from, "?"),
-            time(edge.valid_to, "now"),
-            seqs_of(&edge.provenance)
-        );
-    }
+    out!("{}", crate::render::graph(&response));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -277,9 +247,9 @@ pub fn context(
     query: &str,
     budget: usize,
     signals: &SignalArgs,
-    min_seq: Option<u64>,
-    json: bool,
+    read: ReadAs,
 ) -> anyhow::Result<ExitCode> {
+    let ReadAs { min_seq, json } = read;
     let url = agent_url(server, swarm, agent, "context");
     let body = ContextBody {
         query: query.to_string(),
@@ -581,9 +551,9 @@ pub fn handoffs(
     follow: bool,
     acknowledge: Option<&str>,
     note: Option<&str>,
-    min_seq: Option<u64>,
-    json: bool,
+    read: ReadAs,
 ) -> anyhow::Result<ExitCode> {
+    let ReadAs { min_seq, json } = read;
     if let Some(handoff_id) = acknowledge {
         let url = format!("{}/{}/ack", agent_url(server, swarm, agent, "handoffs"), encode(handoff_id));
         let body = serde_json::to_string(&AcknowledgeBody { note: note.map(str::to_string) })?;
@@ -601,7 +571,7 @@ pub fn handoffs(
         }
         if !json {
             for handoff in &response.handoffs {
-                out!("{}", handoff_line(handoff));
+                out!("{}", crate::render::handoff_line(handoff));
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -623,27 +593,13 @@ pub fn handoffs(
         } else {
             let handoff: HandoffDelivery =
                 serde_json::from_str(data).with_context(|| format!("a handoff from {url}"))?;
-            out!("{}", handoff_line(&handoff));
+            out!("{}", crate::render::handoff_line(&handoff));
         }
     }
     bail!("the handoff stream of {url} ended; is `mneme serve` still running?")
 }
 
 /// One line per handoff: id, status, sender, task, summary, bundle size.
-fn handoff_line(handoff: &HandoffDelivery) -> String {
-    let package = handoff.package.as_ref();
-    format!(
-        "{}  {:<12}  from {:<12}  {}: {}  ({} bundle items, {} files)",
-        handoff.handoff_id,
-        handoff.status,
-        handoff.from,
-        package.map_or("?", |package| package.task.as_str()),
-        package.map_or("", |package| package.summary.as_str()),
-        package.map_or(0, |package| package.bundle.items.len()),
-        package.map_or(0, |package| package.bundle.files.len()),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,22 +32,7 @@ pub fn core(
         out!("{}", serde_json::to_string(&core)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let role = core.role.as_deref().map(|role| format!(", {role}")).unwrap_or_default();
-    out!("core memory of {}{role}, as of seq {}", core.agent, core.as_of_seq);
-    if let Some(task) = &core.task {
-        out!("task: {} ({}, id {})", task.title, task.status, task.task_id);
-    }
-    for handoff in &core.pending_handoffs {
-        let task = handoff.package.as_ref().map_or("(no package)", |package| package.task.as_str());
-        out!("pending handoff {} from {}: {task}", handoff.handoff_id, handoff.from);
-    }
-    for constraint in &core.constraints {
-        out!("constraint ({}): {}", constraint.source, constraint.text);
-    }
-    for block in &core.blocks {
-        let cut = if block.truncated { ", cut to the limit" } else { "" };
-        out!("[{}] ({} tokens{cut}) {}", block.name, block.tokens, block.content);
-    }
+    out!("{}", crate::render::core(&core));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -85,11 +70,8 @@ pub fn timeline(
         out!("{}", serde_json::to_string(&timeline)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for entry in &timeline.entries {
-        out!("{:>6} {} {:<10} {}", entry.seq, entry.ts, entry.agent, entry.text.replace('\n', " "));
-    }
-    if timeline.more {
-        out!("… more from --since-seq {}", timeline.next_seq - 1);
+    if !timeline.entries.is_empty() || timeline.more {
+        out!("{}", crate::render::timeline(&timeline));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -591,7 +591,15 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
         Command::Distill(args) => crate::model::run_distill(&args),
         Command::Context { target, query, budget, signals, read, server } => {
             let (server, swarm, agent) = (&server.server, &target.swarm, &target.agent);
-            client::context(server, swarm, agent, &query, budget, &signals, read.min_seq, json)
+            client::context(
+                server,
+                swarm,
+                agent,
+                &query,
+                budget,
+                &signals,
+                client::ReadAs { min_seq: read.min_seq, json },
+            )
         }
         Command::Phase { target, phase_id, level, read, server } => {
             let (server, swarm, agent) = (&server.server, &target.swarm, &target.agent);
@@ -615,8 +623,7 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             follow,
             ack.as_deref(),
             note.as_deref(),
-            read.min_seq,
-            json,
+            client::ReadAs { min_seq: read.min_seq, json },
         ),
         Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
             Some(data_dir) => {

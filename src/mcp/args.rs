@@ -6,15 +6,40 @@ use mneme_api::memory::ItemAnswer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// How a search finds memories.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// Full text, meaning and the fact graph, fused (the default).
+    Hybrid,
+    /// Full text (BM25): the query's words.
+    Bm25,
+    /// Meaning: the embedding model's nearest memories.
+    Vector,
+    /// The fact graph around the entities the query names.
+    Graph,
+}
+
+impl SearchMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Hybrid => "hybrid",
+            SearchMode::Bm25 => "bm25",
+            SearchMode::Vector => "vector",
+            SearchMode::Graph => "graph",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
     /// What to look for, in words.
     pub query: String,
-    /// `hybrid` (default: full text, vectors and the fact graph fused),
-    /// `bm25`, `vector` or `graph`.
-    pub mode: Option<String>,
+    /// How to search; hybrid unless given.
+    pub mode: Option<SearchMode>,
     /// How many hits, 1 to 1000 (default 10).
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
     /// Only these event kinds, e.g. `["decision_made", "note_written"]`;
     /// `["phase"]` searches completed phases (what each found) instead.
@@ -31,17 +56,111 @@ pub struct ContextArgs {
     #[serde(default)]
     pub query: String,
     /// Token budget of the whole context (default: the agent's
-    /// `context_budget` in swarm.toml).
+    /// `context_budget` in swarm.toml). The text answered fits it.
+    #[schemars(range(min = 1))]
     pub budget_tokens: Option<usize>,
     /// The file the agent has open.
     pub current_file: Option<String>,
     /// Errors the agent just saw.
     #[serde(default)]
     pub recent_errors: Vec<String>,
-    /// `coding`, `debugging`, `reviewing`, `planning`.
-    pub activity: Option<String>,
+    /// What the agent is doing: it decides how the budget is shared.
+    pub activity: Option<Activity>,
     /// 0..1: how much room to give detail.
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub thinking_budget: Option<f32>,
+}
+
+/// What an agent is doing, for context.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Activity {
+    /// Writing code: decisions, constraints, relevant code facts.
+    Coding,
+    /// Chasing a failure: errors, fixes, active facts.
+    Debugging,
+    /// Reviewing work: decisions and what they rest on.
+    Reviewing,
+    /// Planning: tasks, handoffs, phases.
+    Planning,
+}
+
+impl Activity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Activity::Coding => "coding",
+            Activity::Debugging => "debugging",
+            Activity::Reviewing => "reviewing",
+            Activity::Planning => "planning",
+        }
+    }
+}
+
+/// A level of a phase, most compressed first.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseLevel {
+    /// One line.
+    Index,
+    /// A few lines.
+    Compressed,
+    /// A paragraph (the default).
+    Summary,
+    /// What the phase found, file by file.
+    Findings,
+    /// Every event's text.
+    Full,
+}
+
+impl PhaseLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseLevel::Index => "index",
+            PhaseLevel::Compressed => "compressed",
+            PhaseLevel::Summary => "summary",
+            PhaseLevel::Findings => "findings",
+            PhaseLevel::Full => "full",
+        }
+    }
+}
+
+/// Who may read a note.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteScope {
+    /// Only this agent (the default).
+    Private,
+    /// Every agent of the swarm.
+    Shared,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// What to remember, in the agent's own words.
+    pub text: String,
+    /// Labels, e.g. `gotcha`, `todo`.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// 0..1; consolidation keeps important notes longer.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub importance: Option<f32>,
+    /// Who may read it; private unless given.
+    pub scope: Option<NoteScope>,
+    /// The task it belongs to (the event's `correlation_id`).
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineArgs {
+    /// Events after this seq.
+    pub since_seq: Option<u64>,
+    /// Or events from this RFC 3339 time.
+    pub since: Option<String>,
+    /// At most this many entries, 1 to 500 (default 50).
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<usize>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -52,8 +171,8 @@ pub struct RecallArgs {
     pub item_id: Option<String>,
     /// Or a phase id (from context's index): the phase at `level`.
     pub phase_id: Option<String>,
-    /// `index`, `compressed`, `summary`, `findings` or `full`.
-    pub level: Option<String>,
+    /// The phase's level; summary unless given.
+    pub level: Option<PhaseLevel>,
 }
 
 /// An item, or a phase at a level: whichever was asked for.
@@ -96,7 +215,8 @@ pub struct CiteArgs {
 pub struct GraphArgs {
     /// An entity id (`file:src/auth/token.rs`) or name (`src/auth/token.rs`).
     pub entity: String,
-    /// How far to walk, 1 to 3 (default 1).
+    /// How far to walk, 1 to 4 (default 2).
+    #[schemars(range(min = 1, max = 4))]
     pub hops: Option<usize>,
     /// Only facts valid at this RFC 3339 time.
     pub as_of: Option<String>,

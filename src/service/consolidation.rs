@@ -216,7 +216,7 @@ impl Service {
 
     /// Erases memories' content from projections and snapshots, and records
     /// a `memory_purged` tombstone on the log. The events themselves stay in
-    /// the log (see README, "Erasure").
+    /// the log (see docs/src/erasure.md).
     pub async fn purge(&self, swarm: &str, body: PurgeBody) -> Result<PurgeAnswer, ApiError> {
         let runtime = self.swarm(swarm)?;
         let before = match &body.before {
@@ -346,8 +346,8 @@ impl Service {
             log: Some(
                 "every path that reads the log shows the erased events as erased (their ids, kinds, agents and \
                  times, never their payloads); the log's storage still holds their bytes: on JetStream, drop them \
-                 by retention (log.max_age_secs) or by deleting their messages; the embedded log keeps them; see \
-                 README, Erasure"
+                 by retention (log.max_age_secs) or by deleting their messages; the embedded log rewrites them away \
+                 at the server's next start (or `mneme erase` on a stopped server); see docs/src/erasure.md"
                     .to_string(),
             ),
         })

@@ -24,8 +24,10 @@ from __future__ import annotations
 import argparse
 import builtins
 import json
+import re
 import os
 import secrets
+import types
 import string
 import sys
 import time
@@ -43,6 +45,17 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+STANDARD_FORMATS = {"date-time", "date", "time", "duration", "email", "uri", "uri-reference", "uuid", "regex"}
+READ_ONLY_TOOLS = {
+    "memory_search",
+    "memory_context",
+    "memory_recall",
+    "graph_neighbourhood",
+    "memory_provenance",
+    "core_memory_read",
+    "handoffs_pending",
+    "memory_timeline",
+}
 TOOLS = {
     "memory_search",
     "memory_context",
@@ -117,16 +130,28 @@ async def call(agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, 
     return result.structured_content
 
 
-async def refused(agent: Agent, tool: str, arguments: dict[str, Any]) -> MCPError:
-    """Calls a tool that must be refused with a JSON-RPC error; the error."""
+async def refused(agent: Agent, tool: str, arguments: dict[str, Any]) -> Any:
+    """Calls a tool that must be refused with a tool error (an `isError`
+    result: MCP asks input errors to be tool execution errors, which a model
+    reads, not JSON-RPC errors); the error as `.error.message` (the text the
+    model reads), `.error.data` (the HTTP error body, from `_meta`) and
+    `.error.code`."""
     try:
         result = await agent.session.call_tool(tool, arguments)
     except MCPError as error:
-        return error
-    raise AssertionError(
-        f"{agent.name}: {tool}({short(arguments, 300)}) was expected to be refused with a JSON-RPC error, "
-        f"but answered {short(result.model_dump(mode='json'))}"
+        raise AssertionError(
+            f"{agent.name}: {tool}({short(arguments, 300)}) was refused with a JSON-RPC error "
+            f"({error.error.code}: {error.error.message}), not a tool error result"
+        ) from error
+    check(
+        result.is_error,
+        f"{agent.name}: {tool}({short(arguments, 300)}) was expected to be refused, "
+        f"but answered {short(result.model_dump(mode='json'))}",
     )
+    text = " ".join(getattr(block, "text", "") for block in result.content)
+    body = (result.meta or {}).get("mneme/error")
+    code = body.get("error", {}).get("code") if isinstance(body, dict) else None
+    return types.SimpleNamespace(error=types.SimpleNamespace(message=text, data=body, code=code))
 
 
 async def recall_item(agent: Agent, item_id: str) -> dict[str, Any]:
@@ -169,7 +194,28 @@ async def list_tools(transport: str, agent: Agent) -> None:
                 raise AssertionError(
                     f"tool {tool.name}: {which} is not a valid JSON Schema: {error.message}\n{short(schema)}"
                 ) from error
-    passed(transport, f"list_tools ok as {agent.name}: {len(tools)} tools, valid input and output schemas")
+            # Standard formats only (TypeScript clients warn about others).
+            formats = set(re.findall(r'"format": "([^"]+)"', json.dumps(schema)))
+            check(formats <= STANDARD_FORMATS, f"tool {tool.name}: {which} has formats {sorted(formats - STANDARD_FORMATS)}")
+        # An optional argument is left out, never a union with null.
+        check("null" not in json.dumps(tool.input_schema), f"tool {tool.name}: a null in {short(tool.input_schema)}")
+        annotations = tool.annotations
+        check(
+            annotations is not None and isinstance(annotations.read_only_hint, bool) and bool(annotations.title),
+            f"tool {tool.name} has no title and readOnlyHint: {annotations!r}",
+        )
+        if not annotations.read_only_hint:
+            check(isinstance(annotations.destructive_hint, bool), f"tool {tool.name}: no destructiveHint")
+    read_only = sorted(tool.name for tool in tools if tool.annotations.read_only_hint)
+    check(
+        set(read_only) == READ_ONLY_TOOLS,
+        f"read-only tools {read_only}, expected {sorted(READ_ONLY_TOOLS)}",
+    )
+    search = next(tool for tool in tools if tool.name == "memory_search").input_schema
+    mode = search["properties"]["mode"]
+    check(set(json.dumps(mode).split('"')) >= {"hybrid", "bm25", "vector", "graph"}, f"memory_search mode: {mode}")
+    check(search["properties"]["limit"].get("minimum") == 1, f"memory_search limit: {search['properties']['limit']}")
+    passed(transport, f"list_tools ok as {agent.name}: {len(tools)} tools, valid input and output schemas, annotated")
 
 
 async def write_note(transport: str, coder: Agent, text: str, **extra: Any) -> Note:
@@ -262,8 +308,13 @@ async def pin_and_cite(transport: str, coder: Agent, note: Note) -> None:
 
 
 async def context(transport: str, coder: Agent, word: str, plan: str) -> None:
-    answer = await call(coder, "memory_context", {"query": word, "budget_tokens": 800})
+    result = await coder.session.call_tool("memory_context", {"query": word, "budget_tokens": 800})
+    check(not result.is_error, f"memory_context answered an error: {short(result.model_dump(mode='json'))}")
+    answer = result.structured_content
     text = answer.get("text", "")
+    # What a host passes to its model is the context itself, within budget.
+    content = " ".join(getattr(block, "text", "") for block in result.content)
+    check(content == text, f"memory_context: content is not the context text: {short(content, 400)}")
     check(
         isinstance(answer.get("tokens"), int) and answer["tokens"] <= 800,
         f"memory_context: tokens {answer.get('tokens')!r} over the budget of 800",
@@ -426,6 +477,14 @@ async def resources(transport: str, agent: Agent, swarm: str) -> None:
 
 
 async def errors_name_the_field(transport: str, coder: Agent) -> None:
+    error = await refused(coder, "memory_search", {"query": "x", "limit": "ten"})
+    check(error.error.message.startswith("limit:"), f"memory_search with limit 'ten' refused with {error.error.message!r}")
+    passed(transport, f"memory_search with a wrong type refused: {error.error.message}")
+    error = await refused(coder, "memory_search", {"query": "x", "mode": "fuzzy"})
+    check(error.error.message.startswith("mode:"), f"memory_search with mode 'fuzzy' refused with {error.error.message!r}")
+    error = await refused(coder, "memory_recall", {"item_id": "01KE0000000000000000000000"})
+    check("item_id" in error.error.message, f"memory_recall of an unknown item refused with {error.error.message!r}")
+    passed(transport, f"memory_recall of an unknown item refused: {error.error.message}")
     error = await refused(coder, "memory_write", {"text": "  "})
     check("text" in error.error.message, f"memory_write of blank text refused with {error.error.message!r}")
     passed(transport, f"memory_write of blank text refused: {error.error.message}")

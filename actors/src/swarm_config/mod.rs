@@ -674,7 +674,7 @@ mod tests {
     use super::*;
 
     /// `[retrieval]` is the projections' `RetrievalWeights`: the keys the
-    /// README documents, defaults for what is left out, and a key it does
+    /// docs/src/configuration.md documents, defaults for what is left out, and a key it does
     /// not know refused.
     #[test]
     fn the_retrieval_section_is_the_retrieval_weights() {

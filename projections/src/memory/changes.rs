@@ -218,7 +218,7 @@ impl AgentMemory {
     /// that no posting or embedding of the text survives, and so that a
     /// replay, which rebuilds them the same way, ranks the same). Snapshots
     /// written from now on hold none of it; the log still holds the events
-    /// (README, "Erasure").
+    /// (docs/src/erasure.md).
     /// `author`: whose items `before` erases; another agent's items in this
     /// memory are theirs to erase, not this agent's.
     fn purge(&mut self, purged: &MemoryPurged, author: &str, provenance: ProvenanceRef) -> Result<(), ProjectionError> {
