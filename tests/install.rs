@@ -237,18 +237,8 @@ fn the_debian_package_installs_a_service_that_runs_with_its_model() {
         eprintln!("skipped: dpkg -i needs root");
         return;
     }
-    // The package's model comes from ./models: built by the install test's
-    // script when missing; this test makes sure of it the same way.
-    succeeded("scripts/fetch-model.sh", Command::new(repo_root().join("scripts/fetch-model.sh")).output().unwrap());
-    let model = repo_root().join("models/static-minilm-l6-256");
-    if !model.join("embeddings.safetensors").is_file() {
-        let distill = Command::new(MNEME)
-            .args(["distill", "--minilm", "models/all-MiniLM-L6-v2", "--out", "models/static-minilm-l6-256"])
-            .current_dir(repo_root())
-            .output()
-            .unwrap();
-        succeeded("mneme distill", distill);
-    }
+    // The package's model comes from ./models.
+    common::ensure_static_model();
     let work = tempfile::tempdir().unwrap();
     // This test build's binary (the dev profile: cargo-deb warns that
     // packages are meant for release builds, which CI does not build).

@@ -435,3 +435,24 @@ pub fn nats_request(
     });
     reply.payload.to_vec()
 }
+
+/// The static embedding model in `./models`, fetched and distilled (about
+/// three minutes in a test build) when missing: what `mneme` finds when it
+/// runs from the repository with the default `[embedder]`. Test binaries
+/// run one after another, so two never distill at once.
+pub fn ensure_static_model() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let model = root.join("models/static-minilm-l6-256");
+    if model.join("embeddings.safetensors").is_file() && model.join("tokenizer.json").is_file() {
+        return model;
+    }
+    let fetch = Command::new(root.join("scripts/fetch-model.sh")).output().unwrap();
+    assert!(fetch.status.success(), "scripts/fetch-model.sh: {}", String::from_utf8_lossy(&fetch.stderr));
+    let distill = Command::new(MNEME)
+        .args(["distill", "--minilm", "models/all-MiniLM-L6-v2", "--out", "models/static-minilm-l6-256"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(distill.status.success(), "mneme distill: {}", String::from_utf8_lossy(&distill.stderr));
+    model
+}
