@@ -213,7 +213,10 @@ async def list_tools(transport: str, agent: Agent) -> None:
     )
     search = next(tool for tool in tools if tool.name == "memory_search").input_schema
     mode = search["properties"]["mode"]
-    check(set(json.dumps(mode).split('"')) >= {"hybrid", "bm25", "vector", "graph"}, f"memory_search mode: {mode}")
+    if "$ref" in mode:
+        mode = search["$defs"][mode["$ref"].rsplit("/", 1)[-1]]
+    modes = {branch.get("const") for branch in mode.get("oneOf", [])} | set(mode.get("enum", []))
+    check(modes == {"hybrid", "bm25", "vector", "graph"}, f"memory_search mode: {mode}")
     check(search["properties"]["limit"].get("minimum") == 1, f"memory_search limit: {search['properties']['limit']}")
     passed(transport, f"list_tools ok as {agent.name}: {len(tools)} tools, valid input and output schemas, annotated")
 
