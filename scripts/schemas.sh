@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Writes schemas/ from the types: the event schema, the API bodies' schema
-# and the OpenAPI document, as `mneme schema` prints them. tests/schemas.rs
+# Writes schemas/ from the types: the event schema, the API bodies' schema,
+# the OpenAPI document and a swarm file's schema, as `mneme schema` prints
+# them; and the book's configuration reference (docs/src/configuration.md). tests/schemas.rs
 # fails while the checked-in files differ; run this after changing a wire
 # type or an event payload, and commit the result.
 set -euo pipefail
@@ -13,4 +14,6 @@ mkdir -p schemas
 target/debug/mneme schema events >schemas/events.schema.json
 target/debug/mneme schema api >schemas/api.schema.json
 target/debug/mneme schema openapi >schemas/openapi.json
-echo "schemas/ written" >&2
+target/debug/mneme schema config >schemas/swarm.schema.json
+target/debug/mneme schema config-reference >docs/src/configuration.md
+echo "schemas/ and docs/src/configuration.md written" >&2

@@ -20,6 +20,7 @@ macro_rules! out {
 }
 
 pub mod cli;
+pub mod config_reference;
 pub mod http;
 pub mod mcp;
 pub mod model;

@@ -34,7 +34,13 @@ fn generated(which: &str) -> String {
 
 #[test]
 fn the_checked_in_schemas_are_what_the_types_generate() {
-    for (which, file) in [("events", "events.schema.json"), ("api", "api.schema.json"), ("openapi", "openapi.json")] {
+    let files = [
+        ("events", "events.schema.json"),
+        ("api", "api.schema.json"),
+        ("openapi", "openapi.json"),
+        ("config", "swarm.schema.json"),
+    ];
+    for (which, file) in files {
         let path = repo_root().join("schemas").join(file);
         let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
@@ -43,6 +49,19 @@ fn the_checked_in_schemas_are_what_the_types_generate() {
             path.display()
         );
     }
+}
+
+/// The book's configuration reference is generated from the configuration's
+/// types, like the schemas.
+#[test]
+fn the_configuration_reference_is_what_the_types_generate() {
+    let path = repo_root().join("docs/src/configuration.md");
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated("config-reference"),
+        "{} differs from `mneme schema config-reference`: run scripts/schemas.sh and commit the result",
+        path.display()
+    );
 }
 
 #[test]

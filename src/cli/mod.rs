@@ -120,7 +120,7 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
-    /// Print a JSON Schema or the OpenAPI document, generated from the types (as checked in under schemas/).
+    /// Print a JSON Schema, the OpenAPI document or the configuration reference, generated from the types (as checked in under schemas/ and docs/).
     Schema {
         #[arg(value_enum)]
         which: SchemaKind,
@@ -354,6 +354,10 @@ enum SchemaKind {
     Api,
     /// The OpenAPI 3.1 document `GET /v1/openapi.json` serves.
     Openapi,
+    /// A swarm file (`swarm.toml`), as a JSON Schema an editor can check one with.
+    Config,
+    /// The configuration reference (Markdown, docs/src/configuration.md).
+    ConfigReference,
 }
 
 impl SchemaKind {
@@ -363,6 +367,8 @@ impl SchemaKind {
             SchemaKind::Events => mneme_events::schema::event_schema().to_value(),
             SchemaKind::Api => mneme_api::openapi::api_schema(),
             SchemaKind::Openapi => mneme_api::openapi::openapi(env!("CARGO_PKG_VERSION")),
+            SchemaKind::Config => crate::config_reference::schema(),
+            SchemaKind::ConfigReference => unreachable!("the reference is Markdown, printed as text"),
         }
     }
 }
@@ -583,6 +589,10 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             parameters.extend(relations.map(|relations| ("relations", relations)));
             parameters.extend(as_of.map(|as_of| ("as_of", as_of)));
             client::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
+        }
+        Command::Schema { which: SchemaKind::ConfigReference } => {
+            print!("{}", crate::config_reference::markdown());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Schema { which } => {
             out!("{}", serde_json::to_string_pretty(&which.document())?);

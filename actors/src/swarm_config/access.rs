@@ -25,7 +25,7 @@ const NATS_TOKEN_VARIABLE: &str = "MNEME_NATS_TOKEN";
 /// A password or token. Its `Debug` prints `<redacted>` and it has no
 /// `Display`, so neither `{:?}` of a whole configuration nor a format string
 /// can leak it by accident; [`Secret::expose`] is the one way to read it.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct Secret(String);
 
@@ -46,7 +46,7 @@ impl fmt::Debug for Secret {
 }
 
 /// One `[[http.tokens]]` entry as written in the file.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HttpTokenEntry {
     /// Names the token in logs and errors, and its environment variable:

@@ -12,10 +12,12 @@ use super::{SwarmConfig, name_error};
 /// budget this large is a typo (an extra zero or two).
 const MAX_CONTEXT_BUDGET: usize = 1_000_000;
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
+    /// The agent's name, as its events give it.
     pub name: String,
+    /// What it does (`implementer`, `reviewer`…): shown at the top of its core memory.
     #[serde(default)]
     pub role: String,
     /// Scope of an event this agent posts without one. Private by default,
@@ -27,7 +29,7 @@ pub struct AgentConfig {
     #[serde(default = "default_context_budget")]
     pub context_budget: usize,
     /// The share of its budget the agent's model may spend reasoning, from 0
-    /// to 1; `None`: the model's own default.
+    /// to 1; unset: the model's own default.
     #[serde(default)]
     pub thinking_budget: Option<f32>,
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 /// How memory compresses what it keeps: large tool outputs, and completed
 /// phases. The log always keeps everything whole.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CompressionSection {
     /// A tool output larger than this (in bytes) is kept whole only in the
@@ -20,17 +20,19 @@ pub struct CompressionSection {
 }
 
 /// An OpenAI-compatible chat completion endpoint that summarises phases.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LlmSection {
     /// The API's base URL, e.g. `http://127.0.0.1:8080/v1`; requests go to
     /// `{url}/chat/completions`.
     pub url: String,
+    /// The model name sent with each request.
     pub model: String,
     /// The environment variable that holds the API key. The key itself never
     /// appears in this file, so a shared `swarm.toml` cannot leak it.
     #[serde(default = "default_api_key_env")]
     pub api_key_env: String,
+    /// How long one request may take before the extractive levels are kept.
     #[serde(default = "default_llm_timeout_ms")]
     pub timeout_ms: u64,
     /// The phase transcript sent to the model is cut to this many tokens.

@@ -13,7 +13,7 @@ use super::SwarmConfig;
 /// When consolidation runs on its own, and what it looks for. Every run
 /// writes its verdicts to the log as events, so the settings decide what
 /// future runs do, never how replay reads past ones.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ConsolidationSection {
     /// Scheduled runs. On-demand runs (HTTP, `mneme consolidate`) work
@@ -27,22 +27,29 @@ pub struct ConsolidationSection {
     /// count.
     #[serde(default = "default_consolidation_every_events")]
     pub every_events: u64,
+    /// Two memories are near duplicates from this embedding cosine up (above 0, at most 1), and only if a lexical check agrees.
     #[serde(default = "default_dedup_cosine")]
     pub dedup_cosine: f32,
     /// Wire names of the item kinds that may be merged; see
     /// [`MERGEABLE_ITEM_KINDS`].
     #[serde(default = "default_dedup_kinds")]
     pub dedup_kinds: Vec<String>,
+    /// A memory's recency halves every this many of the memory's own later items (its agent's, and shared ones it cited), or every `decay_half_life_secs` of event time, whichever keeps it younger.
     #[serde(default = "default_decay_half_life_items")]
     pub decay_half_life_items: u64,
+    /// The event-time half-life of recency, in seconds (see `decay_half_life_items`).
     #[serde(default = "default_decay_half_life_secs")]
     pub decay_half_life_secs: u64,
+    /// Below this recency a memory is demoted out of context (still searchable).
     #[serde(default = "default_decay_below")]
     pub decay_below: f32,
+    /// Below this recency a memory is forgotten (out of every query, still in provenance).
     #[serde(default = "default_forget_below")]
     pub forget_below: f32,
+    /// Memories at least this important are never demoted or forgotten.
     #[serde(default = "default_important_from")]
     pub important_from: f32,
+    /// Memories said before fewer than this many of the memory's later items are never demoted or forgotten.
     #[serde(default = "default_keep_newest_items")]
     pub keep_newest_items: usize,
     /// Predicates that hold one object at a time even if the built-in list
@@ -54,8 +61,10 @@ pub struct ConsolidationSection {
     /// `single_valued_predicates`.
     #[serde(default)]
     pub multi_valued_predicates: Vec<String>,
+    /// Outcome events one run may write, every memory together (each an equal share; what a small plan leaves goes to the others).
     #[serde(default = "default_max_outcomes_per_run")]
     pub max_outcomes_per_run: usize,
+    /// Related-memory links one memory may get per run.
     #[serde(default = "default_max_links_per_item")]
     pub max_links_per_item: usize,
 }

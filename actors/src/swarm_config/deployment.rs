@@ -18,7 +18,7 @@ pub const SYSTEM_SWARM: &str = "system";
 pub const SYSTEM_READER: &str = "system";
 
 /// How many processes hold a swarm placed among several (`[placement]`).
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PlacementSection {
     /// Processes that hold the swarm at once (one holds its writer lease;

@@ -59,7 +59,7 @@ pub fn model_search_path(name: &str) -> Vec<PathBuf> {
 }
 
 /// Which sentence-embedding model the vector index uses.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, serde::Serialize, Deserialize, schemars::JsonSchema, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum EmbedderKind {
     /// The static model, found where [`model_search_path`] looks (or in
@@ -76,14 +76,17 @@ pub enum EmbedderKind {
     Hashed,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct EmbedderSection {
+    /// Which model the vector index runs on.
     #[serde(default)]
     pub kind: EmbedderKind,
-    /// The static model's directory. Unset: looked for in the places
-    /// [`model_search_path`] lists. A relative path is taken from the
-    /// directory the process starts in.
+    /// The static model's directory. Unset: looked for, in order, in
+    /// `$MNEME_HOME/models`, beside the binary (`../share/mneme/models`), in
+    /// `~/.local/share/mneme/models` and in `./models` (see
+    /// [`model_search_path`]). A relative path is taken from the directory
+    /// the process starts in.
     #[serde(default)]
     pub static_model_dir: Option<PathBuf>,
     /// all-MiniLM-L6-v2's directory; unset: looked for like the static

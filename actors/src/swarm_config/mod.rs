@@ -30,7 +30,7 @@ pub use files::{EmbedderKind, EmbedderSection, HOME_ENV, mneme_home, model_searc
 
 use crate::error::ActorsError;
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SwarmConfig {
     pub swarm: SwarmSection,
@@ -66,9 +66,10 @@ pub struct SwarmConfig {
     api_tokens: Vec<ApiToken>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct SwarmSection {
+    /// The swarm's name: letters, digits, `_` and `-`; clients name it (`system` is reserved).
     pub name: String,
     /// Start a memory actor for an agent first seen on the log.
     #[serde(default = "yes")]
@@ -80,7 +81,7 @@ pub struct SwarmSection {
     pub system_publishers: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, serde::Serialize, Deserialize, schemars::JsonSchema, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum LogBackend {
     /// The sled log under `data_dir`.
@@ -90,12 +91,15 @@ pub enum LogBackend {
     Nats,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LogSection {
+    /// Where the log is: `embedded` (a sled log under `data_dir`, nothing else to run) or `nats` (JetStream at `nats_url`).
     #[serde(default)]
     pub backend: LogBackend,
+    /// Where the embedded log, snapshots and indexes live.
     #[serde(default = "default_data_dir")]
+    #[schemars(extend("default" = "<Mneme's home>/data"))]
     pub data_dir: PathBuf,
     /// Where the embedded log keeps the deployment's system layer (its log,
     /// snapshots and text index; on NATS only the latter two): by default
@@ -106,10 +110,13 @@ pub struct LogSection {
     /// separated by commas: the client fails over between them.
     #[serde(default = "default_nats_url")]
     pub nats_url: String,
+    /// JetStream drops a re-published event id inside this window; memories also skip ids they already applied, whatever the window.
     #[serde(default = "default_duplicate_window_secs")]
     pub duplicate_window_secs: u64,
+    /// Largest single event accepted, in bytes.
     #[serde(default = "default_max_event_bytes")]
     pub max_event_bytes: usize,
+    /// JetStream stream replicas (3 on a three-node cluster).
     #[serde(default = "default_replicas")]
     pub replicas: usize,
     /// Events older than this are dropped by JetStream; 0 keeps them forever.
@@ -138,8 +145,10 @@ pub struct LogSection {
     /// `MNEME_NATS_TOKEN` override these; see [`SwarmConfig::nats_credentials`].
     #[serde(default)]
     pub nats_user: Option<String>,
+    /// The password for `nats_user` (better: `MNEME_NATS_PASSWORD`, so the file holds no secret).
     #[serde(default)]
     pub nats_password: Option<Secret>,
+    /// A NATS token instead of a user (better: `MNEME_NATS_TOKEN`).
     #[serde(default)]
     pub nats_token: Option<Secret>,
     /// With API tokens configured, Mneme refuses to start on NATS without
@@ -150,9 +159,10 @@ pub struct LogSection {
     pub allow_unauthenticated_nats: bool,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HttpSection {
+    /// Address the HTTP API, MCP and the web view listen on.
     #[serde(default = "default_bind")]
     pub bind: SocketAddr,
     /// Largest request body accepted by `POST /v1/events`.
@@ -198,7 +208,7 @@ pub struct HttpSection {
 }
 
 /// What Mneme assembles when one agent hands work to another.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffsSection {
     /// Token budget of the context bundle packed into a handoff: what the
@@ -208,7 +218,7 @@ pub struct HandoffsSection {
 }
 
 /// Core memory: the blocks an agent edits itself.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CoreSection {
     /// Tokens a block may hold; a longer edit is refused with this limit
@@ -241,11 +251,13 @@ impl Default for CoreSection {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct MemorySection {
+    /// Recent turns (messages, tool results) kept verbatim, in BPE tokens.
     #[serde(default = "default_working_tier_tokens")]
     pub working_tier_tokens: usize,
+    /// A single turn longer than this is cut in the working tier (never in the log).
     #[serde(default = "default_working_item_max_tokens")]
     pub working_item_max_tokens: usize,
     /// Take a snapshot after this many applied events (or a quarter of the

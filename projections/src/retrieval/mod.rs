@@ -97,15 +97,18 @@ pub struct SearchFilters {
 /// `[retrieval]` section is this (`rrf_k`, `bm25_weight`, `vector_weight`,
 /// `graph_weight`, `recency_weight`, `usage_weight`; what it leaves out is
 /// the default), and a search request may override each weight.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetrievalWeights {
     /// The `k` of reciprocal rank fusion: `score = sum(weight / (k + rank))`.
     pub rrf_k: f32,
+    /// Weight of full-text (BM25) retrieval in hybrid search.
     #[serde(rename = "bm25_weight")]
     pub bm25: f32,
+    /// Weight of vector (embedding) retrieval in hybrid search.
     #[serde(rename = "vector_weight")]
     pub vector: f32,
+    /// Weight of fact-graph retrieval in hybrid search.
     #[serde(rename = "graph_weight")]
     pub graph: f32,
     /// Weight of the recency prior, fused like a fourth retriever that ranks
@@ -173,7 +176,7 @@ impl Default for RetrievalWeights {
 }
 
 /// How hybrid search fuses its retrievers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Fusion {
     /// Normalised scores, weighted and added.
