@@ -16,6 +16,10 @@
 #   tests/mcp.rs runs tests/python/mcp_client.py with it, which drives
 #   `mneme mcp` over stdio and `/mcp` on `mneme serve` over streamable HTTP
 #   as an MCP host would.
+# - langchain-mcp-adapters 0.3.2 and langchain-core, LangChain's MCP tools
+#   (tests/python/requirements-langchain.txt, pinned versions), in a venv of
+#   their own, <repo>/.venv/langchain, since they need mcp < 2:
+#   tests/mcp_langchain.rs runs tests/python/langchain_client.py with them.
 #
 # The two requirement files pin some of the same packages (jsonschema,
 # pydantic…) to the same versions; they are installed in one pip run, so a
@@ -52,6 +56,18 @@ echo "${NATS_PY_REQUIREMENT} --hash=sha256:${NATS_PY_SHA256}" >"${work_dir}/requ
 if ! "${python}" -c 'import nats, openapi_spec_validator, jsonschema, mcp, httpx2' 2>/dev/null; then
     echo "error: ${python} cannot import nats, openapi_spec_validator, jsonschema, mcp or httpx2" \
         "after installing them" >&2
+    exit 1
+fi
+
+langchain_venv="${venv}/langchain"
+if [[ ! -x "${langchain_venv}/bin/python" ]]; then
+    python3 -m venv "${langchain_venv}"
+fi
+"${langchain_venv}/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
+    --requirement "${repo_root}/tests/python/requirements-langchain.txt" >&2
+"${langchain_venv}/bin/python" -m pip check --disable-pip-version-check >&2
+if ! "${langchain_venv}/bin/python" -c 'import langchain_mcp_adapters, langchain_core' 2>/dev/null; then
+    echo "error: ${langchain_venv}/bin/python cannot import langchain_mcp_adapters after installing it" >&2
     exit 1
 fi
 

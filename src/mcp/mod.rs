@@ -194,7 +194,12 @@ impl MemoryTools {
         };
         outcome(
             async {
-                let answer = self.service.search(&who.swarm, &who.agent, &params).await?;
+                let answer = self.service.search(&who.swarm, &who.agent, &params).await.map_err(|error| {
+                    // Named as this tool's arguments are, not as the API's.
+                    [("k", "limit"), ("q", "query"), ("kind", "kinds"), ("correlation_id", "task")]
+                        .iter()
+                        .fold(error, |error, (from, to)| error.field_renamed(from, to))
+                })?;
                 answered(&answer, render::search_for_model(&answer))
             }
             .await,
@@ -231,7 +236,11 @@ impl MemoryTools {
         };
         outcome(
             async {
-                let answer = self.service.context(&who.swarm, &who.agent, body).await?;
+                let answer = self
+                    .service
+                    .context(&who.swarm, &who.agent, body)
+                    .await
+                    .map_err(|error| error.field_renamed("budget", "budget_tokens"))?;
                 answered(&answer, answer.text.clone())
             }
             .await,

@@ -143,6 +143,21 @@ impl ApiError {
     pub fn body(&self) -> ErrorBody {
         ErrorBody::new(self.status, self.code.clone(), self.field.clone(), self.message.clone())
     }
+
+    /// The same error for a transport that names the field `to` where the
+    /// API names it `from` (MCP's `limit` is the API's `k`): in `field`,
+    /// and where the message begins with it.
+    pub fn field_renamed(mut self, from: &str, to: &str) -> ApiError {
+        if self.field.as_deref() == Some(from) {
+            self.field = Some(to.to_string());
+            if let Some(rest) = self.message.strip_prefix(from)
+                && rest.starts_with(' ')
+            {
+                self.message = format!("{to}{rest}");
+            }
+        }
+        self
+    }
 }
 
 impl std::fmt::Display for ApiError {
