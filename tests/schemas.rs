@@ -25,6 +25,11 @@ fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The Python with jsonschema and the rest (scripts/install-python-clients.sh).
+fn python() -> PathBuf {
+    std::env::var_os(PYTHON_ENV).map(PathBuf::from).unwrap_or_else(|| repo_root().join(".venv/bin/python"))
+}
+
 /// `mneme schema <which>`'s output.
 fn generated(which: &str) -> String {
     let output = Command::new(MNEME).args(["schema", which]).output().unwrap();
@@ -77,8 +82,7 @@ fn the_served_openapi_document_validates_as_openapi_3_1_and_the_examples_as_even
     let openapi = work.path().join("openapi.json");
     std::fs::write(&openapi, serde_json::to_vec(&served).unwrap()).unwrap();
 
-    let python =
-        std::env::var_os(PYTHON_ENV).map(PathBuf::from).unwrap_or_else(|| repo_root().join(".venv/bin/python"));
+    let python = python();
     let output = Command::new(&python)
         .arg(repo_root().join("tests/python/validate_schemas.py"))
         .arg(&openapi)
@@ -104,4 +108,28 @@ fn the_served_openapi_document_validates_as_openapi_3_1_and_the_examples_as_even
     for chapter in ["events.md", "nats.md"] {
         assert!(stdout.lines().any(|line| line.contains(chapter) && line.contains(" valid")), "{chapter}: {stdout}");
     }
+}
+
+/// `schemas/swarm.schema.json` is what an editor checks a swarm file with:
+/// the repository's example and the Debian package's configuration satisfy
+/// it, and a misspelt key does not.
+#[test]
+fn the_swarm_files_satisfy_the_configuration_schema_and_a_misspelt_key_does_not() {
+    let schema = repo_root().join("schemas/swarm.schema.json");
+    let run = |files: &[&Path]| {
+        Command::new(python())
+            .arg(repo_root().join("tests/python/validate_config.py"))
+            .arg(&schema)
+            .args(files)
+            .output()
+            .unwrap_or_else(|error| panic!("validate_config.py cannot be run ({error}): set {PYTHON_ENV}"))
+    };
+    let shipped = run(&[&repo_root().join("swarm.toml"), &repo_root().join("debian/swarm.toml")]);
+    assert!(shipped.status.success(), "{}", String::from_utf8_lossy(&shipped.stdout));
+    let work = tempfile::tempdir().unwrap();
+    let misspelt = work.path().join("swarm.toml");
+    std::fs::write(&misspelt, "[swarm]\nname = \"demo\"\n\n[log]\nbakend = \"nats\"\n").unwrap();
+    let refused = run(&[&misspelt]);
+    let stdout = String::from_utf8_lossy(&refused.stdout);
+    assert!(!refused.status.success() && stdout.contains("'bakend' was unexpected"), "{stdout}");
 }
