@@ -203,6 +203,34 @@ fn publish_and_check_example(server: &MnemeServer) -> u64 {
             .iter()
             .all(|event| event["agent"] == "planner" && event["ts"].as_str().unwrap() >= "2026-01-06T11:00:00Z")
     );
+    // Mneme's own events speak of the time of what they follow (a delivery
+    // carries its handoff's 2026-01-06 time); when they were written stays
+    // on the log for audit.
+    let started = mneme_events::Timestamp::now().unix_nanos() - 3_600_000_000_000;
+    let page: EventsPage = server.get_typed("/v1/swarms/demo/events?from_seq=1&limit=1000");
+    let delivery = page
+        .events
+        .iter()
+        .find_map(|entry| match entry {
+            LogEntry::Event(event) if entry.kind() == Some("handoff_received") && event_of(entry).agent == "coder" => {
+                Some(event.clone())
+            }
+            _ => None,
+        })
+        .expect("a handoff delivered to the coder on the log");
+    let written = delivery.appended_at.expect("an append time").unix_nanos();
+    assert!(event_of(&page.events[0]).ts.unix_nanos() < started, "the example's events are of 2026-01-06");
+    assert!(delivery.decode().expect("an event").ts.unix_nanos() < started, "{delivery:?}");
+    assert!(written > started, "written during this test: {delivery:?}");
+    assert!(page.events.iter().all(|entry| matches!(entry, LogEntry::Event(event) if event.appended_at.is_some())));
+    let seq = delivery.seq.to_string();
+    let row = stdout_of(&server.cli(&["audit", "--agent", "coder", "--format", "table"]))
+        .lines()
+        .find(|line| line.trim_start().starts_with(&format!("{seq} ")))
+        .map(str::to_string)
+        .expect("the delivery in the audit table");
+    assert!(row.contains(&format!("written {}", delivery.appended_at.unwrap())), "{row}");
+
     let missing = server.cli(&["audit", "01JGZ5V7Q8X9Y0Z1A2B3C4D5E6"]);
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("unknown_item"));

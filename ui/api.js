@@ -155,11 +155,18 @@ export function entryWithJson(entry, find) {
   const json = element("details", undefined, "json");
   json.append(element("summary", "as on the log (JSON)"), element("pre", JSON.stringify(entry, null, 2)));
   item.append(
-    element("div", `seq ${entry.seq} · ${kind} · ${entry.agent || ""} · ${when(entry.ts)}`, "meta"),
+    element("div", `seq ${entry.seq} · ${kind} · ${entry.agent || ""} · ${when(entry.ts)}${written(entry)}`, "meta"),
     element("div", sentence(entry, find), "text"),
     json,
   );
   return item;
+}
+
+/** When the log stored an entry, if it says and that is not its `ts`:
+ *  a handoff's delivery or a verdict speaks of an earlier time. */
+export function written(entry) {
+  if (!entry.appended_at || entry.appended_at === entry.ts) return "";
+  return ` · written ${when(entry.appended_at)}`;
 }
 
 /** Fills a list, or says it is empty. */

@@ -185,7 +185,7 @@ function render() {
       );
       row.dataset.seq = entry.seq;
       const time = element("td", when(entry.ts), "time");
-      if (entry.ts) time.title = entry.ts;
+      if (entry.ts) time.title = entry.appended_at ? `${entry.ts}\nwritten ${entry.appended_at}` : entry.ts;
       row.append(
         element("td", String(entry.seq)),
         time,

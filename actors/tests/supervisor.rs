@@ -257,8 +257,10 @@ async fn no_snapshot_is_written_while_a_dead_letter_is_unfiled() {
         seq: 1,
         agent: "coder".to_string(),
         record: Err(InvalidRecord { reason: "not an event".to_string(), raw: b"junk".to_vec() }),
+        appended_at: None,
     };
-    let good = LogEntry { seq: 2, agent: "coder".to_string(), record: Ok(message(1, "coder", "hello")) };
+    let good =
+        LogEntry { seq: 2, agent: "coder".to_string(), record: Ok(message(1, "coder", "hello")), appended_at: None };
     let report = actor.send(ApplyBatch { entries: vec![bad, good], through: 2 }).await.unwrap();
     assert_eq!(report.dead_letters.len(), 1);
     assert_eq!(report.checkpoint, 2);

@@ -163,10 +163,17 @@ pub struct ErasedBy {
 }
 
 /// A valid event: the envelope as published (`id`, `swarm`, `agent`, `ts`,
-/// `kind`, `data`, `scope`…) and its `seq`.
+/// `kind`, `data`, `scope`…), its `seq`, and when the log stored it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EventEntry {
     pub seq: u64,
+    /// When the log stored the event, by the log's clock. `ts` is the
+    /// time the event speaks of, set by its publisher (a handoff's delivery
+    /// carries the handoff's time, a verdict the newest time it judged);
+    /// this is when it was written, for audit. Absent for records the
+    /// embedded log stored before it kept these times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appended_at: Option<mneme_events::Timestamp>,
     #[serde(flatten)]
     pub event: serde_json::Map<String, serde_json::Value>,
 }
@@ -178,6 +185,9 @@ pub struct InvalidEntry {
     pub seq: u64,
     /// The agent of the subject it came on.
     pub agent: String,
+    /// When the log stored it (see [`EventEntry::appended_at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub appended_at: Option<mneme_events::Timestamp>,
     /// Why it is not an event.
     pub invalid: String,
     /// The record, as text (lossy UTF-8).

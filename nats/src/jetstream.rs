@@ -956,10 +956,15 @@ impl EventLog for JetStreamLog {
     }
 
     async fn replace(&self, replacements: &[(Seq, Event)]) -> Result<usize, LogError> {
+        let mut appended_at = Vec::with_capacity(replacements.len());
         for (seq, event) in replacements {
             let stored = self.read(*seq, None, 1).await?.into_iter().find(|entry| entry.seq == *seq);
-            match stored.map(|entry| entry.record) {
-                Some(Ok(stored)) if stored.id == event.id && stored.agent == event.agent => {}
+            match stored {
+                Some(LogEntry { record: Ok(stored), appended_at: at, .. })
+                    if stored.id == event.id && stored.agent == event.agent =>
+                {
+                    appended_at.push(at);
+                }
                 _ => {
                     return Err(LogError::Corrupt(format!(
                         "the record at seq {seq} is not event {} of agent {:?}: not replaced",
@@ -970,13 +975,16 @@ impl EventLog for JetStreamLog {
         }
         // The copy first: a rewrite cut between the two steps leaves both,
         // and reads prefer the copy.
-        for (seq, event) in replacements {
-            let message = PublishMessage::build()
+        for ((seq, event), appended_at) in replacements.iter().zip(appended_at) {
+            let mut message = PublishMessage::build()
                 .payload(Bytes::from(event.to_json()))
                 .header(replaced::SEQ_HEADER, seq.to_string());
+            if let Some(at) = appended_at {
+                message = message.header(replaced::APPENDED_AT_HEADER, at.unix_nanos().to_string());
+            }
             let subject = subjects::replaced_subject(&self.swarm);
             let acks = self.publish_all(vec![(subject, message)], self.publish_retry_window).await?;
-            if let Some(earlier) = self.replaced.stored(*seq, event, acks[0].sequence) {
+            if let Some(earlier) = self.replaced.stored(*seq, event, appended_at, acks[0].sequence) {
                 secure_delete(&self.copies, earlier).await?;
             }
             secure_delete(&self.events, *seq).await?;

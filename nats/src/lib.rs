@@ -50,6 +50,13 @@ pub struct LogEntry {
     pub agent: String,
     /// The decoded, validated event, or why the record is not one.
     pub record: Result<Event, InvalidRecord>,
+    /// When the log stored the record, by its own clock: JetStream's
+    /// publish time; on the embedded log, the time of the append batch.
+    /// For audit only: an event's `ts` is its publisher's, and no
+    /// projection reads this (replay gives the same memory whenever it
+    /// runs). `None` for records the embedded log stored before it kept
+    /// these times.
+    pub appended_at: Option<mneme_events::Timestamp>,
 }
 
 /// A record on the log that is not a valid event of this swarm, e.g. bytes

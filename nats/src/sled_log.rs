@@ -12,6 +12,7 @@
 //! | `g` agent | empty: the agent registry |
 //! | `p` consumer | seq (u64 BE): durable consumer positions |
 //! | `n` | the next sequence (u64 BE), once a record was erased |
+//! | `t` seq (u64 BE) | when the append batch starting at that seq was stored (unix ns, i64 BE) |
 //!
 //! A record's payload is `mneme_events::storage::encode(event)`, or the bytes
 //! given to [`EventLog::append_raw`]. The record carries the agent it was filed
@@ -19,6 +20,11 @@
 //! event still has an agent, and an event filed under the wrong agent is
 //! recognised as such. Agent names never contain 0x00 (they are validated), so
 //! the per-agent index keys of two agents never interleave.
+//!
+//! A record's append time ([`LogEntry::appended_at`]) is its batch's: the
+//! `t` key at or below its seq. One key per batch keeps appends as cheap as
+//! before, and a read finds the times of a page in one range scan. Records
+//! stored before these keys existed have none.
 //!
 //! Dead letters live in a second tree per swarm, keyed by the offending
 //! record's sequence, and what purges erased (`ErasureRecord`, JSON) in a
@@ -34,7 +40,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use mneme_events::{DecodeLimits, ErasureRecord, Event, EventId, storage};
+use mneme_events::{DecodeLimits, ErasureRecord, Event, EventId, Timestamp, storage};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
@@ -47,6 +53,7 @@ const ID_PREFIX: u8 = b'i';
 const AGENT_RECORD_PREFIX: u8 = b'a';
 const AGENT_PREFIX: u8 = b'g';
 const POSITION_PREFIX: u8 = b'p';
+const TIME_PREFIX: u8 = b't';
 /// The next sequence, kept once an erasure may have removed the last
 /// record (which `open` would otherwise derive it from).
 const NEXT_SEQ_KEY: [u8; 1] = [b'n'];
@@ -573,6 +580,8 @@ impl Shared {
             seq += 1;
         }
         if seq != *next_seq {
+            // Under the lock: batches are stamped in seq order.
+            batch.insert(&time_key(*next_seq), &Timestamp::now().unix_nanos().to_be_bytes());
             self.events.apply_batch(batch)?;
             *next_seq = seq;
         }
@@ -654,6 +663,42 @@ impl Shared {
     }
 
     fn read(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError> {
+        let mut entries = self.read_records(from, agent, max)?;
+        self.stamp(&mut entries)?;
+        Ok(entries)
+    }
+
+    /// Sets each entry's `appended_at` from the `t` keys: the last one at or
+    /// below the first entry's seq, then every later one up to the last
+    /// entry's, walked beside the entries (both are in seq order).
+    fn stamp(&self, entries: &mut [LogEntry]) -> Result<(), LogError> {
+        let Some(first) = entries.first() else { return Ok(()) };
+        let first = first.seq;
+        let decode = |entry: sled::Result<(sled::IVec, sled::IVec)>| -> Result<(Seq, Timestamp), LogError> {
+            let (key, value) = entry?;
+            let nanos: [u8; 8] = value
+                .as_ref()
+                .try_into()
+                .map_err(|_| LogError::Corrupt(format!("append time {value:?} is not 8 bytes")))?;
+            Ok((seq_of_key(&key)?, Timestamp::from_unix_nanos(i64::from_be_bytes(nanos))))
+        };
+        let mut current = self.events.range(time_key(0)..=time_key(first)).next_back().map(decode).transpose()?;
+        // Lazy: it reads no further than the last entry's seq (and one key).
+        let mut later = self.events.range(time_key(first + 1)..=time_key(Seq::MAX)).map(decode).peekable();
+        for entry in entries {
+            let reached = |next: &Result<(Seq, Timestamp), LogError>| match next {
+                Ok((seq, _)) => *seq <= entry.seq,
+                Err(_) => true,
+            };
+            while let Some(next) = later.next_if(reached) {
+                current = Some(next?);
+            }
+            entry.appended_at = current.map(|(_, at)| at);
+        }
+        Ok(())
+    }
+
+    fn read_records(&self, from: Seq, agent: Option<&str>, max: usize) -> Result<Vec<LogEntry>, LogError> {
         let from = from.max(1);
         match agent {
             None => self
@@ -688,14 +733,15 @@ impl Shared {
     fn entry(&self, seq: Seq, value: &[u8]) -> LogEntry {
         let Some((agent, payload)) = split_record_value(value) else {
             let reason = "the record's envelope (agent length and name) is corrupt".to_string();
-            return LogEntry { seq, agent: String::new(), record: Err(InvalidRecord { reason, raw: value.to_vec() }) };
+            let record = Err(InvalidRecord { reason, raw: value.to_vec() });
+            return LogEntry { seq, agent: String::new(), record, appended_at: None };
         };
         // No size limit here: the limit is enforced when appending, and an
         // event accepted under an older, larger limit must stay readable, or
         // a replay would dead-letter what the live memory applied.
         let decode = |bytes: &[u8]| storage::decode(bytes).map_err(|error| error.to_string());
         let record = crate::decode_record(&self.swarm, agent, decode, payload);
-        LogEntry { seq, agent: agent.to_string(), record }
+        LogEntry { seq, agent: agent.to_string(), record, appended_at: None }
     }
 }
 
@@ -801,6 +847,12 @@ fn event_key(seq: Seq) -> [u8; 9] {
     key
 }
 
+fn time_key(seq: Seq) -> [u8; 9] {
+    let mut key = [TIME_PREFIX; 9];
+    key[1..].copy_from_slice(&seq.to_be_bytes());
+    key
+}
+
 fn id_key(id: EventId) -> [u8; 17] {
     let mut key = [ID_PREFIX; 17];
     key[1..].copy_from_slice(&id.0.to_be_bytes());
@@ -816,7 +868,7 @@ fn agent_record_key(agent: &str, seq: Seq) -> Vec<u8> {
     key
 }
 
-/// The sequence in the last eight bytes of an `e` or `a` key.
+/// The sequence in the last eight bytes of an `e`, `a` or `t` key.
 fn seq_of_key(key: &[u8]) -> Result<Seq, LogError> {
     let tail = key.len().checked_sub(8).map(|start| &key[start..]);
     tail.and_then(|tail| tail.try_into().ok())

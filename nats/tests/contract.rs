@@ -166,7 +166,67 @@ contract!(
     replaced_records_are_read_as_their_copies_and_the_old_bytes_leave_the_files,
     a_lease_is_one_holders_until_released,
     a_lease_holder_appends_until_another_holder_fences_it_out,
+    records_carry_the_time_the_log_stored_them,
 );
+
+/// Every record read carries when the log stored it, by the log's clock
+/// and not the event's `ts` (which its publisher sets, here a day back):
+/// the same on every way of reading, in seq order, and kept when the
+/// record is rewritten in place or the log reopened.
+async fn records_carry_the_time_the_log_stored_them(harness: &mut dyn Harness) -> Result<(), LogError> {
+    // The nats-server's clock is this machine's; a little slack for its
+    // rounding.
+    let slack = Duration::from_secs(2).as_nanos() as i64;
+    let before = mneme_events::Timestamp::now().unix_nanos() - slack;
+    let log = harness.open().await;
+    let mut yesterday = event("coder", "first");
+    yesterday.ts = mneme_events::Timestamp::from_unix_nanos(yesterday.ts.unix_nanos() - 86_400_000_000_000);
+    log.append(&[yesterday.clone(), event("reviewer", "second")]).await?;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    log.append(&[event("coder", "third")]).await?;
+    log.append_raw("coder", b"not an event").await?;
+    // A duplicate stores nothing and changes no time.
+    log.append(std::slice::from_ref(&yesterday)).await?;
+    let after = mneme_events::Timestamp::now().unix_nanos() + slack;
+
+    let entries = log.read(1, None, 10).await?;
+    let times: Vec<i64> = entries
+        .iter()
+        .map(|entry| entry.appended_at.unwrap_or_else(|| panic!("seq {} has no append time", entry.seq)).unix_nanos())
+        .collect();
+    assert_eq!(times.len(), 4);
+    assert!(times.iter().all(|at| (before..=after).contains(at)), "{times:?} not within {before}..={after}");
+    assert!(times.is_sorted(), "append times follow seqs: {times:?}");
+    assert!(times[2] > times[0], "a later append is later: {times:?}");
+    assert!(valid(&entries[0]).ts.unix_nanos() < before, "ts stays the publisher's");
+    let time_of = |entries: &[LogEntry]| -> Vec<(Seq, Option<i64>)> {
+        entries.iter().map(|entry| (entry.seq, entry.appended_at.map(|at| at.unix_nanos()))).collect()
+    };
+    let expected = time_of(&entries);
+    let coder = log.read(1, Some("coder"), 10).await?;
+    let of_coder: Vec<_> = expected.iter().filter(|(seq, _)| *seq != entries[1].seq).copied().collect();
+    assert_eq!(time_of(&coder), of_coder, "read by agent");
+    assert_eq!(time_of(&log.read(entries[2].seq, None, 1).await?), expected[2..3], "read from the middle");
+    let exact = log.read_seqs(&[entries[1].seq, entries[3].seq]).await?;
+    assert_eq!(time_of(&exact), [expected[1], expected[3]], "read by seqs");
+    let mut subscription = log.subscribe(1, None).await?;
+    let mut followed = Vec::new();
+    for _ in 0..4 {
+        followed.push(next_entry(&mut subscription).await);
+    }
+    assert_eq!(time_of(&followed), expected, "followed");
+    drop(subscription);
+
+    // Rewritten in place, a record keeps when it was stored.
+    log.replace(&[(entries[0].seq, retold(&yesterday, "first, redacted"))]).await?;
+    let rewritten = log.read(1, None, 10).await?;
+    assert_eq!(text_of(&rewritten[0]), "first, redacted");
+    assert_eq!(time_of(&rewritten), expected, "after a rewrite");
+    drop(log);
+    let log = harness.open().await;
+    assert_eq!(time_of(&log.read(1, None, 10).await?), expected, "reopened");
+    Ok(())
+}
 
 /// Appends as a lease's holder go through while it holds the role, and
 /// are refused, with nothing stored, once another holder took the role
@@ -932,6 +992,34 @@ async fn sled_log_a_compaction_cut_between_its_renames_is_finished_on_open() {
     let read = log.read(1, None, 10).await.expect("read");
     assert_eq!(read.iter().map(|entry| valid(entry).id).collect::<Vec<_>>(), [events[0].id, events[1].id]);
     assert!(!parent.path().join("log.old").exists() && !parent.path().join("log.compacting").exists());
+}
+
+/// Records stored before the embedded log kept append times read with
+/// none, and appends after them get theirs: an upgrade never makes up a
+/// time.
+#[tokio::test]
+async fn sled_log_records_older_than_append_times_have_none() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    {
+        let log = SledLog::open(dir.path(), SWARM, SledOptions::default()).expect("the log opens");
+        log.append(&[event("coder", "first"), event("coder", "second")]).await.expect("appended");
+    }
+    {
+        // As an older version left the files: no `t` keys.
+        let db = sled::open(dir.path()).expect("the database opens");
+        let tree = db.open_tree(format!("events/{SWARM}")).expect("the events tree");
+        let times: Vec<_> = tree.scan_prefix(b"t").keys().collect::<Result<_, _>>().expect("keys");
+        assert_eq!(times.len(), 1, "one key for the one append batch");
+        for key in times {
+            tree.remove(key).expect("removed");
+        }
+        db.flush().expect("flushed");
+    }
+    let log = SledLog::open(dir.path(), SWARM, SledOptions::default()).expect("the log reopens");
+    log.append(&[event("coder", "third")]).await.expect("appended");
+    let entries = log.read(1, None, 10).await.expect("read");
+    let known: Vec<bool> = entries.iter().map(|entry| entry.appended_at.is_some()).collect();
+    assert_eq!(known, [false, false, true]);
 }
 
 #[tokio::test]

@@ -378,9 +378,9 @@ pub fn replay(
 /// How `mneme audit` prints.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AuditFormat {
-    /// One aligned line per event.
+    /// One aligned line per event: seq, ts, when the log stored it, agent, kind, id, summary.
     Table,
-    /// One JSON object per line: seq, ts, agent, kind, id, and the envelope's ids.
+    /// One JSON object per line: seq, ts, appended_at, agent, kind, id, and the envelope's ids.
     Jsonl,
 }
 
@@ -415,9 +415,10 @@ pub fn audit(
         }
         match format {
             AuditFormat::Table => out!(
-                "{:>7}  {}  {:<10}  {:<22}  {}  {}",
+                "{:>7}  {}  written {}  {:<10}  {:<22}  {}  {}",
                 line.seq,
                 line.ts.map(|ts| ts.to_string()).unwrap_or_default(),
+                line.appended_at.map_or_else(|| "-".to_string(), |at| at.to_string()),
                 line.agent,
                 line.kind.as_deref().unwrap_or("(invalid record)"),
                 line.id.as_deref().unwrap_or(""),
@@ -433,7 +434,12 @@ pub fn audit(
 #[derive(serde::Serialize)]
 struct AuditLine {
     seq: u64,
+    /// The time the event speaks of, as its publisher set it.
     ts: Option<mneme_events::Timestamp>,
+    /// When the log stored it; not known for an erased event (its stub
+    /// keeps `ts`) nor for records older than these times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    appended_at: Option<mneme_events::Timestamp>,
     agent: String,
     kind: Option<String>,
     id: Option<String>,
@@ -453,6 +459,7 @@ impl AuditLine {
                 AuditLine {
                     seq: entry.seq,
                     ts: Some(event.ts),
+                    appended_at: entry.appended_at,
                     agent: event.agent.clone(),
                     kind: Some(event.kind_name().to_string()),
                     id: Some(event.id.to_string()),
@@ -465,6 +472,7 @@ impl AuditLine {
             LogEntry::Erased(erased) => AuditLine {
                 seq: erased.seq,
                 ts: Some(erased.ts),
+                appended_at: None,
                 agent: erased.agent.clone(),
                 kind: Some(erased.kind.clone()),
                 id: Some(erased.id.clone()),
@@ -479,6 +487,7 @@ impl AuditLine {
             LogEntry::Invalid(invalid) => AuditLine {
                 seq: invalid.seq,
                 ts: None,
+                appended_at: invalid.appended_at,
                 agent: invalid.agent.clone(),
                 kind: None,
                 id: None,

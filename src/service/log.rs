@@ -494,6 +494,7 @@ pub fn wire_entry(entry: &LogEntry, erasures: &Erasures) -> wire::log::LogEntry 
             return wire::log::LogEntry::Invalid(wire::log::InvalidEntry {
                 seq: entry.seq,
                 agent: entry.agent.clone(),
+                appended_at: entry.appended_at,
                 invalid: invalid.reason.clone(),
                 raw,
             });
@@ -501,7 +502,7 @@ pub fn wire_entry(entry: &LogEntry, erasures: &Erasures) -> wire::log::LogEntry 
     };
     let event_entry = |event: &Event| {
         let Value::Object(event) = event.to_json_value() else { unreachable!("an event is a JSON object") };
-        wire::log::LogEntry::Event(wire::log::EventEntry { seq: entry.seq, event })
+        wire::log::LogEntry::Event(wire::log::EventEntry { seq: entry.seq, appended_at: entry.appended_at, event })
     };
     match erasures.show(entry.seq, event) {
         Shown::Intact(event) => event_entry(event),

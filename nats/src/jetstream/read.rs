@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_nats::jetstream::consumer::{self, AckPolicy, DeliverPolicy};
 use async_nats::jetstream::{self, stream};
 use futures::StreamExt;
-use mneme_events::{DecodeLimits, decode_json};
+use mneme_events::{DecodeLimits, Timestamp, decode_json};
 
 use super::{RETRY_FIRST_DELAY, RETRY_LONGEST_DELAY};
 use crate::{InvalidRecord, LogEntry, LogError, Seq, subjects};
@@ -30,6 +30,7 @@ pub(super) const CONSUMER_INACTIVE_THRESHOLD: Duration = Duration::from_secs(10)
 /// the event from the JSON payload, and the two must agree.
 pub(super) fn entry_of_message(swarm: &str, message: &jetstream::Message) -> Result<LogEntry, LogError> {
     let seq = stream_sequence(message)?;
+    let appended_at = Some(published(message)?);
     let subject = message.subject.as_str();
     let raw = message.payload.as_ref();
     // The stream only takes `mneme.<swarm>.*.events.>`, so this holds unless
@@ -37,7 +38,7 @@ pub(super) fn entry_of_message(swarm: &str, message: &jetstream::Message) -> Res
     let Some(agent) = subjects::agent_of_subject(swarm, subject) else {
         let reason = format!("subject {subject:?} is not an events subject of swarm {swarm:?}");
         let record = Err(InvalidRecord { reason, raw: raw.to_vec() });
-        return Ok(LogEntry { seq, agent: String::new(), record });
+        return Ok(LogEntry { seq, agent: String::new(), record, appended_at });
     };
     // The size limit is enforced when appending; an event accepted under an
     // older, larger limit must stay readable, or replay would differ.
@@ -53,7 +54,7 @@ pub(super) fn entry_of_message(swarm: &str, message: &jetstream::Message) -> Res
             Err(InvalidRecord { reason, raw: raw.to_vec() })
         }
     });
-    Ok(LogEntry { seq, agent: agent.to_string(), record })
+    Ok(LogEntry { seq, agent: agent.to_string(), record, appended_at })
 }
 
 /// Reads up to `max` messages of `stream` with `seq >= from` (optionally only
@@ -156,6 +157,16 @@ pub(super) fn stream_sequence(message: &jetstream::Message) -> Result<Seq, LogEr
         .info()
         .map_err(|error| LogError::Nats(format!("message read from a stream has no JetStream metadata: {error}")))?;
     Ok(info.stream_sequence)
+}
+
+/// When the stream stored a message (its metadata's publish time).
+pub(super) fn published(message: &jetstream::Message) -> Result<Timestamp, LogError> {
+    let info = message
+        .info()
+        .map_err(|error| LogError::Nats(format!("message read from a stream has no JetStream metadata: {error}")))?;
+    let nanos = i64::try_from(info.published.unix_timestamp_nanos())
+        .map_err(|_| LogError::Corrupt(format!("message {} was stored at an impossible time", info.stream_sequence)))?;
+    Ok(Timestamp::from_unix_nanos(nanos))
 }
 
 /// Why a read failed, and whether reading again may succeed.

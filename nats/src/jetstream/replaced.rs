@@ -12,13 +12,18 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, stream};
-use mneme_events::{DecodeLimits, Event, decode_json};
+use mneme_events::{DecodeLimits, Event, Timestamp, decode_json};
 
 use super::read::{fetch_messages, stream_sequence};
 use crate::{LogEntry, LogError, Seq};
 
 /// The header naming the seq of the record a copy stands for.
 pub(super) const SEQ_HEADER: &str = "Mneme-Seq";
+
+/// The header keeping the time the record a copy stands for was stored
+/// (unix nanoseconds): a redaction does not change when an event was
+/// written.
+pub(super) const APPENDED_AT_HEADER: &str = "Mneme-Appended-At";
 
 /// One record's copy, and the message of the copies' stream that holds it.
 #[derive(Clone)]
@@ -48,11 +53,17 @@ impl Replaced {
                 .and_then(|headers| headers.get(SEQ_HEADER))
                 .and_then(|value| value.as_str().parse::<Seq>().ok())
                 .ok_or_else(|| LogError::Corrupt(format!("copy {at} of the copies' stream names no record seq")))?;
+            let appended_at = message
+                .headers
+                .as_ref()
+                .and_then(|headers| headers.get(APPENDED_AT_HEADER))
+                .and_then(|value| value.as_str().parse::<i64>().ok())
+                .map(Timestamp::from_unix_nanos);
             let event = decode_copy(seq, &message.payload)?;
             if event.swarm != swarm {
                 return Err(LogError::Corrupt(format!("the copy of seq {seq} is of swarm {:?}", event.swarm)));
             }
-            let entry = LogEntry { seq, agent: event.agent.clone(), record: Ok(event) };
+            let entry = LogEntry { seq, agent: event.agent.clone(), record: Ok(event), appended_at };
             if let Some(earlier) = copies.insert(seq, Copy { entry, message: at }) {
                 secure_delete(stream, earlier.message).await?;
             }
@@ -65,11 +76,12 @@ impl Replaced {
         self.copies.read().unwrap_or_else(PoisonError::into_inner).keys().next_back().copied()
     }
 
-    /// Records that the copy of the record at `seq`, `event`, is stored as
-    /// message `message` of the copies' stream; answers the message of the
+    /// Records that the copy of the record at `seq`, `event` (the record
+    /// was stored at `appended_at`), is stored as message `message` of the
+    /// copies' stream; answers the message of the
     /// copy it replaces, which the caller deletes.
-    pub(super) fn stored(&self, seq: Seq, event: &Event, message: Seq) -> Option<Seq> {
-        let entry = LogEntry { seq, agent: event.agent.clone(), record: Ok(event.clone()) };
+    pub(super) fn stored(&self, seq: Seq, event: &Event, appended_at: Option<Timestamp>, message: Seq) -> Option<Seq> {
+        let entry = LogEntry { seq, agent: event.agent.clone(), record: Ok(event.clone()), appended_at };
         let mut copies = self.copies.write().unwrap_or_else(PoisonError::into_inner);
         copies.insert(seq, Copy { entry, message }).map(|earlier| earlier.message)
     }
