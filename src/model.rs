@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use mneme_actors::SwarmConfig;
 use mneme_actors::swarm_config::{EmbedderKind, EmbedderSection, model_search_path};
-use mneme_projections::embed::{
+use mneme_index::embed::{
     DistillOptions, Embedder, HashedNgramEmbedder, MiniLmEmbedder, StaticEmbedder, StaticModelFiles,
     distill_static_model_with_progress,
 };

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mneme_events::{EventId, HandoffBundle};
+use mneme_index::tokens;
 use mneme_nats::{DeadLetter, LogEntry};
 use mneme_projections::consolidation::ConsolidationView;
 use mneme_projections::graph::{GraphQuery, Subgraph};
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
-use mneme_projections::tokens;
 use mneme_projections::{
     AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, ErasedByPurge, HandoffRecord,
     ItemCounts, ItemPage, ListedItems, MemoryItem, OpenContradiction, ProjectionError, ProvenanceRef, Purgeable,

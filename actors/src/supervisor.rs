@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use mneme_events::IdKey;
+use mneme_index::TextIndex;
+use mneme_index::embed::Embedder;
 use mneme_nats::{EventLog, Seq};
-use mneme_projections::embed::Embedder;
-use mneme_projections::{AgentMemory, MemoryConfig, SharedContent, TextIndex};
+use mneme_projections::{AgentMemory, MemoryConfig, SharedContent};
 use tokio::sync::{mpsc, watch};
 
 use crate::error::ActorsError;

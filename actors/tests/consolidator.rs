@@ -69,8 +69,8 @@ struct Fixture {
     config: SwarmConfig,
 }
 
-fn embedder() -> Arc<dyn mneme_projections::embed::Embedder> {
-    Arc::new(mneme_projections::embed::HashedNgramEmbedder::default())
+fn embedder() -> Arc<dyn mneme_index::embed::Embedder> {
+    Arc::new(mneme_index::embed::HashedNgramEmbedder::default())
 }
 
 async fn fixture(events: &[Event]) -> Fixture {

@@ -93,7 +93,7 @@ async fn fixture_admitting(events: &[Event], admit_unknown_agents: bool) -> Fixt
     config.agents = ["planner", "coder"].iter().map(|name| AgentConfig::named(name)).collect();
     log.append(events).await.unwrap();
     let log_end = log.last_seq().await.unwrap();
-    let embedder = Arc::new(mneme_projections::embed::HashedNgramEmbedder::default());
+    let embedder = Arc::new(mneme_index::embed::HashedNgramEmbedder::default());
     let supervisor = Supervisor::new(config, log.clone(), store, log_end, embedder).start();
     Fixture { _dir: dir, log, supervisor, admit_unknown_agents }
 }

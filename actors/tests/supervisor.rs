@@ -48,8 +48,8 @@ fn fixture() -> Fixture {
 }
 
 /// The model-free embedder: these tests are about actors, not semantics.
-fn embedder() -> Arc<dyn mneme_projections::embed::Embedder> {
-    Arc::new(mneme_projections::embed::HashedNgramEmbedder::default())
+fn embedder() -> Arc<dyn mneme_index::embed::Embedder> {
+    Arc::new(mneme_index::embed::HashedNgramEmbedder::default())
 }
 
 fn memory_config(config: &SwarmConfig) -> mneme_projections::MemoryConfig {
@@ -280,9 +280,9 @@ const POISON: &str = "POISON-PILL";
 /// An embedder that panics on one word: it stands for a projection bug that
 /// some valid event triggers, halfway through being applied (embedding
 /// comes after the fact graph has taken the event).
-struct PanicsOnPoison(mneme_projections::embed::HashedNgramEmbedder);
+struct PanicsOnPoison(mneme_index::embed::HashedNgramEmbedder);
 
-impl mneme_projections::embed::Embedder for PanicsOnPoison {
+impl mneme_index::embed::Embedder for PanicsOnPoison {
     fn model_id(&self) -> &str {
         self.0.model_id()
     }
@@ -302,8 +302,8 @@ async fn an_event_whose_application_panics_is_dead_lettered_and_the_memory_moves
     let fixture = fixture();
     let mut config = config(&["coder"], false);
     config.memory.checkpoint_every_events = 5;
-    let poisonous: Arc<dyn mneme_projections::embed::Embedder> =
-        Arc::new(PanicsOnPoison(mneme_projections::embed::HashedNgramEmbedder::default()));
+    let poisonous: Arc<dyn mneme_index::embed::Embedder> =
+        Arc::new(PanicsOnPoison(mneme_index::embed::HashedNgramEmbedder::default()));
     fixture.log.append(&events(0..10, &["coder"])).await.unwrap();
     fixture.log.append(&[message(10, "coder", &format!("the {POISON} in the token cache"))]).await.unwrap();
     fixture.log.append(&events(11..20, &["coder"])).await.unwrap();

@@ -331,15 +331,15 @@ impl AgentMemory {
             .map(|(name, block)| {
                 let (content, tokens, truncated) = match request.block_tokens {
                     Some(limit) => {
-                        let whole = crate::tokens::count(&block.content);
+                        let whole = mneme_index::tokens::count(&block.content);
                         if whole > limit {
-                            let (cut, tokens) = crate::tokens::truncate(&block.content, limit);
+                            let (cut, tokens) = mneme_index::tokens::truncate(&block.content, limit);
                             (cut, tokens, true)
                         } else {
                             (block.content.clone(), whole, false)
                         }
                     }
-                    None => (block.content.clone(), crate::tokens::count(&block.content), false),
+                    None => (block.content.clone(), mneme_index::tokens::count(&block.content), false),
                 };
                 ShownBlock {
                     name: name.clone(),

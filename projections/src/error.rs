@@ -8,12 +8,12 @@ pub enum ProjectionError {
     /// The event belongs to another swarm or agent than this memory.
     #[error("event of {swarm}/{agent} cannot be applied to the memory of {expected_swarm}/{expected_agent}")]
     WrongOwner { swarm: String, agent: String, expected_swarm: String, expected_agent: String },
-    #[error("full-text index failed: {0}")]
-    Index(#[from] tantivy::TantivyError),
+    /// The text index's storage or the embedding model failed
+    /// (`mneme-index`).
+    #[error(transparent)]
+    Index(#[from] mneme_index::IndexError),
     #[error("snapshot is unusable: {0}")]
     CorruptSnapshot(String),
-    #[error("embedding model is unusable: {0}")]
-    Model(String),
     /// Applying a valid event panicked. Raised by the callers that contain
     /// the panic (`mneme-actors`), never by `apply` itself: the memory may
     /// be half-changed and must be rebuilt without the event.

@@ -13,7 +13,7 @@ use mneme_events::{BundleItem, BundleProvenance, Event, EventId, HandoffBundle, 
 use crate::graph::GraphView;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryGraph};
-use crate::tokens;
+use mneme_index::tokens;
 
 /// A bundle item's text is cut to this many tokens, so that one long tool
 /// output cannot take the whole budget.

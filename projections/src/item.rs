@@ -1,10 +1,29 @@
 //! A memory item: one thing an agent can be told, traced to its events.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use mneme_events::{EventId, Scope, Timestamp};
 
-use crate::shared::SharedEntry;
+use mneme_index::TermCounts;
+
+/// One shared event's text and its share of BM25's statistics, held once
+/// per swarm by [`SharedContent`](crate::SharedContent) and pointed at by
+/// the items of every memory that holds the event.
+pub struct SharedEntry {
+    /// The text as the other agents read it, `(from author) …`; its
+    /// document and vector are of this text, for the author too.
+    pub(crate) text: String,
+    /// Bytes of the `(from author) ` prefix, which the author does not see.
+    pub(crate) author_prefix: usize,
+    /// Counted when a memory needs them and kept until every memory of the
+    /// swarm holds the entry (see `SharedContent::count_terms`): 8 bytes
+    /// per distinct term, a tenth of a memory's RAM per item if kept for
+    /// good. A memory restored with its statistics does not need them.
+    pub(crate) terms: Mutex<Option<Arc<TermCounts>>>,
+    /// The text index change that added the entry's document (0: it was
+    /// in the index when this process opened it).
+    pub(crate) change: u64,
+}
 
 /// Whether an item is still in play.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -254,4 +273,23 @@ impl MemoryItem {
     pub fn usage_score(&self) -> f32 {
         self.citations as f32 - 0.5 * self.ignored as f32 + 0.25 * (1.0 + self.retrievals as f32).ln()
     }
+}
+
+/// A hit quotes at most this much of its item's text: a search answering
+/// ten shared 1 MB messages was 10 MB to copy, serialise and send, and made
+/// every search of every agent that sees them slow. The item's whole text
+/// is at `GET …/items/{item_id}`.
+pub const MAX_HIT_TEXT_BYTES: usize = 16 * 1024;
+
+/// The text of a hit: the item's, or its first `MAX_HIT_TEXT_BYTES` marked
+/// with how long the whole is and where it is.
+pub(crate) fn hit_text(text: &str, item_id: &str) -> String {
+    if text.len() <= MAX_HIT_TEXT_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_HIT_TEXT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} …[truncated: {} bytes in all, at …/items/{item_id}]", &text[..end], text.len())
 }

@@ -4,12 +4,11 @@
 //! number: every projection is a function of the events applied to it, in
 //! log order, so replaying the log rebuilds it.
 
-mod bm25;
+mod chunks;
 pub mod consolidation;
 mod context;
 mod core;
 mod digest;
-pub mod embed;
 mod error;
 pub mod graph;
 mod handoffs;
@@ -18,15 +17,14 @@ mod memory;
 pub mod phases;
 mod render;
 mod retrieval;
+mod scope;
 mod shared;
 mod snapshot;
 mod superseded;
-mod text_dir;
-pub mod tokens;
-mod vector;
+mod words;
 mod working;
 
-pub use bm25::TextIndex;
+pub use chunks::{MEMORY_CHUNK, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart};
 pub use context::{
     Activity, CORE_SHARE, ContextItem, ContextRequest, ContextResponse, ContextSignals, ContextTier, TIERS,
     ThinkingPolicy, TierShares, TierUsage, allocate,
@@ -39,12 +37,12 @@ pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 pub use memory::{
     AgentMemory, AppliedEvent, ErasedByPurge, ItemCounts, ItemPage, ListedItem, ListedItems, MemoryConfig,
-    OpenContradiction, Purgeable, ResolvedContradiction, enters_memory_of, scope_reaches,
+    OpenContradiction, Purgeable, ResolvedContradiction,
 };
 pub use render::describe;
 pub use retrieval::{
     AnswerKind, Fusion, QueryAnalysis, RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode,
-    SearchRequest, TimeAnchor, TimeRange, analyze, embedded_text,
+    SearchRequest, TimeAnchor, TimeRange, analyze,
 };
+pub use scope::{enters_memory_of, scope_reaches};
 pub use shared::SharedContent;
-pub use snapshot::{MEMORY_CHUNK, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart};

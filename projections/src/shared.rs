@@ -24,10 +24,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
-use crate::bm25::{TermCounts, TextIndex};
 use crate::error::ProjectionError;
 use crate::graph::{SwarmGraph, TouchedEdge};
-use crate::vector::{QuantizedVector, VectorIndex};
+use crate::item::SharedEntry;
+use mneme_index::vector::{QuantizedVector, VectorIndex};
+use mneme_index::{TermCounts, TextIndex};
 
 /// Once there are this many dropped vectors, and they are a quarter of the
 /// shared vector index or more, the index is rebuilt without them.
@@ -79,23 +80,6 @@ struct Slot {
     entry: Arc<SharedEntry>,
     /// Memories holding the entry.
     holders: usize,
-}
-
-/// One shared event's text and its share of BM25's statistics.
-pub struct SharedEntry {
-    /// The text as the other agents read it, `(from author) …`; its
-    /// document and vector are of this text, for the author too.
-    pub(crate) text: String,
-    /// Bytes of the `(from author) ` prefix, which the author does not see.
-    pub(crate) author_prefix: usize,
-    /// Counted when a memory needs them and kept until every memory of the
-    /// swarm holds the entry (see [`SharedContent::count_terms`]): 8 bytes
-    /// per distinct term, a tenth of a memory's RAM per item if kept for
-    /// good. A memory restored with its statistics does not need them.
-    terms: Mutex<Option<Arc<TermCounts>>>,
-    /// The text index change that added the entry's document (0: it was
-    /// in the index when this process opened it).
-    pub(crate) change: u64,
 }
 
 /// The shared vectors, each index in seq order: `main` takes the newest,
@@ -244,14 +228,14 @@ impl SharedContent {
         &self,
         agent: &str,
         covers: u64,
-        mut save: impl FnMut(&crate::snapshot::SnapshotDelta) -> Result<usize, E>,
+        mut save: impl FnMut(&crate::chunks::SnapshotDelta) -> Result<usize, E>,
     ) -> Result<usize, E>
     where
         E: From<ProjectionError>,
     {
         let _one_at_a_time = self.graph_saving.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let floor = self.retain_floor(agent, covers);
-        let take = |everything: bool| -> Result<Option<crate::snapshot::SnapshotDelta>, ProjectionError> {
+        let take = |everything: bool| -> Result<Option<crate::chunks::SnapshotDelta>, ProjectionError> {
             let mut graph = self.graph_mut();
             if !everything && graph.saved_through(covers) {
                 return Ok(None);
@@ -466,7 +450,7 @@ impl SharedContent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::{Embedder, HashedNgramEmbedder};
+    use mneme_index::embed::{Embedder, HashedNgramEmbedder};
 
     fn content() -> (Arc<SharedContent>, HashedNgramEmbedder) {
         let embedder = HashedNgramEmbedder::default();

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use crate::tokens;
+use mneme_index::tokens;
 
 /// One turn as the working tier shows it: cut to the per-item bound.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -953,11 +953,11 @@ fn many_copies_of_one_line_merge_into_one_survivor_in_one_run() {
 
 /// Counts the texts it embeds.
 struct CountingEmbedder {
-    inner: mneme_projections::embed::HashedNgramEmbedder,
+    inner: mneme_index::embed::HashedNgramEmbedder,
     embedded: std::sync::atomic::AtomicUsize,
 }
 
-impl mneme_projections::embed::Embedder for CountingEmbedder {
+impl mneme_index::embed::Embedder for CountingEmbedder {
     fn model_id(&self) -> &str {
         self.inner.model_id()
     }

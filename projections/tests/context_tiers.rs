@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use common::{trajectory, trajectory_memory};
 use expect_test::expect_file;
 use mneme_events::{Event, EventId, EventKind, PhaseCompressed, TaskStatus};
+use mneme_index::tokens;
 use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, PhaseBoundary, PhaseLevel};
-use mneme_projections::{Activity, AgentMemory, ContextRequest, ContextSignals, ContextTier, MemoryConfig, tokens};
+use mneme_projections::{Activity, AgentMemory, ContextRequest, ContextSignals, ContextTier, MemoryConfig};
 use proptest::prelude::*;
 
 fn signals(activity: &str) -> ContextSignals {

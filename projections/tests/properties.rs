@@ -532,7 +532,7 @@ proptest! {
         let beyond = (split + beyond).min(log.len());
         let directory = tempfile::tempdir().unwrap();
         let on_disk = || {
-            let (index, discarded) = mneme_projections::TextIndex::open(directory.path()).unwrap();
+            let (index, discarded) = mneme_index::TextIndex::open(directory.path()).unwrap();
             assert_eq!(discarded, None);
             let config = config();
             let dimensions = config.embedder.dimensions();
@@ -730,10 +730,10 @@ proptest! {
                     .map(|node| node.name)
                     .collect();
                 let mut used: usize =
-                    expected.items.iter().map(|item| mneme_projections::tokens::count(&item.text)).sum();
+                    expected.items.iter().map(|item| mneme_index::tokens::count(&item.text)).sum();
                 expected.files.clear();
                 for file in named.into_iter().take(50) {
-                    let tokens = mneme_projections::tokens::count(&file);
+                    let tokens = mneme_index::tokens::count(&file);
                     if used + tokens > expected.budget_tokens as usize {
                         break;
                     }
@@ -773,7 +773,7 @@ proptest! {
         let mut memory = rebuild(&log_of(&ops));
         let context = memory.context(&ContextRequest::new("token auth cargo", budget)).unwrap();
         prop_assert!(context.tokens <= budget, "{} > {}", context.tokens, budget);
-        prop_assert_eq!(context.tokens, mneme_projections::tokens::count(&context.text));
+        prop_assert_eq!(context.tokens, mneme_index::tokens::count(&context.text));
     }
 }
 
@@ -978,7 +978,7 @@ fn a_snapshot_under_another_configuration_is_refused() {
             "demo",
             "coder",
             MemoryConfig {
-                embedder: std::sync::Arc::new(mneme_projections::embed::HashedNgramEmbedder::new(64)),
+                embedder: std::sync::Arc::new(mneme_index::embed::HashedNgramEmbedder::new(64)),
                 ..config()
             }
         ),

@@ -26,7 +26,7 @@ use crate::model;
 use crate::nats;
 use crate::service::{HeldSwarms, PublishQuotas, QueryPermits, Service, StreamPermits, SwarmRuntime};
 use mneme_events::SystemClock;
-use mneme_projections::TextIndex;
+use mneme_index::TextIndex;
 
 /// HTTP worker threads. Queries are answered by memory actors on their own
 /// workers, so the HTTP side needs few threads.
@@ -290,7 +290,7 @@ impl StartedSwarm {
 /// memories, consolidator, handoff router and eraser.
 async fn start_swarm(
     config: SwarmConfig,
-    embedder: Arc<dyn mneme_projections::embed::Embedder>,
+    embedder: Arc<dyn mneme_index::embed::Embedder>,
     node: &str,
 ) -> anyhow::Result<StartedSwarm> {
     start_swarm_with_key(config, embedder, node, None).await
@@ -299,7 +299,7 @@ async fn start_swarm(
 /// [`start_swarm`], deriving ids with `id_key` rather than the swarm's own.
 async fn start_swarm_with_key(
     config: SwarmConfig,
-    embedder: Arc<dyn mneme_projections::embed::Embedder>,
+    embedder: Arc<dyn mneme_index::embed::Embedder>,
     node: &str,
     id_key: Option<mneme_events::IdKey>,
 ) -> anyhow::Result<StartedSwarm> {

@@ -52,7 +52,7 @@ pub struct PlacedSwarms {
     pub node: String,
     pub record: NodeRecord,
     /// Placed swarms configured here, with their embedders.
-    pub swarms: BTreeMap<String, (SwarmConfig, Arc<dyn mneme_projections::embed::Embedder>)>,
+    pub swarms: BTreeMap<String, (SwarmConfig, Arc<dyn mneme_index::embed::Embedder>)>,
     /// How long a record lives without being written again.
     pub ttl: Duration,
     /// Whether this process answers NATS queries (`mneme serve`).
@@ -64,7 +64,7 @@ impl PlacedSwarms {
     /// `[log]` (NATS address, credentials, replicas, `lease_ttl_ms` as the
     /// records' time to live).
     pub async fn connect(
-        placed: Vec<(SwarmConfig, Arc<dyn mneme_projections::embed::Embedder>)>,
+        placed: Vec<(SwarmConfig, Arc<dyn mneme_index::embed::Embedder>)>,
         node: &str,
         url: String,
         serve_nats: bool,
@@ -241,7 +241,7 @@ pub(super) async fn run(
 /// applied its log up to where the log ended when it started.
 async fn start_and_catch_up(
     config: SwarmConfig,
-    embedder: Arc<dyn mneme_projections::embed::Embedder>,
+    embedder: Arc<dyn mneme_index::embed::Embedder>,
     node: String,
 ) -> (String, anyhow::Result<StartedSwarm>) {
     let name = config.swarm.name.clone();

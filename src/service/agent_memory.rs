@@ -11,7 +11,8 @@ use mneme_api::agent_memory::{
 };
 use mneme_api::params::{DEFAULT_TIMELINE_ENTRIES, MAX_TIMELINE_ENTRIES, TimelineParams, quote};
 use mneme_events::{CoreMemoryUpdated, ERASED_TEXT, Event, EventKind, NoteWritten, Scope, Shown, Timestamp};
-use mneme_projections::{CoreMemory, CoreRequest, enters_memory_of, tokens};
+use mneme_index::tokens;
+use mneme_projections::{CoreMemory, CoreRequest, enters_memory_of};
 
 use super::{ApiError, Caller, Service, SwarmRuntime, ask};
 

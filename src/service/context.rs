@@ -35,7 +35,7 @@ impl Service {
         // the two are assembled at once, each on its own worker.
         let system = self.system_memory(swarm, checked.min_system_seq).await?;
         let share = system.as_ref().map_or(0, |_| checked.budget / SYSTEM_SHARE_OF_BUDGET);
-        let reserved = if share > 0 { share + mneme_projections::tokens::count(SYSTEM_HEADING) } else { 0 };
+        let reserved = if share > 0 { share + mneme_index::tokens::count(SYSTEM_HEADING) } else { 0 };
         let system_request = ContextRequest::new(checked.query.clone(), share).with_signals(signals.clone());
         let request = ContextRequest::new(checked.query, checked.budget.saturating_sub(reserved))
             .with_signals(signals)
@@ -136,7 +136,7 @@ impl Service {
                 let text = levels.text(text_level).expect("a text level");
                 answer.text = Some(PhaseText {
                     text: text.to_string(),
-                    tokens: mneme_projections::tokens::count(text),
+                    tokens: mneme_index::tokens::count(text),
                     bound: text_level.token_bound(),
                 });
             }
@@ -200,7 +200,7 @@ const SYSTEM_HEADING: &str = "\n## System (every swarm)\n";
 /// out.
 fn with_system_layer(answer: &mut ContextAnswer, share: usize, system: &ContextAnswer) {
     let text = format!("{}{SYSTEM_HEADING}{}", answer.text, system.text);
-    let tokens = mneme_projections::tokens::count(&text);
+    let tokens = mneme_index::tokens::count(&text);
     if tokens > answer.budget {
         return;
     }

@@ -177,7 +177,7 @@ fn planted_events(items: usize) -> anyhow::Result<(Vec<Event>, usize, usize)> {
 /// each memory through it. Same views, same thread, same run.
 fn swarm_run(
     config: &SwarmConfig,
-    embedder: Arc<dyn mneme_projections::embed::Embedder>,
+    embedder: Arc<dyn mneme_index::embed::Embedder>,
     events: &[Event],
     agents: usize,
 ) -> anyhow::Result<()> {

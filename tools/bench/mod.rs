@@ -372,7 +372,7 @@ async fn end_to_end_rate(
     let store = SnapshotStore::open(&dir.join("snapshots"))?;
     let embedder = mneme::model::load_configured_embedder(&config)?;
     // The text index on disk, as `mneme serve` keeps it.
-    let (text_index, _) = mneme_projections::TextIndex::open(&dir.join("text-index"))?;
+    let (text_index, _) = mneme_index::TextIndex::open(&dir.join("text-index"))?;
     let supervisor: Addr<Supervisor> = Supervisor::new(config, log.clone(), store, log.last_seq().await?, embedder)
         .with_text_index(text_index)
         .start();

@@ -2,7 +2,7 @@
 //! queries and of embedding, in one agent's memory of N items, in process.
 //! BM25 search is the baseline every other latency is compared with.
 
-use mneme_projections::tokens;
+use mneme_index::tokens;
 use mneme_projections::{Activity, ContextRequest, ContextSignals};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -232,14 +232,11 @@ impl hnsw_rs::prelude::Distance<f32> for UnitCosine {
 /// a tantivy index (one text field, one indexing thread, one commit at the
 /// end) and an hnsw_rs graph (one insert at a time), with no Mneme code
 /// around them.
-fn bare_libraries(
-    texts: &[String],
-    embedder: &dyn mneme_projections::embed::Embedder,
-) -> anyhow::Result<BareLibraries> {
+fn bare_libraries(texts: &[String], embedder: &dyn mneme_index::embed::Embedder) -> anyhow::Result<BareLibraries> {
     use tantivy::schema::{Schema, TEXT};
     let started = Instant::now();
     let vectors: Vec<Vec<f32>> =
-        texts.iter().map(|text| embedder.embed(mneme_projections::embedded_text(text))).collect();
+        texts.iter().map(|text| embedder.embed(mneme_index::embed::embedded_text(text))).collect();
     let embed = started.elapsed().as_secs_f64();
 
     let mut schema = Schema::builder();
@@ -270,18 +267,18 @@ fn bare_libraries(
 /// over `queries` queries drawn from the benchmark's word stream.
 fn vector_recall(
     memory: &mut AgentMemory,
-    embedder: &dyn mneme_projections::embed::Embedder,
+    embedder: &dyn mneme_index::embed::Embedder,
     queries: usize,
 ) -> anyhow::Result<f64> {
     let items: Vec<(u64, Vec<f32>)> = memory
         .items()
-        .map(|item| (item.seq, embedder.embed(mneme_projections::embedded_text(item.text.indexed()))))
+        .map(|item| (item.seq, embedder.embed(mneme_index::embed::embedded_text(item.text.indexed()))))
         .collect();
     let mut words = WordStream::zipf(ZIPF_VOCABULARY);
     let (mut found, mut wanted) = (0usize, 0usize);
     for index in 0..queries {
         let query = words.sentence(4 + index % 5);
-        let vector = embedder.embed(mneme_projections::embedded_text(&query));
+        let vector = embedder.embed(mneme_index::embed::embedded_text(&query));
         let mut exact: Vec<(f32, u64)> =
             items.iter().map(|(seq, item)| (vector.iter().zip(item).map(|(a, b)| a * b).sum::<f32>(), *seq)).collect();
         exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));

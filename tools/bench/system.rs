@@ -23,10 +23,11 @@ use mneme_actors::{
     apply_from_log,
 };
 use mneme_events::{DecodeLimits, Event, EventId, Timestamp, decode_json, decode_json_batch};
+use mneme_index::TextIndex;
+use mneme_index::embed::Embedder;
 use mneme_nats::server::NatsServer;
 use mneme_nats::{EventLog, JetStreamLog, JetStreamOptions, SledLog, SledOptions};
-use mneme_projections::embed::Embedder;
-use mneme_projections::{AgentMemory, MemoryConfig, SearchRequest, SharedContent, TextIndex};
+use mneme_projections::{AgentMemory, MemoryConfig, SearchRequest, SharedContent};
 
 use crate::bench::search::percentile;
 use crate::bench::{BenchBackend, SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mneme_projections::embed::Embedder;
-use mneme_projections::{MemoryConfig, RetrievalWeights, SharedContent, TextIndex};
+use mneme_index::TextIndex;
+use mneme_index::embed::Embedder;
+use mneme_projections::{MemoryConfig, RetrievalWeights, SharedContent};
 use serde::Deserialize;
 
 pub use access::{ApiToken, HttpTokenEntry, Secret, api_token_environment_variable};

@@ -11,7 +11,7 @@ use super::policy::ConsolidationPolicy;
 use super::shared_scan::{SharedScan, cosine, is_dedup_candidate, is_shared};
 use super::view::ConsolidationView;
 use crate::item::MemoryItem;
-use crate::retrieval::embedded_text;
+use mneme_index::embed::embedded_text;
 
 /// A group of near duplicates: the survivor answers for the others.
 #[derive(Debug, Clone, PartialEq)]

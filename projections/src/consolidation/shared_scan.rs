@@ -28,7 +28,7 @@ use super::lexical::{
 use super::policy::ConsolidationPolicy;
 use super::view::{ConsolidationView, is_live};
 use crate::item::MemoryItem;
-use crate::retrieval::embedded_text;
+use mneme_index::embed::embedded_text;
 
 /// One shared item as the dedup pass compares it.
 pub(crate) struct SharedText {

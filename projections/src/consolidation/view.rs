@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use mneme_events::Timestamp;
 
-use crate::embed::Embedder;
 use crate::graph::{EntityKind, GraphView, relation};
 use crate::item::{ItemState, MemoryItem};
 use crate::memory::AgentMemory;
+use mneme_index::embed::Embedder;
 
 /// An entity linked to more items than this is a hub (the agent, `bash`,
 /// `README.md`): sharing it says nothing about two memories.

@@ -8,7 +8,7 @@ use crate::item::{ItemState, ProvenanceRef};
 use crate::memory::AgentMemory;
 use crate::phases::{Phase, PhaseLevel};
 use crate::retrieval::{SearchFilters, SearchMode, SearchRequest};
-use crate::tokens;
+use mneme_index::tokens;
 
 use super::{ContextItem, ContextRequest, ContextTier, MIN_TRUNCATED_TOKENS, TIERS, ThinkingPolicy, line};
 

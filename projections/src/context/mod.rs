@@ -30,7 +30,7 @@ use crate::error::ProjectionError;
 use crate::item::ProvenanceRef;
 use crate::memory::AgentMemory;
 use crate::phases::PhaseLevel;
-use crate::tokens;
+use mneme_index::tokens;
 
 pub use budget::{CORE_SHARE, TierShares, allocate};
 

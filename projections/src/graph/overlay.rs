@@ -7,8 +7,8 @@
 
 use mneme_events::{Event, Timestamp};
 
-use super::snapshot::{GRAPH_CHUNK, GraphPart};
 use super::store::{EdgeIndex, EdgeRecord, EventContext, FactGraph, FactKey, NodeIndex};
+use crate::chunks::{GRAPH_CHUNK, GraphPart};
 use crate::item::ProvenanceRef;
 
 impl FactGraph {

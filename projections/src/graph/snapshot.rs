@@ -16,6 +16,7 @@ use rkyv::util::AlignedVec;
 use super::fixes::{ErrorWatch, FailureTracker, WatchedCommand};
 use super::model::{EntityKind, Node};
 use super::store::{Changes, EdgeIndex, EdgeProvenanceLog, EdgeRecord, EventStamp, FactGraph, NodeIndex};
+use crate::chunks::{GRAPH_CHUNK, GraphPart};
 use crate::digest::ContentHasher;
 use crate::error::ProjectionError;
 use crate::item::ProvenanceRef;
@@ -62,22 +63,6 @@ enum GraphChunk {
     /// (seq, edge): the edges whose provenance holds each seq of the chunk.
     EdgeProvenance(Vec<(u64, u32)>),
 }
-
-/// Which part of the graph a chunk holds, and which slice: nodes and edges
-/// by storage index, event times by seq, [`GRAPH_CHUNK`] to a chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum GraphPart {
-    Nodes(u32),
-    /// Edge records without their provenance, which is kept by seq in
-    /// `EdgeProvenance` (see [`super::store::EdgeProvenanceLog`]).
-    Edges(u32),
-    Events(u32),
-    /// Restored after the edges: keep it last.
-    EdgeProvenance(u32),
-}
-
-/// Nodes, edges or seqs per chunk.
-pub(crate) const GRAPH_CHUNK: u64 = 4096;
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 struct NodeRecord {

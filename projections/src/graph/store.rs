@@ -12,7 +12,7 @@ use smallvec::SmallVec;
 
 use super::fixes::FailureTracker;
 use super::model::{Edge, EntityKind, Node, entity_id, relation};
-use super::snapshot::{GRAPH_CHUNK, GraphPart};
+use crate::chunks::{GRAPH_CHUNK, GraphPart};
 use crate::item::ProvenanceRef;
 
 /// Index of a node in [`FactGraph::nodes`].

@@ -21,10 +21,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use mneme_events::{Event, EventId, EventKind, MemoryPurged, Timestamp};
 
 use super::model::EntityKind;
-use super::snapshot::{GraphPart, decode, encode};
+use super::snapshot::{decode, encode};
 use super::store::{EdgeIndex, FactGraph, TouchedEdge};
+use crate::chunks::{GraphPart, MEMORY_CHUNK, SnapshotDelta, SnapshotPart};
 use crate::error::ProjectionError;
-use crate::snapshot::{MEMORY_CHUNK, SnapshotDelta, SnapshotPart};
 
 /// Bumped whenever the swarm graph's snapshot layout changes (the graph's
 /// own format is checked apart); other formats are refused and the swarm's
@@ -162,7 +162,7 @@ impl SwarmGraph {
         self.through = seq;
         let publisher = self.agent_index(&event.agent);
         self.published[publisher as usize] = true;
-        if crate::memory::sees_event_of_another(admitted, event) && crate::render::carries_content(&event.kind) {
+        if crate::scope::sees_event_of_another(admitted, event) && crate::render::carries_content(&event.kind) {
             if self.by_id.contains_key(&event.id) {
                 return;
             }

@@ -387,6 +387,6 @@ impl AgentMemory {
         // Dropping the old view deletes its documents.
         self.bm25 = bm25;
         self.hidden_count = hidden;
-        self.config.shared.text_index().erase_deleted()
+        Ok(self.config.shared.text_index().erase_deleted()?)
     }
 }

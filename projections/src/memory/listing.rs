@@ -7,7 +7,7 @@ use mneme_events::Timestamp;
 
 use super::AgentMemory;
 use crate::item::ItemState;
-use crate::retrieval::hit_text;
+use crate::item::hit_text;
 
 /// Which items a page holds, and where it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]

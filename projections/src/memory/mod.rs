@@ -12,23 +12,24 @@ mod listing;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use mneme_events::{ContradictionResolution, Event, EventId, EventKind, Scope};
+use mneme_events::{ContradictionResolution, Event, EventId, EventKind};
 
-use crate::bm25::{Bm25Index, TextIndex};
+use crate::chunks::Changes;
 use crate::core::CoreState;
-use crate::embed::{Embedder, HashedNgramEmbedder};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, GraphView, Holding, Subgraph, SwarmGraph};
 use crate::handoffs::{HandoffRecord, SentBundle};
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::phases::PhaseTracker;
 use crate::render;
-use crate::retrieval::embedded_text;
+use crate::scope::{enters_memory_of, sees_event_of_another};
 use crate::shared::{MemoryRegistration, SharedContent};
-use crate::snapshot::Changes;
 use crate::superseded::{Retractions, RetractionsVersion};
-use crate::vector::{QuantizedVector, VectorIndex};
 use crate::working::WorkingTier;
+use mneme_index::embed::embedded_text;
+use mneme_index::embed::{Embedder, HashedNgramEmbedder};
+use mneme_index::vector::{QuantizedVector, VectorIndex};
+use mneme_index::{Bm25Index, TextIndex};
 
 pub use changes::{ErasedByPurge, Purgeable};
 pub use listing::{ItemCounts, ItemPage, ListedItem, ListedItems};
@@ -255,30 +256,6 @@ pub struct AgentMemory {
     pub(crate) retractions: Mutex<Option<(RetractionsVersion, Retractions)>>,
     /// This memory counted among the swarm's while it lives.
     _registration: MemoryRegistration,
-}
-
-/// Whether `event` changes the memory of `viewer`: its own events always;
-/// another agent's when they are not private, come from an admitted agent
-/// (`admitted`, `None`: every agent) and say something. Events without
-/// content (forget, purge, merge, pin, cite, decay, link, consolidation
-/// verdicts, phase summaries) manage their author's own memory: applied
-/// elsewhere they would let one agent erase or reshape every other
-/// agent's memory, private items included. [`AgentMemory::apply`] decides
-/// by this, and so does whoever routes the log to memories.
-pub fn enters_memory_of(viewer: &str, admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {
-    event.agent == viewer || (sees_event_of_another(admitted, event) && render::carries_content(&event.kind))
-}
-
-pub(crate) fn sees_event_of_another(admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {
-    scope_reaches(admitted, &event.agent, event.scope)
-}
-
-/// Whether what `author` said in `scope` reaches other agents' memories:
-/// not private, and from an admitted agent (`admitted`, `None`: every
-/// agent). For readers that hold an event's stub rather than the event
-/// (an erased record's place in the timeline).
-pub fn scope_reaches(admitted: Option<&BTreeSet<String>>, author: &str, scope: Scope) -> bool {
-    scope != Scope::Private && admitted.is_none_or(|admitted| admitted.contains(author))
 }
 
 /// An event id this memory applied.
@@ -632,7 +609,7 @@ impl AgentMemory {
 
     /// Makes every applied item searchable. Cheap when nothing changed.
     pub fn commit(&mut self) -> Result<(), ProjectionError> {
-        self.bm25.commit()
+        Ok(self.bm25.commit()?)
     }
 
     /// The swarm's vectors of the shared items this memory holds, and

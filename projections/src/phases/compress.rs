@@ -3,7 +3,7 @@
 //! token bound. No model, so replay recomputes it exactly.
 
 use super::{EXTRACTIVE_COMPRESSOR, Phase, PhaseLevel, PhaseLevels};
-use crate::tokens;
+use mneme_index::tokens;
 
 /// At most this many files or symbols are named on one line; the rest are
 /// counted.

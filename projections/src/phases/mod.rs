@@ -58,10 +58,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use mneme_events::{Event, EventKind, PhaseCompleted, PhaseCompressed, Scope, TaskStatus, Timestamp};
 
+use crate::chunks::PhasePart;
 use crate::digest::ContentHasher;
 use crate::graph::{EntityKind, GraphView, TouchedEdge};
 use crate::item::ProvenanceRef;
-use crate::tokens;
+use mneme_index::tokens;
 
 pub(crate) use compress::fit_to_tokens;
 pub use notes::{CommandNote, DecisionNote, ErrorNote, MessageNote, PhaseNotes};
@@ -288,14 +289,6 @@ pub struct PhaseTracker {
 
 /// Phases per snapshot chunk.
 pub(crate) const PHASE_CHUNK: usize = 64;
-
-/// A snapshot chunk of phases: the agent's own or the shared ones, by
-/// index, [`PHASE_CHUNK`] to a chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum PhasePart {
-    Own(u32),
-    Shared(u32),
-}
 
 /// The chunks of phases changed since the snapshot was last saved:
 /// bookkeeping, not state, so two trackers of the same phases are equal

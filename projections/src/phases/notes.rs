@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use mneme_events::{Event, EventKind};
 
 use crate::graph::{EntityKind, TouchedEdge, relation};
-use crate::tokens;
+use mneme_index::tokens;
 
 /// Messages are noted cut to this many tokens: the `full` record points at
 /// the original for the rest.
@@ -262,12 +262,12 @@ pub(crate) fn salience(text: &str, goal: Option<&str>) -> u32 {
             text.split(|c: char| !c.is_alphanumeric())
                 .filter(|word| word.len() >= 3)
                 .map(str::to_lowercase)
-                .filter(|word| !crate::retrieval::is_stop_word(word))
+                .filter(|word| !crate::words::is_stop_word(word))
                 .collect()
         };
         words(goal).intersection(&words(text)).count() as u32
     });
-    let identifiers = crate::bm25::identifiers(text).len() as u32;
+    let identifiers = mneme_index::identifiers(text).len() as u32;
     let numbers = text
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '.')
         .map(|word| word.trim_end_matches('.'))

@@ -49,14 +49,14 @@ pub(crate) fn task_summary(task: &str, title: Option<&String>, phases: &[Phase])
     for (compressed, index) in &levels {
         let mut with_compressed = lines.clone();
         with_compressed.push(format!("- {compressed}"));
-        if crate::tokens::count(&with_compressed.join("\n")) <= bound {
+        if mneme_index::tokens::count(&with_compressed.join("\n")) <= bound {
             lines = with_compressed;
             shown += 1;
             continue;
         }
         let mut with_index = lines.clone();
         with_index.push(format!("- {index}"));
-        if crate::tokens::count(&with_index.join("\n")) <= bound {
+        if mneme_index::tokens::count(&with_index.join("\n")) <= bound {
             lines = with_index;
             shown += 1;
             continue;
@@ -101,7 +101,7 @@ pub(crate) fn session_summary(tracker: &PhaseTracker) -> String {
         };
         let mut candidate = lines.clone();
         candidate.push(line);
-        if crate::tokens::count(&candidate.join("\n")) + 8 > SESSION_SUMMARY_TOKENS {
+        if mneme_index::tokens::count(&candidate.join("\n")) + 8 > SESSION_SUMMARY_TOKENS {
             break;
         }
         lines = candidate;

@@ -10,9 +10,8 @@ use std::collections::BTreeMap;
 
 use mneme_events::{EventId, Timestamp};
 
-use super::{
-    PHASE_CHUNK, Phase, PhaseBoundary, PhaseChanges, PhaseLevels, PhaseNotes, PhasePart, PhaseTracker, TaskSummary,
-};
+use super::{PHASE_CHUNK, Phase, PhaseBoundary, PhaseChanges, PhaseLevels, PhaseNotes, PhaseTracker, TaskSummary};
+use crate::chunks::PhasePart;
 use crate::item::ProvenanceRef;
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]

@@ -21,13 +21,16 @@ use mneme_events::{PHASE_SEARCH_KIND, Scope, Timestamp};
 
 use crate::error::ProjectionError;
 use crate::graph::IndexHasher;
+#[cfg(test)]
+use crate::item::MAX_HIT_TEXT_BYTES;
+pub(crate) use crate::item::hit_text;
 use crate::item::{MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, resolve_entity};
 use crate::superseded::Supersessions;
-use crate::vector::VectorIndex;
-pub(crate) use analysis::is_stop_word;
 pub use analysis::{AnswerKind, QueryAnalysis, TimeAnchor, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
+use mneme_index::embed::embedded_text;
+use mneme_index::vector::VectorIndex;
 pub(crate) use phases::PhaseDocuments;
 use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by};
 
@@ -38,9 +41,6 @@ const CANDIDATES_PER_HIT: usize = 2;
 const MIN_CANDIDATES: usize = 20;
 /// Hops from the query's entities that graph retrieval looks.
 const GRAPH_HOPS: usize = 2;
-/// Text longer than this is embedded by its beginning: the static model
-/// averages tokens, and a long tool output would drown its own first lines.
-pub(crate) const EMBEDDED_TEXT_BYTES: usize = 2000;
 
 /// Which retrievers answer a search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -262,25 +262,6 @@ pub struct SearchHit {
     pub explain: Vec<RetrieverRank>,
 }
 
-/// A hit quotes at most this much of its item's text: a search answering
-/// ten shared 1 MB messages was 10 MB to copy, serialise and send, and made
-/// every search of every agent that sees them slow. The item's whole text
-/// is at `GET …/items/{item_id}`.
-pub const MAX_HIT_TEXT_BYTES: usize = 16 * 1024;
-
-/// The text of a hit: the item's, or its first `MAX_HIT_TEXT_BYTES` marked
-/// with how long the whole is and where it is.
-pub(crate) fn hit_text(text: &str, item_id: &str) -> String {
-    if text.len() <= MAX_HIT_TEXT_BYTES {
-        return text.to_string();
-    }
-    let mut end = MAX_HIT_TEXT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{} …[truncated: {} bytes in all, at …/items/{item_id}]", &text[..end], text.len())
-}
-
 const NANOS_PER_DAY: f32 = 86_400e9;
 /// How much of an item's text is looked through for an identifier the
 /// question names.
@@ -289,7 +270,7 @@ const IDENTIFIER_SCAN_BYTES: usize = 64 * 1024;
 /// Whether the item's text holds one of `identifiers` (lower case) as a
 /// whole identifier, in its first [`IDENTIFIER_SCAN_BYTES`].
 fn holds_identifier(item: &MemoryItem, identifiers: &[String]) -> bool {
-    crate::bm25::identifiers(crate::tokens::floor_char_boundary(item.text.body(), IDENTIFIER_SCAN_BYTES))
+    mneme_index::identifiers(mneme_index::tokens::floor_char_boundary(item.text.body(), IDENTIFIER_SCAN_BYTES))
         .iter()
         .any(|found| identifiers.iter().any(|wanted| found.eq_ignore_ascii_case(wanted)))
 }
@@ -701,12 +682,6 @@ fn merge_ranking(ranking: &mut Ranking, more: Ranking) {
     let known: SeqSet = ranking.iter().map(|(_, seq)| *seq).collect();
     ranking.extend(more.into_iter().filter(|(_, seq)| !known.contains(seq)));
     ranking.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-}
-
-/// The beginning of a text, cut at a character boundary, for embedding:
-/// what the vector index embeds of an item, and of a query.
-pub fn embedded_text(text: &str) -> &str {
-    crate::tokens::floor_char_boundary(text, EMBEDDED_TEXT_BYTES)
 }
 
 #[cfg(test)]

@@ -10,11 +10,10 @@
 
 use mneme_events::{PHASE_SEARCH_KIND, Scope, Timestamp};
 
-use super::{
-    QueryAnalysis, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, SeqSet, embedded_text, hit_text,
-};
+use super::{QueryAnalysis, RetrieverRank, SearchFilters, SearchHit, SearchMode, SearchRequest, SeqSet, hit_text};
 use crate::memory::AgentMemory;
 use crate::phases::{Phase, PhaseLevel};
+use mneme_index::embed::embedded_text;
 
 /// What a phase is searched by, derived from its text.
 #[derive(Debug, Clone)]

@@ -4,10 +4,11 @@
 //! item against what the question asks (its kind, its speaker, how much it
 //! says).
 
-use super::{AnswerKind, GRAPH_HOPS, Ranking, SearchFilters, SearchRequest, SeqMap, SeqSet, embedded_text};
+use super::{AnswerKind, GRAPH_HOPS, Ranking, SearchFilters, SearchRequest, SeqMap, SeqSet};
 use crate::error::ProjectionError;
 use crate::item::MemoryItem;
 use crate::memory::{AgentMemory, resolve_entity};
+use mneme_index::embed::embedded_text;
 
 impl AgentMemory {
     /// The conversation turn before each message among `found`, and each
@@ -269,7 +270,7 @@ pub(super) const BRIEF_MESSAGE_WORDS: usize = 8;
 pub(super) fn content_words(body: &str, most: usize) -> usize {
     let text = body.strip_prefix('[').and_then(|rest| rest.split_once("] ")).map_or(body, |(_, text)| text);
     text.split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|word| word.chars().count() >= 2 && !super::analysis::is_stop_word(&word.to_lowercase()))
+        .filter(|word| word.chars().count() >= 2 && !crate::words::is_stop_word(&word.to_lowercase()))
         .take(most)
         .count()
 }

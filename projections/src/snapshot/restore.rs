@@ -7,16 +7,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use mneme_events::{EventId, Scope};
 
 use super::sections::{Sections, decode};
-use super::{Changes, MemoryChunk, MemorySnapshot, SNAPSHOT_FORMAT, SnapshotPart, memory_item, resolution_from_code};
-use crate::bm25::{Bm25Index, SavedText};
+use super::{MemoryChunk, MemorySnapshot, memory_item, resolution_from_code};
+use crate::chunks::{Changes, SNAPSHOT_FORMAT, SnapshotPart};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, SwarmGraph};
 use crate::handoffs::{HandoffRecord, SentBundle};
 use crate::item::{ItemState, ItemText, ProvenanceRef};
 use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
 use crate::phases::{PHASE_CHUNK, PhaseTracker};
-use crate::vector::QuantizedVector;
 use crate::working::{WorkingEntry, WorkingTier};
+use mneme_index::vector::QuantizedVector;
+use mneme_index::{Bm25Index, SavedText};
 
 impl AgentMemory {
     /// Restores a memory from [`AgentMemory::to_snapshot`] bytes. Refuses a

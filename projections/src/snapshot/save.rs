@@ -5,14 +5,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::sections::{append_bytes, append_section};
 use super::{
-    Changes, HandoffSnapshotRecord, MemoryChunk, MemorySnapshot, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES,
-    SnapshotDelta, SnapshotPart, TextRecord, WorkingRecord, item_record, item_record_bytes, resolution_code,
+    HandoffSnapshotRecord, MemoryChunk, MemorySnapshot, TextRecord, WorkingRecord, item_record, item_record_bytes,
+    resolution_code,
+};
+use crate::chunks::{
+    Changes, GraphPart, PhasePart, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart,
 };
 use crate::error::ProjectionError;
-use crate::graph::snapshot::GraphPart;
 use crate::item::ItemState;
 use crate::memory::AgentMemory;
-use crate::phases::PhasePart;
 
 impl AgentMemory {
     /// The head and the chunks changed since the last snapshot was saved

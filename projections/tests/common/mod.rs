@@ -8,7 +8,7 @@ use mneme_projections::graph::FactGraph;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use mneme_projections::embed::{Embedder, MiniLmEmbedder};
+use mneme_index::embed::{Embedder, MiniLmEmbedder};
 use mneme_projections::{AgentMemory, MemoryConfig};
 
 const MINILM_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/all-MiniLM-L6-v2");

@@ -47,7 +47,7 @@ pub fn truncate(text: &str, max_tokens: usize) -> (String, usize) {
 
 /// The longest beginning of `text` of at most `max_bytes`, cut at a
 /// character boundary.
-pub(crate) fn floor_char_boundary(text: &str, max_bytes: usize) -> &str {
+pub fn floor_char_boundary(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {
         return text;
     }

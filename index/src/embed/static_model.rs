@@ -35,7 +35,7 @@ use tokenizers::{Model, ModelWrapper, NormalizerWrapper, PreTokenizerWrapper, To
 
 use super::json::{self, Value};
 use super::{Embedder, normalize, sha256_hex};
-use crate::ProjectionError;
+use crate::IndexError;
 
 /// The `format` written into, and required in, the embeddings file's
 /// metadata. Bump it when the meaning of the file changes.
@@ -87,18 +87,18 @@ pub struct StaticEmbedder {
 
 impl StaticEmbedder {
     /// Loads a static model from the contents of its two files.
-    pub fn from_bytes(embeddings_safetensors: &[u8], tokenizer_json: &[u8]) -> Result<StaticEmbedder, ProjectionError> {
+    pub fn from_bytes(embeddings_safetensors: &[u8], tokenizer_json: &[u8]) -> Result<StaticEmbedder, IndexError> {
         let metadata = read_safetensors_metadata(embeddings_safetensors)?;
         let format = metadata.get("format").and_then(Value::as_str);
         if format != Some(STATIC_MODEL_FORMAT) {
-            return Err(ProjectionError::Model(format!(
+            return Err(IndexError::Model(format!(
                 "embeddings.safetensors has format {format:?}, expected {STATIC_MODEL_FORMAT:?}"
             )));
         }
         let expected_tokenizer_sha256 = metadata.get("tokenizer_sha256").and_then(Value::as_str);
         let tokenizer_sha256 = sha256_hex(tokenizer_json);
         if expected_tokenizer_sha256 != Some(tokenizer_sha256.as_str()) {
-            return Err(ProjectionError::Model(format!(
+            return Err(IndexError::Model(format!(
                 "tokenizer.json (sha256 {tokenizer_sha256}) is not the one this model was distilled with ({})",
                 expected_tokenizer_sha256.unwrap_or("not recorded")
             )));
@@ -111,19 +111,19 @@ impl StaticEmbedder {
             .load(EMBEDDINGS_TENSOR, &Device::Cpu)
             .map_err(|error| model_error("embeddings.safetensors has no usable `embeddings` tensor", error))?;
         if tensor.dtype() != DType::F32 {
-            return Err(ProjectionError::Model(format!("`embeddings` is {:?}, expected F32", tensor.dtype())));
+            return Err(IndexError::Model(format!("`embeddings` is {:?}, expected F32", tensor.dtype())));
         }
         let (vocabulary_size, dimensions) =
             tensor.dims2().map_err(|error| model_error("`embeddings` must be a matrix", error))?;
         if dimensions == 0 {
-            return Err(ProjectionError::Model("`embeddings` has zero dimensions".to_owned()));
+            return Err(IndexError::Model("`embeddings` has zero dimensions".to_owned()));
         }
         let embeddings = tensor
             .flatten_all()
             .and_then(|flat| flat.to_vec1::<f32>())
             .map_err(|error| model_error("cannot read `embeddings`", error))?;
         if embeddings.iter().any(|value| !value.is_finite()) {
-            return Err(ProjectionError::Model("`embeddings` holds NaN or infinite values".to_owned()));
+            return Err(IndexError::Model("`embeddings` holds NaN or infinite values".to_owned()));
         }
 
         let mut tokenizer =
@@ -133,7 +133,7 @@ impl StaticEmbedder {
         tokenizer.with_truncation(None).map_err(|error| model_error("cannot disable truncation", error))?;
         let largest_id = tokenizer.get_vocab(true).into_values().max().unwrap_or(0) as usize;
         if largest_id >= vocabulary_size {
-            return Err(ProjectionError::Model(format!(
+            return Err(IndexError::Model(format!(
                 "tokenizer.json has token id {largest_id} but `embeddings` only {vocabulary_size} rows"
             )));
         }
@@ -167,7 +167,7 @@ impl StaticEmbedder {
 
     /// The ids from the Hugging Face tokenizer alone, bypassing the fast
     /// path: the reference [`StaticEmbedder::token_ids`] must agree with.
-    pub fn reference_token_ids(&self, text: &str) -> Result<Vec<u32>, ProjectionError> {
+    pub fn reference_token_ids(&self, text: &str) -> Result<Vec<u32>, IndexError> {
         let encoding = self.tokenizer.encode(text, false).map_err(|error| model_error("tokenization failed", error))?;
         Ok(encoding.get_ids().to_vec())
     }
@@ -269,8 +269,8 @@ pub(crate) fn static_model_id(dimensions: usize, embeddings_safetensors: &[u8]) 
     format!("static-minilm-l6-{dimensions}@sha256:{}", &sha256_hex(embeddings_safetensors)[..16])
 }
 
-fn model_error(what: &str, error: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Model(format!("{what}: {error}"))
+fn model_error(what: &str, error: impl std::fmt::Display) -> IndexError {
+    IndexError::Model(format!("{what}: {error}"))
 }
 
 /// The BERT-uncased tokenization of ASCII text, equal to the Hugging Face
@@ -538,8 +538,8 @@ pub(crate) fn encode_embeddings_file(
 
 /// The `__metadata__` object of a safetensors file's header (an empty object
 /// when there is none).
-fn read_safetensors_metadata(bytes: &[u8]) -> Result<Value, ProjectionError> {
-    let unreadable = |why: &str| ProjectionError::Model(format!("embeddings.safetensors: {why}"));
+fn read_safetensors_metadata(bytes: &[u8]) -> Result<Value, IndexError> {
+    let unreadable = |why: &str| IndexError::Model(format!("embeddings.safetensors: {why}"));
     let length_bytes: [u8; 8] =
         bytes.get(..8).and_then(|slice| slice.try_into().ok()).ok_or_else(|| unreadable("too short"))?;
     let header_length = usize::try_from(u64::from_le_bytes(length_bytes)).map_err(|_| unreadable("header too long"))?;

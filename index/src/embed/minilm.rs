@@ -15,7 +15,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use super::json::{self, AsUsize, Value};
 use super::{Embedder, normalize, sha256_hex};
-use crate::ProjectionError;
+use crate::IndexError;
 
 /// The model was trained on sequences of at most 256 word pieces
 /// (sentence-transformers' `max_seq_length`); longer text is truncated.
@@ -63,7 +63,7 @@ impl MiniLmEmbedder {
         safetensors: &[u8],
         tokenizer_json: &[u8],
         config_json: &[u8],
-    ) -> Result<MiniLmEmbedder, ProjectionError> {
+    ) -> Result<MiniLmEmbedder, IndexError> {
         let config = parse_bert_config(config_json)?;
         let device = Device::Cpu;
         let variables = VarBuilder::from_slice_safetensors(safetensors, DType::F32, &device)
@@ -87,7 +87,7 @@ impl MiniLmEmbedder {
             .map_err(|error| model_error("cannot set truncation on the tokenizer", error))?;
         let vocabulary_size = tokenizer.get_vocab_size(true);
         if vocabulary_size > config.vocab_size {
-            return Err(ProjectionError::Model(format!(
+            return Err(IndexError::Model(format!(
                 "tokenizer.json has {vocabulary_size} tokens but the model only {} embeddings",
                 config.vocab_size
             )));
@@ -101,7 +101,7 @@ impl MiniLmEmbedder {
         let (sequence_prefix_ids, sequence_suffix_ids) = match empty.get_ids() {
             [prefix, suffix] => (vec![*prefix], vec![*suffix]),
             other => {
-                return Err(ProjectionError::Model(format!(
+                return Err(IndexError::Model(format!(
                     "expected the tokenizer to wrap a text in two special tokens ([CLS] … [SEP]), got {other:?}"
                 )));
             }
@@ -120,7 +120,7 @@ impl MiniLmEmbedder {
         };
         let probe = embedder.try_embed_batch(&["mneme loads its embedding model"])?;
         if probe.first().is_none_or(|vector| vector.len() != embedder.hidden_size) {
-            return Err(ProjectionError::Model("the probe embedding has the wrong shape".to_owned()));
+            return Err(IndexError::Model("the probe embedding has the wrong shape".to_owned()));
         }
         Ok(embedder)
     }
@@ -132,7 +132,7 @@ impl MiniLmEmbedder {
     /// 32 texts of one length, so no text is ever padded; the outputs are
     /// mean-pooled and L2-normalised. A text with no word pieces (empty or
     /// whitespace) gets the zero vector without running the model.
-    pub fn try_embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ProjectionError> {
+    pub fn try_embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
         let encodings = self
             .tokenizer
             .encode_batch(texts.to_vec(), true)
@@ -161,7 +161,7 @@ impl MiniLmEmbedder {
                 let attention = vec![1; token_ids.len()];
                 let pooled = self.forward_mean_pooled(token_ids, attention, chunk.len(), sequence_length)?;
                 if pooled.len() != chunk.len() {
-                    return Err(ProjectionError::Model("the model returned fewer vectors than texts".to_owned()));
+                    return Err(IndexError::Model("the model returned fewer vectors than texts".to_owned()));
                 }
                 for (&index, mut vector) in chunk.iter().zip(pooled) {
                     normalize(&mut vector);
@@ -175,7 +175,7 @@ impl MiniLmEmbedder {
     /// Mean-pooled, unnormalised model outputs for single vocabulary tokens,
     /// each run alone as `[CLS] token [SEP]`: the first step of model2vec
     /// distillation. All sequences have length 3, so there is no padding.
-    pub fn pooled_single_token_outputs(&self, token_ids: &[u32]) -> Result<Vec<Vec<f32>>, ProjectionError> {
+    pub fn pooled_single_token_outputs(&self, token_ids: &[u32]) -> Result<Vec<Vec<f32>>, IndexError> {
         if token_ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -198,7 +198,7 @@ impl MiniLmEmbedder {
         attention: Vec<u32>,
         rows: usize,
         sequence_length: usize,
-    ) -> Result<Vec<Vec<f32>>, ProjectionError> {
+    ) -> Result<Vec<Vec<f32>>, IndexError> {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let input_ids = Tensor::from_vec(token_ids, (rows, sequence_length), &self.device)?;
             let attention_mask = Tensor::from_vec(attention, (rows, sequence_length), &self.device)?;
@@ -257,8 +257,8 @@ fn attended_length(encoding: &tokenizers::Encoding) -> usize {
     encoding.get_attention_mask().iter().take_while(|&&attended| attended == 1).count()
 }
 
-fn model_error(what: &str, error: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Model(format!("{what}: {error}"))
+fn model_error(what: &str, error: impl std::fmt::Display) -> IndexError {
+    IndexError::Model(format!("{what}: {error}"))
 }
 
 /// Reads a Hugging Face BERT `config.json` into candle's [`Config`].
@@ -266,12 +266,11 @@ fn model_error(what: &str, error: impl std::fmt::Display) -> ProjectionError {
 /// Required: the sizes and `hidden_act`; the rest falls back to the values
 /// of `BertConfig` in transformers. Dropout and initialisation settings are
 /// read for completeness but do not matter for inference.
-fn parse_bert_config(config_json: &[u8]) -> Result<Config, ProjectionError> {
+fn parse_bert_config(config_json: &[u8]) -> Result<Config, IndexError> {
     let text = std::str::from_utf8(config_json)
-        .map_err(|error| ProjectionError::Model(format!("config.json is not UTF-8: {error}")))?;
-    let config = json::parse(text).map_err(|error| ProjectionError::Model(format!("config.json: {error}")))?;
-    let invalid =
-        |key: &str, expected: &str| ProjectionError::Model(format!("config.json: `{key}` must be {expected}"));
+        .map_err(|error| IndexError::Model(format!("config.json is not UTF-8: {error}")))?;
+    let config = json::parse(text).map_err(|error| IndexError::Model(format!("config.json: {error}")))?;
+    let invalid = |key: &str, expected: &str| IndexError::Model(format!("config.json: `{key}` must be {expected}"));
     let size =
         |key: &str| config.get(key).and_then(Value::as_usize).ok_or_else(|| invalid(key, "a non-negative integer"));
     let size_or = |key: &str, default: usize| match config.get(key) {

@@ -63,16 +63,16 @@ fn dot_quantized(query: &[f32], quantized: &[i8]) -> f32 {
 /// A vector as 8-bit integers and the scale that brings them back:
 /// `value ≈ quantized × scale`, the largest magnitude mapped to ±127.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct QuantizedVector {
-    pub(crate) scale: f32,
-    pub(crate) values: Vec<i8>,
+pub struct QuantizedVector {
+    pub scale: f32,
+    pub values: Vec<i8>,
     /// Its binary code (see [`Rotation`]) as an index computed it, so that
     /// a restore need not rotate every vector again; empty when not known.
-    pub(crate) code: Vec<u64>,
+    pub code: Vec<u64>,
 }
 
 impl QuantizedVector {
-    pub(crate) fn of(vector: &[f32]) -> QuantizedVector {
+    pub fn of(vector: &[f32]) -> QuantizedVector {
         let largest = vector.iter().fold(0.0f32, |largest, value| largest.max(value.abs()));
         if largest == 0.0 || !largest.is_finite() {
             return QuantizedVector { scale: 0.0, values: vec![0; vector.len()], code: Vec::new() };
@@ -189,7 +189,7 @@ fn hamming_distances_portable(codes: &[u64], query: &[u64], distances: &mut Vec<
     }
 }
 
-pub(crate) struct VectorIndex {
+pub struct VectorIndex {
     dimensions: usize,
     rotation: Rotation,
     /// Code words per vector.
@@ -216,7 +216,7 @@ impl VectorIndex {
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.seqs.len()
     }
 
@@ -417,7 +417,6 @@ impl VectorIndex {
     }
 
     /// Every (seq, quantized vector), in seq order.
-    #[cfg(test)]
     pub fn quantized(&self) -> impl Iterator<Item = (u64, QuantizedVector)> + '_ {
         (0..self.seqs.len()).map(|position| (self.seqs[position], self.quantized_at(position)))
     }

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use mneme_projections::embed::{
+use mneme_index::embed::{
     DistillOptions, Embedder, HashedNgramEmbedder, MiniLmEmbedder, StaticEmbedder, StaticModelFiles,
     VocabularySelection, cosine, distill_static_model,
 };

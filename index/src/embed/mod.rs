@@ -37,6 +37,16 @@ pub trait Embedder: Send + Sync {
     }
 }
 
+/// Text longer than this is embedded by its beginning: the static model
+/// averages tokens, and a long tool output would drown its own first lines.
+pub const EMBEDDED_TEXT_BYTES: usize = 2000;
+
+/// The beginning of a text, cut at a character boundary, for embedding:
+/// what the vector index embeds of an item, and of a query.
+pub fn embedded_text(text: &str) -> &str {
+    crate::tokens::floor_char_boundary(text, EMBEDDED_TEXT_BYTES)
+}
+
 /// Scales `vector` to unit length in place; leaves a zero vector alone.
 pub fn normalize(vector: &mut [f32]) {
     let norm = vector.iter().map(|value| value * value).sum::<f32>().sqrt();

@@ -26,7 +26,7 @@
 //! (the documents past its checkpoint are deleted, the tail re-adds them)
 //! and re-adds them all when they do not match. The index works in RAM and
 //! is written to disk before each checkpoint is saved (see
-//! [`crate::text_dir`]), so what a snapshot names is on disk; deleting the
+//! `text_dir.rs`), so what a snapshot names is on disk; deleting the
 //! index's directory costs a re-index, never a wrong answer.
 //!
 //! The swarm's index ([`TextIndex`]) is here; a memory's view of it
@@ -52,10 +52,10 @@ use tantivy::{
     DocSet, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, SegmentReader, TERMINATED, Term, doc,
 };
 
-use crate::error::ProjectionError;
+use crate::IndexError;
 use crate::text_dir::CheckpointedDirectory;
 
-pub(crate) use view::{Bm25Index, SavedText};
+pub use view::{Bm25Index, SavedText};
 
 /// tantivy's smallest arena; the writer flushes a segment when it is full.
 const WRITER_MEMORY_BYTES: usize = 15_000_000;
@@ -162,7 +162,7 @@ impl std::fmt::Debug for TextIndex {
 
 impl TextIndex {
     /// An index in RAM, rebuilt by every restore.
-    pub fn new() -> Result<Arc<TextIndex>, ProjectionError> {
+    pub fn new() -> Result<Arc<TextIndex>, IndexError> {
         let index = Index::create_in_ram(schema());
         TextIndex::with_index(index, None, 0, HashMap::new())
     }
@@ -172,8 +172,8 @@ impl TextIndex {
     /// derived state, and memories rebuild what they miss).
     ///
     /// Besides the index, says why an index found there was not used.
-    pub fn open(directory: &Path) -> Result<(Arc<TextIndex>, Option<String>), ProjectionError> {
-        let disk_error = |error: std::io::Error| ProjectionError::Index(tantivy::TantivyError::from(error));
+    pub fn open(directory: &Path) -> Result<(Arc<TextIndex>, Option<String>), IndexError> {
+        let disk_error = |error: std::io::Error| IndexError::Index(tantivy::TantivyError::from(error));
         let discarded = match TextIndex::open_existing(directory) {
             Ok(Some(index)) => return Ok((index, None)),
             Ok(None) => None,
@@ -242,7 +242,7 @@ impl TextIndex {
         disk: Option<OnDisk>,
         next_owner: u64,
         of_agent: HashMap<String, u64>,
-    ) -> Result<Arc<TextIndex>, ProjectionError> {
+    ) -> Result<Arc<TextIndex>, IndexError> {
         let fields = Fields::of(&index.schema())?;
         index.tokenizers().register(
             IDENTIFIER_ANALYZER,
@@ -294,7 +294,7 @@ impl TextIndex {
     /// `change` did already. A kept index's commit records the owners (see
     /// [`Payload`]) and stays in RAM: [`TextIndex::make_durable`] writes
     /// it to disk.
-    fn commit_through(&self, change: u64) -> Result<(), ProjectionError> {
+    fn commit_through(&self, change: u64) -> Result<(), IndexError> {
         if self.committed.load(Ordering::Acquire) >= change {
             return Ok(());
         }
@@ -346,7 +346,7 @@ impl TextIndex {
     /// Commits everything and, for a kept index, writes it to disk,
     /// synced: what a checkpoint saved after this names is on disk. Cheap when nothing changed since the
     /// last call.
-    pub(crate) fn make_durable(&self) -> Result<(), ProjectionError> {
+    pub(crate) fn make_durable(&self) -> Result<(), IndexError> {
         let Some(disk) = &self.disk else { return Ok(()) };
         let latest = self.changes.load(Ordering::Acquire);
         // `durable` is one past the last change made durable, 0 for none.
@@ -358,7 +358,7 @@ impl TextIndex {
         self.commit_through(latest.max(1))?;
         // Holding the writer: no commit runs while the files are written.
         let _writer = self.writer();
-        disk.directory.make_durable().map_err(|error| ProjectionError::Index(error.into()))?;
+        disk.directory.make_durable().map_err(|error| IndexError::Index(error.into()))?;
         disk.durable.fetch_max(latest + 1, Ordering::AcqRel);
         Ok(())
     }
@@ -373,8 +373,8 @@ impl TextIndex {
     }
 
     /// The owner of the swarm's shared documents: on disk always the same
-    /// one, in RAM a new one for each [`SharedContent`](crate::SharedContent).
-    pub(crate) fn shared_owner(&self) -> u64 {
+    /// one, in RAM a new one for each `SharedContent` (mneme-projections).
+    pub fn shared_owner(&self) -> u64 {
         match &self.disk {
             Some(disk) => disk.shared_owner,
             None => self.new_owner(),
@@ -444,7 +444,7 @@ impl TextIndex {
     /// documents of agents whose memory did not come back, and shared
     /// documents no memory holds. Called once every memory the process
     /// serves has been restored; until then they may still be claimed.
-    pub fn sweep_unclaimed(&self) -> Result<(), ProjectionError> {
+    pub fn sweep_unclaimed(&self) -> Result<(), IndexError> {
         let Some(disk) = &self.disk else { return Ok(()) };
         let orphans = std::mem::take(&mut *lock(&disk.orphans));
         for seq in orphans {
@@ -463,7 +463,7 @@ impl TextIndex {
             let mut terms = inverted.terms().stream().map_err(io_error)?;
             while terms.advance() {
                 let key: [u8; 8] = terms.key().try_into().map_err(|_| {
-                    ProjectionError::Index(tantivy::TantivyError::InternalError("an owner term is not a u64".into()))
+                    IndexError::Index(tantivy::TantivyError::InternalError("an owner term is not a u64".into()))
                 })?;
                 let owner = u64::from_be_bytes(key);
                 if owner != disk.shared_owner && !kept.contains(&owner) {
@@ -478,7 +478,7 @@ impl TextIndex {
     }
 
     /// The seqs of `owner`'s documents in the last commit, ascending.
-    fn seqs_of_owner(&self, owner: u64) -> Result<Vec<u64>, ProjectionError> {
+    fn seqs_of_owner(&self, owner: u64) -> Result<Vec<u64>, IndexError> {
         let searcher = self.reader.searcher();
         let term = Term::from_field_u64(self.fields.owner, owner);
         let mut seqs = Vec::new();
@@ -490,7 +490,7 @@ impl TextIndex {
     }
 
     /// Deletes `owner`'s documents past `seq`.
-    fn delete_owner_after(&self, owner: u64, seq: u64) -> Result<(), ProjectionError> {
+    fn delete_owner_after(&self, owner: u64, seq: u64) -> Result<(), IndexError> {
         let fields = self.fields;
         let owner: Box<dyn Query> =
             Box::new(TermQuery::new(Term::from_field_u64(fields.owner, owner), IndexRecordOption::Basic));
@@ -502,7 +502,7 @@ impl TextIndex {
     }
 
     /// Adds a document of `owner`; returns the change that added it.
-    pub(crate) fn add_document(&self, owner: u64, seq: u64, kind: &str, text: &str) -> Result<u64, ProjectionError> {
+    pub fn add_document(&self, owner: u64, seq: u64, kind: &str, text: &str) -> Result<u64, IndexError> {
         let fields = self.fields;
         let identifiers = identifiers(text).join(" ");
         self.writer().add_document(doc!(
@@ -517,7 +517,7 @@ impl TextIndex {
 
     /// Takes over the shared document of `seq` if the last process left it
     /// in the index: true if it is there (and needs no adding).
-    pub(crate) fn take_shared_document(&self, seq: u64) -> bool {
+    pub fn take_shared_document(&self, seq: u64) -> bool {
         self.disk.as_ref().is_some_and(|disk| lock(&disk.orphans).remove(&seq))
     }
 
@@ -525,7 +525,7 @@ impl TextIndex {
     /// seq's event is either shared (one document, the swarm's) or its
     /// author's alone, so the seq names the document, and tantivy applies
     /// term deletes far faster than query deletes.
-    pub(crate) fn delete_shared_document(&self, seq: u64) {
+    pub fn delete_shared_document(&self, seq: u64) {
         self.writer().delete_term(Term::from_field_u64(self.fields.seq, seq));
         self.changed();
     }
@@ -533,14 +533,14 @@ impl TextIndex {
     /// After an erasure deleted documents: commits, and merges the
     /// segments holding deleted documents, so that the erased terms leave
     /// the index's files (and RAM) now rather than at some later merge.
-    pub(crate) fn erase_deleted(&self) -> Result<(), ProjectionError> {
+    pub fn erase_deleted(&self) -> Result<(), IndexError> {
         self.merge_deletes.store(true, Ordering::Release);
         self.commit_through(self.changed())
     }
 
     /// What a text adds to BM25's statistics, as the index's analyzers see
     /// it: counted once for a shared text, added by every memory holding it.
-    pub(crate) fn term_counts(&self, text: &str) -> TermCounts {
+    pub fn term_counts(&self, text: &str) -> TermCounts {
         let identifiers = identifiers(text).join(" ");
         let mut terms = Vec::new();
         let text_tokens = self.analyze(self.fields.text, TEXT_ANALYZER, text, &mut terms);
@@ -618,8 +618,8 @@ fn schema() -> Schema {
 }
 
 impl Fields {
-    fn of(schema: &Schema) -> Result<Fields, ProjectionError> {
-        let field = |name: &str| schema.get_field(name).map_err(ProjectionError::Index);
+    fn of(schema: &Schema) -> Result<Fields, IndexError> {
+        let field = |name: &str| schema.get_field(name).map_err(IndexError::Index);
         Ok(Fields {
             owner: field("owner")?,
             seq: field("seq")?,
@@ -632,7 +632,7 @@ impl Fields {
 
 /// Pushes the seqs of the live documents of `owner` (a term of the owner
 /// field) in one segment.
-fn seqs_in_segment(segment: &SegmentReader, owner: &Term, seqs: &mut Vec<u64>) -> Result<(), ProjectionError> {
+fn seqs_in_segment(segment: &SegmentReader, owner: &Term, seqs: &mut Vec<u64>) -> Result<(), IndexError> {
     let postings = segment.inverted_index(owner.field())?.read_postings(owner, IndexRecordOption::Basic);
     let Some(mut postings) = postings.map_err(io_error)? else {
         return Ok(());
@@ -650,8 +650,8 @@ fn seqs_in_segment(segment: &SegmentReader, owner: &Term, seqs: &mut Vec<u64>) -
     Ok(())
 }
 
-fn io_error(error: std::io::Error) -> ProjectionError {
-    ProjectionError::Index(error.into())
+fn io_error(error: std::io::Error) -> IndexError {
+    IndexError::Index(error.into())
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -662,7 +662,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A text's share of BM25's statistics: tokens per field and the keys of
 /// its distinct terms (of both fields).
 #[derive(Default, Clone, Debug, PartialEq)]
-pub(crate) struct TermCounts {
+pub struct TermCounts {
     text_tokens: u64,
     code_tokens: u64,
     terms: Box<[u64]>,
@@ -671,7 +671,7 @@ pub(crate) struct TermCounts {
 /// The identifiers in a text: words joined by `_`, `::` or `.` between
 /// letters, or CamelCase with two humps or more. Everything else is prose
 /// and left to the `text` field.
-pub(crate) fn identifiers(text: &str) -> Vec<&str> {
+pub fn identifiers(text: &str) -> Vec<&str> {
     text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '.'))
         .map(|word| word.trim_matches(|c: char| c == ':' || c == '.' || c == '_'))
         .filter(|word| is_identifier(word))

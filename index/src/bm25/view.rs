@@ -13,11 +13,11 @@ use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::{DocAddress, Score, Searcher, TantivyDocument, Term};
 
 use super::{Fields, IDENTIFIER_BOOST, TermCounts, TextIndex, term_key};
-use crate::error::ProjectionError;
+use crate::IndexError;
 
 /// One memory's documents and their statistics: see the module's
 /// documentation.
-pub(crate) struct Bm25Index {
+pub struct Bm25Index {
     shared: Arc<TextIndex>,
     agent: String,
     owner: u64,
@@ -69,7 +69,7 @@ impl Bm25StatisticsProvider for ViewStatistics<'_> {
 /// What a snapshot keeps of a memory's documents in an index on disk:
 /// where they are, and their statistics.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct SavedText {
+pub struct SavedText {
     pub index_id: u128,
     pub owner: u64,
     pub documents: u64,
@@ -105,7 +105,7 @@ impl Bm25Index {
         saved: Option<SavedText>,
         checkpoint: u64,
         own_seqs: &[u64],
-    ) -> Result<(Bm25Index, bool), ProjectionError> {
+    ) -> Result<(Bm25Index, bool), IndexError> {
         if let Some(saved) = saved
             && shared.claim(agent, saved.index_id, saved.owner)
         {
@@ -157,7 +157,7 @@ impl Bm25Index {
     }
 
     /// Commits and syncs the index (see [`TextIndex::make_durable`]).
-    pub fn make_durable(&self) -> Result<(), ProjectionError> {
+    pub fn make_durable(&self) -> Result<(), IndexError> {
         self.shared.make_durable()
     }
 
@@ -193,7 +193,7 @@ impl Bm25Index {
     }
 
     /// Adds a document of this memory's own.
-    pub fn add(&mut self, seq: u64, kind: &str, text: &str) -> Result<(), ProjectionError> {
+    pub fn add(&mut self, seq: u64, kind: &str, text: &str) -> Result<(), IndexError> {
         let counts = self.shared.term_counts(text);
         self.count(&counts, 1);
         self.last_change = self.shared.add_document(self.owner, seq, kind, text)?;
@@ -225,7 +225,7 @@ impl Bm25Index {
 
     /// Makes everything added so far searchable. Cheap when nothing changed,
     /// so callers may call it before every query.
-    pub fn commit(&mut self) -> Result<(), ProjectionError> {
+    pub fn commit(&mut self) -> Result<(), IndexError> {
         self.shared.commit_through(self.last_change)
     }
 
@@ -251,7 +251,7 @@ impl Bm25Index {
         limit: usize,
         kinds: &[String],
         holds: &dyn Fn(u64) -> bool,
-    ) -> Result<Vec<(f32, u64)>, ProjectionError> {
+    ) -> Result<Vec<(f32, u64)>, IndexError> {
         let fields = self.shared.fields;
         let mut parser = QueryParser::for_index(&self.shared.index, vec![fields.text, fields.code]);
         parser.set_field_boost(fields.code, IDENTIFIER_BOOST);
@@ -268,7 +268,7 @@ impl Bm25Index {
         limit: usize,
         kinds: &[String],
         holds: &dyn Fn(u64) -> bool,
-    ) -> Result<Vec<(f32, u64)>, ProjectionError> {
+    ) -> Result<Vec<(f32, u64)>, IndexError> {
         let field = self.shared.fields.text;
         let clauses: Vec<(Occur, Box<dyn Query>)> = terms
             .iter()
@@ -344,7 +344,7 @@ impl Bm25Index {
         limit: usize,
         kinds: &[String],
         holds: &dyn Fn(u64) -> bool,
-    ) -> Result<Vec<(f32, u64)>, ProjectionError> {
+    ) -> Result<Vec<(f32, u64)>, IndexError> {
         let fields = self.shared.fields;
         let query = self.restrict(query, kinds);
         let searcher = self.shared.reader.searcher();
@@ -395,7 +395,7 @@ impl Bm25Index {
         Box::new(BooleanQuery::new(clauses))
     }
 
-    fn seqs_of(&self, searcher: &Searcher, top: &[(Score, DocAddress)]) -> Result<Vec<(f32, u64)>, ProjectionError> {
+    fn seqs_of(&self, searcher: &Searcher, top: &[(Score, DocAddress)]) -> Result<Vec<(f32, u64)>, IndexError> {
         let seq_field = self.shared.fields.seq;
         let mut hits = Vec::with_capacity(top.len());
         for (score, address) in top.iter() {

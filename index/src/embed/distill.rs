@@ -39,7 +39,7 @@ use nalgebra::{DMatrix, SymmetricEigen};
 use super::minilm::MiniLmEmbedder;
 use super::static_model::{STATIC_MODEL_FORMAT, StaticModelFiles, encode_embeddings_file, static_model_id};
 use super::{Embedder, sha256_hex};
-use crate::ProjectionError;
+use crate::IndexError;
 
 /// Which vocabulary tokens to distill; the others get zero rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +90,7 @@ pub struct DistillProgress {
 pub fn distill_static_model(
     teacher: &MiniLmEmbedder,
     options: &DistillOptions,
-) -> Result<StaticModelFiles, ProjectionError> {
+) -> Result<StaticModelFiles, IndexError> {
     distill_static_model_with_progress(teacher, options, &mut |_| {})
 }
 
@@ -99,7 +99,7 @@ pub fn distill_static_model_with_progress(
     teacher: &MiniLmEmbedder,
     options: &DistillOptions,
     on_progress: &mut dyn FnMut(DistillProgress),
-) -> Result<StaticModelFiles, ProjectionError> {
+) -> Result<StaticModelFiles, IndexError> {
     let hidden_size = teacher.dimensions();
     if options.dimensions == 0 || options.dimensions > hidden_size {
         return Err(invalid(format!("dimensions must be between 1 and {hidden_size}, not {}", options.dimensions)));
@@ -122,10 +122,7 @@ pub fn distill_static_model_with_progress(
     for batch in selected.chunks(options.batch_size) {
         for row in teacher.pooled_single_token_outputs(batch)? {
             if row.len() != hidden_size {
-                return Err(ProjectionError::Model(format!(
-                    "teacher output has {} values, not {hidden_size}",
-                    row.len()
-                )));
+                return Err(IndexError::Model(format!("teacher output has {} values, not {hidden_size}", row.len())));
             }
             outputs.extend(row.into_iter().map(f64::from));
         }
@@ -167,8 +164,8 @@ pub fn distill_static_model_with_progress(
     })
 }
 
-fn invalid(message: String) -> ProjectionError {
-    ProjectionError::Model(format!("cannot distill: {message}"))
+fn invalid(message: String) -> IndexError {
+    IndexError::Model(format!("cannot distill: {message}"))
 }
 
 /// The teacher's vocabulary by id, and which ids can be distilled.
@@ -207,7 +204,7 @@ impl Vocabulary {
     }
 
     /// The ids to distill, ascending.
-    fn select(&self, selection: &VocabularySelection) -> Result<Vec<u32>, ProjectionError> {
+    fn select(&self, selection: &VocabularySelection) -> Result<Vec<u32>, IndexError> {
         let distillable = (0..self.size()).filter(|&id| !self.excluded[id]).map(|id| id as u32);
         match selection {
             VocabularySelection::All => Ok(distillable.collect()),
@@ -236,7 +233,7 @@ impl Vocabulary {
 /// Eigenvectors are only defined up to sign; each is flipped so that its
 /// largest-magnitude component is positive, so the result does not depend on
 /// the eigen solver's internals.
-fn principal_components(mut samples: DMatrix<f64>, dimensions: usize) -> Result<DMatrix<f64>, ProjectionError> {
+fn principal_components(mut samples: DMatrix<f64>, dimensions: usize) -> Result<DMatrix<f64>, IndexError> {
     let (count, features) = samples.shape();
     for mut column in samples.column_iter_mut() {
         let mean = column.sum() / count as f64;
@@ -247,7 +244,7 @@ fn principal_components(mut samples: DMatrix<f64>, dimensions: usize) -> Result<
     // The implicit QR iterations converge in a few dozen sweeps per
     // eigenvalue; the cap turns a pathological input into an error, not a hang.
     let eigen = SymmetricEigen::try_new(covariance, f64::EPSILON, 1000 * features)
-        .ok_or_else(|| ProjectionError::Model("PCA: the eigen decomposition did not converge".to_owned()))?;
+        .ok_or_else(|| IndexError::Model("PCA: the eigen decomposition did not converge".to_owned()))?;
     let mut order: Vec<usize> = (0..features).collect();
     // Decreasing eigenvalue; equal ones keep their solver order (stable sort).
     order.sort_by(|&a, &b| eigen.eigenvalues[b].total_cmp(&eigen.eigenvalues[a]));
