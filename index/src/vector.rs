@@ -164,6 +164,7 @@ fn walsh_hadamard(values: &mut [f32]) {
 }
 
 /// Hamming distances of `query` to every code, into `distances`.
+#[allow(unsafe_code, reason = "calls the popcnt kernel once the CPU was found to have it")]
 fn hamming_distances(codes: &[u64], query: &[u64], distances: &mut Vec<u16>) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
