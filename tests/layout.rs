@@ -88,3 +88,19 @@ fn each_crate_depends_only_on_the_crates_below_it() {
         assert_eq!(found, allowed, "{crate_dir}/Cargo.toml's Mneme dependencies");
     }
 }
+
+/// Each query to a memory actor is its own message with its own answer
+/// (`mneme_actors::queries`), so the service never matches on an answer it
+/// did not ask for.
+#[test]
+fn the_service_layer_has_no_unreachable_arms() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("src/service"), &mut files);
+    assert!(!files.is_empty());
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code: Vec<&str> = text.lines().filter(|line| !line.trim_start().starts_with("//")).collect();
+        let found = code.iter().find(|line| line.contains("unreachable!"));
+        assert!(found.is_none(), "{}: {found:?}", path.display());
+    }
+}

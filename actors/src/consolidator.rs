@@ -27,7 +27,8 @@ use mneme_projections::consolidation::{
 
 use crate::error::ActorsError;
 use crate::lease_keeper::LeaseGate;
-use crate::memory_actor::{Query, QueryAnswer, ReturnRetrievals, TakeRetrievals};
+use crate::memory_actor::queries::{Ask, ConsolidationViewOf};
+use crate::memory_actor::{ReturnRetrievals, TakeRetrievals};
 use crate::supervisor::{AgentHandle, GetAgent, ListAgents, Supervisor};
 
 /// Events per append: a first run over a large memory writes many verdicts.
@@ -364,9 +365,8 @@ async fn read_agent(handle: &AgentHandle, dry_run: bool) -> Result<ReadAgent, Ac
     let counts =
         if dry_run { Vec::new() } else { handle.addr.send(TakeRetrievals).await.map_err(|_| stopped(&agent))? };
     let give_back = |counts| ReadAgent::give_back(handle, counts);
-    let mut view = match handle.addr.send(Query::ConsolidationView).await {
-        Ok(Ok(QueryAnswer::ConsolidationView(view))) => view,
-        Ok(Ok(_)) => unreachable!("a ConsolidationView query answers with a view"),
+    let mut view = match handle.addr.send(Ask(ConsolidationViewOf)).await {
+        Ok(Ok(view)) => view,
         Ok(Err(error)) => {
             give_back(counts);
             return Err(error);

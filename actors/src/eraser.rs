@@ -34,7 +34,8 @@ use tokio::sync::watch;
 use crate::error::ActorsError;
 use crate::follow::{follow_from, follow_from_position};
 use crate::lease_keeper::LeaseGate;
-use crate::memory_actor::{Query, QueryAnswer, TakeSnapshot};
+use crate::memory_actor::TakeSnapshot;
+use crate::memory_actor::queries::{Ask, ErasedBy};
 use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, Supervisor};
 
 /// The eraser's durable position on the log, stored after every purge
@@ -297,9 +298,8 @@ impl Erasing {
             Err(_) => return Err(ActorsError::ActorStopped { agent: "supervisor".to_string() }),
         };
         handle.caught_up(self.log.as_ref(), seq, CATCH_UP_TIMEOUT).await?;
-        let erased = match handle.addr.send(Query::ErasedBy(seq)).await {
-            Ok(Ok(QueryAnswer::ErasedBy(erased))) => erased,
-            Ok(Ok(_)) => unreachable!("an erased-by query answers with what was erased"),
+        let erased = match handle.addr.send(Ask(ErasedBy(seq))).await {
+            Ok(Ok(erased)) => erased,
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ActorsError::ActorStopped { agent: handle.agent.clone() }),
         };

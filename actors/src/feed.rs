@@ -27,7 +27,8 @@ use mneme_nats::{DeadLetter, EventLog, LogEntry, Seq};
 use mneme_projections::{SharedContent, enters_memory_of};
 use tokio::sync::{mpsc, watch};
 
-use crate::memory_actor::{ApplyBatch, ApplyReport, DeadLettersFiled, MemoryActor, Query, QueryAnswer};
+use crate::memory_actor::queries::{Ask, Status};
+use crate::memory_actor::{ApplyBatch, ApplyReport, DeadLettersFiled, MemoryActor};
 
 /// Most records read and routed at once.
 const MAX_CHUNK: usize = 512;
@@ -315,10 +316,10 @@ impl SwarmFeed {
     }
 
     async fn join(&mut self, join: Join) {
-        let checkpoint = match join.addr.send(Query::Status).await {
-            Ok(Ok(QueryAnswer::Status(status))) => status.checkpoint,
-            Ok(_) => unreachable!("a status query answers with a status"),
-            Err(_) => return,
+        let checkpoint = match join.addr.send(Ask(Status)).await {
+            Ok(Ok(status)) => status.checkpoint,
+            // The memory failed to answer or stopped: it does not join.
+            Ok(Err(_)) | Err(_) => return,
         };
         let member = Member {
             addr: join.addr,

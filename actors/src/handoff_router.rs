@@ -24,7 +24,7 @@ use mneme_projections::HandoffRecord;
 use crate::error::ActorsError;
 use crate::follow::follow_from_position;
 use crate::lease_keeper::LeaseGate;
-use crate::memory_actor::{Query, QueryAnswer};
+use crate::memory_actor::queries::{Ask, Handoffs, SentBundle};
 use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, Supervisor};
 
 /// The router's durable position on the log, stored after every handoff
@@ -181,9 +181,8 @@ impl Routing {
         let handle = self.handle_of(agent).await?;
         let log_end = self.log.last_event_seq().await?;
         handle.caught_up(self.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
-        let records = match handle.addr.send(Query::Handoffs).await {
-            Ok(Ok(QueryAnswer::Handoffs(records))) => records,
-            Ok(Ok(_)) => unreachable!("a handoffs query answers with handoffs"),
+        let records = match handle.addr.send(Ask(Handoffs)).await {
+            Ok(Ok(records)) => records,
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ActorsError::ActorStopped { agent: agent.to_string() }),
         };
@@ -241,22 +240,21 @@ impl Routing {
         // handoff, from what it knew then: wait for that, then fetch it.
         let sender = self.handle_of(&sent.agent).await?;
         sender.caught_up(self.log.as_ref(), sent_seq, CATCH_UP_TIMEOUT).await?;
-        let bundle = match sender.addr.send(Query::SentBundle(sent.id)).await {
-            Ok(Ok(QueryAnswer::SentBundle(Some((bundle_seq, bundle))))) if bundle_seq == sent_seq => bundle,
-            Ok(Ok(QueryAnswer::SentBundle(Some((bundle_seq, _))))) => {
+        let bundle = match sender.addr.send(Ask(SentBundle(sent.id))).await {
+            Ok(Ok(Some((bundle_seq, bundle)))) if bundle_seq == sent_seq => bundle,
+            Ok(Ok(Some((bundle_seq, _)))) => {
                 // The same id again (re-published after the log's dedup
                 // window, or a conflicting duplicate, dead-lettered): the
                 // handoff is the one at `bundle_seq`, delivered from there.
                 tracing::info!(seq = sent_seq, first_seq = bundle_seq, handoff_id = %sent.id, "repeated handoff id; not delivered again");
                 return Ok(());
             }
-            Ok(Ok(QueryAnswer::SentBundle(None))) => {
+            Ok(Ok(None)) => {
                 return Err(ActorsError::Handoff {
                     handoff_id: sent.id.to_string(),
                     message: format!("the sender's memory did not apply the handoff at seq {sent_seq} (dead-lettered)"),
                 });
             }
-            Ok(Ok(_)) => unreachable!("a sent bundle query answers with a sent bundle"),
             Ok(Err(error)) => return Err(error),
             Err(_) => return Err(ActorsError::ActorStopped { agent: sent.agent.clone() }),
         };

@@ -32,9 +32,10 @@ pub use error::ActorsError;
 pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery, handoff_delivery_bytes};
 pub use lease_keeper::{LeaseGate, LeaseKeeper, LeaseState, WRITER_LEASE};
 pub use lost_tail::{LostTail, LostTails, snapshots_past_the_log};
+pub use memory_actor::queries::{AgentStatus, Ask, ContradictionListing, ItemListing, MemoryQuery, PhaseListing};
 pub use memory_actor::{
-    AgentStatus, ApplyBatch, ApplyReport, CheckpointPolicy, ContradictionListing, DeadLettersFiled, ItemListing,
-    ItemsQuery, MemoryActor, PhaseListing, Query, QueryAnswer, ReturnRetrievals, TakeRetrievals, TakeSnapshot,
+    ApplyBatch, ApplyReport, CheckpointPolicy, DeadLettersFiled, MemoryActor, ReturnRetrievals, TakeRetrievals,
+    TakeSnapshot, queries,
 };
 pub use phase_summarizer::{PhaseSummarizer, PhaseSummary, PhaseSummaryRequest};
 pub use replay::{ApplyTotals, ReplayReport, apply_from_log, continue_from_log, rebuild_from_log, verify_against_log};

@@ -9,17 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use mneme_events::{EventId, HandoffBundle};
+use mneme_events::EventId;
 use mneme_index::tokens;
 use mneme_nats::{DeadLetter, LogEntry};
-use mneme_projections::consolidation::ConsolidationView;
-use mneme_projections::graph::{GraphQuery, Subgraph};
-use mneme_projections::phases::{EXTRACTIVE_COMPRESSOR, Phase, TaskSummary};
-use mneme_projections::{
-    AgentMemory, AppliedEvent, ContextRequest, ContextResponse, CoreMemory, CoreRequest, ErasedByPurge, HandoffRecord,
-    ItemCounts, ItemPage, ListedItems, MemoryItem, OpenContradiction, ProjectionError, ProvenanceRef, Purgeable,
-    ResolvedContradiction, SearchHit, SearchRequest,
-};
+use mneme_projections::phases::EXTRACTIVE_COMPRESSOR;
+use mneme_projections::{AgentMemory, AppliedEvent, ProjectionError};
 use tokio::sync::watch;
 
 use crate::error::ActorsError;
@@ -27,6 +21,8 @@ use crate::lost_tail::LostTails;
 use crate::phase_compressor::{PhaseCompletedNotice, PhaseCompressor};
 use crate::phase_summarizer::PhaseSummaryRequest;
 use crate::snapshot_store::SnapshotStore;
+
+pub mod queries;
 
 /// When a memory actor writes a snapshot.
 #[derive(Debug, Clone, Copy)]
@@ -364,135 +360,6 @@ impl Handler<DeadLettersFiled> for MemoryActor {
     }
 }
 
-/// A read-only question to an agent's memory.
-#[derive(Message)]
-#[rtype(result = "Result<QueryAnswer, ActorsError>")]
-pub enum Query {
-    Search(SearchRequest),
-    Context(ContextRequest),
-    Status,
-    /// The events behind an item id, if this memory holds it.
-    Provenance(String),
-    /// The fact graph around an entity.
-    Graph(GraphQuery),
-    /// Every phase, the task roll-ups and the session summary.
-    Phases,
-    /// One phase by id.
-    Phase(String),
-    /// A copy of what consolidation reads.
-    ConsolidationView,
-    /// Open and resolved contradictions.
-    Contradictions,
-    /// How many items are in each state, the item if one is named, and a
-    /// page of items if one is asked for.
-    Items(ItemsQuery),
-    /// The handoffs this agent received, pending first.
-    Handoffs,
-    /// The context bundle of a handoff this agent sent, by the id of its
-    /// `handoff_sent`, as assembled when the memory applied it; see
-    /// [`AgentMemory::sent_bundle`].
-    SentBundle(EventId),
-    /// Core memory, with the role and block limit the configuration gives.
-    Core(CoreRequest),
-    /// What the purge at this seq erased, once applied (for the eraser).
-    ErasedBy(u64),
-    /// Whether each item id names something a purge of this memory
-    /// erases, and whether one did already.
-    Purgeable(Vec<String>),
-}
-
-#[derive(Debug)]
-pub enum QueryAnswer {
-    Search(Vec<SearchHit>),
-    Context(ContextResponse),
-    Status(AgentStatus),
-    Provenance(Option<Vec<ProvenanceRef>>),
-    Graph(Option<Subgraph>),
-    Phases(PhaseListing),
-    Phase(Option<Box<Phase>>),
-    ConsolidationView(Box<ConsolidationView>),
-    Contradictions(ContradictionListing),
-    Items(ItemListing),
-    Handoffs(Vec<HandoffRecord>),
-    /// The bundle and the seq of the `handoff_sent` it was assembled at;
-    /// `None`: this memory has not applied that handoff of its agent.
-    SentBundle(Option<(u64, HandoffBundle)>),
-    Core(Box<CoreMemory>),
-    ErasedBy(ErasedByPurge),
-    /// Per item id asked, in order.
-    Purgeable(Vec<Option<Purgeable>>),
-}
-
-/// The contradictions of one memory.
-#[derive(Debug, Clone)]
-pub struct ContradictionListing {
-    pub open: Vec<OpenContradiction>,
-    pub resolved: Vec<ResolvedContradiction>,
-}
-
-/// What a [`Query::Items`] asks for beside the counts.
-#[derive(Debug, Clone, Default)]
-pub struct ItemsQuery {
-    pub item_id: Option<String>,
-    pub page: Option<ItemPage>,
-}
-
-/// Item counts by state, and one item or a page of items when asked for.
-#[derive(Debug, Clone)]
-pub struct ItemListing {
-    /// Items per state, and pinned.
-    pub counts: ItemCounts,
-    /// The page asked for; empty when none was.
-    pub page: ListedItems,
-    pub item: Option<MemoryItem>,
-    /// What superseded `item` (`AgentMemory::superseded_by`).
-    pub superseded_by: Option<String>,
-}
-
-/// The phases of one memory, as `Query::Phases` answers.
-#[derive(Debug, Clone)]
-pub struct PhaseListing {
-    /// The agent's own phases.
-    pub phases: Vec<Phase>,
-    /// Other agents' shared phases, as this memory sees them.
-    pub shared_phases: Vec<Phase>,
-    /// Task roll-ups, the most recently completed first.
-    pub tasks: Vec<TaskSummary>,
-    pub session_summary: String,
-}
-
-/// Where an agent's memory stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentStatus {
-    pub agent: String,
-    pub checkpoint: u64,
-    pub snapshot_seq: u64,
-    pub digest: String,
-    pub items: usize,
-}
-
-impl Query {
-    fn verb(&self) -> &'static str {
-        match self {
-            Query::Search(_) => "search",
-            Query::Context(_) => "context",
-            Query::Status => "status",
-            Query::Provenance(_) => "provenance",
-            Query::Graph(_) => "graph",
-            Query::Phases => "phases",
-            Query::Phase(_) => "phase",
-            Query::ConsolidationView => "consolidation_view",
-            Query::Contradictions => "contradictions",
-            Query::Items(_) => "items",
-            Query::Handoffs => "handoffs",
-            Query::SentBundle(_) => "handoff_bundle",
-            Query::Core(_) => "core",
-            Query::ErasedBy(_) => "erased_by",
-            Query::Purgeable(_) => "purgeable",
-        }
-    }
-}
-
 impl MemoryActor {
     /// Moves the memory's checkpoint up to what the feed says it has
     /// passed: the feed moves `applied_seq` on, without a message, over
@@ -514,79 +381,6 @@ impl MemoryActor {
                 digest
             }
         }
-    }
-}
-
-impl Handler<Query> for MemoryActor {
-    type Result = Result<QueryAnswer, ActorsError>;
-
-    fn handle(&mut self, query: Query, _: &mut Self::Context) -> Self::Result {
-        self.catch_up_checkpoint();
-        let verb = query.verb();
-        let span = tracing::debug_span!("query", agent = %self.memory.agent(), verb);
-        let _entered = span.enter();
-        let started = Instant::now();
-        let answer = match query {
-            Query::Search(request) => {
-                let hits = self.memory.search(&request)?;
-                self.count_retrievals(hits.iter().map(|hit| hit.item_id.as_str()));
-                QueryAnswer::Search(hits)
-            }
-            Query::Context(request) => {
-                let response = self.memory.context(&request)?;
-                let memory = &self.memory;
-                let items: Vec<String> = response
-                    .items
-                    .iter()
-                    .filter(|item| memory.item(&item.item_id).is_some())
-                    .map(|item| item.item_id.clone())
-                    .collect();
-                self.count_retrievals(items.iter().map(String::as_str));
-                QueryAnswer::Context(response)
-            }
-            Query::Status => QueryAnswer::Status(AgentStatus {
-                agent: self.memory.agent().to_string(),
-                checkpoint: self.memory.checkpoint(),
-                snapshot_seq: self.snapshot_seq,
-                digest: self.digest(),
-                items: self.memory.item_count(),
-            }),
-            Query::Provenance(item_id) => QueryAnswer::Provenance(self.memory.provenance_of(&item_id)),
-            Query::Graph(query) => QueryAnswer::Graph(self.memory.neighbourhood(&query)),
-            Query::Phases => {
-                let tracker = self.memory.phases();
-                QueryAnswer::Phases(PhaseListing {
-                    phases: tracker.phases().to_vec(),
-                    shared_phases: tracker.shared_phases().to_vec(),
-                    tasks: tracker.tasks_newest_first().cloned().collect(),
-                    session_summary: tracker.session_summary().to_string(),
-                })
-            }
-            Query::Phase(phase_id) => QueryAnswer::Phase(self.memory.phases().phase(&phase_id).cloned().map(Box::new)),
-            Query::ConsolidationView => QueryAnswer::ConsolidationView(Box::new(self.memory.consolidation_view())),
-            Query::Contradictions => QueryAnswer::Contradictions(ContradictionListing {
-                open: self.memory.open_contradictions().cloned().collect(),
-                resolved: self.memory.resolved_contradictions().cloned().collect(),
-            }),
-            Query::Items(ItemsQuery { item_id, page }) => QueryAnswer::Items(ItemListing {
-                counts: self.memory.state_counts(),
-                page: page.map(|page| self.memory.item_page(&page)).unwrap_or_default(),
-                superseded_by: item_id.as_deref().and_then(|item_id| self.memory.superseded_by(item_id)),
-                item: item_id.and_then(|item_id| self.memory.item(&item_id).cloned()),
-            }),
-            Query::Handoffs => QueryAnswer::Handoffs(self.memory.handoffs().into_iter().cloned().collect()),
-            Query::SentBundle(handoff_id) => {
-                QueryAnswer::SentBundle(self.memory.sent_bundle(handoff_id).map(|(seq, bundle)| (seq, bundle.clone())))
-            }
-            Query::Core(request) => QueryAnswer::Core(Box::new(self.memory.core_memory(&request))),
-            Query::ErasedBy(purge_seq) => QueryAnswer::ErasedBy(self.memory.erased_by(purge_seq)),
-            Query::Purgeable(item_ids) => {
-                QueryAnswer::Purgeable(item_ids.iter().map(|item_id| self.memory.purgeable(item_id)).collect())
-            }
-        };
-        metrics::histogram!("mneme_query_seconds", "swarm" => self.memory.swarm().to_string(), "verb" => verb)
-            .record(started.elapsed().as_secs_f64());
-        Ok(answer)
     }
 }
 

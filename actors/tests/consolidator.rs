@@ -11,8 +11,8 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 use mneme_actors::swarm_config::AgentConfig;
 use mneme_actors::{
-    AgentHandle, ConsolidationRequest, ConsolidationSchedule, Consolidator, GetAgent, Query, QueryAnswer, Scanner,
-    SnapshotStore, Supervisor, SwarmConfig, rebuild_from_log,
+    AgentHandle, Ask, ConsolidationRequest, ConsolidationSchedule, Consolidator, GetAgent, Scanner, SnapshotStore,
+    Supervisor, SwarmConfig, queries, rebuild_from_log,
 };
 use mneme_events::{Event, EventId, EventKind, FactAsserted, IdKey, MessageRecorded, Scope, Timestamp};
 use mneme_nats::{EventLog, SledLog, SledOptions};
@@ -122,18 +122,13 @@ impl Fixture {
 }
 
 async fn status(handle: &AgentHandle) -> mneme_actors::AgentStatus {
-    match handle.addr.send(Query::Status).await.unwrap().unwrap() {
-        QueryAnswer::Status(status) => status,
-        _ => unreachable!("a status query answers with a status"),
-    }
+    handle.addr.send(Ask(queries::Status)).await.unwrap().unwrap()
 }
 
 async fn search(handle: &AgentHandle, query: &str) -> Vec<String> {
     let request = SearchRequest::new(query, 10).with_mode(SearchMode::Bm25);
-    match handle.addr.send(Query::Search(request)).await.unwrap().unwrap() {
-        QueryAnswer::Search(hits) => hits.into_iter().map(|hit| hit.item_id).collect(),
-        _ => unreachable!("a search answers with hits"),
-    }
+    let hits = handle.addr.send(Ask(queries::Search(request))).await.unwrap().unwrap();
+    hits.into_iter().map(|hit| hit.item_id).collect()
 }
 
 #[actix_rt::test]

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use mneme_actors::swarm_config::AgentConfig;
-use mneme_actors::{GetAgent, HandoffRouter, Query, QueryAnswer, SnapshotStore, StopRouting, Supervisor, SwarmConfig};
+use mneme_actors::{Ask, GetAgent, HandoffRouter, SnapshotStore, StopRouting, Supervisor, SwarmConfig, queries};
 use mneme_events::{
     DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffSent, IdKey, MemoryPurged,
     MessageRecorded, Scope, Timestamp,
@@ -173,9 +173,7 @@ impl Fixture {
         loop {
             let last_seq = self.log.last_seq().await.unwrap();
             memory.caught_up(self.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
-            let QueryAnswer::Handoffs(records) = memory.addr.send(Query::Handoffs).await.unwrap().unwrap() else {
-                unreachable!("a handoffs query answers with handoffs")
-            };
+            let records = memory.addr.send(Ask(queries::Handoffs)).await.unwrap().unwrap();
             if records.len() >= count {
                 return records;
             }

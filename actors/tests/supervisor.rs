@@ -8,8 +8,8 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 use mneme_actors::swarm_config::AgentConfig;
 use mneme_actors::{
-    ActorsError, AgentHandle, GetAgent, Query, QueryAnswer, SnapshotAll, SnapshotStore, StopWorkers, Supervisor,
-    SwarmConfig, rebuild_from_log,
+    ActorsError, AgentHandle, Ask, GetAgent, SnapshotAll, SnapshotStore, StopWorkers, Supervisor, SwarmConfig, queries,
+    rebuild_from_log,
 };
 use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
 use mneme_nats::{EventLog, SledLog, SledOptions};
@@ -71,10 +71,7 @@ async fn start(config: &SwarmConfig, fixture: &Fixture) -> Addr<Supervisor> {
 }
 
 async fn status(handle: &AgentHandle) -> mneme_actors::AgentStatus {
-    match handle.addr.send(Query::Status).await.unwrap().unwrap() {
-        QueryAnswer::Status(status) => status,
-        _ => unreachable!(),
-    }
+    handle.addr.send(Ask(queries::Status)).await.unwrap().unwrap()
 }
 
 async fn caught_up(supervisor: &Addr<Supervisor>, log: &dyn EventLog, agent: &str) -> AgentHandle {

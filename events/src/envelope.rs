@@ -189,6 +189,11 @@ impl Event {
     pub fn to_json_value(&self) -> serde_json::Value {
         serde_json::from_str(&self.to_json()).expect("an event's wire form is JSON")
     }
+
+    /// [`Event::to_json_value`] as the JSON object it always is.
+    pub fn to_json_object(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::from_str(&self.to_json()).expect("an event's wire form is a JSON object")
+    }
 }
 
 /// Serialises to the wire form `{id, swarm, agent, ts, kind, data, ...}`.

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use mneme_actors::{AgentsWritten, Query, QueryAnswer};
+use mneme_actors::AgentsWritten;
+use mneme_actors::queries::Core;
 use mneme_api::agent_memory::{
     CoreBlock, CoreConstraint, CoreMemoryAnswer, CoreTask, CoreUpdateBody, CoreUpdated, NoteBody, TimelineAnswer,
     TimelineEntry, Written,
@@ -53,10 +54,7 @@ impl Service {
         min_seq: Option<u64>,
     ) -> Result<CoreMemory, ApiError> {
         let handle = runtime.agent_handle(agent, min_seq).await?;
-        let QueryAnswer::Core(core) = ask(&handle, Query::Core(runtime.core_request(agent))).await? else {
-            unreachable!("a core query answers with core memory")
-        };
-        Ok(*core)
+        Ok(*ask(&handle, Core(runtime.core_request(agent))).await?)
     }
 
     fn core_answer(&self, runtime: &SwarmRuntime, core: CoreMemory) -> CoreMemoryAnswer {

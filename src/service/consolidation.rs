@@ -2,9 +2,8 @@
 //! purge memories. Every change goes to the log as an event first; the
 //! answer comes once the agent's memory has applied it.
 
-use mneme_actors::{
-    AgentHandle, ConsolidationReport, ConsolidationRequest, ItemsQuery, ListAgents, Query, QueryAnswer, TakeSnapshot,
-};
+use mneme_actors::queries::{Contradictions, Items, PurgeableItems};
+use mneme_actors::{AgentHandle, ConsolidationReport, ConsolidationRequest, ListAgents, TakeSnapshot};
 use mneme_api::consolidation::{
     AgentConsolidation, AlreadyPurged, ConsolidationAnswer, Contradiction, ContradictionVerdict, ContradictionsAnswer,
     Decayed, Forgotten, Link, MergeVerdict, Plan, PurgeAnswer, PurgeBody, Purged, ResolveBody, Resolved, SharedScan,
@@ -57,10 +56,9 @@ impl Service {
         let mut resolved = Vec::new();
         for agent in self.agents_of(swarm, params.agent.as_deref()).await? {
             let handle = self.agent_handle(swarm, &agent, None).await?;
-            if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
-                open.extend(listing.open.iter().map(|item| wire_open(&agent, item)));
-                resolved.extend(listing.resolved.iter().map(|item| wire_resolved(&agent, item)));
-            }
+            let listing = ask(&handle, Contradictions).await?;
+            open.extend(listing.open.iter().map(|item| wire_open(&agent, item)));
+            resolved.extend(listing.resolved.iter().map(|item| wire_resolved(&agent, item)));
         }
         Ok(ContradictionsAnswer { open, resolved })
     }
@@ -79,16 +77,15 @@ impl Service {
         let mut already = None;
         for agent in self.agents_of(swarm, None).await? {
             let handle = self.agent_handle(swarm, &agent, None).await?;
-            if let QueryAnswer::Contradictions(listing) = ask(&handle, Query::Contradictions).await? {
-                if listing.open.iter().any(|open| open.contradiction_id == contradiction_id) {
-                    open_in.push(handle);
-                } else if already.is_none() {
-                    already = listing
-                        .resolved
-                        .into_iter()
-                        .find(|resolved| resolved.contradiction_id == contradiction_id)
-                        .map(|resolved| (agent.clone(), resolved));
-                }
+            let listing = ask(&handle, Contradictions).await?;
+            if listing.open.iter().any(|open| open.contradiction_id == contradiction_id) {
+                open_in.push(handle);
+            } else if already.is_none() {
+                already = listing
+                    .resolved
+                    .into_iter()
+                    .find(|resolved| resolved.contradiction_id == contradiction_id)
+                    .map(|resolved| (agent.clone(), resolved));
             }
         }
         // Copies settled one way (in one memory, by an agent's own event)
@@ -181,10 +178,8 @@ impl Service {
         seq: u64,
     ) -> Result<Resolved, ApiError> {
         handle.caught_up(runtime.log.as_ref(), seq, APPLY_TIMEOUT).await?;
-        let mut resolved = None;
-        if let QueryAnswer::Contradictions(listing) = ask(handle, Query::Contradictions).await? {
-            resolved = listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
-        }
+        let listing = ask(handle, Contradictions).await?;
+        let resolved = listing.resolved.into_iter().find(|resolved| resolved.contradiction_id == contradiction_id);
         match resolved {
             Some(resolved) if resolved.provenance.seq == seq => Ok(Resolved {
                 event_id,
@@ -253,9 +248,7 @@ impl Service {
             let mut held = Vec::new();
             let item_ids_apply = body.agent.as_deref().is_none_or(|named| named == agent);
             let named: Vec<String> = body.item_ids.iter().filter(|_| item_ids_apply).cloned().collect();
-            let QueryAnswer::Purgeable(found) = ask(&handle, Query::Purgeable(named.clone())).await? else {
-                unreachable!("a purgeable query answers with what is purgeable")
-            };
+            let found = ask(&handle, PurgeableItems(named.clone())).await?;
             for (item_id, found) in named.into_iter().zip(found) {
                 match found {
                     Some(Purgeable::Erased) => already_purged.push(AlreadyPurged { agent: agent.clone(), item_id }),
@@ -317,10 +310,8 @@ impl Service {
             // The snapshot on disk still holds the text until the next one is
             // written: write it now.
             let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;
-            let purged = match ask(&handle, Query::Items(ItemsQuery::default())).await? {
-                QueryAnswer::Items(listing) => listing.counts.states.get("purged").copied().unwrap_or(0),
-                _ => 0,
-            };
+            let listing = ask(&handle, Items::default()).await?;
+            let purged = listing.counts.states.get("purged").copied().unwrap_or(0);
             let snapshot = match snapshot_seq {
                 Some(_) => "rewritten without the purged content",
                 None => {

@@ -1,7 +1,8 @@
 //! What an agent should know: tiered context within a token budget, and
 //! its compressed phases at each level.
 
-use mneme_actors::{AgentConfig, Query, QueryAnswer};
+use mneme_actors::AgentConfig;
+use mneme_actors::queries::{Context, OnePhase, Phases};
 use mneme_api::context::{
     ContextAnswer, ContextItem, PhaseAnswer, PhaseCommand, PhaseDecision, PhaseError, PhaseEvents, PhaseFull,
     PhaseHeading, PhaseLevels as WireLevels, PhaseMessage, PhaseText, PhasesAnswer, TaskRollup, TierUsage,
@@ -42,15 +43,15 @@ impl Service {
             .with_core(runtime.core_request(agent));
         let system_context = async {
             match (&system, share) {
-                (Some(system), 1..) => ask(system, Query::Context(system_request)).await.map(Some),
+                (Some(system), 1..) => ask(system, Context(system_request)).await.map(Some),
                 _ => Ok(None),
             }
         };
-        let (own, system_context) = futures::join!(ask(&handle, Query::Context(request)), system_context);
-        let QueryAnswer::Context(context) = own? else { unreachable!("a context query answers with context") };
+        let (own, system_context) = futures::join!(ask(&handle, Context(request)), system_context);
+        let context = own?;
         let mut answer = wire_context(&context);
         answer.budget = checked.budget;
-        if let Some(QueryAnswer::Context(system)) = system_context?
+        if let Some(system) = system_context?
             && !system.items.is_empty()
         {
             with_system_layer(&mut answer, share, &wire_context(&system));
@@ -63,9 +64,7 @@ impl Service {
     /// agent's memory sees them.
     pub async fn phases(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<PhasesAnswer, ApiError> {
         let handle = self.agent_handle(swarm, agent, min_seq).await?;
-        let QueryAnswer::Phases(listing) = ask(&handle, Query::Phases).await? else {
-            unreachable!("a phases query answers with phases")
-        };
+        let listing = ask(&handle, Phases).await?;
         Ok(PhasesAnswer {
             agent: agent.to_string(),
             phases: listing.phases.iter().map(phase_heading).collect(),
@@ -96,9 +95,7 @@ impl Service {
         })?;
         let runtime = self.swarm(swarm)?;
         let handle = runtime.agent_handle(agent, params.min_seq).await?;
-        let QueryAnswer::Phase(found) = ask(&handle, Query::Phase(phase_id.to_string())).await? else {
-            unreachable!("a phase query answers with a phase")
-        };
+        let found = ask(&handle, OnePhase(phase_id.to_string())).await?;
         let Some(phase) = found else {
             return Err(ApiError::not_found(
                 "unknown_phase",

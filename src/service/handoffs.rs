@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use mneme_actors::{AgentHandle, AgentsWritten, Query, QueryAnswer, handoff_delivery};
+use mneme_actors::queries::{Handoffs, Status};
+use mneme_actors::{AgentHandle, AgentsWritten, handoff_delivery};
 use mneme_api::handoffs::{Acknowledged, HandoffDelivery, HandoffsAnswer};
 use mneme_api::params::quote;
 use mneme_events::{Event, EventId, EventKind, HandoffAcknowledged};
@@ -30,9 +31,7 @@ impl Service {
     pub async fn handoffs(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<HandoffsAnswer, ApiError> {
         let runtime = self.swarm(swarm)?;
         let handle = runtime.agent_handle(agent, min_seq).await?;
-        let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
-            unreachable!("a handoffs query answers with handoffs")
-        };
+        let records = ask(&handle, Handoffs).await?;
         let handoffs = records.iter().map(|record| runtime.shown_delivery(agent, record)).collect();
         Ok(HandoffsAnswer { agent: agent.to_string(), handoffs })
     }
@@ -51,12 +50,8 @@ impl Service {
         let handle = runtime.agent_handle(agent, min_seq).await?;
         // The checkpoint first, then the list: a handoff applied in between
         // is in the list and also after the checkpoint, and is sent once.
-        let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
-            unreachable!("a status query answers with a status")
-        };
-        let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
-            unreachable!("a handoffs query answers with handoffs")
-        };
+        let status = ask(&handle, Status).await?;
+        let records = ask(&handle, Handoffs).await?;
         let pending: Vec<HandoffRecord> = records.into_iter().filter(HandoffRecord::is_pending).collect();
         let (deliveries, receiver) = mpsc::channel(FEED_BUFFER);
         let shutting_down = self.shutting_down.clone();
@@ -147,9 +142,7 @@ impl SwarmRuntime {
         handoff_id: EventId,
     ) -> Result<Option<HandoffRecord>, ApiError> {
         handle.caught_up(self.log.as_ref(), seq, CATCH_UP_TIMEOUT).await?;
-        let QueryAnswer::Handoffs(records) = ask(handle, Query::Handoffs).await? else {
-            unreachable!("a handoffs query answers with handoffs")
-        };
+        let records = ask(handle, Handoffs).await?;
         Ok(records.into_iter().find(|record| record.handoff_id == handoff_id))
     }
 }
@@ -173,9 +166,7 @@ impl Service {
         let handle = runtime.agent_handle(agent, None).await?;
         let log_end = runtime.log.last_event_seq().await?;
         handle.caught_up(runtime.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
-        let QueryAnswer::Handoffs(records) = ask(&handle, Query::Handoffs).await? else {
-            unreachable!("a handoffs query answers with handoffs")
-        };
+        let records = ask(&handle, Handoffs).await?;
         let Some(record) = records.iter().find(|record| record.handoff_id == handoff_id) else {
             return Err(ApiError::not_found(
                 "unknown_handoff",

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
-use mneme_actors::{AgentsWritten, ListAgents, Query, QueryAnswer, SYSTEM_SWARM, SwarmConfig};
+use mneme_actors::queries::Provenance;
+use mneme_actors::{AgentsWritten, ListAgents, SYSTEM_SWARM, SwarmConfig};
 use mneme_api::log::{
     Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, LeaseHealth,
     LostTailHealth, PlacedSwarmHealth, PlacementHolder, SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
@@ -328,7 +329,7 @@ impl Service {
         let mut seqs = std::collections::BTreeSet::new();
         for agent in agents {
             let handle = runtime.agent_handle(&agent, None).await?;
-            if let QueryAnswer::Provenance(Some(found)) = ask(&handle, Query::Provenance(item_id.to_string())).await? {
+            if let Some(found) = ask(&handle, Provenance(item_id.to_string())).await? {
                 holders.push(agent);
                 seqs.extend(found.iter().map(|reference| reference.seq));
             }
@@ -367,9 +368,7 @@ impl Service {
                 format!("the memory of {agent:?} holds no item {}", quote(&params.item_id)),
             )
         };
-        let QueryAnswer::Provenance(found) = ask(&handle, Query::Provenance(params.item_id.clone())).await? else {
-            unreachable!("a provenance query answers with provenance")
-        };
+        let found = ask(&handle, Provenance(params.item_id.clone())).await?;
         let references = found.ok_or_else(unknown)?;
         let mut seqs: Vec<u64> = references.iter().map(|reference| reference.seq).collect();
         seqs.sort_unstable();
@@ -501,7 +500,7 @@ pub fn wire_entry(entry: &LogEntry, erasures: &Erasures) -> wire::log::LogEntry 
         }
     };
     let event_entry = |event: &Event| {
-        let Value::Object(event) = event.to_json_value() else { unreachable!("an event is a JSON object") };
+        let event = event.to_json_object();
         wire::log::LogEntry::Event(wire::log::EventEntry { seq: entry.seq, appended_at: entry.appended_at, event })
     };
     match erasures.show(entry.seq, event) {

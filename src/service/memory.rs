@@ -2,7 +2,8 @@
 //! and their states, its digest, and a replay that checks it against the
 //! log.
 
-use mneme_actors::{ItemsQuery, Query, QueryAnswer, SYSTEM_READER, SYSTEM_SWARM, verify_against_log};
+use mneme_actors::queries::{Graph, Items, Search, Status};
+use mneme_actors::{SYSTEM_READER, SYSTEM_SWARM, verify_against_log};
 use mneme_api::memory::{
     Digest, GraphAnswer, GraphEdge, GraphNode, Hit, ItemAnswer, ItemStates, ListedItem, ReplayAnswer, RetrieverRank,
     SearchAnswer,
@@ -28,19 +29,19 @@ impl Service {
         let system_request = SearchRequest { k: system_slots(k), ..request.clone() };
         let system_search = async {
             match &system {
-                Some(system) => ask(system, Query::Search(system_request)).await.map(Some),
+                Some(system) => ask(system, Search(system_request)).await.map(Some),
                 None => Ok(None),
             }
         };
-        let (own, system_hits) = futures::join!(ask(&handle, Query::Search(request)), system_search);
-        let QueryAnswer::Search(own) = own? else { unreachable!("a search query answers with hits") };
+        let (own, system_hits) = futures::join!(ask(&handle, Search(request)), system_search);
+        let own = own?;
         let mut hits: Vec<Hit> = own.iter().map(|hit| wire_hit(hit, explain)).collect();
         // The system layer's best hits join the agent's by score (both
         // memories score with the same retrievers and weights), in at most
         // a quarter of the places: each memory normalises its own scores,
         // so its best hit always scores high, and a layer allowed every
         // place would crowd the agent's own memories out.
-        if let Some(QueryAnswer::Search(system_hits)) = system_hits?
+        if let Some(system_hits) = system_hits?
             && !system_hits.is_empty()
         {
             hits.extend(system_hits.iter().map(|hit| wire_hit(hit, explain)));
@@ -87,9 +88,7 @@ impl Service {
             as_of: checked.as_of,
         };
         let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
-        let QueryAnswer::Graph(subgraph) = ask(&handle, Query::Graph(query)).await? else {
-            unreachable!("a graph query answers with a subgraph")
-        };
+        let subgraph = ask(&handle, Graph(query)).await?;
         let Some(subgraph) = subgraph else {
             return Err(ApiError::not_found(
                 "unknown_entity",
@@ -107,9 +106,7 @@ impl Service {
     /// The memory's checkpoint and the digest of its state there.
     pub async fn digest(&self, swarm: &str, agent: &str, min_seq: Option<u64>) -> Result<Digest, ApiError> {
         let handle = self.agent_handle(swarm, agent, min_seq).await?;
-        let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
-            unreachable!("a status query answers with a status")
-        };
+        let status = ask(&handle, Status).await?;
         Ok(Digest {
             agent: status.agent,
             seq: status.checkpoint,
@@ -128,9 +125,7 @@ impl Service {
         })?;
         let runtime = self.swarm(swarm)?;
         let handle = runtime.agent_handle(agent, params.min_seq).await?;
-        let QueryAnswer::Status(status) = ask(&handle, Query::Status).await? else {
-            unreachable!("a status query answers with a status")
-        };
+        let status = ask(&handle, Status).await?;
         let config = runtime.memory_config.clone();
         let report = verify_against_log(runtime.log.as_ref(), agent, config, status.checkpoint, &status.digest).await?;
         let matches = report.matches();
@@ -163,10 +158,7 @@ impl Service {
             limit: checked.limit,
         };
         let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
-        let query = Query::Items(ItemsQuery { item_id: None, page: Some(page) });
-        let QueryAnswer::Items(listing) = ask(&handle, query).await? else {
-            unreachable!("an items query answers with items")
-        };
+        let listing = ask(&handle, Items { item_id: None, page: Some(page) }).await?;
         let states = listing.counts.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
         let next_before_seq = listing.page.more.then(|| listing.page.items.last().map(|item| item.seq)).flatten();
         let items = listing
@@ -199,10 +191,7 @@ impl Service {
     ) -> Result<ItemAnswer, ApiError> {
         check_item_id(item_id)?;
         let handle = self.agent_handle(swarm, agent, min_seq).await?;
-        let query = Query::Items(ItemsQuery { item_id: Some(item_id.to_string()), page: None });
-        let QueryAnswer::Items(listing) = ask(&handle, query).await? else {
-            unreachable!("an items query answers with items")
-        };
+        let listing = ask(&handle, Items { item_id: Some(item_id.to_string()), page: None }).await?;
         let Some(item) = listing.item else {
             return Err(ApiError::not_found(
                 "unknown_item",

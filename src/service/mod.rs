@@ -34,7 +34,7 @@ use actix::Addr;
 use metrics_exporter_prometheus::PrometheusHandle;
 use mneme_actors::swarm_config::{ApiToken, HttpSection};
 use mneme_actors::{
-    AgentHandle, Consolidator, ErasureRegistry, GetAgent, LostTails, Query, QueryAnswer, SYSTEM_SWARM, Supervisor,
+    AgentHandle, Ask, Consolidator, ErasureRegistry, GetAgent, LostTails, MemoryQuery, SYSTEM_SWARM, Supervisor,
     SwarmConfig,
 };
 use mneme_api::params::quote;
@@ -283,7 +283,7 @@ impl Service {
     }
 }
 
-/// One query of an agent's memory actor.
-pub(crate) async fn ask(handle: &AgentHandle, query: Query) -> Result<QueryAnswer, ApiError> {
-    Ok(handle.addr.send(query).await.map_err(|_| stopped(&handle.agent))??)
+/// One query of an agent's memory actor, answered with its own type.
+pub(crate) async fn ask<Q: MemoryQuery>(handle: &AgentHandle, query: Q) -> Result<Q::Answer, ApiError> {
+    Ok(handle.addr.send(Ask(query)).await.map_err(|_| stopped(&handle.agent))??)
 }

@@ -19,7 +19,7 @@ use actix::{Actor, Addr};
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use futures::StreamExt;
-use mneme_actors::{AgentsWritten, GetAgent, Query, SnapshotStore, Supervisor, SwarmConfig};
+use mneme_actors::{AgentsWritten, Ask, GetAgent, SnapshotStore, Supervisor, SwarmConfig, queries};
 use mneme_events::{DecodeLimits, Event, EventId, decode_json, decode_json_batch};
 use mneme_nats::server::NatsServer;
 use mneme_nats::{EventLog, JetStreamLog, JetStreamOptions, SledLog, SledOptions};
@@ -390,7 +390,7 @@ async fn end_to_end_rate(
         handle.caught_up(log.as_ref(), last_seq, Duration::from_secs(600)).await?;
         // A search commits the index: the events are now searchable.
         let request = SearchRequest::new("token", 1);
-        handle.addr.send(Query::Search(request)).await??;
+        handle.addr.send(Ask(queries::Search(request))).await??;
     }
     let rate = json_events.len() as f64 / started.elapsed().as_secs_f64();
     supervisor.send(mneme_actors::SnapshotAll).await?;

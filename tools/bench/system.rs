@@ -19,8 +19,8 @@ use actix::{Actor, Addr};
 use anyhow::Context;
 use futures::StreamExt;
 use mneme_actors::{
-    AgentHandle, AgentsWritten, GetAgent, Query, QueryAnswer, SnapshotAll, SnapshotStore, Supervisor, SwarmConfig,
-    apply_from_log,
+    AgentHandle, AgentsWritten, Ask, GetAgent, SnapshotAll, SnapshotStore, Supervisor, SwarmConfig, apply_from_log,
+    queries,
 };
 use mneme_events::{DecodeLimits, Event, EventId, Timestamp, decode_json, decode_json_batch};
 use mneme_index::TextIndex;
@@ -288,10 +288,8 @@ fn start_supervisor(
 }
 
 async fn search_hits(handle: &AgentHandle, request: SearchRequest) -> anyhow::Result<Vec<u64>> {
-    match handle.addr.send(Query::Search(request)).await?? {
-        QueryAnswer::Search(hits) => Ok(hits.iter().map(|hit| hit.seq).collect()),
-        _ => anyhow::bail!("a search answered with something else"),
-    }
+    let hits = handle.addr.send(Ask(queries::Search(request))).await??;
+    Ok(hits.iter().map(|hit| hit.seq).collect())
 }
 
 /// Mneme's path: the prefill ingested and applied, then each probe decoded,
@@ -786,9 +784,7 @@ async fn memory_many_agents(agents: usize, events_per_agent: usize, batch: usize
     for name in &names {
         let handle = supervisor.send(GetAgent(name.clone())).await??;
         search_hits(&handle, SearchRequest::new("token", 1)).await?;
-        if let QueryAnswer::Status(status) = handle.addr.send(Query::Status).await?? {
-            items += status.items;
-        }
+        items += handle.addr.send(Ask(queries::Status)).await??.items;
     }
     let after = proc_status("VmRSS");
     let threads = proc_status("Threads");
