@@ -240,7 +240,8 @@ fn swarms_are_placed_answered_everywhere_and_moved_when_a_holder_dies_or_a_proce
                         assert!(digest.seq >= seq, "answered at {} for min_seq {seq}", digest.seq);
                         answered.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(_) => {
+                    Err(error) => {
+                        eprintln!("digest of {watched} for min_seq {seq} not answered: {error}");
                         unanswered.fetch_add(1, Ordering::Relaxed);
                     }
                 }

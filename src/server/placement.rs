@@ -129,6 +129,12 @@ pub(super) async fn run(
                         continue;
                     }
                 };
+                // Published before any swarm is given up below: a request
+                // for a swarm this process no longer holds is sent on by
+                // this view, which must already show the processes it moved
+                // to as ready (with the last tick's, the request met a 503
+                // between the two).
+                views.send_replace(view.clone());
                 for (name, (config, embedder)) in &swarms {
                     let holders = config.placement.as_ref().map_or(1, |placement| placement.holders);
                     let target = view.target(name, holders);
@@ -175,7 +181,6 @@ pub(super) async fn run(
                         tracing::warn!(swarm = %name, %error, "cannot renew the hold");
                     }
                 }
-                views.send_replace(view);
             }
             Some((name, started)) = starting.next(), if !starting.is_empty() => {
                 starting_names.remove(&name);
