@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use mneme_api::handoffs::HandoffDelivery;
 use mneme_events::{Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey};
 use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
@@ -41,7 +40,7 @@ pub struct HandoffRouter {
     swarm: String,
     log: Arc<dyn EventLog>,
     supervisor: Addr<Supervisor>,
-    broker: Option<Arc<dyn Broker>>,
+    publisher: Option<HandoffPublisher>,
     admit_unknown_agents: bool,
     /// Keys the ids of `handoff_received` events.
     id_key: IdKey,
@@ -51,19 +50,19 @@ pub struct HandoffRouter {
 }
 
 impl HandoffRouter {
-    /// `broker`: where packages are published on NATS; `None` on the
-    /// embedded log, where recipients read them over HTTP.
+    /// `publisher`: where and how packages are published on NATS; `None`
+    /// on the embedded log, where recipients read them over HTTP.
     /// `admit_unknown_agents`: as in `swarm.toml`; a handoff to an agent not
     /// yet seen on the log is then delivered, and starts its memory.
     pub fn new(
         swarm: &str,
         log: Arc<dyn EventLog>,
         supervisor: Addr<Supervisor>,
-        broker: Option<Arc<dyn Broker>>,
+        publisher: Option<HandoffPublisher>,
         admit_unknown_agents: bool,
         id_key: IdKey,
     ) -> HandoffRouter {
-        HandoffRouter { swarm: swarm.to_string(), log, supervisor, broker, admit_unknown_agents, id_key, gate: None }
+        HandoffRouter { swarm: swarm.to_string(), log, supervisor, publisher, admit_unknown_agents, id_key, gate: None }
     }
 
     /// Routes only while this process holds `gate`'s lease.
@@ -77,7 +76,7 @@ impl HandoffRouter {
             swarm: self.swarm.clone(),
             log: self.log.clone(),
             supervisor: self.supervisor.clone(),
-            broker: self.broker.clone(),
+            publisher: self.publisher.clone(),
             admit_unknown_agents: self.admit_unknown_agents,
             id_key: self.id_key.clone(),
             gate: None,
@@ -127,13 +126,31 @@ impl Handler<StopRouting> for HandoffRouter {
     }
 }
 
+/// Where a delivered handoff is published on NATS, and how its message is
+/// written. What a recipient reads is a wire type, built by the service
+/// (`src/service/handoffs.rs`), which hands the router its encoder: the
+/// actors build no answer.
+#[derive(Clone)]
+pub struct HandoffPublisher {
+    pub broker: Arc<dyn Broker>,
+    /// The message for `recipient` of `swarm` that delivers `record`.
+    pub encode: fn(swarm: &str, recipient: &str, record: &HandoffRecord) -> Vec<u8>,
+}
+
+impl HandoffPublisher {
+    async fn publish(&self, swarm: &str, recipient: &str, record: &HandoffRecord) -> Result<(), ActorsError> {
+        let body = (self.encode)(swarm, recipient, record);
+        Ok(self.broker.publish_handoff(recipient, record.handoff_id, body).await?)
+    }
+}
+
 /// What the router's task needs, apart from the actor.
 #[derive(Clone)]
 struct Routing {
     swarm: String,
     log: Arc<dyn EventLog>,
     supervisor: Addr<Supervisor>,
-    broker: Option<Arc<dyn Broker>>,
+    publisher: Option<HandoffPublisher>,
     admit_unknown_agents: bool,
     id_key: IdKey,
     /// The writer lease the deliveries are appended under, while this
@@ -155,7 +172,7 @@ impl Routing {
     /// still catching up, or a publish that fails, is tried again, up to
     /// `REDELIVERY_ROUNDS` times.
     async fn redeliver_pending(&self) {
-        let Some(broker) = &self.broker else { return };
+        let Some(publisher) = &self.publisher else { return };
         let mut remaining = match self.supervisor.send(ListAgents).await {
             Ok(agents) => agents,
             Err(_) => return,
@@ -163,7 +180,7 @@ impl Routing {
         for round in 1..=REDELIVERY_ROUNDS {
             let mut failed = Vec::new();
             for agent in remaining {
-                if let Err(error) = self.redeliver_pending_of(broker.as_ref(), &agent).await {
+                if let Err(error) = self.redeliver_pending_of(publisher, &agent).await {
                     tracing::warn!(%agent, %error, round, "cannot redeliver pending handoffs yet");
                     failed.push(agent);
                 }
@@ -177,7 +194,7 @@ impl Routing {
         tracing::error!(agents = ?remaining, "pending handoffs of these agents were not redelivered");
     }
 
-    async fn redeliver_pending_of(&self, broker: &dyn Broker, agent: &str) -> Result<(), ActorsError> {
+    async fn redeliver_pending_of(&self, publisher: &HandoffPublisher, agent: &str) -> Result<(), ActorsError> {
         let handle = self.handle_of(agent).await?;
         let log_end = self.log.last_event_seq().await?;
         handle.caught_up(self.log.as_ref(), log_end, CATCH_UP_TIMEOUT).await?;
@@ -187,8 +204,7 @@ impl Routing {
             Err(_) => return Err(ActorsError::ActorStopped { agent: agent.to_string() }),
         };
         for record in records.iter().filter(|record| record.is_pending()) {
-            let body = handoff_delivery_bytes(&self.swarm, agent, record);
-            broker.publish_handoff(agent, record.handoff_id, body).await?;
+            publisher.publish(&self.swarm, agent, record).await?;
             tracing::info!(%agent, handoff_id = %record.handoff_id, "pending handoff redelivered");
         }
         Ok(())
@@ -295,7 +311,7 @@ impl Routing {
         self.supervisor.do_send(AgentsWritten(vec![recipient_name.to_string()]));
         tracing::info!(from = %sent.agent, to = recipient_name, handoff_id = %sent.id, received_seq, "handoff delivered");
         metrics::counter!("mneme_handoffs_delivered_total", "swarm" => self.swarm.clone()).increment(1);
-        if let Some(broker) = &self.broker {
+        if let Some(publisher) = &self.publisher {
             let record = HandoffRecord {
                 handoff_id: sent.id,
                 from: sent.agent.clone(),
@@ -303,8 +319,7 @@ impl Routing {
                 package: Some(package),
                 acknowledged: None,
             };
-            let body = handoff_delivery_bytes(&self.swarm, recipient_name, &record);
-            broker.publish_handoff(recipient_name, record.handoff_id, body).await?;
+            publisher.publish(&self.swarm, recipient_name, &record).await?;
         }
         Ok(())
     }
@@ -366,25 +381,4 @@ fn received_event(id_key: &IdKey, swarm: &str, recipient: &str, sent: &Event, pa
         .with_correlation(sent.correlation_id.clone())
         .caused_by(sent.id)
         .with_importance(sent.importance)
-}
-
-/// A handoff as its recipient reads it, on NATS and over HTTP: who sent it
-/// to whom, whether it is acknowledged, and the package.
-pub fn handoff_delivery(swarm: &str, recipient: &str, record: &HandoffRecord) -> HandoffDelivery {
-    HandoffDelivery {
-        handoff_id: record.handoff_id.to_string(),
-        swarm: swarm.to_string(),
-        from: record.from.clone(),
-        to: recipient.to_string(),
-        status: if record.is_pending() { "pending" } else { "acknowledged" }.to_string(),
-        received_seq: record.received.seq,
-        received_event_id: record.received.event_id.to_string(),
-        acknowledged_seq: record.acknowledged.map(|reference| reference.seq),
-        package: record.package.clone(),
-    }
-}
-
-/// [`handoff_delivery`] as the bytes of a NATS message or an SSE frame.
-pub fn handoff_delivery_bytes(swarm: &str, recipient: &str, record: &HandoffRecord) -> Vec<u8> {
-    serde_json::to_vec(&handoff_delivery(swarm, recipient, record)).expect("a delivery is JSON")
 }

@@ -29,7 +29,7 @@ pub use consolidator::{
 pub use eraser::{Eraser, ErasureRegistry, StopErasing};
 pub use erasure_pass::{CarriedErasures, carry_erasures, erasures_pending};
 pub use error::ActorsError;
-pub use handoff_router::{HandoffRouter, StopRouting, handoff_delivery, handoff_delivery_bytes};
+pub use handoff_router::{HandoffPublisher, HandoffRouter, StopRouting};
 pub use lease_keeper::{LeaseGate, LeaseKeeper, LeaseState, WRITER_LEASE};
 pub use lost_tail::{LostTail, LostTails, snapshots_past_the_log};
 pub use memory_actor::queries::{AgentStatus, Ask, ContradictionListing, ItemListing, MemoryQuery, PhaseListing};

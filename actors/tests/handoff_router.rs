@@ -13,7 +13,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use mneme_actors::swarm_config::AgentConfig;
-use mneme_actors::{Ask, GetAgent, HandoffRouter, SnapshotStore, StopRouting, Supervisor, SwarmConfig, queries};
+use mneme_actors::{
+    Ask, GetAgent, HandoffPublisher, HandoffRouter, SnapshotStore, StopRouting, Supervisor, SwarmConfig, queries,
+};
 use mneme_events::{
     DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffSent, IdKey, MemoryPurged,
     MessageRecorded, Scope, Timestamp,
@@ -142,12 +144,14 @@ impl Fixture {
     }
 
     fn router_publishing_to(&self, broker: Arc<RecordingBroker>) -> Addr<HandoffRouter> {
-        let broker: Arc<dyn Broker> = broker;
+        // What the message says is the service's to write; the recording
+        // broker keeps the handoff ids.
+        let publisher = HandoffPublisher { broker, encode: |_, _, record| record.handoff_id.to_string().into_bytes() };
         HandoffRouter::new(
             SWARM,
             self.log.clone(),
             self.supervisor.clone(),
-            Some(broker),
+            Some(publisher),
             self.admit_unknown_agents,
             IdKey::from_bytes([0; 32]),
         )

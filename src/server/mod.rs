@@ -16,8 +16,8 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use mneme_actors::{
-    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffRouter, LeaseKeeper, SnapshotAll,
-    SnapshotStore, StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig, WRITER_LEASE,
+    ConsolidationSchedule, Consolidator, Eraser, ErasureRegistry, HandoffPublisher, HandoffRouter, LeaseKeeper,
+    SnapshotAll, SnapshotStore, StopErasing, StopRouting, StopWorkers, Supervisor, SwarmConfig, WRITER_LEASE,
 };
 
 use crate::http::{self, auth};
@@ -403,11 +403,15 @@ async fn start_swarm_with_key(
     )
     .with_lease(lease.clone())
     .start();
+    let publisher = opened
+        .broker
+        .clone()
+        .map(|broker| HandoffPublisher { broker, encode: crate::service::handoffs::handoff_delivery_bytes });
     let router = HandoffRouter::new(
         &swarm,
         log.clone(),
         supervisor.clone(),
-        opened.broker.clone(),
+        publisher,
         config.swarm.admit_unknown_agents,
         id_key.clone(),
     )

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use mneme_actors::queries::{Handoffs, Status};
-use mneme_actors::{AgentHandle, AgentsWritten, handoff_delivery};
+use mneme_actors::{AgentHandle, AgentsWritten};
 use mneme_api::handoffs::{Acknowledged, HandoffDelivery, HandoffsAnswer};
 use mneme_api::params::quote;
 use mneme_events::{Event, EventId, EventKind, HandoffAcknowledged};
@@ -206,4 +206,27 @@ fn received_handoff_id(entry: &LogEntry) -> Option<EventId> {
     let event = entry.record.as_ref().ok()?;
     let EventKind::HandoffReceived(received) = &event.kind else { return None };
     Some(received.handoff_id)
+}
+
+/// A handoff as its recipient reads it, on NATS and over HTTP: who sent it
+/// to whom, whether it is acknowledged, and the package. The handoff
+/// router publishes it on NATS through [`handoff_delivery_bytes`], which
+/// the server hands it (`mneme_actors::HandoffPublisher`).
+pub fn handoff_delivery(swarm: &str, recipient: &str, record: &HandoffRecord) -> HandoffDelivery {
+    HandoffDelivery {
+        handoff_id: record.handoff_id.to_string(),
+        swarm: swarm.to_string(),
+        from: record.from.clone(),
+        to: recipient.to_string(),
+        status: if record.is_pending() { "pending" } else { "acknowledged" }.to_string(),
+        received_seq: record.received.seq,
+        received_event_id: record.received.event_id.to_string(),
+        acknowledged_seq: record.acknowledged.map(|reference| reference.seq),
+        package: record.package.clone(),
+    }
+}
+
+/// [`handoff_delivery`] as the bytes of a NATS message or an SSE frame.
+pub fn handoff_delivery_bytes(swarm: &str, recipient: &str, record: &HandoffRecord) -> Vec<u8> {
+    serde_json::to_vec(&handoff_delivery(swarm, recipient, record)).expect("a delivery is JSON")
 }
