@@ -225,7 +225,13 @@ impl JetStreamLog {
         let Opened { events, dead_letters, erasures, replaced: copies, positions } =
             open::open_with_retries(&context, swarm, &options).await?;
         let replaced = Replaced::load(&copies, swarm, options.read_retry_window).await?;
-        let leases = lease::LeaseBucket::new(context.clone(), swarm, options.lease_ttl, options.replicas);
+        let leases = lease::LeaseBucket::new(
+            context.clone(),
+            swarm,
+            options.lease_ttl,
+            options.replicas,
+            options.read_retry_window,
+        );
         Ok(JetStreamLog {
             leases,
             swarm: swarm.to_string(),

@@ -1,14 +1,18 @@
 //! Leases on JetStream (see `crate::lease`): a key per role in the swarm's
 //! bucket `MNEME_<swarm>_leases`, whose `max_age` is the lease's time to
 //! live. The bucket is made the first time a lease is taken, so that a
-//! process that takes none needs no permission on it.
+//! process that takes none needs no permission on it; a cluster that
+//! cannot place it yet (just started, a peer not yet seen: "no suitable
+//! peers for placement") is asked again within the read retry window.
 
 use std::time::Duration;
 
+use async_nats::jetstream::context::CreateKeyValueErrorKind;
 use async_nats::jetstream::{self, kv, stream};
 use bytes::Bytes;
 use tokio::sync::OnceCell;
 
+use super::{RETRY_FIRST_DELAY, RETRY_LONGEST_DELAY};
 use crate::lease::validate_role;
 use crate::{Lease, LogError, subjects};
 
@@ -18,17 +22,26 @@ pub(super) struct LeaseBucket {
     swarm: String,
     ttl: Duration,
     replicas: usize,
+    /// How long making the bucket is tried again on transient failures.
+    retry_window: Duration,
     store: OnceCell<kv::Store>,
 }
 
 impl LeaseBucket {
-    pub(super) fn new(context: jetstream::Context, swarm: &str, ttl: Duration, replicas: usize) -> LeaseBucket {
+    pub(super) fn new(
+        context: jetstream::Context,
+        swarm: &str,
+        ttl: Duration,
+        replicas: usize,
+        retry_window: Duration,
+    ) -> LeaseBucket {
         LeaseBucket {
             context,
             name: subjects::leases_bucket(swarm),
             swarm: swarm.to_string(),
             ttl,
             replicas,
+            retry_window,
             store: OnceCell::new(),
         }
     }
@@ -36,22 +49,43 @@ impl LeaseBucket {
     async fn store(&self) -> Result<&kv::Store, LogError> {
         self.store
             .get_or_try_init(|| async {
-                match self.context.get_key_value(&self.name).await {
-                    Ok(store) => Ok(store),
-                    Err(_) => self
-                        .context
-                        .create_key_value(kv::Config {
-                            bucket: self.name.clone(),
-                            description: format!("Mneme leases of swarm {}", self.swarm),
-                            history: 1,
-                            max_age: self.ttl,
-                            storage: stream::StorageType::File,
-                            num_replicas: self.replicas,
-                            ..Default::default()
-                        })
-                        .await
-                        .map_err(|error| LogError::Nats(format!("could not create the bucket {}: {error}", self.name))),
+                let started = tokio::time::Instant::now();
+                let mut delay = RETRY_FIRST_DELAY;
+                loop {
+                    let error = match self.open_or_create().await {
+                        Ok(store) => return Ok(store),
+                        Err(error) => error,
+                    };
+                    let transient = !matches!(
+                        error.kind(),
+                        CreateKeyValueErrorKind::InvalidStoreName
+                            | CreateKeyValueErrorKind::TooLongHistory
+                            | CreateKeyValueErrorKind::LimitMarkersNotSupported
+                    );
+                    if !transient || started.elapsed() + delay > self.retry_window {
+                        return Err(LogError::Nats(format!("could not create the bucket {}: {error}", self.name)));
+                    }
+                    tracing::debug!(bucket = %self.name, %error, "making the leases bucket again");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(RETRY_LONGEST_DELAY);
                 }
+            })
+            .await
+    }
+
+    async fn open_or_create(&self) -> Result<kv::Store, jetstream::context::CreateKeyValueError> {
+        if let Ok(store) = self.context.get_key_value(&self.name).await {
+            return Ok(store);
+        }
+        self.context
+            .create_key_value(kv::Config {
+                bucket: self.name.clone(),
+                description: format!("Mneme leases of swarm {}", self.swarm),
+                history: 1,
+                max_age: self.ttl,
+                storage: stream::StorageType::File,
+                num_replicas: self.replicas,
+                ..Default::default()
             })
             .await
     }
