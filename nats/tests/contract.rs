@@ -85,7 +85,11 @@ impl Harness for SledHarness {
 
     fn compact(&mut self) {
         let (before, after) = SledLog::compact(self.dir.path()).expect("the log compacts");
-        assert!(after <= before, "{after} bytes after compaction, {before} before");
+        // What compaction must do is checked by the callers: the erased
+        // bytes leave the files. Its size is sled's: a log of a few records
+        // (5.5 KB here) can come out a few dozen bytes larger (5,597 after
+        // 5,502 once in CI, 2026-12-06), so one page is allowed.
+        assert!(after <= before + 4096, "{after} bytes after compaction, {before} before");
     }
 }
 
