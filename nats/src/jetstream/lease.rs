@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
-use async_nats::jetstream::context::CreateKeyValueErrorKind;
 use async_nats::jetstream::{self, kv, stream};
 use bytes::Bytes;
 use tokio::sync::OnceCell;
 
+use super::open::bucket_creation_is_transient;
 use super::{RETRY_FIRST_DELAY, RETRY_LONGEST_DELAY};
 use crate::lease::validate_role;
 use crate::{Lease, LogError, subjects};
@@ -56,13 +56,7 @@ impl LeaseBucket {
                         Ok(store) => return Ok(store),
                         Err(error) => error,
                     };
-                    let transient = !matches!(
-                        error.kind(),
-                        CreateKeyValueErrorKind::InvalidStoreName
-                            | CreateKeyValueErrorKind::TooLongHistory
-                            | CreateKeyValueErrorKind::LimitMarkersNotSupported
-                    );
-                    if !transient || started.elapsed() + delay > self.retry_window {
+                    if !bucket_creation_is_transient(error.kind()) || started.elapsed() + delay > self.retry_window {
                         return Err(LogError::Nats(format!("could not create the bucket {}: {error}", self.name)));
                     }
                     tracing::debug!(bucket = %self.name, %error, "making the leases bucket again");

@@ -193,20 +193,27 @@ async fn open_positions_bucket(
                 ..Default::default()
             })
             .await
-            .map_err(|error| {
-                let transient = !matches!(
-                    error.kind(),
-                    CreateKeyValueErrorKind::InvalidStoreName
-                        | CreateKeyValueErrorKind::TooLongHistory
-                        | CreateKeyValueErrorKind::LimitMarkersNotSupported
-                );
-                ReadFailure { message: format!("could not create the bucket {bucket}: {error}"), transient }
+            .map_err(|error| ReadFailure {
+                message: format!("could not create the bucket {bucket}: {error}"),
+                transient: bucket_creation_is_transient(error.kind()),
             }),
         Err(error) => {
             let transient = error.kind() != jetstream::context::KeyValueErrorKind::InvalidStoreName;
             Err(ReadFailure { message: format!("could not open the bucket {bucket}: {error}"), transient })
         }
     }
+}
+
+/// Whether making a bucket may succeed when asked again: anything but a
+/// bad name or a configuration the server does not support (no answer, a
+/// cluster that cannot place it yet).
+pub(super) fn bucket_creation_is_transient(kind: CreateKeyValueErrorKind) -> bool {
+    !matches!(
+        kind,
+        CreateKeyValueErrorKind::InvalidStoreName
+            | CreateKeyValueErrorKind::TooLongHistory
+            | CreateKeyValueErrorKind::LimitMarkersNotSupported
+    )
 }
 
 /// No answer, no JetStream yet, or a server error (5xx: no leader, cluster
