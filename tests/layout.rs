@@ -105,3 +105,49 @@ fn the_service_layer_has_no_unreachable_arms() {
         assert!(found.is_none(), "{}: {found:?}", path.display());
     }
 }
+
+/// The text of a struct's body, from `pub struct {name} {` to its `}`.
+fn struct_body<'a>(text: &'a str, name: &str) -> &'a str {
+    let start = text.find(&format!("pub struct {name} {{")).unwrap_or_else(|| panic!("no struct {name}"));
+    let end = start + text[start..].find("\n}").unwrap();
+    &text[start..end]
+}
+
+/// The write side of a memory (`projections/src/memory/`) keeps its state
+/// in components with private fields, composed by `AgentMemory`; queries
+/// are functions over `&AgentMemory` elsewhere and add no `impl` to it.
+#[test]
+fn the_memory_is_extended_only_inside_its_module_and_its_state_is_private() {
+    let source = repo_root().join("projections/src");
+    let mut files = Vec::new();
+    rust_files(&source, &mut files);
+    assert!(files.len() > 50, "found only {} files", files.len());
+    let mut outside = Vec::new();
+    for path in &files {
+        if path.starts_with(source.join("memory")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        for line in text.lines().filter(|line| !line.trim_start().starts_with("//")) {
+            let words: Vec<&str> = line.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
+            if line.trim_start().starts_with("impl") && words.contains(&"AgentMemory") {
+                outside.push(format!("{}: {}", path.strip_prefix(repo_root()).unwrap().display(), line.trim()));
+            }
+        }
+    }
+    assert!(outside.is_empty(), "extend the memory inside projections/src/memory/ only: {outside:#?}");
+    let components = [
+        ("memory/mod.rs", "AgentMemory"),
+        ("memory/items.rs", "Items"),
+        ("memory/indexes.rs", "Indexes"),
+        ("memory/contradictions.rs", "Contradictions"),
+        ("memory/handoffs.rs", "Handoffs"),
+        ("core.rs", "CoreState"),
+    ];
+    for (file, name) in components {
+        let text = std::fs::read_to_string(source.join(file)).unwrap();
+        let public: Vec<&str> =
+            struct_body(&text, name).lines().skip(1).map(str::trim).filter(|line| line.starts_with("pub")).collect();
+        assert!(public.is_empty(), "{name}'s fields are its own; read them through methods: {public:?}");
+    }
+}

@@ -13,10 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mneme_events::{Event, EventId, EventKind, TaskStatus, Timestamp};
 
-use crate::handoffs::HandoffRecord;
-use crate::item::ProvenanceRef;
-use crate::memory::AgentMemory;
-
 /// A block of core memory as last written.
 #[derive(Debug, Clone, PartialEq, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct CoreBlock {
@@ -88,14 +84,34 @@ pub struct CoreUpdate {
 /// What the log made of an agent's core memory.
 #[derive(Debug, Clone, PartialEq, Default, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 pub struct CoreState {
-    pub blocks: BTreeMap<String, CoreBlock>,
-    pub task: Option<CurrentTask>,
-    pub preferences: BTreeMap<String, CorePreference>,
+    blocks: BTreeMap<String, CoreBlock>,
+    task: Option<CurrentTask>,
+    preferences: BTreeMap<String, CorePreference>,
     /// Every own `core_memory_updated`, in log order.
-    pub updates: Vec<CoreUpdate>,
+    updates: Vec<CoreUpdate>,
 }
 
 impl CoreState {
+    /// The agent's blocks, by name.
+    pub fn blocks(&self) -> &BTreeMap<String, CoreBlock> {
+        &self.blocks
+    }
+
+    /// What the agent works on now.
+    pub fn task(&self) -> Option<&CurrentTask> {
+        self.task.as_ref()
+    }
+
+    /// The agent's preferences, by key.
+    pub fn preferences(&self) -> &BTreeMap<String, CorePreference> {
+        &self.preferences
+    }
+
+    /// Every own `core_memory_updated`, in log order.
+    pub fn updates(&self) -> &[CoreUpdate] {
+        &self.updates
+    }
+
     /// Takes in an event the memory applies; `own` says whether its agent
     /// wrote it.
     pub(crate) fn observe(&mut self, seq: u64, event: &Event, own: bool) {
@@ -225,141 +241,6 @@ impl CoreState {
         for update in &self.updates {
             hasher.number(update.seq);
             hasher.number(update.erased_by.map_or(0, |seq| seq + 1));
-        }
-    }
-}
-
-/// What the caller knows that the log does not: the agent's role from the
-/// swarm's configuration, and each block's token limit.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct CoreRequest {
-    pub role: Option<String>,
-    /// Tokens a block is shown with at most; `None`: whole.
-    pub block_tokens: Option<usize>,
-    /// Blocks shown at most, the most recently written; `None`: all. The
-    /// API refuses a block past `core.max_blocks`; blocks published
-    /// straight to the log may be more, and are not all shown.
-    pub max_blocks: Option<usize>,
-}
-
-/// A constraint the agent works under, with where it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CoreConstraint {
-    pub text: String,
-    /// `handoff` or `preference`.
-    pub source: &'static str,
-    pub provenance: ProvenanceRef,
-}
-
-/// A block as shown: cut to its limit if the log holds more.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShownBlock {
-    pub name: String,
-    pub content: String,
-    pub tokens: usize,
-    /// Whether the content was cut to the limit.
-    pub truncated: bool,
-    pub provenance: ProvenanceRef,
-    pub updated_at: Timestamp,
-}
-
-/// An agent's core memory, as of its memory's checkpoint.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CoreMemory {
-    pub agent: String,
-    pub role: Option<String>,
-    pub task: Option<CurrentTask>,
-    pub constraints: Vec<CoreConstraint>,
-    /// Handoffs received and not yet acknowledged, oldest first.
-    pub pending_handoffs: Vec<HandoffRecord>,
-    pub blocks: Vec<ShownBlock>,
-    /// The name of every block the agent has, shown or not.
-    pub block_names: Vec<String>,
-    pub as_of_seq: u64,
-}
-
-impl AgentMemory {
-    /// The core state as the log made it.
-    pub fn core_state(&self) -> &CoreState {
-        &self.core
-    }
-
-    /// Core memory: the state with the caller's identity and limits.
-    pub fn core_memory(&self, request: &CoreRequest) -> CoreMemory {
-        let pending_handoffs: Vec<HandoffRecord> =
-            self.handoffs().into_iter().filter(|record| record.is_pending()).cloned().collect();
-        let mut constraints = Vec::new();
-        // The constraints of every handoff the agent still works on: those
-        // pending and the one that set its task.
-        let current_handoff = self
-            .core
-            .task
-            .as_ref()
-            .filter(|task| task.source == TaskSource::HandoffReceived)
-            .map(|task| task.task_id.clone());
-        for record in self.handoffs() {
-            let working_on = current_handoff.as_deref() == Some(record.handoff_id.to_string().as_str());
-            if !(record.is_pending() || working_on) {
-                continue;
-            }
-            if let Some(package) = &record.package {
-                for constraint in &package.constraints {
-                    constraints.push(CoreConstraint {
-                        text: constraint.clone(),
-                        source: "handoff",
-                        provenance: record.received,
-                    });
-                }
-            }
-        }
-        for (key, preference) in &self.core.preferences {
-            constraints.push(CoreConstraint {
-                text: format!("{key} = {}", preference.value),
-                source: "preference",
-                provenance: ProvenanceRef { seq: preference.seq, event_id: EventId(preference.event_id) },
-            });
-        }
-        // The newest blocks, when there are more than the request shows.
-        let mut newest: Vec<u64> = self.core.blocks.values().map(|block| block.seq).collect();
-        newest.sort_unstable_by(|a, b| b.cmp(a));
-        let oldest_shown = request.max_blocks.and_then(|max| newest.get(max.checked_sub(1)?)).copied().unwrap_or(0);
-        let blocks = self
-            .core
-            .blocks
-            .iter()
-            .filter(|(_, block)| request.max_blocks.is_none() || block.seq >= oldest_shown)
-            .map(|(name, block)| {
-                let (content, tokens, truncated) = match request.block_tokens {
-                    Some(limit) => {
-                        let whole = mneme_index::tokens::count(&block.content);
-                        if whole > limit {
-                            let (cut, tokens) = mneme_index::tokens::truncate(&block.content, limit);
-                            (cut, tokens, true)
-                        } else {
-                            (block.content.clone(), whole, false)
-                        }
-                    }
-                    None => (block.content.clone(), mneme_index::tokens::count(&block.content), false),
-                };
-                ShownBlock {
-                    name: name.clone(),
-                    content,
-                    tokens,
-                    truncated,
-                    provenance: ProvenanceRef { seq: block.seq, event_id: EventId(block.event_id) },
-                    updated_at: Timestamp(block.ts),
-                }
-            })
-            .collect();
-        CoreMemory {
-            agent: self.agent().to_string(),
-            role: request.role.clone().filter(|role| !role.trim().is_empty()),
-            task: self.core.task.clone(),
-            constraints,
-            pending_handoffs,
-            blocks,
-            block_names: self.core.blocks.keys().cloned().collect(),
-            as_of_seq: self.checkpoint(),
         }
     }
 }

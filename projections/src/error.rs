@@ -12,6 +12,11 @@ pub enum ProjectionError {
     /// (`mneme-index`).
     #[error(transparent)]
     Index(#[from] mneme_index::IndexError),
+    /// A query of a memory with items applied since its last commit: they
+    /// would be missing from its answer. Whoever applies commits before
+    /// asking (the memory actor does before every query).
+    #[error("the memory has items applied through seq {checkpoint} that are not committed; commit before querying")]
+    Uncommitted { checkpoint: u64 },
     #[error("snapshot is unusable: {0}")]
     CorruptSnapshot(String),
     /// Applying a valid event panicked. Raised by the callers that contain

@@ -11,38 +11,38 @@ mod core;
 mod digest;
 mod error;
 pub mod graph;
-mod handoffs;
 mod item;
+mod listing;
 mod memory;
 pub mod phases;
 mod render;
 mod retrieval;
 mod scope;
 mod shared;
-mod snapshot;
 mod superseded;
 mod words;
 mod working;
 
 pub use chunks::{MEMORY_CHUNK, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart};
+pub use consolidation::consolidation_view;
 pub use context::{
     Activity, CORE_SHARE, ContextItem, ContextRequest, ContextResponse, ContextSignals, ContextTier, TIERS,
-    ThinkingPolicy, TierShares, TierUsage, allocate,
+    ThinkingPolicy, TierShares, TierUsage, allocate, context,
 };
-pub use core::{
-    CoreBlock, CoreConstraint, CoreMemory, CorePreference, CoreRequest, CoreState, CurrentTask, ShownBlock, TaskSource,
-};
+pub use context::{CoreConstraint, CoreMemory, CoreRequest, ShownBlock, core_memory};
+pub use core::{CoreBlock, CorePreference, CoreState, CurrentTask, TaskSource};
 pub use error::ProjectionError;
-pub use handoffs::{HandoffRecord, handoff_tasks};
 pub use item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
+pub use listing::{ItemCounts, ItemPage, ListedItem, ListedItems, item_page, state_counts};
 pub use memory::{
-    AgentMemory, AppliedEvent, ErasedByPurge, ItemCounts, ItemPage, ListedItem, ListedItems, MemoryConfig,
-    OpenContradiction, Purgeable, ResolvedContradiction,
+    AgentMemory, AppliedEvent, Contradictions, ErasedByPurge, HandoffRecord, Handoffs, Indexes, Items, MemoryConfig,
+    OpenContradiction, PhaseDocument, PhaseDocuments, Purgeable, ResolvedContradiction, handoff_bundle, handoff_tasks,
 };
 pub use render::describe;
 pub use retrieval::{
     AnswerKind, Fusion, QueryAnalysis, RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode,
-    SearchRequest, TimeAnchor, TimeRange, analyze,
+    SearchRequest, TimeAnchor, TimeRange, analyze, search,
 };
 pub use scope::{enters_memory_of, scope_reaches};
 pub use shared::SharedContent;
+pub use superseded::superseded_by;

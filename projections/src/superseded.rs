@@ -13,18 +13,8 @@ use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use mneme_events::ContradictionResolution;
-
 use crate::item::MemoryItem;
-use crate::memory::AgentMemory;
-
-/// Each retracted assertion's item id → the retraction's.
-pub(crate) type Retractions = Arc<HashMap<String, String>>;
-
-/// What the retractions were derived from: the closed-edge versions of the
-/// memory's graph and of the swarm's, how far the memory sees the swarm's,
-/// and how many of its events it does not hold.
-pub(crate) type RetractionsVersion = (u64, u64, u64, usize);
+use crate::memory::{AgentMemory, Retractions};
 
 /// Item id → the id of what superseded it, for facts and contradiction
 /// sides; decisions are looked up in the graph as asked.
@@ -42,83 +32,77 @@ impl Supersessions {
     pub(crate) fn of(&self, memory: &AgentMemory, item: &MemoryItem) -> Option<String> {
         let by_graph = match item.kind {
             "decision_made" => memory.graph().view().superseding_decision(&item.item_id),
-            "fact_asserted" => self.retracted.get_or_init(|| memory.retractions()).get(&item.item_id).cloned(),
+            "fact_asserted" => self.retracted.get_or_init(|| retractions(memory)).get(&item.item_id).cloned(),
             _ => None,
         };
         by_graph.or_else(|| self.lost.get(&item.item_id).cloned())
     }
 }
 
-impl AgentMemory {
-    /// What superseded the item `item_id` (see [`Supersessions::of`]);
-    /// `None` for an item that stands or is unknown.
-    pub fn superseded_by(&self, item_id: &str) -> Option<String> {
-        let item = self.item(item_id)?;
-        self.supersessions().of(self, item)
-    }
+/// What superseded the item `item_id` (see [`Supersessions::of`]);
+/// `None` for an item that stands or is unknown.
+pub fn superseded_by(memory: &AgentMemory, item_id: &str) -> Option<String> {
+    let item = memory.item(item_id)?;
+    supersessions(memory).of(memory, item)
+}
 
-    /// Everything needed to answer [`Supersessions::of`] for many items:
-    /// the settled contradictions now, the closed facts when first needed.
-    pub(crate) fn supersessions(&self) -> Supersessions {
-        // A side that lost twice was superseded by the first resolution.
-        let mut resolutions: Vec<_> = self.resolved_contradictions.values().collect();
-        resolutions.sort_by_key(|resolved| resolved.provenance.seq);
-        let mut lost = HashMap::new();
-        for resolved in resolutions {
-            let (loser, winner) = match resolved.resolution {
-                ContradictionResolution::AWins => (&resolved.b, &resolved.a),
-                ContradictionResolution::BWins | ContradictionResolution::Merged => (&resolved.a, &resolved.b),
-                ContradictionResolution::BothValid => continue,
-            };
-            lost.entry(loser.clone()).or_insert_with(|| winner.clone());
-        }
-        Supersessions { retracted: OnceCell::new(), lost }
+/// Everything needed to answer [`Supersessions::of`] for many items:
+/// the settled contradictions now, the closed facts when first needed.
+pub(crate) fn supersessions(memory: &AgentMemory) -> Supersessions {
+    // A side that lost twice was superseded by the first resolution.
+    let mut resolutions: Vec<_> = memory.resolved_contradictions().collect();
+    resolutions.sort_by_key(|resolved| resolved.provenance.seq);
+    let mut lost = HashMap::new();
+    for resolved in resolutions {
+        let Some((loser, winner)) = resolved.loser_and_winner() else { continue };
+        lost.entry(loser.to_string()).or_insert_with(|| winner.to_string());
     }
+    Supersessions { retracted: OnceCell::new(), lost }
+}
 
-    /// Each retracted assertion's item id → the retraction's: one pass over
-    /// the closed facts, kept until a closed edge changes in either graph,
-    /// or the memory sees more of the swarm's.
-    fn retractions(&self) -> Retractions {
-        let version = {
-            let shared = self.config.shared.graph();
-            (
-                self.graph.closed_version.0,
-                shared.graph().closed_version.0,
-                self.checkpoint.min(shared.through()),
-                self.unheld_shared.len(),
-            )
-        };
-        let mut kept = self.retractions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((at, retracted)) = kept.as_ref()
-            && *at == version
-        {
-            return retracted.clone();
-        }
-        let retracted = Arc::new(self.derive_retractions());
-        *kept = Some((version, retracted.clone()));
-        retracted
+/// Each retracted assertion's item id → the retraction's: one pass over
+/// the closed facts, kept until a closed edge changes in either graph,
+/// or the memory sees more of the swarm's.
+fn retractions(memory: &AgentMemory) -> Retractions {
+    let version = {
+        let shared = memory.config().shared.graph();
+        (
+            memory.own_graph().closed_version.0,
+            shared.graph().closed_version.0,
+            memory.checkpoint().min(shared.through()),
+            memory.unheld_shared_count(),
+        )
+    };
+    let mut kept = memory.retractions_cache().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((at, retracted)) = kept.as_ref()
+        && *at == version
+    {
+        return retracted.clone();
     }
+    let retracted = Arc::new(derive_retractions(memory));
+    *kept = Some((version, retracted.clone()));
+    retracted
+}
 
-    fn derive_retractions(&self) -> HashMap<String, String> {
-        let mut retracted = HashMap::new();
-        let graph = self.graph();
-        for provenance in graph.view().closed_fact_provenance() {
-            // The assertions of one validity interval, each closed by the
-            // first retraction after it.
-            let mut pending: Vec<&str> = Vec::new();
-            for seq in &provenance {
-                let Some(item) = self.items.get(seq) else { continue };
-                match item.kind {
-                    "fact_asserted" => pending.push(&item.item_id),
-                    "fact_retracted" => {
-                        for asserted in pending.drain(..) {
-                            retracted.insert(asserted.to_string(), item.item_id.clone());
-                        }
+fn derive_retractions(memory: &AgentMemory) -> HashMap<String, String> {
+    let mut retracted = HashMap::new();
+    let graph = memory.graph();
+    for provenance in graph.view().closed_fact_provenance() {
+        // The assertions of one validity interval, each closed by the
+        // first retraction after it.
+        let mut pending: Vec<&str> = Vec::new();
+        for seq in &provenance {
+            let Some(item) = memory.items().get(*seq) else { continue };
+            match item.kind {
+                "fact_asserted" => pending.push(&item.item_id),
+                "fact_retracted" => {
+                    for asserted in pending.drain(..) {
+                        retracted.insert(asserted.to_string(), item.item_id.clone());
                     }
-                    _ => {}
                 }
+                _ => {}
             }
         }
-        retracted
     }
+    retracted
 }

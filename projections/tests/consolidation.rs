@@ -97,7 +97,7 @@ impl Given {
     /// log as the consolidation actor would.
     fn consolidate(&mut self, policy: &ConsolidationPolicy) -> ConsolidationPlan {
         let memory = self.memory();
-        let plan = consolidate(&memory.consolidation_view(), policy);
+        let plan = consolidate(&mneme_projections::consolidation_view(&memory), policy);
         let ts = Timestamp::from_unix_millis(START_MS + (self.log.len() as i64 + 1) * 1000);
         for event in plan.events(ts, &IdKey::from_bytes([0; 32])) {
             let seq = self.log.len() as u64 + 1;
@@ -109,7 +109,8 @@ impl Given {
 
 fn hybrid_ids(memory: &mut AgentMemory, query: &str) -> Vec<String> {
     let request = SearchRequest::new(query, 20).with_mode(SearchMode::Hybrid);
-    memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+    memory.commit().unwrap();
+    mneme_projections::search(memory, &request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
 #[test]
@@ -152,7 +153,7 @@ fn f2_another_value_is_a_contradiction_and_another_agents_copy_never_replaces_on
     let restated =
         given.push_as("coder", said("the release is approved for Friday evening after the last review"), Some(1.0));
     let reviewer = given.memory_of("reviewer");
-    let plan = consolidate(&reviewer.consolidation_view(), &ConsolidationPolicy::default());
+    let plan = consolidate(&mneme_projections::consolidation_view(&reviewer), &ConsolidationPolicy::default());
     assert!(
         plan.merges.iter().all(|merge| merge.survivor != sunday && !merge.merged.contains(&sunday)),
         "Sunday is not Friday: {plan:#?}"
@@ -170,7 +171,7 @@ fn f2_another_value_is_a_contradiction_and_another_agents_copy_never_replaces_on
     );
     // In the coder's memory the coder's own copy stands.
     let coder = given.memory_of("coder");
-    let plan = consolidate(&coder.consolidation_view(), &ConsolidationPolicy::default());
+    let plan = consolidate(&mneme_projections::consolidation_view(&coder), &ConsolidationPolicy::default());
     let merge = plan.merges.iter().find(|merge| merge.merged.contains(&friday) || merge.survivor == friday);
     assert_eq!(merge.map(|merge| &merge.survivor), Some(&restated), "{plan:#?}");
 }
@@ -214,7 +215,7 @@ fn f1_another_agents_flood_or_a_burst_at_one_time_makes_no_memory_forget() {
     let early_texts = distinct_sentences(100, 7);
     let later_texts = distinct_sentences(2_000, 11);
     let touched = |given: &Given, early: &[String]| -> usize {
-        let plan = consolidate(&given.memory_of("reviewer").consolidation_view(), &policy);
+        let plan = consolidate(&mneme_projections::consolidation_view(&given.memory_of("reviewer")), &policy);
         plan.decays.iter().filter(|verdict| early.contains(&verdict.item_id)).count()
     };
     let flood = |by: &str, early_ms: &dyn Fn(i64) -> i64, later_ms: &dyn Fn(i64) -> i64| {
@@ -273,7 +274,8 @@ fn a_single_valued_predicate_with_two_objects_is_a_contradiction_and_resolution_
     let mut memory = given.memory();
     assert_eq!(memory.open_contradictions().count(), 1);
     // Open contradictions are in the critical tier of context.
-    let context = memory.context(&ContextRequest::new("database", 800)).unwrap();
+    memory.commit().unwrap();
+    let context = mneme_projections::context(&memory, &ContextRequest::new("database", 800)).unwrap();
     assert!(
         context.text.contains(&contradiction.contradiction_id) || context.text.contains("mysql"),
         "{}",
@@ -387,7 +389,7 @@ fn old_unused_items_decay_then_are_forgotten_but_pinned_important_and_active_dec
     assert!(!hybrid_ids(&mut memory, "CI dashboard").contains(&plain));
     assert!(memory.provenance_of(&plain).is_some(), "forgotten items keep provenance");
     // The newest items are neither decayed nor forgotten.
-    let newest: Vec<u64> = memory.items().rev().take(policy.keep_newest_items).map(|item| item.seq).collect();
+    let newest: Vec<u64> = memory.items().iter().rev().take(policy.keep_newest_items).map(|item| item.seq).collect();
     assert!(plan.decays.iter().all(|verdict| !newest.contains(&verdict.seq)));
     // Demoted items stay searchable but leave context.
     let decayed = plan.decays.iter().find(|verdict| !verdict.forget).expect("some items are only demoted");
@@ -401,7 +403,7 @@ fn a_dry_run_plan_writes_nothing_until_its_events_are_applied() {
     given.say("we ship on thursday");
     let memory = given.memory();
     let digest = memory.digest();
-    let plan = consolidate(&memory.consolidation_view(), &ConsolidationPolicy::default());
+    let plan = consolidate(&mneme_projections::consolidation_view(&memory), &ConsolidationPolicy::default());
     assert_eq!(plan.merges.len(), 1);
     // Scanning is a read: the memory is unchanged.
     assert_eq!(memory.digest(), digest);
@@ -460,9 +462,11 @@ fn a_purge_erases_text_from_memory_indexes_and_snapshots() {
     assert!(item.text.is_empty());
     assert!(!hybrid_ids(&mut memory, "card number 4111").contains(&secret));
     let exact = SearchRequest::new("card number 4111", 10).with_mode(SearchMode::Bm25);
-    assert!(memory.search(&exact).unwrap().is_empty(), "no posting of the purged text is left");
+    memory.commit().unwrap();
+    assert!(mneme_projections::search(&memory, &exact).unwrap().is_empty(), "no posting of the purged text is left");
     let bm25 = SearchRequest::new("order", 10).with_mode(SearchMode::Bm25);
-    let hits: Vec<String> = memory.search(&bm25).unwrap().into_iter().map(|hit| hit.item_id).collect();
+    let hits: Vec<String> =
+        mneme_projections::search(&memory, &bm25).unwrap().into_iter().map(|hit| hit.item_id).collect();
     assert_eq!(hits, vec![kept]);
     let snapshot = memory.to_snapshot().unwrap();
     let needle = b"4111 1111";
@@ -536,7 +540,8 @@ fn a_purge_leaves_no_trace_in_graph_phases_contradictions_duplicates_or_late_sum
     assert_eq!(phase.levels.as_ref().unwrap().compressor, mneme_projections::phases::EXTRACTIVE_COMPRESSOR);
     let contradiction = memory.open_contradictions().next().unwrap();
     assert!(!contradiction.reason.contains("7781"), "{}", contradiction.reason);
-    let context = memory.context(&ContextRequest::new("vault key", 2000)).unwrap();
+    memory.commit().unwrap();
+    let context = mneme_projections::context(&memory, &ContextRequest::new("vault key", 2000)).unwrap();
     assert!(!context.text.contains("7781"), "{}", context.text);
     // Replay, which applies the same purge at the same point, agrees.
     let digest = memory.digest();
@@ -775,7 +780,8 @@ fn citations_raise_an_item_in_hybrid_search_and_being_ignored_does_not() {
     let mut memory = given.memory();
     let mut request = SearchRequest::new("retry budget five attempts", 20).with_mode(SearchMode::Hybrid);
     request.weights.usage = 0.0;
-    assert_eq!(memory.search(&request).unwrap()[0].item_id, first);
+    memory.commit().unwrap();
+    assert_eq!(mneme_projections::search(&memory, &request).unwrap()[0].item_id, first);
 }
 
 #[test]
@@ -857,7 +863,7 @@ fn a_merged_resolution_keeps_the_survivor_an_active_decision() {
     let survivor = memory.item(&second).unwrap();
     assert_eq!(survivor.provenance[0].seq, survivor.seq, "the creating event stays first");
     assert!(survivor.provenance.iter().any(|reference| reference.seq == memory.item(&first).unwrap().seq));
-    let view = memory.consolidation_view();
+    let view = mneme_projections::consolidation_view(&memory);
     let decision = view.decisions.iter().find(|decision| decision.seq == survivor.seq).unwrap();
     assert!(!decision.closed, "the surviving decision is still active");
 }
@@ -879,7 +885,7 @@ fn a_pin_that_lands_after_the_scan_still_protects_the_item() {
         given.say(&format!("routine check {index} passed"));
     }
     let memory = given.memory();
-    let plan = consolidate(&memory.consolidation_view(), &policy);
+    let plan = consolidate(&mneme_projections::consolidation_view(&memory), &policy);
     assert!(plan.decays.iter().any(|verdict| verdict.forget && verdict.item_id != note && verdict.item_id != copy));
     assert!(plan.merges.iter().any(|merge| merge.merged.contains(&copy)), "{plan:#?}");
     // The agent pins every item the verdicts name, after the scan.
@@ -1007,7 +1013,7 @@ fn a_run_compares_shared_items_once_and_decides_for_each_memory_what_it_alone_wo
         memory.commit().unwrap();
         memories.push(memory);
     }
-    let views: Vec<_> = memories.iter().map(AgentMemory::consolidation_view).collect();
+    let views: Vec<_> = memories.iter().map(mneme_projections::consolidation_view).collect();
     let policy = ConsolidationPolicy::default();
     let alone: Vec<ConsolidationPlan> = views.iter().map(|view| consolidate(view, &policy)).collect();
 

@@ -22,7 +22,8 @@ fn signals(activity: &str) -> ContextSignals {
 #[test]
 fn coder_context_for_a_query() {
     let mut memory = trajectory_memory("coder");
-    let context = memory.context(&ContextRequest::new("refresh token rotation", 1200)).unwrap();
+    memory.commit().unwrap();
+    let context = mneme_projections::context(&memory, &ContextRequest::new("refresh token rotation", 1200)).unwrap();
     assert!(context.tokens <= 1200);
     expect_file!["snapshots/coder_query_1200.txt"].assert_eq(&context.text);
 }
@@ -36,7 +37,8 @@ fn coder_context_while_debugging_a_failure_in_a_file() {
         thinking_budget: Some(0.2),
         ..signals("debugging")
     });
-    let context = memory.context(&request).unwrap();
+    memory.commit().unwrap();
+    let context = mneme_projections::context(&memory, &request).unwrap();
     assert!(context.tokens <= 900);
     expect_file!["snapshots/coder_debugging_900.txt"].assert_eq(&context.text);
 }
@@ -46,7 +48,8 @@ fn planner_context_while_planning_with_room_to_think() {
     let mut memory = trajectory_memory("planner");
     let request = ContextRequest::new("what is left for the rollout", 700)
         .with_signals(ContextSignals { thinking_budget: Some(0.9), ..signals("planning") });
-    let context = memory.context(&request).unwrap();
+    memory.commit().unwrap();
+    let context = mneme_projections::context(&memory, &request).unwrap();
     assert!(context.tokens <= 700);
     expect_file!["snapshots/planner_planning_700.txt"].assert_eq(&context.text);
 }
@@ -55,18 +58,19 @@ fn planner_context_while_planning_with_room_to_think() {
 fn debugging_widens_the_critical_tier_and_brings_the_failure() {
     let mut memory = trajectory_memory("coder");
     let error = "reuse_revokes_newer_token_in_family panicked".to_string();
-    let coding = memory
-        .context(
-            &ContextRequest::new("refresh", 800)
-                .with_signals(ContextSignals { recent_errors: vec![error.clone()], ..signals("coding") }),
-        )
-        .unwrap();
-    let debugging = memory
-        .context(
-            &ContextRequest::new("refresh", 800)
-                .with_signals(ContextSignals { recent_errors: vec![error], ..signals("debugging") }),
-        )
-        .unwrap();
+    memory.commit().unwrap();
+    let coding = mneme_projections::context(
+        &memory,
+        &ContextRequest::new("refresh", 800)
+            .with_signals(ContextSignals { recent_errors: vec![error.clone()], ..signals("coding") }),
+    )
+    .unwrap();
+    let debugging = mneme_projections::context(
+        &memory,
+        &ContextRequest::new("refresh", 800)
+            .with_signals(ContextSignals { recent_errors: vec![error], ..signals("debugging") }),
+    )
+    .unwrap();
     let critical = |usage: &[mneme_projections::TierUsage]| usage[ContextTier::Critical as usize];
     assert!(critical(&debugging.tiers).share_tokens > critical(&coding.tiers).share_tokens);
     assert!(critical(&debugging.tiers).used_tokens >= critical(&coding.tiers).used_tokens);
@@ -94,7 +98,8 @@ fn a_named_failure_that_was_fixed_brings_the_files_and_edits_that_fixed_it() {
         recent_errors: vec!["reuse_revokes_newer_token_in_family panicked".to_string()],
         ..ContextSignals::default()
     });
-    let context = memory.context(&request).unwrap();
+    memory.commit().unwrap();
+    let context = mneme_projections::context(&memory, &request).unwrap();
     assert!(context.tokens <= 3000);
     let critical: Vec<_> = context.items.iter().filter(|item| item.tier == ContextTier::Critical).collect();
     assert!(
@@ -138,7 +143,8 @@ fn an_unused_tier_gives_its_share_to_the_others() {
     for (seq, event) in messages.enumerate() {
         memory.apply(seq as u64 + 1, &event).unwrap();
     }
-    let context = memory.context(&ContextRequest::new("", 500)).unwrap();
+    memory.commit().unwrap();
+    let context = mneme_projections::context(&memory, &ContextRequest::new("", 500)).unwrap();
     let usage = |tier: ContextTier| context.tiers[tier as usize];
     assert_eq!(usage(ContextTier::Critical).allocated_tokens, 0);
     assert_eq!(usage(ContextTier::Background).allocated_tokens, 0);
@@ -299,7 +305,8 @@ proptest! {
                 phase: None,
                 thinking_budget: thinking,
             });
-        let context = memory.context(&request).unwrap();
+        memory.commit().unwrap();
+        let context = mneme_projections::context(&memory, &request).unwrap();
         prop_assert!(context.tokens <= budget, "{} > {budget}", context.tokens);
         prop_assert_eq!(context.tokens, tokens::count(&context.text));
         for item in &context.items {

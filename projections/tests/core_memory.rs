@@ -43,7 +43,8 @@ fn received(from: &str, handoff_id: EventId, task: &str, constraints: &[&str]) -
 
 fn hits(memory: &mut mneme_projections::AgentMemory, query: &str) -> Vec<String> {
     let request = SearchRequest { mode: SearchMode::Bm25, ..SearchRequest::new(query, 10) };
-    memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+    memory.commit().unwrap();
+    mneme_projections::search(memory, &request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
 #[test]
@@ -51,7 +52,7 @@ fn the_current_task_follows_task_updates_and_handoffs_and_a_finished_task_leaves
     let mut log = Log::starting_at(1_765_000_000_000);
     log.push("coder", Scope::Private, None, task("task-1", TaskStatus::Open, Some("fix the cache")));
     log.push("coder", Scope::Private, None, task("task-1", TaskStatus::InProgress, None));
-    let core = log.memory_of("coder").core_memory(&CoreRequest::default());
+    let core = mneme_projections::core_memory(&log.memory_of("coder"), &CoreRequest::default());
     let current = core.task.expect("a current task");
     assert_eq!(
         (current.task_id.as_str(), current.title.as_str(), current.status.as_str()),
@@ -60,7 +61,7 @@ fn the_current_task_follows_task_updates_and_handoffs_and_a_finished_task_leaves
 
     let handoff_id = EventId::from_parts(1, 1);
     log.push("coder", Scope::Private, None, received("planner", handoff_id, "review the cache", &["no new deps"]));
-    let core = log.memory_of("coder").core_memory(&CoreRequest::default());
+    let core = mneme_projections::core_memory(&log.memory_of("coder"), &CoreRequest::default());
     let current = core.task.expect("the handoff's task");
     assert_eq!((current.source, current.title.as_str()), (TaskSource::HandoffReceived, "review the cache"));
     assert_eq!(core.pending_handoffs.len(), 1);
@@ -74,13 +75,13 @@ fn the_current_task_follows_task_updates_and_handoffs_and_a_finished_task_leaves
         None,
         EventKind::HandoffAcknowledged(HandoffAcknowledged { handoff_id, note: None }),
     );
-    let core = log.memory_of("coder").core_memory(&CoreRequest::default());
+    let core = mneme_projections::core_memory(&log.memory_of("coder"), &CoreRequest::default());
     assert!(core.pending_handoffs.is_empty());
     assert_eq!(core.constraints.len(), 1);
 
     log.push("coder", Scope::Private, None, task("task-2", TaskStatus::Open, Some("ship it")));
     log.push("coder", Scope::Private, None, task("task-2", TaskStatus::Done, None));
-    let core = log.memory_of("coder").core_memory(&CoreRequest::default());
+    let core = mneme_projections::core_memory(&log.memory_of("coder"), &CoreRequest::default());
     assert_eq!(core.task, None, "a done task is current no more");
     assert!(core.constraints.is_empty(), "the acknowledged handoff's task is over");
 }
@@ -93,15 +94,17 @@ fn blocks_are_replaced_whole_cleared_by_empty_content_and_cut_to_the_limit_when_
     log.push("coder", Scope::Private, None, block("plan", &"word ".repeat(50)));
     log.push("coder", Scope::Private, None, block("persona", " "));
     let memory = log.memory_of("coder");
-    let core =
-        memory.core_memory(&CoreRequest { role: Some("implementer".into()), block_tokens: Some(10), max_blocks: None });
+    let core = mneme_projections::core_memory(
+        &memory,
+        &CoreRequest { role: Some("implementer".into()), block_tokens: Some(10), max_blocks: None },
+    );
     assert_eq!(core.role.as_deref(), Some("implementer"));
     assert_eq!(core.blocks.len(), 1, "{:?}", core.blocks);
     let plan = &core.blocks[0];
     assert_eq!((plan.name.as_str(), plan.truncated, plan.provenance.seq), ("plan", true, 3));
     assert!(plan.tokens <= 10, "{plan:?}");
     // The state keeps the block whole; only what is shown is cut.
-    assert_eq!(memory.core_state().blocks["plan"].content, "word ".repeat(50));
+    assert_eq!(memory.core_state().blocks()["plan"].content, "word ".repeat(50));
 }
 
 #[test]
@@ -118,13 +121,16 @@ fn core_memory_heads_the_context_and_another_agent_sees_neither_the_blocks_nor_p
     let shared = log.push("coder", Scope::Shared, None, note("the staging key rotates nightly, see ocelot_rotation"));
 
     let mut coder = log.memory_of("coder");
-    let context = coder
-        .context(&ContextRequest::new("ledger", 400).with_core(CoreRequest {
+    coder.commit().unwrap();
+    let context = mneme_projections::context(
+        &coder,
+        &ContextRequest::new("ledger", 400).with_core(CoreRequest {
             role: Some("implementer".into()),
             block_tokens: None,
             max_blocks: None,
-        }))
-        .unwrap();
+        }),
+    )
+    .unwrap();
     assert!(context.text.starts_with("# Memory of coder (swarm demo; role: implementer)"), "{}", context.text);
     let core: Vec<_> = context.items.iter().filter(|item| item.tier == ContextTier::Core).collect();
     assert!(core.iter().any(|item| item.text == "migrate the ledger first"), "{}", context.text);
@@ -136,7 +142,7 @@ fn core_memory_heads_the_context_and_another_agent_sees_neither_the_blocks_nor_p
     assert_eq!(hits(&mut coder, "wombat_cache"), [private.id.to_string()]);
 
     let mut reviewer = log.memory_of("reviewer");
-    let seen = reviewer.core_memory(&CoreRequest::default());
+    let seen = mneme_projections::core_memory(&reviewer, &CoreRequest::default());
     assert!(seen.blocks.is_empty(), "another agent's blocks: {:?}", seen.blocks);
     assert!(hits(&mut reviewer, "wombat_cache").is_empty(), "a private note is its author's");
     assert_eq!(hits(&mut reviewer, "ocelot_rotation"), [shared.id.to_string()], "a shared note is the swarm's");

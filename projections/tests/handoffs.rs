@@ -82,7 +82,7 @@ fn texts(bundle: &HandoffBundle) -> String {
 fn a_bundle_holds_what_the_recipient_may_see_of_the_task_with_provenance() {
     let (log, kept) = planner_work();
     let planner = log.memory_of("planner");
-    let bundle = planner.handoff_bundle(&["task-7"], &[], "coder", 2000);
+    let bundle = mneme_projections::handoff_bundle(&planner, &["task-7"], &[], "coder", 2000);
     let all = texts(&bundle);
     assert!(all.contains("keep refresh tokens in postgres"), "{all}");
     assert!(all.contains("token_store backed_by postgres"), "{all}");
@@ -98,7 +98,7 @@ fn a_bundle_holds_what_the_recipient_may_see_of_the_task_with_provenance() {
     assert_eq!(decision.provenance[0].event_id, kept[0].id);
     assert!(bundle.used_tokens <= bundle.budget_tokens);
     // The planner itself may see its private decision.
-    let for_itself = texts(&planner.handoff_bundle(&["task-7"], &[], "planner", 2000));
+    let for_itself = texts(&mneme_projections::handoff_bundle(&planner, &["task-7"], &[], "planner", 2000));
     assert!(for_itself.contains("page the on-call secretly"), "{for_itself}");
 }
 
@@ -114,10 +114,10 @@ fn a_bundle_stays_within_its_budget() {
         );
     }
     let planner = log.memory_of("planner");
-    let bundle = planner.handoff_bundle(&["task-7"], &[], "coder", 300);
+    let bundle = mneme_projections::handoff_bundle(&planner, &["task-7"], &[], "coder", 300);
     assert!(bundle.used_tokens <= 300, "{}", bundle.used_tokens);
     assert!(!bundle.items.is_empty());
-    let unbounded = planner.handoff_bundle(&["task-7"], &[], "coder", 100_000);
+    let unbounded = mneme_projections::handoff_bundle(&planner, &["task-7"], &[], "coder", 100_000);
     assert!(unbounded.items.len() > bundle.items.len());
 }
 
@@ -133,7 +133,7 @@ fn the_recipient_records_handoffs_pending_until_acknowledged_and_restores_them()
         constraints: vec!["no redis".into()],
         sent_seq: 1,
         sent_at: Timestamp::from_unix_millis(START_MS),
-        bundle: planner.handoff_bundle(&[task], &[], "coder", 2000),
+        bundle: mneme_projections::handoff_bundle(&planner, &[task], &[], "coder", 2000),
     };
     let first = EventId::from_parts(START_MS as u64 + 900, 900);
     let second = EventId::from_parts(START_MS as u64 + 901, 901);

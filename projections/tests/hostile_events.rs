@@ -174,9 +174,10 @@ proptest! {
         for (_, event) in &log {
             let query: String = event.to_json().chars().skip(80).take(60).collect();
             for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
-                prop_assert!(memory.search(&SearchRequest::new(&query, 10).with_mode(mode)).is_ok());
+                memory.commit().unwrap();
+                prop_assert!(mneme_projections::search(&memory, &SearchRequest::new(&query, 10).with_mode(mode)).is_ok());
             }
-            prop_assert!(memory.context(&ContextRequest::new(&query, 400)).is_ok());
+            prop_assert!(mneme_projections::context(&memory, &ContextRequest::new(&query, 400)).is_ok());
             let _neighbourhood = memory.neighbourhood(&GraphQuery::new(&query, 2));
         }
         let snapshot = memory.to_snapshot().unwrap();

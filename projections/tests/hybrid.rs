@@ -34,7 +34,8 @@ fn memory_of(texts: &[&str]) -> AgentMemory {
 /// Seqs of the top `k` hits in a mode.
 fn top(memory: &mut AgentMemory, query: &str, k: usize, mode: SearchMode) -> Vec<u64> {
     let request = SearchRequest::new(query, k).with_mode(mode);
-    memory.search(&request).unwrap().iter().map(|hit| hit.seq).collect()
+    memory.commit().unwrap();
+    mneme_projections::search(memory, &request).unwrap().iter().map(|hit| hit.seq).collect()
 }
 
 /// Texts that share words with the queries below but not their meaning.
@@ -126,7 +127,8 @@ fn explain_reports_each_retrievers_rank_and_score() {
     let mut memory = memory_of(&texts);
     let mut request = SearchRequest::new("access token expires", 3);
     request.explain = true;
-    let hits = memory.search(&request).unwrap();
+    memory.commit().unwrap();
+    let hits = mneme_projections::search(&memory, &request).unwrap();
     let best = &hits[0];
     assert_eq!(best.seq, texts.len() as u64);
     let retrievers: Vec<&str> = best.explain.iter().map(|rank| rank.retriever).collect();
@@ -140,7 +142,7 @@ fn explain_reports_each_retrievers_rank_and_score() {
     // Under rank fusion, the fused score is the sum of weight / (rrf_k +
     // rank) over the retrievers and the recency prior.
     request.weights.fusion = mneme_projections::Fusion::Rrf;
-    let hits = memory.search(&request).unwrap();
+    let hits = mneme_projections::search(&memory, &request).unwrap();
     let best = &hits[0];
     assert_eq!(best.seq, texts.len() as u64);
     let expected: f32 = best
@@ -156,10 +158,11 @@ fn filters_apply_before_ranking() {
     let mut memory = memory_of(DISTRACTORS);
     let mut request = SearchRequest::new("fifteen minutes", 5);
     request.filters.since = Some(Timestamp::from_unix_millis(1_767_000_000_000 + 3_000));
-    let hits = memory.search(&request).unwrap();
+    memory.commit().unwrap();
+    let hits = mneme_projections::search(&memory, &request).unwrap();
     assert!(!hits.is_empty());
     assert!(hits.iter().all(|hit| hit.seq >= 4), "{:?}", hits.iter().map(|hit| hit.seq).collect::<Vec<_>>());
     request.filters.since = None;
     request.filters.kinds = vec!["decision_made".to_string()];
-    assert!(memory.search(&request).unwrap().is_empty());
+    assert!(mneme_projections::search(&memory, &request).unwrap().is_empty());
 }

@@ -19,14 +19,20 @@ fn phase_search(query: &str, mode: SearchMode) -> SearchRequest {
 }
 
 fn ids(memory: &mut AgentMemory, request: &SearchRequest) -> Vec<String> {
-    memory.search(request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+    memory.commit().unwrap();
+    mneme_projections::search(memory, request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
 #[test]
 fn a_search_for_phases_finds_the_phase_that_did_it_with_its_provenance() {
     let mut memory = common::trajectory_memory("coder");
     for mode in [SearchMode::Bm25, SearchMode::Hybrid] {
-        let hits = memory.search(&phase_search("the dashboard refresh timing TypeError in session.js", mode)).unwrap();
+        memory.commit().unwrap();
+        let hits = mneme_projections::search(
+            &memory,
+            &phase_search("the dashboard refresh timing TypeError in session.js", mode),
+        )
+        .unwrap();
         let best = hits.first().unwrap_or_else(|| panic!("{mode:?}: no phase found"));
         assert_eq!((best.item_id.as_str(), best.kind), (WEB_CLIENT, PHASE_SEARCH_KIND), "{mode:?}: {hits:#?}");
         assert!(best.text.contains("Outcome: 4 tests pass") && best.text.contains("web/src/session.js"), "{best:?}");
@@ -36,7 +42,7 @@ fn a_search_for_phases_finds_the_phase_that_did_it_with_its_provenance() {
         assert!(hits.windows(2).all(|pair| pair[0].score >= pair[1].score), "best first: {hits:#?}");
         let mut explained = phase_search("the dashboard refresh timing TypeError in session.js", mode);
         explained.explain = true;
-        let parts = memory.search(&explained).unwrap().remove(0).explain;
+        let parts = mneme_projections::search(&memory, &explained).unwrap().remove(0).explain;
         assert!(parts.iter().any(|part| part.retriever == "bm25"), "{parts:?}");
         let sum: f32 = parts.iter().map(|part| part.score).sum();
         assert!((sum - best.score).abs() < 1e-4, "the parts add up to the score: {parts:?} {}", best.score);
@@ -44,7 +50,7 @@ fn a_search_for_phases_finds_the_phase_that_did_it_with_its_provenance() {
     let staging = ids(&mut memory, &phase_search("staging expired_token_401s_per_5min", SearchMode::Bm25));
     assert_eq!(staging.first().map(String::as_str), Some(STAGING), "{staging:?}");
     // The same words search items, not phases, without the kind.
-    let items = memory.search(&SearchRequest::new("dashboard refresh timing", 5)).unwrap();
+    let items = mneme_projections::search(&memory, &SearchRequest::new("dashboard refresh timing", 5)).unwrap();
     assert!(!items.is_empty() && items.iter().all(|hit| hit.kind != PHASE_SEARCH_KIND), "{items:#?}");
 }
 
@@ -93,11 +99,12 @@ fn a_purge_takes_what_it_erased_out_of_the_phases_searched() {
     let mut memory = common::trajectory_memory("coder");
     let words = "Proactive refresh avoids a visible failed request";
     let search = phase_search(words, SearchMode::Bm25);
-    let before = memory.search(&search).unwrap();
+    memory.commit().unwrap();
+    let before = mneme_projections::search(&memory, &search).unwrap();
     assert!(before.iter().any(|hit| hit.text.contains("Proactive refresh")), "{before:#?}");
     let mut decisions = SearchRequest::new(words, 1).with_mode(SearchMode::Bm25);
     decisions.filters.kinds = vec!["decision_made".to_string()];
-    let decision = memory.search(&decisions).unwrap().remove(0).item_id;
+    let decision = mneme_projections::search(&memory, &decisions).unwrap().remove(0).item_id;
     let purge = |item_id: String| {
         EventKind::MemoryPurged(MemoryPurged {
             item_ids: vec![item_id],
@@ -110,14 +117,14 @@ fn a_purge_takes_what_it_erased_out_of_the_phases_searched() {
     // decision from a phase already redacted.
     let mut runs = SearchRequest::new("npm test session.js", 1).with_mode(SearchMode::Bm25);
     runs.filters.kinds = vec!["tool_result_recorded".to_string()];
-    let run = memory.search(&runs).unwrap().remove(0).item_id;
+    let run = mneme_projections::search(&memory, &runs).unwrap().remove(0).item_id;
     let seq = common::trajectory().len() as u64 + 1;
     memory.apply(seq, &Event::new("demo", "coder", purge(run))).unwrap();
     memory.commit().unwrap();
-    let redacted = memory.search(&search).unwrap();
+    let redacted = mneme_projections::search(&memory, &search).unwrap();
     assert!(redacted.iter().any(|hit| hit.text.contains("Proactive refresh")), "{redacted:#?}");
     memory.apply(seq + 1, &Event::new("demo", "coder", purge(decision))).unwrap();
     memory.commit().unwrap();
-    let after = memory.search(&search).unwrap();
+    let after = mneme_projections::search(&memory, &search).unwrap();
     assert!(after.iter().all(|hit| !hit.text.contains("Proactive refresh")), "{after:#?}");
 }

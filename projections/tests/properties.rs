@@ -353,13 +353,15 @@ fn rebuild_as(agent: &str, log: &[(u64, Event)]) -> AgentMemory {
 
 fn hit_ids(memory: &mut AgentMemory, query: &str) -> BTreeSet<String> {
     let request = SearchRequest::new(query, 10_000).with_mode(SearchMode::Bm25);
-    memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+    memory.commit().unwrap();
+    mneme_projections::search(memory, &request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
 fn top_ids(memory: &mut AgentMemory, query: &str, k: usize, kinds: &[String], mode: SearchMode) -> Vec<String> {
     let mut request = SearchRequest::new(query, k).with_mode(mode);
     request.filters.kinds = kinds.to_vec();
-    memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+    memory.commit().unwrap();
+    mneme_projections::search(memory, &request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
 proptest! {
@@ -377,7 +379,7 @@ proptest! {
             if position % commit_every == 0 {
                 live.commit().unwrap();
                 // Queries between applies must not change state.
-                let _ = live.search(&SearchRequest::new("token", 3)).unwrap();
+                let _ = mneme_projections::search(&live, &SearchRequest::new("token", 3)).unwrap();
             }
         }
         let mut rebuilt = rebuild(&log);
@@ -436,7 +438,8 @@ proptest! {
                 }
             }
             let request = ContextRequest::new("token refresh", 300);
-            prop_assert_eq!(memory.context(&request).unwrap(), alone.context(&request).unwrap());
+            alone.commit().unwrap();
+            prop_assert_eq!(mneme_projections::context(memory, &request).unwrap(), mneme_projections::context(&alone, &request).unwrap());
         }
         drop(coder);
         drop(reviewer);
@@ -582,7 +585,8 @@ proptest! {
                 }
             }
             let request = ContextRequest::new("token refresh", 300);
-            prop_assert_eq!(memory.context(&request).unwrap(), alone.context(&request).unwrap());
+            alone.commit().unwrap();
+            prop_assert_eq!(mneme_projections::context(memory, &request).unwrap(), mneme_projections::context(&alone, &request).unwrap());
         }
     }
 
@@ -625,8 +629,8 @@ proptest! {
         let mut log = log_of(&ops);
         let mut live = rebuild(&log);
         let policy = ConsolidationPolicy { decay_half_life_items: 4, decay_half_life_secs: 1, keep_newest_items: 2, ..ConsolidationPolicy::default() };
-        let plan = consolidate(&live.consolidation_view(), &policy);
-        prop_assert_eq!(&plan, &consolidate(&rebuild(&log).consolidation_view(), &policy));
+        let plan = consolidate(&mneme_projections::consolidation_view(&live), &policy);
+        prop_assert_eq!(&plan, &consolidate(&mneme_projections::consolidation_view(&rebuild(&log)), &policy));
         for event in plan.events(Timestamp::from_unix_millis(1_800_000_000_000), &IdKey::from_bytes([0; 32])) {
             let seq = log.len() as u64 + 1;
             live.apply(seq, &event).unwrap();
@@ -656,7 +660,7 @@ proptest! {
         prop_assert_eq!(restored.digest(), full.digest());
         prop_assert_eq!(restored.core_state(), full.core_state());
         let core = mneme_projections::CoreRequest { role: Some("implementer".into()), block_tokens: Some(8), max_blocks: None };
-        prop_assert_eq!(restored.core_memory(&core), full.core_memory(&core));
+        prop_assert_eq!(mneme_projections::core_memory(&restored, &core), mneme_projections::core_memory(&full, &core));
         for word in ["token", "panic", "review", "TokenExpiredError src/auth/token.rs"] {
             prop_assert_eq!(hit_ids(&mut restored, word), hit_ids(&mut full, word));
             for mode in [SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
@@ -664,7 +668,9 @@ proptest! {
             }
         }
         let request = ContextRequest::new("token refresh", 300);
-        prop_assert_eq!(restored.context(&request).unwrap().text, full.context(&request).unwrap().text);
+        restored.commit().unwrap();
+        full.commit().unwrap();
+        prop_assert_eq!(mneme_projections::context(&restored, &request).unwrap().text, mneme_projections::context(&full, &request).unwrap().text);
     }
 
     /// Issue 16: a handoff's bundle is what its sender knew at the
@@ -694,7 +700,7 @@ proptest! {
             let as_of = rebuild(&log[..=position]);
             let tasks = mneme_projections::handoff_tasks(event, sent);
             let tasks: Vec<&str> = tasks.iter().map(String::as_str).collect();
-            let then = as_of.handoff_bundle(&tasks, &[], &sent.to, config().handoff_bundle_tokens);
+            let then = mneme_projections::handoff_bundle(&as_of, &tasks, &[], &sent.to, config().handoff_bundle_tokens);
             let newest = then.items.iter().flat_map(|item| &item.provenance).map(|reference| reference.seq).max();
             prop_assert!(newest.is_none_or(|newest| newest <= *seq));
             prop_assert_eq!(as_of.sent_bundle(event.id), Some((*seq, &then)));
@@ -708,7 +714,7 @@ proptest! {
             let mut expected = then.clone();
             expected.items.retain(|item| !item.provenance.iter().any(|reference| purged(reference.seq)));
             let purged_items =
-                |memory: &AgentMemory| memory.items().filter(|item| item.state == ItemState::Purged).count();
+                |memory: &AgentMemory| memory.items().iter().filter(|item| item.state == ItemState::Purged).count();
             let purge_reached = (position + 1..log.len()).any(|at| {
                 matches!(log[at].1.kind, EventKind::MemoryPurged(_))
                     && purged_items(&rebuild(&log[..=at])) > purged_items(&rebuild(&log[..at]))
@@ -716,6 +722,7 @@ proptest! {
             if purge_reached {
                 let task_items: BTreeSet<u64> = as_of
                     .items()
+                    .iter()
                     .filter(|item| item.correlation_id.as_deref().is_some_and(|task| tasks.contains(&task)))
                     .filter(|item| item.is_visible_to(sent.to.trim()) && item.state.is_searchable() && !purged(item.seq))
                     .map(|item| item.seq)
@@ -771,7 +778,8 @@ proptest! {
         budget in 0usize..600,
     ) {
         let mut memory = rebuild(&log_of(&ops));
-        let context = memory.context(&ContextRequest::new("token auth cargo", budget)).unwrap();
+        memory.commit().unwrap();
+        let context = mneme_projections::context(&memory, &ContextRequest::new("token auth cargo", budget)).unwrap();
         prop_assert!(context.tokens <= budget, "{} > {}", context.tokens, budget);
         prop_assert_eq!(context.tokens, mneme_index::tokens::count(&context.text));
     }
@@ -796,7 +804,8 @@ fn a_kind_filter_returns_k_hits_of_that_kind_even_when_rare() {
     let mut memory = rebuild(&log);
     let mut request = SearchRequest::new("token", 4).with_mode(SearchMode::Bm25);
     request.filters.kinds = vec!["decision_made".into()];
-    let hits = memory.search(&request).unwrap();
+    memory.commit().unwrap();
+    let hits = mneme_projections::search(&memory, &request).unwrap();
     assert_eq!(hits.len(), 4);
     assert!(hits.iter().all(|hit| hit.kind == "decision_made"));
 }

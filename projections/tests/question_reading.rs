@@ -50,7 +50,8 @@ impl Conversation {
         let mut request = SearchRequest::new(query, 10).with_mode(SearchMode::Hybrid);
         adjust(&mut request);
         request.explain = true;
-        let hits = self.memory.search(&request).unwrap();
+        self.memory.commit().unwrap();
+        let hits = mneme_projections::search(&self.memory, &request).unwrap();
         if std::env::var("DEBUG_RANKS").is_ok() {
             eprintln!("QUERY {query} (want {seq})");
             for hit in &hits {

@@ -111,18 +111,22 @@ fn planner_log() -> (Log, Ids) {
 
 /// Every item's `superseded_by`, in log order.
 fn supersessions(memory: &AgentMemory) -> Vec<(String, Option<String>)> {
-    memory.items().map(|item| (item.item_id.clone(), memory.superseded_by(&item.item_id))).collect()
+    memory
+        .items()
+        .iter()
+        .map(|item| (item.item_id.clone(), mneme_projections::superseded_by(memory, &item.item_id)))
+        .collect()
 }
 
 #[test]
 fn superseded_decisions_retracted_facts_and_lost_contradictions_name_what_replaced_them() {
     let (log, ids) = planner_log();
     let memory = log.memory();
-    assert_eq!(memory.superseded_by(&ids.redis), Some(ids.postgres.clone()));
-    assert_eq!(memory.superseded_by(&ids.old_ttl), Some(ids.retraction.clone()));
-    assert_eq!(memory.superseded_by(&ids.loser), Some(ids.winner.clone()));
+    assert_eq!(mneme_projections::superseded_by(&memory, &ids.redis), Some(ids.postgres.clone()));
+    assert_eq!(mneme_projections::superseded_by(&memory, &ids.old_ttl), Some(ids.retraction.clone()));
+    assert_eq!(mneme_projections::superseded_by(&memory, &ids.loser), Some(ids.winner.clone()));
     for standing in [&ids.postgres, &ids.new_ttl, &ids.winner, &ids.retraction] {
-        assert_eq!(memory.superseded_by(standing), None, "{standing} stands");
+        assert_eq!(mneme_projections::superseded_by(&memory, standing), None, "{standing} stands");
     }
     // Restored from a snapshot and replayed, the same answers.
     let restored =
@@ -137,13 +141,14 @@ fn superseded_decisions_retracted_facts_and_lost_contradictions_name_what_replac
 fn search_hits_and_context_items_carry_superseded_by() {
     let (log, ids) = planner_log();
     let mut memory = log.memory();
-    let hits = memory.search(&SearchRequest::new("refresh tokens in redis", 10)).unwrap();
+    memory.commit().unwrap();
+    let hits = mneme_projections::search(&memory, &SearchRequest::new("refresh tokens in redis", 10)).unwrap();
     let redis = hits.iter().find(|hit| hit.item_id == ids.redis).expect("the redis decision is found");
     assert_eq!(redis.superseded_by.as_deref(), Some(ids.postgres.as_str()));
     let postgres = hits.iter().find(|hit| hit.item_id == ids.postgres).expect("the postgres decision is found");
     assert_eq!(postgres.superseded_by, None);
 
-    let context = memory.context(&ContextRequest::new("refresh token ttl redis", 2000)).unwrap();
+    let context = mneme_projections::context(&memory, &ContextRequest::new("refresh token ttl redis", 2000)).unwrap();
     let old_ttl = context.items.iter().find(|item| item.item_id == ids.old_ttl).expect("the old ttl is in context");
     assert_eq!(old_ttl.superseded_by.as_deref(), Some(ids.retraction.as_str()));
     assert!(old_ttl.text.starts_with(&format!("(superseded by {})", ids.retraction)), "{}", old_ttl.text);
@@ -197,6 +202,6 @@ fn supersessions_asked_after_every_event_are_those_of_the_log_so_far() {
         let so_far = Log { events: log.events[..=index].to_vec() };
         assert_eq!(supersessions(&live), supersessions(&so_far.memory()), "after seq {seq}");
     }
-    assert_eq!(live.superseded_by(&second), Some(second_retraction));
-    assert_ne!(live.superseded_by(&first), Some(retraction));
+    assert_eq!(mneme_projections::superseded_by(&live, &second), Some(second_retraction));
+    assert_ne!(mneme_projections::superseded_by(&live, &first), Some(retraction));
 }

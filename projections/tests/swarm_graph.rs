@@ -66,7 +66,8 @@ fn items_of(memory: &AgentMemory, entity: &str) -> Vec<u64> {
 
 fn graph_hits(memory: &mut AgentMemory, query: &str) -> Vec<String> {
     let request = SearchRequest::new(query, 10).with_mode(SearchMode::Graph);
-    memory.search(&request).unwrap().into_iter().map(|hit| hit.item_id).collect()
+    memory.commit().unwrap();
+    mneme_projections::search(memory, &request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
 fn push_by(log: &mut Log, agent: &str, scope: Scope, kind: EventKind) -> Event {
@@ -136,12 +137,13 @@ fn an_agent_that_forgets_or_purges_a_shared_item_changes_its_own_view_only() {
     // The reviewer still finds both, by graph and by text.
     assert_eq!(items_of(&reviewer, "file:src/ledger.rs"), vec![1]);
     assert!(graph_hits(&mut reviewer, "src/payments.rs").contains(&note.id.to_string()));
-    let text_hits: Vec<String> = reviewer
-        .search(&SearchRequest::new("post_entry ledger", 10).with_mode(SearchMode::Bm25))
-        .unwrap()
-        .into_iter()
-        .map(|hit| hit.item_id)
-        .collect();
+    reviewer.commit().unwrap();
+    let text_hits: Vec<String> =
+        mneme_projections::search(&reviewer, &SearchRequest::new("post_entry ledger", 10).with_mode(SearchMode::Bm25))
+            .unwrap()
+            .into_iter()
+            .map(|hit| hit.item_id)
+            .collect();
     assert!(text_hits.contains(&note.id.to_string()) && text_hits.contains(&read_event.id.to_string()));
 
     // The coder: the purged read is out of its graph (the file with it,
@@ -221,6 +223,6 @@ fn a_resolved_contradiction_ends_a_shared_fact_in_its_agents_view_only() {
     };
     assert!(edge(&coder).valid_to.is_some(), "the coder's resolution ended the fact in its view");
     assert!(edge(&reviewer).valid_to.is_none(), "the reviewer settled nothing");
-    assert_eq!(coder.superseded_by(&postgres.id.to_string()), Some(sqlite.id.to_string()));
-    assert_eq!(reviewer.superseded_by(&postgres.id.to_string()), None);
+    assert_eq!(mneme_projections::superseded_by(&coder, &postgres.id.to_string()), Some(sqlite.id.to_string()));
+    assert_eq!(mneme_projections::superseded_by(&reviewer, &postgres.id.to_string()), None);
 }

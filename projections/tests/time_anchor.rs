@@ -22,7 +22,8 @@ fn before_an_event_means_before_the_item_that_names_it() {
     let top = |memory: &mut mneme_projections::AgentMemory, query: &str| {
         let mut request = SearchRequest::new(query, 3);
         request.explain = true;
-        memory.search(&request).unwrap().remove(0)
+        memory.commit().unwrap();
+        mneme_projections::search(memory, &request).unwrap().remove(0)
     };
     let before = top(&mut memory, "where did the ledger store balances before the migration");
     assert_eq!(before.item_id, old.id.to_string(), "{before:?}");

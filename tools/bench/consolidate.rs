@@ -45,7 +45,7 @@ pub fn run(items: usize, queries: usize, agents: usize) -> anyhow::Result<ExitCo
 
     let policy = ConsolidationPolicy::default();
     let started = Instant::now();
-    let view = memory.consolidation_view();
+    let view = mneme_projections::consolidation_view(&memory);
     let view_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let plan = consolidate(&view, &policy);
@@ -190,7 +190,7 @@ fn swarm_run(
             memory.apply(index as u64 + 1, event)?;
         }
         memory.commit()?;
-        views.push(memory.consolidation_view());
+        views.push(mneme_projections::consolidation_view(&memory));
     }
     out!("");
     out!(
@@ -228,7 +228,7 @@ fn search_latencies(memory: &mut AgentMemory, queries: usize) -> anyhow::Result<
     for index in 0..queries {
         let request = SearchRequest::new(QUERIES[index % QUERIES.len()], 10).with_mode(SearchMode::Hybrid);
         let started = Instant::now();
-        std::hint::black_box(memory.search(&request)?);
+        std::hint::black_box(mneme_projections::search(memory, &request)?);
         latencies.push(started.elapsed());
     }
     latencies.sort();

@@ -79,7 +79,7 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary, only_hybrid: bo
         memory.graph().view().edge_count()
     );
 
-    let texts: Vec<String> = memory.items().map(|item| item.text.indexed().to_string()).collect();
+    let texts: Vec<String> = memory.items().iter().map(|item| item.text.indexed().to_string()).collect();
     let bare = bare_libraries(&texts, embedder.as_ref())?;
     out!(
         "bare libraries on the same {} texts, one thread, no Mneme code: embedding {:.0}/s, tantivy add+commit {:.0}/s, \
@@ -110,7 +110,7 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary, only_hybrid: bo
     for &mode in modes {
         let latencies = measure(queries, |index| {
             let request = SearchRequest::new(QUERIES[index % QUERIES.len()], 10).with_mode(mode);
-            std::hint::black_box(memory.search(&request).expect("search works"));
+            std::hint::black_box(mneme_projections::search(&memory, &request).expect("search works"));
         });
         rows.push((format!("search {} (k=10)", mode.as_str()), latencies));
     }
@@ -164,7 +164,7 @@ fn graph_and_context_rows(memory: &mut AgentMemory, queries: usize) -> anyhow::R
     ] {
         let latencies = measure(queries, |index| {
             let request = ContextRequest::new(QUERIES[index % QUERIES.len()], budget).with_signals(signals.clone());
-            let context = memory.context(&request).expect("context works");
+            let context = mneme_projections::context(memory, &request).expect("context works");
             assert!(context.tokens <= budget);
             std::hint::black_box(context);
         });
@@ -179,8 +179,8 @@ fn graph_and_context_rows(memory: &mut AgentMemory, queries: usize) -> anyhow::R
 /// first page, and one far back), or of one state no item is in (a scan of
 /// every item).
 fn browsing_rows(memory: &AgentMemory, queries: usize) -> Vec<(String, Vec<Duration>)> {
-    let items = memory.items().count() as u64;
-    let oldest = memory.items().next().map_or(0, |item| item.seq);
+    let items = memory.items().iter().count() as u64;
+    let oldest = memory.items().iter().next().map_or(0, |item| item.seq);
     let pages = [
         ("items page, newest 50", None, None),
         ("items page, 50 from the middle", None, Some(oldest + items / 2)),
@@ -190,13 +190,13 @@ fn browsing_rows(memory: &AgentMemory, queries: usize) -> Vec<(String, Vec<Durat
     rows.push((
         "item counts per state and pinned".to_string(),
         measure(queries, |_| {
-            std::hint::black_box(memory.state_counts());
+            std::hint::black_box(mneme_projections::state_counts(memory));
         }),
     ));
     for (label, state, before_seq) in pages {
         let page = ItemPage { state, pinned_only: false, before_seq, limit: 50 };
         let latencies = measure(queries, |_| {
-            std::hint::black_box(memory.item_page(&page));
+            std::hint::black_box(mneme_projections::item_page(memory, &page));
         });
         rows.push((label.to_string(), latencies));
     }
@@ -272,6 +272,7 @@ fn vector_recall(
 ) -> anyhow::Result<f64> {
     let items: Vec<(u64, Vec<f32>)> = memory
         .items()
+        .iter()
         .map(|item| (item.seq, embedder.embed(mneme_index::embed::embedded_text(item.text.indexed()))))
         .collect();
     let mut words = WordStream::zipf(ZIPF_VOCABULARY);
@@ -282,7 +283,7 @@ fn vector_recall(
         let mut exact: Vec<(f32, u64)> =
             items.iter().map(|(seq, item)| (vector.iter().zip(item).map(|(a, b)| a * b).sum::<f32>(), *seq)).collect();
         exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        let hits = memory.search(&SearchRequest::new(query, 10).with_mode(SearchMode::Vector))?;
+        let hits = mneme_projections::search(memory, &SearchRequest::new(query, 10).with_mode(SearchMode::Vector))?;
         wanted += exact.len().min(10);
         found += exact.iter().take(10).filter(|(_, seq)| hits.iter().any(|hit| hit.seq == *seq)).count();
     }

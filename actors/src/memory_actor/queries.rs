@@ -6,7 +6,7 @@
 //!  service / feed / router / consolidator / eraser
 //!        │ Ask(Search(request))           ▲ Vec<SearchHit>
 //!        ▼                                │
-//!  MemoryActor ── catch up the checkpoint, span, time (mneme_query_seconds{verb}) ── Q::answer
+//!  MemoryActor ── catch up the checkpoint, commit, span, time (mneme_query_seconds{verb}) ── Q::answer
 //! ```
 
 use actix::prelude::*;
@@ -43,6 +43,9 @@ impl<Q: MemoryQuery> Handler<Ask<Q>> for MemoryActor {
 
     fn handle(&mut self, Ask(query): Ask<Q>, _: &mut Self::Context) -> Self::Result {
         self.catch_up_checkpoint();
+        // Queries read what was committed: what was applied since is made
+        // searchable first (cheap when nothing was).
+        self.memory.commit()?;
         let span = tracing::debug_span!("query", agent = %self.memory.agent(), verb = Q::VERB);
         let _entered = span.enter();
         let started = std::time::Instant::now();
@@ -61,7 +64,7 @@ impl MemoryQuery for Search {
     const VERB: &'static str = "search";
 
     fn answer(self, actor: &mut MemoryActor) -> Result<Vec<SearchHit>, ActorsError> {
-        let hits = actor.memory.search(&self.0)?;
+        let hits = mneme_projections::search(&actor.memory, &self.0)?;
         actor.count_retrievals(hits.iter().map(|hit| hit.item_id.as_str()));
         Ok(hits)
     }
@@ -75,7 +78,7 @@ impl MemoryQuery for Context {
     const VERB: &'static str = "context";
 
     fn answer(self, actor: &mut MemoryActor) -> Result<ContextResponse, ActorsError> {
-        let response = actor.memory.context(&self.0)?;
+        let response = mneme_projections::context(&actor.memory, &self.0)?;
         let memory = &actor.memory;
         let items: Vec<String> = response
             .items
@@ -169,7 +172,7 @@ impl MemoryQuery for ConsolidationViewOf {
     const VERB: &'static str = "consolidation_view";
 
     fn answer(self, actor: &mut MemoryActor) -> Result<Self::Answer, ActorsError> {
-        Ok(Box::new(actor.memory.consolidation_view()))
+        Ok(Box::new(mneme_projections::consolidation_view(&actor.memory)))
     }
 }
 
@@ -203,9 +206,12 @@ impl MemoryQuery for Items {
     fn answer(self, actor: &mut MemoryActor) -> Result<ItemListing, ActorsError> {
         let memory = &actor.memory;
         Ok(ItemListing {
-            counts: memory.state_counts(),
-            page: self.page.map(|page| memory.item_page(&page)).unwrap_or_default(),
-            superseded_by: self.item_id.as_deref().and_then(|item_id| memory.superseded_by(item_id)),
+            counts: mneme_projections::state_counts(memory),
+            page: self.page.map(|page| mneme_projections::item_page(memory, &page)).unwrap_or_default(),
+            superseded_by: self
+                .item_id
+                .as_deref()
+                .and_then(|item_id| mneme_projections::superseded_by(memory, item_id)),
             item: self.item_id.and_then(|item_id| memory.item(&item_id).cloned()),
         })
     }
@@ -246,7 +252,7 @@ impl MemoryQuery for Core {
     const VERB: &'static str = "core";
 
     fn answer(self, actor: &mut MemoryActor) -> Result<Self::Answer, ActorsError> {
-        Ok(Box::new(actor.memory.core_memory(&self.0)))
+        Ok(Box::new(mneme_projections::core_memory(&actor.memory, &self.0)))
     }
 }
 

@@ -294,6 +294,10 @@ impl TextIndex {
     /// `change` did already. A kept index's commit records the owners (see
     /// [`Payload`]) and stays in RAM: [`TextIndex::make_durable`] writes
     /// it to disk.
+    fn is_committed_through(&self, change: u64) -> bool {
+        self.committed.load(Ordering::Acquire) >= change
+    }
+
     fn commit_through(&self, change: u64) -> Result<(), IndexError> {
         if self.committed.load(Ordering::Acquire) >= change {
             return Ok(());

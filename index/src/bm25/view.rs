@@ -229,6 +229,12 @@ impl Bm25Index {
         self.shared.commit_through(self.last_change)
     }
 
+    /// Whether everything added so far is searchable: a commit since the
+    /// last change made it so (this memory's, or another's of the swarm).
+    pub fn is_committed(&self) -> bool {
+        self.shared.is_committed_through(self.last_change)
+    }
+
     /// The `limit` best-scoring item seqs for a free-text query, only of
     /// `kinds` when that is not empty. The query is words and "quoted
     /// phrases", nothing else (see [`words_and_phrases`]): agents type

@@ -32,7 +32,7 @@ pub use links::LinkVerdict;
 pub use policy::{BUILT_IN_MULTI_VALUED_PREDICATES, ConsolidationPolicy};
 pub use shared_scan::SharedScan;
 
-pub use view::{ConsolidationView, DecisionView, FactView, MAX_LINK_ENTITY_ITEMS};
+pub use view::{ConsolidationView, DecisionView, FactView, MAX_LINK_ENTITY_ITEMS, consolidation_view};
 
 /// Links per `memories_linked` event.
 const LINKS_PER_EVENT: usize = 256;

@@ -89,108 +89,105 @@ pub(crate) fn ordered_pair(a: &str, b: &str) -> (String, String) {
     if a <= b { (a.to_string(), b.to_string()) } else { (b.to_string(), a.to_string()) }
 }
 
-impl AgentMemory {
-    /// A copy of what consolidation reads. Purged items come without text
-    /// (they have none); the copy costs one pass over items and graph.
-    pub fn consolidation_view(&self) -> ConsolidationView {
-        let memory_graph = self.graph();
-        let view = memory_graph.view();
-        let item_kind = |seq: u64| self.items.get(&seq).map(|item| item.kind);
-        let mut facts = Vec::new();
-        for ((subject, predicate, object), valid_from, valid_to, seqs) in view.facts() {
-            for seq in seqs {
-                if item_kind(seq) == Some("fact_asserted") {
-                    facts.push(FactView {
-                        seq,
-                        subject: subject.clone(),
-                        predicate: predicate.clone(),
-                        object: object.clone(),
-                        valid_from: Some(valid_from),
-                        valid_to,
-                    });
-                }
-            }
-        }
-        facts.sort_by_key(|fact| fact.seq);
-        facts.dedup_by_key(|fact| fact.seq);
-        let decisions = self
-            .seqs_by_kind
-            .get("decision_made")
-            .into_iter()
-            .flatten()
-            .filter_map(|&seq| {
-                let item = self.items.get(&seq)?;
-                let node = view.node(&format!("decision:{}", item.creating_event().event_id))?;
-                Some(DecisionView {
+/// A copy of what consolidation reads. Purged items come without text
+/// (they have none); the copy costs one pass over items and graph.
+pub fn consolidation_view(memory: &AgentMemory) -> ConsolidationView {
+    let memory_graph = memory.graph();
+    let view = memory_graph.view();
+    let item_kind = |seq: u64| memory.items().get(seq).map(|item| item.kind);
+    let mut facts = Vec::new();
+    for ((subject, predicate, object), valid_from, valid_to, seqs) in view.facts() {
+        for seq in seqs {
+            if item_kind(seq) == Some("fact_asserted") {
+                facts.push(FactView {
                     seq,
-                    title: node.name.clone(),
-                    choice: node.attributes.get("choice").cloned().unwrap_or_default(),
-                    closed: node.valid_to.is_some(),
-                })
+                    subject: subject.clone(),
+                    predicate: predicate.clone(),
+                    object: object.clone(),
+                    valid_from: Some(valid_from),
+                    valid_to,
+                });
+            }
+        }
+    }
+    facts.sort_by_key(|fact| fact.seq);
+    facts.dedup_by_key(|fact| fact.seq);
+    let decisions = memory
+        .items()
+        .seqs_of_kind("decision_made")
+        .iter()
+        .filter_map(|&seq| {
+            let item = memory.items().get(seq)?;
+            let node = view.node(&format!("decision:{}", item.creating_event().event_id))?;
+            Some(DecisionView {
+                seq,
+                title: node.name.clone(),
+                choice: node.attributes.get("choice").cloned().unwrap_or_default(),
+                closed: node.valid_to.is_some(),
             })
-            .collect();
-        let mut in_open_contradictions = BTreeSet::new();
-        let mut reported_pairs = BTreeSet::new();
-        for open in self.open_contradictions.values() {
-            in_open_contradictions.insert(open.a.clone());
-            in_open_contradictions.insert(open.b.clone());
-            reported_pairs.insert(ordered_pair(&open.a, &open.b));
-        }
-        for resolved in self.resolved_contradictions.values() {
-            reported_pairs.insert(ordered_pair(&resolved.a, &resolved.b));
-        }
-        let (entities_by_seq, entity_names) = self.item_entities(&view);
-        drop(memory_graph);
-        let graph = &self.graph;
-        let related_to = graph.relation_index.get(relation::RELATED_TO).copied();
-        let mut linked_pairs = BTreeSet::new();
-        if let Some(related_to) = related_to {
-            for record in graph.edges.iter().filter(|record| record.relation == related_to) {
-                let (from, to) = (&graph.nodes[record.from as usize], &graph.nodes[record.to as usize]);
-                let key = |id: &str| id.strip_prefix("item:").unwrap_or(id).to_string();
-                linked_pairs.insert(ordered_pair(&key(&from.id), &key(&to.id)));
-            }
-        }
-        ConsolidationView {
-            swarm: self.swarm.clone(),
-            agent: self.agent.clone(),
-            checkpoint: self.checkpoint,
-            items: self.items.values().cloned().collect(),
-            facts,
-            decisions,
-            in_open_contradictions,
-            reported_pairs,
-            entities_by_seq,
-            entity_names,
-            linked_pairs,
-            embedder: self.config.embedder.clone(),
+        })
+        .collect();
+    let mut in_open_contradictions = BTreeSet::new();
+    let mut reported_pairs = BTreeSet::new();
+    for open in memory.open_contradictions() {
+        in_open_contradictions.insert(open.a.clone());
+        in_open_contradictions.insert(open.b.clone());
+        reported_pairs.insert(ordered_pair(&open.a, &open.b));
+    }
+    for resolved in memory.resolved_contradictions() {
+        reported_pairs.insert(ordered_pair(&resolved.a, &resolved.b));
+    }
+    let (entities_by_seq, entity_names) = item_entities(memory, &view);
+    drop(memory_graph);
+    let graph = &memory.own_graph();
+    let related_to = graph.relation_index.get(relation::RELATED_TO).copied();
+    let mut linked_pairs = BTreeSet::new();
+    if let Some(related_to) = related_to {
+        for record in graph.edges.iter().filter(|record| record.relation == related_to) {
+            let (from, to) = (&graph.nodes[record.from as usize], &graph.nodes[record.to as usize]);
+            let key = |id: &str| id.strip_prefix("item:").unwrap_or(id).to_string();
+            linked_pairs.insert(ordered_pair(&key(&from.id), &key(&to.id)));
         }
     }
+    ConsolidationView {
+        swarm: memory.swarm().to_string(),
+        agent: memory.agent().to_string(),
+        checkpoint: memory.checkpoint(),
+        items: memory.items().iter().cloned().collect(),
+        facts,
+        decisions,
+        in_open_contradictions,
+        reported_pairs,
+        entities_by_seq,
+        entity_names,
+        linked_pairs,
+        embedder: memory.config().embedder.clone(),
+    }
+}
 
-    /// Per item, the entities (not agents, tools, items or hubs) linked to it.
-    fn item_entities(&self, view: &GraphView<'_>) -> (BTreeMap<u64, Vec<u32>>, Vec<String>) {
-        let mut by_seq: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
-        let mut names = Vec::new();
-        // A hub is known as soon as it has one item too many: the rest of
-        // its (often very long) list of links is not looked at, which keeps
-        // the copy, the one step that holds up the agent's queries, short.
-        let linked = view.entity_links(
-            |node| !matches!(node.kind, EntityKind::Agent | EntityKind::Tool | EntityKind::Item),
-            |seq| self.items.get(&seq).is_some_and(|item| item.state.is_searchable()),
-            MAX_LINK_ENTITY_ITEMS,
-        );
-        for (id, seqs) in linked {
-            if seqs.len() < 2 || seqs.len() > MAX_LINK_ENTITY_ITEMS {
-                continue;
-            }
-            let entity = names.len() as u32;
-            names.push(id.to_string());
-            for seq in seqs {
-                by_seq.entry(seq).or_default().push(entity);
-            }
+/// Per item, the entities (not agents, tools, items or hubs) linked to it.
+fn item_entities(memory: &AgentMemory, view: &GraphView<'_>) -> (BTreeMap<u64, Vec<u32>>, Vec<String>) {
+    let mut by_seq: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    let mut names = Vec::new();
+    // A hub is known as soon as it has one item too many: the rest of
+    // its (often very long) list of links is not looked at, which keeps
+    // the copy, the one step that holds up the agent's queries, short.
+    let linked = view.entity_links(
+        |node| !matches!(node.kind, EntityKind::Agent | EntityKind::Tool | EntityKind::Item),
+        |seq| memory.items().get(seq).is_some_and(|item| item.state.is_searchable()),
+        MAX_LINK_ENTITY_ITEMS,
+    );
+    for (id, seqs) in linked {
+        if seqs.len() < 2 || seqs.len() > MAX_LINK_ENTITY_ITEMS {
+            continue;
         }
-        (by_seq, names)
+        let entity = names.len() as u32;
+        names.push(id.to_string());
+        for seq in seqs {
+            by_seq.entry(seq).or_default().push(entity);
+        }
     }
+    (by_seq, names)
 }
 
 /// Characters of a memory's text (a fact's subject or object, a decision's

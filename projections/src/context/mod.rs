@@ -33,10 +33,11 @@ use crate::phases::PhaseLevel;
 use mneme_index::tokens;
 
 pub use budget::{CORE_SHARE, TierShares, allocate};
+pub use core_tier::{CoreConstraint, CoreMemory, CoreRequest, ShownBlock, core_memory};
 
 /// How many tiers a context has.
 pub const TIERS: usize = 5;
-use candidates::Candidate;
+use candidates::{Candidate, candidates};
 
 /// A hit is cut to fit what remains only if at least this much remains;
 /// a dozen tokens of a stack trace helps nobody.
@@ -149,7 +150,7 @@ pub struct ContextRequest {
     pub budget_tokens: usize,
     pub signals: ContextSignals,
     /// The agent's role and block limits, for the core tier.
-    pub core: crate::core::CoreRequest,
+    pub core: core_tier::CoreRequest,
 }
 
 impl ContextRequest {
@@ -158,7 +159,7 @@ impl ContextRequest {
             query: query.into(),
             budget_tokens,
             signals: ContextSignals::default(),
-            core: crate::core::CoreRequest::default(),
+            core: core_tier::CoreRequest::default(),
         }
     }
 
@@ -167,7 +168,7 @@ impl ContextRequest {
         self
     }
 
-    pub fn with_core(mut self, core: crate::core::CoreRequest) -> ContextRequest {
+    pub fn with_core(mut self, core: core_tier::CoreRequest) -> ContextRequest {
         self.core = core;
         self
     }
@@ -263,61 +264,62 @@ pub struct ContextResponse {
     pub as_of_seq: u64,
 }
 
-impl AgentMemory {
-    /// Assembles context for a request within its budget.
-    pub fn context(&mut self, request: &ContextRequest) -> Result<ContextResponse, ProjectionError> {
-        // No context is longer than this; it keeps the budget arithmetic
-        // far from overflow whatever a caller asks.
-        let budget = request.budget_tokens.min(MAX_BUDGET_TOKENS);
-        let policy = ThinkingPolicy::from_thinking_budget(request.signals.thinking_budget);
-        let header = match request.core.role.as_deref().filter(|role| !role.trim().is_empty()) {
-            Some(role) => {
-                format!(
-                    "# Memory of {} (swarm {}; role: {role}), as of seq {}\n",
-                    self.agent, self.swarm, self.checkpoint
-                )
+/// Assembles context for a request within its budget.
+pub fn context(memory: &AgentMemory, request: &ContextRequest) -> Result<ContextResponse, ProjectionError> {
+    // No context is longer than this; it keeps the budget arithmetic
+    // far from overflow whatever a caller asks.
+    let budget = request.budget_tokens.min(MAX_BUDGET_TOKENS);
+    let policy = ThinkingPolicy::from_thinking_budget(request.signals.thinking_budget);
+    let header = match request.core.role.as_deref().filter(|role| !role.trim().is_empty()) {
+        Some(role) => {
+            format!(
+                "# Memory of {} (swarm {}; role: {role}), as of seq {}\n",
+                memory.agent(),
+                memory.swarm(),
+                memory.checkpoint()
+            )
+        }
+        None => {
+            format!("# Memory of {} (swarm {}), as of seq {}\n", memory.agent(), memory.swarm(), memory.checkpoint())
+        }
+    };
+    let header_tokens = tokens::count(&header);
+    // Headings are reserved up front so that the final count does not
+    // have to drop a chosen item to make room for them.
+    let reserved = header_tokens + ContextTier::ALL.iter().map(|tier| tokens::count(tier.heading())).sum::<usize>();
+    let available = budget.saturating_sub(reserved);
+    let shares = TierShares::for_activity(&request.signals.activity);
+    let mut chosen: Vec<ContextItem> = Vec::new();
+    let mut tiers: Vec<TierUsage> = Vec::new();
+    if available > 0 {
+        let pools = candidates(memory, request, policy)?;
+        tiers = place(&pools, available, &shares, policy, &mut chosen);
+    }
+    // Lines are counted one by one while placing; the whole text is what
+    // a model sees, so it is counted again and trimmed until it fits.
+    loop {
+        let text = render(&header, &chosen);
+        let total = if chosen.is_empty() { 0 } else { tokens::count(&text) };
+        if total <= budget {
+            let text = if total == 0 { String::new() } else { text };
+            for usage in &mut tiers {
+                usage.used_tokens = chosen.iter().filter(|item| item.tier == usage.tier).map(|item| item.tokens).sum();
             }
-            None => format!("# Memory of {} (swarm {}), as of seq {}\n", self.agent, self.swarm, self.checkpoint),
+            return Ok(ContextResponse {
+                items: chosen,
+                text,
+                tokens: total,
+                budget_tokens: request.budget_tokens,
+                tiers,
+                policy,
+                as_of_seq: memory.checkpoint(),
+            });
+        }
+        // The least important line goes first.
+        let Some(last) = chosen.iter().enumerate().max_by_key(|(position, item)| (item.tier, *position)) else {
+            unreachable!("an empty context renders to nothing, which fits")
         };
-        let header_tokens = tokens::count(&header);
-        // Headings are reserved up front so that the final count does not
-        // have to drop a chosen item to make room for them.
-        let reserved = header_tokens + ContextTier::ALL.iter().map(|tier| tokens::count(tier.heading())).sum::<usize>();
-        let available = budget.saturating_sub(reserved);
-        let shares = TierShares::for_activity(&request.signals.activity);
-        let mut chosen: Vec<ContextItem> = Vec::new();
-        let mut tiers: Vec<TierUsage> = Vec::new();
-        if available > 0 {
-            let pools = self.candidates(request, policy)?;
-            tiers = place(&pools, available, &shares, policy, &mut chosen);
-        }
-        // Lines are counted one by one while placing; the whole text is what
-        // a model sees, so it is counted again and trimmed until it fits.
-        loop {
-            let text = render(&header, &chosen);
-            let total = if chosen.is_empty() { 0 } else { tokens::count(&text) };
-            if total <= budget {
-                let text = if total == 0 { String::new() } else { text };
-                for usage in &mut tiers {
-                    usage.used_tokens =
-                        chosen.iter().filter(|item| item.tier == usage.tier).map(|item| item.tokens).sum();
-                }
-                return Ok(ContextResponse {
-                    items: chosen,
-                    text,
-                    tokens: total,
-                    budget_tokens: request.budget_tokens,
-                    tiers,
-                    policy,
-                    as_of_seq: self.checkpoint,
-                });
-            }
-            // The least important line goes first.
-            let Some(last) = chosen.iter().enumerate().max_by_key(|(position, item)| (item.tier, *position)) else {
-                unreachable!("an empty context renders to nothing, which fits")
-            };
-            chosen.remove(last.0);
-        }
+        chosen.remove(last.0);
     }
 }
 

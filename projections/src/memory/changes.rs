@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mneme_events::{ContradictionResolution, ContradictionResolved, Event, EventKind, MemoryPurged, Scope};
 
-use super::{AgentMemory, MemoryGraph, OpenContradiction, ResolvedContradiction};
+use super::{AgentMemory, MemoryGraph, ResolvedContradiction};
 use crate::error::ProjectionError;
 use crate::graph::Holding;
 use crate::item::{ItemState, MemoryItem, ProvenanceRef};
@@ -29,8 +29,6 @@ pub enum Purgeable {
     Erased,
 }
 
-/// What is left of a contradiction's reason once a side is purged.
-const PURGED_CONTRADICTION_REASON: &str = "(a side was purged)";
 impl AgentMemory {
     /// Events that change existing items rather than create one. An event
     /// naming an item this memory does not hold changes nothing: the item
@@ -71,18 +69,7 @@ impl AgentMemory {
             EventKind::MemoryPinned(pinned) => self.set_pinned(&pinned.item_id, provenance, true),
             EventKind::MemoryUnpinned(unpinned) => self.set_pinned(&unpinned.item_id, provenance, false),
             EventKind::MemoriesMerged(merged) => self.merge(&merged.survivor, &merged.merged, provenance),
-            EventKind::ContradictionDetected(detected) => {
-                self.open_contradictions.insert(
-                    detected.contradiction_id.clone(),
-                    OpenContradiction {
-                        contradiction_id: detected.contradiction_id.clone(),
-                        a: detected.a.clone(),
-                        b: detected.b.clone(),
-                        reason: detected.reason.clone(),
-                        provenance,
-                    },
-                );
-            }
+            EventKind::ContradictionDetected(detected) => self.contradictions.detected(detected, provenance),
             EventKind::ContradictionResolved(resolved) => self.resolve_contradiction(resolved, provenance, event),
             EventKind::MemoryPurged(purged) => {
                 let author = purged.of_agent.as_deref().unwrap_or(&event.agent).to_string();
@@ -96,9 +83,9 @@ impl AgentMemory {
     }
 
     fn item_mut(&mut self, item_id: &str) -> Option<&mut MemoryItem> {
-        let seq = self.item_seq(item_id)?;
+        let seq = self.items.seq_of(item_id)?;
         self.changes.item(seq);
-        self.items.get_mut(&seq)
+        self.items.get_mut(seq)
     }
 
     fn change_state(&mut self, item_id: &str, provenance: ProvenanceRef, new_state: ItemState) {
@@ -115,16 +102,13 @@ impl AgentMemory {
         if item.pinned && new_state.removes_from_context() {
             return;
         }
-        item.state = new_state;
         let seq = item.seq;
-        self.working.remove(seq);
         // Hidden items stay in the BM25 and vector indexes and are filtered
         // out of results: a tantivy delete keeps counting in term statistics
         // until segments merge, so scores would depend on commit history and
         // replay would rank differently from live.
-        if !new_state.is_searchable() {
-            self.hidden_count += 1;
-        }
+        self.items.set_state(seq, new_state);
+        self.working.remove(seq);
     }
 
     fn set_pinned(&mut self, item_id: &str, provenance: ProvenanceRef, pinned: bool) {
@@ -139,22 +123,22 @@ impl AgentMemory {
     /// survivor this memory does not hold, or one no longer searchable,
     /// merges nothing: the merged items would vanish without an heir.
     fn merge(&mut self, survivor_id: &str, merged_ids: &[String], provenance: ProvenanceRef) {
-        let Some(survivor_seq) = self.item_seq(survivor_id) else { return };
-        if !self.items[&survivor_seq].state.is_searchable() {
+        let Some(survivor_seq) = self.items.seq_of(survivor_id) else { return };
+        if !self.items[survivor_seq].state.is_searchable() {
             return;
         }
         let mut inherited: Vec<ProvenanceRef> = Vec::new();
         for merged_id in merged_ids {
-            let Some(seq) = self.item_seq(merged_id) else { continue };
-            let merged = &self.items[&seq];
+            let Some(seq) = self.items.seq_of(merged_id) else { continue };
+            let merged = &self.items[seq];
             if seq == survivor_seq || merged.state.is_final() || merged.pinned {
                 continue;
             }
-            inherited.extend(self.items[&seq].provenance.iter().copied());
+            inherited.extend(self.items[seq].provenance.iter().copied());
             self.change_state(merged_id, provenance, ItemState::Merged);
         }
         self.changes.item(survivor_seq);
-        let survivor = self.items.get_mut(&survivor_seq).expect("the survivor's seq was just looked up");
+        let survivor = self.items.get_mut(survivor_seq).expect("the survivor's seq was just looked up");
         // The creating event stays first; what it inherits joins the events
         // that changed it, in log order.
         let created = survivor.creating_event();
@@ -171,7 +155,7 @@ impl AgentMemory {
     /// time. `merged` keeps the newer side (`b`) and merges the older into
     /// it; `both_valid` closes nothing.
     fn resolve_contradiction(&mut self, resolved: &ContradictionResolved, provenance: ProvenanceRef, event: &Event) {
-        let Some(open) = self.open_contradictions.remove(&resolved.contradiction_id) else { return };
+        let Some(open) = self.contradictions.take_open(&resolved.contradiction_id) else { return };
         let losers: Vec<&str> = match resolved.resolution {
             ContradictionResolution::AWins => vec![open.b.as_str()],
             ContradictionResolution::BWins | ContradictionResolution::Merged => vec![open.a.as_str()],
@@ -196,16 +180,13 @@ impl AgentMemory {
         if resolved.resolution == ContradictionResolution::Merged {
             self.merge(&open.b, std::slice::from_ref(&open.a), provenance);
         }
-        self.resolved_contradictions.insert(
-            open.contradiction_id.clone(),
-            ResolvedContradiction {
-                contradiction_id: open.contradiction_id,
-                a: open.a,
-                b: open.b,
-                resolution: resolved.resolution,
-                provenance,
-            },
-        );
+        self.contradictions.settled(ResolvedContradiction {
+            contradiction_id: open.contradiction_id,
+            a: open.a,
+            b: open.b,
+            resolution: resolved.resolution,
+            provenance,
+        });
     }
 
     /// `memory_purged`: erases the named items, every item with an event
@@ -223,16 +204,15 @@ impl AgentMemory {
     /// memory are theirs to erase, not this agent's.
     fn purge(&mut self, purged: &MemoryPurged, author: &str, provenance: ProvenanceRef) -> Result<(), ProjectionError> {
         let mut targets: Vec<u64> =
-            purged.item_ids.iter().filter_map(|item_id| self.item_seq(item_id.trim())).collect();
+            purged.item_ids.iter().filter_map(|item_id| self.items.seq_of(item_id.trim())).collect();
         if let Some(before) = purged.before {
-            targets.extend(
-                self.items.values().filter(|item| item.ts < before && item.agent == author).map(|item| item.seq),
-            );
+            targets
+                .extend(self.items.iter().filter(|item| item.ts < before && item.agent == author).map(|item| item.seq));
         }
         let merged_into_targets: Vec<u64> = targets
             .iter()
-            .flat_map(|seq| self.items[seq].provenance.iter().map(|reference| reference.seq))
-            .filter(|seq| self.items.get(seq).is_some_and(|item| item.state == ItemState::Merged))
+            .flat_map(|seq| self.items[*seq].provenance.iter().map(|reference| reference.seq))
+            .filter(|seq| self.items.get(*seq).is_some_and(|item| item.state == ItemState::Merged))
             .collect();
         targets.extend(merged_into_targets);
         targets.sort_unstable();
@@ -242,16 +222,13 @@ impl AgentMemory {
         let mut released = Vec::new();
         for seq in targets {
             self.changes.item(seq);
-            let item = self.items.get_mut(&seq).expect("targets are seqs of items");
+            let item = self.items.get_mut(seq).expect("targets are seqs of items");
             item.provenance.push(provenance);
             if item.state == ItemState::Purged {
                 continue;
             }
-            if item.state.is_searchable() {
-                self.hidden_count += 1;
-            }
-            item.state = ItemState::Purged;
-            self.held.remove(seq);
+            self.items.set_state(seq, ItemState::Purged);
+            let item = self.items.get_mut(seq).expect("targets are seqs of items");
             let text = std::mem::take(&mut item.text);
             item.pinned = false;
             if text.shared_entry().is_some() {
@@ -275,7 +252,7 @@ impl AgentMemory {
         let erased_items: BTreeSet<u64> = erased.keys().copied().collect();
         self.core.purge(&named_ids, own_before, &erased_items, provenance.seq);
         if !erased.is_empty() {
-            self.redact_received_packages(&erased_items, &erased_ids);
+            self.handoffs.redact_received(&erased_items, &erased_ids);
             // What ended an erased item goes with it: the resolution that
             // made it lose closed its fact or decision in this graph, on a
             // copy when the item was shared, and the copy carries the
@@ -284,7 +261,7 @@ impl AgentMemory {
             // applied (another memory may have applied the purge first),
             // so it is erased either way.
             let mut graph_seqs: BTreeSet<u64> = erased.keys().copied().collect();
-            graph_seqs.extend(self.resolutions_that_ended(&erased_ids));
+            graph_seqs.extend(self.contradictions.resolutions_that_ended(&erased_ids));
             self.graph.redact(&graph_seqs);
             let shared_graph = self.config.shared.graph();
             let shared_seqs: Vec<u64> =
@@ -293,11 +270,11 @@ impl AgentMemory {
             self.unheld_shared.extend(shared_seqs);
             let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);
             self.phases.redact(&erased, &graph.view());
-            // Phase texts searched may quote what was erased.
-            self.phase_documents = Default::default();
+            self.handoffs.redact_sent(&erased_items, &graph.view());
             drop(graph);
-            self.redact_contradictions(&erased_ids);
-            self.redact_sent_bundles(&erased.keys().copied().collect());
+            // Phase texts searched may quote what was erased.
+            self.indexes.forget_phase_documents();
+            self.contradictions.redact(&erased_ids);
             self.rebuild_indexes_without_purged()?;
         }
         Ok(())
@@ -310,13 +287,13 @@ impl AgentMemory {
     pub fn erased_by(&self, purge_seq: u64) -> ErasedByPurge {
         let mut seqs: BTreeSet<u64> = self
             .items
-            .values()
+            .iter()
             .filter(|item| {
                 item.state == ItemState::Purged && item.provenance.iter().any(|reference| reference.seq == purge_seq)
             })
             .map(|item| item.seq)
             .collect();
-        seqs.extend(self.core.updates.iter().filter(|update| update.erased_by == Some(purge_seq)).map(|u| u.seq));
+        seqs.extend(self.core.updates().iter().filter(|update| update.erased_by == Some(purge_seq)).map(|u| u.seq));
         let phases = self
             .phases
             .phases()
@@ -338,55 +315,23 @@ impl AgentMemory {
         Some(if update.erased_by.is_some() { Purgeable::Erased } else { Purgeable::Held })
     }
 
-    /// The seqs of the resolutions whose losing side is one of `items`.
-    fn resolutions_that_ended(&self, items: &BTreeSet<String>) -> Vec<u64> {
-        self.resolved_contradictions
-            .values()
-            .filter(|resolved| {
-                let loser = match resolved.resolution {
-                    ContradictionResolution::AWins => Some(&resolved.b),
-                    ContradictionResolution::BWins | ContradictionResolution::Merged => Some(&resolved.a),
-                    ContradictionResolution::BothValid => None,
-                };
-                loser.is_some_and(|loser| items.contains(loser))
-            })
-            .map(|resolved| resolved.provenance.seq)
-            .collect()
-    }
-
-    /// The reason of a contradiction quotes both sides: with one purged,
-    /// only the fact that there was one remains.
-    fn redact_contradictions(&mut self, erased_ids: &BTreeSet<String>) {
-        for open in self.open_contradictions.values_mut() {
-            if erased_ids.contains(&open.a) || erased_ids.contains(&open.b) {
-                open.reason = PURGED_CONTRADICTION_REASON.to_string();
-            }
-        }
-    }
-
     /// Rebuilds the BM25 and vector indexes from every item not purged, in
     /// seq order: what a restore from snapshot builds, so live, restored and
     /// replayed memories rank alike.
     fn rebuild_indexes_without_purged(&mut self) -> Result<(), ProjectionError> {
-        let mut bm25 = self.bm25.empty_like();
-        let mut hidden = 0;
-        for item in self.items.values().filter(|item| item.state != ItemState::Purged) {
+        let mut bm25 = self.indexes.bm25().empty_like();
+        for item in self.items.iter().filter(|item| item.state != ItemState::Purged) {
             match item.text.shared_entry() {
                 Some(entry) => {
                     self.config.shared.count_terms(item.seq, entry, |terms| bm25.hold_shared(terms, entry.change, 1))
                 }
                 None => bm25.add(item.seq, item.kind, &item.text)?,
             }
-            if !item.state.is_searchable() {
-                hidden += 1;
-            }
         }
         bm25.commit()?;
         let items = &self.items;
-        self.vectors.retain(|seq| items.get(&seq).is_some_and(|item| item.state != ItemState::Purged));
         // Dropping the old view deletes its documents.
-        self.bm25 = bm25;
-        self.hidden_count = hidden;
+        self.indexes.rebuilt(bm25, |seq| items.get(seq).is_some_and(|item| item.state != ItemState::Purged));
         Ok(self.config.shared.text_index().erase_deleted()?)
     }
 }

@@ -22,24 +22,24 @@ impl AgentMemory {
         hasher.text(&self.graph().view().shared_digest());
         hasher.number(self.config.large_output_bytes as u64);
         self.phases.hash_into(&mut hasher);
-        hasher.number(self.resolved_contradictions.len() as u64);
-        for resolved in self.resolved_contradictions.values() {
+        hasher.number(self.contradictions.resolved().count() as u64);
+        for resolved in self.contradictions.resolved() {
             hasher.text(&resolved.contradiction_id);
             hasher.text(&resolved.a);
             hasher.text(&resolved.b);
             hasher.text(resolution_name(resolved.resolution));
             hasher.provenance(std::slice::from_ref(&resolved.provenance));
         }
-        hasher.number(self.open_contradictions.len() as u64);
-        for contradiction in self.open_contradictions.values() {
+        hasher.number(self.contradictions.open().count() as u64);
+        for contradiction in self.contradictions.open() {
             hasher.text(&contradiction.contradiction_id);
             hasher.text(&contradiction.a);
             hasher.text(&contradiction.b);
             hasher.text(&contradiction.reason);
             hasher.provenance(std::slice::from_ref(&contradiction.provenance));
         }
-        hasher.number(self.handoffs.len() as u64);
-        for record in self.handoffs.values() {
+        hasher.number(self.handoffs.received_by_id().count() as u64);
+        for record in self.handoffs.received_by_id() {
             hasher.bytes(&record.handoff_id.0.to_be_bytes());
             hasher.text(&record.from);
             hasher.provenance(std::slice::from_ref(&record.received));
@@ -53,7 +53,7 @@ impl AgentMemory {
             hasher.text(package.as_deref().unwrap_or(""));
         }
         hasher.number(self.items.len() as u64);
-        for item in self.items.values() {
+        for item in self.items.iter() {
             hasher.text(&item.item_id);
             hasher.number(item.seq);
             hasher.text(item.kind);
@@ -75,7 +75,7 @@ impl AgentMemory {
             hasher.number(entry.seq);
             hasher.text(&entry.text);
         }
-        let mut seen: Vec<(EventId, SeenId)> = self.seen_ids.iter().map(|(id, seen)| (*id, *seen)).collect();
+        let mut seen: Vec<(EventId, SeenId)> = self.items.seen_ids().collect();
         seen.sort_unstable();
         hasher.number(seen.len() as u64);
         for (id, seen) in seen {
@@ -85,8 +85,8 @@ impl AgentMemory {
         }
         self.core.digest_into(&mut hasher);
         hasher.number(self.config.handoff_bundle_tokens as u64);
-        hasher.number(self.sent_bundles.len() as u64);
-        for (handoff_id, sent) in &self.sent_bundles {
+        hasher.number(self.handoffs.sent().count() as u64);
+        for (handoff_id, sent) in self.handoffs.sent() {
             hasher.bytes(&handoff_id.0.to_be_bytes());
             hasher.number(sent.seq);
             hasher.text(&serde_json::to_string(&sent.bundle).expect("a handoff bundle always serialises to JSON"));

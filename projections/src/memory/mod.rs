@@ -6,33 +6,40 @@
 //! is computed in `digest.rs`.
 
 mod changes;
+mod contradictions;
 mod digest;
-mod listing;
+mod handoffs;
+mod indexes;
+pub(crate) mod items;
+mod snapshot;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use mneme_events::{ContradictionResolution, Event, EventId, EventKind};
+use mneme_events::{Event, EventId, EventKind, HandoffBundle};
 
 use crate::chunks::Changes;
 use crate::core::CoreState;
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, GraphQuery, GraphView, Holding, Subgraph, SwarmGraph};
-use crate::handoffs::{HandoffRecord, SentBundle};
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::phases::PhaseTracker;
 use crate::render;
 use crate::scope::{enters_memory_of, sees_event_of_another};
 use crate::shared::{MemoryRegistration, SharedContent};
-use crate::superseded::{Retractions, RetractionsVersion};
 use crate::working::WorkingTier;
 use mneme_index::embed::embedded_text;
 use mneme_index::embed::{Embedder, HashedNgramEmbedder};
-use mneme_index::vector::{QuantizedVector, VectorIndex};
+use mneme_index::vector::QuantizedVector;
 use mneme_index::{Bm25Index, TextIndex};
 
 pub use changes::{ErasedByPurge, Purgeable};
-pub use listing::{ItemCounts, ItemPage, ListedItem, ListedItems};
+pub use contradictions::{Contradictions, OpenContradiction, ResolvedContradiction};
+pub(crate) use handoffs::SentBundle;
+pub use handoffs::{HandoffRecord, Handoffs, handoff_bundle, handoff_tasks};
+pub use indexes::{Indexes, PhaseDocument, PhaseDocuments};
+pub use items::Items;
+use items::SeenId;
 
 /// How an agent's memory is shaped. Part of the snapshot: a snapshot taken
 /// under another configuration or embedding model is refused and rebuilt
@@ -189,82 +196,48 @@ pub enum AppliedEvent {
     NotVisible,
 }
 
-/// The memory of one agent of one swarm.
+/// The memory of one agent of one swarm: its components, and the routing
+/// of each event to them. Read through the accessors below; queries are
+/// functions over `&AgentMemory` outside this module.
 pub struct AgentMemory {
-    pub(crate) swarm: String,
-    pub(crate) agent: String,
-    pub(crate) config: MemoryConfig,
+    swarm: String,
+    agent: String,
+    config: MemoryConfig,
     /// The highest seq applied (or skipped); events at or below it are refused.
-    pub(crate) checkpoint: u64,
-    /// Items by the seq of the event that created them.
-    pub(crate) items: BTreeMap<u64, MemoryItem>,
-    /// Every event id applied, with its seq and its content's fingerprint:
-    /// ids are the dedup key, and the log only deduplicates within its
-    /// window. The fingerprint tells a repeat of the event from a different
-    /// event under the same id.
-    pub(crate) seen_ids: HashMap<EventId, SeenId>,
-    pub(crate) working: WorkingTier,
-    /// Whether this memory, restored from a snapshot, took its documents
-    /// over from the text index on disk (rather than indexing them again).
-    pub(crate) text_reused: bool,
-    pub(crate) bm25: Bm25Index,
-    pub(crate) vectors: VectorIndex,
+    checkpoint: u64,
+    items: Items,
+    working: WorkingTier,
+    indexes: Indexes,
     /// The graph of what only this memory holds: its agent's private
     /// events, and what its verdicts changed of the swarm's graph (see
     /// [`AgentMemory::graph`]).
-    pub(crate) graph: FactGraph,
+    graph: FactGraph,
     /// Events of the swarm's graph at or below the checkpoint that this
     /// memory does not hold: purged, or refused as a repeated id. Derived
     /// from the items (rebuilt on restore); usually empty.
-    pub(crate) unheld_shared: BTreeSet<u64>,
-    /// The seqs of the items this memory holds and has not purged: derived
-    /// from `items` (rebuilt on restore). A search asks it of every vector
-    /// and BM25 candidate, a thousand per query: a lookup in `items` cost a
-    /// cache miss per level of the tree.
-    pub(crate) held: roaring::RoaringTreemap,
-    /// What `kind=phase` searches score completed phases by: derived from
-    /// the phases on first use, never saved.
-    pub(crate) phase_documents: crate::retrieval::PhaseDocuments,
-    /// Items still in the BM25 and vector indexes that no search may
-    /// return (forgotten, merged); searches over-fetch by this.
-    pub(crate) hidden_count: usize,
-    pub(crate) phases: PhaseTracker,
-    /// Item seqs by kind, ascending: derived from `items`, rebuilt on
-    /// restore. Context finds decisions and preferences without a scan.
-    pub(crate) seqs_by_kind: HashMap<&'static str, Vec<u64>>,
-    /// Contradictions reported by consolidation and not yet resolved, by id.
-    pub(crate) open_contradictions: BTreeMap<String, OpenContradiction>,
-    /// Contradictions settled, by id: consolidation does not report a
-    /// settled pair again.
-    pub(crate) resolved_contradictions: BTreeMap<String, ResolvedContradiction>,
-    /// Handoffs this agent received, by the id of their `handoff_sent`.
-    pub(crate) handoffs: BTreeMap<EventId, HandoffRecord>,
+    unheld_shared: BTreeSet<u64>,
+    phases: PhaseTracker,
+    contradictions: Contradictions,
+    handoffs: Handoffs,
     /// Core memory as the log made it (see `core.rs`).
-    pub(crate) core: CoreState,
-    /// The context bundle of each handoff this agent sent, by the id of its
-    /// `handoff_sent`: assembled when the event is applied, so it holds what
-    /// the agent knew when it handed off, however late the router asks.
-    /// The seq is that of the `handoff_sent` the bundle was assembled at.
-    pub(crate) sent_bundles: BTreeMap<EventId, SentBundle>,
-    /// The ids of `seen_ids` by seq, in the order they were applied (seq
-    /// order): snapshots keep them in chunks by seq.
-    pub(crate) seen_order: Vec<(u64, EventId)>,
+    core: CoreState,
     /// Which chunks of the snapshot changed since it was last saved.
-    pub(crate) changes: Changes,
-    /// The retractions (see `superseded.rs`) as last derived, with the
-    /// graph's `closed_version` they were derived at.
-    pub(crate) retractions: Mutex<Option<(RetractionsVersion, Retractions)>>,
+    changes: Changes,
+    /// The retractions (see `superseded.rs`) as last derived, with what
+    /// they were derived from.
+    retractions: Mutex<Option<(RetractionsVersion, Retractions)>>,
     /// This memory counted among the swarm's while it lives.
     _registration: MemoryRegistration,
 }
 
-/// An event id this memory applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct SeenId {
-    pub(crate) seq: u64,
-    /// [`content_fingerprint`] of the event applied under the id.
-    pub(crate) fingerprint: u64,
-}
+/// Each retracted assertion's item id → the retraction's (see
+/// `superseded.rs`).
+pub(crate) type Retractions = Arc<HashMap<String, String>>;
+
+/// What the retractions were derived from: the closed-edge versions of the
+/// memory's graph and of the swarm's, how far the memory sees the swarm's,
+/// and how many of its events it does not hold.
+pub(crate) type RetractionsVersion = (u64, u64, u64, usize);
 
 /// The first 8 bytes of the SHA-256 of what an event says
 /// ([`Event::content_json`]: everything but its time and schema version):
@@ -276,28 +249,6 @@ pub(crate) fn content_fingerprint(event: &Event) -> u64 {
     u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 digest has 32 bytes"))
 }
 
-/// A contradiction somebody settled.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolvedContradiction {
-    pub contradiction_id: String,
-    pub a: String,
-    pub b: String,
-    pub resolution: ContradictionResolution,
-    /// The `contradiction_resolved` event.
-    pub provenance: ProvenanceRef,
-}
-
-/// A contradiction between two items that nobody has resolved yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OpenContradiction {
-    pub contradiction_id: String,
-    /// The item ids of the two sides.
-    pub a: String,
-    pub b: String,
-    pub reason: String,
-    pub provenance: ProvenanceRef,
-}
-
 impl AgentMemory {
     pub fn new(swarm: &str, agent: &str, config: MemoryConfig) -> Result<AgentMemory, ProjectionError> {
         let config = config.fitted();
@@ -307,30 +258,20 @@ impl AgentMemory {
 
     /// An empty memory with its view of the text index; `config` is
     /// [`MemoryConfig::fitted`].
-    pub(crate) fn with_text_index(swarm: &str, agent: &str, config: MemoryConfig, bm25: Bm25Index) -> AgentMemory {
+    fn with_text_index(swarm: &str, agent: &str, config: MemoryConfig, bm25: Bm25Index) -> AgentMemory {
         AgentMemory {
             swarm: swarm.to_string(),
             agent: agent.to_string(),
             checkpoint: 0,
-            items: BTreeMap::new(),
-            seen_ids: HashMap::new(),
+            items: Items::default(),
             working: WorkingTier::new(config.working_tier_tokens, config.working_item_max_tokens),
-            bm25,
-            text_reused: false,
-            vectors: VectorIndex::new(config.embedder.dimensions()),
+            indexes: Indexes::new(bm25, config.embedder.dimensions()),
             graph: FactGraph::new(),
             unheld_shared: BTreeSet::new(),
-            held: roaring::RoaringTreemap::new(),
-            phase_documents: crate::retrieval::PhaseDocuments::default(),
-            hidden_count: 0,
             phases: PhaseTracker::default(),
-            seqs_by_kind: HashMap::new(),
-            open_contradictions: BTreeMap::new(),
-            resolved_contradictions: BTreeMap::new(),
-            handoffs: BTreeMap::new(),
+            contradictions: Contradictions::default(),
+            handoffs: Handoffs::default(),
             core: CoreState::default(),
-            sent_bundles: BTreeMap::new(),
-            seen_order: Vec::new(),
             changes: Changes::everything(),
             retractions: Mutex::new(None),
             _registration: config.shared.register(agent),
@@ -345,7 +286,7 @@ impl AgentMemory {
     /// Whether this memory was restored with its documents taken over from
     /// the text index on disk.
     pub fn reused_text_index(&self) -> bool {
-        self.text_reused
+        self.indexes.text_reused()
     }
 
     pub fn agent(&self) -> &str {
@@ -366,17 +307,28 @@ impl AgentMemory {
     }
 
     pub fn item(&self, item_id: &str) -> Option<&MemoryItem> {
-        self.item_seq(item_id).and_then(|seq| self.items.get(&seq))
+        self.items.by_id(item_id)
     }
 
     /// The item created by the event at `seq`.
     pub fn item_at(&self, seq: u64) -> Option<&MemoryItem> {
-        self.items.get(&seq)
+        self.items.get(seq)
     }
 
-    /// Items in log order.
-    pub fn items(&self) -> impl DoubleEndedIterator<Item = &MemoryItem> {
-        self.items.values()
+    /// The items, in log order, with what answers for them.
+    pub fn items(&self) -> &Items {
+        &self.items
+    }
+
+    /// The working tier: the agent's recent turns.
+    pub(crate) fn working(&self) -> &WorkingTier {
+        &self.working
+    }
+
+    /// The BM25 and vector indexes of this memory's own items, and its
+    /// phases' documents.
+    pub fn indexes(&self) -> &Indexes {
+        &self.indexes
     }
 
     /// The events behind an item, a graph node or a graph edge, in log
@@ -414,24 +366,62 @@ impl AgentMemory {
         &self.graph
     }
 
+    /// How many events of the swarm's graph this memory does not hold.
+    pub(crate) fn unheld_shared_count(&self) -> usize {
+        self.unheld_shared.len()
+    }
+
     /// Phases, their task roll-ups and the session summary.
     pub fn phases(&self) -> &PhaseTracker {
         &self.phases
     }
 
+    /// The contradictions reported, open and settled.
+    pub fn contradictions(&self) -> &Contradictions {
+        &self.contradictions
+    }
+
     /// Contradictions not yet resolved, by id.
     pub fn open_contradictions(&self) -> impl Iterator<Item = &OpenContradiction> {
-        self.open_contradictions.values()
+        self.contradictions.open()
     }
 
     /// An open contradiction by id.
     pub fn open_contradiction(&self, contradiction_id: &str) -> Option<&OpenContradiction> {
-        self.open_contradictions.get(contradiction_id)
+        self.contradictions.open_one(contradiction_id)
     }
 
     /// Contradictions settled, by id.
     pub fn resolved_contradictions(&self) -> impl Iterator<Item = &ResolvedContradiction> {
-        self.resolved_contradictions.values()
+        self.contradictions.resolved()
+    }
+
+    /// The handoffs this agent received, pending ones first, each group in
+    /// the order they were received.
+    pub fn handoffs(&self) -> Vec<&HandoffRecord> {
+        self.handoffs.received()
+    }
+
+    pub fn handoff(&self, handoff_id: EventId) -> Option<&HandoffRecord> {
+        self.handoffs.record(handoff_id)
+    }
+
+    /// The context bundle of a handoff this memory's agent sent, as it was
+    /// assembled when the `handoff_sent` was applied, with that event's
+    /// seq; `None` for a handoff this memory has not applied (or one of
+    /// another agent).
+    pub fn sent_bundle(&self, handoff_id: EventId) -> Option<(u64, &HandoffBundle)> {
+        self.handoffs.sent_bundle(handoff_id)
+    }
+
+    /// The core state as the log made it.
+    pub fn core_state(&self) -> &CoreState {
+        &self.core
+    }
+
+    /// The retractions as last derived (see `superseded.rs`).
+    pub(crate) fn retractions_cache(&self) -> &Mutex<Option<(RetractionsVersion, Retractions)>> {
+        &self.retractions
     }
 
     /// Applies the event at `seq`. Refuses a seq at or below the checkpoint,
@@ -467,7 +457,7 @@ impl AgentMemory {
         }
         let rendered = render::render(event, self.config.large_output_bytes);
         let fingerprint = content_fingerprint(event);
-        if let Some(&seen) = self.seen_ids.get(&event.id) {
+        if let Some(seen) = self.items.seen(&event.id) {
             if self.goes_to_swarm_graph(event) {
                 // Another memory may apply it there: not this one's.
                 self.unheld_shared.insert(seq);
@@ -493,17 +483,19 @@ impl AgentMemory {
         }
         if own {
             match &event.kind {
-                EventKind::HandoffReceived(received) => self.record_handoff_received(received, provenance),
+                EventKind::HandoffReceived(received) => self.handoffs.observe_received(received, provenance),
                 EventKind::HandoffAcknowledged(acknowledged) => {
-                    self.record_handoff_acknowledged(acknowledged.handoff_id, provenance)
+                    self.handoffs.observe_acknowledged(acknowledged.handoff_id, provenance)
                 }
-                EventKind::HandoffSent(sent) => self.record_handoff_sent(seq, event, sent),
+                EventKind::HandoffSent(sent) => {
+                    let bundle = handoffs::bundle_when_sent(self, seq, event, sent);
+                    self.handoffs.observe_sent(event.id, bundle);
+                }
                 _ => {}
             }
         }
         self.core.observe(seq, event, own);
-        self.seen_ids.insert(event.id, SeenId { seq, fingerprint });
-        self.seen_order.push((seq, event.id));
+        self.items.see(event.id, SeenId { seq, fingerprint });
         self.changes.seen(seq);
         self.checkpoint = seq;
         Ok(AppliedEvent::Applied)
@@ -558,58 +550,50 @@ impl AgentMemory {
                 || (format!("{prefix}{text}"), prefix.len()),
                 |shared_text| QuantizedVector::of(&embedder.embed(embedded_text(shared_text))),
             )?;
-            let bm25 = &mut self.bm25;
+            let bm25 = self.indexes.bm25_mut();
             self.config.shared.count_terms(seq, &entry, |terms| bm25.hold_shared(terms, entry.change, 1));
             ItemText::shared(entry, own)
         } else {
             // Its own private event (or its own, when the swarm does not
             // admit it): this memory's alone.
-            self.bm25.add(seq, kind, &text)?;
             let vector = self.config.embedder.embed(embedded_text(&text));
-            self.vectors.insert(seq, &vector);
+            self.indexes.add_own(seq, kind, &text, &vector)?;
             ItemText::from(text)
         };
         if own && render::is_turn(&event.kind) {
             self.working.push(seq, &text);
         }
-        let item_id = event.id.to_string();
         self.changes.item(seq);
-        self.seqs_by_kind.entry(kind).or_default().push(seq);
-        self.held.insert(seq);
-        self.items.insert(
+        self.items.insert(MemoryItem {
+            item_id: event.id.to_string(),
             seq,
-            MemoryItem {
-                item_id,
-                seq,
-                kind,
-                agent: event.agent.clone(),
-                scope: event.scope,
-                ts: event.ts,
-                correlation_id: event.correlation_id.clone(),
-                importance: event.importance,
-                text,
-                state: ItemState::Active,
-                pinned: false,
-                retrievals: 0,
-                citations: 0,
-                ignored: 0,
-                provenance: vec![ProvenanceRef { seq, event_id: event.id }],
-            },
-        );
+            kind,
+            agent: event.agent.clone(),
+            scope: event.scope,
+            ts: event.ts,
+            correlation_id: event.correlation_id.clone(),
+            importance: event.importance,
+            text,
+            state: ItemState::Active,
+            pinned: false,
+            retrievals: 0,
+            citations: 0,
+            ignored: 0,
+            provenance: vec![ProvenanceRef { seq, event_id: event.id }],
+        });
         Ok(())
     }
-    /// The seq of the item whose id is exactly `item_id`. An item's id is
-    /// its creating event's, so the applied ids find it: no map of item ids
-    /// of its own (two copies of every id were 70 bytes an item).
-    fn item_seq(&self, item_id: &str) -> Option<u64> {
-        let id: EventId = item_id.parse().ok()?;
-        let seq = self.seen_ids.get(&id)?.seq;
-        self.items.get(&seq).is_some_and(|item| item.item_id == item_id).then_some(seq)
+
+    /// Makes every applied item searchable: queries read what was
+    /// committed, and refuse a memory with uncommitted items (see
+    /// [`AgentMemory::is_committed`]). Cheap when nothing changed.
+    pub fn commit(&mut self) -> Result<(), ProjectionError> {
+        Ok(self.indexes.commit()?)
     }
 
-    /// Makes every applied item searchable. Cheap when nothing changed.
-    pub fn commit(&mut self) -> Result<(), ProjectionError> {
-        Ok(self.bm25.commit()?)
+    /// Whether every applied item is searchable.
+    pub fn is_committed(&self) -> bool {
+        self.indexes.is_committed()
     }
 
     /// The swarm's vectors of the shared items this memory holds, and
@@ -623,7 +607,7 @@ impl Drop for AgentMemory {
     /// A memory that is gone (replaced by a restore, stopped, or a replay
     /// done with) no longer holds its shared items.
     fn drop(&mut self) {
-        for item in self.items.values().filter(|item| item.text.shared_entry().is_some()) {
+        for item in self.items.iter().filter(|item| item.text.shared_entry().is_some()) {
             // Fails only when the index writer is broken, which the next
             // write reports to whoever makes it.
             let _ = self.config.shared.release(item.seq);

@@ -26,13 +26,14 @@ use crate::item::MAX_HIT_TEXT_BYTES;
 pub(crate) use crate::item::hit_text;
 use crate::item::{MemoryItem, ProvenanceRef};
 use crate::memory::{AgentMemory, resolve_entity};
-use crate::superseded::Supersessions;
+use crate::superseded::{Supersessions, supersessions};
 pub use analysis::{AnswerKind, QueryAnalysis, TimeAnchor, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
 use mneme_index::embed::embedded_text;
 use mneme_index::vector::VectorIndex;
-pub(crate) use phases::PhaseDocuments;
+use phases::search_phases;
 use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by};
+use related::{conversation_neighbours, expansion_ranking, graph_ranking, session_boost};
 
 /// How many candidates each retriever contributes per requested hit. Under
 /// reciprocal rank fusion a rank past 20 adds at most 1/80 of a weight, so
@@ -284,380 +285,383 @@ pub(crate) type SeqSet = HashSet<u64, BuildHasherDefault<IndexHasher>>;
 /// One retriever's candidates, best first: (score, seq).
 pub(crate) type Ranking = Vec<(f32, u64)>;
 
-impl AgentMemory {
-    /// Searches the memory. Forgotten items never come back; filters apply to
-    /// every retriever before ranks are counted.
-    pub fn search(&mut self, request: &SearchRequest) -> Result<Vec<SearchHit>, ProjectionError> {
-        if request.k == 0 || request.query.trim().is_empty() && request.filters.entity.is_none() {
-            return Ok(Vec::new());
+/// Searches the memory. Forgotten items never come back; filters apply to
+/// every retriever before ranks are counted. Reads what was committed:
+/// refuses a memory with items applied since its last
+/// [`AgentMemory::commit`].
+pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<SearchHit>, ProjectionError> {
+    if !memory.is_committed() {
+        return Err(ProjectionError::Uncommitted { checkpoint: memory.checkpoint() });
+    }
+    if request.k == 0 || request.query.trim().is_empty() && request.filters.entity.is_none() {
+        return Ok(Vec::new());
+    }
+    let now = memory.items().last().map_or(Timestamp(0), |item| item.ts);
+    let mut analysis = analyze(&request.query, now);
+    if let Some(anchor) = analysis.anchor.as_ref().filter(|_| analysis.time.is_none()) {
+        analysis.time = anchored_time(memory, anchor, &analysis.keywords)?;
+    }
+    if request.filters.kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
+        return Ok(search_phases(memory, request, &analysis));
+    }
+    let entity_items = items_of_entity_filter(memory, &request.filters);
+    let accept = |seq: u64| accepts(memory, seq, &request.filters, entity_items.as_ref());
+    let candidates = (request.k * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
+    let use_bm25 = matches!(request.mode, SearchMode::Bm25 | SearchMode::Hybrid);
+    let use_vector = matches!(request.mode, SearchMode::Vector | SearchMode::Hybrid);
+    let use_graph = matches!(request.mode, SearchMode::Graph | SearchMode::Hybrid);
+    let query_vector = (use_vector || use_graph).then(|| memory.config().embedder.embed(embedded_text(&request.query)));
+    let mut bm25 = if use_bm25 {
+        bm25_ranking(memory, &analysis.keywords, &request.filters, candidates, &accept, false)?
+    } else {
+        Vec::new()
+    };
+    let mut vector = match &query_vector {
+        Some(query_vector) if use_vector => {
+            vector_ranking(memory, query_vector, candidates, &request.filters, &accept, false)
         }
-        self.bm25.commit()?;
-        let now = self.items.values().next_back().map_or(Timestamp(0), |item| item.ts);
-        let mut analysis = analyze(&request.query, now);
-        if let Some(anchor) = analysis.anchor.as_ref().filter(|_| analysis.time.is_none()) {
-            analysis.time = self.anchored_time(anchor, &analysis.keywords)?;
-        }
-        if request.filters.kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
-            return Ok(self.search_phases(request, &analysis));
-        }
-        let entity_items = self.items_of_entity_filter(&request.filters);
-        let accept = |seq: u64| self.accepts(seq, &request.filters, entity_items.as_ref());
-        let candidates = (request.k * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
-        let use_bm25 = matches!(request.mode, SearchMode::Bm25 | SearchMode::Hybrid);
-        let use_vector = matches!(request.mode, SearchMode::Vector | SearchMode::Hybrid);
-        let use_graph = matches!(request.mode, SearchMode::Graph | SearchMode::Hybrid);
-        let query_vector = (use_vector || use_graph).then(|| self.config.embedder.embed(embedded_text(&request.query)));
-        let mut bm25 = if use_bm25 {
-            self.bm25_ranking(&analysis.keywords, &request.filters, candidates, &accept, false)?
-        } else {
-            Vec::new()
+        _ => Vec::new(),
+    };
+    let graph = if use_graph {
+        let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
+        let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
+        graph_ranking(memory, request, seeds, &accept)
+    } else {
+        Vec::new()
+    };
+    let weights = request.weights;
+    let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
+    // The time the question names, and the people it names who speak
+    // in this memory: their own candidates join the others (boosts,
+    // not filters: "the hobby she took up in May" may be answered by
+    // what she said in June, or by what her friend said).
+    let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
+    if let Some(range) = in_time {
+        let filters = request.filters.narrowed_to(range);
+        let accept_in_time = |seq: u64| accepts(memory, seq, &filters, entity_items.as_ref());
+        let keywords = &analysis.keywords;
+        let (more_bm25, more_vector) = focused(
+            memory,
+            keywords,
+            query_vector.as_deref().filter(|_| use_vector),
+            &filters,
+            candidates,
+            &accept_in_time,
+            false,
+        )?;
+        merge_ranking(&mut bm25, more_bm25);
+        merge_ranking(&mut vector, more_vector);
+    }
+    let speakers: Vec<&str> = if score_fusion && weights.speaker_weight > 0.0 {
+        let found = |name: &str| {
+            bm25.iter().chain(&vector).any(|(_, seq)| memory.items().get(*seq).is_some_and(|item| said_by(item, name)))
         };
-        let mut vector = match &query_vector {
-            Some(query_vector) if use_vector => {
-                self.vector_ranking(query_vector, candidates, &request.filters, &accept, false)
-            }
-            _ => Vec::new(),
+        analysis.names.iter().map(String::as_str).filter(|name| found(name)).collect()
+    } else {
+        Vec::new()
+    };
+    if !speakers.is_empty() {
+        let accept_said = |seq: u64| {
+            accept(seq) && memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
         };
-        let graph = if use_graph {
-            let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
-            let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
-            self.graph_ranking(request, seeds, &accept)
-        } else {
-            Vec::new()
-        };
-        let weights = request.weights;
-        let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
-        // The time the question names, and the people it names who speak
-        // in this memory: their own candidates join the others (boosts,
-        // not filters: "the hobby she took up in May" may be answered by
-        // what she said in June, or by what her friend said).
-        let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
-        if let Some(range) = in_time {
-            let filters = request.filters.narrowed_to(range);
-            let accept_in_time = |seq: u64| self.accepts(seq, &filters, entity_items.as_ref());
-            let keywords = &analysis.keywords;
-            let (more_bm25, more_vector) = self.focused(
-                keywords,
-                query_vector.as_deref().filter(|_| use_vector),
-                &filters,
-                candidates,
-                &accept_in_time,
-                false,
-            )?;
-            merge_ranking(&mut bm25, more_bm25);
-            merge_ranking(&mut vector, more_vector);
-        }
-        let speakers: Vec<&str> = if score_fusion && weights.speaker_weight > 0.0 {
-            let found = |name: &str| {
-                bm25.iter().chain(&vector).any(|(_, seq)| self.items.get(seq).is_some_and(|item| said_by(item, name)))
-            };
-            analysis.names.iter().map(String::as_str).filter(|name| found(name)).collect()
-        } else {
-            Vec::new()
-        };
-        if !speakers.is_empty() {
-            let accept_said = |seq: u64| {
-                accept(seq) && self.items.get(&seq).is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
-            };
-            let keywords = &analysis.keywords;
-            let (more_bm25, more_vector) = self.focused(
-                keywords,
-                query_vector.as_deref().filter(|_| use_vector),
-                &request.filters,
-                candidates,
-                &accept_said,
-                true,
-            )?;
-            merge_ranking(&mut bm25, more_bm25);
-            merge_ranking(&mut vector, more_vector);
-        }
-        let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
-            self.expansion_ranking(&analysis.keywords, [&bm25, &vector], &request.filters, candidates, &accept)?
-        } else {
-            Vec::new()
-        };
-        let fused = match request.mode {
-            SearchMode::Bm25 => single(vec![("bm25", 1.0, bm25)]),
-            SearchMode::Vector => single(vec![("vector", 1.0, vector)]),
-            SearchMode::Graph => single(vec![("graph", 1.0, graph)]),
-            SearchMode::Hybrid => {
-                let usage = if weights.usage > 0.0 { self.usage_ranking([&bm25, &vector, &graph]) } else { Vec::new() };
-                match weights.fusion {
-                    Fusion::Rrf => fuse(
-                        vec![
-                            ("bm25", weights.bm25, bm25),
-                            ("vector", weights.vector, vector),
-                            ("graph", weights.graph, graph),
-                            ("usage", weights.usage, usage),
-                        ],
-                        weights.recency,
-                        weights.rrf_k,
-                    ),
-                    Fusion::Score => {
-                        let query_vector = query_vector.as_deref().unwrap_or(&[]);
-                        let found: Vec<u64> = [&bm25, &vector, &graph, &expansion]
-                            .iter()
-                            .flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq))
-                            .collect();
-                        let previous = if weights.context_share > 0.0 {
-                            self.conversation_neighbours(&found, &accept)
-                        } else {
-                            SeqMap::default()
-                        };
-                        let cosine =
-                            self.cosines(query_vector, found.iter().chain(previous.keys()).chain(previous.values()));
-                        let mut boosts = Vec::new();
-                        let all: SeqSet = cosine.keys().chain(found.iter()).copied().collect();
-                        // The candidates whose item passes `test`.
-                        let members = |test: &dyn Fn(&MemoryItem) -> bool| -> SeqSet {
-                            all.iter().copied().filter(|seq| self.items.get(seq).is_some_and(test)).collect()
-                        };
-                        if let Some(range) = in_time {
-                            boosts.push(("time", weights.time_weight, members(&|item| range.contains(item.ts))));
-                        }
-                        if !speakers.is_empty() {
-                            let said = members(&|item| speakers.iter().any(|name| said_by(item, name)));
-                            boosts.push(("speaker", weights.speaker_weight, said));
-                        }
-                        if !analysis.identifiers.is_empty() && weights.identifier_weight > 0.0 {
-                            let holding = members(&|item| holds_identifier(item, &analysis.identifiers));
-                            boosts.push(("identifier", weights.identifier_weight, holding));
-                        }
-                        if let Some(wants) = analysis.wants.filter(|_| weights.kind_weight > 0.0) {
-                            boosts.push(("kind", weights.kind_weight, members(&|item| answers_as(item, wants))));
-                        }
-                        let keeps: SeqMap<f32> = if weights.brevity_floor < 1.0 {
-                            all.iter()
-                                .filter_map(|seq| {
-                                    let item = self.items.get(seq).filter(|item| item.kind == MESSAGE_KIND)?;
-                                    let words = content_words(item.text.body(), BRIEF_MESSAGE_WORDS);
-                                    (words < BRIEF_MESSAGE_WORDS).then(|| {
-                                        let floor = weights.brevity_floor;
-                                        (*seq, floor + (1.0 - floor) * words as f32 / BRIEF_MESSAGE_WORDS as f32)
-                                    })
-                                })
-                                .collect()
-                        } else {
-                            SeqMap::default()
-                        };
-                        let ages: SeqMap<f32> = all
-                            .iter()
-                            .filter_map(|seq| {
-                                let item = self.items.get(seq)?;
-                                let nanos = now.unix_nanos().saturating_sub(item.ts.unix_nanos());
-                                Some((*seq, nanos as f32 / NANOS_PER_DAY))
-                            })
-                            .collect();
-                        fuse_scores(ScoreInputs {
-                            bm25: (weights.bm25, &bm25),
-                            bm25_best_possible: self.bm25.best_possible_score(&analysis.keywords),
-                            vector: (weights.vector, &vector),
-                            graph: (weights.graph, &graph),
-                            expansion: (weights.expansion_weight, &expansion),
-                            cosine: &cosine,
-                            previous: &previous,
-                            context_share: weights.context_share,
-                            usage: (weights.usage, &usage),
-                            recency: weights.recency,
-                            ages: &ages,
-                            boosts,
-                            keeps: &keeps,
-                        })
+        let keywords = &analysis.keywords;
+        let (more_bm25, more_vector) = focused(
+            memory,
+            keywords,
+            query_vector.as_deref().filter(|_| use_vector),
+            &request.filters,
+            candidates,
+            &accept_said,
+            true,
+        )?;
+        merge_ranking(&mut bm25, more_bm25);
+        merge_ranking(&mut vector, more_vector);
+    }
+    let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
+        expansion_ranking(memory, &analysis.keywords, [&bm25, &vector], &request.filters, candidates, &accept)?
+    } else {
+        Vec::new()
+    };
+    let fused = match request.mode {
+        SearchMode::Bm25 => single(vec![("bm25", 1.0, bm25)]),
+        SearchMode::Vector => single(vec![("vector", 1.0, vector)]),
+        SearchMode::Graph => single(vec![("graph", 1.0, graph)]),
+        SearchMode::Hybrid => {
+            let usage = if weights.usage > 0.0 { usage_ranking(memory, [&bm25, &vector, &graph]) } else { Vec::new() };
+            match weights.fusion {
+                Fusion::Rrf => fuse(
+                    vec![
+                        ("bm25", weights.bm25, bm25),
+                        ("vector", weights.vector, vector),
+                        ("graph", weights.graph, graph),
+                        ("usage", weights.usage, usage),
+                    ],
+                    weights.recency,
+                    weights.rrf_k,
+                ),
+                Fusion::Score => {
+                    let query_vector = query_vector.as_deref().unwrap_or(&[]);
+                    let found: Vec<u64> = [&bm25, &vector, &graph, &expansion]
+                        .iter()
+                        .flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq))
+                        .collect();
+                    let previous = if weights.context_share > 0.0 {
+                        conversation_neighbours(memory, &found, &accept)
+                    } else {
+                        SeqMap::default()
+                    };
+                    let cosine =
+                        cosines(memory, query_vector, found.iter().chain(previous.keys()).chain(previous.values()));
+                    let mut boosts = Vec::new();
+                    let all: SeqSet = cosine.keys().chain(found.iter()).copied().collect();
+                    // The candidates whose item passes `test`.
+                    let members = |test: &dyn Fn(&MemoryItem) -> bool| -> SeqSet {
+                        all.iter().copied().filter(|seq| memory.items().get(*seq).is_some_and(test)).collect()
+                    };
+                    if let Some(range) = in_time {
+                        boosts.push(("time", weights.time_weight, members(&|item| range.contains(item.ts))));
                     }
+                    if !speakers.is_empty() {
+                        let said = members(&|item| speakers.iter().any(|name| said_by(item, name)));
+                        boosts.push(("speaker", weights.speaker_weight, said));
+                    }
+                    if !analysis.identifiers.is_empty() && weights.identifier_weight > 0.0 {
+                        let holding = members(&|item| holds_identifier(item, &analysis.identifiers));
+                        boosts.push(("identifier", weights.identifier_weight, holding));
+                    }
+                    if let Some(wants) = analysis.wants.filter(|_| weights.kind_weight > 0.0) {
+                        boosts.push(("kind", weights.kind_weight, members(&|item| answers_as(item, wants))));
+                    }
+                    let keeps: SeqMap<f32> = if weights.brevity_floor < 1.0 {
+                        all.iter()
+                            .filter_map(|seq| {
+                                let item = memory.items().get(*seq).filter(|item| item.kind == MESSAGE_KIND)?;
+                                let words = content_words(item.text.body(), BRIEF_MESSAGE_WORDS);
+                                (words < BRIEF_MESSAGE_WORDS).then(|| {
+                                    let floor = weights.brevity_floor;
+                                    (*seq, floor + (1.0 - floor) * words as f32 / BRIEF_MESSAGE_WORDS as f32)
+                                })
+                            })
+                            .collect()
+                    } else {
+                        SeqMap::default()
+                    };
+                    let ages: SeqMap<f32> = all
+                        .iter()
+                        .filter_map(|seq| {
+                            let item = memory.items().get(*seq)?;
+                            let nanos = now.unix_nanos().saturating_sub(item.ts.unix_nanos());
+                            Some((*seq, nanos as f32 / NANOS_PER_DAY))
+                        })
+                        .collect();
+                    fuse_scores(ScoreInputs {
+                        bm25: (weights.bm25, &bm25),
+                        bm25_best_possible: memory.indexes().bm25().best_possible_score(&analysis.keywords),
+                        vector: (weights.vector, &vector),
+                        graph: (weights.graph, &graph),
+                        expansion: (weights.expansion_weight, &expansion),
+                        cosine: &cosine,
+                        previous: &previous,
+                        context_share: weights.context_share,
+                        usage: (weights.usage, &usage),
+                        recency: weights.recency,
+                        ages: &ages,
+                        boosts,
+                        keeps: &keeps,
+                    })
                 }
             }
-        };
-        let fused = if score_fusion && weights.session_weight > 0.0 {
-            self.session_boost(fused, weights.session_weight, &accept)
-        } else {
-            fused
-        };
-        let supersessions = self.supersessions();
-        Ok(fused
-            .into_iter()
-            .filter(|(_, seq, _)| accept(*seq))
-            .take(request.k)
-            .map(|(score, seq, ranks)| {
-                let explain = if request.explain { ranks } else { Vec::new() };
-                self.hit(seq, score, explain, &supersessions)
+        }
+    };
+    let fused = if score_fusion && weights.session_weight > 0.0 {
+        session_boost(memory, fused, weights.session_weight, &accept)
+    } else {
+        fused
+    };
+    let supersessions = supersessions(memory);
+    Ok(fused
+        .into_iter()
+        .filter(|(_, seq, _)| accept(*seq))
+        .take(request.k)
+        .map(|(score, seq, ranks)| {
+            let explain = if request.explain { ranks } else { Vec::new() };
+            hit(memory, seq, score, explain, &supersessions)
+        })
+        .collect())
+}
+
+/// The time on the anchor's side of the event it names: the item BM25
+/// ranks first for the question's keywords among the items that hold
+/// the anchor's words ("what did the ledger use before the migration":
+/// the item that best matches "ledger use migration" and names the
+/// migration); `None` when none does.
+fn anchored_time(
+    memory: &AgentMemory,
+    anchor: &TimeAnchor,
+    keywords: &str,
+) -> Result<Option<TimeRange>, ProjectionError> {
+    let filters = SearchFilters::default();
+    let accept = |seq: u64| accepts(memory, seq, &filters, None);
+    let phrase = memory.indexes().bm25().text_terms(&anchor.phrase);
+    let names_event = |seq: u64| {
+        accept(seq)
+            && memory.items().get(seq).is_some_and(|item| {
+                let terms = memory.indexes().bm25().text_terms(item.text.indexed());
+                phrase.iter().all(|term| terms.binary_search(term).is_ok())
             })
-            .collect())
-    }
+    };
+    let best = bm25_ranking(memory, keywords, &filters, 1, &names_event, true)?;
+    Ok(best.first().and_then(|(_, seq)| memory.items().get(*seq)).map(|item| anchor.range(item.ts)))
+}
 
-    /// The time on the anchor's side of the event it names: the item BM25
-    /// ranks first for the question's keywords among the items that hold
-    /// the anchor's words ("what did the ledger use before the migration":
-    /// the item that best matches "ledger use migration" and names the
-    /// migration); `None` when none does.
-    fn anchored_time(&self, anchor: &TimeAnchor, keywords: &str) -> Result<Option<TimeRange>, ProjectionError> {
-        let filters = SearchFilters::default();
-        let accept = |seq: u64| self.accepts(seq, &filters, None);
-        let phrase = self.bm25.text_terms(&anchor.phrase);
-        let names_event = |seq: u64| {
-            accept(seq)
-                && self.items.get(&seq).is_some_and(|item| {
-                    let terms = self.bm25.text_terms(item.text.indexed());
-                    phrase.iter().all(|term| terms.binary_search(term).is_ok())
-                })
-        };
-        let best = self.bm25_ranking(keywords, &filters, 1, &names_event, true)?;
-        Ok(best.first().and_then(|(_, seq)| self.items.get(seq)).map(|item| anchor.range(item.ts)))
-    }
+/// BM25 and vector candidates among the items `accept` keeps.
+fn focused(
+    memory: &AgentMemory,
+    keywords: &str,
+    query_vector: Option<&[f32]>,
+    filters: &SearchFilters,
+    candidates: usize,
+    accept: &dyn Fn(u64) -> bool,
+    narrowed: bool,
+) -> Result<(Ranking, Ranking), ProjectionError> {
+    let bm25 = bm25_ranking(memory, keywords, filters, candidates, accept, narrowed)?;
+    let vector = match query_vector {
+        Some(query_vector) => vector_ranking(memory, query_vector, candidates, filters, accept, narrowed),
+        None => Vec::new(),
+    };
+    Ok((bm25, vector))
+}
 
-    /// BM25 and vector candidates among the items `accept` keeps.
-    fn focused(
-        &self,
-        keywords: &str,
-        query_vector: Option<&[f32]>,
-        filters: &SearchFilters,
-        candidates: usize,
-        accept: &dyn Fn(u64) -> bool,
-        narrowed: bool,
-    ) -> Result<(Ranking, Ranking), ProjectionError> {
-        let bm25 = self.bm25_ranking(keywords, filters, candidates, accept, narrowed)?;
-        let vector = match query_vector {
-            Some(query_vector) => self.vector_ranking(query_vector, candidates, filters, accept, narrowed),
-            None => Vec::new(),
-        };
-        Ok((bm25, vector))
+/// The cosine similarity of each item's vector to the query's.
+fn cosines<'a>(memory: &AgentMemory, query: &[f32], seqs: impl Iterator<Item = &'a u64>) -> SeqMap<f32> {
+    if query.is_empty() {
+        return SeqMap::default();
     }
-
-    /// The cosine similarity of each item's vector to the query's.
-    fn cosines<'a>(&self, query: &[f32], seqs: impl Iterator<Item = &'a u64>) -> SeqMap<f32> {
-        if query.is_empty() {
-            return SeqMap::default();
+    let shared = memory.shared_vectors();
+    let [main, late] = shared.indexes();
+    let mut cosine = SeqMap::default();
+    for seq in seqs {
+        if cosine.contains_key(seq) {
+            continue;
         }
-        let shared = self.shared_vectors();
-        let [main, late] = shared.indexes();
-        let mut cosine = SeqMap::default();
-        for seq in seqs {
-            if cosine.contains_key(seq) {
-                continue;
-            }
-            let similarity = [&self.vectors, main, late].iter().find_map(|index| index.similarity(*seq, query));
-            if let Some(similarity) = similarity {
-                cosine.insert(*seq, similarity);
-            }
-        }
-        cosine
-    }
-
-    /// The candidates that proved useful (positive usage score), most
-    /// useful first; equal scores rank the newer first. Only candidates
-    /// already found rank here: usage reorders, it never adds.
-    fn usage_ranking(&self, rankings: [&Ranking; 3]) -> Ranking {
-        let mut seqs: Vec<u64> = rankings.iter().flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq)).collect();
-        seqs.sort_unstable();
-        seqs.dedup();
-        let mut useful: Ranking = seqs
-            .into_iter()
-            .filter_map(|seq| {
-                let score = self.items.get(&seq)?.usage_score();
-                (score > 0.0).then_some((score, seq))
-            })
-            .collect();
-        useful.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        useful
-    }
-
-    fn hit(&self, seq: u64, score: f32, explain: Vec<RetrieverRank>, supersessions: &Supersessions) -> SearchHit {
-        let item = &self.items[&seq];
-        SearchHit {
-            item_id: item.item_id.clone(),
-            seq,
-            kind: item.kind,
-            score,
-            text: hit_text(&item.text, &item.item_id),
-            agent: item.agent.clone(),
-            scope: item.scope,
-            ts: item.ts,
-            provenance: item.provenance.clone(),
-            superseded_by: supersessions.of(self, item),
-            explain,
+        let similarity =
+            [memory.indexes().vectors(), main, late].iter().find_map(|index| index.similarity(*seq, query));
+        if let Some(similarity) = similarity {
+            cosine.insert(*seq, similarity);
         }
     }
+    cosine
+}
 
-    /// Items linked to the filter's entity, if the filter names one. An
-    /// entity the graph does not know matches nothing.
-    fn items_of_entity_filter(&self, filters: &SearchFilters) -> Option<SeqSet> {
-        let entity = filters.entity.as_deref()?;
-        let graph = self.graph();
-        let view = graph.view();
-        let ids = resolve_entity(&view, entity);
-        Some(view.items_near(&ids, 1, None).into_iter().map(|(seq, _)| seq).collect())
-    }
+/// The candidates that proved useful (positive usage score), most
+/// useful first; equal scores rank the newer first. Only candidates
+/// already found rank here: usage reorders, it never adds.
+fn usage_ranking(memory: &AgentMemory, rankings: [&Ranking; 3]) -> Ranking {
+    let mut seqs: Vec<u64> = rankings.iter().flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq)).collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    let mut useful: Ranking = seqs
+        .into_iter()
+        .filter_map(|seq| {
+            let score = memory.items().get(seq)?.usage_score();
+            (score > 0.0).then_some((score, seq))
+        })
+        .collect();
+    useful.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    useful
+}
 
-    /// Whether this memory holds the item's text (shared documents and
-    /// vectors in the swarm's indexes may be of items it has not reached,
-    /// or has purged).
-    fn holds(&self, seq: u64) -> bool {
-        debug_assert_eq!(
-            self.held.contains(seq),
-            self.items.get(&seq).is_some_and(|item| item.state != crate::item::ItemState::Purged),
-            "`held` is the seqs of the items not purged"
-        );
-        self.held.contains(seq)
+fn hit(
+    memory: &AgentMemory,
+    seq: u64,
+    score: f32,
+    explain: Vec<RetrieverRank>,
+    supersessions: &Supersessions,
+) -> SearchHit {
+    let item = &memory.items()[seq];
+    SearchHit {
+        item_id: item.item_id.clone(),
+        seq,
+        kind: item.kind,
+        score,
+        text: hit_text(&item.text, &item.item_id),
+        agent: item.agent.clone(),
+        scope: item.scope,
+        ts: item.ts,
+        provenance: item.provenance.clone(),
+        superseded_by: supersessions.of(memory, item),
+        explain,
     }
+}
 
-    fn accepts(&self, seq: u64, filters: &SearchFilters, entity_items: Option<&SeqSet>) -> bool {
-        if self.hidden_count == 0 && entity_items.is_none() && *filters == SearchFilters::default() {
-            // Nothing hidden and nothing filtered: what it holds.
-            return self.holds(seq);
-        }
-        let Some(item) = self.items.get(&seq) else { return false };
-        item.state.is_searchable()
-            && item_passes(item, filters)
-            && entity_items.is_none_or(|allowed| allowed.contains(&seq))
-    }
+/// Items linked to the filter's entity, if the filter names one. An
+/// entity the graph does not know matches nothing.
+fn items_of_entity_filter(memory: &AgentMemory, filters: &SearchFilters) -> Option<SeqSet> {
+    let entity = filters.entity.as_deref()?;
+    let graph = memory.graph();
+    let view = graph.view();
+    let ids = resolve_entity(&view, entity);
+    Some(view.items_near(&ids, 1, None).into_iter().map(|(seq, _)| seq).collect())
+}
 
-    /// `narrowed`: `accept` keeps fewer items than `filters` say (a pass
-    /// over one speaker's items).
-    fn bm25_ranking(
-        &self,
-        keywords: &str,
-        filters: &SearchFilters,
-        candidates: usize,
-        accept: &dyn Fn(u64) -> bool,
-        narrowed: bool,
-    ) -> Result<Ranking, ProjectionError> {
-        // Forgotten and filtered-out items are still in the index: fetch
-        // enough that `candidates` survive. Kinds filter inside the index.
-        let others_filter = narrowed
-            || filters.since.is_some()
-            || filters.until.is_some()
-            || !filters.scopes.is_empty()
-            || filters.entity.is_some()
-            || filters.correlation_id.is_some();
-        let widened = if others_filter { candidates * 8 } else { candidates };
-        let fetch = widened.saturating_add(self.hidden_count);
-        let holds = |seq: u64| self.holds(seq);
-        let scored = self.bm25.search(keywords, fetch, &filters.kinds, &holds)?;
-        Ok(scored.into_iter().filter(|(_, seq)| accept(*seq)).take(candidates).collect())
+fn accepts(memory: &AgentMemory, seq: u64, filters: &SearchFilters, entity_items: Option<&SeqSet>) -> bool {
+    if memory.items().hidden() == 0 && entity_items.is_none() && *filters == SearchFilters::default() {
+        // Nothing hidden and nothing filtered: what it holds.
+        return memory.items().holds(seq);
     }
+    let Some(item) = memory.items().get(seq) else { return false };
+    item.state.is_searchable()
+        && item_passes(item, filters)
+        && entity_items.is_none_or(|allowed| allowed.contains(&seq))
+}
 
-    fn vector_ranking(
-        &self,
-        query_vector: &[f32],
-        candidates: usize,
-        filters: &SearchFilters,
-        accept: &dyn Fn(u64) -> bool,
-        narrowed: bool,
-    ) -> Ranking {
-        // With nothing to filter out, the index searches without calling
-        // back for every candidate it visits.
-        let unfiltered = !narrowed && self.hidden_count == 0 && *filters == SearchFilters::default();
-        let shared = self.shared_vectors();
-        // The swarm's shared vectors include items this memory does not
-        // hold (not reached yet, or purged here): those are filtered out.
-        let holds = |seq: u64| self.holds(seq);
-        let filter: Option<&dyn Fn(u64) -> bool> = match (unfiltered, shared.len() == 0) {
-            (true, true) => None,
-            (true, false) => Some(&holds),
-            (false, _) => Some(accept),
-        };
-        let [main, late] = shared.indexes();
-        VectorIndex::search_all(&[&self.vectors, main, late], query_vector, candidates, filter)
-    }
+/// `narrowed`: `accept` keeps fewer items than `filters` say (a pass
+/// over one speaker's items).
+fn bm25_ranking(
+    memory: &AgentMemory,
+    keywords: &str,
+    filters: &SearchFilters,
+    candidates: usize,
+    accept: &dyn Fn(u64) -> bool,
+    narrowed: bool,
+) -> Result<Ranking, ProjectionError> {
+    // Forgotten and filtered-out items are still in the index: fetch
+    // enough that `candidates` survive. Kinds filter inside the index.
+    let others_filter = narrowed
+        || filters.since.is_some()
+        || filters.until.is_some()
+        || !filters.scopes.is_empty()
+        || filters.entity.is_some()
+        || filters.correlation_id.is_some();
+    let widened = if others_filter { candidates * 8 } else { candidates };
+    let fetch = widened.saturating_add(memory.items().hidden());
+    let holds = |seq: u64| memory.items().holds(seq);
+    let scored = memory.indexes().bm25().search(keywords, fetch, &filters.kinds, &holds)?;
+    Ok(scored.into_iter().filter(|(_, seq)| accept(*seq)).take(candidates).collect())
+}
+
+fn vector_ranking(
+    memory: &AgentMemory,
+    query_vector: &[f32],
+    candidates: usize,
+    filters: &SearchFilters,
+    accept: &dyn Fn(u64) -> bool,
+    narrowed: bool,
+) -> Ranking {
+    // With nothing to filter out, the index searches without calling
+    // back for every candidate it visits.
+    let unfiltered = !narrowed && memory.items().hidden() == 0 && *filters == SearchFilters::default();
+    let shared = memory.shared_vectors();
+    // The swarm's shared vectors include items this memory does not
+    // hold (not reached yet, or purged here): those are filtered out.
+    let holds = |seq: u64| memory.items().holds(seq);
+    let filter: Option<&dyn Fn(u64) -> bool> = match (unfiltered, shared.len() == 0) {
+        (true, true) => None,
+        (true, false) => Some(&holds),
+        (false, _) => Some(accept),
+    };
+    let [main, late] = shared.indexes();
+    VectorIndex::search_all(&[memory.indexes().vectors(), main, late], query_vector, candidates, filter)
 }
 
 fn item_passes(item: &MemoryItem, filters: &SearchFilters) -> bool {

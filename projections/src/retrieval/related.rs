@@ -4,147 +4,149 @@
 //! item against what the question asks (its kind, its speaker, how much it
 //! says).
 
-use super::{AnswerKind, GRAPH_HOPS, Ranking, SearchFilters, SearchRequest, SeqMap, SeqSet};
+use super::{AnswerKind, GRAPH_HOPS, Ranking, SearchFilters, SearchRequest, SeqMap, SeqSet, cosines};
 use crate::error::ProjectionError;
 use crate::item::MemoryItem;
 use crate::memory::{AgentMemory, resolve_entity};
 use mneme_index::embed::embedded_text;
 
-impl AgentMemory {
-    /// The conversation turn before each message among `found`, and each
-    /// found message's reply: `(turn, the turn before it)`. A turn's turn
-    /// before is the previous message of its conversation (the same
-    /// correlation id, or none) said within [`TURN_GAP_NANOS`] before it,
-    /// among the few items before it in the log.
-    pub(super) fn conversation_neighbours(&self, found: &[u64], accept: &dyn Fn(u64) -> bool) -> SeqMap<u64> {
-        let mut previous = SeqMap::default();
-        for seq in found {
-            let Some(item) = self.items.get(seq).filter(|item| item.kind == MESSAGE_KIND) else { continue };
-            let before =
-                self.items.range(..*seq).rev().take(NEIGHBOUR_SCAN).find(|(_, other)| turn_follows(other, item));
-            if let Some((before, _)) = before.filter(|(before, _)| accept(**before)) {
-                previous.insert(*seq, *before);
-            }
-            let after = self.items.range(seq + 1..).take(NEIGHBOUR_SCAN).find(|(_, other)| turn_follows(item, other));
-            if let Some((after, _)) = after.filter(|(after, _)| accept(**after)) {
-                previous.insert(*after, *seq);
-            }
+/// The conversation turn before each message among `found`, and each
+/// found message's reply: `(turn, the turn before it)`. A turn's turn
+/// before is the previous message of its conversation (the same
+/// correlation id, or none) said within [`TURN_GAP_NANOS`] before it,
+/// among the few items before it in the log.
+pub(super) fn conversation_neighbours(
+    memory: &AgentMemory,
+    found: &[u64],
+    accept: &dyn Fn(u64) -> bool,
+) -> SeqMap<u64> {
+    let mut previous = SeqMap::default();
+    for seq in found {
+        let Some(item) = memory.items().get(*seq).filter(|item| item.kind == MESSAGE_KIND) else { continue };
+        let before = memory.items().range(..*seq).rev().take(NEIGHBOUR_SCAN).find(|other| turn_follows(other, item));
+        if let Some(before) = before.filter(|before| accept(before.seq)) {
+            previous.insert(*seq, before.seq);
         }
-        previous
+        let after = memory.items().range(seq + 1..).take(NEIGHBOUR_SCAN).find(|other| turn_follows(item, other));
+        if let Some(after) = after.filter(|after| accept(after.seq)) {
+            previous.insert(after.seq, *seq);
+        }
     }
+    previous
+}
 
-    /// What else speaks of the rare words of the best hits: the names,
-    /// identifiers and other words that few items hold, taken from the two
-    /// best BM25 and the two best vector hits (not the query's own), then
-    /// searched for. It finds the second half of a multi-step answer: the
-    /// turn that names the dog "Noodle" after the one that said the new dog
-    /// is called Noodle, the run that raised the error the top hit names.
-    /// The hits it starts from are left out: they are found already.
-    pub(super) fn expansion_ranking(
-        &self,
-        keywords: &str,
-        rankings: [&Ranking; 2],
-        filters: &SearchFilters,
-        candidates: usize,
-        accept: &dyn Fn(u64) -> bool,
-    ) -> Result<Ranking, ProjectionError> {
-        let seeds: Vec<u64> =
-            rankings.iter().flat_map(|ranking| ranking.iter().take(EXPANSION_SEEDS)).map(|(_, seq)| *seq).collect();
-        let asked = self.bm25.text_terms(keywords);
-        let most_documents =
-            u32::try_from((self.bm25.documents() / EXPANSION_RARITY).max(EXPANSION_MIN_DOCUMENTS)).unwrap_or(u32::MAX);
-        let mut terms: Vec<String> = Vec::new();
-        for seq in &seeds {
-            let Some(item) = self.items.get(seq) else { continue };
-            let rare = self.bm25.rare_terms(
-                embedded_text(item.text.body()),
-                most_documents,
-                EXPANSION_TERMS_PER_HIT + asked.len(),
-            );
-            let new: Vec<String> = rare
-                .into_iter()
-                .map(|(_, term)| term)
-                .filter(|term| !asked.contains(term) && !terms.contains(term))
-                .take(EXPANSION_TERMS_PER_HIT)
-                .collect();
-            terms.extend(new);
-        }
-        if terms.is_empty() {
-            return Ok(Vec::new());
-        }
-        let holds = |seq: u64| self.holds(seq);
-        let fetch = (candidates + seeds.len()).saturating_add(self.hidden_count);
-        let scored = self.bm25.search_terms(&terms, fetch, &filters.kinds, &holds)?;
-        Ok(scored.into_iter().filter(|(_, seq)| accept(*seq) && !seeds.contains(seq)).take(candidates).collect())
+/// What else speaks of the rare words of the best hits: the names,
+/// identifiers and other words that few items hold, taken from the two
+/// best BM25 and the two best vector hits (not the query's own), then
+/// searched for. It finds the second half of a multi-step answer: the
+/// turn that names the dog "Noodle" after the one that said the new dog
+/// is called Noodle, the run that raised the error the top hit names.
+/// The hits it starts from are left out: they are found already.
+pub(super) fn expansion_ranking(
+    memory: &AgentMemory,
+    keywords: &str,
+    rankings: [&Ranking; 2],
+    filters: &SearchFilters,
+    candidates: usize,
+    accept: &dyn Fn(u64) -> bool,
+) -> Result<Ranking, ProjectionError> {
+    let seeds: Vec<u64> =
+        rankings.iter().flat_map(|ranking| ranking.iter().take(EXPANSION_SEEDS)).map(|(_, seq)| *seq).collect();
+    let asked = memory.indexes().bm25().text_terms(keywords);
+    let most_documents =
+        u32::try_from((memory.indexes().bm25().documents() / EXPANSION_RARITY).max(EXPANSION_MIN_DOCUMENTS))
+            .unwrap_or(u32::MAX);
+    let mut terms: Vec<String> = Vec::new();
+    for seq in &seeds {
+        let Some(item) = memory.items().get(*seq) else { continue };
+        let rare = memory.indexes().bm25().rare_terms(
+            embedded_text(item.text.body()),
+            most_documents,
+            EXPANSION_TERMS_PER_HIT + asked.len(),
+        );
+        let new: Vec<String> = rare
+            .into_iter()
+            .map(|(_, term)| term)
+            .filter(|term| !asked.contains(term) && !terms.contains(term))
+            .take(EXPANSION_TERMS_PER_HIT)
+            .collect();
+        terms.extend(new);
     }
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let holds = |seq: u64| memory.items().holds(seq);
+    let fetch = (candidates + seeds.len()).saturating_add(memory.items().hidden());
+    let scored = memory.indexes().bm25().search_terms(&terms, fetch, &filters.kinds, &holds)?;
+    Ok(scored.into_iter().filter(|(_, seq)| accept(*seq) && !seeds.contains(seq)).take(candidates).collect())
+}
 
-    /// Items the fact graph links to what the question is about, ranked by
-    /// how well they answer it. The walk starts from the entities the query
-    /// names (and the filter's), [`GRAPH_HOPS`] hops, and from those the
-    /// best BM25 and vector hits name, one hop, counting half. What it
-    /// reaches ranks by closeness, by similarity to the question, and by
-    /// whether it is the kind of item the question asks for, equally: hop
-    /// distance alone put the decision two hops from a file behind
-    /// everything one hop away. Scores are in `[0, 1]` and fused as they
-    /// are, so a walk from the hits alone never weighs like one from what
-    /// the question names.
-    pub(super) fn graph_ranking(
-        &self,
-        request: &SearchRequest,
-        seeds: GraphSeeds,
-        accept: &dyn Fn(u64) -> bool,
-    ) -> Ranking {
-        let graph = self.graph();
-        let view = graph.view();
-        let mut entities = view.entities_in_text(&request.query);
-        if let Some(entity) = &request.filters.entity {
-            entities.extend(resolve_entity(&view, entity));
-        }
-        entities.sort();
-        entities.dedup();
-        let reachable = |near: Vec<(u64, f32)>| -> Vec<(f32, u64)> {
-            near.into_iter().map(|(seq, closeness)| (closeness, seq)).collect()
-        };
-        let named = reachable(view.best_items_near(&entities, GRAPH_HOPS, accept, GRAPH_POOL));
-        let mut from_hits: Vec<String> = Vec::new();
-        for seq in seeds.hits.iter().take(GRAPH_SEED_HITS) {
-            if let Some(item) = self.items.get(seq) {
-                from_hits.extend(view.entities_in_text(embedded_text(item.text.as_str())));
-            }
-        }
-        from_hits.sort();
-        from_hits.dedup();
-        from_hits.retain(|entity| !entities.contains(entity));
-        // One hop from what the hits name: two reach most of the memory
-        // through its busiest entities.
-        let known: SeqSet = named.iter().map(|(_, seq)| *seq).collect();
-        let unknown = |seq: u64| !known.contains(&seq) && accept(seq);
-        let seeded = reachable(view.best_items_near(&from_hits, HIT_HOPS, &unknown, GRAPH_POOL / 2));
-        let cosine = match seeds.query_vector {
-            Some(query_vector) => self.cosines(query_vector, named.iter().chain(seeded.iter()).map(|(_, seq)| seq)),
-            None => SeqMap::default(),
-        };
-        // Each part in [0, 1]: closeness (by the best of its walk),
-        // similarity, and kind; a walk from the hits counts half.
-        let relevance = |pool: Vec<(f32, u64)>, origin: f32| -> Ranking {
-            let best = pool.iter().map(|(closeness, _)| *closeness).fold(f32::EPSILON, f32::max);
-            pool.into_iter()
-                .map(|(closeness, seq)| {
-                    let similarity = cosine.get(&seq).copied().unwrap_or(0.0).clamp(0.0, 1.0);
-                    let wanted = seeds
-                        .wants
-                        .is_some_and(|wants| self.items.get(&seq).is_some_and(|item| answers_as(item, wants)));
-                    let kind = if wanted { 1.0 } else { 0.0 };
-                    (origin * (closeness / best + similarity + kind) / 3.0, seq)
-                })
-                .collect()
-        };
-        let mut ranked = relevance(named, 1.0);
-        ranked.extend(relevance(seeded, SEEDED_BY_HITS));
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        ranked.truncate(seeds.candidates);
-        ranked
+/// Items the fact graph links to what the question is about, ranked by
+/// how well they answer it. The walk starts from the entities the query
+/// names (and the filter's), [`GRAPH_HOPS`] hops, and from those the
+/// best BM25 and vector hits name, one hop, counting half. What it
+/// reaches ranks by closeness, by similarity to the question, and by
+/// whether it is the kind of item the question asks for, equally: hop
+/// distance alone put the decision two hops from a file behind
+/// everything one hop away. Scores are in `[0, 1]` and fused as they
+/// are, so a walk from the hits alone never weighs like one from what
+/// the question names.
+pub(super) fn graph_ranking(
+    memory: &AgentMemory,
+    request: &SearchRequest,
+    seeds: GraphSeeds,
+    accept: &dyn Fn(u64) -> bool,
+) -> Ranking {
+    let graph = memory.graph();
+    let view = graph.view();
+    let mut entities = view.entities_in_text(&request.query);
+    if let Some(entity) = &request.filters.entity {
+        entities.extend(resolve_entity(&view, entity));
     }
+    entities.sort();
+    entities.dedup();
+    let reachable = |near: Vec<(u64, f32)>| -> Vec<(f32, u64)> {
+        near.into_iter().map(|(seq, closeness)| (closeness, seq)).collect()
+    };
+    let named = reachable(view.best_items_near(&entities, GRAPH_HOPS, accept, GRAPH_POOL));
+    let mut from_hits: Vec<String> = Vec::new();
+    for seq in seeds.hits.iter().take(GRAPH_SEED_HITS) {
+        if let Some(item) = memory.items().get(*seq) {
+            from_hits.extend(view.entities_in_text(embedded_text(item.text.as_str())));
+        }
+    }
+    from_hits.sort();
+    from_hits.dedup();
+    from_hits.retain(|entity| !entities.contains(entity));
+    // One hop from what the hits name: two reach most of the memory
+    // through its busiest entities.
+    let known: SeqSet = named.iter().map(|(_, seq)| *seq).collect();
+    let unknown = |seq: u64| !known.contains(&seq) && accept(seq);
+    let seeded = reachable(view.best_items_near(&from_hits, HIT_HOPS, &unknown, GRAPH_POOL / 2));
+    let cosine = match seeds.query_vector {
+        Some(query_vector) => cosines(memory, query_vector, named.iter().chain(seeded.iter()).map(|(_, seq)| seq)),
+        None => SeqMap::default(),
+    };
+    // Each part in [0, 1]: closeness (by the best of its walk),
+    // similarity, and kind; a walk from the hits counts half.
+    let relevance = |pool: Vec<(f32, u64)>, origin: f32| -> Ranking {
+        let best = pool.iter().map(|(closeness, _)| *closeness).fold(f32::EPSILON, f32::max);
+        pool.into_iter()
+            .map(|(closeness, seq)| {
+                let similarity = cosine.get(&seq).copied().unwrap_or(0.0).clamp(0.0, 1.0);
+                let wanted = seeds
+                    .wants
+                    .is_some_and(|wants| memory.items().get(seq).is_some_and(|item| answers_as(item, wants)));
+                let kind = if wanted { 1.0 } else { 0.0 };
+                (origin * (closeness / best + similarity + kind) / 3.0, seq)
+            })
+            .collect()
+    };
+    let mut ranked = relevance(named, 1.0);
+    ranked.extend(relevance(seeded, SEEDED_BY_HITS));
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    ranked.truncate(seeds.candidates);
+    ranked
 }
 
 /// What the graph walk starts from besides the query's own entities.
@@ -191,61 +193,60 @@ const SESSION_GAP_NANOS: i64 = 3600 * 1_000_000_000;
 /// How many items before a message its session's start is looked for.
 const SESSION_SCAN: usize = 64;
 
-impl AgentMemory {
-    /// Lifts the messages of each conversation session by the best fused
-    /// score among them, `weight` times its share of the best hit's: the
-    /// turns around the best answer are more likely part of it than turns
-    /// of a session nothing matched. A session is a run of messages no more
-    /// than [`SESSION_GAP_NANOS`] apart, of the same correlation; it is
-    /// named by its first message among the [`SESSION_SCAN`] before.
-    /// Items other than messages are left as they are.
-    pub(super) fn session_boost(
-        &self,
-        mut fused: Vec<(f32, u64, Vec<super::RetrieverRank>)>,
-        weight: f32,
-        accept: &dyn Fn(u64) -> bool,
-    ) -> Vec<(f32, u64, Vec<super::RetrieverRank>)> {
-        let best = fused.iter().filter(|(_, seq, _)| accept(*seq)).map(|(score, _, _)| *score).fold(0.0f32, f32::max);
-        if best <= 0.0 {
-            return fused;
-        }
-        let sessions: Vec<Option<u64>> = fused.iter().map(|(_, seq, _)| self.session_of(*seq)).collect();
-        let mut session_best: SeqMap<f32> = SeqMap::default();
-        for ((score, seq, _), session) in fused.iter().zip(&sessions) {
-            if let Some(session) = session.filter(|_| accept(*seq)) {
-                let entry = session_best.entry(session).or_insert(0.0);
-                *entry = entry.max(*score);
-            }
-        }
-        for ((score, _, ranks), session) in fused.iter_mut().zip(&sessions) {
-            let Some(lift) = session.and_then(|session| session_best.get(&session)) else { continue };
-            let gain = weight * (lift / best).clamp(0.0, 1.0);
-            *score += gain;
-            ranks.push(super::RetrieverRank { retriever: "session", rank: 0, score: gain });
-        }
-        fused.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        fused
+/// Lifts the messages of each conversation session by the best fused
+/// score among them, `weight` times its share of the best hit's: the
+/// turns around the best answer are more likely part of it than turns
+/// of a session nothing matched. A session is a run of messages no more
+/// than [`SESSION_GAP_NANOS`] apart, of the same correlation; it is
+/// named by its first message among the [`SESSION_SCAN`] before.
+/// Items other than messages are left as they are.
+pub(super) fn session_boost(
+    memory: &AgentMemory,
+    mut fused: Vec<(f32, u64, Vec<super::RetrieverRank>)>,
+    weight: f32,
+    accept: &dyn Fn(u64) -> bool,
+) -> Vec<(f32, u64, Vec<super::RetrieverRank>)> {
+    let best = fused.iter().filter(|(_, seq, _)| accept(*seq)).map(|(score, _, _)| *score).fold(0.0f32, f32::max);
+    if best <= 0.0 {
+        return fused;
     }
+    let sessions: Vec<Option<u64>> = fused.iter().map(|(_, seq, _)| session_of(memory, *seq)).collect();
+    let mut session_best: SeqMap<f32> = SeqMap::default();
+    for ((score, seq, _), session) in fused.iter().zip(&sessions) {
+        if let Some(session) = session.filter(|_| accept(*seq)) {
+            let entry = session_best.entry(session).or_insert(0.0);
+            *entry = entry.max(*score);
+        }
+    }
+    for ((score, _, ranks), session) in fused.iter_mut().zip(&sessions) {
+        let Some(lift) = session.and_then(|session| session_best.get(&session)) else { continue };
+        let gain = weight * (lift / best).clamp(0.0, 1.0);
+        *score += gain;
+        ranks.push(super::RetrieverRank { retriever: "session", rank: 0, score: gain });
+    }
+    fused.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    fused
+}
 
-    /// The first message of the session the message at `seq` is part of;
-    /// `None` for other items.
-    fn session_of(&self, seq: u64) -> Option<u64> {
-        let item = self.items.get(&seq).filter(|item| item.kind == MESSAGE_KIND)?;
-        let mut first = (seq, item);
-        for (before, other) in self.items.range(..seq).rev().take(SESSION_SCAN) {
-            if other.kind != MESSAGE_KIND {
-                continue;
-            }
-            let (_, later) = first;
-            if other.correlation_id != later.correlation_id
-                || later.ts.unix_nanos().saturating_sub(other.ts.unix_nanos()) > SESSION_GAP_NANOS
-            {
-                break;
-            }
-            first = (*before, other);
+/// The first message of the session the message at `seq` is part of;
+/// `None` for other items.
+fn session_of(memory: &AgentMemory, seq: u64) -> Option<u64> {
+    let item = memory.items().get(seq).filter(|item| item.kind == MESSAGE_KIND)?;
+    let mut first = (seq, item);
+    for other in memory.items().range(..seq).rev().take(SESSION_SCAN) {
+        let before = &other.seq;
+        if other.kind != MESSAGE_KIND {
+            continue;
         }
-        Some(first.0)
+        let (_, later) = first;
+        if other.correlation_id != later.correlation_id
+            || later.ts.unix_nanos().saturating_sub(other.ts.unix_nanos()) > SESSION_GAP_NANOS
+        {
+            break;
+        }
+        first = (*before, other);
     }
+    Some(first.0)
 }
 
 /// Whether `later` answers `earlier` in a conversation: both messages, of

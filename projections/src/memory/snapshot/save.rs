@@ -64,9 +64,10 @@ impl AgentMemory {
 
     /// Every chunk the memory's snapshot consists of now.
     fn parts(&self) -> Vec<SnapshotPart> {
-        let mut item_chunks: Vec<u32> = self.items.keys().map(|seq| SnapshotPart::of_seq(*seq)).collect();
+        let mut item_chunks: Vec<u32> = self.items.iter().map(|item| SnapshotPart::of_seq(item.seq)).collect();
         item_chunks.dedup();
-        let mut seen_chunks: Vec<u32> = self.seen_order.iter().map(|(seq, _)| SnapshotPart::of_seq(*seq)).collect();
+        let mut seen_chunks: Vec<u32> =
+            self.items.seen_order().iter().map(|(seq, _)| SnapshotPart::of_seq(*seq)).collect();
         seen_chunks.dedup();
         let mut parts: Vec<SnapshotPart> = item_chunks.iter().map(|index| SnapshotPart::Items(*index)).collect();
         parts.extend(item_chunks.iter().map(|index| SnapshotPart::Vectors(*index)));
@@ -78,7 +79,7 @@ impl AgentMemory {
 
     fn delta(&self, everything: bool, section_bytes: usize) -> Result<SnapshotDelta, ProjectionError> {
         // What the snapshot names of the text index is on disk before it.
-        self.bm25.make_durable()?;
+        self.indexes.bm25().make_durable()?;
         let parts = self.parts();
         let changed: BTreeSet<SnapshotPart> = if everything {
             parts.iter().copied().collect()
@@ -116,7 +117,7 @@ impl AgentMemory {
             checkpoint: self.checkpoint,
             parts: parts.iter().map(SnapshotPart::code).collect(),
             item_count: self.items.len() as u64,
-            seen_count: self.seen_order.len() as u64,
+            seen_count: self.items.seen_order().len() as u64,
             graph_head: self.graph.snapshot_head()?,
             working: self
                 .working
@@ -125,8 +126,8 @@ impl AgentMemory {
                 .collect(),
             phases: self.phases.to_record(),
             open_contradictions: self
-                .open_contradictions
-                .values()
+                .contradictions
+                .open()
                 .map(|open| {
                     (
                         open.contradiction_id.clone(),
@@ -139,8 +140,8 @@ impl AgentMemory {
                 })
                 .collect(),
             resolved_contradictions: self
-                .resolved_contradictions
-                .values()
+                .contradictions
+                .resolved()
                 .map(|resolved| {
                     (
                         resolved.contradiction_id.clone(),
@@ -154,7 +155,7 @@ impl AgentMemory {
                 .collect(),
             handoffs: self
                 .handoffs
-                .values()
+                .received_by_id()
                 .map(|record| HandoffSnapshotRecord {
                     handoff_id: record.handoff_id.0,
                     from: record.from.clone(),
@@ -164,12 +165,12 @@ impl AgentMemory {
                 })
                 .collect(),
             sent_bundles: self
-                .sent_bundles
-                .iter()
+                .handoffs
+                .sent()
                 .map(|(id, sent)| (id.0, sent.seq, sent.bundle.clone(), sent.task_items.clone()))
                 .collect(),
             core: self.core.clone(),
-            text: self.bm25.saved().map(|saved| TextRecord {
+            text: self.indexes.bm25().saved().map(|saved| TextRecord {
                 index_id: saved.index_id,
                 owner: saved.owner,
                 documents: saved.documents,
@@ -191,7 +192,7 @@ impl AgentMemory {
             SnapshotPart::Items(index) => {
                 let mut records = Vec::new();
                 let mut bytes = 0;
-                for item in self.items.range(SnapshotPart::seqs(index)).map(|(_, item)| item) {
+                for item in self.items.range(SnapshotPart::seqs(index)) {
                     bytes += item_record_bytes(item);
                     records.push(item_record(item));
                     if bytes >= section_bytes {
@@ -206,13 +207,13 @@ impl AgentMemory {
                 // (the swarm's copy may be gone when it is restored).
                 let shared = self.shared_vectors();
                 let mut vectors = Vec::new();
-                for item in self.items.range(SnapshotPart::seqs(index)).map(|(_, item)| item) {
+                for item in self.items.range(SnapshotPart::seqs(index)) {
                     if item.state == ItemState::Purged {
                         continue;
                     }
                     let vector = match item.text.shared_entry() {
                         Some(_) => shared.quantized_of(item.seq),
-                        None => self.vectors.quantized_of(item.seq),
+                        None => self.indexes.vectors().quantized_of(item.seq),
                     };
                     let vector = vector.ok_or_else(|| {
                         ProjectionError::CorruptSnapshot(format!("the vector of seq {} is missing", item.seq))
@@ -230,11 +231,12 @@ impl AgentMemory {
             }
             SnapshotPart::Seen(index) => {
                 let range = SnapshotPart::seqs(index);
-                let start = self.seen_order.partition_point(|(seq, _)| *seq < range.start);
-                let end = self.seen_order.partition_point(|(seq, _)| *seq < range.end);
-                let seen: Vec<(u128, u64, u64)> = self.seen_order[start..end]
+                let seen_order = self.items.seen_order();
+                let start = seen_order.partition_point(|(seq, _)| *seq < range.start);
+                let end = seen_order.partition_point(|(seq, _)| *seq < range.end);
+                let seen: Vec<(u128, u64, u64)> = seen_order[start..end]
                     .iter()
-                    .map(|(seq, id)| (id.0, *seq, self.seen_ids.get(id).map_or(0, |seen| seen.fingerprint)))
+                    .map(|(seq, id)| (id.0, *seq, self.items.seen(id).map_or(0, |seen| seen.fingerprint)))
                     .collect();
                 append_section(&mut body, "seen ids", &MemoryChunk::Seen(seen))?;
             }

@@ -11,9 +11,12 @@ use super::{MemoryChunk, MemorySnapshot, memory_item, resolution_from_code};
 use crate::chunks::{Changes, SNAPSHOT_FORMAT, SnapshotPart};
 use crate::error::ProjectionError;
 use crate::graph::{FactGraph, SwarmGraph};
-use crate::handoffs::{HandoffRecord, SentBundle};
 use crate::item::{ItemState, ItemText, ProvenanceRef};
-use crate::memory::{AgentMemory, MemoryConfig, OpenContradiction, ResolvedContradiction, SeenId};
+use crate::memory::items::SeenId;
+use crate::memory::{
+    AgentMemory, Contradictions, HandoffRecord, Handoffs, MemoryConfig, OpenContradiction, ResolvedContradiction,
+    SentBundle,
+};
 use crate::phases::{PHASE_CHUNK, PhaseTracker};
 use crate::working::{WorkingEntry, WorkingTier};
 use mneme_index::vector::QuantizedVector;
@@ -195,7 +198,7 @@ impl AgentMemory {
         // Filled in place, so that what it takes of the swarm's shared
         // content is given back (on drop) if the restore fails half-way.
         let mut memory = AgentMemory::with_text_index(swarm, agent, config, bm25);
-        memory.text_reused = documents_kept;
+        memory.indexes.set_text_reused(documents_kept);
         let config = memory.config.clone();
         for (mut item, shared_prefix) in items {
             // Hidden items stay indexed (see `AgentMemory::change_state`);
@@ -217,37 +220,30 @@ impl AgentMemory {
                         let text = std::mem::take(&mut item.text).into_string();
                         let entry = config.shared.acquire_restored(item.seq, item.kind, text, prefix, vector)?;
                         if !documents_kept {
+                            let bm25 = memory.indexes.bm25_mut();
                             config.shared.count_terms(item.seq, &entry, |terms| {
-                                memory.bm25.hold_shared(terms, entry.change, 1);
+                                bm25.hold_shared(terms, entry.change, 1);
                             });
                         }
                         item.text = ItemText::shared(entry, item.agent == agent);
                     }
                     None => {
                         if !documents_kept {
-                            memory.bm25.add(item.seq, item.kind, &item.text)?;
+                            memory.indexes.bm25_mut().add(item.seq, item.kind, &item.text)?;
                         }
-                        memory.vectors.insert_quantized(item.seq, vector);
+                        memory.indexes.insert_quantized(item.seq, vector);
                     }
                 }
-                if !item.state.is_searchable() {
-                    memory.hidden_count += 1;
-                }
             }
-            memory.seqs_by_kind.entry(item.kind).or_default().push(item.seq);
-            if item.state != ItemState::Purged {
-                memory.held.insert(item.seq);
-            }
-            memory.items.insert(item.seq, item);
+            memory.items.insert(item);
         }
         if let Some(seq) = vectors_by_seq.keys().next() {
             return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} has no item")));
         }
-        memory.bm25.commit()?;
+        memory.indexes.commit()?;
         seen_records.sort_unstable_by_key(|(_, seq, _)| *seq);
         for (id, seq, fingerprint) in seen_records {
-            memory.seen_ids.insert(EventId(id), SeenId { seq, fingerprint });
-            memory.seen_order.push((seq, EventId(id)));
+            memory.items.see(EventId(id), SeenId { seq, fingerprint });
         }
         let graph = graph.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
         let phases = PhaseTracker::from_record(snapshot.phases, own_phases, shared_phases)
@@ -295,15 +291,14 @@ impl AgentMemory {
             WorkingTier::restore(config.working_tier_tokens, config.working_item_max_tokens, working_entries);
         memory.graph = graph;
         memory.phases = phases;
-        memory.open_contradictions = open_contradictions;
-        memory.resolved_contradictions = resolved_contradictions;
-        memory.handoffs = handoffs;
-        memory.core = snapshot.core;
-        memory.sent_bundles = snapshot
+        memory.contradictions = Contradictions::restored(open_contradictions, resolved_contradictions);
+        let sent_bundles = snapshot
             .sent_bundles
             .into_iter()
             .map(|(id, seq, bundle, task_items)| (EventId(id), SentBundle { seq, bundle, task_items }))
             .collect();
+        memory.handoffs = Handoffs::restored(handoffs, sent_bundles);
+        memory.core = snapshot.core;
         memory.changes = Changes::default();
         // What it reads of the swarm's graph: every shared event up to its
         // checkpoint must be there, and it sees those it holds.
@@ -315,7 +310,7 @@ impl AgentMemory {
             let missing = memory
                 .items
                 .range(swarm_graph.covers() + 1..=memory.checkpoint.max(swarm_graph.covers() + 1))
-                .any(|(_, item)| item.scope != Scope::Private);
+                .any(|item| item.scope != Scope::Private);
             if missing {
                 return Err(ProjectionError::CorruptSnapshot(format!(
                     "the swarm's graph covers the log up to seq {}, the memory's snapshot up to {}, with shared events in between",
@@ -328,7 +323,7 @@ impl AgentMemory {
                 .events
                 .range(..=memory.checkpoint)
                 .map(|(seq, _)| *seq)
-                .filter(|seq| memory.items.get(seq).is_none_or(|item| item.state == ItemState::Purged))
+                .filter(|seq| memory.items.get(*seq).is_none_or(|item| item.state == ItemState::Purged))
                 .collect();
             drop(swarm_graph);
             memory.unheld_shared = unheld;

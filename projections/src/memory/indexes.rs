@@ -1,0 +1,163 @@
+//! A memory's indexes of its own: BM25 statistics and documents (the
+//! swarm's text index holds the documents, see [`Bm25Index`]), the vectors
+//! of its private items (the swarm's shared ones are the swarm's), and the
+//! documents `kind=phase` searches score completed phases by.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use mneme_index::embed::{Embedder, embedded_text};
+use mneme_index::vector::{QuantizedVector, VectorIndex};
+use mneme_index::{Bm25Index, IndexError};
+
+use crate::phases::{Phase, PhaseLevel, PhaseTracker};
+
+/// The indexes of one memory.
+pub struct Indexes {
+    bm25: Bm25Index,
+    vectors: VectorIndex,
+    /// Whether this memory, restored from a snapshot, took its documents
+    /// over from the text index on disk (rather than indexing them again).
+    text_reused: bool,
+    /// Derived from the phases on first use and kept until a phase's text
+    /// changes; never saved.
+    phase_documents: Mutex<PhaseDocuments>,
+}
+
+impl Indexes {
+    pub(super) fn new(bm25: Bm25Index, dimensions: usize) -> Indexes {
+        Indexes {
+            bm25,
+            vectors: VectorIndex::new(dimensions),
+            text_reused: false,
+            phase_documents: Mutex::new(PhaseDocuments::default()),
+        }
+    }
+
+    pub fn bm25(&self) -> &Bm25Index {
+        &self.bm25
+    }
+
+    /// The vectors of this memory's private items.
+    pub fn vectors(&self) -> &VectorIndex {
+        &self.vectors
+    }
+
+    /// Whether these indexes were restored with their documents taken over
+    /// from the text index on disk.
+    pub fn text_reused(&self) -> bool {
+        self.text_reused
+    }
+
+    /// Whether everything added is searchable.
+    pub fn is_committed(&self) -> bool {
+        self.bm25.is_committed()
+    }
+
+    pub(super) fn set_text_reused(&mut self, reused: bool) {
+        self.text_reused = reused;
+    }
+
+    pub(super) fn bm25_mut(&mut self) -> &mut Bm25Index {
+        &mut self.bm25
+    }
+
+    /// Adds a private item's document and vector.
+    pub(super) fn add_own(&mut self, seq: u64, kind: &str, text: &str, vector: &[f32]) -> Result<(), IndexError> {
+        self.bm25.add(seq, kind, text)?;
+        self.vectors.insert(seq, vector);
+        Ok(())
+    }
+
+    /// A restored private item's vector.
+    pub(super) fn insert_quantized(&mut self, seq: u64, vector: QuantizedVector) {
+        self.vectors.insert_quantized(seq, vector);
+    }
+
+    pub(super) fn commit(&mut self) -> Result<(), IndexError> {
+        self.bm25.commit()
+    }
+
+    /// Replaces the BM25 view by `bm25` and keeps only the vectors `keep`
+    /// says; the old view's documents are deleted as it drops.
+    pub(super) fn rebuilt(&mut self, bm25: Bm25Index, keep: impl Fn(u64) -> bool) {
+        self.vectors.retain(keep);
+        self.bm25 = bm25;
+    }
+
+    /// Phase texts may quote what a purge erased: derived again when asked.
+    pub(super) fn forget_phase_documents(&mut self) {
+        *self.phase_documents.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()) = PhaseDocuments::default();
+    }
+
+    /// The documents of the completed phases of `tracker`, those completed,
+    /// recompressed or redacted since the last ask derived now.
+    pub fn phase_documents(&self, tracker: &PhaseTracker, embedder: &dyn Embedder) -> MutexGuard<'_, PhaseDocuments> {
+        let mut documents = self.phase_documents.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        documents.refresh(tracker, &self.bm25, embedder);
+        documents
+    }
+}
+
+/// What a phase is searched by, derived from its text.
+#[derive(Debug, Clone)]
+pub struct PhaseDocument {
+    /// What the text was derived from.
+    version: PhaseVersion,
+    pub text: String,
+    /// Its distinct terms as the BM25 text field's analyzer makes them,
+    /// sorted.
+    pub terms: Vec<String>,
+    pub vector: Vec<f32>,
+}
+
+/// A phase's completion, how many events made it (a `phase_compressed`
+/// adds one), and whether a purge redacted it: its text changes with these.
+type PhaseVersion = (Option<u64>, usize, bool);
+
+/// Every completed phase's document, by phase id: derived, never saved.
+#[derive(Debug, Clone, Default)]
+pub struct PhaseDocuments(HashMap<String, PhaseDocument>);
+
+impl PhaseDocuments {
+    pub fn get(&self, phase_id: &str) -> Option<&PhaseDocument> {
+        self.0.get(phase_id)
+    }
+
+    /// Derives the documents of phases completed, recompressed or redacted
+    /// since the last refresh.
+    fn refresh(&mut self, tracker: &PhaseTracker, bm25: &Bm25Index, embedder: &dyn Embedder) {
+        let stale: Vec<(String, String, PhaseVersion)> = tracker
+            .phases()
+            .iter()
+            .chain(tracker.shared_phases())
+            .filter(|phase| phase.is_completed())
+            .filter(|phase| self.0.get(&phase.phase_id).is_none_or(|document| document.version != version(phase)))
+            .filter_map(|phase| Some((phase.phase_id.clone(), phase_text(phase)?, version(phase))))
+            .collect();
+        for (phase_id, text, version) in stale {
+            let terms = bm25.text_terms(&text);
+            let vector = embedder.embed(embedded_text(&text));
+            self.0.insert(phase_id, PhaseDocument { version, text, terms, vector });
+        }
+    }
+}
+
+/// A phase's searchable text: what it was, and what it found.
+fn phase_text(phase: &Phase) -> Option<String> {
+    let findings = phase.levels.as_ref()?.text(PhaseLevel::Findings)?;
+    let mut text = format!("Phase {} ({})", phase.name, phase.agent);
+    if let Some(goal) = &phase.goal {
+        text.push_str(&format!(", goal: {goal}"));
+    }
+    if let Some(outcome) = &phase.outcome {
+        text.push_str(&format!(", outcome: {outcome}"));
+    }
+    text.push_str(".\n");
+    text.push_str(findings);
+    Some(text)
+}
+
+fn version(phase: &Phase) -> PhaseVersion {
+    (phase.completed_seq, phase.provenance.len(), phase.redacted)
+}
