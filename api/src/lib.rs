@@ -14,6 +14,8 @@
 //! - [`context`]: budgeted context and phases.
 //! - [`consolidation`]: consolidation runs, contradictions, purges.
 //! - [`handoffs`]: handoffs as their recipients read and acknowledge them.
+//! - [`search`]: the one search request, from the caller's input to what
+//!   the memory searches with (modes, filters, retrieval weights).
 //! - [`routes`]: the HTTP route table, by type; [`openapi`]: the OpenAPI
 //!   document and the JSON Schema of every body, generated from it.
 //!
@@ -30,5 +32,6 @@ pub mod memory;
 pub mod openapi;
 pub mod params;
 pub mod routes;
+pub mod search;
 
 pub use error::{ErrorBody, ErrorDetail};

@@ -9,7 +9,9 @@
 //! `mneme-api`, so that the fuzz target `fuzz/fuzz_targets/query_params.rs`
 //! links it with only `mneme-events` and serde beside it.
 
-use mneme_events::{EventKind, PHASE_SEARCH_KIND, Scope, Timestamp};
+use mneme_events::{Scope, Timestamp};
+
+use crate::search::{Fusion, SearchInput, SearchMode, WeightOverrides};
 use serde::{Deserialize, Serialize};
 
 /// Most hits a search returns.
@@ -33,7 +35,7 @@ pub const MAX_EVENTS_PER_REQUEST: usize = 10_000;
 /// acknowledge): actix-web's own default, now refused with a JSON error.
 pub const MAX_COMMAND_BODY_BYTES: usize = 256 * 1024;
 
-const DEFAULT_K: usize = 10;
+pub(crate) const DEFAULT_K: usize = 10;
 const DEFAULT_HOPS: usize = 2;
 const DEFAULT_EVENTS_PAGE: usize = 1000;
 const DEFAULT_ITEMS_PAGE: usize = 50;
@@ -44,10 +46,6 @@ pub const MAX_ITEMS_PAGE: usize = 500;
 /// `mneme_projections::ItemState`, which a unit test keeps in step), and
 /// `pinned`, which is a flag beside the state.
 pub const ITEM_STATES: [&str; 6] = ["active", "archived", "decayed", "forgotten", "merged", "purged"];
-
-/// The names `mode` accepts; the binary parses them into
-/// `mneme_projections::SearchMode`, which a unit test keeps in step.
-pub const SEARCH_MODES: [&str; 4] = ["bm25", "vector", "graph", "hybrid"];
 
 /// Why a request's parameters were refused. Every variant names the
 /// parameter at fault (`field`); the over-limit ones name the limit too.
@@ -140,7 +138,7 @@ impl ParameterError {
         Some(ParameterError::UnknownField { field, expected })
     }
 
-    fn invalid(field: &'static str, message: impl Into<String>) -> ParameterError {
+    pub(crate) fn invalid(field: &'static str, message: impl Into<String>) -> ParameterError {
         ParameterError::Invalid { field, message: message.into() }
     }
 }
@@ -175,15 +173,6 @@ pub fn comma_separated(text: Option<&str>) -> Vec<String> {
 fn timestamp_parameter(field: &'static str, text: Option<&str>) -> Result<Option<Timestamp>, ParameterError> {
     text.map(|text| text.parse::<Timestamp>().map_err(|error| ParameterError::invalid(field, error.message)))
         .transpose()
-}
-
-fn weight_parameter(field: &'static str, value: Option<f32>) -> Result<Option<f32>, ParameterError> {
-    match value {
-        Some(value) if !value.is_finite() || value < 0.0 => {
-            Err(ParameterError::invalid(field, format!("{field} must be a number of zero or more, got {value}")))
-        }
-        value => Ok(value),
-    }
 }
 
 /// The query string of a route that takes no parameters: any parameter is
@@ -230,105 +219,47 @@ pub struct SearchParams {
     pub min_system_seq: Option<u64>,
 }
 
-/// The retrieval weights a request sets, each checked (a number of zero or
-/// more); what it leaves out stays the swarm's (`[retrieval]` in
-/// `swarm.toml`, `RetrievalWeights` in the projections).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct WeightOverrides {
-    pub rrf_k: Option<f32>,
-    pub bm25: Option<f32>,
-    pub vector: Option<f32>,
-    pub graph: Option<f32>,
-    pub recency: Option<f32>,
-    pub usage: Option<f32>,
-    /// `score` or `rrf`.
-    pub fusion: Option<&'static str>,
-}
-
-/// A search with every parameter checked and defaulted.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckedSearch {
-    pub query: String,
-    pub k: usize,
-    /// One of [`SEARCH_MODES`].
-    pub mode: &'static str,
-    pub kinds: Vec<String>,
-    pub since: Option<Timestamp>,
-    pub until: Option<Timestamp>,
-    pub scopes: Vec<Scope>,
-    pub entity: Option<String>,
-    pub correlation_id: Option<String>,
-    pub weights: WeightOverrides,
-    pub explain: bool,
-}
-
 impl SearchParams {
-    /// The search this request asks for, with every parameter checked.
-    pub fn check(&self) -> Result<CheckedSearch, ParameterError> {
-        check_query_text(&self.q)?;
-        let k = self.k.unwrap_or(DEFAULT_K);
-        check_between("k", k, MAX_K)?;
-        let mode = match &self.mode {
-            Some(mode) => SEARCH_MODES.iter().find(|known| *known == mode).copied().ok_or_else(|| {
-                ParameterError::invalid(
-                    "mode",
-                    format!("unknown search mode {}; expected bm25, vector, graph or hybrid", quote(mode)),
-                )
-            })?,
-            None => "hybrid",
-        };
-        let kinds = comma_separated(self.kind.as_deref());
-        if let Some(unknown) =
-            kinds.iter().find(|kind| !EventKind::NAMES.contains(&kind.as_str()) && kind.as_str() != PHASE_SEARCH_KIND)
-        {
-            return Err(ParameterError::invalid(
-                "kind",
-                format!("unknown kind {}; expected event kinds, or {PHASE_SEARCH_KIND:?} alone", quote(unknown)),
-            ));
-        }
-        if kinds.len() > 1 && kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
-            return Err(ParameterError::invalid(
-                "kind",
-                format!("{PHASE_SEARCH_KIND:?} searches completed phases and cannot be combined with item kinds"),
-            ));
-        }
+    /// What this request asks for, typed: names (mode, fusion, scopes,
+    /// times) parsed, everything else checked once by
+    /// [`SearchInput::check`] with the swarm's weights.
+    pub fn input(&self) -> Result<SearchInput, ParameterError> {
+        let mode = self
+            .mode
+            .as_deref()
+            .map(|mode| mode.parse::<SearchMode>().map_err(|message| ParameterError::invalid("mode", message)))
+            .transpose()?;
         let scopes = comma_separated(self.scope.as_deref())
             .iter()
             .map(|scope| scope.parse::<Scope>().map_err(|error| ParameterError::invalid("scope", error.message)))
             .collect::<Result<Vec<_>, _>>()?;
-        let since = timestamp_parameter("since", self.since.as_deref())?;
-        let until = timestamp_parameter("until", self.until.as_deref())?;
-        let weights = WeightOverrides {
-            rrf_k: weight_parameter("rrf_k", self.rrf_k)?,
-            bm25: weight_parameter("bm25_weight", self.bm25_weight)?,
-            vector: weight_parameter("vector_weight", self.vector_weight)?,
-            graph: weight_parameter("graph_weight", self.graph_weight)?,
-            recency: weight_parameter("recency_weight", self.recency_weight)?,
-            usage: weight_parameter("usage_weight", self.usage_weight)?,
-            fusion: match self.fusion.as_deref() {
-                None => None,
-                Some("score") => Some("score"),
-                Some("rrf") => Some("rrf"),
-                Some(other) => {
-                    return Err(ParameterError::invalid(
-                        "fusion",
-                        format!("unknown fusion {}; expected score or rrf", quote(other)),
-                    ));
-                }
-            },
-        };
-        Ok(CheckedSearch {
+        let fusion = self
+            .fusion
+            .as_deref()
+            .map(|fusion| fusion.parse::<Fusion>().map_err(|message| ParameterError::invalid("fusion", message)))
+            .transpose()?;
+        Ok(SearchInput {
             query: self.q.clone(),
-            k,
+            k: self.k,
             mode,
-            kinds,
-            since,
-            until,
+            kinds: comma_separated(self.kind.as_deref()),
+            since: timestamp_parameter("since", self.since.as_deref())?,
+            until: timestamp_parameter("until", self.until.as_deref())?,
             scopes,
             entity: self.entity.clone(),
             correlation_id: self.correlation_id.clone(),
-            weights,
+            weights: WeightOverrides {
+                rrf_k: self.rrf_k,
+                bm25: self.bm25_weight,
+                vector: self.vector_weight,
+                graph: self.graph_weight,
+                recency: self.recency_weight,
+                usage: self.usage_weight,
+                fusion,
+            },
             explain: self.explain,
+            min_seq: self.min_seq,
+            min_system_seq: self.min_system_seq,
         })
     }
 }
@@ -735,14 +666,15 @@ impl ContextBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::{RetrievalWeights, SearchRequest};
 
     /// Parses a query string exactly as the HTTP routes' extractor does.
     fn parsed<T: serde::de::DeserializeOwned>(query_string: &str) -> T {
         serde_urlencoded::from_str::<T>(query_string).expect("parses")
     }
 
-    fn search(query_string: &str) -> Result<CheckedSearch, ParameterError> {
-        parsed::<SearchParams>(query_string).check()
+    fn search(query_string: &str) -> Result<SearchRequest, ParameterError> {
+        parsed::<SearchParams>(query_string).input()?.check(&RetrievalWeights::default())
     }
 
     #[test]
@@ -756,7 +688,7 @@ mod tests {
     #[test]
     fn search_defaults_and_limits() {
         let checked = search("q=rotate+keys").unwrap();
-        assert_eq!((checked.k, checked.mode, checked.weights), (10, "hybrid", WeightOverrides::default()));
+        assert_eq!((checked.k, checked.mode, checked.weights), (10, SearchMode::Hybrid, RetrievalWeights::default()));
         assert_eq!(search("q=a&k=1000").unwrap().k, MAX_K);
         let over = search("q=a&k=1001").unwrap_err();
         assert_eq!(over, ParameterError::OutOfRange { field: "k", value: 1001, max: MAX_K });
@@ -770,7 +702,7 @@ mod tests {
     fn search_refuses_unknown_names_and_bad_weights() {
         assert_eq!(search("q=a&mode=fuzzy").unwrap_err().field(), "mode");
         assert_eq!(search("q=a&kind=message_recorded,nope").unwrap_err().field(), "kind");
-        assert_eq!(search("q=a&kind=phase").unwrap().kinds, ["phase"]);
+        assert_eq!(search("q=a&kind=phase").unwrap().filters.kinds, ["phase"]);
         let mixed = search("q=a&kind=phase,decision_made").unwrap_err();
         assert_eq!(mixed.field(), "kind");
         assert!(mixed.to_string().contains("cannot be combined"), "{mixed}");
@@ -779,10 +711,11 @@ mod tests {
         assert_eq!(search("q=a&bm25_weight=-1").unwrap_err().field(), "bm25_weight");
         assert_eq!(search("q=a&rrf_k=NaN").unwrap_err().field(), "rrf_k");
         assert_eq!(search("q=a&usage_weight=inf").unwrap_err().field(), "usage_weight");
-        let checked = search("q=a&mode=bm25&kind=+fact_asserted+,&scope=shared&vector_weight=0.5").unwrap();
+        assert_eq!(search("q=a&fusion=mean").unwrap_err().field(), "fusion");
+        let checked = search("q=a&mode=bm25&kind=+fact_asserted+,&scope=shared&vector_weight=0.5&fusion=rrf").unwrap();
         assert_eq!(
-            (checked.mode, checked.kinds, checked.weights.vector, checked.weights.bm25),
-            ("bm25", vec!["fact_asserted".into()], Some(0.5), None)
+            (checked.mode, checked.filters.kinds, checked.weights.vector, checked.weights.bm25, checked.weights.fusion),
+            (SearchMode::Bm25, vec!["fact_asserted".into()], 0.5, 1.0, Fusion::Rrf)
         );
     }
 

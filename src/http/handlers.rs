@@ -139,7 +139,7 @@ pub(super) async fn agent_provenance(service: State, path: AgentIdPath, params: 
 
 pub(super) async fn search(service: State, path: AgentPath, params: web::Query<SearchParams>) -> Answer {
     let (swarm, agent) = path.into_inner();
-    ok(service.search(&swarm, &agent, &params).await?)
+    ok(service.search(&swarm, &agent, &params.input()?).await?)
 }
 
 pub(super) async fn graph(service: State, path: AgentPath, params: web::Query<GraphParams>) -> Answer {

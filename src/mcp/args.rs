@@ -3,33 +3,9 @@
 
 use mneme_api::context::PhaseAnswer;
 use mneme_api::memory::ItemAnswer;
+use mneme_api::search::SearchMode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-/// How a search finds memories.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SearchMode {
-    /// Full text, meaning and the fact graph, fused (the default).
-    Hybrid,
-    /// Full text (BM25): the query's words.
-    Bm25,
-    /// Meaning: the embedding model's nearest memories.
-    Vector,
-    /// The fact graph around the entities the query names.
-    Graph,
-}
-
-impl SearchMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SearchMode::Hybrid => "hybrid",
-            SearchMode::Bm25 => "bm25",
-            SearchMode::Vector => "vector",
-            SearchMode::Graph => "graph",
-        }
-    }
-}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -29,9 +29,8 @@ use mneme_api::context::ContextAnswer;
 use mneme_api::handoffs::{Acknowledged, HandoffsAnswer};
 use mneme_api::log::AgentProvenance;
 use mneme_api::memory::{GraphAnswer, SearchAnswer};
-use mneme_api::params::{
-    ContextBody, GraphParams, PhaseParams, ProvenanceParams, SearchParams, SignalsBody, TimelineParams,
-};
+use mneme_api::params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SignalsBody, TimelineParams};
+use mneme_api::search::SearchInput;
 use mneme_events::{Event, EventKind, HandoffSent, MemoryCited, MemoryForgotten, MemoryPinned, MemoryUnpinned};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -171,30 +170,16 @@ impl MemoryTools {
     ) -> Answer {
         let who = self.identity(&context)?;
         let args = valid!(args);
-        let params = SearchParams {
-            q: args.query,
+        let input = SearchInput {
             k: args.limit,
-            mode: args.mode.map(|mode| mode.as_str().to_string()),
-            kind: (!args.kinds.is_empty()).then(|| args.kinds.join(",")),
-            since: None,
-            until: None,
-            scope: None,
-            entity: None,
+            mode: args.mode,
+            kinds: args.kinds,
             correlation_id: args.task,
-            explain: false,
-            rrf_k: None,
-            bm25_weight: None,
-            vector_weight: None,
-            graph_weight: None,
-            recency_weight: None,
-            usage_weight: None,
-            fusion: None,
-            min_seq: None,
-            min_system_seq: None,
+            ..SearchInput::new(args.query)
         };
         outcome(
             async {
-                let answer = self.service.search(&who.swarm, &who.agent, &params).await.map_err(|error| {
+                let answer = self.service.search(&who.swarm, &who.agent, &input).await.map_err(|error| {
                     // Named as this tool's arguments are, not as the API's.
                     [("k", "limit"), ("q", "query"), ("kind", "kinds"), ("correlation_id", "task")]
                         .iter()

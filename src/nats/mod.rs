@@ -128,7 +128,7 @@ pub async fn answer(service: &Service, swarm: &str, request: &QueryRequest) -> R
     let agent = request.agent.as_str();
     mneme_events::validate_name(agent).map_err(|error| ApiError::bad_parameter("agent", error.message))?;
     match request.verb.as_str() {
-        "search" => json(service.search(swarm, agent, &body_of::<SearchParams>(&request.body)?).await),
+        "search" => json(service.search(swarm, agent, &body_of::<SearchParams>(&request.body)?.input()?).await),
         "context" => json(service.context(swarm, agent, body_of::<ContextBody>(&request.body)?).await),
         "graph" => json(service.graph(swarm, agent, &body_of::<GraphParams>(&request.body)?).await),
         "provenance" => {

@@ -8,23 +8,24 @@ use mneme_api::memory::{
     Digest, GraphAnswer, GraphEdge, GraphNode, Hit, ItemAnswer, ItemStates, ListedItem, ReplayAnswer, RetrieverRank,
     SearchAnswer,
 };
-use mneme_api::params::{GraphParams, ItemsParams, ReplayParams, SearchParams, check_item_id, quote};
+use mneme_api::params::{GraphParams, ItemsParams, ReplayParams, check_item_id, quote};
+use mneme_api::search::SearchInput;
 use mneme_projections::graph::{Edge, GraphQuery, Node};
-use mneme_projections::{ItemPage, ItemState, RetrievalWeights, SearchFilters, SearchHit, SearchMode, SearchRequest};
+use mneme_projections::{ItemPage, ItemState, SearchHit, SearchMode, SearchRequest};
 
 use super::log::provenance_refs;
 use super::{ApiError, Service, ask};
 
 impl Service {
     /// A search of the agent's memory: bm25, vector, graph or hybrid.
-    pub async fn search(&self, swarm: &str, agent: &str, params: &SearchParams) -> Result<SearchAnswer, ApiError> {
+    pub async fn search(&self, swarm: &str, agent: &str, input: &SearchInput) -> Result<SearchAnswer, ApiError> {
         let runtime = self.swarm(swarm)?;
-        let request = search_request(params, &runtime.config.retrieval)?;
-        let handle = runtime.agent_handle(agent, params.min_seq).await?;
+        let request = input.check(&runtime.config.retrieval)?;
+        let handle = runtime.agent_handle(agent, input.min_seq).await?;
         let explain = request.explain;
         let mode = request.mode;
         let k = request.k;
-        let system = self.system_memory(swarm, params.min_system_seq).await?;
+        let system = self.system_memory(swarm, input.min_system_seq).await?;
         // The two memories answer at once, each on its own worker.
         let system_request = SearchRequest { k: system_slots(k), ..request.clone() };
         let system_search = async {
@@ -219,36 +220,6 @@ impl Service {
     }
 }
 
-/// The search a request asks for, with every parameter checked; weights it
-/// leaves out are the swarm's.
-fn search_request(params: &SearchParams, defaults: &RetrievalWeights) -> Result<SearchRequest, ApiError> {
-    let checked = params.check()?;
-    let mode = checked.mode.parse::<SearchMode>().map_err(|message| ApiError::bad_parameter("mode", message))?;
-    let filters = SearchFilters {
-        kinds: checked.kinds,
-        since: checked.since,
-        until: checked.until,
-        scopes: checked.scopes,
-        entity: checked.entity,
-        correlation_id: checked.correlation_id,
-    };
-    let overrides = checked.weights;
-    let weights = RetrievalWeights {
-        rrf_k: overrides.rrf_k.unwrap_or(defaults.rrf_k),
-        bm25: overrides.bm25.unwrap_or(defaults.bm25),
-        vector: overrides.vector.unwrap_or(defaults.vector),
-        graph: overrides.graph.unwrap_or(defaults.graph),
-        recency: overrides.recency.unwrap_or(defaults.recency),
-        usage: overrides.usage.unwrap_or(defaults.usage),
-        fusion: match overrides.fusion {
-            Some(fusion) => fusion.parse().map_err(|message| ApiError::bad_parameter("fusion", message))?,
-            None => defaults.fusion,
-        },
-        ..*defaults
-    };
-    Ok(SearchRequest { query: checked.query, k: checked.k, mode, filters, weights, explain: checked.explain })
-}
-
 fn wire_hit(hit: &SearchHit, explain: bool) -> Hit {
     let explain = explain.then(|| {
         hit.explain
@@ -302,21 +273,6 @@ fn system_slots(k: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use mneme_api::params::SEARCH_MODES;
-    use mneme_projections::SearchMode;
-
-    /// The parameter check knows the modes by name; this keeps its list in
-    /// step with the projections' enum.
-    #[test]
-    fn every_search_mode_name_parses_and_round_trips() {
-        for name in SEARCH_MODES {
-            assert_eq!(name.parse::<SearchMode>().map(SearchMode::as_str), Ok(name));
-        }
-        for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
-            assert!(SEARCH_MODES.contains(&mode.as_str()), "{} is missing from SEARCH_MODES", mode.as_str());
-        }
-    }
-
     /// `?state=` is checked by name; this keeps the names in step with the
     /// projections' states.
     #[test]

@@ -15,7 +15,6 @@ mod related;
 
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
-use std::str::FromStr;
 
 use mneme_events::{PHASE_SEARCH_KIND, Scope, Timestamp};
 
@@ -29,6 +28,7 @@ use crate::memory::{AgentMemory, resolve_entity};
 use crate::superseded::{Supersessions, supersessions};
 pub use analysis::{AnswerKind, QueryAnalysis, TimeAnchor, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
+pub use mneme_api::search::{Fusion, RetrievalWeights, SearchFilters, SearchMode, SearchRequest};
 use mneme_index::embed::embedded_text;
 use mneme_index::vector::VectorIndex;
 use phases::search_phases;
@@ -42,193 +42,6 @@ const CANDIDATES_PER_HIT: usize = 2;
 const MIN_CANDIDATES: usize = 20;
 /// Hops from the query's entities that graph retrieval looks.
 const GRAPH_HOPS: usize = 2;
-
-/// Which retrievers answer a search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SearchMode {
-    Bm25,
-    Vector,
-    Graph,
-    /// All three, fused by reciprocal rank.
-    #[default]
-    Hybrid,
-}
-
-impl SearchMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SearchMode::Bm25 => "bm25",
-            SearchMode::Vector => "vector",
-            SearchMode::Graph => "graph",
-            SearchMode::Hybrid => "hybrid",
-        }
-    }
-}
-
-impl FromStr for SearchMode {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "bm25" => Ok(SearchMode::Bm25),
-            "vector" => Ok(SearchMode::Vector),
-            "graph" => Ok(SearchMode::Graph),
-            "hybrid" => Ok(SearchMode::Hybrid),
-            other => Err(format!("unknown search mode {other:?}; expected bm25, vector, graph or hybrid")),
-        }
-    }
-}
-
-/// Conditions every hit must meet. Empty means no condition.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SearchFilters {
-    /// Only items of these kinds (wire names).
-    pub kinds: Vec<String>,
-    /// Only items whose event time is at or after this.
-    pub since: Option<Timestamp>,
-    /// Only items whose event time is before this.
-    pub until: Option<Timestamp>,
-    pub scopes: Vec<Scope>,
-    /// Only items linked in the fact graph to this entity (id or name).
-    pub entity: Option<String>,
-    pub correlation_id: Option<String>,
-}
-
-/// Weights of the fused rankings: the one type of them. `swarm.toml`'s
-/// `[retrieval]` section is this (`rrf_k`, `bm25_weight`, `vector_weight`,
-/// `graph_weight`, `recency_weight`, `usage_weight`; what it leaves out is
-/// the default), and a search request may override each weight.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(default, deny_unknown_fields)]
-pub struct RetrievalWeights {
-    /// The `k` of reciprocal rank fusion: `score = sum(weight / (k + rank))`.
-    pub rrf_k: f32,
-    /// Weight of full-text (BM25) retrieval in hybrid search.
-    #[serde(rename = "bm25_weight")]
-    pub bm25: f32,
-    /// Weight of vector (embedding) retrieval in hybrid search.
-    #[serde(rename = "vector_weight")]
-    pub vector: f32,
-    /// Weight of fact-graph retrieval in hybrid search.
-    #[serde(rename = "graph_weight")]
-    pub graph: f32,
-    /// Weight of the recency prior, fused like a fourth retriever that ranks
-    /// candidates newest first.
-    #[serde(rename = "recency_weight")]
-    pub recency: f32,
-    /// Weight of the usage prior: candidates that were cited more than
-    /// ignored (and retrieved often) ranked by how useful they proved.
-    #[serde(rename = "usage_weight")]
-    pub usage: f32,
-    /// How the retrievers' candidates are fused: by normalised scores or
-    /// by reciprocal rank (see `fusion.rs`).
-    pub fusion: Fusion,
-    /// The share of the turn before it that a conversation turn's BM25 and
-    /// vector scores carry (score fusion only; 0 turns it off).
-    pub context_share: f32,
-    /// What an item inside the time the question names gains (score fusion
-    /// only; the best BM25 or vector score counts 1).
-    pub time_weight: f32,
-    /// What an item of the kind the question asks for gains ("what was
-    /// decided": decisions), in the same units.
-    pub kind_weight: f32,
-    /// What an item that holds an identifier or path the question names,
-    /// exactly, gains (`rotate_signing_keys` in a long traceback, whose BM25
-    /// score its length keeps low), in the same units.
-    pub identifier_weight: f32,
-    /// What an item said by a person the question names gains ("which
-    /// hobbies has Maria picked up": Maria's messages), in the same units.
-    pub speaker_weight: f32,
-    /// What an item holding the rare words of the best hits gains at most
-    /// (score fusion only; see `expansion_ranking`).
-    pub expansion_weight: f32,
-    /// What the messages of a conversation session gain, at most, by the
-    /// best fused score among them: the session that holds the best answer
-    /// holds its neighbours (score fusion only; see `session_boost`). Off
-    /// by default: +0.005 and -0.005 on two seeds of the conversational
-    /// eval, -0.007 on SWE (BENCHMARKS.md, issue 21).
-    pub session_weight: f32,
-    /// What share of its score the briefest message keeps: a message of
-    /// fewer than eight words that are not stop words keeps this much plus
-    /// its share of the rest (1 turns it off).
-    pub brevity_floor: f32,
-}
-
-impl Default for RetrievalWeights {
-    fn default() -> Self {
-        RetrievalWeights {
-            rrf_k: 60.0,
-            bm25: 1.0,
-            vector: 1.0,
-            graph: 1.0,
-            recency: 0.25,
-            usage: 0.25,
-            fusion: Fusion::Score,
-            context_share: 0.5,
-            time_weight: 0.3,
-            kind_weight: 1.0,
-            speaker_weight: 0.3,
-            identifier_weight: 1.0,
-            brevity_floor: 0.5,
-            expansion_weight: 0.5,
-            session_weight: 0.0,
-        }
-    }
-}
-
-/// How hybrid search fuses its retrievers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Fusion {
-    /// Normalised scores, weighted and added.
-    #[default]
-    Score,
-    /// Reciprocal rank fusion.
-    Rrf,
-}
-
-impl FromStr for Fusion {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "score" => Ok(Fusion::Score),
-            "rrf" => Ok(Fusion::Rrf),
-            other => Err(format!("unknown fusion {other:?}; expected score or rrf")),
-        }
-    }
-}
-
-/// A search.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchRequest {
-    pub query: String,
-    pub k: usize,
-    pub mode: SearchMode,
-    pub filters: SearchFilters,
-    pub weights: RetrievalWeights,
-    /// Report each retriever's rank and score per hit.
-    pub explain: bool,
-}
-
-impl SearchRequest {
-    /// A hybrid search with default weights and no filters.
-    pub fn new(query: impl Into<String>, k: usize) -> SearchRequest {
-        SearchRequest {
-            query: query.into(),
-            k,
-            mode: SearchMode::default(),
-            filters: SearchFilters::default(),
-            weights: RetrievalWeights::default(),
-            explain: false,
-        }
-    }
-
-    pub fn with_mode(mut self, mode: SearchMode) -> SearchRequest {
-        self.mode = mode;
-        self
-    }
-}
 
 /// Where one retriever ranked a hit.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -337,7 +150,7 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
     // what she said in June, or by what her friend said).
     let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
     if let Some(range) = in_time {
-        let filters = request.filters.narrowed_to(range);
+        let filters = narrowed_to(&request.filters, range);
         let accept_in_time = |seq: u64| accepts(memory, seq, &filters, entity_items.as_ref());
         let keywords = &analysis.keywords;
         let (more_bm25, more_vector) = focused(
@@ -672,13 +485,11 @@ fn item_passes(item: &MemoryItem, filters: &SearchFilters) -> bool {
         && filters.correlation_id.as_ref().is_none_or(|wanted| item.correlation_id.as_ref() == Some(wanted))
 }
 
-impl SearchFilters {
-    /// These filters, and only items of `range` too.
-    fn narrowed_to(&self, range: TimeRange) -> SearchFilters {
-        let since = self.since.map_or(range.since, |since| since.max(range.since));
-        let until = self.until.map_or(range.until, |until| until.min(range.until));
-        SearchFilters { since: Some(since), until: Some(until), ..self.clone() }
-    }
+/// `filters`, and only items of `range` too.
+fn narrowed_to(filters: &SearchFilters, range: TimeRange) -> SearchFilters {
+    let since = filters.since.map_or(range.since, |since| since.max(range.since));
+    let until = filters.until.map_or(range.until, |until| until.min(range.until));
+    SearchFilters { since: Some(since), until: Some(until), ..filters.clone() }
 }
 
 /// Adds `more`'s candidates that `ranking` lacks, keeping it best first.
