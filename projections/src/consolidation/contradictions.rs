@@ -66,13 +66,18 @@ pub fn contradiction_id(rule: &str, a: &str, b: &str) -> String {
     format!("contradiction-{:032x}", u128::from_be_bytes(bytes))
 }
 
+/// A contradiction found between two items: the older's seq, the newer's,
+/// the rule and the reason.
+type Finding = (u64, u64, &'static str, String);
+
 pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Vec<ContradictionVerdict> {
-    let mut verdicts = Vec::new();
     let live = |seq: u64| view.item_at(seq).filter(|item| is_live(item));
-    let report = |verdicts: &mut Vec<ContradictionVerdict>, older: u64, newer: u64, rule, reason: String| {
-        let (Some(a), Some(b)) = (live(older), live(newer)) else { return };
+    let findings = fact_contradictions(view, policy).into_iter().chain(decision_contradictions(view));
+    let mut verdicts = Vec::new();
+    for (older, newer, rule, reason) in findings {
+        let (Some(a), Some(b)) = (live(older), live(newer)) else { continue };
         if view.reported_pairs.contains(&ordered_pair(&a.item_id, &b.item_id)) {
-            return;
+            continue;
         }
         verdicts.push(ContradictionVerdict {
             contradiction_id: contradiction_id(rule, &a.item_id, &b.item_id),
@@ -81,7 +86,18 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
             rule,
             reason,
         });
-    };
+    }
+    // One verdict per pair, whichever rule found it first.
+    let mut seen = std::collections::BTreeSet::new();
+    verdicts.retain(|verdict| seen.insert(ordered_pair(&verdict.a, &verdict.b)));
+    verdicts
+}
+
+/// Facts of one subject and base predicate (negation stripped) that hold
+/// at the same time and cannot: one negates the other, or a single-valued
+/// predicate holds two objects.
+fn fact_contradictions(view: &ConsolidationView, policy: &ConsolidationPolicy) -> Vec<Finding> {
+    let live = |seq: u64| view.item_at(seq).filter(|item| is_live(item));
     // `is_located_in` and `located_in` are one predicate (they share a
     // base); it is single-valued only if neither spelling is multi-valued.
     let single_valued = |fact: &FactView| {
@@ -97,12 +113,12 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
             objects_explicitly_negate(&older.object, &newer.object)
         }
     };
-    // Facts, grouped by subject and base predicate (negation stripped).
     let mut groups: BTreeMap<(String, String), Vec<(&FactView, bool)>> = BTreeMap::new();
     for fact in view.facts.iter().filter(|fact| live(fact.seq).is_some()) {
         let (base, negated) = predicate_polarity(&fact.predicate);
         groups.entry((fact.subject.clone(), base)).or_default().push((fact, negated));
     }
+    let mut findings = Vec::new();
     for ((subject, base), facts) in &groups {
         for (position, &(newer, newer_negated)) in facts.iter().enumerate() {
             let earlier = facts[..position].iter().rev().take(MAX_COMPARISONS_PER_FACT);
@@ -120,7 +136,7 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
                         quoted(&newer.object),
                         subject = quoted(subject),
                     );
-                    report(&mut verdicts, older.seq, newer.seq, "negated_fact", reason);
+                    findings.push((older.seq, newer.seq, "negated_fact", reason));
                 } else if older_negated == newer_negated && objects_contradict(older, newer) {
                     let reason = format!(
                         "{} {}: {:?} negates {:?} at the same time",
@@ -129,7 +145,7 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
                         quoted(&newer.object),
                         quoted(&older.object)
                     );
-                    report(&mut verdicts, older.seq, newer.seq, "negated_fact", reason);
+                    findings.push((older.seq, newer.seq, "negated_fact", reason));
                 } else if !same_object
                     && !older_negated
                     && !newer_negated
@@ -143,12 +159,19 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
                         quoted(&older.object),
                         quoted(&newer.object)
                     );
-                    report(&mut verdicts, older.seq, newer.seq, "single_valued_fact", reason);
+                    findings.push((older.seq, newer.seq, "single_valued_fact", reason));
                 }
             }
         }
     }
-    // Decisions: active ones on the same question with different choices.
+    findings
+}
+
+/// Active decisions on the same question with different choices, neither
+/// superseding nor refining the other.
+fn decision_contradictions(view: &ConsolidationView) -> Vec<Finding> {
+    let live = |seq: u64| view.item_at(seq).filter(|item| is_live(item));
+    let mut findings = Vec::new();
     let active: Vec<_> = view
         .decisions
         .iter()
@@ -169,13 +192,10 @@ pub fn contradiction_verdicts(view: &ConsolidationView, policy: &ConsolidationPo
                 quoted(&older.choice),
                 quoted(&newer.choice)
             );
-            report(&mut verdicts, older.seq, newer.seq, "decision_reversed", reason);
+            findings.push((older.seq, newer.seq, "decision_reversed", reason));
         }
     }
-    // One verdict per pair, whichever rule found it first.
-    let mut seen = std::collections::BTreeSet::new();
-    verdicts.retain(|verdict| seen.insert(ordered_pair(&verdict.a, &verdict.b)));
-    verdicts
+    findings
 }
 
 /// Contradictions between near duplicates that say the same but for a

@@ -119,174 +119,34 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
     }
     let entity_items = items_of_entity_filter(memory, &request.filters);
     let accept = |seq: u64| accepts(memory, seq, &request.filters, entity_items.as_ref());
-    let candidates = (request.k * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
-    let use_bm25 = matches!(request.mode, SearchMode::Bm25 | SearchMode::Hybrid);
-    let use_vector = matches!(request.mode, SearchMode::Vector | SearchMode::Hybrid);
-    let use_graph = matches!(request.mode, SearchMode::Graph | SearchMode::Hybrid);
-    let query_vector = (use_vector || use_graph).then(|| memory.config().embedder.embed(embedded_text(&request.query)));
-    let mut bm25 = if use_bm25 {
-        bm25_ranking(memory, &analysis.keywords, &request.filters, candidates, &accept, false)?
-    } else {
-        Vec::new()
-    };
-    let mut vector = match &query_vector {
-        Some(query_vector) if use_vector => {
-            vector_ranking(memory, query_vector, candidates, &request.filters, &accept, false)
-        }
-        _ => Vec::new(),
-    };
-    let graph = if use_graph {
-        let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
-        let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
-        graph_ranking(memory, request, seeds, &accept)
-    } else {
-        Vec::new()
-    };
+    let found = Candidates::gather(memory, request, &analysis, entity_items.as_ref(), &accept)?;
     let weights = request.weights;
-    let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
-    // The time the question names, and the people it names who speak
-    // in this memory: their own candidates join the others (boosts,
-    // not filters: "the hobby she took up in May" may be answered by
-    // what she said in June, or by what her friend said).
-    let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
-    if let Some(range) = in_time {
-        let filters = narrowed_to(&request.filters, range);
-        let accept_in_time = |seq: u64| accepts(memory, seq, &filters, entity_items.as_ref());
-        let keywords = &analysis.keywords;
-        let (more_bm25, more_vector) = focused(
-            memory,
-            keywords,
-            query_vector.as_deref().filter(|_| use_vector),
-            &filters,
-            candidates,
-            &accept_in_time,
-            false,
-        )?;
-        merge_ranking(&mut bm25, more_bm25);
-        merge_ranking(&mut vector, more_vector);
-    }
-    let speakers: Vec<&str> = if score_fusion && weights.speaker_weight > 0.0 {
-        let found = |name: &str| {
-            bm25.iter().chain(&vector).any(|(_, seq)| memory.items().get(*seq).is_some_and(|item| said_by(item, name)))
-        };
-        analysis.names.iter().map(String::as_str).filter(|name| found(name)).collect()
-    } else {
-        Vec::new()
-    };
-    if !speakers.is_empty() {
-        let accept_said = |seq: u64| {
-            accept(seq) && memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
-        };
-        let keywords = &analysis.keywords;
-        let (more_bm25, more_vector) = focused(
-            memory,
-            keywords,
-            query_vector.as_deref().filter(|_| use_vector),
-            &request.filters,
-            candidates,
-            &accept_said,
-            true,
-        )?;
-        merge_ranking(&mut bm25, more_bm25);
-        merge_ranking(&mut vector, more_vector);
-    }
-    let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
-        expansion_ranking(memory, &analysis.keywords, [&bm25, &vector], &request.filters, candidates, &accept)?
-    } else {
-        Vec::new()
-    };
     let fused = match request.mode {
-        SearchMode::Bm25 => single(vec![("bm25", 1.0, bm25)]),
-        SearchMode::Vector => single(vec![("vector", 1.0, vector)]),
-        SearchMode::Graph => single(vec![("graph", 1.0, graph)]),
+        SearchMode::Bm25 => single(vec![("bm25", 1.0, found.bm25)]),
+        SearchMode::Vector => single(vec![("vector", 1.0, found.vector)]),
+        SearchMode::Graph => single(vec![("graph", 1.0, found.graph)]),
         SearchMode::Hybrid => {
-            let usage = if weights.usage > 0.0 { usage_ranking(memory, [&bm25, &vector, &graph]) } else { Vec::new() };
+            let usage = if weights.usage > 0.0 {
+                usage_ranking(memory, [&found.bm25, &found.vector, &found.graph])
+            } else {
+                Vec::new()
+            };
             match weights.fusion {
                 Fusion::Rrf => fuse(
                     vec![
-                        ("bm25", weights.bm25, bm25),
-                        ("vector", weights.vector, vector),
-                        ("graph", weights.graph, graph),
+                        ("bm25", weights.bm25, found.bm25),
+                        ("vector", weights.vector, found.vector),
+                        ("graph", weights.graph, found.graph),
                         ("usage", weights.usage, usage),
                     ],
                     weights.recency,
                     weights.rrf_k,
                 ),
-                Fusion::Score => {
-                    let query_vector = query_vector.as_deref().unwrap_or(&[]);
-                    let found: Vec<u64> = [&bm25, &vector, &graph, &expansion]
-                        .iter()
-                        .flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq))
-                        .collect();
-                    let previous = if weights.context_share > 0.0 {
-                        conversation_neighbours(memory, &found, &accept)
-                    } else {
-                        SeqMap::default()
-                    };
-                    let cosine =
-                        cosines(memory, query_vector, found.iter().chain(previous.keys()).chain(previous.values()));
-                    let mut boosts = Vec::new();
-                    let all: SeqSet = cosine.keys().chain(found.iter()).copied().collect();
-                    // The candidates whose item passes `test`.
-                    let members = |test: &dyn Fn(&MemoryItem) -> bool| -> SeqSet {
-                        all.iter().copied().filter(|seq| memory.items().get(*seq).is_some_and(test)).collect()
-                    };
-                    if let Some(range) = in_time {
-                        boosts.push(("time", weights.time_weight, members(&|item| range.contains(item.ts))));
-                    }
-                    if !speakers.is_empty() {
-                        let said = members(&|item| speakers.iter().any(|name| said_by(item, name)));
-                        boosts.push(("speaker", weights.speaker_weight, said));
-                    }
-                    if !analysis.identifiers.is_empty() && weights.identifier_weight > 0.0 {
-                        let holding = members(&|item| holds_identifier(item, &analysis.identifiers));
-                        boosts.push(("identifier", weights.identifier_weight, holding));
-                    }
-                    if let Some(wants) = analysis.wants.filter(|_| weights.kind_weight > 0.0) {
-                        boosts.push(("kind", weights.kind_weight, members(&|item| answers_as(item, wants))));
-                    }
-                    let keeps: SeqMap<f32> = if weights.brevity_floor < 1.0 {
-                        all.iter()
-                            .filter_map(|seq| {
-                                let item = memory.items().get(*seq).filter(|item| item.kind == MESSAGE_KIND)?;
-                                let words = content_words(item.text.body(), BRIEF_MESSAGE_WORDS);
-                                (words < BRIEF_MESSAGE_WORDS).then(|| {
-                                    let floor = weights.brevity_floor;
-                                    (*seq, floor + (1.0 - floor) * words as f32 / BRIEF_MESSAGE_WORDS as f32)
-                                })
-                            })
-                            .collect()
-                    } else {
-                        SeqMap::default()
-                    };
-                    let ages: SeqMap<f32> = all
-                        .iter()
-                        .filter_map(|seq| {
-                            let item = memory.items().get(*seq)?;
-                            let nanos = now.unix_nanos().saturating_sub(item.ts.unix_nanos());
-                            Some((*seq, nanos as f32 / NANOS_PER_DAY))
-                        })
-                        .collect();
-                    fuse_scores(ScoreInputs {
-                        bm25: (weights.bm25, &bm25),
-                        bm25_best_possible: memory.indexes().bm25().best_possible_score(&analysis.keywords),
-                        vector: (weights.vector, &vector),
-                        graph: (weights.graph, &graph),
-                        expansion: (weights.expansion_weight, &expansion),
-                        cosine: &cosine,
-                        previous: &previous,
-                        context_share: weights.context_share,
-                        usage: (weights.usage, &usage),
-                        recency: weights.recency,
-                        ages: &ages,
-                        boosts,
-                        keeps: &keeps,
-                    })
-                }
+                Fusion::Score => fuse_by_score(memory, &weights, &analysis, &found, &usage, now, &accept),
             }
         }
     };
-    let fused = if score_fusion && weights.session_weight > 0.0 {
+    let fused = if found.score_fusion && weights.session_weight > 0.0 {
         session_boost(memory, fused, weights.session_weight, &accept)
     } else {
         fused
@@ -301,6 +161,181 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
             hit(memory, seq, score, explain, &supersessions)
         })
         .collect())
+}
+
+/// What the retrievers found for a question, before fusion.
+struct Candidates<'q> {
+    bm25: Ranking,
+    vector: Ranking,
+    graph: Ranking,
+    expansion: Ranking,
+    query_vector: Option<Vec<f32>>,
+    /// Whether the hits are fused by score (hybrid): the boosts and the
+    /// extra passes apply only then.
+    score_fusion: bool,
+    /// The time the question names, when it lifts what falls in it.
+    in_time: Option<TimeRange>,
+    /// The people the question names who speak in this memory.
+    speakers: Vec<&'q str>,
+}
+
+impl<'q> Candidates<'q> {
+    /// Asks the request's retrievers, then, under score fusion, the extra
+    /// passes over the time and the people the question names (their own
+    /// candidates join the others: boosts, not filters; "the hobby she took
+    /// up in May" may be answered by what she said in June, or by what her
+    /// friend said) and the expansion by the best hits' rare words.
+    fn gather(
+        memory: &AgentMemory,
+        request: &SearchRequest,
+        analysis: &'q QueryAnalysis,
+        entity_items: Option<&SeqSet>,
+        accept: &dyn Fn(u64) -> bool,
+    ) -> Result<Candidates<'q>, ProjectionError> {
+        let candidates = (request.k * CANDIDATES_PER_HIT).max(MIN_CANDIDATES);
+        let use_bm25 = matches!(request.mode, SearchMode::Bm25 | SearchMode::Hybrid);
+        let use_vector = matches!(request.mode, SearchMode::Vector | SearchMode::Hybrid);
+        let use_graph = matches!(request.mode, SearchMode::Graph | SearchMode::Hybrid);
+        let query_vector =
+            (use_vector || use_graph).then(|| memory.config().embedder.embed(embedded_text(&request.query)));
+        let mut bm25 = if use_bm25 {
+            bm25_ranking(memory, &analysis.keywords, &request.filters, candidates, accept, false)?
+        } else {
+            Vec::new()
+        };
+        let mut vector = match &query_vector {
+            Some(query_vector) if use_vector => {
+                vector_ranking(memory, query_vector, candidates, &request.filters, accept, false)
+            }
+            _ => Vec::new(),
+        };
+        let graph = if use_graph {
+            let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
+            let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
+            graph_ranking(memory, request, seeds, accept)
+        } else {
+            Vec::new()
+        };
+        let weights = request.weights;
+        let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
+        let focused_vector = query_vector.as_deref().filter(|_| use_vector);
+        let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
+        if let Some(range) = in_time {
+            let filters = narrowed_to(&request.filters, range);
+            let accept_in_time = |seq: u64| accepts(memory, seq, &filters, entity_items);
+            let (more_bm25, more_vector) =
+                focused(memory, &analysis.keywords, focused_vector, &filters, candidates, &accept_in_time, false)?;
+            merge_ranking(&mut bm25, more_bm25);
+            merge_ranking(&mut vector, more_vector);
+        }
+        let speakers: Vec<&str> = if score_fusion && weights.speaker_weight > 0.0 {
+            let found = |name: &str| {
+                bm25.iter()
+                    .chain(&vector)
+                    .any(|(_, seq)| memory.items().get(*seq).is_some_and(|item| said_by(item, name)))
+            };
+            analysis.names.iter().map(String::as_str).filter(|name| found(name)).collect()
+        } else {
+            Vec::new()
+        };
+        if !speakers.is_empty() {
+            let accept_said = |seq: u64| {
+                accept(seq)
+                    && memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
+            };
+            let (more_bm25, more_vector) =
+                focused(memory, &analysis.keywords, focused_vector, &request.filters, candidates, &accept_said, true)?;
+            merge_ranking(&mut bm25, more_bm25);
+            merge_ranking(&mut vector, more_vector);
+        }
+        let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
+            expansion_ranking(memory, &analysis.keywords, [&bm25, &vector], &request.filters, candidates, accept)?
+        } else {
+            Vec::new()
+        };
+        Ok(Candidates { bm25, vector, graph, expansion, query_vector, score_fusion, in_time, speakers })
+    }
+}
+
+/// Hybrid search's default fusion: each retriever's normalised scores,
+/// weighted and added (see `fusion.rs`), with the turn before each
+/// conversation turn, the boosts the question earns (its time, its people,
+/// the identifiers it names, the kind of answer it wants), brief messages
+/// kept down, and the priors of usage and recency.
+fn fuse_by_score(
+    memory: &AgentMemory,
+    weights: &RetrievalWeights,
+    analysis: &QueryAnalysis,
+    found: &Candidates<'_>,
+    usage: &Ranking,
+    now: Timestamp,
+    accept: &dyn Fn(u64) -> bool,
+) -> Vec<(f32, u64, Vec<RetrieverRank>)> {
+    let query_vector = found.query_vector.as_deref().unwrap_or(&[]);
+    let seqs: Vec<u64> = [&found.bm25, &found.vector, &found.graph, &found.expansion]
+        .iter()
+        .flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq))
+        .collect();
+    let previous =
+        if weights.context_share > 0.0 { conversation_neighbours(memory, &seqs, accept) } else { SeqMap::default() };
+    let cosine = cosines(memory, query_vector, seqs.iter().chain(previous.keys()).chain(previous.values()));
+    let mut boosts = Vec::new();
+    let all: SeqSet = cosine.keys().chain(seqs.iter()).copied().collect();
+    // The candidates whose item passes `test`.
+    let members = |test: &dyn Fn(&MemoryItem) -> bool| -> SeqSet {
+        all.iter().copied().filter(|seq| memory.items().get(*seq).is_some_and(test)).collect()
+    };
+    if let Some(range) = found.in_time {
+        boosts.push(("time", weights.time_weight, members(&|item| range.contains(item.ts))));
+    }
+    if !found.speakers.is_empty() {
+        let said = members(&|item| found.speakers.iter().any(|name| said_by(item, name)));
+        boosts.push(("speaker", weights.speaker_weight, said));
+    }
+    if !analysis.identifiers.is_empty() && weights.identifier_weight > 0.0 {
+        let holding = members(&|item| holds_identifier(item, &analysis.identifiers));
+        boosts.push(("identifier", weights.identifier_weight, holding));
+    }
+    if let Some(wants) = analysis.wants.filter(|_| weights.kind_weight > 0.0) {
+        boosts.push(("kind", weights.kind_weight, members(&|item| answers_as(item, wants))));
+    }
+    let keeps: SeqMap<f32> = if weights.brevity_floor < 1.0 {
+        all.iter()
+            .filter_map(|seq| {
+                let item = memory.items().get(*seq).filter(|item| item.kind == MESSAGE_KIND)?;
+                let words = content_words(item.text.body(), BRIEF_MESSAGE_WORDS);
+                (words < BRIEF_MESSAGE_WORDS).then(|| {
+                    let floor = weights.brevity_floor;
+                    (*seq, floor + (1.0 - floor) * words as f32 / BRIEF_MESSAGE_WORDS as f32)
+                })
+            })
+            .collect()
+    } else {
+        SeqMap::default()
+    };
+    let ages: SeqMap<f32> = all
+        .iter()
+        .filter_map(|seq| {
+            let item = memory.items().get(*seq)?;
+            let nanos = now.unix_nanos().saturating_sub(item.ts.unix_nanos());
+            Some((*seq, nanos as f32 / NANOS_PER_DAY))
+        })
+        .collect();
+    fuse_scores(ScoreInputs {
+        bm25: (weights.bm25, &found.bm25),
+        bm25_best_possible: memory.indexes().bm25().best_possible_score(&analysis.keywords),
+        vector: (weights.vector, &found.vector),
+        graph: (weights.graph, &found.graph),
+        expansion: (weights.expansion_weight, &found.expansion),
+        cosine: &cosine,
+        previous: &previous,
+        context_share: weights.context_share,
+        usage: (weights.usage, usage),
+        recency: weights.recency,
+        ages: &ages,
+        boosts,
+        keeps: &keeps,
+    })
 }
 
 /// The time on the anchor's side of the event it names: the item BM25

@@ -34,6 +34,15 @@ use crate::error::ProjectionError;
 use crate::item::{ItemState, ItemText, MemoryItem, ProvenanceRef};
 use crate::phases::{PhaseRecord, PhaseTrackerRecord};
 
+/// A vector: (seq, scale, 8-bit values, binary code).
+type VectorRecord = (u64, f32, Vec<i8>, Vec<u64>);
+/// An open contradiction: (id, a, b, reason, seq, event id).
+type ContradictionRecord = (String, String, String, String, u64, u128);
+/// A settled contradiction: (id, a, b, resolution code, seq, event id).
+type ResolvedRecord = (String, String, String, u8, u64, u128);
+/// A handoff's bundle as sent: (handoff id, seq, bundle, task item seqs).
+type SentBundleRecord = (u128, u64, HandoffBundle, Vec<u64>);
+
 /// The bulk of a memory chunk: one section of it.
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
 enum MemoryChunk {
@@ -41,7 +50,7 @@ enum MemoryChunk {
     /// (seq, scale, 8-bit values, binary code) in seq order: the vector
     /// index as it was, read back without embedding, quantizing or
     /// rotating anything again.
-    Vectors(Vec<(u64, f32, Vec<i8>, Vec<u64>)>),
+    Vectors(Vec<VectorRecord>),
     /// (event id, seq, content fingerprint).
     Seen(Vec<(u128, u64, u64)>),
     /// Phases in index order.
@@ -70,13 +79,13 @@ struct MemorySnapshot {
     working: Vec<WorkingRecord>,
     phases: PhaseTrackerRecord,
     /// Open contradictions: (id, a, b, reason, seq, event id).
-    open_contradictions: Vec<(String, String, String, String, u64, u128)>,
+    open_contradictions: Vec<ContradictionRecord>,
     /// Resolved contradictions: (id, a, b, resolution, seq, event id).
-    resolved_contradictions: Vec<(String, String, String, u8, u64, u128)>,
+    resolved_contradictions: Vec<ResolvedRecord>,
     handoffs: Vec<HandoffSnapshotRecord>,
     /// Bundles of the handoffs this agent sent: (handoff id, its seq,
     /// bundle, the seqs of the task items it was assembled from).
-    sent_bundles: Vec<(u128, u64, HandoffBundle, Vec<u64>)>,
+    sent_bundles: Vec<SentBundleRecord>,
     /// Core memory (see `core.rs`).
     core: crate::core::CoreState,
     /// Where the memory's documents are in a text index on disk, and their

@@ -104,7 +104,18 @@ impl AgentMemory {
             };
             written.push((*part, bytes));
         }
-        let head = MemorySnapshot {
+        let head = self.head(&parts)?;
+        let mut head_bytes = Vec::new();
+        append_section(&mut head_bytes, "head", &head)?;
+        Ok(SnapshotDelta { checkpoint: self.checkpoint, head: head_bytes, written, parts })
+    }
+
+    /// The head: the configuration the memory was shaped by, its
+    /// checkpoint, the parts it consists of, and what is not kept in
+    /// chunks (working tier, phases' head, contradictions, handoffs, core
+    /// memory, the text index's statistics).
+    fn head(&self, parts: &[SnapshotPart]) -> Result<MemorySnapshot, ProjectionError> {
+        Ok(MemorySnapshot {
             format: SNAPSHOT_FORMAT,
             swarm: self.swarm.clone(),
             agent: self.agent.clone(),
@@ -178,10 +189,7 @@ impl AgentMemory {
                 code_tokens: saved.code_tokens,
                 document_frequency: saved.document_frequency,
             }),
-        };
-        let mut head_bytes = Vec::new();
-        append_section(&mut head_bytes, "head", &head)?;
-        Ok(SnapshotDelta { checkpoint: self.checkpoint, head: head_bytes, written, parts })
+        })
     }
 
     /// One chunk's bytes, but the graph's: its records in sections of about
