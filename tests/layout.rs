@@ -60,6 +60,38 @@ fn the_service_layer_and_the_nats_transport_do_not_know_http() {
     }
 }
 
+/// The typed HTTP client is `mneme::client`, not part of the command line:
+/// the MCP stdio relay and the tools speak HTTP through it, and nothing
+/// outside `src/cli/` reaches into the CLI's verbs, except the `mneme`
+/// binary, which only calls `cli::main`.
+#[test]
+fn nothing_outside_the_cli_imports_from_it() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("src"), &mut files);
+    rust_files(&repo_root().join("tools"), &mut files);
+    let cli = repo_root().join("src/cli");
+    let binary = repo_root().join("src/main.rs");
+    let outside: Vec<&PathBuf> = files.iter().filter(|path| !path.starts_with(&cli) && **path != binary).collect();
+    assert!(outside.len() > 40, "found only {} files outside src/cli", outside.len());
+    for path in outside {
+        let text = std::fs::read_to_string(path).unwrap();
+        let code: Vec<&str> = text.lines().filter(|line| !line.trim_start().starts_with("//")).collect();
+        for cli_path in ["crate::cli", "mneme::cli", "super::cli"] {
+            let uses = code.iter().find(|line| names_path(line, cli_path));
+            assert!(uses.is_none(), "{} uses {cli_path}: {uses:?}", path.display());
+        }
+    }
+}
+
+/// Whether `line` names the module path `path` itself (`crate::cli`,
+/// `crate::cli::x`), not one it is the start of (`crate::client`).
+fn names_path(line: &str, path: &str) -> bool {
+    line.match_indices(path).any(|(at, _)| {
+        let next = line[at + path.len()..].chars().next();
+        !next.is_some_and(|next| next.is_alphanumeric() || next == '_')
+    })
+}
+
 /// The crates' floors, as ARCHITECTURE.md's code map lays them out: each
 /// crate depends only on the Mneme crates below it, so no import can run
 /// back up (`index` knows no event, `projections` no log, `api` no memory,

@@ -1,11 +1,11 @@
-//! Command-line verbs that talk to a running `mneme serve` over HTTP.
+//! Command-line verbs that talk to a running `mneme serve` over HTTP,
+//! through [`crate::client`].
 
 use std::io::Read;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use mneme_api::ErrorBody;
 use mneme_api::context::{ContextAnswer, PhaseAnswer, PhaseHeading, PhasesAnswer};
 use mneme_api::handoffs::{AcknowledgeBody, Acknowledged, HandoffDelivery, HandoffsAnswer};
 use mneme_api::log::{AcceptedEvents, EventsPage, LogEntry, SwarmProvenance};
@@ -13,108 +13,13 @@ use mneme_api::memory::{GraphAnswer, ReplayAnswer, SearchAnswer};
 use mneme_api::params::{ContextBody, SignalsBody};
 use serde_json::Value;
 
-/// Query-string encoding for the few characters that matter in a query.
-pub fn encode(text: &str) -> String {
-    let mut encoded = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => encoded.push(byte as char),
-            _ => encoded.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    encoded
-}
-
-/// The API token every request of this process sends (`--token` or
-/// `MNEME_TOKEN`), set once at start-up.
-static API_TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-pub fn use_api_token(token: Option<String>) {
-    if let Some(token) = token.filter(|token| !token.is_empty()) {
-        let _ = API_TOKEN.set(token);
-    }
-}
-
-pub(crate) fn authorized(request: ureq::Request) -> ureq::Request {
-    match API_TOKEN.get() {
-        Some(token) => request.set("authorization", &format!("Bearer {token}")),
-        None => request,
-    }
-}
-
-/// Sends a request and reads the answer as the wire type `T`; an error
-/// response becomes an error naming its code, field and message.
-pub fn call_as<T: serde::de::DeserializeOwned>(request: ureq::Request, body: Option<&str>) -> anyhow::Result<T> {
-    let url = request.url().to_string();
-    let value = call(request, body)?;
-    serde_json::from_value(value).with_context(|| format!("reading the answer of {url}"))
-}
-
-/// The longest a call waits, in all, on a server that answers 429 before
-/// it gives up and reports the refusal.
-const MOST_RETRY_WAIT: Duration = Duration::from_secs(600);
-
-/// Sends a request and returns the JSON body; an error response becomes an
-/// error naming its code, field and message. A 429 (a publish quota, or
-/// too many queries in flight) is retried after the server's `Retry-After`.
-fn call(request: ureq::Request, body: Option<&str>) -> anyhow::Result<Value> {
-    let url = request.url().to_string();
-    let request = authorized(request);
-    let mut waited = Duration::ZERO;
-    loop {
-        let response = match body {
-            Some(body) => request.clone().set("content-type", "application/json").send_string(body),
-            None => request.clone().call(),
-        };
-        match response {
-            Ok(response) => {
-                return response.into_json().with_context(|| format!("reading the response of {url}"));
-            }
-            Err(ureq::Error::Status(429, response)) if waited < MOST_RETRY_WAIT => {
-                let after = response.header("retry-after").and_then(|secs| secs.trim().parse::<u64>().ok());
-                let after = Duration::from_secs(after.unwrap_or(1).clamp(1, 60));
-                std::thread::sleep(after);
-                waited += after;
-            }
-            Err(error) => return Err(describe_error(&url, error)),
-        }
-    }
-}
-
-fn describe_error(url: &str, error: ureq::Error) -> anyhow::Error {
-    match error {
-        ureq::Error::Status(status, response) => {
-            let text = response.into_string().unwrap_or_default();
-            match serde_json::from_str::<ErrorBody>(&text) {
-                Ok(ErrorBody { error }) => {
-                    let field = error.field.map(|field| format!(" (field {field})")).unwrap_or_default();
-                    anyhow::anyhow!("{url} answered {status}: {}: {}{field}", error.code, error.message)
-                }
-                // Not Mneme's answer (a proxy's page, a cut-off body).
-                Err(_) => anyhow::anyhow!("{url} answered {status}: {}", text.chars().take(200).collect::<String>()),
-            }
-        }
-        error => anyhow::Error::new(error).context(format!("calling {url} (is `mneme serve` running?)")),
-    }
-}
-
-pub(crate) fn agent_url(server: &str, swarm: &str, agent: &str, verb: &str) -> String {
-    format!("{}/v1/swarms/{swarm}/agents/{agent}/{verb}", server.trim_end_matches('/'))
-}
+use crate::client::{after, agent_url, call_as, encode, query_string};
 
 /// How a read verb reads: after which seq, and printed as JSON or text.
 #[derive(Debug, Clone, Copy)]
 pub struct ReadAs {
     pub min_seq: Option<u64>,
     pub json: bool,
-}
-
-/// A read that waits until the memory has applied the log up to `min_seq`.
-pub(crate) fn after(request: ureq::Request, min_seq: Option<u64>) -> ureq::Request {
-    match min_seq {
-        Some(seq) => request.query("min_seq", &seq.to_string()),
-        None => request,
-    }
 }
 
 /// Events of a file as (where, raw JSON) pairs: a JSON document holding one
@@ -176,11 +81,6 @@ pub fn publish(server: &str, file: &str, batch: usize, json: bool) -> anyhow::Re
     }
     out!("published {accepted} events ({duplicates} already on the log); last seq {last_seq}");
     Ok(ExitCode::SUCCESS)
-}
-
-/// The seqs of a provenance, as a list to print.
-fn query_string(parameters: &[(&str, String)]) -> String {
-    parameters.iter().map(|(name, value)| format!("{name}={}", encode(value))).collect::<Vec<_>>().join("&")
 }
 
 pub fn search(
@@ -589,26 +489,19 @@ pub fn handoffs(
     if let Some(seq) = min_seq {
         url.push_str(&format!("&min_seq={seq}"));
     }
-    // ureq's agents have no read timeout unless given one: the stream may
-    // stay quiet for hours.
-    let request = authorized(ureq::AgentBuilder::new().build().get(&url).set("accept", "text/event-stream"));
-    let response = request.call().map_err(|error| describe_error(&url, error))?;
-    let reader = std::io::BufReader::new(response.into_reader());
-    for line in std::io::BufRead::lines(reader) {
-        let line = line.with_context(|| format!("reading the handoff stream of {url}"))?;
-        let Some(data) = line.strip_prefix("data: ") else { continue };
+    for data in crate::client::event_stream(&url)? {
+        let data = data.with_context(|| format!("reading the handoff stream of {url}"))?;
         if json {
             out!("{data}");
         } else {
             let handoff: HandoffDelivery =
-                serde_json::from_str(data).with_context(|| format!("a handoff from {url}"))?;
+                serde_json::from_str(&data).with_context(|| format!("a handoff from {url}"))?;
             out!("{}", crate::render::handoff_line(&handoff));
         }
     }
     bail!("the handoff stream of {url} ended; is `mneme serve` still running?")
 }
 
-/// One line per handoff: id, status, sender, task, summary, bundle size.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -622,10 +515,5 @@ mod tests {
         let lines = "{\"id\": 1}\n\n{\"id\": 2}\n";
         let events = events_of_file(lines);
         assert_eq!(events.iter().map(|(place, _)| place.as_str()).collect::<Vec<_>>(), ["line 1", "line 3"]);
-    }
-
-    #[test]
-    fn query_text_is_percent_encoded() {
-        assert_eq!(encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
     }
 }

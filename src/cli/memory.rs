@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use mneme_api::agent_memory::{CoreMemoryAnswer, CoreUpdateBody, CoreUpdated, NoteBody, TimelineAnswer, Written};
 
-use super::client::{agent_url, call_as, encode};
+use crate::client::{after, agent_url, call_as, encode};
 
 /// Prints core memory, or with `block` replaces that block first.
 pub fn core(
@@ -26,7 +26,7 @@ pub fn core(
             }
             updated.core
         }
-        None => call_as::<CoreMemoryAnswer>(super::client::after(ureq::get(&url), min_seq), None)?,
+        None => call_as::<CoreMemoryAnswer>(after(ureq::get(&url), min_seq), None)?,
     };
     if json {
         out!("{}", serde_json::to_string(&core)?);

@@ -1,7 +1,7 @@
 //! The `mneme` command line: one verb a variant of [`Command`], each
 //! dispatched to the server, a client call over HTTP, or an offline tool.
 
-pub mod client;
+mod client;
 mod consolidation;
 mod memory;
 mod offline;
@@ -506,7 +506,7 @@ pub fn main() -> ExitCode {
         // Colour codes only for a person at a terminal, not in log files.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    client::use_api_token(cli.token);
+    crate::client::use_api_token(cli.token);
     match run(cli.command, cli.json) {
         Ok(code) => code,
         Err(error) => {
