@@ -1,8 +1,8 @@
 //! The `mneme` command line: one verb a variant of [`Command`], each
 //! dispatched to the server, a client call over HTTP, or an offline tool.
 
-mod client;
 mod consolidation;
+mod log;
 mod memory;
 mod offline;
 
@@ -137,7 +137,7 @@ enum Command {
         #[arg(long, default_value_t = 8000)]
         budget: usize,
         #[command(flatten)]
-        signals: client::SignalArgs,
+        signals: memory::SignalArgs,
         #[command(flatten)]
         read: ReadArgs,
         #[command(flatten)]
@@ -216,7 +216,7 @@ enum Command {
         #[arg(long)]
         since: Option<String>,
         #[arg(long, value_enum, default_value = "table")]
-        format: client::AuditFormat,
+        format: log::AuditFormat,
         #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
         swarm: String,
         #[command(flatten)]
@@ -556,7 +556,7 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             // ends: the snapshots are written, leave without waiting for it.
             std::process::exit(0);
         }
-        Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch, json),
+        Command::Publish { file, batch, server } => log::publish(&server.server, &file, batch, json),
         Command::Search {
             target,
             query,
@@ -581,14 +581,14 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             if explain {
                 parameters.push(("explain", "true".to_string()));
             }
-            client::search(&server.server, &target.swarm, &target.agent, &parameters, explain, json)
+            memory::search(&server.server, &target.swarm, &target.agent, &parameters, explain, json)
         }
         Command::Graph { target, entity, hops, relations, as_of, read, server } => {
             let mut parameters = vec![("entity", entity), ("hops", hops.to_string())];
             parameters.extend(read.min_seq.map(|seq| ("min_seq", seq.to_string())));
             parameters.extend(relations.map(|relations| ("relations", relations)));
             parameters.extend(as_of.map(|as_of| ("as_of", as_of)));
-            client::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
+            memory::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
         }
         Command::Schema { which: SchemaKind::ConfigReference } => {
             print!("{}", crate::config_reference::markdown());
@@ -601,19 +601,19 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
         Command::Distill(args) => crate::model::run_distill(&args),
         Command::Context { target, query, budget, signals, read, server } => {
             let (server, swarm, agent) = (&server.server, &target.swarm, &target.agent);
-            client::context(
+            memory::context(
                 server,
                 swarm,
                 agent,
                 &query,
                 budget,
                 &signals,
-                client::ReadAs { min_seq: read.min_seq, json },
+                memory::ReadAs { min_seq: read.min_seq, json },
             )
         }
         Command::Phase { target, phase_id, level, read, server } => {
             let (server, swarm, agent) = (&server.server, &target.swarm, &target.agent);
-            client::phase(server, swarm, agent, phase_id.as_deref(), &level, read.min_seq, json)
+            memory::phase(server, swarm, agent, phase_id.as_deref(), &level, read.min_seq, json)
         }
         Command::Core { target, block, content, read, server } => {
             memory::core(&server.server, &target.swarm, &target.agent, block.zip(content), read.min_seq, json)
@@ -626,20 +626,20 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
         Command::Timeline { target, since_seq, since, limit, server } => {
             memory::timeline(&server.server, &target.swarm, &target.agent, since_seq, since.as_deref(), limit, json)
         }
-        Command::Handoffs { target, follow, ack, note, read, server } => client::handoffs(
+        Command::Handoffs { target, follow, ack, note, read, server } => memory::handoffs(
             &server.server,
             &target.swarm,
             &target.agent,
             follow,
             ack.as_deref(),
             note.as_deref(),
-            client::ReadAs { min_seq: read.min_seq, json },
+            memory::ReadAs { min_seq: read.min_seq, json },
         ),
         Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
             Some(data_dir) => {
                 actix::System::new().block_on(offline::tail(&data_dir, &swarm, agent.as_deref(), from_seq, follow))
             }
-            None => client::tail(&server.server, &swarm, agent.as_deref(), from_seq, follow),
+            None => log::tail(&server.server, &swarm, agent.as_deref(), from_seq, follow),
         },
         Command::Erase { swarm, data_dir, config } => {
             let mut swarm_config = load_config_file(config.as_deref()).context("loading the swarm configuration")?;
@@ -655,13 +655,13 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
                 swarm_config.log.data_dir = data_dir;
                 actix::System::new().block_on(offline::replay(&swarm_config, &target.agent, verify, json))
             }
-            None => client::replay(&server.server, &target.swarm, &target.agent, verify, read.min_seq, json),
+            None => memory::replay(&server.server, &target.swarm, &target.agent, verify, read.min_seq, json),
         },
         Command::Audit { item_id, agent, since, format, swarm, read, server } => {
             // --json is the JSON-lines format.
-            let format = if json { client::AuditFormat::Jsonl } else { format };
+            let format = if json { log::AuditFormat::Jsonl } else { format };
             let (item_id, agent, since) = (item_id.as_deref(), agent.as_deref(), since.as_deref());
-            client::audit(&server.server, &swarm, item_id, agent, since, format, read.min_seq)
+            log::audit(&server.server, &swarm, item_id, agent, since, format, read.min_seq)
         }
         Command::Consolidate { dry_run, agent, swarm, server } => {
             consolidation::consolidate(&server.server, &swarm, agent.as_deref(), dry_run, json)
