@@ -8,8 +8,10 @@
 //! - [`nats`]: the same queries over NATS request/reply.
 //! - [`server`]: `mneme serve`: opens the log, starts the actors, runs the
 //!   transports until its shutdown future resolves.
-//! - [`cli`]: the `mneme` verbs; [`cli::client`] speaks HTTP with the wire
-//!   types of `mneme-api`.
+//! - [`client`]: the typed HTTP client of the wire contract (the wire types
+//!   of `mneme-api`), used by the CLI verbs, the MCP stdio relay and the
+//!   tools.
+//! - [`cli`]: the `mneme` verbs.
 //! - [`model`]: embedding models on the binary's side; [`progress`]: the
 //!   long verbs' progress bars, on a terminal only.
 
@@ -20,6 +22,7 @@ macro_rules! out {
 }
 
 pub mod cli;
+pub mod client;
 pub mod config_reference;
 pub mod http;
 pub mod mcp;

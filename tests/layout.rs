@@ -1,10 +1,17 @@
 //! The code's layout, as ARCHITECTURE.md states it, held to the tree:
-//! files are split by job long before 1,000 lines, and the service layer
-//! and the NATS transport know nothing of HTTP.
+//! files are split by job long before 1,000 lines and functions in `src/`
+//! long before 120, the service layer and the NATS transport know nothing
+//! of HTTP, and only the CLI imports from the CLI.
 
 use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 1000;
+
+/// The most lines a function of `src/` spans, from its `fn` to its closing
+/// brace (doc comments and attributes not counted; its comments and blank
+/// lines counted). The longest is `cli::run`, one arm a verb, at about a
+/// hundred: a function that does several jobs is split long before this.
+const MAX_FUNCTION_LINES: usize = 120;
 
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -58,6 +65,38 @@ fn the_service_layer_and_the_nats_transport_do_not_know_http() {
             }
         }
     }
+}
+
+/// The typed HTTP client is `mneme::client`, not part of the command line:
+/// the MCP stdio relay and the tools speak HTTP through it, and nothing
+/// outside `src/cli/` reaches into the CLI's verbs, except the `mneme`
+/// binary, which only calls `cli::main`.
+#[test]
+fn nothing_outside_the_cli_imports_from_it() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("src"), &mut files);
+    rust_files(&repo_root().join("tools"), &mut files);
+    let cli = repo_root().join("src/cli");
+    let binary = repo_root().join("src/main.rs");
+    let outside: Vec<&PathBuf> = files.iter().filter(|path| !path.starts_with(&cli) && **path != binary).collect();
+    assert!(outside.len() > 40, "found only {} files outside src/cli", outside.len());
+    for path in outside {
+        let text = std::fs::read_to_string(path).unwrap();
+        let code: Vec<&str> = text.lines().filter(|line| !line.trim_start().starts_with("//")).collect();
+        for cli_path in ["crate::cli", "mneme::cli", "super::cli"] {
+            let uses = code.iter().find(|line| names_path(line, cli_path));
+            assert!(uses.is_none(), "{} uses {cli_path}: {uses:?}", path.display());
+        }
+    }
+}
+
+/// Whether `line` names the module path `path` itself (`crate::cli`,
+/// `crate::cli::x`), not one it is the start of (`crate::client`).
+fn names_path(line: &str, path: &str) -> bool {
+    line.match_indices(path).any(|(at, _)| {
+        let next = line[at + path.len()..].chars().next();
+        !next.is_some_and(|next| next.is_alphanumeric() || next == '_')
+    })
 }
 
 /// The crates' floors, as ARCHITECTURE.md's code map lays them out: each
@@ -150,4 +189,202 @@ fn the_memory_is_extended_only_inside_its_module_and_its_state_is_private() {
             struct_body(&text, name).lines().skip(1).map(str::trim).filter(|line| line.starts_with("pub")).collect();
         assert!(public.is_empty(), "{name}'s fields are its own; read them through methods: {public:?}");
     }
+}
+
+#[test]
+fn no_function_in_src_spans_more_than_120_lines() {
+    let mut files = Vec::new();
+    rust_files(&repo_root().join("src"), &mut files);
+    let mut functions = 0;
+    let mut long = Vec::new();
+    for path in &files {
+        let code = code_only(&std::fs::read_to_string(path).unwrap());
+        for function in functions_of(&code) {
+            functions += 1;
+            if function.lines > MAX_FUNCTION_LINES {
+                let path = path.strip_prefix(repo_root()).unwrap().display();
+                long.push(format!("{path}:{} {} ({} lines)", function.line, function.name, function.lines));
+            }
+        }
+    }
+    assert!(functions > 300, "found only {functions} functions in src/: the scanner below is broken");
+    assert!(long.is_empty(), "split these by job: {long:?}");
+}
+
+/// The scanner counts what the compiler would: braces in strings,
+/// characters and comments are not code, lifetimes are not characters,
+/// a declaration without a body is no function, and tests are left out.
+#[test]
+fn the_function_scanner_reads_rust_as_the_compiler_does() {
+    let text = r##"
+/// fn documented() { in a doc comment }
+fn first<'a>(text: &'a str, bytes: [u8; 2]) -> &'a str {
+    let _ = ('{', '\'', "}}{", r#"}"{"#, b"{");
+    /* { /* } */ } */
+    text
+}
+
+trait Declared {
+    fn declared(&self);
+}
+
+fn second() {}
+
+#[cfg(test)]
+mod tests {
+    fn in_a_test() {
+    }
+}
+"##;
+    let found: Vec<(String, usize, usize)> = functions_of(&code_only(text))
+        .into_iter()
+        .map(|function| (function.name, function.line, function.lines))
+        .collect();
+    assert_eq!(found, [("first".to_string(), 3, 5), ("second".to_string(), 13, 1)]);
+}
+
+/// A function found in the source: its name, the line of its `fn`, and
+/// how many lines it spans to its closing brace.
+struct Function {
+    name: String,
+    line: usize,
+    lines: usize,
+}
+
+fn is_identifier(character: char) -> bool {
+    character.is_alphanumeric() || character == '_'
+}
+
+/// `text` with its comments and its string and character literals blanked
+/// out (their newlines kept): what is left of braces and `fn` is code.
+fn code_only(text: &str) -> Vec<char> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut code = chars.clone();
+    let mut at = 0;
+    while at < chars.len() {
+        let starts = |prefix: &str| prefix.chars().enumerate().all(|(index, c)| chars.get(at + index) == Some(&c));
+        let after_identifier = at > 0 && is_identifier(chars[at - 1]);
+        let end = if starts("//") {
+            (at..chars.len()).find(|&index| chars[index] == '\n').unwrap_or(chars.len())
+        } else if starts("/*") {
+            let (mut depth, mut index) = (0, at);
+            loop {
+                if chars.get(index..index + 2) == Some(&['/', '*']) {
+                    depth += 1;
+                    index += 2;
+                } else if chars.get(index..index + 2) == Some(&['*', '/']) {
+                    depth -= 1;
+                    index += 2;
+                    if depth == 0 {
+                        break index;
+                    }
+                } else if index >= chars.len() {
+                    break index;
+                } else {
+                    index += 1;
+                }
+            }
+        } else if let Some(end) = (!after_identifier).then(|| raw_string_end(&chars, at)).flatten() {
+            end
+        } else if chars[at] == '"' {
+            let mut index = at + 1;
+            while index < chars.len() && chars[index] != '"' {
+                index += if chars[index] == '\\' { 2 } else { 1 };
+            }
+            index + 1
+        } else if chars[at] == '\'' && chars.get(at + 1) == Some(&'\\') {
+            (at + 2..chars.len()).find(|&index| chars[index] == '\'').map_or(chars.len(), |index| index + 1)
+        } else if chars[at] == '\'' && chars.get(at + 2) == Some(&'\'') {
+            at + 3
+        } else {
+            // Code, or a lifetime's quote.
+            at += 1;
+            continue;
+        };
+        let end = end.min(chars.len());
+        for character in &mut code[at..end] {
+            if *character != '\n' {
+                *character = ' ';
+            }
+        }
+        at = end;
+    }
+    code
+}
+
+/// Where the raw string (`r"…"`, `r#"…"#`, `br"…"`) starting at `at` ends,
+/// if one starts there.
+fn raw_string_end(chars: &[char], at: usize) -> Option<usize> {
+    let r = if chars[at] == 'b' { at + 1 } else { at };
+    if chars.get(r) != Some(&'r') {
+        return None;
+    }
+    let hashes = chars[r + 1..].iter().take_while(|&&c| c == '#').count();
+    let quote = r + 1 + hashes;
+    if chars.get(quote) != Some(&'"') {
+        return None;
+    }
+    let closing: Vec<char> = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+    let end = (quote + 1..chars.len()).find(|&index| chars[index..].starts_with(&closing));
+    Some(end.map_or(chars.len(), |end| end + closing.len()))
+}
+
+/// Where the brace opened at `open` closes.
+fn closing_brace(code: &[char], open: usize) -> usize {
+    let mut depth = 0;
+    for (index, &character) in code.iter().enumerate().skip(open) {
+        match character {
+            '{' => depth += 1,
+            '}' if depth == 1 => return index,
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    code.len()
+}
+
+/// Every function with a body in `code` (as [`code_only`] leaves it),
+/// leaving out the modules marked `#[cfg(test)]`.
+fn functions_of(code: &[char]) -> Vec<Function> {
+    let text: String = code.iter().collect();
+    let line_of = |at: usize| code[..at].iter().filter(|&&c| c == '\n').count() + 1;
+    let mut tests = Vec::new();
+    for (at, _) in text.match_indices("#[cfg(test)]") {
+        let at = text[..at].chars().count();
+        let Some(open) = (at..code.len()).find(|&index| matches!(code[index], '{' | ';')) else { continue };
+        let between: String = code[at..open].iter().collect();
+        if code[open] == '{' && between.split_whitespace().any(|word| word == "mod") {
+            tests.push(at..closing_brace(code, open));
+        }
+    }
+    let mut functions = Vec::new();
+    for at in 0..code.len().saturating_sub(3) {
+        let keyword = code[at] == 'f' && code[at + 1] == 'n' && code[at + 2].is_whitespace();
+        if !keyword || (at > 0 && is_identifier(code[at - 1])) || tests.iter().any(|test| test.contains(&at)) {
+            continue;
+        }
+        let name_at = (at + 2..code.len()).find(|&index| !code[index].is_whitespace()).unwrap_or(code.len());
+        let name: String = code[name_at..].iter().take_while(|&&c| is_identifier(c)).collect();
+        if name.is_empty() {
+            continue;
+        }
+        let mut depth = 0i32;
+        let mut body = None;
+        for (index, &character) in code.iter().enumerate().skip(name_at) {
+            match character {
+                '(' | '[' => depth += 1,
+                ')' | ']' => depth -= 1,
+                '{' if depth == 0 => {
+                    body = Some(index);
+                    break;
+                }
+                ';' if depth == 0 => break,
+                _ => {}
+            }
+        }
+        let Some(open) = body else { continue };
+        let (line, last) = (line_of(at), line_of(closing_brace(code, open)));
+        functions.push(Function { name, line, lines: last - line + 1 });
+    }
+    functions
 }

@@ -7,12 +7,8 @@ use mneme_api::consolidation::{
     ConsolidationAnswer, ContradictionsAnswer, PurgeAnswer, PurgeBody, ResolveBody, Resolved,
 };
 
-use crate::cli::client::{call_as, encode};
+use crate::client::{call_as, encode, swarm_url};
 use crate::print_line;
-
-fn swarm_url(server: &str, swarm: &str, verb: &str) -> String {
-    format!("{}/v1/swarms/{swarm}/{verb}", server.trim_end_matches('/'))
-}
 
 pub fn consolidate(
     server: &str,

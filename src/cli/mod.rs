@@ -1,8 +1,8 @@
 //! The `mneme` command line: one verb a variant of [`Command`], each
 //! dispatched to the server, a client call over HTTP, or an offline tool.
 
-pub mod client;
 mod consolidation;
+mod log;
 mod memory;
 mod offline;
 
@@ -66,41 +66,7 @@ enum Command {
     /// Search an agent's memory. Hits a later event superseded (a newer
     /// decision, a retraction, the losing side of a resolved contradiction)
     /// are marked [superseded by ID].
-    Search {
-        #[command(flatten)]
-        target: AgentArgs,
-        query: String,
-        /// How many hits.
-        #[arg(long, default_value_t = 10)]
-        k: usize,
-        /// bm25 (words), vector (meaning: the embedding model), graph (the
-        /// fact graph around entities the query names), or hybrid: all
-        /// three, fused by weighted normalised scores (`[retrieval] fusion`,
-        /// or reciprocal rank with `fusion = "rrf"`).
-        #[arg(long, default_value = "hybrid", value_parser = ["hybrid", "bm25", "vector", "graph"])]
-        mode: String,
-        /// Only these kinds, comma-separated (e.g. `decision_made,fact_asserted`).
-        #[arg(long)]
-        kind: Option<String>,
-        /// Only items with event time at or after this RFC 3339 time.
-        #[arg(long)]
-        since: Option<String>,
-        /// Only items with event time before this RFC 3339 time.
-        #[arg(long)]
-        until: Option<String>,
-        /// Only items linked to this entity in the fact graph.
-        #[arg(long)]
-        entity: Option<String>,
-        #[arg(long)]
-        correlation_id: Option<String>,
-        /// Show each retriever's rank and score per hit.
-        #[arg(long)]
-        explain: bool,
-        #[command(flatten)]
-        read: ReadArgs,
-        #[command(flatten)]
-        server: ServerArgs,
-    },
+    Search(SearchArgs),
     /// The fact graph around an entity, with validity and provenance.
     Graph {
         #[command(flatten)]
@@ -137,7 +103,7 @@ enum Command {
         #[arg(long, default_value_t = 8000)]
         budget: usize,
         #[command(flatten)]
-        signals: client::SignalArgs,
+        signals: memory::SignalArgs,
         #[command(flatten)]
         read: ReadArgs,
         #[command(flatten)]
@@ -216,7 +182,7 @@ enum Command {
         #[arg(long)]
         since: Option<String>,
         #[arg(long, value_enum, default_value = "table")]
-        format: client::AuditFormat,
+        format: log::AuditFormat,
         #[arg(long, env = "MNEME_SWARM", default_value = "demo")]
         swarm: String,
         #[command(flatten)]
@@ -343,6 +309,61 @@ enum Command {
         #[command(flatten)]
         server: ServerArgs,
     },
+}
+
+/// The arguments of `mneme search`.
+#[derive(Args)]
+struct SearchArgs {
+    #[command(flatten)]
+    target: AgentArgs,
+    query: String,
+    /// How many hits.
+    #[arg(long, default_value_t = 10)]
+    k: usize,
+    /// bm25 (words), vector (meaning: the embedding model), graph (the
+    /// fact graph around entities the query names), or hybrid: all
+    /// three, fused by weighted normalised scores (`[retrieval] fusion`,
+    /// or reciprocal rank with `fusion = "rrf"`).
+    #[arg(long, default_value = "hybrid", value_parser = ["hybrid", "bm25", "vector", "graph"])]
+    mode: String,
+    /// Only these kinds, comma-separated (e.g. `decision_made,fact_asserted`).
+    #[arg(long)]
+    kind: Option<String>,
+    /// Only items with event time at or after this RFC 3339 time.
+    #[arg(long)]
+    since: Option<String>,
+    /// Only items with event time before this RFC 3339 time.
+    #[arg(long)]
+    until: Option<String>,
+    /// Only items linked to this entity in the fact graph.
+    #[arg(long)]
+    entity: Option<String>,
+    #[arg(long)]
+    correlation_id: Option<String>,
+    /// Show each retriever's rank and score per hit.
+    #[arg(long)]
+    explain: bool,
+    #[command(flatten)]
+    read: ReadArgs,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+impl SearchArgs {
+    /// The search's query string, as the route reads it.
+    fn parameters(&self) -> Vec<(&'static str, String)> {
+        let mut parameters = vec![("q", self.query.clone()), ("k", self.k.to_string()), ("mode", self.mode.clone())];
+        parameters.extend(self.read.min_seq.map(|seq| ("min_seq", seq.to_string())));
+        let optional = [("kind", &self.kind), ("since", &self.since), ("until", &self.until), ("entity", &self.entity)];
+        parameters.extend(optional.into_iter().filter_map(|(name, value)| value.clone().map(|value| (name, value))));
+        if let Some(correlation_id) = &self.correlation_id {
+            parameters.push(("correlation_id", correlation_id.clone()));
+        }
+        if self.explain {
+            parameters.push(("explain", "true".to_string()));
+        }
+        parameters
+    }
 }
 
 /// What `mneme schema` prints.
@@ -506,7 +527,7 @@ pub fn main() -> ExitCode {
         // Colour codes only for a person at a terminal, not in log files.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    client::use_api_token(cli.token);
+    crate::client::use_api_token(cli.token);
     match run(cli.command, cli.json) {
         Ok(code) => code,
         Err(error) => {
@@ -516,79 +537,26 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Runs one verb, each arm handing its arguments to the function that does it.
 fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve(args) => {
-            let config = args.load_all()?;
-            actix::System::new().block_on(async {
-                let (failed_to_listen, signal) = tokio::sync::oneshot::channel();
-                let shutdown = async move {
-                    if let Err(error) = crate::server::shutdown_signal().await {
-                        let _ = failed_to_listen.send(error);
-                    }
-                };
-                // A signal handler that cannot be installed is an error,
-                // as before; the server then stops at once.
-                let served = crate::server::serve(config, shutdown).await;
-                if let Ok(error) = signal.await {
-                    return Err(error);
-                }
-                served
-            })?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Serve(args) => serve(&args),
         Command::Mcp { agent, server: Some(server), .. } => {
             crate::mcp::stdio::bridge(&server, &agent)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Mcp { agent, server: None, config } => {
-            let config = config.load()?;
-            let front = crate::server::Front::McpStdio(agent);
-            actix::System::new().block_on(async {
-                let shutdown = async {
-                    if crate::server::shutdown_signal().await.is_err() {
-                        std::future::pending::<()>().await;
-                    }
-                };
-                crate::server::run(vec![config], front, shutdown).await
-            })?;
-            // Stdin's reader may still be blocked in a read the host never
-            // ends: the snapshots are written, leave without waiting for it.
-            std::process::exit(0);
-        }
-        Command::Publish { file, batch, server } => client::publish(&server.server, &file, batch, json),
-        Command::Search {
-            target,
-            query,
-            k,
-            mode,
-            kind,
-            since,
-            until,
-            entity,
-            correlation_id,
-            explain,
-            read,
-            server,
-        } => {
-            let mut parameters = vec![("q", query), ("k", k.to_string()), ("mode", mode)];
-            parameters.extend(read.min_seq.map(|seq| ("min_seq", seq.to_string())));
-            let optional = [("kind", kind), ("since", since), ("until", until), ("entity", entity)];
-            parameters.extend(optional.into_iter().filter_map(|(name, value)| value.map(|value| (name, value))));
-            if let Some(correlation_id) = correlation_id {
-                parameters.push(("correlation_id", correlation_id));
-            }
-            if explain {
-                parameters.push(("explain", "true".to_string()));
-            }
-            client::search(&server.server, &target.swarm, &target.agent, &parameters, explain, json)
+        Command::Mcp { agent, server: None, config } => serve_mcp_stdio(agent, &config),
+        Command::Publish { file, batch, server } => log::publish(&server.server, &file, batch, json),
+        Command::Search(search) => {
+            let (server, target) = (&search.server.server, &search.target);
+            memory::search(server, &target.swarm, &target.agent, &search.parameters(), search.explain, json)
         }
         Command::Graph { target, entity, hops, relations, as_of, read, server } => {
             let mut parameters = vec![("entity", entity), ("hops", hops.to_string())];
             parameters.extend(read.min_seq.map(|seq| ("min_seq", seq.to_string())));
             parameters.extend(relations.map(|relations| ("relations", relations)));
             parameters.extend(as_of.map(|as_of| ("as_of", as_of)));
-            client::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
+            memory::graph(&server.server, &target.swarm, &target.agent, &parameters, json)
         }
         Command::Schema { which: SchemaKind::ConfigReference } => {
             print!("{}", crate::config_reference::markdown());
@@ -600,20 +568,12 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
         }
         Command::Distill(args) => crate::model::run_distill(&args),
         Command::Context { target, query, budget, signals, read, server } => {
-            let (server, swarm, agent) = (&server.server, &target.swarm, &target.agent);
-            client::context(
-                server,
-                swarm,
-                agent,
-                &query,
-                budget,
-                &signals,
-                client::ReadAs { min_seq: read.min_seq, json },
-            )
+            let read = memory::ReadAs { min_seq: read.min_seq, json };
+            memory::context(&server.server, &target.swarm, &target.agent, &query, budget, &signals, read)
         }
         Command::Phase { target, phase_id, level, read, server } => {
             let (server, swarm, agent) = (&server.server, &target.swarm, &target.agent);
-            client::phase(server, swarm, agent, phase_id.as_deref(), &level, read.min_seq, json)
+            memory::phase(server, swarm, agent, phase_id.as_deref(), &level, read.min_seq, json)
         }
         Command::Core { target, block, content, read, server } => {
             memory::core(&server.server, &target.swarm, &target.agent, block.zip(content), read.min_seq, json)
@@ -626,42 +586,32 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
         Command::Timeline { target, since_seq, since, limit, server } => {
             memory::timeline(&server.server, &target.swarm, &target.agent, since_seq, since.as_deref(), limit, json)
         }
-        Command::Handoffs { target, follow, ack, note, read, server } => client::handoffs(
-            &server.server,
-            &target.swarm,
-            &target.agent,
-            follow,
-            ack.as_deref(),
-            note.as_deref(),
-            client::ReadAs { min_seq: read.min_seq, json },
-        ),
+        Command::Handoffs { target, follow, ack, note, read, server } => {
+            let (ack, note, read) = (ack.as_deref(), note.as_deref(), memory::ReadAs { min_seq: read.min_seq, json });
+            memory::handoffs(&server.server, &target.swarm, &target.agent, follow, ack, note, read)
+        }
         Command::Tail { swarm, agent, from_seq, follow, data_dir, server } => match data_dir {
             Some(data_dir) => {
                 actix::System::new().block_on(offline::tail(&data_dir, &swarm, agent.as_deref(), from_seq, follow))
             }
-            None => client::tail(&server.server, &swarm, agent.as_deref(), from_seq, follow),
+            None => log::tail(&server.server, &swarm, agent.as_deref(), from_seq, follow),
         },
         Command::Erase { swarm, data_dir, config } => {
-            let mut swarm_config = load_config_file(config.as_deref()).context("loading the swarm configuration")?;
-            swarm_config.swarm.name = swarm;
-            swarm_config.log.data_dir = data_dir;
+            let swarm_config = offline_config(config.as_deref(), swarm, data_dir)?;
             actix::System::new().block_on(offline::erase(&swarm_config, json))
         }
         Command::Replay { target, verify, data_dir, config, read, server } => match data_dir {
             Some(data_dir) => {
-                let mut swarm_config =
-                    load_config_file(config.as_deref()).context("loading the swarm configuration")?;
-                swarm_config.swarm.name = target.swarm.clone();
-                swarm_config.log.data_dir = data_dir;
+                let swarm_config = offline_config(config.as_deref(), target.swarm.clone(), data_dir)?;
                 actix::System::new().block_on(offline::replay(&swarm_config, &target.agent, verify, json))
             }
-            None => client::replay(&server.server, &target.swarm, &target.agent, verify, read.min_seq, json),
+            None => memory::replay(&server.server, &target.swarm, &target.agent, verify, read.min_seq, json),
         },
         Command::Audit { item_id, agent, since, format, swarm, read, server } => {
             // --json is the JSON-lines format.
-            let format = if json { client::AuditFormat::Jsonl } else { format };
+            let format = if json { log::AuditFormat::Jsonl } else { format };
             let (item_id, agent, since) = (item_id.as_deref(), agent.as_deref(), since.as_deref());
-            client::audit(&server.server, &swarm, item_id, agent, since, format, read.min_seq)
+            log::audit(&server.server, &swarm, item_id, agent, since, format, read.min_seq)
         }
         Command::Consolidate { dry_run, agent, swarm, server } => {
             consolidation::consolidate(&server.server, &swarm, agent.as_deref(), dry_run, json)
@@ -687,4 +637,51 @@ fn run(command: Command, json: bool) -> anyhow::Result<ExitCode> {
             )
         }
     }
+}
+
+/// `mneme serve`: the memory service until SIGINT or SIGTERM.
+fn serve(args: &ConfigArgs) -> anyhow::Result<ExitCode> {
+    let config = args.load_all()?;
+    actix::System::new().block_on(async {
+        let (failed_to_listen, signal) = tokio::sync::oneshot::channel();
+        let shutdown = async move {
+            if let Err(error) = crate::server::shutdown_signal().await {
+                let _ = failed_to_listen.send(error);
+            }
+        };
+        // A signal handler that cannot be installed is an error,
+        // as before; the server then stops at once.
+        let served = crate::server::serve(config, shutdown).await;
+        if let Ok(error) = signal.await {
+            return Err(error);
+        }
+        served
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mneme mcp` without `--server`: the memory service in this process,
+/// serving `agent`'s tools on stdio until the host closes stdin.
+fn serve_mcp_stdio(agent: String, config: &ConfigArgs) -> anyhow::Result<ExitCode> {
+    let config = config.load()?;
+    let front = crate::server::Front::McpStdio(agent);
+    actix::System::new().block_on(async {
+        let shutdown = async {
+            if crate::server::shutdown_signal().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        crate::server::run(vec![config], front, shutdown).await
+    })?;
+    // Stdin's reader may still be blocked in a read the host never
+    // ends: the snapshots are written, leave without waiting for it.
+    std::process::exit(0);
+}
+
+/// The configuration of an offline verb on a stopped server's data dir.
+fn offline_config(config: Option<&std::path::Path>, swarm: String, data_dir: PathBuf) -> anyhow::Result<SwarmConfig> {
+    let mut swarm_config = load_config_file(config).context("loading the swarm configuration")?;
+    swarm_config.swarm.name = swarm;
+    swarm_config.log.data_dir = data_dir;
+    Ok(swarm_config)
 }

@@ -64,7 +64,7 @@ pub fn bridge(server: &str, agent: &str) -> anyhow::Result<()> {
 fn relay(http: &ureq::Agent, url: &str, message: &str, protocol_version: &Mutex<Option<String>>) -> Vec<Value> {
     let parsed: Option<Value> = serde_json::from_str(message).ok();
     let id = parsed.as_ref().and_then(|message| message.get("id")).cloned();
-    let mut request = crate::cli::client::authorized(http.post(url))
+    let mut request = crate::client::authorized(http.post(url))
         .set("content-type", "application/json")
         .set("accept", "application/json, text/event-stream");
     if let Some(version) = protocol_version.lock().expect("no panic while the version is held").as_deref() {

@@ -67,61 +67,13 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
         _ => None,
     };
     let node = node_name(&first, &front);
-    let mut embedders = model::EmbedderCache::default();
     let tokens: Vec<_> = configs.iter().flat_map(|config| config.api_tokens().iter().cloned()).collect();
     let system_publishers = configs
         .iter()
         .map(|config| (config.swarm.name.clone(), config.swarm.system_publishers.clone()))
         .filter(|(_, publishers)| !publishers.is_empty())
         .collect();
-    // Placed swarms ([placement]) are started by the placement loop, where
-    // the deployment places them; the others here, now.
-    let (placed_configs, configs): (Vec<_>, Vec<_>) =
-        configs.into_iter().partition(|config| config.placement.is_some());
-    let mut placed = Vec::with_capacity(placed_configs.len());
-    for config in placed_configs {
-        let embedder = embedders.load(&config)?;
-        placed.push((config, embedder));
-    }
-    let mut swarms: Vec<StartedSwarm> = Vec::with_capacity(configs.len() + 1);
-    // The deployment's system layer first: every memory reads through it.
-    // It derives ids with the first swarm's key, so that replicas given
-    // one key (`MNEME_ID_KEY`, or a copy of `id.key`) agree on both.
-    let system = first.system_layer();
-    std::fs::create_dir_all(&first.log.data_dir)
-        .with_context(|| format!("creating the data dir {}", first.log.data_dir.display()))?;
-    let started = match (embedders.load(&system), backend::id_key(&first)) {
-        (Ok(embedder), Ok(id_key)) => start_swarm_with_key(system, embedder, &node, Some(id_key)).await,
-        (Err(error), _) | (_, Err(error)) => Err(error),
-    };
-    swarms.push(started.context("starting the system layer")?);
-    for config in configs {
-        let started = match embedders.load(&config) {
-            Ok(embedder) => start_swarm(config, embedder, &node).await,
-            Err(error) => Err(error),
-        };
-        match started {
-            Ok(swarm) => swarms.push(swarm),
-            Err(error) => {
-                // The swarms started so far stop cleanly (snapshots, threads)
-                // rather than be dropped running.
-                stop_all(swarms).await;
-                return Err(error);
-            }
-        }
-    }
-    let placed = if placed.is_empty() {
-        None
-    } else {
-        let url = placement::advertised_url(&first);
-        match placement::PlacedSwarms::connect(placed, &node, url, front == Front::Http).await {
-            Ok(placed) => Some(placed),
-            Err(error) => {
-                stop_all(swarms).await;
-                return Err(error);
-            }
-        }
-    };
+    let (mut swarms, placed) = start_swarms(configs, &first, &node, front == Front::Http).await?;
     let bind = first.http.bind;
     if tokens.is_empty() && !bind.ip().is_loopback() {
         tracing::warn!(%bind, "the HTTP API is open to anyone who can reach {bind}: configure [[http.tokens]]");
@@ -130,16 +82,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
     let (views, view) = tokio::sync::watch::channel(mneme_nats::placement::PlacementView::default());
     let service = web::Data::new(Service {
         swarms: HeldSwarms::new(swarms.iter().map(|swarm| swarm.runtime.clone())),
-        placement: placed.as_ref().map(|placed| crate::service::Placement {
-            swarms: placed
-                .swarms
-                .iter()
-                .map(|(name, (config, _))| {
-                    (name.clone(), config.placement.as_ref().map_or(1, |placement| placement.holders))
-                })
-                .collect(),
-            view,
-        }),
+        placement: placed.as_ref().map(|placed| placement_of(placed, view)),
         http: first.http.clone(),
         tokens,
         metrics,
@@ -153,7 +96,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
             first.http.publish_burst_secs,
         ),
         shutting_down: shutting_down_receiver,
-        node: node.clone(),
+        node,
         system_publishers,
     });
     // Signals are handled here rather than by actix-web, whose handler stops
@@ -171,42 +114,13 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
     let placement_task = placed.map(|placed| {
         actix_web::rt::spawn(placement::run(placed, service.clone().into_inner(), views, shutting_down.subscribe()))
     });
-    let mut names: Vec<String> = swarms.iter().map(|swarm| swarm.runtime.name().to_string()).collect();
-    if let Some(placement) = &service.placement {
-        names.extend(placement.swarms.keys().map(|name| format!("{name} (placed)")));
-    }
-    let names = names.join(",");
+    let names = swarm_names(&swarms, &service);
     match front {
         Front::Http => {
-            let mcp = web::Data::new(mcp::http::mcp_service(service.clone().into_inner()));
-            let server = HttpServer::new(move || {
-                App::new()
-                    .app_data(service.clone())
-                    .app_data(mcp.clone())
-                    .wrap(from_fn(auth::require_token))
-                    .wrap(from_fn(http::redirect_elsewhere))
-                    .configure(mcp::http::routes)
-                    .configure(crate::ui::routes)
-                    .configure(http::routes)
-            })
-            .workers(HTTP_WORKERS)
-            .disable_signals()
-            .listen(listener.expect("bound above for the HTTP front"))
-            .with_context(|| format!("listening on {bind}"))?;
-            for address in server.addrs() {
-                tracing::info!(swarms = %names, backend = ?first.log.backend, %node, "listening on http://{address}");
-            }
-            let server = server.run();
-            let server_handle = server.handle();
-            let server_task = actix_web::rt::spawn(server);
-            shutdown.await;
-            tracing::info!("shutting down: finishing requests, then writing snapshots");
-            let _ = shutting_down.send(true);
-            server_handle.stop(true).await;
-            server_task.await.context("joining the HTTP server")?.context("running the HTTP server")?;
+            let listener = listener.expect("bound above for the HTTP front");
+            serve_http(service, listener, &first, &names, shutdown, &shutting_down).await?;
         }
         Front::McpStdio(agent) => {
-            use rmcp::ServiceExt;
             let swarm = match swarms.iter().find(|swarm| swarm.runtime.name() != mneme_actors::SYSTEM_SWARM) {
                 Some(swarm) => swarm.runtime.name().to_string(),
                 None => service
@@ -215,18 +129,7 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
                     .and_then(|placement| placement.swarms.keys().next().cloned())
                     .unwrap_or_default(),
             };
-            let identity = mcp::Identity { swarm, agent: agent.clone(), caller: crate::service::Caller::Anyone };
-            let tools = mcp::MemoryTools::new(service.clone().into_inner(), Some(identity));
-            tracing::info!(swarm = %names, %agent, "serving MCP tools on stdio");
-            let running = tools.serve(rmcp::transport::stdio()).await.context("starting MCP on stdio")?;
-            tokio::select! {
-                ended = running.waiting() => {
-                    ended.context("serving MCP on stdio")?;
-                }
-                () = shutdown => {}
-            }
-            tracing::info!("MCP session over: writing snapshots");
-            let _ = shutting_down.send(true);
+            serve_mcp_stdio(service.clone(), swarm, agent, &names, shutdown, &shutting_down).await?;
         }
     }
     if let Some(task) = placement_task {
@@ -236,6 +139,154 @@ pub async fn run(configs: Vec<SwarmConfig>, front: Front, shutdown: impl Future<
         swarm.stop().await?;
     }
     actix::System::current().stop();
+    Ok(())
+}
+
+/// Starts the swarms held from the start, the deployment's system layer
+/// first, and connects to the placement bucket for the placed ones
+/// (`[placement]`), which the placement loop starts where the deployment
+/// places them. A failure stops the swarms started before it.
+async fn start_swarms(
+    configs: Vec<SwarmConfig>,
+    first: &SwarmConfig,
+    node: &str,
+    serve_nats: bool,
+) -> anyhow::Result<(Vec<StartedSwarm>, Option<placement::PlacedSwarms>)> {
+    let mut embedders = model::EmbedderCache::default();
+    let (placed_configs, configs): (Vec<_>, Vec<_>) =
+        configs.into_iter().partition(|config| config.placement.is_some());
+    let mut placed = Vec::with_capacity(placed_configs.len());
+    for config in placed_configs {
+        let embedder = embedders.load(&config)?;
+        placed.push((config, embedder));
+    }
+    let mut swarms: Vec<StartedSwarm> = Vec::with_capacity(configs.len() + 1);
+    // The deployment's system layer first: every memory reads through it.
+    // It derives ids with the first swarm's key, so that replicas given
+    // one key (`MNEME_ID_KEY`, or a copy of `id.key`) agree on both.
+    let system = first.system_layer();
+    std::fs::create_dir_all(&first.log.data_dir)
+        .with_context(|| format!("creating the data dir {}", first.log.data_dir.display()))?;
+    let started = match (embedders.load(&system), backend::id_key(first)) {
+        (Ok(embedder), Ok(id_key)) => start_swarm_with_key(system, embedder, node, Some(id_key)).await,
+        (Err(error), _) | (_, Err(error)) => Err(error),
+    };
+    swarms.push(started.context("starting the system layer")?);
+    for config in configs {
+        let started = match embedders.load(&config) {
+            Ok(embedder) => start_swarm(config, embedder, node).await,
+            Err(error) => Err(error),
+        };
+        match started {
+            Ok(swarm) => swarms.push(swarm),
+            Err(error) => {
+                // The swarms started so far stop cleanly (snapshots, threads)
+                // rather than be dropped running.
+                stop_all(swarms).await;
+                return Err(error);
+            }
+        }
+    }
+    if placed.is_empty() {
+        return Ok((swarms, None));
+    }
+    let url = placement::advertised_url(first);
+    match placement::PlacedSwarms::connect(placed, node, url, serve_nats).await {
+        Ok(placed) => Ok((swarms, Some(placed))),
+        Err(error) => {
+            stop_all(swarms).await;
+            Err(error)
+        }
+    }
+}
+
+/// What the service knows of the placed swarms: the processes each asks
+/// for, and the placement bucket as the loop last read it.
+fn placement_of(
+    placed: &placement::PlacedSwarms,
+    view: tokio::sync::watch::Receiver<mneme_nats::placement::PlacementView>,
+) -> crate::service::Placement {
+    let swarms = placed
+        .swarms
+        .iter()
+        .map(|(name, (config, _))| (name.clone(), config.placement.as_ref().map_or(1, |placement| placement.holders)))
+        .collect();
+    crate::service::Placement { swarms, view }
+}
+
+/// The swarms the process serves, for its log lines: those it holds, then
+/// the placed ones.
+fn swarm_names(swarms: &[StartedSwarm], service: &Service) -> String {
+    let mut names: Vec<String> = swarms.iter().map(|swarm| swarm.runtime.name().to_string()).collect();
+    if let Some(placement) = &service.placement {
+        names.extend(placement.swarms.keys().map(|name| format!("{name} (placed)")));
+    }
+    names.join(",")
+}
+
+/// The HTTP API, `/mcp` and the web view on `listener` until `shutdown`
+/// resolves; then the requests in flight are finished.
+async fn serve_http(
+    service: web::Data<Service>,
+    listener: std::net::TcpListener,
+    first: &SwarmConfig,
+    names: &str,
+    shutdown: impl Future<Output = ()>,
+    shutting_down: &tokio::sync::watch::Sender<bool>,
+) -> anyhow::Result<()> {
+    let node = service.node.clone();
+    let mcp = web::Data::new(mcp::http::mcp_service(service.clone().into_inner()));
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(service.clone())
+            .app_data(mcp.clone())
+            .wrap(from_fn(auth::require_token))
+            .wrap(from_fn(http::redirect_elsewhere))
+            .configure(mcp::http::routes)
+            .configure(crate::ui::routes)
+            .configure(http::routes)
+    })
+    .workers(HTTP_WORKERS)
+    .disable_signals()
+    .listen(listener)
+    .with_context(|| format!("listening on {}", first.http.bind))?;
+    for address in server.addrs() {
+        tracing::info!(swarms = %names, backend = ?first.log.backend, %node, "listening on http://{address}");
+    }
+    let server = server.run();
+    let server_handle = server.handle();
+    let server_task = actix_web::rt::spawn(server);
+    shutdown.await;
+    tracing::info!("shutting down: finishing requests, then writing snapshots");
+    let _ = shutting_down.send(true);
+    server_handle.stop(true).await;
+    server_task.await.context("joining the HTTP server")?.context("running the HTTP server")?;
+    Ok(())
+}
+
+/// `agent`'s MCP tools on `swarm` over stdio, until the host closes stdin
+/// or `shutdown` resolves.
+async fn serve_mcp_stdio(
+    service: web::Data<Service>,
+    swarm: String,
+    agent: String,
+    names: &str,
+    shutdown: impl Future<Output = ()>,
+    shutting_down: &tokio::sync::watch::Sender<bool>,
+) -> anyhow::Result<()> {
+    use rmcp::ServiceExt;
+    let identity = mcp::Identity { swarm, agent: agent.clone(), caller: crate::service::Caller::Anyone };
+    let tools = mcp::MemoryTools::new(service.into_inner(), Some(identity));
+    tracing::info!(swarm = %names, %agent, "serving MCP tools on stdio");
+    let running = tools.serve(rmcp::transport::stdio()).await.context("starting MCP on stdio")?;
+    tokio::select! {
+        ended = running.waiting() => {
+            ended.context("serving MCP on stdio")?;
+        }
+        () = shutdown => {}
+    }
+    tracing::info!("MCP session over: writing snapshots");
+    let _ = shutting_down.send(true);
     Ok(())
 }
 
@@ -306,67 +357,21 @@ async fn start_swarm_with_key(
     let swarm = config.swarm.name.clone();
     std::fs::create_dir_all(&config.log.data_dir)
         .with_context(|| format!("creating the data dir {}", config.log.data_dir.display()))?;
-    if let Some(warning) = config.check_nats_access().map_err(anyhow::Error::msg)? {
-        tracing::warn!(%swarm, "{warning}");
-        let repeated = swarm.clone();
-        actix_web::rt::spawn(async move {
-            let mut every_minute = tokio::time::interval(std::time::Duration::from_secs(60));
-            every_minute.tick().await;
-            loop {
-                every_minute.tick().await;
-                tracing::warn!(swarm = %repeated, "{warning}");
-            }
-        });
-    }
+    warn_of_nats_access(&config)?;
     let id_key = match id_key {
         Some(key) => key,
         None => backend::id_key(&config)?,
     };
-    let opened = backend::open_log_and_broker(&config).await?;
-    // Before any memory starts: purges recorded since the last start leave
-    // the log, and memories are rebuilt from it. The pass rewrites the log,
-    // so it is the writer's: on NATS it runs only if this process takes
-    // the writer lease; the embedded log has one process, and is opened
-    // again by the pass (its leases with it), so the lease is taken after.
-    let (opened, first_lease) = match config.log.backend {
-        mneme_actors::LogBackend::Embedded => {
-            let (opened, _carried) = erasure::carry_pending(&config, opened).await?;
-            let lease = opened.log.take_lease(WRITER_LEASE, node).await.context("taking the writer lease")?;
-            (opened, lease)
-        }
-        mneme_actors::LogBackend::Nats => {
-            let lease = opened.log.take_lease(WRITER_LEASE, node).await.context("taking the writer lease")?;
-            if lease.is_some() {
-                (erasure::carry_pending(&config, opened).await?.0, lease)
-            } else {
-                tracing::info!(%swarm, "another process holds the writer lease: purges are carried into the log where it is held");
-                (opened, None)
-            }
-        }
-    };
+    let (opened, first_lease) = open_log_carrying_purges(&config, node).await?;
     let log = opened.log;
     if config.log.backend == mneme_actors::LogBackend::Nats {
         backend::check_id_key_is_shared(log.as_ref(), &id_key).await?;
     }
     let (keeper, lease) = LeaseKeeper::start(log.clone(), WRITER_LEASE, node, config.lease_ttl(), first_lease);
     let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
-    let snapshot_dir = backend::snapshot_dir(&config);
-    let text_index_dir = backend::text_index_dir(&config);
-    let open_store = || {
-        SnapshotStore::open(&snapshot_dir)
-            .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))
-    };
-    let mut store = open_store()?;
-    // Snapshots past the log's end hold events the log lost: none of them
-    // is used, and every memory is rebuilt from the log.
-    let lost_tail = mneme_actors::snapshots_past_the_log(&store, &swarm, log_end_at_start)?;
-    if lost_tail.is_some() {
-        drop(store);
-        erasure::remove_dir(&snapshot_dir)?;
-        erasure::remove_dir(&text_index_dir)?;
-        store = open_store()?;
-    }
+    let (store, lost_tail) = open_snapshot_store(&config, log_end_at_start)?;
     let memory_config = config.memory_config(embedder.clone());
+    let text_index_dir = backend::text_index_dir(&config);
     let (text_index, discarded) = TextIndex::open(&text_index_dir)
         .with_context(|| format!("opening the text index in {}", text_index_dir.display()))?;
     if let Some(why) = discarded {
@@ -389,57 +394,151 @@ async fn start_swarm_with_key(
         lost_tails.record_before_start(&swarm, found);
     }
     let supervisor = supervisor.start();
-    let schedule = ConsolidationSchedule {
-        interval: config.consolidation_interval(),
-        every_events: config.consolidation_every_events(),
-    };
-    let consolidator = Consolidator::new(
-        &swarm,
-        log.clone(),
-        supervisor.clone(),
-        config.consolidation_policy(),
-        schedule,
-        id_key.clone(),
-    )
-    .with_lease(lease.clone())
-    .start();
-    let publisher = opened
-        .broker
-        .clone()
-        .map(|broker| HandoffPublisher { broker, encode: crate::service::handoffs::handoff_delivery_bytes });
-    let router = HandoffRouter::new(
-        &swarm,
-        log.clone(),
-        supervisor.clone(),
-        publisher,
-        config.swarm.admit_unknown_agents,
-        id_key.clone(),
-    )
-    .with_lease(lease.clone())
-    .start();
-    let erasures = ErasureRegistry::load(log.as_ref()).await.context("reading what purges erased")?;
-    let eraser = Eraser::new(
-        &swarm,
-        log.clone(),
-        supervisor.clone(),
-        erasures.clone(),
-        config.swarm.admit_unknown_agents,
-        id_key.clone(),
-    )
-    .with_lease(lease.clone())
-    .start();
+    let writers = SwarmWriters::start(&config, &log, &supervisor, opened.broker.clone(), &id_key, &lease).await?;
     let runtime = Arc::new(SwarmRuntime {
         config,
         log,
         supervisor,
         memory_config,
-        consolidator,
+        consolidator: writers.consolidator,
         id_key,
-        erasures,
+        erasures: writers.erasures,
         lost_tails,
         lease,
     });
-    Ok(StartedSwarm { runtime, broker: opened.broker, router, eraser, keeper })
+    Ok(StartedSwarm { runtime, broker: opened.broker, router: writers.router, eraser: writers.eraser, keeper })
+}
+
+/// Warns that the swarm's NATS access is wider than it should be, now and
+/// then every minute, when it is.
+fn warn_of_nats_access(config: &SwarmConfig) -> anyhow::Result<()> {
+    let Some(warning) = config.check_nats_access().map_err(anyhow::Error::msg)? else { return Ok(()) };
+    let swarm = config.swarm.name.clone();
+    tracing::warn!(%swarm, "{warning}");
+    actix_web::rt::spawn(async move {
+        let mut every_minute = tokio::time::interval(std::time::Duration::from_secs(60));
+        every_minute.tick().await;
+        loop {
+            every_minute.tick().await;
+            tracing::warn!(%swarm, "{warning}");
+        }
+    });
+    Ok(())
+}
+
+/// Opens the swarm's log and, before any memory starts, carries the purges
+/// recorded since the last start out of it (memories are then rebuilt
+/// from it); answers the writer lease too, if this process took it.
+async fn open_log_carrying_purges(
+    config: &SwarmConfig,
+    node: &str,
+) -> anyhow::Result<(backend::OpenedLog, Option<mneme_nats::Lease>)> {
+    let opened = backend::open_log_and_broker(config).await?;
+    // The pass rewrites the log, so it is the writer's: on NATS it runs only
+    // if this process takes the writer lease; the embedded log has one
+    // process, and is opened again by the pass (its leases with it), so the
+    // lease is taken after.
+    match config.log.backend {
+        mneme_actors::LogBackend::Embedded => {
+            let (opened, _carried) = erasure::carry_pending(config, opened).await?;
+            let lease = opened.log.take_lease(WRITER_LEASE, node).await.context("taking the writer lease")?;
+            Ok((opened, lease))
+        }
+        mneme_actors::LogBackend::Nats => {
+            let lease = opened.log.take_lease(WRITER_LEASE, node).await.context("taking the writer lease")?;
+            if lease.is_some() {
+                Ok((erasure::carry_pending(config, opened).await?.0, lease))
+            } else {
+                tracing::info!(swarm = %config.swarm.name, "another process holds the writer lease: purges are carried into the log where it is held");
+                Ok((opened, None))
+            }
+        }
+    }
+}
+
+/// Opens the swarm's snapshot store. Snapshots past the log's end
+/// (`log_end`) hold events the log lost: none of them is used, the store
+/// and the text index start empty, and every memory is rebuilt from the
+/// log; the lost tail found is answered.
+fn open_snapshot_store(
+    config: &SwarmConfig,
+    log_end: u64,
+) -> anyhow::Result<(SnapshotStore, Option<mneme_actors::LostTail>)> {
+    let snapshot_dir = backend::snapshot_dir(config);
+    let open_store = || {
+        SnapshotStore::open(&snapshot_dir)
+            .with_context(|| format!("opening the snapshot store in {}", snapshot_dir.display()))
+    };
+    let store = open_store()?;
+    let lost_tail = mneme_actors::snapshots_past_the_log(&store, &config.swarm.name, log_end)?;
+    if lost_tail.is_none() {
+        return Ok((store, None));
+    }
+    drop(store);
+    erasure::remove_dir(&snapshot_dir)?;
+    erasure::remove_dir(&backend::text_index_dir(config))?;
+    Ok((open_store()?, lost_tail))
+}
+
+/// The actors of a swarm that append to its log as its writer, each
+/// fenced by the writer lease: the consolidator, the handoff router and
+/// the eraser (with the registry of what purges erased).
+struct SwarmWriters {
+    consolidator: actix::Addr<Consolidator>,
+    router: actix::Addr<HandoffRouter>,
+    eraser: actix::Addr<Eraser>,
+    erasures: Arc<ErasureRegistry>,
+}
+
+impl SwarmWriters {
+    async fn start(
+        config: &SwarmConfig,
+        log: &Arc<dyn mneme_nats::EventLog>,
+        supervisor: &actix::Addr<Supervisor>,
+        broker: Option<Arc<dyn mneme_nats::Broker>>,
+        id_key: &mneme_events::IdKey,
+        lease: &mneme_actors::LeaseGate,
+    ) -> anyhow::Result<SwarmWriters> {
+        let swarm = &config.swarm.name;
+        let schedule = ConsolidationSchedule {
+            interval: config.consolidation_interval(),
+            every_events: config.consolidation_every_events(),
+        };
+        let consolidator = Consolidator::new(
+            swarm,
+            log.clone(),
+            supervisor.clone(),
+            config.consolidation_policy(),
+            schedule,
+            id_key.clone(),
+        )
+        .with_lease(lease.clone())
+        .start();
+        let publisher =
+            broker.map(|broker| HandoffPublisher { broker, encode: crate::service::handoffs::handoff_delivery_bytes });
+        let router = HandoffRouter::new(
+            swarm,
+            log.clone(),
+            supervisor.clone(),
+            publisher,
+            config.swarm.admit_unknown_agents,
+            id_key.clone(),
+        )
+        .with_lease(lease.clone())
+        .start();
+        let erasures = ErasureRegistry::load(log.as_ref()).await.context("reading what purges erased")?;
+        let eraser = Eraser::new(
+            swarm,
+            log.clone(),
+            supervisor.clone(),
+            erasures.clone(),
+            config.swarm.admit_unknown_agents,
+            id_key.clone(),
+        )
+        .with_lease(lease.clone())
+        .start();
+        Ok(SwarmWriters { consolidator, router, eraser, erasures })
+    }
 }
 
 /// This process's name among the processes serving the same swarms, as

@@ -98,15 +98,11 @@ pub(super) async fn run(
     views: watch::Sender<PlacementView>,
     mut stopping: watch::Receiver<bool>,
 ) -> Vec<StartedSwarm> {
-    let PlacedSwarms { board, node, record, swarms, ttl, serve_nats } = placed;
-    let mut holding: BTreeMap<String, Holding> = BTreeMap::new();
-    let mut starting: FuturesUnordered<Starting> = FuturesUnordered::new();
-    let mut starting_names: BTreeSet<String> = BTreeSet::new();
-    let mut retry_after: BTreeMap<String, tokio::time::Instant> = BTreeMap::new();
-    let mut moving_out: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    let ttl = placed.ttl;
+    let mut placer = Placer::new(placed, service, views);
     // Processes started together see each other before deciding: without
     // this wait each would find itself alone and start every swarm.
-    if let Err(error) = board.announce(&node, &record).await {
+    if let Err(error) = placer.board.announce(&placer.node, &placer.record).await {
         tracing::warn!(%error, "cannot announce this process in the placement bucket");
     }
     tokio::select! {
@@ -117,129 +113,198 @@ pub(super) async fn run(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !*stopping.borrow() {
         tokio::select! {
-            _ = tick.tick() => {
-                if let Err(error) = board.announce(&node, &record).await {
-                    tracing::warn!(%error, "cannot announce this process in the placement bucket");
-                    continue;
-                }
-                let view = match board.view().await {
-                    Ok(view) => view,
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot read the placement bucket");
-                        continue;
-                    }
-                };
-                // Published before any swarm is given up below: a request
-                // for a swarm this process no longer holds is sent on by
-                // this view, which must already show the processes it moved
-                // to as ready (with the last tick's, the request met a 503
-                // between the two).
-                views.send_replace(view.clone());
-                for (name, (config, embedder)) in &swarms {
-                    let holders = config.placement.as_ref().map_or(1, |placement| placement.holders);
-                    let target = view.target(name, holders);
-                    let ranked_here = target.contains(&node);
-                    if ranked_here && !holding.contains_key(name) && !starting_names.contains(name) {
-                        if retry_after.get(name).is_some_and(|at| tokio::time::Instant::now() < *at) {
-                            continue;
-                        }
-                        tracing::info!(swarm = %name, "placed here: catching up before answering for it");
-                        let hold = HoldRecord { url: record.url.clone(), ready: false };
-                        if let Err(error) = board.hold(name, &node, &hold).await {
-                            tracing::warn!(swarm = %name, %error, "cannot record the hold");
-                        }
-                        starting_names.insert(name.clone());
-                        starting.push(Box::pin(start_and_catch_up(config.clone(), embedder.clone(), node.clone())));
-                    } else if !ranked_here && holding.contains_key(name) {
-                        let ready: BTreeSet<&str> = view.ready_holders(name).into_iter().map(|(node, _)| node).collect();
-                        if !target.is_empty() && target.iter().all(|holder| ready.contains(holder.as_str())) {
-                            let held = holding.remove(name).expect("held, checked above");
-                            tracing::info!(swarm = %name, to = %target.join(","), "moved to other processes, which answer for it now: giving it up");
-                            service.swarms.remove(name);
-                            if let Some(queries) = &held.queries {
-                                queries.abort();
-                            }
-                            if let Err(error) = board.release(name, &node).await {
-                                tracing::warn!(swarm = %name, %error, "cannot remove the hold");
-                            }
-                            metrics::gauge!("mneme_placement_held", "swarm" => name.clone()).set(0.0);
-                            metrics::counter!("mneme_placement_moves_total", "swarm" => name.clone(), "way" => "out").increment(1);
-                            // Stopping writes snapshots: not on this loop,
-                            // whose records must keep being renewed.
-                            let name = name.clone();
-                            moving_out.push(actix_web::rt::spawn(async move {
-                                if let Err(error) = held.started.stop().await {
-                                    tracing::warn!(swarm = %name, error = %format!("{error:#}"), "stopping a swarm moved away");
-                                }
-                            }));
-                        }
-                    }
-                }
-                for name in holding.keys() {
-                    let hold = HoldRecord { url: record.url.clone(), ready: true };
-                    if let Err(error) = board.hold(name, &node, &hold).await {
-                        tracing::warn!(swarm = %name, %error, "cannot renew the hold");
-                    }
-                }
-            }
-            Some((name, started)) = starting.next(), if !starting.is_empty() => {
-                starting_names.remove(&name);
-                match started {
-                    Ok(started) => {
-                        let hold = HoldRecord { url: record.url.clone(), ready: true };
-                        let queries = match (&started.broker, serve_nats) {
-                            (Some(broker), true) => Some(actix_web::rt::spawn(nats::serve_queries(
-                                service.clone(),
-                                name.clone(),
-                                broker.clone(),
-                            ))),
-                            _ => None,
-                        };
-                        service.swarms.insert(started.runtime.clone());
-                        if let Err(error) = board.hold(&name, &node, &hold).await {
-                            tracing::warn!(swarm = %name, %error, "cannot record the hold");
-                        }
-                        tracing::info!(swarm = %name, "caught up: answering for it");
-                        metrics::gauge!("mneme_placement_held", "swarm" => name.clone()).set(1.0);
-                        metrics::counter!("mneme_placement_moves_total", "swarm" => name.clone(), "way" => "in").increment(1);
-                        holding.insert(name, Holding { started, queries });
-                    }
-                    Err(error) => {
-                        tracing::error!(swarm = %name, error = %format!("{error:#}"), "cannot start a swarm placed here; trying again in {}s", RETRY_START_AFTER.as_secs());
-                        retry_after.insert(name.clone(), tokio::time::Instant::now() + RETRY_START_AFTER);
-                        if let Err(error) = board.release(&name, &node).await {
-                            tracing::warn!(swarm = %name, %error, "cannot remove the hold");
-                        }
-                    }
-                }
+            _ = tick.tick() => placer.tick().await,
+            Some((name, started)) = placer.starting.next(), if !placer.starting.is_empty() => {
+                placer.started(name, started).await;
             }
             _ = stopping.changed() => {}
         }
     }
-    // Leaving: the records go now, so that the others take the swarms over
-    // without waiting for them to expire.
-    let mut held: Vec<String> = holding.keys().cloned().collect();
-    held.extend(starting_names.iter().cloned());
-    if let Err(error) = board.leave(&node, &held).await {
-        tracing::warn!(%error, "cannot remove this process from the placement bucket");
+    placer.leave().await
+}
+
+/// The placement loop's state: the swarms this process holds, those it is
+/// starting, those whose start failed lately, and those it gave up and is
+/// stopping.
+struct Placer {
+    board: PlacementBoard,
+    node: String,
+    record: NodeRecord,
+    swarms: BTreeMap<String, (SwarmConfig, Arc<dyn mneme_index::embed::Embedder>)>,
+    serve_nats: bool,
+    service: Arc<Service>,
+    views: watch::Sender<PlacementView>,
+    holding: BTreeMap<String, Holding>,
+    starting: FuturesUnordered<Starting>,
+    starting_names: BTreeSet<String>,
+    retry_after: BTreeMap<String, tokio::time::Instant>,
+    moving_out: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Placer {
+    fn new(placed: PlacedSwarms, service: Arc<Service>, views: watch::Sender<PlacementView>) -> Placer {
+        let PlacedSwarms { board, node, record, swarms, ttl: _, serve_nats } = placed;
+        Placer {
+            board,
+            node,
+            record,
+            swarms,
+            serve_nats,
+            service,
+            views,
+            holding: BTreeMap::new(),
+            starting: FuturesUnordered::new(),
+            starting_names: BTreeSet::new(),
+            retry_after: BTreeMap::new(),
+            moving_out: Vec::new(),
+        }
     }
-    let mut still_held = Vec::new();
-    for (name, held) in holding {
-        service.swarms.remove(&name);
-        if let Some(queries) = held.queries {
+
+    /// One tick: renews this process's record, reads the bucket, starts
+    /// the swarms ranked here, gives up those moved away once their new
+    /// holders are ready, and renews the holds of the swarms held.
+    async fn tick(&mut self) {
+        if let Err(error) = self.board.announce(&self.node, &self.record).await {
+            tracing::warn!(%error, "cannot announce this process in the placement bucket");
+            return;
+        }
+        let view = match self.board.view().await {
+            Ok(view) => view,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the placement bucket");
+                return;
+            }
+        };
+        // Published before any swarm is given up below: a request
+        // for a swarm this process no longer holds is sent on by
+        // this view, which must already show the processes it moved
+        // to as ready (with the last tick's, the request met a 503
+        // between the two).
+        self.views.send_replace(view.clone());
+        let names: Vec<String> = self.swarms.keys().cloned().collect();
+        for name in &names {
+            let holders = self.swarms[name].0.placement.as_ref().map_or(1, |placement| placement.holders);
+            let target = view.target(name, holders);
+            let ranked_here = target.contains(&self.node);
+            if ranked_here && !self.holding.contains_key(name) && !self.starting_names.contains(name) {
+                self.start(name).await;
+            } else if !ranked_here && self.holding.contains_key(name) {
+                let ready: BTreeSet<&str> = view.ready_holders(name).into_iter().map(|(node, _)| node).collect();
+                if !target.is_empty() && target.iter().all(|holder| ready.contains(holder.as_str())) {
+                    self.give_up(name, &target).await;
+                }
+            }
+        }
+        for name in self.holding.keys() {
+            let hold = HoldRecord { url: self.record.url.clone(), ready: true };
+            if let Err(error) = self.board.hold(name, &self.node, &hold).await {
+                tracing::warn!(swarm = %name, %error, "cannot renew the hold");
+            }
+        }
+    }
+
+    /// Starts a swarm ranked here (unless its last start failed lately),
+    /// holding it as not ready until it caught up.
+    async fn start(&mut self, name: &str) {
+        if self.retry_after.get(name).is_some_and(|at| tokio::time::Instant::now() < *at) {
+            return;
+        }
+        tracing::info!(swarm = %name, "placed here: catching up before answering for it");
+        let hold = HoldRecord { url: self.record.url.clone(), ready: false };
+        if let Err(error) = self.board.hold(name, &self.node, &hold).await {
+            tracing::warn!(swarm = %name, %error, "cannot record the hold");
+        }
+        self.starting_names.insert(name.to_string());
+        let (config, embedder) = &self.swarms[name];
+        self.starting.push(Box::pin(start_and_catch_up(config.clone(), embedder.clone(), self.node.clone())));
+    }
+
+    /// Gives up a swarm moved to the processes of `target`, which answer
+    /// for it now: stops answering, releases the hold, and stops it.
+    async fn give_up(&mut self, name: &str, target: &[String]) {
+        let held = self.holding.remove(name).expect("held, checked by the caller");
+        tracing::info!(swarm = %name, to = %target.join(","), "moved to other processes, which answer for it now: giving it up");
+        self.service.swarms.remove(name);
+        if let Some(queries) = &held.queries {
             queries.abort();
         }
-        still_held.push(held.started);
+        if let Err(error) = self.board.release(name, &self.node).await {
+            tracing::warn!(swarm = %name, %error, "cannot remove the hold");
+        }
+        metrics::gauge!("mneme_placement_held", "swarm" => name.to_string()).set(0.0);
+        metrics::counter!("mneme_placement_moves_total", "swarm" => name.to_string(), "way" => "out").increment(1);
+        // Stopping writes snapshots: not on this loop,
+        // whose records must keep being renewed.
+        let name = name.to_string();
+        self.moving_out.push(actix_web::rt::spawn(async move {
+            if let Err(error) = held.started.stop().await {
+                tracing::warn!(swarm = %name, error = %format!("{error:#}"), "stopping a swarm moved away");
+            }
+        }));
     }
-    while let Some((_, started)) = starting.next().await {
-        if let Ok(started) = started {
-            still_held.push(started);
+
+    /// A swarm finished starting: it is answered for and held as ready, or
+    /// its start is tried again after [`RETRY_START_AFTER`].
+    async fn started(&mut self, name: String, started: anyhow::Result<StartedSwarm>) {
+        self.starting_names.remove(&name);
+        match started {
+            Ok(started) => {
+                let hold = HoldRecord { url: self.record.url.clone(), ready: true };
+                let queries = match (&started.broker, self.serve_nats) {
+                    (Some(broker), true) => Some(actix_web::rt::spawn(nats::serve_queries(
+                        self.service.clone(),
+                        name.clone(),
+                        broker.clone(),
+                    ))),
+                    _ => None,
+                };
+                self.service.swarms.insert(started.runtime.clone());
+                if let Err(error) = self.board.hold(&name, &self.node, &hold).await {
+                    tracing::warn!(swarm = %name, %error, "cannot record the hold");
+                }
+                tracing::info!(swarm = %name, "caught up: answering for it");
+                metrics::gauge!("mneme_placement_held", "swarm" => name.clone()).set(1.0);
+                metrics::counter!("mneme_placement_moves_total", "swarm" => name.clone(), "way" => "in").increment(1);
+                self.holding.insert(name, Holding { started, queries });
+            }
+            Err(error) => {
+                tracing::error!(swarm = %name, error = %format!("{error:#}"), "cannot start a swarm placed here; trying again in {}s", RETRY_START_AFTER.as_secs());
+                self.retry_after.insert(name.clone(), tokio::time::Instant::now() + RETRY_START_AFTER);
+                if let Err(error) = self.board.release(&name, &self.node).await {
+                    tracing::warn!(swarm = %name, %error, "cannot remove the hold");
+                }
+            }
         }
     }
-    for stopping in moving_out {
-        let _ = stopping.await;
+
+    /// Leaving: the records go now, so that the others take the swarms
+    /// over without waiting for them to expire. Answers the swarms still
+    /// held and those that finished starting, once those given up stopped.
+    async fn leave(self) -> Vec<StartedSwarm> {
+        let Placer { board, node, holding, mut starting, starting_names, service, moving_out, .. } = self;
+        let mut held: Vec<String> = holding.keys().cloned().collect();
+        held.extend(starting_names.iter().cloned());
+        if let Err(error) = board.leave(&node, &held).await {
+            tracing::warn!(%error, "cannot remove this process from the placement bucket");
+        }
+        let mut still_held = Vec::new();
+        for (name, held) in holding {
+            service.swarms.remove(&name);
+            if let Some(queries) = held.queries {
+                queries.abort();
+            }
+            still_held.push(held.started);
+        }
+        while let Some((_, started)) = starting.next().await {
+            if let Ok(started) = started {
+                still_held.push(started);
+            }
+        }
+        for stopping in moving_out {
+            let _ = stopping.await;
+        }
+        still_held
     }
-    still_held
 }
 
 /// Starts a swarm placed here, and waits until every memory of it has

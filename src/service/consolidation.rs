@@ -73,56 +73,8 @@ impl Service {
     pub async fn resolve(&self, swarm: &str, contradiction_id: &str, body: ResolveBody) -> Result<Resolved, ApiError> {
         let runtime = self.swarm(swarm)?;
         let resolution = parse_resolution(&body.resolution)?;
-        let mut open_in = Vec::new();
-        let mut already = None;
-        for agent in self.agents_of(swarm, None).await? {
-            let handle = self.agent_handle(swarm, &agent, None).await?;
-            let listing = ask(&handle, Contradictions).await?;
-            if listing.open.iter().any(|open| open.contradiction_id == contradiction_id) {
-                open_in.push(handle);
-            } else if already.is_none() {
-                already = listing
-                    .resolved
-                    .into_iter()
-                    .find(|resolved| resolved.contradiction_id == contradiction_id)
-                    .map(|resolved| (agent.clone(), resolved));
-            }
-        }
-        // Copies settled one way (in one memory, by an agent's own event)
-        // are not settled another way in the others.
-        if let Some((agent, resolved)) = &already
-            && !open_in.is_empty()
-            && resolved.resolution != resolution
-        {
-            return Err(ApiError::conflict(
-                "resolved_differently",
-                Some("resolution"),
-                format!(
-                    "contradiction {contradiction_id:?} was resolved {} at seq {} in the memory of {agent:?}: \
-                     resolve its other copies the same way",
-                    resolution_name(resolved.resolution),
-                    resolved.provenance.seq
-                ),
-            ));
-        }
-        if open_in.is_empty() {
-            return Err(match already.map(|(_, resolved)| resolved) {
-                Some(resolved) => ApiError::conflict(
-                    "already_resolved",
-                    Some("contradiction_id"),
-                    format!(
-                        "contradiction {contradiction_id:?} was already resolved ({}) at seq {}",
-                        resolution_name(resolved.resolution),
-                        resolved.provenance.seq
-                    ),
-                ),
-                None => ApiError::not_found(
-                    "unknown_contradiction",
-                    Some("contradiction_id"),
-                    format!("no memory of swarm {swarm:?} holds a contradiction {}", quote(contradiction_id)),
-                ),
-            });
-        }
+        let (open_in, already) = self.where_open(swarm, contradiction_id).await?;
+        check_resolvable(swarm, contradiction_id, resolution, !open_in.is_empty(), already)?;
         let note = body.note.filter(|note| !note.trim().is_empty());
         let events: Vec<Event> = open_in
             .iter()
@@ -145,27 +97,32 @@ impl Service {
                 self.resolution_applied(&runtime, handle, contradiction_id, event.id.to_string(), appended.seq)
             }))
             .await;
-        // A copy settled by another resolution in between changed nothing
-        // there and is left out; any other failure (a memory that did not
-        // apply its resolution in time) is the answer, since the request's
-        // promise is that every copy is settled.
-        let mut resolved = Vec::with_capacity(applied.len());
-        let mut settled_elsewhere = None;
-        for outcome in applied {
-            match outcome {
-                Ok(answer) => resolved.push(answer),
-                Err(error) if error.code() == "already_resolved" => {
-                    settled_elsewhere = settled_elsewhere.or(Some(error))
-                }
-                Err(error) => return Err(error),
+        first_with_the_others(applied)
+    }
+
+    /// The memories that hold the contradiction open, and the first that
+    /// holds it resolved already (with its agent), if any.
+    async fn where_open(
+        &self,
+        swarm: &str,
+        contradiction_id: &str,
+    ) -> Result<(Vec<AgentHandle>, Option<(String, ResolvedContradiction)>), ApiError> {
+        let mut open_in = Vec::new();
+        let mut already = None;
+        for agent in self.agents_of(swarm, None).await? {
+            let handle = self.agent_handle(swarm, &agent, None).await?;
+            let listing = ask(&handle, Contradictions).await?;
+            if listing.open.iter().any(|open| open.contradiction_id == contradiction_id) {
+                open_in.push(handle);
+            } else if already.is_none() {
+                already = listing
+                    .resolved
+                    .into_iter()
+                    .find(|resolved| resolved.contradiction_id == contradiction_id)
+                    .map(|resolved| (agent.clone(), resolved));
             }
         }
-        let mut resolved = resolved.into_iter();
-        let Some(mut first) = resolved.next() else {
-            return Err(settled_elsewhere.expect("every memory answered with an outcome"));
-        };
-        first.also_resolved = resolved.map(|answer| answer.contradiction).collect();
-        Ok(first)
+        Ok((open_in, already))
     }
 
     /// The memory's record of the resolution it applied at `seq`.
@@ -214,24 +171,47 @@ impl Service {
     /// the log (see docs/src/erasure.md).
     pub async fn purge(&self, swarm: &str, body: PurgeBody) -> Result<PurgeAnswer, ApiError> {
         let runtime = self.swarm(swarm)?;
-        let before = match &body.before {
-            Some(text) => Some(text.parse::<Timestamp>().map_err(|error| {
-                ApiError::bad_parameter("before", format!("before is not an RFC 3339 time: {error}"))
-            })?),
-            None => None,
-        };
-        if before.is_some() && body.agent.is_none() {
-            return Err(ApiError::bad_parameter(
-                "agent",
-                "a purge with before names the agent whose memories it erases",
-            ));
+        let before = purged_before(&body)?;
+        let (targets, already_purged) = self.purge_targets(swarm, &body, before).await?;
+        if targets.is_empty() {
+            return nothing_to_purge(swarm, &body, already_purged);
         }
-        if body.item_ids.is_empty() && before.is_none() {
-            return Err(ApiError::bad_parameter("item_ids", "a purge names item_ids, or an agent and a before time"));
+        // Every tombstone is checked before any is appended: a bad request
+        // appends nothing.
+        let mut tombstones = Vec::new();
+        for (agent, item_ids) in targets {
+            let event = Event::new(
+                swarm,
+                &agent,
+                EventKind::MemoryPurged(MemoryPurged {
+                    item_ids: item_ids.clone(),
+                    before,
+                    of_agent: before.and(body.agent.clone()),
+                    reason: body.reason.clone(),
+                }),
+            )
+            .with_ts(self.clock.now());
+            event.validate().map_err(ApiError::from_validation)?;
+            tombstones.push(Tombstone { agent, item_ids, event });
         }
-        // Which memories hold the items. The agent's items before a time are
-        // in every memory that may see them (its shared ones in all), so a
-        // purge by time goes to every memory, for that agent's items only.
+        let mut results = Vec::new();
+        for tombstone in tombstones {
+            results.push(self.tombstone_applied(&runtime, swarm, tombstone, body.before.clone()).await?);
+        }
+        Ok(PurgeAnswer { purged: results, already_purged, message: None, log: Some(PURGED_FROM_THE_LOG.to_string()) })
+    }
+
+    /// Which memories a purge erases items from, each with the items it
+    /// holds, and the items memories hold that an earlier purge erased.
+    /// The agent's items before a time are in every memory that may see
+    /// them (its shared ones in all), so a purge by time goes to every
+    /// memory, for that agent's items only.
+    async fn purge_targets(
+        &self,
+        swarm: &str,
+        body: &PurgeBody,
+        before: Option<Timestamp>,
+    ) -> Result<(Vec<(String, Vec<String>)>, Vec<AlreadyPurged>), ApiError> {
         let memories = match before {
             Some(_) => {
                 self.agents_of(swarm, body.agent.as_deref()).await?;
@@ -260,89 +240,109 @@ impl Service {
                 targets.push((agent, held));
             }
         }
-        if targets.is_empty() && !already_purged.is_empty() {
-            return Ok(PurgeAnswer {
-                purged: Vec::new(),
-                already_purged,
-                message: Some(
-                    "nothing left to erase: every memory that holds these items has purged them already; \
-                     no tombstone was appended"
-                        .to_string(),
-                ),
-                log: None,
-            });
-        }
-        if targets.is_empty() {
-            return Err(ApiError::not_found(
-                "unknown_item",
-                Some("item_ids"),
-                format!("no memory of swarm {swarm:?} holds any of {:?}", body.item_ids),
-            ));
-        }
-        // Every tombstone is checked before any is appended: a bad request
-        // appends nothing.
-        let mut tombstones = Vec::new();
-        for (agent, item_ids) in targets {
-            let event = Event::new(
-                swarm,
-                &agent,
-                EventKind::MemoryPurged(MemoryPurged {
-                    item_ids: item_ids.clone(),
-                    before,
-                    of_agent: before.and(body.agent.clone()),
-                    reason: body.reason.clone(),
-                }),
-            )
-            .with_ts(self.clock.now());
-            event.validate().map_err(ApiError::from_validation)?;
-            tombstones.push((agent, item_ids, event));
-        }
-        let mut results = Vec::new();
-        for (agent, item_ids, event) in tombstones {
-            let appended = runtime.log.append(std::slice::from_ref(&event)).await?;
-            let seq = appended[0].seq;
-            let handle = self.agent_handle(swarm, &agent, None).await?;
-            handle.caught_up(runtime.log.as_ref(), seq, APPLY_TIMEOUT).await?;
-            // Every path that reads the raw log shows the erased events as
-            // erased once the eraser has recorded them (and erased what was
-            // derived from them): the answer waits for that.
-            runtime.erasures.wait_through(seq, APPLY_TIMEOUT).await?;
-            // The snapshot on disk still holds the text until the next one is
-            // written: write it now.
-            let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;
-            let listing = ask(&handle, Items::default()).await?;
-            let purged = listing.counts.states.get("purged").copied().unwrap_or(0);
-            let snapshot = match snapshot_seq {
-                Some(_) => "rewritten without the purged content",
-                None => {
-                    "not rewritten yet: dead letters of this agent wait to be filed; the previous snapshot \
-                     still holds the purged content until the next one is written"
-                }
-            };
-            results.push(Purged {
-                agent,
-                event_id: event.id.to_string(),
-                seq,
-                item_ids,
-                before: body.before.clone(),
-                purged_items_in_memory: purged,
-                snapshot_seq,
-                snapshot: snapshot.to_string(),
-            });
-        }
-        Ok(PurgeAnswer {
-            purged: results,
-            already_purged,
-            message: None,
-            log: Some(
-                "every path that reads the log shows the erased events as erased (their ids, kinds, agents and \
-                 times, never their payloads); the log's storage still holds their bytes: on JetStream, drop them \
-                 by retention (log.max_age_secs) or by deleting their messages; the embedded log rewrites them away \
-                 at the server's next start (or `mneme erase` on a stopped server); see docs/src/erasure.md"
-                    .to_string(),
-            ),
+        Ok((targets, already_purged))
+    }
+
+    /// Appends one tombstone and answers once it took effect: the agent's
+    /// memory applied it, the eraser recorded what it erased, and the
+    /// memory's snapshot is written again.
+    async fn tombstone_applied(
+        &self,
+        runtime: &SwarmRuntime,
+        swarm: &str,
+        tombstone: Tombstone,
+        before: Option<String>,
+    ) -> Result<Purged, ApiError> {
+        let Tombstone { agent, item_ids, event } = tombstone;
+        let appended = runtime.log.append(std::slice::from_ref(&event)).await?;
+        let seq = appended[0].seq;
+        let handle = self.agent_handle(swarm, &agent, None).await?;
+        handle.caught_up(runtime.log.as_ref(), seq, APPLY_TIMEOUT).await?;
+        // Every path that reads the raw log shows the erased events as
+        // erased once the eraser has recorded them (and erased what was
+        // derived from them): the answer waits for that.
+        runtime.erasures.wait_through(seq, APPLY_TIMEOUT).await?;
+        // The snapshot on disk still holds the text until the next one is
+        // written: write it now.
+        let snapshot_seq = handle.addr.send(TakeSnapshot).await.map_err(|_| stopped(&agent))??;
+        let listing = ask(&handle, Items::default()).await?;
+        let purged = listing.counts.states.get("purged").copied().unwrap_or(0);
+        let snapshot = match snapshot_seq {
+            Some(_) => "rewritten without the purged content",
+            None => {
+                "not rewritten yet: dead letters of this agent wait to be filed; the previous snapshot \
+                 still holds the purged content until the next one is written"
+            }
+        };
+        Ok(Purged {
+            agent,
+            event_id: event.id.to_string(),
+            seq,
+            item_ids,
+            before,
+            purged_items_in_memory: purged,
+            snapshot_seq,
+            snapshot: snapshot.to_string(),
         })
     }
+}
+
+/// A `memory_purged` event checked and ready to append, for one memory.
+struct Tombstone {
+    agent: String,
+    item_ids: Vec<String>,
+    event: Event,
+}
+
+/// What a purge's answer says of the log's storage.
+const PURGED_FROM_THE_LOG: &str = "every path that reads the log shows the erased events as erased (their ids, kinds, \
+     agents and times, never their payloads); the log's storage still holds their bytes: on JetStream, drop them \
+     by retention (log.max_age_secs) or by deleting their messages; the embedded log rewrites them away \
+     at the server's next start (or `mneme erase` on a stopped server); see docs/src/erasure.md";
+
+/// The time a purge erases an agent's items before, if it names one; a
+/// purge names items, or an agent and that time.
+fn purged_before(body: &PurgeBody) -> Result<Option<Timestamp>, ApiError> {
+    let before =
+        match &body.before {
+            Some(text) => Some(text.parse::<Timestamp>().map_err(|error| {
+                ApiError::bad_parameter("before", format!("before is not an RFC 3339 time: {error}"))
+            })?),
+            None => None,
+        };
+    if before.is_some() && body.agent.is_none() {
+        return Err(ApiError::bad_parameter("agent", "a purge with before names the agent whose memories it erases"));
+    }
+    if body.item_ids.is_empty() && before.is_none() {
+        return Err(ApiError::bad_parameter("item_ids", "a purge names item_ids, or an agent and a before time"));
+    }
+    Ok(before)
+}
+
+/// The answer of a purge that found nothing to erase: every item named
+/// purged already (no tombstone appended), or none held anywhere.
+fn nothing_to_purge(
+    swarm: &str,
+    body: &PurgeBody,
+    already_purged: Vec<AlreadyPurged>,
+) -> Result<PurgeAnswer, ApiError> {
+    if already_purged.is_empty() {
+        return Err(ApiError::not_found(
+            "unknown_item",
+            Some("item_ids"),
+            format!("no memory of swarm {swarm:?} holds any of {:?}", body.item_ids),
+        ));
+    }
+    Ok(PurgeAnswer {
+        purged: Vec::new(),
+        already_purged,
+        message: Some(
+            "nothing left to erase: every memory that holds these items has purged them already; \
+             no tombstone was appended"
+                .to_string(),
+        ),
+        log: None,
+    })
 }
 
 /// Verdicts listed per kind in a report; counts are always complete.
@@ -470,6 +470,78 @@ fn wire_resolved(agent: &str, resolved: &ResolvedContradiction) -> Contradiction
         resolution: Some(resolution_name(resolved.resolution).to_string()),
         provenance: provenance_refs(std::slice::from_ref(&resolved.provenance)),
     }
+}
+
+/// Whether a contradiction may be resolved `resolution`: it is open
+/// somewhere (`any_open`), and no copy of it was settled another way
+/// (`already`: the first copy found resolved, with its agent).
+fn check_resolvable(
+    swarm: &str,
+    contradiction_id: &str,
+    resolution: ContradictionResolution,
+    any_open: bool,
+    already: Option<(String, ResolvedContradiction)>,
+) -> Result<(), ApiError> {
+    // Copies settled one way (in one memory, by an agent's own event)
+    // are not settled another way in the others.
+    if let Some((agent, resolved)) = &already
+        && any_open
+        && resolved.resolution != resolution
+    {
+        return Err(ApiError::conflict(
+            "resolved_differently",
+            Some("resolution"),
+            format!(
+                "contradiction {contradiction_id:?} was resolved {} at seq {} in the memory of {agent:?}: \
+                 resolve its other copies the same way",
+                resolution_name(resolved.resolution),
+                resolved.provenance.seq
+            ),
+        ));
+    }
+    if any_open {
+        return Ok(());
+    }
+    Err(match already.map(|(_, resolved)| resolved) {
+        Some(resolved) => ApiError::conflict(
+            "already_resolved",
+            Some("contradiction_id"),
+            format!(
+                "contradiction {contradiction_id:?} was already resolved ({}) at seq {}",
+                resolution_name(resolved.resolution),
+                resolved.provenance.seq
+            ),
+        ),
+        None => ApiError::not_found(
+            "unknown_contradiction",
+            Some("contradiction_id"),
+            format!("no memory of swarm {swarm:?} holds a contradiction {}", quote(contradiction_id)),
+        ),
+    })
+}
+
+/// The answer of a resolution from what each memory answered: the first
+/// memory's in full, the others' in `also_resolved`. A copy settled by
+/// another resolution in between changed nothing there and is left out;
+/// any other failure (a memory that did not apply its resolution in time)
+/// is the answer, since the request's promise is that every copy is
+/// settled.
+fn first_with_the_others(applied: Vec<Result<Resolved, ApiError>>) -> Result<Resolved, ApiError> {
+    let mut resolved = Vec::with_capacity(applied.len());
+    let mut settled_elsewhere = None;
+    for outcome in applied {
+        match outcome {
+            Ok(answer) => resolved.push(answer),
+            Err(error) if error.code() == "already_resolved" => settled_elsewhere = settled_elsewhere.or(Some(error)),
+            Err(error) => return Err(error),
+        }
+    }
+    let mut resolved = resolved.into_iter();
+    let Some(mut first) = resolved.next() else {
+        return Err(settled_elsewhere.expect("every memory answered with an outcome"));
+    };
+    first.also_resolved = resolved.map(|answer| answer.contradiction).collect();
+    Ok(first)
 }
 
 fn resolution_name(resolution: ContradictionResolution) -> &'static str {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::bench::{SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};
 use crate::eval::ServerProcess;
-use mneme::cli::client::call_as;
+use mneme::client::call_as;
 use mneme_api::log::AcceptedEvents;
 use mneme_api::memory::SearchAnswer;
 

@@ -13,7 +13,7 @@ use crate::bench::search::percentile;
 use crate::bench::system::ms;
 use crate::bench::{SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};
 use crate::eval::ServerProcess;
-use mneme::cli::client::call_as;
+use mneme::client::call_as;
 use mneme_api::agent_memory::Written;
 use mneme_api::log::AcceptedEvents;
 use mneme_api::memory::{ItemAnswer, SearchAnswer};

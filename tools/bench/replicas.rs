@@ -20,7 +20,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use mneme::cli::client::call_as;
+use mneme::client::call_as;
 use mneme_api::log::{AcceptedEvents, EventsPage, Health, LogEntry};
 use mneme_api::memory::{Digest, SearchAnswer};
 use mneme_events::DecodeLimits;

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::bench::mcp::{WARM_UP, latency_row, latency_table_head, time};
 use crate::bench::{SWARM, ScratchDir, WordStream, machine_description, synthetic_events_from};
 use crate::eval::ServerProcess;
-use mneme::cli::client::call_as;
+use mneme::client::call_as;
 use mneme_api::context::ContextAnswer;
 use mneme_api::log::AcceptedEvents;
 use mneme_api::memory::SearchAnswer;

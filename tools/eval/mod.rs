@@ -30,7 +30,7 @@ use crate::eval::dataset::{Dataset, EVAL_SWARM, GeneratorSize, Question, Questio
 use crate::eval::generator::generate;
 pub(crate) use crate::eval::server::ServerProcess;
 use crate::eval::server::{Scratch, last_log_seq, publish, wait_until_applied};
-use mneme::cli::client::{call_as, encode};
+use mneme::client::{call_as, encode};
 
 #[derive(Args)]
 pub struct EvalArgs {

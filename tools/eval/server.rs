@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use mneme::cli::client::call_as;
+use mneme::client::call_as;
 use mneme_api::log::{AcceptedEvents, Health};
 use mneme_api::memory::Digest;
 
