@@ -1,5 +1,5 @@
 //! The code's layout, as ARCHITECTURE.md states it, held to the tree:
-//! files are split by job long before 1,000 lines and functions in `src/`
+//! files are split by job long before 1,000 lines and functions of the crates
 //! long before 120, the service layer and the NATS transport know nothing
 //! of HTTP, and only the CLI imports from the CLI.
 
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 1000;
 
-/// The most lines a function of `src/` spans, from its `fn` to its closing
+/// The most lines a function of the crates spans, from its `fn` to its closing
 /// brace (doc comments and attributes not counted; its comments and blank
 /// lines counted). The longest is `cli::run`, one arm a verb, at about a
 /// hundred: a function that does several jobs is split long before this.
@@ -192,9 +192,11 @@ fn the_memory_is_extended_only_inside_its_module_and_its_state_is_private() {
 }
 
 #[test]
-fn no_function_in_src_spans_more_than_120_lines() {
+fn no_function_in_the_crates_spans_more_than_120_lines() {
     let mut files = Vec::new();
-    rust_files(&repo_root().join("src"), &mut files);
+    for crate_source in ["src", "events/src", "index/src", "nats/src", "projections/src", "api/src", "actors/src"] {
+        rust_files(&repo_root().join(crate_source), &mut files);
+    }
     let mut functions = 0;
     let mut long = Vec::new();
     for path in &files {
@@ -207,7 +209,7 @@ fn no_function_in_src_spans_more_than_120_lines() {
             }
         }
     }
-    assert!(functions > 300, "found only {functions} functions in src/: the scanner below is broken");
+    assert!(functions > 1000, "found only {functions} functions in the crates: the scanner below is broken");
     assert!(long.is_empty(), "split these by job: {long:?}");
 }
 
