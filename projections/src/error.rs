@@ -14,7 +14,7 @@ pub enum ProjectionError {
     Index(#[from] mneme_index::IndexError),
     /// A query of a memory with items applied since its last commit: they
     /// would be missing from its answer. Whoever applies commits before
-    /// asking (the memory actor does before every query).
+    /// asking (the memory actor does before a search or a context).
     #[error("the memory has items applied through seq {checkpoint} that are not committed; commit before querying")]
     Uncommitted { checkpoint: u64 },
     #[error("snapshot is unusable: {0}")]

@@ -6,8 +6,11 @@
 //!  service / feed / router / consolidator / eraser
 //!        │ Ask(Search(request))           ▲ Vec<SearchHit>
 //!        ▼                                │
-//!  MemoryActor ── catch up the checkpoint, commit, span, time (mneme_query_seconds{verb}) ── Q::answer
+//!  MemoryActor ── catch up the checkpoint, span, time (mneme_query_seconds{verb}) ── Q::answer
 //! ```
+//!
+//! Queries read what was committed: the two that search (`Search`,
+//! `Context`) commit what was applied first, on the write side.
 
 use actix::prelude::*;
 use mneme_events::{EventId, HandoffBundle};
@@ -43,9 +46,6 @@ impl<Q: MemoryQuery> Handler<Ask<Q>> for MemoryActor {
 
     fn handle(&mut self, Ask(query): Ask<Q>, _: &mut Self::Context) -> Self::Result {
         self.catch_up_checkpoint();
-        // Queries read what was committed: what was applied since is made
-        // searchable first (cheap when nothing was).
-        self.memory.commit()?;
         let span = tracing::debug_span!("query", agent = %self.memory.agent(), verb = Q::VERB);
         let _entered = span.enter();
         let started = std::time::Instant::now();
@@ -64,6 +64,7 @@ impl MemoryQuery for Search {
     const VERB: &'static str = "search";
 
     fn answer(self, actor: &mut MemoryActor) -> Result<Vec<SearchHit>, ActorsError> {
+        actor.memory.commit()?;
         let hits = mneme_projections::search(&actor.memory, &self.0)?;
         actor.count_retrievals(hits.iter().map(|hit| hit.item_id.as_str()));
         Ok(hits)
@@ -78,6 +79,7 @@ impl MemoryQuery for Context {
     const VERB: &'static str = "context";
 
     fn answer(self, actor: &mut MemoryActor) -> Result<ContextResponse, ActorsError> {
+        actor.memory.commit()?;
         let response = mneme_projections::context(&actor.memory, &self.0)?;
         let memory = &actor.memory;
         let items: Vec<String> = response

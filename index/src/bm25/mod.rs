@@ -299,13 +299,21 @@ impl TextIndex {
     }
 
     fn commit_through(&self, change: u64) -> Result<(), IndexError> {
-        if self.committed.load(Ordering::Acquire) >= change {
+        self.commit_if(change, false)
+    }
+
+    /// Commits unless a commit since `change` did already; `always`
+    /// commits anyway (a kept index's commit records the owners). Never
+    /// lowers `committed`: memories ask it whether what they added is
+    /// searchable, from other threads.
+    fn commit_if(&self, change: u64, always: bool) -> Result<(), IndexError> {
+        if !always && self.committed.load(Ordering::Acquire) >= change {
             return Ok(());
         }
         let mut writer = self.writer();
         // Another memory may have committed while this one waited.
         let latest = self.changes.load(Ordering::Acquire);
-        if self.committed.load(Ordering::Acquire) >= change {
+        if !always && self.committed.load(Ordering::Acquire) >= change {
             return Ok(());
         }
         match &self.disk {
@@ -343,7 +351,7 @@ impl TextIndex {
             }
         }
         self.reader.reload()?;
-        self.committed.store(latest, Ordering::Release);
+        self.committed.fetch_max(latest, Ordering::AcqRel);
         Ok(())
     }
 
@@ -358,8 +366,7 @@ impl TextIndex {
             return Ok(());
         }
         // A commit even with no change: it records the owners.
-        self.committed.store(0, Ordering::Release);
-        self.commit_through(latest.max(1))?;
+        self.commit_if(latest.max(1), true)?;
         // Holding the writer: no commit runs while the files are written.
         let _writer = self.writer();
         disk.directory.make_durable().map_err(|error| IndexError::Index(error.into()))?;
