@@ -575,6 +575,38 @@ mod tests {
         assert_eq!(hits.iter().map(|(_, seq)| *seq).collect::<Vec<_>>(), [2, 1]);
     }
 
+    /// Memories of a swarm share the index from their own threads: one
+    /// making it durable (a commit it forces) must never make another's
+    /// committed documents read as uncommitted, which a search refuses.
+    #[test]
+    fn committed_documents_stay_committed_while_another_memory_makes_the_index_durable() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+        let directory = tempfile::tempdir().unwrap();
+        let (shared, _) = TextIndex::open(directory.path()).unwrap();
+        let mut first = Bm25Index::new(shared.clone(), None, "first");
+        first.add(1, "message_recorded", "token refresh failed").unwrap();
+        first.commit().unwrap();
+        let mut second = Bm25Index::new(shared.clone(), None, "second");
+        let (stop, reads, uncommitted) = (AtomicBool::new(false), AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !stop.load(Ordering::Acquire) {
+                    reads.fetch_add(1, Ordering::Relaxed);
+                    if !first.is_committed() {
+                        uncommitted.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+            for seq in 2..30 {
+                second.add(seq, "message_recorded", "database migration").unwrap();
+                second.make_durable().unwrap();
+            }
+            stop.store(true, Ordering::Release);
+        });
+        assert!(reads.load(Ordering::Relaxed) > 0);
+        assert_eq!(uncommitted.load(Ordering::Relaxed), 0, "of {} reads", reads.load(Ordering::Relaxed));
+    }
+
     #[test]
     fn a_damaged_index_on_disk_is_replaced() {
         let directory = tempfile::tempdir().unwrap();
