@@ -235,12 +235,12 @@ fn assert_reads_all_answered(reads: &Reads) {
     assert!(failed.is_empty(), "reads failed during broker faults: {failed:?}");
 }
 
-/// Lets the publisher run a little past the last fault, stops it and the
-/// readers, and checks everything: every read answered, every accepted
-/// event once on the log, memories equal to the log, and, with the server
-/// stopped, an offline replay that matches.
+/// Lets the publisher post a few more batches past the last fault, stops
+/// it and the readers, and checks everything: every read answered, every
+/// accepted event once on the log, memories equal to the log, and, with
+/// the server stopped, an offline replay that matches.
 fn stop_and_check(traffic: Traffic, server: &mut MnemeServer, faults: &[(String, Instant)]) {
-    std::thread::sleep(Duration::from_millis(300));
+    traffic.wait_for_writes_after(traffic.accepted() + 4 * EVENTS_PER_POST);
     let (published, reads) = traffic.stop();
     report_write_pauses(&published, faults);
     assert_reads_all_answered(&reads);
@@ -403,7 +403,8 @@ fn r3_cluster_losing_its_stream_leader_then_a_follower_keeps_serving_and_loses_n
     runtime.block_on(cluster.wait_until_stream_current(&stream)).expect("the events stream has three current replicas");
     eprintln!("cluster of 3 nodes and mneme serve with an R3 events stream up after {:?}", test_started.elapsed());
     let traffic = Traffic::start(&server);
-    std::thread::sleep(Duration::from_millis(1000));
+    // Writes under way before the first fault.
+    traffic.wait_for_writes_after(10 * EVENTS_PER_POST);
 
     let mut faults = Vec::new();
     let leader = runtime.block_on(cluster.stream_leader(&stream)).expect("a leader");
@@ -429,7 +430,8 @@ fn r3_cluster_losing_its_stream_leader_then_a_follower_keeps_serving_and_loses_n
     let killed_at = Instant::now();
     faults.push((format!("SIGKILL of follower {}", cluster.node_name(follower)), killed_at));
     traffic.wait_for_writes_after(before);
-    std::thread::sleep(Duration::from_millis(1000));
+    // Writes go on without the follower, which has them to catch up on.
+    traffic.wait_for_writes_after(traffic.accepted() + 10 * EVENTS_PER_POST);
     let leader_after = runtime.block_on(cluster.stream_leader(&stream)).expect("a leader");
     eprintln!(
         "injected: SIGKILL of follower {} after about {before} events accepted; leader afterwards {}",

@@ -15,10 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::MnemeServer;
-use common::replicas::{
-    CONFIG, ID_KEY, assert_same_digests, batch, eventually_nothing_lost_or_written_twice, holds, wait_until,
-};
+use common::replicas::{CONFIG, ID_KEY, assert_same_digests, batch, eventually_nothing_lost_or_written_twice, holds};
+use common::{MnemeServer, wait_until};
 use mneme_api::log::{AcceptedEvents, Health};
 use mneme_api::memory::SearchAnswer;
 use mneme_nats::server::NatsCluster;
@@ -153,6 +151,10 @@ impl Querier {
         Querier { answered, retried, stop, thread: Some(thread) }
     }
 
+    fn answered(&self) -> usize {
+        self.answered.load(Ordering::Relaxed)
+    }
+
     fn finish(mut self) -> (usize, usize) {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.take().unwrap().join().expect("the query client");
@@ -184,7 +186,9 @@ fn three_replicas_on_an_r3_cluster_survive_kills_of_the_lease_holder_and_of_nats
     let http: Vec<String> = replicas.iter().map(|replica| replica.url.clone()).collect();
     let publisher = Publisher::start(http.clone());
     let querier = Querier::start(http);
-    std::thread::sleep(Duration::from_secs(2));
+    wait_until("writes and queries are answered before the first fault", Duration::from_secs(30), || {
+        publisher.accepted() > 80 && querier.answered() > 10
+    });
 
     let mut lease_moves = Vec::new();
     for round in 0..ROUNDS {
@@ -234,7 +238,10 @@ fn three_replicas_on_an_r3_cluster_survive_kills_of_the_lease_holder_and_of_nats
             runtime.block_on(cluster.wait_until_stream_current(&stream)).expect("the restarted node catches up");
         }
     }
-    std::thread::sleep(Duration::from_secs(2));
+    let (before, answered_before) = (publisher.accepted(), querier.answered());
+    wait_until("writes and queries go on after the last fault", Duration::from_secs(30), || {
+        publisher.accepted() > before + 80 && querier.answered() > answered_before + 10
+    });
     let (acknowledged, publish_retries) = publisher.finish();
     let (answered, query_retries) = querier.finish();
 

@@ -12,7 +12,7 @@ mod common;
 
 use std::cell::RefCell;
 use std::io::{BufRead, BufReader};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{MnemeServer, encode, stdout_of, typed};
 use mneme_api::consolidation::PurgeAnswer;
@@ -305,7 +305,7 @@ fn purges_erase_from_every_read_path(server: &MnemeServer) -> (Vec<String>, Vec<
                 "data": {"to": "reviewer", "task": format!("take over {task}")}}));
             let accepted: AcceptedEvents = server.post_typed("/v1/events", &Value::Array(events).to_string());
             let last = accepted.accepted.iter().map(|accepted| accepted.seq).max().unwrap();
-            wait_for_deliveries(server, last);
+            wait_for_delivery(server, last);
             // Verdicts that quote the items (links, contradictions).
             let _: Value = server.post_typed("/v1/swarms/demo/consolidate", "");
             if !purged_ids.is_empty() {
@@ -363,22 +363,20 @@ fn cli_and_replay_show_none_of(server: &MnemeServer, erased: &[String], kept: &[
     }
 }
 
-/// Waits until Mneme's own events after `seq` (handoff deliveries) are on
-/// the log and every memory has applied them.
-fn wait_for_deliveries(server: &MnemeServer, seq: u64) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut last = seq;
-    loop {
-        std::thread::sleep(Duration::from_millis(300));
-        let end = server.get("/healthz")["last_seq"].as_u64().unwrap();
-        if end == last {
-            break;
-        }
-        last = end;
-        assert!(Instant::now() < deadline, "the log kept growing");
-    }
+/// Waits until Mneme delivered the case's handoff, published up to `seq`
+/// (its `handoff_received`, the one event Mneme appends after a case's
+/// publish), and every memory has applied it.
+fn wait_for_delivery(server: &MnemeServer, seq: u64) {
+    let after = format!("/v1/swarms/demo/events?from_seq={}&limit=10", seq + 1);
+    let mut delivered = None;
+    common::wait_until("the case's handoff is delivered", Duration::from_secs(30), || {
+        let page: EventsPage = server.get_typed(&after);
+        delivered = page.events.iter().find(|entry| entry.kind() == Some("handoff_received")).map(LogEntry::seq);
+        delivered.is_some()
+    });
+    let delivered = delivered.expect("waited for above");
     for agent in AGENTS {
-        let _ = server.get(&format!("/v1/swarms/demo/agents/{agent}/digest?min_seq={last}"));
+        let _ = server.get(&format!("/v1/swarms/demo/agents/{agent}/digest?min_seq={delivered}"));
     }
 }
 

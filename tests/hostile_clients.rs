@@ -312,7 +312,8 @@ fn one_agent_flooding_queries_is_refused_past_its_limit_and_another_is_answered(
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(500));
+    // The flood is at the reviewer's limits once they refuse it.
+    wait_until("the flooder is refused", || refused.load(Ordering::Relaxed) > 0);
     let flooded = planner_searches(&server);
     flooding.store(false, Ordering::Relaxed);
     for flooder in flooders {

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::replicas::{CONFIG, batch, eventually_nothing_lost_or_written_twice, health, wait_until};
-use common::{MnemeServer, typed};
+use common::replicas::{CONFIG, batch, eventually_nothing_lost_or_written_twice, health};
+use common::{MnemeServer, typed, wait_until};
 use mneme_api::log::AcceptedEvents;
 use mneme_api::memory::SearchAnswer;
 use mneme_nats::placement::placement;

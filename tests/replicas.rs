@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use common::replicas::{
     CONFIG, assert_same_digests, environment, eventually_nothing_lost_or_written_twice, health, holder_seen_by, holds,
-    publish, wait_until,
+    publish,
 };
-use common::{MnemeServer, typed};
+use common::{MnemeServer, typed, wait_until};
 use mneme_api::log::Health;
 use mneme_api::memory::SearchAnswer;
 use mneme_nats::server::NatsServer;

@@ -11,20 +11,25 @@
 //!
 //! A dry run scans and reports, and writes nothing (not even the retrieval
 //! counts, which stay with the memory actors).
+//!
+//! The schedule's timers (the interval, the event-count poll) sleep on the
+//! consolidator's [`ActorClock`], which also gives the time of what it
+//! writes: a test that gives it a `TestClock` starts a scheduled run by
+//! advancing the clock.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
 use mneme_events::{
-    Clock, Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, RetrievalCount, SystemClock,
-    Timestamp,
+    Event, EventKind, IdKey, MemoriesLinked, MemoriesMerged, MemoriesRetrieved, RetrievalCount, SystemClock, Timestamp,
 };
 use mneme_nats::{EventLog, Lease, Seq};
 use mneme_projections::consolidation::{
     ConsolidationPlan, ConsolidationPolicy, ConsolidationView, SharedScan, consolidate_with, share_run_budget,
 };
 
+use crate::clock::ActorClock;
 use crate::error::ActorsError;
 use crate::lease_keeper::LeaseGate;
 use crate::memory_actor::queries::{Ask, ConsolidationViewOf};
@@ -40,7 +45,8 @@ const APPLY_TIMEOUT: Duration = Duration::from_secs(120);
 /// Requests waiting for the consolidator (on-demand runs queue behind the
 /// one under way).
 const MAILBOX_CAPACITY: usize = 16;
-/// How often the event-count trigger looks at the log.
+/// How long after its last look the event-count trigger looks at the log
+/// again.
 const EVENT_TRIGGER_POLL: Duration = Duration::from_secs(1);
 
 /// The scan a run performs on the copy of a memory: [`consolidate_with`] in
@@ -65,8 +71,9 @@ pub struct Consolidator {
     /// Keys the ids of verdict events (see `mneme_events::derived`).
     id_key: IdKey,
     scanner: Scanner,
-    /// The time verdicts and retrieval counts are written with.
-    clock: Arc<dyn Clock>,
+    /// The time verdicts and retrieval counts are written with, and what
+    /// the schedule's timers sleep on.
+    clock: Arc<dyn ActorClock>,
     /// One run at a time; a scheduled run that finds one going is skipped.
     running: Arc<tokio::sync::Mutex<()>>,
     /// Events after this seq count toward `every_events`: the log's last
@@ -76,7 +83,6 @@ pub struct Consolidator {
     /// As `events_counted_after`, for the runs that only record retrieval
     /// counts while another process holds the writer lease.
     retrievals_counted_after: Option<Seq>,
-    checking_events: bool,
     /// With replicas: runs are made, and verdicts appended (fenced), only
     /// while this process holds the swarm's writer lease. `None`: this
     /// process is the swarm's only writer.
@@ -104,7 +110,6 @@ impl Consolidator {
             running: Arc::new(tokio::sync::Mutex::new(())),
             events_counted_after: None,
             retrievals_counted_after: None,
-            checking_events: false,
             lease: None,
         }
     }
@@ -115,8 +120,9 @@ impl Consolidator {
         self
     }
 
-    /// Writes verdicts at `clock`'s time instead of the system's.
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Consolidator {
+    /// Writes verdicts at `clock`'s time, and runs the schedule's timers on
+    /// it, instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn ActorClock>) -> Consolidator {
         self.clock = clock;
         self
     }
@@ -179,40 +185,62 @@ impl Consolidator {
         }
     }
 
+    /// The interval trigger: a run `interval` from now, and the next
+    /// `interval` after that one started. The timer is armed again once the
+    /// run is started (or skipped), so a test that sees it armed knows.
+    fn run_after(&mut self, ctx: &mut Context<Self>, interval: Duration) {
+        ctx.spawn(self.clock.sleep(interval).into_actor(self).map(move |(), consolidator, ctx| {
+            consolidator.run_scheduled(ctx, "interval");
+            consolidator.run_after(ctx, interval);
+        }));
+    }
+
     /// The event-count trigger: runs once `every_events` events arrived
-    /// after the last run (or after start-up).
+    /// after the last run (or after start-up). Looks again
+    /// [`EVENT_TRIGGER_POLL`] after this look is done (one look at a time),
+    /// so a test that sees the poll armed again knows the look was made.
     fn check_event_count(&mut self, ctx: &mut Context<Self>, every_events: u64) {
-        if self.checking_events {
-            return;
-        }
-        self.checking_events = true;
         let log = self.log.clone();
         ctx.spawn(async move { log.last_seq().await }.into_actor(self).map(move |last_seq, consolidator, ctx| {
-            consolidator.checking_events = false;
-            let Ok(last_seq) = last_seq else { return };
-            // Without the lease, runs only record retrieval counts, and are
-            // counted apart: the events that arrive meanwhile still count
-            // toward the first run once this process takes the lease. Both
-            // count from the first look.
-            if consolidator.events_counted_after.is_none() {
-                consolidator.events_counted_after = Some(last_seq);
-                consolidator.retrievals_counted_after = Some(last_seq);
-                return;
-            }
-            let holder = consolidator.lease.as_ref().is_none_or(|gate| gate.held().is_some());
-            let counted = match holder {
-                true => &mut consolidator.events_counted_after,
-                false => &mut consolidator.retrievals_counted_after,
-            };
-            let Some(counted_after) = *counted else {
-                *counted = Some(last_seq);
-                return;
-            };
-            if last_seq.saturating_sub(counted_after) >= every_events {
-                *counted = Some(last_seq);
+            if let Ok(last_seq) = last_seq
+                && consolidator.enough_events(last_seq, every_events)
+            {
                 consolidator.run_scheduled(ctx, "events");
             }
+            let poll = consolidator.clock.sleep(EVENT_TRIGGER_POLL);
+            ctx.spawn(
+                poll.into_actor(consolidator)
+                    .map(move |(), consolidator, ctx| consolidator.check_event_count(ctx, every_events)),
+            );
         }));
+    }
+
+    /// Whether `every_events` events arrived between the last count and
+    /// `last_seq`; if so, counting starts again from `last_seq`.
+    fn enough_events(&mut self, last_seq: Seq, every_events: u64) -> bool {
+        // Without the lease, runs only record retrieval counts, and are
+        // counted apart: the events that arrive meanwhile still count
+        // toward the first run once this process takes the lease. Both
+        // count from the first look.
+        if self.events_counted_after.is_none() {
+            self.events_counted_after = Some(last_seq);
+            self.retrievals_counted_after = Some(last_seq);
+            return false;
+        }
+        let holder = self.lease.as_ref().is_none_or(|gate| gate.held().is_some());
+        let counted = match holder {
+            true => &mut self.events_counted_after,
+            false => &mut self.retrievals_counted_after,
+        };
+        let Some(counted_after) = *counted else {
+            *counted = Some(last_seq);
+            return false;
+        };
+        if last_seq.saturating_sub(counted_after) < every_events {
+            return false;
+        }
+        *counted = Some(last_seq);
+        true
     }
 
     /// The run itself, as a future that needs nothing of the actor.
@@ -681,13 +709,10 @@ impl Actor for Consolidator {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(MAILBOX_CAPACITY);
         if let Some(interval) = self.schedule.interval {
-            ctx.run_interval(interval, |consolidator, ctx| consolidator.run_scheduled(ctx, "interval"));
+            self.run_after(ctx, interval);
         }
         if let Some(every_events) = self.schedule.every_events {
             self.check_event_count(ctx, every_events);
-            ctx.run_interval(EVENT_TRIGGER_POLL, move |consolidator, ctx| {
-                consolidator.check_event_count(ctx, every_events)
-            });
         }
     }
 }

@@ -27,7 +27,9 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
 use actix::prelude::*;
-use mneme_events::{ErasedEvent, ErasureRecord, Erasures, Event, EventId, EventKind, IdKey, MemoryPurged, PurgeRef};
+use mneme_events::{
+    ErasedEvent, ErasureRecord, Erasures, Event, EventId, EventKind, IdKey, MemoryPurged, PurgeRef, SystemClock,
+};
 use mneme_nats::{EventLog, LogEntry, Seq};
 use tokio::sync::watch;
 
@@ -204,7 +206,7 @@ impl Erasing {
     /// Follows the log from the stored position until the process ends;
     /// after a failure, from the stored position again.
     async fn follow(&self) {
-        follow_from_position(self.log.as_ref(), CONSUMER, "eraser", |entry| async move {
+        follow_from_position(self.log.as_ref(), &SystemClock, CONSUMER, "eraser", |entry| async move {
             let seq = entry.seq;
             let was_purge = self.take(entry).await?;
             self.registry.advance(seq);
@@ -217,7 +219,7 @@ impl Erasing {
     /// (what lies before it is in the records the registry was loaded
     /// from), keeping the registry and writing nothing.
     async fn follow_unwritten(&self) {
-        follow_from(self.log.as_ref(), CONSUMER, "eraser (not the writer)", |entry| async move {
+        follow_from(self.log.as_ref(), &SystemClock, CONSUMER, "eraser (not the writer)", |entry| async move {
             let seq = entry.seq;
             self.take_unwritten(entry).await?;
             self.registry.advance(seq);

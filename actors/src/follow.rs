@@ -3,7 +3,8 @@
 //! stored after an entry that asks for it and at least every
 //! [`STORE_POSITION_EVERY_ENTRIES`] entries, so a restart neither re-reads
 //! the whole log nor skips an entry not yet taken. An entry that fails is
-//! taken again, from the stored position, after a pause.
+//! taken again, from the stored position, after a pause on the follower's
+//! clock.
 
 use std::future::Future;
 use std::time::Duration;
@@ -11,38 +12,50 @@ use std::time::Duration;
 use futures::StreamExt;
 use mneme_nats::{EventLog, LogEntry};
 
+use crate::clock::ActorClock;
 use crate::error::ActorsError;
 
 /// The position is stored at least this often.
 const STORE_POSITION_EVERY_ENTRIES: u64 = 1000;
 /// The pause before reading again after a failure.
-const RETRY_AFTER: Duration = Duration::from_millis(500);
+pub(crate) const RETRY_AFTER: Duration = Duration::from_millis(500);
 
 /// Follows `log` as the durable consumer `consumer` until the process ends,
 /// handing each entry to `take`, which answers whether the position is to
 /// be stored at once (after an entry that did something). `what` names the
-/// follower in logs.
-pub(crate) async fn follow_from_position<F, Fut>(log: &dyn EventLog, consumer: &str, what: &str, take: F)
-where
+/// follower in logs. The pause after a failure sleeps on `clock`.
+pub(crate) async fn follow_from_position<F, Fut>(
+    log: &dyn EventLog,
+    clock: &dyn ActorClock,
+    consumer: &str,
+    what: &str,
+    take: F,
+) where
     F: FnMut(LogEntry) -> Fut,
     Fut: Future<Output = Result<bool, ActorsError>>,
 {
-    follow(log, consumer, what, true, take).await
+    follow(log, clock, consumer, what, true, take).await
 }
 
 /// [`follow_from_position`] for a process that follows where `consumer`
 /// is, without being it: the position is read, never stored (a replica
 /// that does not hold the swarm's writer lease).
-pub(crate) async fn follow_from<F, Fut>(log: &dyn EventLog, consumer: &str, what: &str, take: F)
+pub(crate) async fn follow_from<F, Fut>(log: &dyn EventLog, clock: &dyn ActorClock, consumer: &str, what: &str, take: F)
 where
     F: FnMut(LogEntry) -> Fut,
     Fut: Future<Output = Result<bool, ActorsError>>,
 {
-    follow(log, consumer, what, false, take).await
+    follow(log, clock, consumer, what, false, take).await
 }
 
-async fn follow<F, Fut>(log: &dyn EventLog, consumer: &str, what: &str, store: bool, mut take: F)
-where
+async fn follow<F, Fut>(
+    log: &dyn EventLog,
+    clock: &dyn ActorClock,
+    consumer: &str,
+    what: &str,
+    store: bool,
+    mut take: F,
+) where
     F: FnMut(LogEntry) -> Fut,
     Fut: Future<Output = Result<bool, ActorsError>>,
 {
@@ -58,7 +71,7 @@ where
             Ok(position) => position.map_or(1, |seq| seq + 1),
             Err(error) => {
                 tracing::warn!(%error, "{what}: cannot read its position; retrying");
-                tokio::time::sleep(RETRY_AFTER).await;
+                clock.sleep(RETRY_AFTER).await;
                 continue;
             }
         };
@@ -66,7 +79,7 @@ where
             Ok(entries) => entries,
             Err(error) => {
                 tracing::warn!(%error, "{what}: cannot follow the log; retrying");
-                tokio::time::sleep(RETRY_AFTER).await;
+                clock.sleep(RETRY_AFTER).await;
                 continue;
             }
         };
@@ -101,7 +114,7 @@ where
                 unstored = 0;
             }
         }
-        tokio::time::sleep(RETRY_AFTER).await;
+        clock.sleep(RETRY_AFTER).await;
     }
 }
 

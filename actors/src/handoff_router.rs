@@ -11,15 +11,20 @@
 //! Subscribers deduplicate by `handoff_id`. The id of `handoff_received` is
 //! derived from the handoff's, so a delivery repeated after a crash is
 //! stored once.
+//!
+//! A delivery or redelivery that failed is tried again [`RETRY_AFTER`]
+//! later on the router's [`ActorClock`]: a test that gives it a
+//! `TestClock` makes it try again by advancing the clock.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
-use mneme_events::{Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey};
+use mneme_events::{Event, EventKind, HandoffPackage, HandoffReceived, HandoffSent, IdKey, SystemClock};
 use mneme_nats::{Broker, EventLog, LogEntry, LogError, Seq};
 use mneme_projections::HandoffRecord;
 
+use crate::clock::ActorClock;
 use crate::error::ActorsError;
 use crate::follow::follow_from_position;
 use crate::lease_keeper::LeaseGate;
@@ -29,7 +34,9 @@ use crate::supervisor::{AgentHandle, AgentsWritten, GetAgent, ListAgents, Superv
 /// The router's durable position on the log, stored after every handoff
 /// (see `follow.rs`).
 const CONSUMER: &str = "handoff-router";
-const RETRY_AFTER: Duration = Duration::from_millis(500);
+/// The pause before a failed redelivery is tried again (a failed delivery
+/// waits the same, in `follow.rs`).
+pub const RETRY_AFTER: Duration = crate::follow::RETRY_AFTER;
 /// Redelivery at start-up gives up on an agent after this many attempts.
 const REDELIVERY_ROUNDS: usize = 10;
 /// How long the router waits for the sender's memory to apply the handoff
@@ -47,6 +54,8 @@ pub struct HandoffRouter {
     /// With replicas: the router routes only while this process holds the
     /// swarm's writer lease, and appends fenced.
     gate: Option<LeaseGate>,
+    /// What the pauses before a retry sleep on.
+    clock: Arc<dyn ActorClock>,
 }
 
 impl HandoffRouter {
@@ -62,7 +71,22 @@ impl HandoffRouter {
         admit_unknown_agents: bool,
         id_key: IdKey,
     ) -> HandoffRouter {
-        HandoffRouter { swarm: swarm.to_string(), log, supervisor, publisher, admit_unknown_agents, id_key, gate: None }
+        HandoffRouter {
+            swarm: swarm.to_string(),
+            log,
+            supervisor,
+            publisher,
+            admit_unknown_agents,
+            id_key,
+            gate: None,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Pauses before a retry on `clock` instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn ActorClock>) -> HandoffRouter {
+        self.clock = clock;
+        self
     }
 
     /// Routes only while this process holds `gate`'s lease.
@@ -80,6 +104,7 @@ impl HandoffRouter {
             admit_unknown_agents: self.admit_unknown_agents,
             id_key: self.id_key.clone(),
             gate: None,
+            clock: self.clock.clone(),
         }
     }
 }
@@ -157,6 +182,7 @@ struct Routing {
     /// process holds it; `None` for the only process on the log. Read at
     /// each append: a renewal may have set the fence again.
     gate: Option<LeaseGate>,
+    clock: Arc<dyn ActorClock>,
 }
 
 impl Routing {
@@ -189,7 +215,7 @@ impl Routing {
                 return;
             }
             remaining = failed;
-            tokio::time::sleep(RETRY_AFTER).await;
+            self.clock.sleep(RETRY_AFTER).await;
         }
         tracing::error!(agents = ?remaining, "pending handoffs of these agents were not redelivered");
     }
@@ -213,7 +239,7 @@ impl Routing {
     /// Follows the log from the stored position until the process ends;
     /// after a failure, from the stored position again.
     async fn follow(&self) {
-        follow_from_position(self.log.as_ref(), CONSUMER, "handoff router", |entry| async move {
+        follow_from_position(self.log.as_ref(), self.clock.as_ref(), CONSUMER, "handoff router", |entry| async move {
             let seq = entry.seq;
             match self.route(entry).await {
                 Err(error) if is_permanent(&error) => {

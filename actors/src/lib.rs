@@ -5,6 +5,7 @@
 //! query never mutates memory. Snapshot IO happens on the memory actors'
 //! worker arbiters, log IO on the arbiter that runs the feeds.
 
+pub mod clock;
 pub mod consolidator;
 pub mod eraser;
 pub mod erasure_pass;
@@ -22,6 +23,7 @@ pub mod snapshot_store;
 pub mod supervisor;
 pub mod swarm_config;
 
+pub use clock::ActorClock;
 pub use consolidator::{
     AgentConsolidation, ConsolidationReport, ConsolidationRequest, ConsolidationSchedule, Consolidator, Scanner,
     SharedScanSummary,

@@ -1,8 +1,9 @@
 //! The consolidator over a real embedded log and real memory actors: given
 //! events, when consolidation runs, then its verdicts are events on the log
 //! that memory applies; a dry run writes nothing; the agent's queries answer
-//! while a scan is under way; a count of new events starts a run by itself;
-//! and a rebuild from the log, which never scans, matches the live memory.
+//! while a scan is under way; a count of new events, or the interval on the
+//! consolidator's clock, starts a run by itself; and a rebuild from the
+//! log, which never scans, matches the live memory.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -14,7 +15,7 @@ use mneme_actors::{
     AgentHandle, Ask, ConsolidationRequest, ConsolidationSchedule, Consolidator, GetAgent, Scanner, SnapshotStore,
     Supervisor, SwarmConfig, queries, rebuild_from_log,
 };
-use mneme_events::{Event, EventId, EventKind, FactAsserted, IdKey, MessageRecorded, Scope, Timestamp};
+use mneme_events::{Event, EventId, EventKind, FactAsserted, IdKey, MessageRecorded, Scope, TestClock, Timestamp};
 use mneme_nats::{EventLog, SledLog, SledOptions};
 use mneme_projections::consolidation::{ConsolidationPolicy, LinkVerdict, consolidate_with};
 use mneme_projections::{SearchMode, SearchRequest};
@@ -92,6 +93,20 @@ async fn fixture_with(events: &[Event], agents: &[&str], options: SledOptions) -
 
 impl Fixture {
     fn consolidator(&self, schedule: ConsolidationSchedule, scanner: Option<Scanner>) -> Addr<Consolidator> {
+        self.unstarted(schedule, scanner).start()
+    }
+
+    /// A consolidator whose timers run on `clock`.
+    fn consolidator_on(
+        &self,
+        clock: &Arc<TestClock>,
+        schedule: ConsolidationSchedule,
+        scanner: Option<Scanner>,
+    ) -> Addr<Consolidator> {
+        self.unstarted(schedule, scanner).with_clock(clock.clone()).start()
+    }
+
+    fn unstarted(&self, schedule: ConsolidationSchedule, scanner: Option<Scanner>) -> Consolidator {
         let consolidator = Consolidator::new(
             SWARM,
             self.log.clone(),
@@ -104,7 +119,6 @@ impl Fixture {
             Some(scanner) => consolidator.with_scanner(scanner),
             None => consolidator,
         }
-        .start()
     }
 
     async fn caught_up(&self) -> AgentHandle {
@@ -119,6 +133,33 @@ impl Fixture {
         let entries = self.log.read(from_seq, None, 100_000).await.unwrap();
         entries.into_iter().map(|entry| entry.record.expect("verdicts are valid events").kind_name()).collect()
     }
+}
+
+/// Waits until the timers sleeping on `clock` end at `ends`: the actor
+/// armed them, and did what it does before it arms one.
+async fn armed(clock: &TestClock, ends: &[Timestamp]) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while clock.sleeping() != ends {
+        assert!(tokio::time::Instant::now() < deadline, "timers at {:?}, not {ends:?}", clock.sleeping());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Answers once no run is under way: an on-demand run waits for a
+/// scheduled one to finish. It is a dry run, which scans (one scan per
+/// agent) and writes nothing.
+async fn after_the_run_under_way(consolidator: &Addr<Consolidator>) {
+    consolidator.send(ConsolidationRequest { dry_run: true, agent: None }).await.unwrap().unwrap();
+}
+
+fn counting_scanner() -> (Arc<AtomicUsize>, Scanner) {
+    let scans = Arc::new(AtomicUsize::new(0));
+    let counted = scans.clone();
+    let scanner: Scanner = Arc::new(move |view, policy, shared| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        consolidate_with(view, policy, shared)
+    });
+    (scans, scanner)
 }
 
 async fn status(handle: &AgentHandle) -> mneme_actors::AgentStatus {
@@ -245,39 +286,88 @@ async fn queries_answer_while_a_scan_is_under_way() {
     assert_eq!(search(&handle, "nightly build release profile").await.len(), 1);
 }
 
+/// The event-count poll runs on the consolidator's clock: each look is
+/// made when the clock has moved a poll on, and the test sees the poll
+/// armed again once the look is done.
 #[actix_rt::test]
 async fn a_run_starts_by_itself_after_every_n_events_and_its_own_verdicts_do_not_start_another() {
+    const POLL: Duration = Duration::from_secs(1);
     let fixture = fixture(&given_events()).await;
     let handle = fixture.caught_up().await;
-    let scans = Arc::new(AtomicUsize::new(0));
-    let counting_scanner: Scanner = {
-        let scans = scans.clone();
-        Arc::new(move |view, policy, shared| {
-            scans.fetch_add(1, Ordering::SeqCst);
-            consolidate_with(view, policy, shared)
-        })
-    };
+    let (scans, counting_scanner) = counting_scanner();
+    let start: Timestamp = "2031-05-04T03:00:00Z".parse().unwrap();
+    let clock = Arc::new(TestClock::at(start));
+    let poll = |polls: u32| Timestamp::from_unix_nanos(start.unix_nanos() + (POLL * polls).as_nanos() as i64);
     // Every 2 events: the run below writes 2 verdicts, which must not count.
     let schedule = ConsolidationSchedule { interval: None, every_events: Some(2) };
-    let _consolidator = fixture.consolidator(schedule, Some(counting_scanner));
-    // The trigger counts from start-up: the events already there do not.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(scans.load(Ordering::SeqCst), 0);
+    let consolidator = fixture.consolidator_on(&clock, schedule, Some(counting_scanner));
+    // The trigger counts from start-up: the events already there do not,
+    // at the first look or the next.
+    armed(&clock, &[poll(1)]).await;
+    clock.advance(POLL);
+    armed(&clock, &[poll(2)]).await;
+    after_the_run_under_way(&consolidator).await;
+    assert_eq!(scans.load(Ordering::SeqCst), 1, "no run before new events; the dry run scanned");
+
     let end_before = fixture.log.last_seq().await.unwrap();
     let more: Vec<Event> = (100..103).map(|counter| message(counter, &format!("later note {counter}"))).collect();
     fixture.log.append(&more).await.unwrap();
     let verdicts_after = end_before + more.len() as u64;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while fixture.log.last_seq().await.unwrap() < verdicts_after + 2 {
-        assert!(tokio::time::Instant::now() < deadline, "no run wrote its verdicts after 3 new events");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    // Let the poll look again a few times.
-    tokio::time::sleep(Duration::from_millis(3500)).await;
+    clock.advance(POLL);
+    armed(&clock, &[poll(3)]).await;
+    after_the_run_under_way(&consolidator).await;
     assert_eq!(fixture.kinds_from(verdicts_after + 1).await, ["contradiction_detected", "memories_merged"]);
-    assert_eq!(scans.load(Ordering::SeqCst), 1, "one run, not a run set off by its own verdicts");
+    assert_eq!(scans.load(Ordering::SeqCst), 3, "one run after 3 new events, and two dry runs");
+
+    // The poll looks again a few times.
+    for polls in 4..7 {
+        clock.advance(POLL);
+        armed(&clock, &[poll(polls)]).await;
+    }
+    after_the_run_under_way(&consolidator).await;
+    assert_eq!(fixture.kinds_from(verdicts_after + 1).await, ["contradiction_detected", "memories_merged"]);
+    assert_eq!(scans.load(Ordering::SeqCst), 4, "one run, not a run set off by its own verdicts");
     let last_seq = fixture.log.last_seq().await.unwrap();
     handle.caught_up(fixture.log.as_ref(), last_seq, Duration::from_secs(30)).await.unwrap();
+}
+
+/// Issue 38: the interval runs on the consolidator's clock. Nothing runs
+/// until the clock has moved a whole interval on; then a run writes its
+/// verdicts at the clock's time, and the next interval is armed.
+#[actix_rt::test]
+async fn a_scheduled_run_starts_once_its_interval_has_passed_on_the_clock_and_not_before() {
+    const INTERVAL: Duration = Duration::from_secs(3600);
+    let fixture = fixture(&given_events()).await;
+    let handle = fixture.caught_up().await;
+    // A search, so that the run also writes a retrieval count.
+    assert!(!search(&handle, "nightly build release profile").await.is_empty());
+    let start: Timestamp = "2031-05-04T03:00:00Z".parse().unwrap();
+    let clock = Arc::new(TestClock::at(start));
+    let schedule = ConsolidationSchedule { interval: Some(INTERVAL), every_events: None };
+    let end_before = fixture.log.last_seq().await.unwrap();
+    let consolidator = fixture.consolidator_on(&clock, schedule, None);
+    let first: Timestamp = "2031-05-04T04:00:00Z".parse().unwrap();
+    armed(&clock, &[first]).await;
+
+    clock.advance(INTERVAL - Duration::from_secs(1));
+    after_the_run_under_way(&consolidator).await;
+    assert_eq!(fixture.log.last_seq().await.unwrap(), end_before, "no run a second before the interval");
+    assert_eq!(clock.sleeping(), [first], "the timer still waits");
+
+    clock.advance(Duration::from_secs(1));
+    armed(&clock, &["2031-05-04T05:00:00Z".parse().unwrap()]).await;
+    after_the_run_under_way(&consolidator).await;
+    let written: Vec<Event> = fixture
+        .log
+        .read(end_before + 1, None, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.record.expect("the run writes valid events"))
+        .collect();
+    let kinds: Vec<&str> = written.iter().map(Event::kind_name).collect();
+    assert_eq!(kinds, ["memories_retrieved", "contradiction_detected", "memories_merged"]);
+    assert_eq!(written[0].ts, first, "the retrieval counts carry the clock's time");
 }
 
 /// Issue 17, item 3: a run that fails appends nothing. One agent's scan

@@ -3,22 +3,25 @@
 //! a package that holds the planner's shared work on the task and none of
 //! its private notes; a restarted router delivers nothing twice; a handoff
 //! to or from an agent the swarm does not admit is not delivered and does
-//! not stop the router.
+//! not stop the router; a delivery or redelivery whose publish failed is
+//! tried again once the retry pause has passed on the router's clock.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use actix::{Actor, Addr};
 use async_trait::async_trait;
 use futures::StreamExt;
 use futures::stream::BoxStream;
+use mneme_actors::handoff_router::RETRY_AFTER;
 use mneme_actors::swarm_config::AgentConfig;
 use mneme_actors::{
     Ask, GetAgent, HandoffPublisher, HandoffRouter, SnapshotStore, StopRouting, Supervisor, SwarmConfig, queries,
 };
 use mneme_events::{
     DecisionMade, Event, EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffSent, IdKey, MemoryPurged,
-    MessageRecorded, Scope, Timestamp,
+    MessageRecorded, Scope, TestClock, Timestamp,
 };
 use mneme_nats::{Broker, EventLog, LogError, QueryRequest, SledLog, SledOptions};
 use mneme_projections::HandoffRecord;
@@ -101,15 +104,37 @@ async fn fixture_admitting(events: &[Event], admit_unknown_agents: bool) -> Fixt
 }
 
 /// A broker that records which handoffs were published, for what the
-/// router publishes; it never receives queries.
+/// router publishes; it never receives queries. Its first `failures`
+/// publishes fail.
 #[derive(Default)]
 struct RecordingBroker {
     published: std::sync::Mutex<Vec<EventId>>,
+    attempts: AtomicUsize,
+    failures: AtomicUsize,
+}
+
+impl RecordingBroker {
+    fn failing_first(failures: usize) -> RecordingBroker {
+        RecordingBroker { failures: AtomicUsize::new(failures), ..RecordingBroker::default() }
+    }
+
+    fn attempts(&self) -> usize {
+        self.attempts.load(Ordering::SeqCst)
+    }
+
+    fn published(&self) -> Vec<EventId> {
+        self.published.lock().unwrap().clone()
+    }
 }
 
 #[async_trait]
 impl Broker for RecordingBroker {
     async fn publish_handoff(&self, _agent: &str, handoff_id: EventId, _package: Vec<u8>) -> Result<(), LogError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        let failing = self.failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(1));
+        if failing.is_ok() {
+            return Err(LogError::Nats("no responders".to_string()));
+        }
         self.published.lock().unwrap().push(handoff_id);
         Ok(())
     }
@@ -144,6 +169,15 @@ impl Fixture {
     }
 
     fn router_publishing_to(&self, broker: Arc<RecordingBroker>) -> Addr<HandoffRouter> {
+        self.publishing_router(broker).start()
+    }
+
+    /// A router publishing to `broker` whose retries wait on `clock`.
+    fn router_on(&self, clock: &Arc<TestClock>, broker: Arc<RecordingBroker>) -> Addr<HandoffRouter> {
+        self.publishing_router(broker).with_clock(clock.clone()).start()
+    }
+
+    fn publishing_router(&self, broker: Arc<RecordingBroker>) -> HandoffRouter {
         // What the message says is the service's to write; the recording
         // broker keeps the handoff ids.
         let publisher = HandoffPublisher { broker, encode: |_, _, record| record.handoff_id.to_string().into_bytes() };
@@ -155,7 +189,6 @@ impl Fixture {
             self.admit_unknown_agents,
             IdKey::from_bytes([0; 32]),
         )
-        .start()
     }
 
     /// The coder's handoffs once there are `count`, waiting for the router.
@@ -190,6 +223,29 @@ impl Fixture {
         let entries = self.log.read(1, None, 10_000).await.unwrap();
         entries.into_iter().map(|entry| entry.record.unwrap().kind_name()).collect()
     }
+
+    async fn received(&self) -> usize {
+        self.kinds().await.into_iter().filter(|kind| *kind == "handoff_received").count()
+    }
+}
+
+/// Waits until the timers sleeping on `clock` end at `ends`: the router
+/// armed them, after what failed.
+async fn armed(clock: &TestClock, ends: &[Timestamp]) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while clock.sleeping() != ends {
+        assert!(tokio::time::Instant::now() < deadline, "timers at {:?}, not {ends:?}", clock.sleeping());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until `broker` published `published`.
+async fn published(broker: &RecordingBroker, published: &[EventId]) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while broker.published() != published {
+        assert!(tokio::time::Instant::now() < deadline, "published {:?}, not {published:?}", broker.published());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[actix_rt::test]
@@ -212,13 +268,14 @@ async fn a_handoff_is_delivered_once_with_the_senders_shared_work_and_none_of_it
     assert_eq!(package.bundle.items[0].provenance[0].event_id, events[0].id);
 
     // A router started again re-reads from its stored position and
-    // delivers nothing twice.
+    // delivers nothing twice: once it delivered a later handoff, it has
+    // taken every entry before it (it takes the log in order).
     router.send(StopRouting).await.unwrap();
     let _again = fixture.router();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let received = fixture.kinds().await.into_iter().filter(|kind| *kind == "handoff_received").count();
-    assert_eq!(received, 1);
-    assert_eq!(fixture.coder_handoffs(1).await.len(), 1);
+    fixture.log.append(&[handoff(4, "coder")]).await.unwrap();
+    let records = fixture.coder_handoffs(2).await;
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert_eq!(fixture.received().await, 2, "one delivery per handoff");
 }
 
 fn planner_fact(counter: u64, subject: &str, object: &str) -> Event {
@@ -293,8 +350,10 @@ async fn a_handoff_from_a_sender_the_swarm_does_not_admit_is_skipped_and_the_nex
     let _router = fixture.router();
     let records = fixture.coder_handoffs(1).await;
     assert_eq!(records[0].handoff_id, events[3].id, "the router did not stop at the stranger's handoff");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(fixture.coder_handoffs(1).await.len(), 1, "nothing delivered from the stranger");
+    // The router takes the log in order: it was done with the stranger's
+    // handoff before it delivered the next.
+    assert_eq!(fixture.received().await, 1, "nothing delivered from the stranger");
+    assert_eq!(fixture.coder_handoffs(1).await.len(), 1);
 }
 
 #[actix_rt::test]
@@ -359,4 +418,71 @@ async fn a_handoff_delivered_again_after_a_purge_changed_its_bundle_counts_as_de
     assert_eq!(*broker.published.lock().unwrap(), [handoff_id, handoff_id]);
     let received = fixture.kinds().await.into_iter().filter(|kind| *kind == "handoff_received").count();
     assert_eq!(received, 1, "the delivery on the log stands, stored once");
+}
+
+/// Issue 38: a delivery whose publish failed is taken again, from the
+/// stored position, once the retry pause has passed on the router's clock
+/// and not before; the `handoff_received` it appended the first time is
+/// stored once. The newcomer is no agent of the swarm when the router
+/// starts, so its start-up redelivery publishes nothing of it.
+#[actix_rt::test]
+async fn a_delivery_whose_publish_failed_is_tried_again_once_the_retry_pause_passed_on_the_clock() {
+    let mut events = planner_work();
+    events.push(handoff(3, "newcomer"));
+    let handoff_id = events[2].id;
+    let fixture = fixture_admitting(&events, true).await;
+    let start: Timestamp = "2031-05-04T03:00:00Z".parse().unwrap();
+    let clock = Arc::new(TestClock::at(start));
+    let broker = Arc::new(RecordingBroker::failing_first(1));
+    let _router = fixture.router_on(&clock, broker.clone());
+    let retry = Timestamp::from_unix_nanos(start.unix_nanos() + RETRY_AFTER.as_nanos() as i64);
+    armed(&clock, &[retry]).await;
+    assert_eq!((broker.attempts(), broker.published()), (1, vec![]), "the first publish failed");
+
+    clock.advance(RETRY_AFTER - Duration::from_millis(1));
+    assert_eq!(clock.sleeping(), [retry], "the pause is not over");
+    assert_eq!(broker.attempts(), 1, "not tried again before the pause is over");
+
+    clock.advance(Duration::from_millis(1));
+    published(&broker, &[handoff_id]).await;
+    assert_eq!(broker.attempts(), 2);
+    let records = fixture.handoffs_of("newcomer", 1).await;
+    assert_eq!(records[0].handoff_id, handoff_id);
+    assert_eq!(fixture.received().await, 1, "the delivery appended again is stored once");
+}
+
+/// Issue 38: at start-up the router publishes again each pending handoff;
+/// one whose publish failed is published again once the retry pause has
+/// passed on the router's clock, and not before.
+#[actix_rt::test]
+async fn a_redelivery_whose_publish_failed_is_tried_again_once_the_retry_pause_passed_on_the_clock() {
+    let mut events = planner_work();
+    events.push(handoff(3, "coder"));
+    let handoff_id = events[2].id;
+    let fixture = fixture(&events).await;
+    // Delivered, not acknowledged: pending. The router's position goes
+    // past it, so that only the redelivery publishes it.
+    let router = fixture.router();
+    fixture.coder_handoffs(1).await;
+    router.send(StopRouting).await.unwrap();
+    let log_end = fixture.log.last_seq().await.unwrap();
+    fixture.log.store_position("handoff-router", log_end).await.unwrap();
+
+    let start: Timestamp = "2031-05-04T03:00:00Z".parse().unwrap();
+    let clock = Arc::new(TestClock::at(start));
+    let broker = Arc::new(RecordingBroker::failing_first(1));
+    let _again = fixture.router_on(&clock, broker.clone());
+    let retry = Timestamp::from_unix_nanos(start.unix_nanos() + RETRY_AFTER.as_nanos() as i64);
+    armed(&clock, &[retry]).await;
+    assert_eq!((broker.attempts(), broker.published()), (1, vec![]), "the first redelivery failed");
+
+    clock.advance(RETRY_AFTER - Duration::from_millis(1));
+    assert_eq!(clock.sleeping(), [retry], "the pause is not over");
+    assert_eq!(broker.attempts(), 1, "not tried again before the pause is over");
+
+    clock.advance(Duration::from_millis(1));
+    published(&broker, &[handoff_id]).await;
+    assert_eq!(broker.attempts(), 2);
+    armed(&clock, &[]).await;
+    assert_eq!(fixture.received().await, 1, "redelivery appends nothing");
 }

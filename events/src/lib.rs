@@ -17,7 +17,7 @@ pub mod storage;
 mod upcast;
 
 pub use agent_memory::{MAX_TAG_LEN, MAX_TAGS};
-pub use clock::{Clock, SystemClock, TestClock};
+pub use clock::{Clock, SystemClock, TestClock, TestSleep};
 pub use derived::IdKey;
 pub use envelope::{
     CURRENT_SCHEMA_VERSION, Event, EventId, MAX_CORRELATION_ID_LEN, MAX_NAME_LEN, Scope, Timestamp, published_number,

@@ -15,6 +15,17 @@ use serde_json::Value;
 
 pub const MNEME: &str = env!("CARGO_BIN_EXE_mneme");
 
+/// Polls `done` every 50 ms; panics after `timeout`. Answers how long it
+/// took. What a test waits for instead of a fixed sleep.
+pub fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Duration {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < timeout, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    started.elapsed()
+}
+
 pub fn example_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/trajectory.jsonl")
 }

@@ -85,17 +85,6 @@ pub fn holder_seen_by(server: &MnemeServer, swarm: &str) -> Option<String> {
     health.swarms.into_iter().find(|entry| entry.swarm == swarm)?.leases.into_iter().next()?.holder
 }
 
-/// Polls `done` every 50 ms; panics after `timeout`. Answers how long it
-/// took.
-pub fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Duration {
-    let started = Instant::now();
-    while !done() {
-        assert!(started.elapsed() < timeout, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    started.elapsed()
-}
-
 /// Every event of `swarm`'s log, in order.
 pub fn log_events(server: &MnemeServer, swarm: &str) -> Vec<(u64, mneme_events::Event)> {
     let mut events = Vec::new();
