@@ -12,6 +12,7 @@
 // The wire crate the server and its clients use: it has no IO and no
 // server dependency, so linking it builds only what the checks need.
 use mneme_api::params::*;
+use mneme_api::search::{RetrievalWeights, SearchMode};
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
 
@@ -73,17 +74,18 @@ fn check_refusal(error: &ParameterError) {
 
 fn search(params: Option<SearchParams>) {
     let Some(params) = params else { return };
-    match params.check() {
+    match params.input().and_then(|input| input.check(&RetrievalWeights::default())) {
         Ok(checked) => {
             assert!(checked.query.len() <= MAX_QUERY_BYTES);
             assert!((1..=MAX_K).contains(&checked.k));
-            assert!(SEARCH_MODES.contains(&checked.mode));
+            assert!(SearchMode::ALL.contains(&checked.mode));
             // Event kinds, or "phase" alone (completed phases).
-            let phases = checked.kinds == [mneme_events::PHASE_SEARCH_KIND];
-            assert!(phases || checked.kinds.iter().all(|kind| mneme_events::EventKind::NAMES.contains(&kind.as_str())));
+            let kinds = &checked.filters.kinds;
+            let phases = *kinds == [mneme_events::PHASE_SEARCH_KIND];
+            assert!(phases || kinds.iter().all(|kind| mneme_events::EventKind::NAMES.contains(&kind.as_str())));
             let weights = checked.weights;
             let set = [weights.rrf_k, weights.bm25, weights.vector, weights.graph, weights.recency, weights.usage];
-            for weight in set.into_iter().flatten() {
+            for weight in set {
                 assert!(weight.is_finite() && weight >= 0.0, "weight {weight} passed");
             }
         }
