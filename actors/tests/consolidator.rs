@@ -135,6 +135,18 @@ impl Fixture {
     }
 }
 
+/// The events the log holds after `seq`.
+async fn written_after(fixture: &Fixture, seq: u64) -> Vec<Event> {
+    fixture
+        .log
+        .read(seq + 1, None, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|entry| entry.record.expect("the run writes valid events"))
+        .collect()
+}
+
 /// Waits until the timers sleeping on `clock` end at `ends`: the actor
 /// armed them, and did what it does before it arms one.
 async fn armed(clock: &TestClock, ends: &[Timestamp]) {
@@ -232,14 +244,7 @@ async fn verdicts_carry_the_newest_time_they_judged_and_retrieval_counts_the_con
     let end_before = fixture.log.last_seq().await.unwrap();
     let run = consolidator.send(ConsolidationRequest { dry_run: false, agent: None }).await.unwrap().unwrap();
     assert!(run.events_written() >= 2, "{run:#?}");
-    let written: Vec<Event> = fixture
-        .log
-        .read(end_before + 1, None, 1000)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|entry| entry.record.expect("the run writes valid events"))
-        .collect();
+    let written = written_after(&fixture, end_before).await;
     let kinds: Vec<&str> = written.iter().map(Event::kind_name).collect();
     assert!(kinds.contains(&"memories_retrieved") && kinds.contains(&"memories_merged"), "{kinds:?}");
     // A verdict's cause is the memory it judged: it takes that memory's
@@ -357,14 +362,7 @@ async fn a_scheduled_run_starts_once_its_interval_has_passed_on_the_clock_and_no
     clock.advance(Duration::from_secs(1));
     armed(&clock, &["2031-05-04T05:00:00Z".parse().unwrap()]).await;
     after_the_run_under_way(&consolidator).await;
-    let written: Vec<Event> = fixture
-        .log
-        .read(end_before + 1, None, 1000)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|entry| entry.record.expect("the run writes valid events"))
-        .collect();
+    let written = written_after(&fixture, end_before).await;
     let kinds: Vec<&str> = written.iter().map(Event::kind_name).collect();
     assert_eq!(kinds, ["memories_retrieved", "contradiction_detected", "memories_merged"]);
     assert_eq!(written[0].ts, first, "the retrieval counts carry the clock's time");

@@ -435,8 +435,23 @@ async fn a_delivery_whose_publish_failed_is_tried_again_once_the_retry_pause_pas
     let clock = Arc::new(TestClock::at(start));
     let broker = Arc::new(RecordingBroker::failing_first(1));
     let _router = fixture.router_on(&clock, broker.clone());
+    retried_once_the_pause_passed(&clock, start, &broker, handoff_id).await;
+    let records = fixture.handoffs_of("newcomer", 1).await;
+    assert_eq!(records[0].handoff_id, handoff_id);
+    assert_eq!(fixture.received().await, 1, "the delivery appended again is stored once");
+}
+
+/// The router's first publish of `handoff_id` failed; it is tried again
+/// once [`RETRY_AFTER`] has passed on `clock` (started at `start`), and not
+/// a millisecond before.
+async fn retried_once_the_pause_passed(
+    clock: &TestClock,
+    start: Timestamp,
+    broker: &RecordingBroker,
+    handoff_id: EventId,
+) {
     let retry = Timestamp::from_unix_nanos(start.unix_nanos() + RETRY_AFTER.as_nanos() as i64);
-    armed(&clock, &[retry]).await;
+    armed(clock, &[retry]).await;
     assert_eq!((broker.attempts(), broker.published()), (1, vec![]), "the first publish failed");
 
     clock.advance(RETRY_AFTER - Duration::from_millis(1));
@@ -444,11 +459,8 @@ async fn a_delivery_whose_publish_failed_is_tried_again_once_the_retry_pause_pas
     assert_eq!(broker.attempts(), 1, "not tried again before the pause is over");
 
     clock.advance(Duration::from_millis(1));
-    published(&broker, &[handoff_id]).await;
+    published(broker, &[handoff_id]).await;
     assert_eq!(broker.attempts(), 2);
-    let records = fixture.handoffs_of("newcomer", 1).await;
-    assert_eq!(records[0].handoff_id, handoff_id);
-    assert_eq!(fixture.received().await, 1, "the delivery appended again is stored once");
 }
 
 /// Issue 38: at start-up the router publishes again each pending handoff;
@@ -472,17 +484,7 @@ async fn a_redelivery_whose_publish_failed_is_tried_again_once_the_retry_pause_p
     let clock = Arc::new(TestClock::at(start));
     let broker = Arc::new(RecordingBroker::failing_first(1));
     let _again = fixture.router_on(&clock, broker.clone());
-    let retry = Timestamp::from_unix_nanos(start.unix_nanos() + RETRY_AFTER.as_nanos() as i64);
-    armed(&clock, &[retry]).await;
-    assert_eq!((broker.attempts(), broker.published()), (1, vec![]), "the first redelivery failed");
-
-    clock.advance(RETRY_AFTER - Duration::from_millis(1));
-    assert_eq!(clock.sleeping(), [retry], "the pause is not over");
-    assert_eq!(broker.attempts(), 1, "not tried again before the pause is over");
-
-    clock.advance(Duration::from_millis(1));
-    published(&broker, &[handoff_id]).await;
-    assert_eq!(broker.attempts(), 2);
+    retried_once_the_pause_passed(&clock, start, &broker, handoff_id).await;
     armed(&clock, &[]).await;
     assert_eq!(fixture.received().await, 1, "redelivery appends nothing");
 }

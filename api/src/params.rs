@@ -11,7 +11,7 @@
 
 use mneme_events::{Scope, Timestamp};
 
-use crate::search::{Fusion, SearchInput, SearchMode, WeightOverrides};
+use crate::search::{Fusion, SearchFilters, SearchInput, SearchMode, WeightOverrides};
 use serde::{Deserialize, Serialize};
 
 /// Most hits a search returns.
@@ -242,12 +242,14 @@ impl SearchParams {
             query: self.q.clone(),
             k: self.k,
             mode,
-            kinds: comma_separated(self.kind.as_deref()),
-            since: timestamp_parameter("since", self.since.as_deref())?,
-            until: timestamp_parameter("until", self.until.as_deref())?,
-            scopes,
-            entity: self.entity.clone(),
-            correlation_id: self.correlation_id.clone(),
+            filters: SearchFilters {
+                kinds: comma_separated(self.kind.as_deref()),
+                since: timestamp_parameter("since", self.since.as_deref())?,
+                until: timestamp_parameter("until", self.until.as_deref())?,
+                scopes,
+                entity: self.entity.clone(),
+                correlation_id: self.correlation_id.clone(),
+            },
             weights: WeightOverrides {
                 rrf_k: self.rrf_k,
                 bm25: self.bm25_weight,

@@ -218,13 +218,9 @@ pub struct SearchInput {
     pub k: Option<usize>,
     /// Hybrid when `None`.
     pub mode: Option<SearchMode>,
-    /// Event kinds to keep; `phase` alone searches completed phases.
-    pub kinds: Vec<String>,
-    pub since: Option<Timestamp>,
-    pub until: Option<Timestamp>,
-    pub scopes: Vec<Scope>,
-    pub entity: Option<String>,
-    pub correlation_id: Option<String>,
+    /// Kinds are checked by [`SearchInput::check`]: event kinds, or
+    /// `phase` alone, which searches completed phases.
+    pub filters: SearchFilters,
     pub weights: WeightOverrides,
     pub explain: bool,
     /// Wait until the agent has applied its events up to this seq.
@@ -245,10 +241,9 @@ impl SearchInput {
         check_query_text(&self.query)?;
         let k = self.k.unwrap_or(DEFAULT_K);
         check_between("k", k, MAX_K)?;
-        if let Some(unknown) = self
-            .kinds
-            .iter()
-            .find(|kind| !EventKind::NAMES.contains(&kind.as_str()) && kind.as_str() != PHASE_SEARCH_KIND)
+        let kinds = &self.filters.kinds;
+        if let Some(unknown) =
+            kinds.iter().find(|kind| !EventKind::NAMES.contains(&kind.as_str()) && kind.as_str() != PHASE_SEARCH_KIND)
         {
             return Err(ParameterError::invalid(
                 "kind",
@@ -258,7 +253,7 @@ impl SearchInput {
                 ),
             ));
         }
-        if self.kinds.len() > 1 && self.kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
+        if kinds.len() > 1 && kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
             return Err(ParameterError::invalid(
                 "kind",
                 format!("{PHASE_SEARCH_KIND:?} searches completed phases and cannot be combined with item kinds"),
@@ -268,14 +263,7 @@ impl SearchInput {
             query: self.query.clone(),
             k,
             mode: self.mode.unwrap_or_default(),
-            filters: SearchFilters {
-                kinds: self.kinds.clone(),
-                since: self.since,
-                until: self.until,
-                scopes: self.scopes.clone(),
-                entity: self.entity.clone(),
-                correlation_id: self.correlation_id.clone(),
-            },
+            filters: self.filters.clone(),
             weights: self.weights.over(defaults)?,
             explain: self.explain,
         })

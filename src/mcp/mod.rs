@@ -30,7 +30,7 @@ use mneme_api::handoffs::{Acknowledged, HandoffsAnswer};
 use mneme_api::log::AgentProvenance;
 use mneme_api::memory::{GraphAnswer, SearchAnswer};
 use mneme_api::params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SignalsBody, TimelineParams};
-use mneme_api::search::SearchInput;
+use mneme_api::search::{SearchFilters, SearchInput};
 use mneme_events::{Event, EventKind, HandoffSent, MemoryCited, MemoryForgotten, MemoryPinned, MemoryUnpinned};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -173,8 +173,7 @@ impl MemoryTools {
         let input = SearchInput {
             k: args.limit,
             mode: args.mode,
-            kinds: args.kinds,
-            correlation_id: args.task,
+            filters: SearchFilters { kinds: args.kinds, correlation_id: args.task, ..SearchFilters::default() },
             ..SearchInput::new(args.query)
         };
         outcome(
