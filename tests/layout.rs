@@ -157,24 +157,6 @@ fn struct_body<'a>(text: &'a str, name: &str) -> &'a str {
 /// are functions over `&AgentMemory` elsewhere and add no `impl` to it.
 #[test]
 fn the_memory_is_extended_only_inside_its_module_and_its_state_is_private() {
-    let source = repo_root().join("projections/src");
-    let mut files = Vec::new();
-    rust_files(&source, &mut files);
-    assert!(files.len() > 50, "found only {} files", files.len());
-    let mut outside = Vec::new();
-    for path in &files {
-        if path.starts_with(source.join("memory")) {
-            continue;
-        }
-        let text = std::fs::read_to_string(path).unwrap();
-        for line in text.lines().filter(|line| !line.trim_start().starts_with("//")) {
-            let words: Vec<&str> = line.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
-            if line.trim_start().starts_with("impl") && words.contains(&"AgentMemory") {
-                outside.push(format!("{}: {}", path.strip_prefix(repo_root()).unwrap().display(), line.trim()));
-            }
-        }
-    }
-    assert!(outside.is_empty(), "extend the memory inside projections/src/memory/ only: {outside:#?}");
     let components = [
         ("memory/mod.rs", "AgentMemory"),
         ("memory/items.rs", "Items"),
@@ -183,11 +165,52 @@ fn the_memory_is_extended_only_inside_its_module_and_its_state_is_private() {
         ("memory/handoffs.rs", "Handoffs"),
         ("core.rs", "CoreState"),
     ];
-    for (file, name) in components {
+    state_kept_inside("memory", "AgentMemory", &components, &[]);
+}
+
+/// The fact graph's impl blocks span the files of `graph/` (extraction,
+/// queries, history, snapshots): its fields are visible there and nowhere
+/// else, and the rest of the crate reads it through methods.
+#[test]
+fn the_fact_graph_is_extended_only_inside_its_module_and_its_state_is_private() {
+    let components = [("graph/store.rs", "FactGraph"), ("graph/swarm.rs", "SwarmGraph")];
+    state_kept_inside("graph", "FactGraph", &components, &["pub(super)"]);
+    state_kept_inside("graph", "SwarmGraph", &[], &[]);
+}
+
+/// No `impl` of `name` under `projections/src` outside `module/`, and no
+/// field of the `components` more visible than `allowed`.
+fn state_kept_inside(module: &str, name: &str, components: &[(&str, &str)], allowed: &[&str]) {
+    let source = repo_root().join("projections/src");
+    let mut files = Vec::new();
+    rust_files(&source, &mut files);
+    assert!(files.len() > 50, "found only {} files", files.len());
+    let mut outside = Vec::new();
+    for path in &files {
+        if path.starts_with(source.join(module)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        for line in text.lines().filter(|line| !line.trim_start().starts_with("//")) {
+            let words: Vec<&str> = line.split(|c: char| !c.is_alphanumeric() && c != '_').collect();
+            if line.trim_start().starts_with("impl") && words.contains(&name) {
+                outside.push(format!("{}: {}", path.strip_prefix(repo_root()).unwrap().display(), line.trim()));
+            }
+        }
+    }
+    assert!(outside.is_empty(), "extend {name} inside projections/src/{module}/ only: {outside:#?}");
+    for (file, component) in components {
         let text = std::fs::read_to_string(source.join(file)).unwrap();
-        let public: Vec<&str> =
-            struct_body(&text, name).lines().skip(1).map(str::trim).filter(|line| line.starts_with("pub")).collect();
-        assert!(public.is_empty(), "{name}'s fields are its own; read them through methods: {public:?}");
+        let public: Vec<&str> = struct_body(&text, component)
+            .lines()
+            .skip(1)
+            .map(str::trim)
+            .filter(|line| {
+                (line.starts_with("pub ") || line.starts_with("pub("))
+                    && !allowed.iter().any(|visibility| line.starts_with(&format!("{visibility} ")))
+            })
+            .collect();
+        assert!(public.is_empty(), "{component}'s fields are its own; read them through methods: {public:?}");
     }
 }
 

@@ -67,8 +67,8 @@ fn retractions(memory: &AgentMemory) -> Retractions {
     let version = {
         let shared = memory.config().shared.graph();
         (
-            memory.own_graph().closed_version.0,
-            shared.graph().closed_version.0,
+            memory.own_graph().closed_version(),
+            shared.graph().closed_version(),
             memory.checkpoint().min(shared.through()),
             memory.unheld_shared_count(),
         )

@@ -140,15 +140,9 @@ pub fn consolidation_view(memory: &AgentMemory) -> ConsolidationView {
     let (entities_by_seq, entity_names) = item_entities(memory, &view);
     drop(memory_graph);
     let graph = &memory.own_graph();
-    let related_to = graph.relation_index.get(relation::RELATED_TO).copied();
-    let mut linked_pairs = BTreeSet::new();
-    if let Some(related_to) = related_to {
-        for record in graph.edges.iter().filter(|record| record.relation == related_to) {
-            let (from, to) = (&graph.nodes[record.from as usize], &graph.nodes[record.to as usize]);
-            let key = |id: &str| id.strip_prefix("item:").unwrap_or(id).to_string();
-            linked_pairs.insert(ordered_pair(&key(&from.id), &key(&to.id)));
-        }
-    }
+    let key = |id: &str| id.strip_prefix("item:").unwrap_or(id).to_string();
+    let linked_pairs =
+        graph.pairs_related_by(relation::RELATED_TO).map(|(from, to)| ordered_pair(&key(from), &key(to))).collect();
     ConsolidationView {
         swarm: memory.swarm().to_string(),
         agent: memory.agent().to_string(),

@@ -286,45 +286,45 @@ pub(crate) type FactKey = (String, String, String);
 /// for the extraction rules.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FactGraph {
-    pub(crate) nodes: Vec<Node>,
+    pub(super) nodes: Vec<Node>,
     /// Hashed, not ordered: extraction looks every word of a text up here
     /// and in the name indexes below (`nodes()` sorts when order matters).
-    pub(crate) node_index: HashMap<String, NodeIndex>,
-    pub(crate) edges: Vec<EdgeRecord>,
+    pub(super) node_index: HashMap<String, NodeIndex>,
+    pub(super) edges: Vec<EdgeRecord>,
     /// (from, relation, to) → the edge of its latest validity interval;
     /// not an item's mentions (most edges, found in the item's adjacency:
     /// see [`FactGraph::latest_edge`]).
-    pub(crate) edge_index: BTreeMap<(NodeIndex, RelationIndex, NodeIndex), EdgeIndex>,
-    pub(crate) relations: Vec<String>,
-    pub(crate) relation_index: BTreeMap<String, RelationIndex>,
-    pub(crate) adjacency: Vec<Adjacency>,
+    pub(super) edge_index: BTreeMap<(NodeIndex, RelationIndex, NodeIndex), EdgeIndex>,
+    pub(super) relations: Vec<String>,
+    pub(super) relation_index: BTreeMap<String, RelationIndex>,
+    pub(super) adjacency: Vec<Adjacency>,
     /// Lowercased name → nodes of that name (item nodes excluded).
-    pub(crate) names: HashMap<String, BTreeSet<NodeIndex>>,
+    pub(super) names: HashMap<String, BTreeSet<NodeIndex>>,
     /// Lowercased first word of multi-word names → the most words such a
     /// name has: bounds the phrases looked up when scanning text.
-    pub(crate) phrase_heads: HashMap<String, usize>,
+    pub(super) phrase_heads: HashMap<String, usize>,
     /// File name without directories → file nodes, so that `token.rs`
     /// resolves to `src/auth/token.rs` when that is the only one.
-    pub(crate) file_names: HashMap<String, BTreeSet<NodeIndex>>,
+    pub(super) file_names: HashMap<String, BTreeSet<NodeIndex>>,
     /// Per node, the events linked to it, by ascending seq.
-    pub(crate) links: Vec<NodeLinks>,
+    pub(super) links: Vec<NodeLinks>,
     /// Every event that entered the graph's provenance, by seq: its time
     /// (for `as_of` filtering of items) and its id (so that snapshots store
     /// provenance as seqs alone).
-    pub(crate) events: BTreeMap<u64, EventStamp>,
+    pub(super) events: BTreeMap<u64, EventStamp>,
     /// Asserted facts → the edge of their latest interval.
-    pub(crate) facts: BTreeMap<FactKey, EdgeIndex>,
-    pub(crate) failures: FailureTracker,
+    pub(super) facts: BTreeMap<FactKey, EdgeIndex>,
+    pub(super) failures: FailureTracker,
     /// Edges created, confirmed or closed by the event being applied;
     /// emptied at the start of every apply and taken by the memory, which
     /// notes what a phase touched without scanning the graph.
-    pub(crate) touched: TouchedScratch,
+    pub(super) touched: TouchedScratch,
     /// The chunks changed since the last snapshot was saved.
-    pub(crate) changes: Changes,
+    pub(super) changes: Changes,
     /// The newest edges' provenance, for the checkpoint's chunks of it.
-    pub(crate) edge_provenance: EdgeProvenanceLog,
+    pub(super) edge_provenance: EdgeProvenanceLog,
     /// Changes to closed edges, for what is derived from them.
-    pub(crate) closed_version: ClosedVersion,
+    pub(super) closed_version: ClosedVersion,
 }
 
 /// Counts the changes to closed edges: a closure, an event added to a
@@ -411,6 +411,31 @@ impl FactGraph {
 
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Whether the event at this seq entered the graph's provenance.
+    pub(crate) fn has_event(&self, seq: u64) -> bool {
+        self.events.contains_key(&seq)
+    }
+
+    /// The seqs of the events in the graph's provenance, up to `through`.
+    pub(crate) fn event_seqs_through(&self, through: u64) -> impl Iterator<Item = u64> + '_ {
+        self.events.range(..=through).map(|(seq, _)| *seq)
+    }
+
+    /// The count of changes to closed edges (see [`ClosedVersion`]).
+    pub(crate) fn closed_version(&self) -> u64 {
+        self.closed_version.0
+    }
+
+    /// The ids of the node pairs joined by an edge of this relation, in
+    /// edge order.
+    pub(crate) fn pairs_related_by(&self, relation: &str) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let relation = self.relation_index.get(relation).copied();
+        self.edges
+            .iter()
+            .filter(move |record| Some(record.relation) == relation)
+            .map(|record| (self.nodes[record.from as usize].id.as_str(), self.nodes[record.to as usize].id.as_str()))
     }
 
     pub fn edge_count(&self) -> usize {

@@ -78,15 +78,15 @@ impl PartialEq for TouchedChanges {
 /// The swarm's graph and how far it has applied the log.
 #[derive(Debug, Default, PartialEq)]
 pub struct SwarmGraph {
-    pub(crate) graph: FactGraph,
+    pub(super) graph: FactGraph,
     /// The highest seq applied; events at or below it are not applied
     /// again.
-    pub(crate) through: u64,
+    pub(super) through: u64,
     /// Per applied seq, the edges of the noted relations it created,
     /// confirmed or closed, and whether each was still open after it: what
     /// a memory's phases note of the event (see `phases/notes.rs`), read
     /// by every memory as it applies the event, however late.
-    pub(crate) touched: BTreeMap<u64, Vec<(EdgeIndex, bool)>>,
+    pub(super) touched: BTreeMap<u64, Vec<(EdgeIndex, bool)>>,
     /// Every shared event applied, by seq: its id, its author (an index
     /// into `authors`) and its time, for repeats of an id and for purges.
     events: BTreeMap<u64, (EventId, u32, Timestamp)>,

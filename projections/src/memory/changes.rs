@@ -164,7 +164,7 @@ impl AgentMemory {
         for loser in losers {
             let Some(item) = self.item(loser) else { continue };
             let created = item.creating_event();
-            if self.config.shared.graph().graph().events.contains_key(&created.seq) && item.scope != Scope::Private {
+            if self.config.shared.graph().graph().has_event(created.seq) && item.scope != Scope::Private {
                 let shared = self.config.shared.graph();
                 let holding = Holding { through: self.checkpoint, unheld: &self.unheld_shared };
                 self.graph.close_shared_asserted(shared.graph(), created, event.ts, provenance.seq, event, &|seq| {
@@ -265,7 +265,7 @@ impl AgentMemory {
             self.graph.redact(&graph_seqs);
             let shared_graph = self.config.shared.graph();
             let shared_seqs: Vec<u64> =
-                erased.keys().copied().filter(|seq| shared_graph.graph().events.contains_key(seq)).collect();
+                erased.keys().copied().filter(|seq| shared_graph.graph().has_event(*seq)).collect();
             drop(shared_graph);
             self.unheld_shared.extend(shared_seqs);
             let graph = MemoryGraph::of(&self.graph, &self.config.shared, self.checkpoint, &self.unheld_shared);

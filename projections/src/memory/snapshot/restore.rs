@@ -226,9 +226,7 @@ impl AgentMemory {
         }
         Ok(swarm_graph
             .graph()
-            .events
-            .range(..=self.checkpoint)
-            .map(|(seq, _)| *seq)
+            .event_seqs_through(self.checkpoint)
             .filter(|seq| self.items.get(*seq).is_none_or(|item| item.state == ItemState::Purged))
             .collect())
     }
