@@ -14,6 +14,9 @@
 //! - [`context`]: budgeted context and phases.
 //! - [`consolidation`]: consolidation runs, contradictions, purges.
 //! - [`handoffs`]: handoffs as their recipients read and acknowledge them.
+//! - [`query`]: the typed inputs of the other queries (graph, items,
+//!   provenance, phases, timeline) and the names they take (item states,
+//!   phase levels).
 //! - [`search`]: the one search request, from the caller's input to what
 //!   the memory searches with (modes, filters, retrieval weights).
 //! - [`routes`]: the HTTP route table, by type; [`openapi`]: the OpenAPI
@@ -31,6 +34,7 @@ pub mod log;
 pub mod memory;
 pub mod openapi;
 pub mod params;
+pub mod query;
 pub mod routes;
 pub mod search;
 

@@ -11,6 +11,7 @@
 
 use mneme_events::{Scope, Timestamp};
 
+use crate::query::{GraphInput, ItemState, ItemsInput, PhaseInput, PhaseLevel, ProvenanceInput, TimelineInput};
 use crate::search::{Fusion, SearchFilters, SearchInput, SearchMode, WeightOverrides};
 use serde::{Deserialize, Serialize};
 
@@ -36,16 +37,11 @@ pub const MAX_EVENTS_PER_REQUEST: usize = 10_000;
 pub const MAX_COMMAND_BODY_BYTES: usize = 256 * 1024;
 
 pub(crate) const DEFAULT_K: usize = 10;
-const DEFAULT_HOPS: usize = 2;
+pub(crate) const DEFAULT_HOPS: usize = 2;
 const DEFAULT_EVENTS_PAGE: usize = 1000;
-const DEFAULT_ITEMS_PAGE: usize = 50;
+pub(crate) const DEFAULT_ITEMS_PAGE: usize = 50;
 /// Most items in one page of `GET …/items`.
 pub const MAX_ITEMS_PAGE: usize = 500;
-
-/// The item states `GET …/items?state=` names (the binary maps them onto
-/// `mneme_projections::ItemState`, which a unit test keeps in step), and
-/// `pinned`, which is a flag beside the state.
-pub const ITEM_STATES: [&str; 6] = ["active", "archived", "decayed", "forgotten", "merged", "purged"];
 
 /// Why a request's parameters were refused. Every variant names the
 /// parameter at fault (`field`); the over-limit ones name the limit too.
@@ -170,7 +166,8 @@ pub fn comma_separated(text: Option<&str>) -> Vec<String> {
     text.unwrap_or("").split(',').map(str::trim).filter(|part| !part.is_empty()).map(str::to_string).collect()
 }
 
-fn timestamp_parameter(field: &'static str, text: Option<&str>) -> Result<Option<Timestamp>, ParameterError> {
+/// An RFC 3339 time parameter, parsed; `field` names it in the refusal.
+pub fn timestamp_parameter(field: &'static str, text: Option<&str>) -> Result<Option<Timestamp>, ParameterError> {
     text.map(|text| text.parse::<Timestamp>().map_err(|error| ParameterError::invalid(field, error.message)))
         .transpose()
 }
@@ -279,25 +276,15 @@ pub struct GraphParams {
     pub min_seq: Option<u64>,
 }
 
-/// A graph neighbourhood request with every parameter checked and defaulted.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckedGraph {
-    pub entity: String,
-    pub hops: usize,
-    pub relations: Vec<String>,
-    pub as_of: Option<Timestamp>,
-}
-
 impl GraphParams {
-    pub fn check(&self) -> Result<CheckedGraph, ParameterError> {
-        check_text_length("entity", "entity", &self.entity)?;
-        let hops = self.hops.unwrap_or(DEFAULT_HOPS);
-        check_between("hops", hops, MAX_HOPS)?;
-        Ok(CheckedGraph {
+    /// The typed input, parsed; [`GraphInput::check`] checks its limits.
+    pub fn input(&self) -> Result<GraphInput, ParameterError> {
+        Ok(GraphInput {
             entity: self.entity.clone(),
-            hops,
+            hops: self.hops.unwrap_or(DEFAULT_HOPS),
             relations: comma_separated(self.relations.as_deref()),
             as_of: timestamp_parameter("as_of", self.as_of.as_deref())?,
+            min_seq: self.min_seq,
         })
     }
 }
@@ -349,8 +336,8 @@ pub struct ProvenanceParams {
 }
 
 impl ProvenanceParams {
-    pub fn check(&self) -> Result<(), ParameterError> {
-        check_item_id(&self.item_id)
+    pub fn input(&self) -> ProvenanceInput {
+        ProvenanceInput { item_id: self.item_id.clone(), min_seq: self.min_seq }
     }
 }
 
@@ -443,34 +430,30 @@ pub struct ItemsParams {
     pub min_seq: Option<u64>,
 }
 
-/// A page of items, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckedItems {
-    /// A name of [`ITEM_STATES`], or `None` for every state.
-    pub state: Option<&'static str>,
-    pub pinned_only: bool,
-    pub before_seq: Option<u64>,
-    pub limit: usize,
-}
-
 impl ItemsParams {
-    pub fn check(&self) -> Result<CheckedItems, ParameterError> {
-        let limit = self.limit.unwrap_or(DEFAULT_ITEMS_PAGE);
-        check_between("limit", limit, MAX_ITEMS_PAGE)?;
+    /// The typed input, parsed; [`ItemsInput::check`] checks its limits.
+    pub fn input(&self) -> Result<ItemsInput, ParameterError> {
         let (state, pinned_only) = match self.state.as_deref() {
             None => (None, false),
             Some("pinned") => (None, true),
-            Some(name) => match ITEM_STATES.iter().find(|state| **state == name) {
-                Some(state) => (Some(*state), false),
+            Some(name) => match ItemState::from_name(name) {
+                Some(state) => (Some(state), false),
                 None => {
+                    let names: Vec<&str> = ItemState::ALL.iter().map(|state| state.as_str()).collect();
                     return Err(ParameterError::invalid(
                         "state",
-                        format!("state must be one of {}, or pinned; got {name:?}", ITEM_STATES.join(", ")),
+                        format!("state must be one of {}, or pinned; got {}", names.join(", "), quote(name)),
                     ));
                 }
             },
         };
-        Ok(CheckedItems { state, pinned_only, before_seq: self.before_seq, limit })
+        Ok(ItemsInput {
+            state,
+            pinned_only,
+            before_seq: self.before_seq,
+            limit: self.limit.unwrap_or(DEFAULT_ITEMS_PAGE),
+            min_seq: self.min_seq,
+        })
     }
 }
 
@@ -499,6 +482,17 @@ pub struct TimelineParams {
     pub limit: Option<usize>,
 }
 
+impl TimelineParams {
+    /// The typed input, parsed; [`TimelineInput::check`] checks its limit.
+    pub fn input(&self) -> Result<TimelineInput, ParameterError> {
+        Ok(TimelineInput {
+            since_seq: self.since_seq,
+            since: timestamp_parameter("since", self.since.as_deref())?,
+            limit: self.limit.unwrap_or(DEFAULT_TIMELINE_ENTRIES),
+        })
+    }
+}
+
 /// The most entries one timeline page holds.
 pub const MAX_TIMELINE_ENTRIES: usize = 500;
 /// Entries a timeline page holds unless asked otherwise.
@@ -522,13 +516,31 @@ pub struct AcknowledgeQuery {
     pub note: Option<String>,
 }
 
-/// `GET …/phases/{phase_id}` parameters; the level is checked by the binary,
-/// which knows the phase levels.
+/// `GET …/phases/{phase_id}` parameters.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseParams {
     pub level: Option<String>,
     pub min_seq: Option<u64>,
+}
+
+impl PhaseParams {
+    /// The typed input: the level parsed (summary when absent).
+    pub fn input(&self) -> Result<PhaseInput, ParameterError> {
+        let level = match self.level.as_deref() {
+            None => PhaseLevel::Summary,
+            Some(name) => PhaseLevel::from_name(name).ok_or_else(|| {
+                ParameterError::invalid(
+                    "level",
+                    format!(
+                        "unknown level {}; expected index, compressed, summary, findings, full or original",
+                        quote(name)
+                    ),
+                )
+            })?,
+        };
+        Ok(PhaseInput { level, min_seq: self.min_seq })
+    }
 }
 
 /// `GET …/context` parameters. `recent_errors` is newline-separated.
@@ -723,24 +735,48 @@ mod tests {
 
     #[test]
     fn graph_hops_and_entity_length() {
-        let graph = |query_string: &str| parsed::<GraphParams>(query_string).check();
+        let graph = |query_string: &str| {
+            let input = parsed::<GraphParams>(query_string).input()?;
+            input.check().map(|()| input)
+        };
         assert_eq!(graph("entity=coder").unwrap().hops, 2);
         assert_eq!(graph("entity=coder&hops=4&relations=modified,,reads").unwrap().relations, ["modified", "reads"]);
         assert_eq!(graph("entity=coder&hops=5").unwrap_err().to_string(), "hops must be between 1 and 4, got 5");
+        assert_eq!(graph("entity=coder&as_of=yesterday").unwrap_err().field(), "as_of");
         let long = format!("entity={}", "e".repeat(MAX_QUERY_BYTES + 1));
         assert_eq!(graph(&long).unwrap_err().to_string(), "entity is 4097 bytes, the limit is 4096");
     }
 
     #[test]
-    fn events_page_limit_and_agent_name() {
-        let items = |query_string: &str| parsed::<ItemsParams>(query_string).check();
+    fn phase_levels_and_timeline_limits() {
+        let phase = |query_string: &str| parsed::<PhaseParams>(query_string).input();
+        assert_eq!(phase("").unwrap(), PhaseInput::default());
         assert_eq!(
-            items("").unwrap(),
-            CheckedItems { state: None, pinned_only: false, before_seq: None, limit: DEFAULT_ITEMS_PAGE }
+            phase("level=original&min_seq=3").unwrap(),
+            PhaseInput { level: PhaseLevel::Original, min_seq: Some(3) }
         );
+        let refused = phase("level=gist").unwrap_err();
+        assert_eq!((refused.field(), refused.to_string().starts_with("unknown level \"gist\"")), ("level", true));
+        let timeline = |query_string: &str| {
+            let input = parsed::<TimelineParams>(query_string).input()?;
+            input.check().map(|()| input)
+        };
+        assert_eq!(timeline("").unwrap(), TimelineInput::default());
+        assert_eq!(timeline("limit=501").unwrap_err().to_string(), "limit must be between 1 and 500, got 501");
+        assert_eq!(timeline("limit=0").unwrap_err().field(), "limit");
+        assert_eq!(timeline("since=noon").unwrap_err().field(), "since");
+    }
+
+    #[test]
+    fn events_page_limit_and_agent_name() {
+        let items = |query_string: &str| {
+            let input = parsed::<ItemsParams>(query_string).input()?;
+            input.check().map(|()| input)
+        };
+        assert_eq!(items("").unwrap(), ItemsInput::default());
         assert_eq!(items("state=pinned&before_seq=9").unwrap().before_seq, Some(9));
         assert!(items("state=pinned").unwrap().pinned_only);
-        assert_eq!(items("state=decayed").unwrap().state, Some("decayed"));
+        assert_eq!(items("state=decayed").unwrap().state, Some(ItemState::Decayed));
         let refused = items("state=stale").unwrap_err();
         assert_eq!(refused.field(), "state");
         assert!(refused.to_string().contains("active, archived, decayed, forgotten, merged, purged, or pinned"));

@@ -12,6 +12,7 @@
 // The wire crate the server and its clients use: it has no IO and no
 // server dependency, so linking it builds only what the checks need.
 use mneme_api::params::*;
+use mneme_api::query::{GraphInput, ItemsInput, TimelineInput};
 use mneme_api::search::{RetrievalWeights, SearchMode};
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
@@ -20,7 +21,7 @@ const DEFAULT_BUDGET: usize = 2000;
 
 fuzz_target!(|bytes: &[u8]| {
     let Some((selector, input)) = bytes.split_first() else { return };
-    match selector % 12 {
+    match selector % 15 {
         0 => search(query_string(input)),
         1 => search(json_body(input)),
         2 => graph(query_string(input)),
@@ -32,7 +33,10 @@ fuzz_target!(|bytes: &[u8]| {
         8 => item_id(input),
         9 => parsed_only::<MinSeqParams>(input),
         10 => parsed_only::<ReplayParams>(input),
-        _ => parsed_only::<PhaseParams>(input),
+        11 => phase(query_string(input)),
+        12 => items(query_string(input)),
+        13 => items(json_body::<ItemQuery>(input).map(|query| ItemsParams::from(&query))),
+        _ => timeline(json_body(input)),
     }
 });
 
@@ -93,15 +97,47 @@ fn search(params: Option<SearchParams>) {
     }
 }
 
+/// What a transport parses, then what the service checks: the typed input
+/// passes both or is refused by one, naming its parameter.
+fn parsed_and_checked<I>(input: Result<I, ParameterError>, check: impl Fn(&I) -> Result<(), ParameterError>) -> Option<I> {
+    match input.and_then(|input| check(&input).map(|()| input)) {
+        Ok(input) => Some(input),
+        Err(error) => {
+            check_refusal(&error);
+            None
+        }
+    }
+}
+
 fn graph(params: Option<GraphParams>) {
     let Some(params) = params else { return };
-    match params.check() {
-        Ok(checked) => {
-            assert!(checked.entity.len() <= MAX_QUERY_BYTES);
-            assert!((1..=MAX_HOPS).contains(&checked.hops));
-            assert!(checked.relations.iter().all(|relation| !relation.is_empty() && relation.trim() == relation));
-        }
+    if let Some(checked) = parsed_and_checked(params.input(), GraphInput::check) {
+        assert!(checked.entity.len() <= MAX_QUERY_BYTES);
+        assert!((1..=MAX_HOPS).contains(&checked.hops));
+        assert!(checked.relations.iter().all(|relation| !relation.is_empty() && relation.trim() == relation));
+    }
+}
+
+fn phase(params: Option<PhaseParams>) {
+    let Some(params) = params else { return };
+    match params.input() {
+        Ok(input) => assert!(params.level.is_none_or(|name| name == input.level.as_str())),
         Err(error) => check_refusal(&error),
+    }
+}
+
+fn items(params: Option<ItemsParams>) {
+    let Some(params) = params else { return };
+    if let Some(input) = parsed_and_checked(params.input(), ItemsInput::check) {
+        assert!((1..=MAX_ITEMS_PAGE).contains(&input.limit));
+        assert!(!(input.pinned_only && input.state.is_some()));
+    }
+}
+
+fn timeline(params: Option<TimelineParams>) {
+    let Some(params) = params else { return };
+    if let Some(input) = parsed_and_checked(params.input(), TimelineInput::check) {
+        assert!((1..=MAX_TIMELINE_ENTRIES).contains(&input.limit));
     }
 }
 
@@ -136,7 +172,7 @@ fn context(body: Option<ContextBody>) {
 
 fn provenance(params: Option<ProvenanceParams>) {
     let Some(params) = params else { return };
-    match params.check() {
+    match params.input().check() {
         Ok(()) => assert!(params.item_id.len() <= MAX_QUERY_BYTES),
         Err(error) => check_refusal(&error),
     }

@@ -25,63 +25,7 @@ pub struct SharedEntry {
     pub(crate) change: u64,
 }
 
-/// Whether an item is still in play.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ItemState {
-    Active,
-    /// Archived by its agent: out of the working tier and context, still
-    /// searchable.
-    Archived,
-    /// Demoted by consolidation: out of the working tier and context, still
-    /// searchable. A citation makes it active again.
-    Decayed,
-    /// Out of every query; still in provenance and audit.
-    Forgotten,
-    /// Merged into a near duplicate, which answers for it: out of every
-    /// query, still in provenance.
-    Merged,
-    /// Erased on request: its text is gone from memory and snapshots; only
-    /// its id, kind, time and provenance remain.
-    Purged,
-}
-
-impl ItemState {
-    pub const ALL: [ItemState; 6] = [
-        ItemState::Active,
-        ItemState::Archived,
-        ItemState::Decayed,
-        ItemState::Forgotten,
-        ItemState::Merged,
-        ItemState::Purged,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ItemState::Active => "active",
-            ItemState::Archived => "archived",
-            ItemState::Decayed => "decayed",
-            ItemState::Forgotten => "forgotten",
-            ItemState::Merged => "merged",
-            ItemState::Purged => "purged",
-        }
-    }
-
-    /// Whether searches may return the item.
-    pub fn is_searchable(self) -> bool {
-        matches!(self, ItemState::Active | ItemState::Archived | ItemState::Decayed)
-    }
-
-    /// Whether the state takes an item out of context: what consolidation
-    /// decides (demoted, forgotten, merged), which a pin forbids.
-    pub fn removes_from_context(self) -> bool {
-        matches!(self, ItemState::Decayed | ItemState::Forgotten | ItemState::Merged)
-    }
-
-    /// Whether nothing but a purge changes the state any more.
-    pub fn is_final(self) -> bool {
-        matches!(self, ItemState::Forgotten | ItemState::Merged | ItemState::Purged)
-    }
-}
+pub use mneme_api::query::ItemState;
 
 /// An event that created or changed an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

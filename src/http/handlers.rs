@@ -11,8 +11,9 @@ use mneme_api::handoffs::{AcknowledgeBody, HandoffDelivery};
 use mneme_api::log::LogEntry;
 use mneme_api::params::{
     ConsolidateParams, ContextBody, ContextParams, ContradictionParams, EventsParams, GraphParams, HandoffsParams,
-    ItemsParams, MinSeqParams, NoParams, PhaseParams, ProvenanceParams, ReplayParams, SearchParams, TimelineParams,
+    ItemsParams, MinSeqParams, NoParams, PhaseParams, ReplayParams, SearchParams, TimelineParams,
 };
+use mneme_api::query::ProvenanceInput;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
@@ -133,8 +134,8 @@ pub(super) async fn swarm_provenance(service: State, path: AgentPath, _: web::Qu
 
 pub(super) async fn agent_provenance(service: State, path: AgentIdPath, params: web::Query<MinSeqParams>) -> Answer {
     let (swarm, agent, item_id) = path.into_inner();
-    let params = ProvenanceParams { item_id, min_seq: params.min_seq };
-    ok(service.agent_provenance(&swarm, &agent, &params).await?)
+    let input = ProvenanceInput { item_id, min_seq: params.min_seq };
+    ok(service.agent_provenance(&swarm, &agent, &input).await?)
 }
 
 pub(super) async fn search(service: State, path: AgentPath, params: web::Query<SearchParams>) -> Answer {
@@ -144,7 +145,7 @@ pub(super) async fn search(service: State, path: AgentPath, params: web::Query<S
 
 pub(super) async fn graph(service: State, path: AgentPath, params: web::Query<GraphParams>) -> Answer {
     let (swarm, agent) = path.into_inner();
-    ok(service.graph(&swarm, &agent, &params).await?)
+    ok(service.graph(&swarm, &agent, &params.input()?).await?)
 }
 
 pub(super) async fn get_context(service: State, path: AgentPath, params: web::Query<ContextParams>) -> Answer {
@@ -170,12 +171,12 @@ pub(super) async fn phases(service: State, path: AgentPath, params: web::Query<M
 
 pub(super) async fn phase(service: State, path: AgentIdPath, params: web::Query<PhaseParams>) -> Answer {
     let (swarm, agent, phase_id) = path.into_inner();
-    ok(service.phase(&swarm, &agent, &phase_id, &params).await?)
+    ok(service.phase(&swarm, &agent, &phase_id, &params.input()?).await?)
 }
 
 pub(super) async fn item_states(service: State, path: AgentPath, params: web::Query<ItemsParams>) -> Answer {
     let (swarm, agent) = path.into_inner();
-    ok(service.item_states(&swarm, &agent, &params).await?)
+    ok(service.item_states(&swarm, &agent, &params.input()?).await?)
 }
 
 pub(super) async fn item(service: State, path: AgentIdPath, params: web::Query<MinSeqParams>) -> Answer {
@@ -292,7 +293,7 @@ pub(super) async fn write_note(
 
 pub(super) async fn timeline(service: State, path: AgentPath, params: web::Query<TimelineParams>) -> Answer {
     let (swarm, agent) = path.into_inner();
-    ok(service.timeline(&swarm, &agent, &params).await?)
+    ok(service.timeline(&swarm, &agent, &params.input()?).await?)
 }
 
 pub(super) async fn consolidate(service: State, swarm: SwarmPath, params: web::Query<ConsolidateParams>) -> Answer {

@@ -88,14 +88,17 @@ pub enum PhaseLevel {
     Full,
 }
 
-impl PhaseLevel {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PhaseLevel::Index => "index",
-            PhaseLevel::Compressed => "compressed",
-            PhaseLevel::Summary => "summary",
-            PhaseLevel::Findings => "findings",
-            PhaseLevel::Full => "full",
+impl From<PhaseLevel> for mneme_api::query::PhaseLevel {
+    /// The tool offers every level but the original events, which are
+    /// the log's to show.
+    fn from(level: PhaseLevel) -> mneme_api::query::PhaseLevel {
+        use mneme_api::query::PhaseLevel as Level;
+        match level {
+            PhaseLevel::Index => Level::Index,
+            PhaseLevel::Compressed => Level::Compressed,
+            PhaseLevel::Summary => Level::Summary,
+            PhaseLevel::Findings => Level::Findings,
+            PhaseLevel::Full => Level::Full,
         }
     }
 }

@@ -29,7 +29,8 @@ use mneme_api::context::ContextAnswer;
 use mneme_api::handoffs::{Acknowledged, HandoffsAnswer};
 use mneme_api::log::AgentProvenance;
 use mneme_api::memory::{GraphAnswer, SearchAnswer};
-use mneme_api::params::{ContextBody, GraphParams, PhaseParams, ProvenanceParams, SignalsBody, TimelineParams};
+use mneme_api::params::{ContextBody, SignalsBody, timestamp_parameter};
+use mneme_api::query::{GraphInput, PhaseInput, ProvenanceInput, TimelineInput};
 use mneme_api::search::{SearchFilters, SearchInput};
 use mneme_events::{Event, EventKind, HandoffSent, MemoryCited, MemoryForgotten, MemoryPinned, MemoryUnpinned};
 use rmcp::handler::server::wrapper::Parameters;
@@ -255,9 +256,11 @@ impl MemoryTools {
                         answered(&Recalled { item: Some(item), phase: None }, text)
                     }
                     (None, Some(phase_id)) => {
-                        let level = args.level.map(|level| level.as_str().to_string());
-                        let params = PhaseParams { level, min_seq: None };
-                        let phase = self.service.phase(swarm, &who.agent, &phase_id, &params).await?;
+                        let mut input = PhaseInput::default();
+                        if let Some(level) = args.level {
+                            input.level = level.into();
+                        }
+                        let phase = self.service.phase(swarm, &who.agent, &phase_id, &input).await?;
                         let text = match &phase.text {
                             Some(text) => text.text.clone(),
                             None => serde_json::to_string(&phase).expect("a phase is JSON"),
@@ -406,11 +409,12 @@ impl MemoryTools {
     ) -> Answer {
         let who = self.identity(&context)?;
         let args = valid!(args);
-        let params =
-            GraphParams { entity: args.entity, hops: args.hops, relations: None, as_of: args.as_of, min_seq: None };
         outcome(
             async {
-                let answer = self.service.graph(&who.swarm, &who.agent, &params).await?;
+                let mut input = GraphInput::new(args.entity);
+                input.hops = args.hops.unwrap_or(input.hops);
+                input.as_of = timestamp_parameter("as_of", args.as_of.as_deref())?;
+                let answer = self.service.graph(&who.swarm, &who.agent, &input).await?;
                 answered(&answer, render::graph(&answer))
             }
             .await,
@@ -430,10 +434,10 @@ impl MemoryTools {
     ) -> Answer {
         let who = self.identity(&context)?;
         let args = valid!(args);
-        let params = ProvenanceParams { item_id: args.item_id, min_seq: None };
+        let input = ProvenanceInput { item_id: args.item_id, min_seq: None };
         outcome(
             async {
-                let answer = self.service.agent_provenance(&who.swarm, &who.agent, &params).await?;
+                let answer = self.service.agent_provenance(&who.swarm, &who.agent, &input).await?;
                 // One event per line, as the log holds it.
                 let lines: Vec<String> = answer
                     .events
@@ -598,10 +602,14 @@ impl MemoryTools {
     ) -> Answer {
         let who = self.identity(&context)?;
         let args = valid!(args);
-        let params = TimelineParams { since_seq: args.since_seq, since: args.since, limit: args.limit };
         outcome(
             async {
-                let answer = self.service.timeline(&who.swarm, &who.agent, &params).await?;
+                let input = TimelineInput {
+                    since_seq: args.since_seq,
+                    since: timestamp_parameter("since", args.since.as_deref())?,
+                    limit: args.limit.unwrap_or(TimelineInput::default().limit),
+                };
+                let answer = self.service.timeline(&who.swarm, &who.agent, &input).await?;
                 answered(&answer, render::timeline(&answer))
             }
             .await,

@@ -130,16 +130,16 @@ pub async fn answer(service: &Service, swarm: &str, request: &QueryRequest) -> R
     match request.verb.as_str() {
         "search" => json(service.search(swarm, agent, &body_of::<SearchParams>(&request.body)?.input()?).await),
         "context" => json(service.context(swarm, agent, body_of::<ContextBody>(&request.body)?).await),
-        "graph" => json(service.graph(swarm, agent, &body_of::<GraphParams>(&request.body)?).await),
+        "graph" => json(service.graph(swarm, agent, &body_of::<GraphParams>(&request.body)?.input()?).await),
         "provenance" => {
-            json(service.agent_provenance(swarm, agent, &body_of::<ProvenanceParams>(&request.body)?).await)
+            json(service.agent_provenance(swarm, agent, &body_of::<ProvenanceParams>(&request.body)?.input()).await)
         }
         "phase" => {
             let body: PhaseQuery = body_of(&request.body)?;
             match &body.phase_id {
                 Some(phase_id) => {
                     let params = PhaseParams { level: body.level, min_seq: body.min_seq };
-                    json(service.phase(swarm, agent, phase_id, &params).await)
+                    json(service.phase(swarm, agent, phase_id, &params.input()?).await)
                 }
                 // The listing has no level: a level without a phase is a
                 // request for one phase that forgot to name it.
@@ -160,7 +160,7 @@ pub async fn answer(service: &Service, swarm: &str, request: &QueryRequest) -> R
                     ))
                 }
                 Some(item_id) => json(service.item(swarm, agent, item_id, body.min_seq).await),
-                None => json(service.item_states(swarm, agent, &ItemsParams::from(&body)).await),
+                None => json(service.item_states(swarm, agent, &ItemsParams::from(&body).input()?).await),
             }
         }
         "handoffs" => {
@@ -186,7 +186,7 @@ pub async fn answer(service: &Service, swarm: &str, request: &QueryRequest) -> R
             }
         }
         "note" => json(service.write_note(&Caller::Anyone, swarm, agent, body_of::<NoteBody>(&request.body)?).await),
-        "timeline" => json(service.timeline(swarm, agent, &body_of::<TimelineParams>(&request.body)?).await),
+        "timeline" => json(service.timeline(swarm, agent, &body_of::<TimelineParams>(&request.body)?.input()?).await),
         verb => Err(ApiError::not_found(
             "unknown_verb",
             Some("verb"),

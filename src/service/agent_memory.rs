@@ -10,8 +10,9 @@ use mneme_api::agent_memory::{
     CoreBlock, CoreConstraint, CoreMemoryAnswer, CoreTask, CoreUpdateBody, CoreUpdated, NoteBody, TimelineAnswer,
     TimelineEntry, Written,
 };
-use mneme_api::params::{DEFAULT_TIMELINE_ENTRIES, MAX_TIMELINE_ENTRIES, TimelineParams, quote};
-use mneme_events::{CoreMemoryUpdated, ERASED_TEXT, Event, EventKind, NoteWritten, Scope, Shown, Timestamp};
+use mneme_api::params::quote;
+use mneme_api::query::TimelineInput;
+use mneme_events::{CoreMemoryUpdated, ERASED_TEXT, Event, EventKind, NoteWritten, Scope, Shown};
 use mneme_index::tokens;
 use mneme_projections::{CoreMemory, CoreRequest, enters_memory_of};
 
@@ -243,29 +244,13 @@ impl Service {
 
     /// What the swarm did after `since_seq` or from the time `since`, as
     /// `agent` sees it: its own events and the others' shared ones.
-    pub async fn timeline(
-        &self,
-        swarm: &str,
-        agent: &str,
-        params: &TimelineParams,
-    ) -> Result<TimelineAnswer, ApiError> {
+    pub async fn timeline(&self, swarm: &str, agent: &str, input: &TimelineInput) -> Result<TimelineAnswer, ApiError> {
         let runtime = self.swarm(swarm)?;
         mneme_events::validate_name(agent).map_err(|error| ApiError::from_validation(error.under("agent")))?;
-        let limit = params.limit.unwrap_or(DEFAULT_TIMELINE_ENTRIES);
-        if !(1..=MAX_TIMELINE_ENTRIES).contains(&limit) {
-            return Err(ApiError::bad_parameter(
-                "limit",
-                format!("limit must be from 1 to {MAX_TIMELINE_ENTRIES}, got {limit}"),
-            ));
-        }
-        let since = match &params.since {
-            Some(text) => {
-                Some(text.parse::<Timestamp>().map_err(|error| ApiError::bad_parameter("since", error.message))?)
-            }
-            None => None,
-        };
+        input.check()?;
+        let (limit, since) = (input.limit, input.since);
         let admitted = runtime.memory_config.admitted_agents.as_ref();
-        let mut from_seq = params.since_seq.map_or(1, |seq| seq.saturating_add(1));
+        let mut from_seq = input.since_seq.map_or(1, |seq| seq.saturating_add(1));
         let mut entries = Vec::new();
         'pages: for _ in 0..TIMELINE_PAGES {
             let page = runtime.log.read(from_seq, None, TIMELINE_PAGE).await?;

@@ -7,7 +7,8 @@ use mneme_api::context::{
     ContextAnswer, ContextItem, PhaseAnswer, PhaseCommand, PhaseDecision, PhaseError, PhaseEvents, PhaseFull,
     PhaseHeading, PhaseLevels as WireLevels, PhaseMessage, PhaseText, PhasesAnswer, TaskRollup, TierUsage,
 };
-use mneme_api::params::{ContextBody, PhaseParams, quote};
+use mneme_api::params::{ContextBody, quote};
+use mneme_api::query::PhaseInput;
 use mneme_projections::phases::{Phase, PhaseLevel, PhaseNotes, TaskSummary};
 use mneme_projections::{Activity, ContextRequest, ContextResponse, ContextSignals};
 
@@ -81,20 +82,11 @@ impl Service {
         swarm: &str,
         agent: &str,
         phase_id: &str,
-        params: &PhaseParams,
+        input: &PhaseInput,
     ) -> Result<PhaseAnswer, ApiError> {
-        let level_name = params.level.as_deref().unwrap_or("summary");
-        let level = PhaseLevel::from_name(level_name).ok_or_else(|| {
-            ApiError::bad_parameter(
-                "level",
-                format!(
-                    "unknown level {}; expected index, compressed, summary, findings, full or original",
-                    quote(level_name)
-                ),
-            )
-        })?;
+        let level = input.level;
         let runtime = self.swarm(swarm)?;
-        let handle = runtime.agent_handle(agent, params.min_seq).await?;
+        let handle = runtime.agent_handle(agent, input.min_seq).await?;
         let found = ask(&handle, OnePhase(phase_id.to_string())).await?;
         let Some(phase) = found else {
             return Err(ApiError::not_found(

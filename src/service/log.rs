@@ -14,7 +14,8 @@ use mneme_api::log::{
     Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, LeaseHealth,
     LostTailHealth, PlacedSwarmHealth, PlacementHolder, SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
 };
-use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, ProvenanceParams, quote};
+use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, quote};
+use mneme_api::query::ProvenanceInput;
 use mneme_api::{self as wire};
 use mneme_events::{ERASED_TEXT, Erasures, ErrorCode, Event, EventKind, Scope, Shown, decode_json_batch_of_at_most};
 use mneme_nats::LogEntry;
@@ -356,19 +357,19 @@ impl Service {
         &self,
         swarm: &str,
         agent: &str,
-        params: &ProvenanceParams,
+        input: &ProvenanceInput,
     ) -> Result<AgentProvenance, ApiError> {
-        params.check()?;
+        input.check()?;
         let runtime = self.swarm(swarm)?;
-        let handle = runtime.agent_handle(agent, params.min_seq).await?;
+        let handle = runtime.agent_handle(agent, input.min_seq).await?;
         let unknown = || {
             ApiError::not_found(
                 "unknown_item",
                 Some("item_id"),
-                format!("the memory of {agent:?} holds no item {}", quote(&params.item_id)),
+                format!("the memory of {agent:?} holds no item {}", quote(&input.item_id)),
             )
         };
-        let found = ask(&handle, Provenance(params.item_id.clone())).await?;
+        let found = ask(&handle, Provenance(input.item_id.clone())).await?;
         let references = found.ok_or_else(unknown)?;
         let mut seqs: Vec<u64> = references.iter().map(|reference| reference.seq).collect();
         seqs.sort_unstable();
@@ -382,9 +383,9 @@ impl Service {
             .collect();
         let hidden = entries.len() - visible.len();
         if hidden > 0 {
-            tracing::error!(%agent, item_id = %params.item_id, hidden, "provenance pointed at events the agent may not see; withheld");
+            tracing::error!(%agent, item_id = %input.item_id, hidden, "provenance pointed at events the agent may not see; withheld");
         }
-        Ok(AgentProvenance { item_id: params.item_id.clone(), agent: agent.to_string(), events: visible })
+        Ok(AgentProvenance { item_id: input.item_id.clone(), agent: agent.to_string(), events: visible })
     }
 }
 

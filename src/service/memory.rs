@@ -8,10 +8,11 @@ use mneme_api::memory::{
     Digest, GraphAnswer, GraphEdge, GraphNode, Hit, ItemAnswer, ItemStates, ListedItem, ReplayAnswer, RetrieverRank,
     SearchAnswer,
 };
-use mneme_api::params::{GraphParams, ItemsParams, ReplayParams, check_item_id, quote};
+use mneme_api::params::{ReplayParams, check_item_id, quote};
+use mneme_api::query::{GraphInput, ItemsInput};
 use mneme_api::search::SearchInput;
 use mneme_projections::graph::{Edge, GraphQuery, Node};
-use mneme_projections::{ItemPage, ItemState, SearchHit, SearchMode, SearchRequest};
+use mneme_projections::{ItemPage, SearchHit, SearchMode, SearchRequest};
 
 use super::log::provenance_refs;
 use super::{ApiError, Service, ask};
@@ -80,21 +81,21 @@ impl Service {
 
     /// The fact graph around an entity, both directions, with validity and
     /// provenance.
-    pub async fn graph(&self, swarm: &str, agent: &str, params: &GraphParams) -> Result<GraphAnswer, ApiError> {
-        let checked = params.check()?;
+    pub async fn graph(&self, swarm: &str, agent: &str, input: &GraphInput) -> Result<GraphAnswer, ApiError> {
+        input.check()?;
         let query = GraphQuery {
-            entity: checked.entity,
-            hops: checked.hops,
-            relations: checked.relations,
-            as_of: checked.as_of,
+            entity: input.entity.clone(),
+            hops: input.hops,
+            relations: input.relations.clone(),
+            as_of: input.as_of,
         };
-        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let handle = self.agent_handle(swarm, agent, input.min_seq).await?;
         let subgraph = ask(&handle, Graph(query)).await?;
         let Some(subgraph) = subgraph else {
             return Err(ApiError::not_found(
                 "unknown_entity",
                 Some("entity"),
-                format!("the memory of {agent:?} knows no entity {}", quote(&params.entity)),
+                format!("the memory of {agent:?} knows no entity {}", quote(&input.entity)),
             ));
         };
         Ok(GraphAnswer {
@@ -147,18 +148,16 @@ impl Service {
 
     /// How many of the memory's items are in each state (active, archived,
     /// decayed, forgotten, merged, purged) and pinned, with the page of
-    /// items `params` asks for, newest first.
-    pub async fn item_states(&self, swarm: &str, agent: &str, params: &ItemsParams) -> Result<ItemStates, ApiError> {
-        let checked = params.check()?;
+    /// items `input` asks for, newest first.
+    pub async fn item_states(&self, swarm: &str, agent: &str, input: &ItemsInput) -> Result<ItemStates, ApiError> {
+        input.check()?;
         let page = ItemPage {
-            state: checked.state.map(|name| {
-                *ItemState::ALL.iter().find(|state| state.as_str() == name).expect("ITEM_STATES are ItemState's names")
-            }),
-            pinned_only: checked.pinned_only,
-            before_seq: checked.before_seq,
-            limit: checked.limit,
+            state: input.state,
+            pinned_only: input.pinned_only,
+            before_seq: input.before_seq,
+            limit: input.limit,
         };
-        let handle = self.agent_handle(swarm, agent, params.min_seq).await?;
+        let handle = self.agent_handle(swarm, agent, input.min_seq).await?;
         let listing = ask(&handle, Items { item_id: None, page: Some(page) }).await?;
         let states = listing.counts.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
         let next_before_seq = listing.page.more.then(|| listing.page.items.last().map(|item| item.seq)).flatten();
@@ -269,15 +268,4 @@ fn wire_node(node: &Node) -> GraphNode {
 /// least one.
 fn system_slots(k: usize) -> usize {
     (k / 4).max(1)
-}
-
-#[cfg(test)]
-mod tests {
-    /// `?state=` is checked by name; this keeps the names in step with the
-    /// projections' states.
-    #[test]
-    fn item_state_names_are_the_projection_s_states() {
-        let names: Vec<&str> = mneme_projections::ItemState::ALL.iter().map(|state| state.as_str()).collect();
-        assert_eq!(names, mneme_api::params::ITEM_STATES);
-    }
 }

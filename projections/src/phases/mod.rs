@@ -74,54 +74,7 @@ pub const EXTRACTIVE_COMPRESSOR: &str = "extractive-v1";
 /// Token bound of a session summary.
 pub const SESSION_SUMMARY_TOKENS: usize = 256;
 
-/// How much of a completed phase to show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PhaseLevel {
-    Index,
-    Compressed,
-    Summary,
-    Findings,
-    Full,
-    Original,
-}
-
-impl PhaseLevel {
-    pub const ALL: [PhaseLevel; 6] = [
-        PhaseLevel::Index,
-        PhaseLevel::Compressed,
-        PhaseLevel::Summary,
-        PhaseLevel::Findings,
-        PhaseLevel::Full,
-        PhaseLevel::Original,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PhaseLevel::Index => "index",
-            PhaseLevel::Compressed => "compressed",
-            PhaseLevel::Summary => "summary",
-            PhaseLevel::Findings => "findings",
-            PhaseLevel::Full => "full",
-            PhaseLevel::Original => "original",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<PhaseLevel> {
-        PhaseLevel::ALL.into_iter().find(|level| level.as_str() == name)
-    }
-
-    /// The most tokens a level's text may have; `None` for the structured
-    /// record and the original events.
-    pub fn token_bound(self) -> Option<usize> {
-        match self {
-            PhaseLevel::Index => Some(8),
-            PhaseLevel::Compressed => Some(32),
-            PhaseLevel::Summary => Some(128),
-            PhaseLevel::Findings => Some(512),
-            PhaseLevel::Full | PhaseLevel::Original => None,
-        }
-    }
-}
+pub use mneme_api::query::PhaseLevel;
 
 /// How a phase was delimited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, rkyv::Archive, rkyv::Serialize, rkyv::Deserialize)]
