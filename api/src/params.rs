@@ -12,7 +12,7 @@
 use mneme_events::{Scope, Timestamp};
 
 use crate::query::{GraphInput, ItemState, ItemsInput, PhaseInput, PhaseLevel, ProvenanceInput, TimelineInput};
-use crate::search::{Fusion, SearchFilters, SearchInput, SearchMode, WeightOverrides};
+use crate::search::{Fusion, KindFilter, SearchFilters, SearchInput, SearchMode, WeightOverrides};
 use serde::{Deserialize, Serialize};
 
 /// Most hits a search returns.
@@ -240,7 +240,7 @@ impl SearchParams {
             k: self.k,
             mode,
             filters: SearchFilters {
-                kinds: comma_separated(self.kind.as_deref()),
+                kinds: KindFilter::from_names(&comma_separated(self.kind.as_deref()))?,
                 since: timestamp_parameter("since", self.since.as_deref())?,
                 until: timestamp_parameter("until", self.until.as_deref())?,
                 scopes,
@@ -716,7 +716,7 @@ mod tests {
     fn search_refuses_unknown_names_and_bad_weights() {
         assert_eq!(search("q=a&mode=fuzzy").unwrap_err().field(), "mode");
         assert_eq!(search("q=a&kind=message_recorded,nope").unwrap_err().field(), "kind");
-        assert_eq!(search("q=a&kind=phase").unwrap().filters.kinds, ["phase"]);
+        assert_eq!(search("q=a&kind=phase").unwrap().filters.kinds, KindFilter::Phases);
         let mixed = search("q=a&kind=phase,decision_made").unwrap_err();
         assert_eq!(mixed.field(), "kind");
         assert!(mixed.to_string().contains("cannot be combined"), "{mixed}");
@@ -729,7 +729,7 @@ mod tests {
         let checked = search("q=a&mode=bm25&kind=+fact_asserted+,&scope=shared&vector_weight=0.5&fusion=rrf").unwrap();
         assert_eq!(
             (checked.mode, checked.filters.kinds, checked.weights.vector, checked.weights.bm25, checked.weights.fusion),
-            (SearchMode::Bm25, vec!["fact_asserted".into()], 0.5, 1.0, Fusion::Rrf)
+            (SearchMode::Bm25, KindFilter::Items(vec!["fact_asserted"]), 0.5, 1.0, Fusion::Rrf)
         );
     }
 

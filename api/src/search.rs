@@ -57,11 +57,73 @@ impl FromStr for SearchMode {
     }
 }
 
+/// Which hits a search may return, by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum KindFilter {
+    /// Items of every kind.
+    #[default]
+    Any,
+    /// Items of these event kinds only: wire names, each one of
+    /// [`EventKind::NAMES`], never empty.
+    Items(Vec<&'static str>),
+    /// Completed phases instead of items ([`PHASE_SEARCH_KIND`]).
+    Phases,
+}
+
+impl KindFilter {
+    /// The filter a request's kind names ask for (`kind=` over HTTP,
+    /// `kinds` over NATS and MCP): none is every item kind, event kinds
+    /// are those items, and [`PHASE_SEARCH_KIND`] alone is the phases.
+    pub fn from_names<S: AsRef<str>>(names: &[S]) -> Result<KindFilter, ParameterError> {
+        let mut kinds = Vec::with_capacity(names.len());
+        for name in names.iter().map(AsRef::as_ref) {
+            if name == PHASE_SEARCH_KIND {
+                if names.len() > 1 {
+                    return Err(ParameterError::invalid(
+                        "kind",
+                        format!(
+                            "{PHASE_SEARCH_KIND:?} searches completed phases and cannot be combined with item kinds"
+                        ),
+                    ));
+                }
+                return Ok(KindFilter::Phases);
+            }
+            let Some(kind) = EventKind::NAMES.iter().find(|known| **known == name) else {
+                return Err(ParameterError::invalid(
+                    "kind",
+                    format!(
+                        "unknown kind {}; expected event kinds, or {PHASE_SEARCH_KIND:?} alone",
+                        crate::params::quote(name)
+                    ),
+                ));
+            };
+            kinds.push(*kind);
+        }
+        Ok(if kinds.is_empty() { KindFilter::Any } else { KindFilter::Items(kinds) })
+    }
+
+    /// The item kinds a search is restricted to; empty for every kind.
+    pub fn item_kinds(&self) -> &[&'static str] {
+        match self {
+            KindFilter::Items(kinds) => kinds,
+            KindFilter::Any | KindFilter::Phases => &[],
+        }
+    }
+
+    /// Whether an item of this kind may be a hit.
+    pub fn admits(&self, kind: &str) -> bool {
+        match self {
+            KindFilter::Any => true,
+            KindFilter::Items(kinds) => kinds.contains(&kind),
+            KindFilter::Phases => false,
+        }
+    }
+}
+
 /// Conditions every hit must meet. Empty means no condition.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchFilters {
-    /// Only items of these kinds (wire names).
-    pub kinds: Vec<String>,
+    pub kinds: KindFilter,
     /// Only items whose event time is at or after this.
     pub since: Option<Timestamp>,
     /// Only items whose event time is before this.
@@ -218,8 +280,6 @@ pub struct SearchInput {
     pub k: Option<usize>,
     /// Hybrid when `None`.
     pub mode: Option<SearchMode>,
-    /// Kinds are checked by [`SearchInput::check`]: event kinds, or
-    /// `phase` alone, which searches completed phases.
     pub filters: SearchFilters,
     pub weights: WeightOverrides,
     pub explain: bool,
@@ -241,24 +301,6 @@ impl SearchInput {
         check_query_text(&self.query)?;
         let k = self.k.unwrap_or(DEFAULT_K);
         check_between("k", k, MAX_K)?;
-        let kinds = &self.filters.kinds;
-        if let Some(unknown) =
-            kinds.iter().find(|kind| !EventKind::NAMES.contains(&kind.as_str()) && kind.as_str() != PHASE_SEARCH_KIND)
-        {
-            return Err(ParameterError::invalid(
-                "kind",
-                format!(
-                    "unknown kind {}; expected event kinds, or {PHASE_SEARCH_KIND:?} alone",
-                    crate::params::quote(unknown)
-                ),
-            ));
-        }
-        if kinds.len() > 1 && kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
-            return Err(ParameterError::invalid(
-                "kind",
-                format!("{PHASE_SEARCH_KIND:?} searches completed phases and cannot be combined with item kinds"),
-            ));
-        }
         Ok(SearchRequest {
             query: self.query.clone(),
             k,
@@ -309,6 +351,21 @@ impl WeightOverrides {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kind_filters_admit_what_their_names_ask_for() {
+        let none: [&str; 0] = [];
+        assert_eq!(KindFilter::from_names(&none).unwrap(), KindFilter::Any);
+        let decisions = KindFilter::from_names(&["decision_made", "note_written"]).unwrap();
+        assert_eq!(decisions.item_kinds(), ["decision_made", "note_written"]);
+        assert!(decisions.admits("note_written") && !decisions.admits("message_recorded"));
+        assert!(KindFilter::Any.admits("message_recorded") && KindFilter::Any.item_kinds().is_empty());
+        let phases = KindFilter::from_names(&[PHASE_SEARCH_KIND]).unwrap();
+        assert_eq!(phases, KindFilter::Phases);
+        assert!(!phases.admits("decision_made"));
+        assert_eq!(KindFilter::from_names(&["decision_made", PHASE_SEARCH_KIND]).unwrap_err().field(), "kind");
+        assert_eq!(KindFilter::from_names(&["decisions"]).unwrap_err().field(), "kind");
+    }
 
     #[test]
     fn modes_and_fusions_parse_from_the_names_they_print() {

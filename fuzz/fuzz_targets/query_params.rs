@@ -13,7 +13,7 @@
 // server dependency, so linking it builds only what the checks need.
 use mneme_api::params::*;
 use mneme_api::query::{GraphInput, ItemsInput, TimelineInput};
-use mneme_api::search::{RetrievalWeights, SearchMode};
+use mneme_api::search::{KindFilter, RetrievalWeights, SearchMode};
 use libfuzzer_sys::fuzz_target;
 use serde::de::DeserializeOwned;
 
@@ -83,10 +83,10 @@ fn search(params: Option<SearchParams>) {
             assert!(checked.query.len() <= MAX_QUERY_BYTES);
             assert!((1..=MAX_K).contains(&checked.k));
             assert!(SearchMode::ALL.contains(&checked.mode));
-            // Event kinds, or "phase" alone (completed phases).
-            let kinds = &checked.filters.kinds;
-            let phases = *kinds == [mneme_events::PHASE_SEARCH_KIND];
-            assert!(phases || kinds.iter().all(|kind| mneme_events::EventKind::NAMES.contains(&kind.as_str())));
+            // Every item kind, some known event kinds, or the phases.
+            if let KindFilter::Items(kinds) = &checked.filters.kinds {
+                assert!(!kinds.is_empty() && kinds.iter().all(|kind| mneme_events::EventKind::NAMES.contains(kind)));
+            }
             let weights = checked.weights;
             let set = [weights.rrf_k, weights.bm25, weights.vector, weights.graph, weights.recency, weights.usage];
             for weight in set {

@@ -40,8 +40,8 @@ pub use memory::{
 };
 pub use render::describe;
 pub use retrieval::{
-    AnswerKind, Fusion, QueryAnalysis, RetrievalWeights, RetrieverRank, SearchFilters, SearchHit, SearchMode,
-    SearchRequest, TimeAnchor, TimeRange, analyze, search,
+    AnswerKind, Fusion, KindFilter, QueryAnalysis, RetrievalWeights, RetrieverRank, SearchFilters, SearchHit,
+    SearchMode, SearchRequest, TimeAnchor, TimeRange, analyze, search,
 };
 pub use scope::{enters_memory_of, scope_reaches};
 pub use shared::SharedContent;

@@ -8,7 +8,7 @@
 mod common;
 
 use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
-use mneme_projections::{AgentMemory, MemoryConfig, SearchMode, SearchRequest};
+use mneme_projections::{AgentMemory, KindFilter, MemoryConfig, SearchMode, SearchRequest};
 
 fn message(counter: u64, text: &str) -> Event {
     Event::new(
@@ -163,6 +163,6 @@ fn filters_apply_before_ranking() {
     assert!(!hits.is_empty());
     assert!(hits.iter().all(|hit| hit.seq >= 4), "{:?}", hits.iter().map(|hit| hit.seq).collect::<Vec<_>>());
     request.filters.since = None;
-    request.filters.kinds = vec!["decision_made".to_string()];
+    request.filters.kinds = KindFilter::Items(vec!["decision_made"]);
     assert!(mneme_projections::search(&memory, &request).unwrap().is_empty());
 }

@@ -4,7 +4,7 @@
 //! phase; a phase completed after an earlier search is found by the next.
 
 use mneme_events::{Event, EventKind, MemoryPurged, PHASE_SEARCH_KIND, Timestamp};
-use mneme_projections::{AgentMemory, MemoryConfig, SearchMode, SearchRequest};
+use mneme_projections::{AgentMemory, KindFilter, MemoryConfig, SearchMode, SearchRequest};
 
 mod common;
 
@@ -14,7 +14,7 @@ const STAGING: &str = "01KE9BCH2SW309E6DX42CWC0D2";
 
 fn phase_search(query: &str, mode: SearchMode) -> SearchRequest {
     let mut request = SearchRequest::new(query, 3).with_mode(mode);
-    request.filters.kinds = vec![PHASE_SEARCH_KIND.to_string()];
+    request.filters.kinds = KindFilter::Phases;
     request
 }
 
@@ -103,7 +103,7 @@ fn a_purge_takes_what_it_erased_out_of_the_phases_searched() {
     let before = mneme_projections::search(&memory, &search).unwrap();
     assert!(before.iter().any(|hit| hit.text.contains("Proactive refresh")), "{before:#?}");
     let mut decisions = SearchRequest::new(words, 1).with_mode(SearchMode::Bm25);
-    decisions.filters.kinds = vec!["decision_made".to_string()];
+    decisions.filters.kinds = KindFilter::Items(vec!["decision_made"]);
     let decision = mneme_projections::search(&memory, &decisions).unwrap().remove(0).item_id;
     let purge = |item_id: String| {
         EventKind::MemoryPurged(MemoryPurged {
@@ -116,7 +116,7 @@ fn a_purge_takes_what_it_erased_out_of_the_phases_searched() {
     // A first purge in the same phase redacts it; the second erases the
     // decision from a phase already redacted.
     let mut runs = SearchRequest::new("npm test session.js", 1).with_mode(SearchMode::Bm25);
-    runs.filters.kinds = vec!["tool_result_recorded".to_string()];
+    runs.filters.kinds = KindFilter::Items(vec!["tool_result_recorded"]);
     let run = mneme_projections::search(&memory, &runs).unwrap().remove(0).item_id;
     let seq = common::trajectory().len() as u64 + 1;
     memory.apply(seq, &Event::new("demo", "coder", purge(run))).unwrap();

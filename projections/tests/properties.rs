@@ -14,7 +14,8 @@ use mneme_events::{
 use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
 use mneme_projections::graph::SwarmGraph;
 use mneme_projections::{
-    AgentMemory, ContextRequest, ItemState, MemoryConfig, ProjectionError, SearchMode, SearchRequest, SnapshotPart,
+    AgentMemory, ContextRequest, ItemState, KindFilter, MemoryConfig, ProjectionError, SearchMode, SearchRequest,
+    SnapshotPart,
 };
 use proptest::prelude::*;
 
@@ -357,9 +358,9 @@ fn hit_ids(memory: &mut AgentMemory, query: &str) -> BTreeSet<String> {
     mneme_projections::search(memory, &request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
 
-fn top_ids(memory: &mut AgentMemory, query: &str, k: usize, kinds: &[String], mode: SearchMode) -> Vec<String> {
+fn top_ids(memory: &mut AgentMemory, query: &str, k: usize, kinds: &[&'static str], mode: SearchMode) -> Vec<String> {
     let mut request = SearchRequest::new(query, k).with_mode(mode);
-    request.filters.kinds = kinds.to_vec();
+    request.filters.kinds = if kinds.is_empty() { KindFilter::Any } else { KindFilter::Items(kinds.to_vec()) };
     memory.commit().unwrap();
     mneme_projections::search(memory, &request).unwrap().into_iter().map(|hit| hit.item_id).collect()
 }
@@ -389,7 +390,7 @@ proptest! {
             prop_assert_eq!(hit_ids(&mut live, word), hit_ids(&mut rebuilt, word));
             // The cut at k must not depend on segment layout, ties included,
             // in every mode.
-            let kinds = ["decision_made".to_string(), "fact_asserted".to_string()];
+            let kinds = ["decision_made", "fact_asserted"];
             for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
                 prop_assert_eq!(top_ids(&mut live, word, 3, &[], mode), top_ids(&mut rebuilt, word, 3, &[], mode));
                 prop_assert_eq!(top_ids(&mut live, word, 2, &kinds, mode), top_ids(&mut rebuilt, word, 2, &kinds, mode));
@@ -803,7 +804,7 @@ fn a_kind_filter_returns_k_hits_of_that_kind_even_when_rare() {
     }
     let mut memory = rebuild(&log);
     let mut request = SearchRequest::new("token", 4).with_mode(SearchMode::Bm25);
-    request.filters.kinds = vec!["decision_made".into()];
+    request.filters.kinds = KindFilter::Items(vec!["decision_made"]);
     memory.commit().unwrap();
     let hits = mneme_projections::search(&memory, &request).unwrap();
     assert_eq!(hits.len(), 4);

@@ -31,7 +31,7 @@ use mneme_api::log::AgentProvenance;
 use mneme_api::memory::{GraphAnswer, SearchAnswer};
 use mneme_api::params::{ContextBody, SignalsBody, timestamp_parameter};
 use mneme_api::query::{GraphInput, PhaseInput, ProvenanceInput, TimelineInput};
-use mneme_api::search::{SearchFilters, SearchInput};
+use mneme_api::search::{KindFilter, SearchFilters, SearchInput};
 use mneme_events::{Event, EventKind, HandoffSent, MemoryCited, MemoryForgotten, MemoryPinned, MemoryUnpinned};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -171,20 +171,22 @@ impl MemoryTools {
     ) -> Answer {
         let who = self.identity(&context)?;
         let args = valid!(args);
-        let input = SearchInput {
-            k: args.limit,
-            mode: args.mode,
-            filters: SearchFilters { kinds: args.kinds, correlation_id: args.task, ..SearchFilters::default() },
-            ..SearchInput::new(args.query)
-        };
         outcome(
             async {
-                let answer = self.service.search(&who.swarm, &who.agent, &input).await.map_err(|error| {
-                    // Named as this tool's arguments are, not as the API's.
+                // Named as this tool's arguments are, not as the API's.
+                let renamed = |error: ApiError| {
                     [("k", "limit"), ("q", "query"), ("kind", "kinds"), ("correlation_id", "task")]
                         .iter()
                         .fold(error, |error, (from, to)| error.field_renamed(from, to))
-                })?;
+                };
+                let kinds = KindFilter::from_names(&args.kinds).map_err(|error| renamed(error.into()))?;
+                let input = SearchInput {
+                    k: args.limit,
+                    mode: args.mode,
+                    filters: SearchFilters { kinds, correlation_id: args.task, ..SearchFilters::default() },
+                    ..SearchInput::new(args.query)
+                };
+                let answer = self.service.search(&who.swarm, &who.agent, &input).await.map_err(renamed)?;
                 answered(&answer, render::search_for_model(&answer))
             }
             .await,

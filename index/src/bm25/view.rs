@@ -255,7 +255,7 @@ impl Bm25Index {
         &self,
         query: &str,
         limit: usize,
-        kinds: &[String],
+        kinds: &[&str],
         holds: &dyn Fn(u64) -> bool,
     ) -> Result<Vec<(f32, u64)>, IndexError> {
         let fields = self.shared.fields;
@@ -272,7 +272,7 @@ impl Bm25Index {
         &self,
         terms: &[String],
         limit: usize,
-        kinds: &[String],
+        kinds: &[&str],
         holds: &dyn Fn(u64) -> bool,
     ) -> Result<Vec<(f32, u64)>, IndexError> {
         let field = self.shared.fields.text;
@@ -348,7 +348,7 @@ impl Bm25Index {
         &self,
         query: Box<dyn Query>,
         limit: usize,
-        kinds: &[String],
+        kinds: &[&str],
         holds: &dyn Fn(u64) -> bool,
     ) -> Result<Vec<(f32, u64)>, IndexError> {
         let fields = self.shared.fields;
@@ -378,7 +378,7 @@ impl Bm25Index {
 
     /// The query, only over this memory's documents and `kinds`; the
     /// restrictions filter without scoring.
-    fn restrict(&self, query: Box<dyn Query>, kinds: &[String]) -> Box<dyn Query> {
+    fn restrict(&self, query: Box<dyn Query>, kinds: &[&str]) -> Box<dyn Query> {
         let fields = self.shared.fields;
         // A union of term queries, not a term set: a set builds a bitset of
         // every document of its terms on each search.
@@ -535,7 +535,7 @@ mod tests {
         index.add(2, "decision_made", "token refresh").unwrap();
         index.commit().unwrap();
         let all = index.search("token", 10, &[], &|_| true).unwrap();
-        let decisions = index.search("token", 10, &["decision_made".to_string()], &|_| true).unwrap();
+        let decisions = index.search("token", 10, &["decision_made"], &|_| true).unwrap();
         assert_eq!(decisions, vec![(all[0].0, 2)]);
         assert_eq!(all[0].0, all[1].0);
     }

@@ -7,7 +7,7 @@ use crate::graph::EntityKind;
 use crate::item::{ItemState, ProvenanceRef};
 use crate::memory::AgentMemory;
 use crate::phases::{Phase, PhaseLevel};
-use crate::retrieval::{SearchFilters, SearchMode, SearchRequest, search};
+use crate::retrieval::{KindFilter, SearchFilters, SearchMode, SearchRequest, search};
 use crate::superseded::supersessions;
 use mneme_index::tokens;
 
@@ -278,7 +278,8 @@ fn critical_candidates(
         // Runs that failed like this, not edits or reads that mention it.
         // Lexical: an error is matched by its words and identifiers.
         let mut lexical = SearchRequest::new(error.clone(), ERROR_SEARCH_DEPTH).with_mode(SearchMode::Bm25);
-        lexical.filters = SearchFilters { kinds: vec!["tool_result_recorded".to_string()], ..SearchFilters::default() };
+        lexical.filters =
+            SearchFilters { kinds: KindFilter::Items(vec!["tool_result_recorded"]), ..SearchFilters::default() };
         let hits = search(memory, &lexical)?;
         failures
             .extend(hits.into_iter().map(|hit| hit.seq).filter(|seq| is_failed_run(memory, *seq)).take(HITS_PER_ERROR));

@@ -16,7 +16,7 @@ mod related;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 
-use mneme_events::{PHASE_SEARCH_KIND, Scope, Timestamp};
+use mneme_events::{Scope, Timestamp};
 
 use crate::error::ProjectionError;
 use crate::graph::IndexHasher;
@@ -28,7 +28,7 @@ use crate::memory::{AgentMemory, resolve_entity};
 use crate::superseded::{Supersessions, supersessions};
 pub use analysis::{AnswerKind, QueryAnalysis, TimeAnchor, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
-pub use mneme_api::search::{Fusion, RetrievalWeights, SearchFilters, SearchMode, SearchRequest};
+pub use mneme_api::search::{Fusion, KindFilter, RetrievalWeights, SearchFilters, SearchMode, SearchRequest};
 use mneme_index::embed::embedded_text;
 use mneme_index::vector::VectorIndex;
 use phases::search_phases;
@@ -114,7 +114,7 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
     if let Some(anchor) = analysis.anchor.as_ref().filter(|_| analysis.time.is_none()) {
         analysis.time = anchored_time(memory, anchor, &analysis.keywords)?;
     }
-    if request.filters.kinds.iter().any(|kind| kind == PHASE_SEARCH_KIND) {
+    if request.filters.kinds == KindFilter::Phases {
         return Ok(search_phases(memory, request, &analysis));
     }
     let entity_items = items_of_entity_filter(memory, &request.filters);
@@ -484,7 +484,7 @@ fn bm25_ranking(
     let widened = if others_filter { candidates * 8 } else { candidates };
     let fetch = widened.saturating_add(memory.items().hidden());
     let holds = |seq: u64| memory.items().holds(seq);
-    let scored = memory.indexes().bm25().search(keywords, fetch, &filters.kinds, &holds)?;
+    let scored = memory.indexes().bm25().search(keywords, fetch, filters.kinds.item_kinds(), &holds)?;
     Ok(scored.into_iter().filter(|(_, seq)| accept(*seq)).take(candidates).collect())
 }
 
@@ -513,7 +513,7 @@ fn vector_ranking(
 }
 
 fn item_passes(item: &MemoryItem, filters: &SearchFilters) -> bool {
-    (filters.kinds.is_empty() || filters.kinds.iter().any(|kind| kind == item.kind))
+    filters.kinds.admits(item.kind)
         && filters.since.is_none_or(|since| item.ts >= since)
         && filters.until.is_none_or(|until| item.ts < until)
         && (filters.scopes.is_empty() || filters.scopes.contains(&item.scope))

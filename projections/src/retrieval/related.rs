@@ -77,7 +77,7 @@ pub(super) fn expansion_ranking(
     }
     let holds = |seq: u64| memory.items().holds(seq);
     let fetch = (candidates + seeds.len()).saturating_add(memory.items().hidden());
-    let scored = memory.indexes().bm25().search_terms(&terms, fetch, &filters.kinds, &holds)?;
+    let scored = memory.indexes().bm25().search_terms(&terms, fetch, filters.kinds.item_kinds(), &holds)?;
     Ok(scored.into_iter().filter(|(_, seq)| accept(*seq) && !seeds.contains(seq)).take(candidates).collect())
 }
 
