@@ -26,6 +26,7 @@
 //! `fuzz/fuzz_targets/query_params.rs` links this crate alone.
 
 pub mod agent_memory;
+mod check;
 pub mod consolidation;
 pub mod context;
 pub mod error;

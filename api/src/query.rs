@@ -6,7 +6,7 @@
 
 use mneme_events::Timestamp;
 
-use crate::params::{
+use crate::check::{
     DEFAULT_HOPS, DEFAULT_ITEMS_PAGE, DEFAULT_TIMELINE_ENTRIES, MAX_HOPS, MAX_ITEMS_PAGE, MAX_TIMELINE_ENTRIES,
     ParameterError, check_between, check_item_id, check_text_length,
 };

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use mneme_events::{EventKind, PHASE_SEARCH_KIND, Scope, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::params::{DEFAULT_K, MAX_K, ParameterError, check_between, check_query_text};
+use crate::check::{DEFAULT_K, MAX_K, ParameterError, check_between, check_query_text};
 
 /// How a search finds memories: which retrievers answer it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -93,7 +93,7 @@ impl KindFilter {
                     "kind",
                     format!(
                         "unknown kind {}; expected event kinds, or {PHASE_SEARCH_KIND:?} alone",
-                        crate::params::quote(name)
+                        crate::check::quote(name)
                     ),
                 ));
             };

@@ -9,7 +9,7 @@ use crate::item::ProvenanceRef;
 use crate::memory::{AgentMemory, HandoffRecord};
 
 use super::ContextTier;
-use super::candidates::Candidate;
+use super::candidate::Candidate;
 
 /// What the caller knows that the log does not: the agent's role from the
 /// swarm's configuration, and each block's token limit.

@@ -21,6 +21,7 @@
 //! rendered text is counted again and trimmed until it fits.
 
 mod budget;
+mod candidate;
 mod candidates;
 mod core_tier;
 
@@ -37,7 +38,8 @@ pub use core_tier::{CoreConstraint, CoreMemory, CoreRequest, ShownBlock, core_me
 
 /// How many tiers a context has.
 pub const TIERS: usize = 5;
-use candidates::{Candidate, candidates};
+use candidate::Candidate;
+use candidates::candidates;
 
 /// A hit is cut to fit what remains only if at least this much remains;
 /// a dozen tokens of a stack trace helps nobody.

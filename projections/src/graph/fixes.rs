@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::store::{EdgeIndex, NodeIndex};
+use super::model::{EdgeIndex, NodeIndex};
 use crate::item::ProvenanceRef;
 
 /// Commands watched at once. A command that fails and is never rerun would

@@ -8,6 +8,13 @@ use mneme_events::Timestamp;
 
 use crate::item::ProvenanceRef;
 
+/// Index of a node in the graph's nodes.
+pub(crate) type NodeIndex = u32;
+/// Index of an edge in the graph's edges.
+pub(crate) type EdgeIndex = u32;
+/// Index of a relation name in the graph's relations.
+pub(crate) type RelationIndex = u32;
+
 /// What an entity is. The kind is also the prefix of the entity's id:
 /// `file:src/auth/token.rs`, `agent:coder`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

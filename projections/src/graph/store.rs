@@ -15,12 +15,7 @@ use super::model::{Edge, EntityKind, Node, entity_id, relation};
 use crate::chunks::{GRAPH_CHUNK, GraphPart};
 use crate::item::ProvenanceRef;
 
-/// Index of a node in [`FactGraph::nodes`].
-pub(crate) type NodeIndex = u32;
-/// Index of an edge in [`FactGraph::edges`].
-pub(crate) type EdgeIndex = u32;
-/// Index of a relation name in [`FactGraph::relations`].
-pub(crate) type RelationIndex = u32;
+pub(crate) use super::model::{EdgeIndex, NodeIndex, RelationIndex};
 
 /// The events linked to a node, by seq. Most nodes (an item's) have one
 /// or two, kept inline.
