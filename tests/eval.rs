@@ -94,3 +94,41 @@ fn eval_reports_every_question_type_for_tiny_conversations() {
     assert!(!targets.iter().any(|name| name.contains("compression") || name == &"contradiction recall"), "{targets:?}");
     assert_eq!(report["context"]["budget_violations"], 0, "{report}");
 }
+
+/// The quality gate: a figure past its bound makes the run exit 1 and is
+/// named; bounds the run meets let it exit 0. (The real bounds,
+/// `tools/eval/gate.toml`, are for `--size small` and run in `.ci/run`.)
+#[test]
+fn eval_fails_its_gate_when_a_figure_is_past_its_bound() {
+    let scratch = tempfile::tempdir().unwrap();
+    let gate = |hybrid_recall: f64| {
+        let path = scratch.path().join(format!("gate-{hybrid_recall}.toml"));
+        let text = format!(
+            "[swe]\nsize = \"tiny\"\nseed = 3\nembedder = \"hashed\"\n\
+             [swe.min]\n\"retrieval.hybrid.recall@10\" = {hybrid_recall}\n\"by_question_type.lexical.bm25.recall@10\" = 0.5\n\
+             [swe.max]\n\"context.budget_violations\" = 0\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let run = |gate: &std::path::Path| {
+        std::process::Command::new(MNEME_TOOLS)
+            .args(["eval", "--size", "tiny", "--seed", "3", "--embedder", "hashed", "--format", "json", "--gate"])
+            .arg(gate)
+            .env("MNEME_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let met = run(&gate(0.1));
+    let stderr = String::from_utf8_lossy(&met.stderr);
+    assert!(met.status.success(), "{stderr}");
+    assert!(stderr.contains("quality gate passed: 3 figures within their bounds"), "{stderr}");
+    // Stdout stays the report.
+    let report: Value = serde_json::from_str(&common::stdout_of(&met)).unwrap();
+    assert!(report["retrieval"]["hybrid"]["recall@10"].as_f64().unwrap() < 1.01);
+    let missed = run(&gate(1.01));
+    let stderr = String::from_utf8_lossy(&missed.stderr);
+    assert_eq!(missed.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("| retrieval.hybrid.recall@10 |") && stderr.contains("**FAILED**"), "{stderr}");
+    assert!(stderr.contains("quality gate FAILED: 1 of 3 figures past their bounds"), "{stderr}");
+}

@@ -8,6 +8,7 @@
 
 pub mod conversations;
 pub mod dataset;
+pub mod gate;
 pub mod generator;
 mod server;
 
@@ -62,6 +63,11 @@ pub struct EvalArgs {
     /// instead of deleting it.
     #[arg(long)]
     keep: Option<PathBuf>,
+    /// Check the figures against the bounds of this gate file
+    /// (`tools/eval/gate.toml`): the verdicts go to stderr, and the exit
+    /// status is 1 when a figure is past its bound.
+    #[arg(long, value_name = "FILE")]
+    gate: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -146,6 +152,16 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         EvalFormat::Json => out!("{}", serde_json::to_string_pretty(&report.to_json())?),
         EvalFormat::Table => print_table(&report),
     }
+    let Some(gate) = &args.gate else { return Ok(ExitCode::SUCCESS) };
+    let run = gate::Run { swarm: args.swarm.as_str(), size: &args.size, seed: args.seed, embedder };
+    let verdicts = gate::GateFile::read(gate)?.check(&run, &report.to_json())?;
+    let failed = verdicts.iter().filter(|verdict| !verdict.passed()).count();
+    eprintln!("quality gate {} ({} swarm):\n{}", gate.display(), run.swarm, gate::table(&verdicts));
+    if failed > 0 {
+        eprintln!("quality gate FAILED: {failed} of {} figures past their bounds", verdicts.len());
+        return Ok(ExitCode::FAILURE);
+    }
+    eprintln!("quality gate passed: {} figures within their bounds", verdicts.len());
     Ok(ExitCode::SUCCESS)
 }
 
