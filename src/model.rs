@@ -133,7 +133,7 @@ fn listed(places: &[PathBuf]) -> String {
 
 /// The static model's files.
 pub const STATIC_FILES: [&str; 2] = [StaticModelFiles::EMBEDDINGS_FILE, StaticModelFiles::TOKENIZER_FILE];
-const MINILM_FILES: [&str; 3] = [MINILM_WEIGHTS_FILE, MINILM_TOKENIZER_FILE, MINILM_CONFIG_FILE];
+pub const MINILM_FILES: [&str; 3] = [MINILM_WEIGHTS_FILE, MINILM_TOKENIZER_FILE, MINILM_CONFIG_FILE];
 
 /// Loads the chosen embedder, found as [`find_model`] says.
 ///
@@ -204,7 +204,8 @@ fn load_static(directory: &Path) -> anyhow::Result<StaticEmbedder> {
         .with_context(|| format!("loading the static embedding model in {}", directory.display()))
 }
 
-fn load_minilm(directory: &Path) -> anyhow::Result<MiniLmEmbedder> {
+/// all-MiniLM-L6-v2 from its directory (`scripts/fetch-model.sh` writes it).
+pub fn load_minilm(directory: &Path) -> anyhow::Result<MiniLmEmbedder> {
     let fetch = "scripts/fetch-model.sh";
     let weights = read_model_file(directory, MINILM_WEIGHTS_FILE, fetch)?;
     let tokenizer = read_model_file(directory, MINILM_TOKENIZER_FILE, fetch)?;

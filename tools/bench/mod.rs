@@ -3,6 +3,7 @@
 
 pub mod burst;
 pub mod consolidate;
+pub mod embed;
 pub mod mcp;
 pub mod nats_sync;
 pub mod replicas;
@@ -112,6 +113,9 @@ enum Suite {
     /// A search and a context of one agent's memory of `--items` (10,000) with the system layer
     /// empty, then holding `--events` (1,000) system events that every swarm reads through.
     SystemLayer,
+    /// The deep model (all-MiniLM-L6-v2) against the static one: one query at a time by length
+    /// (`--queries`, 200; p50/p99), and word pieces per second in 4 batches of 32 items per length.
+    Embed,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -188,6 +192,7 @@ async fn run_suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
             return tokio::task::spawn_blocking(move || crate::bench::system_layer::run(items, events, queries))
                 .await?;
         }
+        Suite::Embed => return crate::bench::embed::run(queries(200)),
         Suite::Ingest => {}
     }
     let event_count = args.events.unwrap_or(20_000);
