@@ -206,11 +206,23 @@ fn load_static(directory: &Path) -> anyhow::Result<StaticEmbedder> {
 
 /// all-MiniLM-L6-v2 from its directory (`scripts/fetch-model.sh` writes it).
 pub fn load_minilm(directory: &Path) -> anyhow::Result<MiniLmEmbedder> {
+    load_minilm_with(directory, MiniLmEmbedder::from_bytes)
+}
+
+/// all-MiniLM-L6-v2 on the lean forward pass
+/// ([`MiniLmEmbedder::lean_from_bytes`]).
+pub fn load_lean_minilm(directory: &Path) -> anyhow::Result<MiniLmEmbedder> {
+    load_minilm_with(directory, MiniLmEmbedder::lean_from_bytes)
+}
+
+type MiniLmLoader = fn(&[u8], &[u8], &[u8]) -> Result<MiniLmEmbedder, mneme_index::IndexError>;
+
+fn load_minilm_with(directory: &Path, load: MiniLmLoader) -> anyhow::Result<MiniLmEmbedder> {
     let fetch = "scripts/fetch-model.sh";
     let weights = read_model_file(directory, MINILM_WEIGHTS_FILE, fetch)?;
     let tokenizer = read_model_file(directory, MINILM_TOKENIZER_FILE, fetch)?;
     let config = read_model_file(directory, MINILM_CONFIG_FILE, fetch)?;
-    MiniLmEmbedder::from_bytes(&weights, &tokenizer, &config)
+    load(&weights, &tokenizer, &config)
         .with_context(|| format!("loading all-MiniLM-L6-v2 from {}", directory.display()))
 }
 

@@ -34,6 +34,19 @@ fn minilm() -> &'static MiniLmEmbedder {
     })
 }
 
+/// all-MiniLM-L6-v2 on the lean forward pass (`bert.rs`).
+fn lean_minilm() -> &'static MiniLmEmbedder {
+    static MODEL: OnceLock<MiniLmEmbedder> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        MiniLmEmbedder::lean_from_bytes(
+            &read_model_file("model.safetensors"),
+            &read_model_file("tokenizer.json"),
+            &read_model_file("config.json"),
+        )
+        .expect("all-MiniLM-L6-v2 loads on the lean forward")
+    })
+}
+
 /// Sentences about the same things the paraphrase tests use, so that the
 /// subset model has vectors for their words.
 const SUBSET_CORPUS: &[&str] = &[
@@ -162,9 +175,33 @@ fn minilm_ranks_paraphrases_above_unrelated_sentences() {
     assert_eq!(paraphrase_top1(model, PARAPHRASES, DISTRACTORS), PARAPHRASES.len());
 }
 
+/// The lean forward is candle's `BertModel` with fused operations: the
+/// same vectors to within float rounding, on texts of every length up to
+/// the model's 256 word pieces.
+#[test]
+fn the_lean_forward_gives_the_stock_forward_s_vectors() {
+    let mut texts: Vec<String> = SUBSET_CORPUS.iter().map(|text| text.to_string()).collect();
+    texts.push("ok".into());
+    texts.push("TokenExpiredError at src/auth/token.rs:42 in refresh_access_token()".into());
+    texts.push(SUBSET_CORPUS.join(", and then ").repeat(8));
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let (stock, lean) = (minilm().embed_batch(&texts), lean_minilm().embed_batch(&texts));
+    for ((text, stock), lean) in texts.iter().zip(&stock).zip(&lean) {
+        let largest = stock.iter().zip(lean).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(largest < 1e-5, "{text:?}: the vectors differ by up to {largest}");
+        assert!(cosine(stock, lean) > 0.99999, "{text:?}");
+    }
+    assert_eq!(lean_minilm().model_id(), minilm().model_id());
+}
+
 #[test]
 fn minilm_vectors_do_not_depend_on_the_batch() {
-    let model = minilm();
+    for model in [minilm(), lean_minilm()] {
+        vectors_do_not_depend_on_the_batch(model);
+    }
+}
+
+fn vectors_do_not_depend_on_the_batch(model: &MiniLmEmbedder) {
     // Texts of different and of equal token lengths, and an empty one: a
     // replay that batches differently must rebuild the same vectors, bit for bit.
     let texts = [

@@ -13,6 +13,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config, HiddenAct, PositionEmbeddingType};
 use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
+use super::bert::{LeanBert, mean_pooled};
 use super::json::{self, AsUsize, Value};
 use super::{Embedder, normalize, sha256_hex};
 use crate::IndexError;
@@ -37,7 +38,7 @@ const TEXTS_PER_FORWARD: usize = 32;
 /// by a test). The results are still specific to the CPU's vector
 /// instructions, as all float kernels are.
 pub struct MiniLmEmbedder {
-    model: BertModel,
+    forward: Forward,
     /// Truncation at [`MAX_SEQUENCE_TOKENS`] and padding to the longest text
     /// of a batch, overriding the shipped tokenizer.json, which pads and
     /// truncates everything to a fixed 128. (Inference then cuts each
@@ -64,11 +65,37 @@ impl MiniLmEmbedder {
         tokenizer_json: &[u8],
         config_json: &[u8],
     ) -> Result<MiniLmEmbedder, IndexError> {
+        MiniLmEmbedder::load(safetensors, tokenizer_json, config_json, ForwardKind::Stock)
+    }
+
+    /// As [`MiniLmEmbedder::from_bytes`], running the lean forward pass of
+    /// `bert.rs` (fused projections and kernels, no mask) instead of
+    /// candle's `BertModel`: the same vectors to within float rounding
+    /// (checked by a test), in less time. Distillation keeps the stock
+    /// forward, so that a distilled static model stays what it was.
+    pub fn lean_from_bytes(
+        safetensors: &[u8],
+        tokenizer_json: &[u8],
+        config_json: &[u8],
+    ) -> Result<MiniLmEmbedder, IndexError> {
+        MiniLmEmbedder::load(safetensors, tokenizer_json, config_json, ForwardKind::Lean)
+    }
+
+    fn load(
+        safetensors: &[u8],
+        tokenizer_json: &[u8],
+        config_json: &[u8],
+        kind: ForwardKind,
+    ) -> Result<MiniLmEmbedder, IndexError> {
         let config = parse_bert_config(config_json)?;
         let device = Device::Cpu;
         let variables = VarBuilder::from_slice_safetensors(safetensors, DType::F32, &device)
             .map_err(|error| model_error("model.safetensors is not a readable safetensors file", error))?;
-        let model = BertModel::load(variables, &config).map_err(|error| {
+        let loaded = match kind {
+            ForwardKind::Stock => BertModel::load(variables, &config).map(Forward::Stock),
+            ForwardKind::Lean => LeanBert::load(variables, &config).map(Forward::Lean),
+        };
+        let forward = loaded.map_err(|error| {
             model_error("model.safetensors does not hold the BERT weights config.json describes", error)
         })?;
 
@@ -109,7 +136,7 @@ impl MiniLmEmbedder {
 
         let model_id = format!("all-minilm-l6-v2@sha256:{}", &sha256_hex(safetensors)[..16]);
         let embedder = MiniLmEmbedder {
-            model,
+            forward,
             tokenizer,
             tokenizer_json: tokenizer_json.to_vec(),
             sequence_prefix_ids,
@@ -201,10 +228,15 @@ impl MiniLmEmbedder {
     ) -> Result<Vec<Vec<f32>>, IndexError> {
         let run = || -> candle_core::Result<Vec<Vec<f32>>> {
             let input_ids = Tensor::from_vec(token_ids, (rows, sequence_length), &self.device)?;
+            let model = match &self.forward {
+                Forward::Stock(model) => model,
+                // Every forward is of unpadded sequences of one length.
+                Forward::Lean(model) => return mean_pooled(&model.forward(&input_ids)?),
+            };
             let attention_mask = Tensor::from_vec(attention, (rows, sequence_length), &self.device)?;
             // Single-segment input: every token type is 0.
             let token_type_ids = input_ids.zeros_like()?;
-            let outputs = self.model.forward(&input_ids, &token_type_ids, Some(&attention_mask))?;
+            let outputs = model.forward(&input_ids, &token_type_ids, Some(&attention_mask))?;
             let mask = attention_mask.to_dtype(DType::F32)?.unsqueeze(2)?;
             let summed = outputs.broadcast_mul(&mask)?.sum(1)?;
             let counts = mask.sum(1)?;
@@ -223,6 +255,20 @@ impl MiniLmEmbedder {
     pub fn tokenizer_json(&self) -> &[u8] {
         &self.tokenizer_json
     }
+}
+
+/// Which forward pass a [`MiniLmEmbedder`] runs.
+enum Forward {
+    /// candle-transformers' `BertModel`.
+    Stock(BertModel),
+    /// `bert.rs`.
+    Lean(LeanBert),
+}
+
+#[derive(Clone, Copy)]
+enum ForwardKind {
+    Stock,
+    Lean,
 }
 
 impl Embedder for MiniLmEmbedder {

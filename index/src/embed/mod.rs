@@ -6,6 +6,7 @@
 //!
 //! Models are handed in as bytes (read by the caller): this crate does no IO.
 
+mod bert;
 mod distill;
 mod hashed;
 mod minilm;
