@@ -11,7 +11,9 @@
 
 use mneme_events::Scope;
 
-use crate::query::{GraphInput, ItemState, ItemsInput, PhaseInput, PhaseLevel, ProvenanceInput, TimelineInput};
+use crate::query::{
+    GraphInput, ItemPage, ItemState, ItemsInput, PhaseInput, PhaseLevel, ProvenanceInput, TimelineInput,
+};
 use crate::search::{Fusion, KindFilter, SearchFilters, SearchInput, SearchMode, WeightOverrides};
 use serde::{Deserialize, Serialize};
 
@@ -293,11 +295,9 @@ impl ItemsParams {
                 }
             },
         };
+        let limit = self.limit.unwrap_or(DEFAULT_ITEMS_PAGE);
         Ok(ItemsInput {
-            state,
-            pinned_only,
-            before_seq: self.before_seq,
-            limit: self.limit.unwrap_or(DEFAULT_ITEMS_PAGE),
+            page: ItemPage { state, pinned_only, before_seq: self.before_seq, limit },
             min_seq: self.min_seq,
         })
     }
@@ -615,9 +615,9 @@ mod tests {
             input.check().map(|()| input)
         };
         assert_eq!(items("").unwrap(), ItemsInput::default());
-        assert_eq!(items("state=pinned&before_seq=9").unwrap().before_seq, Some(9));
-        assert!(items("state=pinned").unwrap().pinned_only);
-        assert_eq!(items("state=decayed").unwrap().state, Some(ItemState::Decayed));
+        assert_eq!(items("state=pinned&before_seq=9").unwrap().page.before_seq, Some(9));
+        assert!(items("state=pinned").unwrap().page.pinned_only);
+        assert_eq!(items("state=decayed").unwrap().page.state, Some(ItemState::Decayed));
         let refused = items("state=stale").unwrap_err();
         assert_eq!(refused.field(), "state");
         assert!(refused.to_string().contains("active, archived, decayed, forgotten, merged, purged, or pinned"));

@@ -149,29 +149,35 @@ impl GraphInput {
     }
 }
 
-/// The counts of a memory's items per state, with a page of them.
+/// Which of a memory's items a page holds, and where it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ItemsInput {
+pub struct ItemPage {
     /// Only items in this state; every state when `None`.
     pub state: Option<ItemState>,
     /// Only pinned items (in any state).
     pub pinned_only: bool,
-    /// Only items created before this seq.
+    /// Only items created before this seq (the previous page's last).
     pub before_seq: Option<u64>,
     /// Items in the page, 1 to [`MAX_ITEMS_PAGE`].
     pub limit: usize,
-    pub min_seq: Option<u64>,
 }
 
-impl Default for ItemsInput {
-    fn default() -> ItemsInput {
-        ItemsInput { state: None, pinned_only: false, before_seq: None, limit: DEFAULT_ITEMS_PAGE, min_seq: None }
+impl Default for ItemPage {
+    fn default() -> ItemPage {
+        ItemPage { state: None, pinned_only: false, before_seq: None, limit: DEFAULT_ITEMS_PAGE }
     }
+}
+
+/// The counts of a memory's items per state, with a page of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ItemsInput {
+    pub page: ItemPage,
+    pub min_seq: Option<u64>,
 }
 
 impl ItemsInput {
     pub fn check(&self) -> Result<(), ParameterError> {
-        check_between("limit", self.limit, MAX_ITEMS_PAGE)
+        check_between("limit", self.page.limit, MAX_ITEMS_PAGE)
     }
 }
 

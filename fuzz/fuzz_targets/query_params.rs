@@ -129,8 +129,8 @@ fn phase(params: Option<PhaseParams>) {
 fn items(params: Option<ItemsParams>) {
     let Some(params) = params else { return };
     if let Some(input) = parsed_and_checked(params.input(), ItemsInput::check) {
-        assert!((1..=MAX_ITEMS_PAGE).contains(&input.limit));
-        assert!(!(input.pinned_only && input.state.is_some()));
+        assert!((1..=MAX_ITEMS_PAGE).contains(&input.page.limit));
+        assert!(!(input.page.pinned_only && input.page.state.is_some()));
     }
 }
 

@@ -22,29 +22,23 @@ fn read_model_file(name: &str) -> Vec<u8> {
     })
 }
 
+type Loader = fn(&[u8], &[u8], &[u8]) -> Result<MiniLmEmbedder, mneme_index::IndexError>;
+
+fn load_minilm(load: Loader) -> MiniLmEmbedder {
+    let files = ["model.safetensors", "tokenizer.json", "config.json"].map(read_model_file);
+    load(&files[0], &files[1], &files[2]).expect("all-MiniLM-L6-v2 loads")
+}
+
+/// all-MiniLM-L6-v2 on candle's `BertModel`.
 fn minilm() -> &'static MiniLmEmbedder {
     static MODEL: OnceLock<MiniLmEmbedder> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        MiniLmEmbedder::from_bytes(
-            &read_model_file("model.safetensors"),
-            &read_model_file("tokenizer.json"),
-            &read_model_file("config.json"),
-        )
-        .expect("all-MiniLM-L6-v2 loads")
-    })
+    MODEL.get_or_init(|| load_minilm(MiniLmEmbedder::from_bytes))
 }
 
 /// all-MiniLM-L6-v2 on the lean forward pass (`bert.rs`).
 fn lean_minilm() -> &'static MiniLmEmbedder {
     static MODEL: OnceLock<MiniLmEmbedder> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        MiniLmEmbedder::lean_from_bytes(
-            &read_model_file("model.safetensors"),
-            &read_model_file("tokenizer.json"),
-            &read_model_file("config.json"),
-        )
-        .expect("all-MiniLM-L6-v2 loads on the lean forward")
-    })
+    MODEL.get_or_init(|| load_minilm(MiniLmEmbedder::lean_from_bytes))
 }
 
 /// Sentences about the same things the paraphrase tests use, so that the

@@ -9,17 +9,7 @@ use crate::item::{ItemState, hit_text};
 use crate::memory::AgentMemory;
 use crate::superseded::supersessions;
 
-/// Which items a page holds, and where it starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ItemPage {
-    /// Only items in this state; every state when `None`.
-    pub state: Option<ItemState>,
-    /// Only pinned items.
-    pub pinned_only: bool,
-    /// Only items created before this seq (the previous page's last).
-    pub before_seq: Option<u64>,
-    pub limit: usize,
-}
+pub use mneme_api::query::ItemPage;
 
 /// One item of a page: its text quoted as a search hit quotes it (at most
 /// `MAX_HIT_TEXT_BYTES`), and what superseded it.

@@ -12,7 +12,7 @@ use mneme_api::params::{ReplayParams, check_item_id, quote};
 use mneme_api::query::{GraphInput, ItemsInput};
 use mneme_api::search::SearchInput;
 use mneme_projections::graph::{Edge, GraphQuery, Node};
-use mneme_projections::{ItemPage, SearchHit, SearchMode, SearchRequest};
+use mneme_projections::{SearchHit, SearchMode, SearchRequest};
 
 use super::log::provenance_refs;
 use super::{ApiError, Service, ask};
@@ -151,14 +151,8 @@ impl Service {
     /// items `input` asks for, newest first.
     pub async fn item_states(&self, swarm: &str, agent: &str, input: &ItemsInput) -> Result<ItemStates, ApiError> {
         input.check()?;
-        let page = ItemPage {
-            state: input.state,
-            pinned_only: input.pinned_only,
-            before_seq: input.before_seq,
-            limit: input.limit,
-        };
         let handle = self.agent_handle(swarm, agent, input.min_seq).await?;
-        let listing = ask(&handle, Items { item_id: None, page: Some(page) }).await?;
+        let listing = ask(&handle, Items { item_id: None, page: Some(input.page.clone()) }).await?;
         let states = listing.counts.states.into_iter().map(|(state, count)| (state.to_string(), count)).collect();
         let next_before_seq = listing.page.more.then(|| listing.page.items.last().map(|item| item.seq)).flatten();
         let items = listing
