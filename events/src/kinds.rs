@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::agent_memory::{CoreMemoryUpdated, NoteWritten};
+pub use crate::enrichment::EmbeddingsComputed;
 use crate::envelope::{EventId, Timestamp};
 use crate::error::{ErrorCode, ValidationError};
 
@@ -130,6 +131,9 @@ event_kinds! {
     NoteWritten(NoteWritten) = "note_written",
     /// An agent replaced a named block of its core memory.
     CoreMemoryUpdated(CoreMemoryUpdated) = "core_memory_updated",
+    /// Items' vectors were computed by a deeper model, off the write path;
+    /// written by Mneme's enricher.
+    EmbeddingsComputed(EmbeddingsComputed) = "embeddings_computed",
 }
 
 fn parse_payload<T: serde::de::DeserializeOwned>(data: serde_json::Value) -> Result<T, ValidationError> {

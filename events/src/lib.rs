@@ -7,6 +7,7 @@
 mod agent_memory;
 mod clock;
 pub mod derived;
+mod enrichment;
 mod envelope;
 pub mod erasure;
 mod error;
@@ -19,6 +20,9 @@ mod upcast;
 pub use agent_memory::{MAX_TAG_LEN, MAX_TAGS};
 pub use clock::{Clock, SystemClock, TestClock, TestSleep};
 pub use derived::IdKey;
+pub use enrichment::{
+    ComputedVector, EmbeddingsComputed, Int8Values, MAX_COMPUTED_VECTORS, MAX_MODEL_NAME_LEN, MAX_VECTOR_DIMENSIONS,
+};
 pub use envelope::{
     CURRENT_SCHEMA_VERSION, Event, EventId, MAX_CORRELATION_ID_LEN, MAX_NAME_LEN, Scope, Timestamp, published_number,
     validate_name,

@@ -16,8 +16,10 @@ mod error;
 mod text_dir;
 pub mod tokens;
 pub mod vector;
+pub mod vector_set;
 
 pub use bm25::{Bm25Index, SavedText};
 pub use bm25::{TermCounts, TextIndex, identifiers};
 pub use error::IndexError;
 pub use vector::{QuantizedVector, VectorIndex};
+pub use vector_set::VectorSet;

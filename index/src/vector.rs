@@ -230,6 +230,11 @@ impl VectorIndex {
         self.seqs.len()
     }
 
+    /// Whether the index holds a vector of `seq`.
+    pub fn contains(&self, seq: u64) -> bool {
+        self.seqs.binary_search(&seq).is_ok()
+    }
+
     /// The vector of `seq`, as [`VectorIndex::quantized`] gives it.
     pub fn quantized_of(&self, seq: u64) -> Option<QuantizedVector> {
         self.seqs.binary_search(&seq).ok().map(|position| self.quantized_at(position))

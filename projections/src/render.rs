@@ -48,6 +48,7 @@ pub fn carries_content(kind: &EventKind) -> bool {
             | EventKind::MemoriesLinked(_)
             | EventKind::MemoryPurged(_)
             | EventKind::CoreMemoryUpdated(_)
+            | EventKind::EmbeddingsComputed(_)
     )
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use mneme_events::{Event, Scope};
+use mneme_events::{Event, EventKind, Scope};
 
 use crate::render;
 
@@ -13,10 +13,16 @@ use crate::render;
 /// content (forget, purge, merge, pin, cite, decay, link, consolidation
 /// verdicts, phase summaries) manage their author's own memory: applied
 /// elsewhere they would let one agent erase or reshape every other
-/// agent's memory, private items included. [`AgentMemory::apply`](crate::AgentMemory::apply) decides
-/// by this, and so does whoever routes the log to memories.
+/// agent's memory, private items included. One exception: the deep
+/// vectors of an agent's shared items (`embeddings_computed`, not private)
+/// reach every memory its shared items reach, and a memory applies a
+/// vector only to an item of the event's author (see `memory/deep.rs`).
+/// [`AgentMemory::apply`](crate::AgentMemory::apply) decides by this, and
+/// so does whoever routes the log to memories.
 pub fn enters_memory_of(viewer: &str, admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {
-    event.agent == viewer || (sees_event_of_another(admitted, event) && render::carries_content(&event.kind))
+    event.agent == viewer
+        || (sees_event_of_another(admitted, event)
+            && (render::carries_content(&event.kind) || matches!(event.kind, EventKind::EmbeddingsComputed(_))))
 }
 
 pub(crate) fn sees_event_of_another(admitted: Option<&BTreeSet<String>>, event: &Event) -> bool {

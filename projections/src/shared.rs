@@ -20,24 +20,16 @@
 //! a function of its event, and each memory reads only the entries it
 //! holds.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use crate::error::ProjectionError;
 use crate::graph::{SwarmGraph, TouchedEdge};
 use crate::item::SharedEntry;
-use mneme_index::vector::{QuantizedVector, VectorIndex};
+use mneme_index::VectorSet;
+use mneme_index::vector::QuantizedVector;
 use mneme_index::{TermCounts, TextIndex};
-
-/// Once there are this many dropped vectors, and they are a quarter of the
-/// shared vector index or more, the index is rebuilt without them.
-const COMPACT_AFTER_DEAD: usize = 1024;
-/// Vectors that arrive older than the newest (a memory restored or catching
-/// up needs an entry the others let go) wait in a small index of their
-/// own, merged into the main one once it holds this many, or an eighth of
-/// the main one.
-const MERGE_LATE_AFTER: usize = 1024;
 
 /// The text, BM25 document and vector of every shared event some memory
 /// of the swarm holds.
@@ -47,7 +39,11 @@ pub struct SharedContent {
     owner: u64,
     dimensions: usize,
     entries: Mutex<HashMap<u64, Slot>>,
-    vectors: RwLock<SharedVectors>,
+    vectors: RwLock<VectorSet>,
+    /// The deep vectors of shared items, as the first memory to apply
+    /// their `embeddings_computed` event took them; `None` until one did.
+    /// A memory reads only those of items it took a deep vector for.
+    deep: RwLock<Option<VectorSet>>,
     /// The memories of the swarm alive now (see [`MemoryRegistration`]).
     memories: AtomicUsize,
     /// What the shared events say, extracted once (see [`SwarmGraph`]).
@@ -82,70 +78,6 @@ struct Slot {
     holders: usize,
 }
 
-/// The shared vectors, each index in seq order: `main` takes the newest,
-/// `late` those older than its newest. Those no memory holds any more wait
-/// for a compaction in `dead` (searches read only what the searching
-/// memory holds, so they never see them).
-pub(crate) struct SharedVectors {
-    main: VectorIndex,
-    late: VectorIndex,
-    dead: HashSet<u64>,
-}
-
-impl SharedVectors {
-    fn new(dimensions: usize) -> SharedVectors {
-        SharedVectors { main: VectorIndex::new(dimensions), late: VectorIndex::new(dimensions), dead: HashSet::new() }
-    }
-
-    /// The indexes to search, together with a memory's own.
-    pub(crate) fn indexes(&self) -> [&VectorIndex; 2] {
-        [&self.main, &self.late]
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.main.seq_count() + self.late.seq_count()
-    }
-
-    pub(crate) fn quantized_of(&self, seq: u64) -> Option<QuantizedVector> {
-        self.main.quantized_of(seq).or_else(|| self.late.quantized_of(seq))
-    }
-
-    fn insert(&mut self, seq: u64, vector: QuantizedVector) {
-        if self.dead.remove(&seq) {
-            // Still in an index.
-            return;
-        }
-        if self.main.last_seq().is_none_or(|last| last < seq) {
-            self.main.insert_quantized(seq, vector);
-            return;
-        }
-        if self.quantized_of(seq).is_some() {
-            return;
-        }
-        if self.late.last_seq().is_none_or(|last| last < seq) {
-            // Memories restoring or catching up take entries in seq order.
-            self.late.insert_quantized(seq, vector);
-        } else {
-            let mut single = VectorIndex::new(self.main.dimensions());
-            single.insert_quantized(seq, vector);
-            self.late = self.late.merged(&single);
-        }
-        if self.late.seq_count() >= MERGE_LATE_AFTER.max(self.main.seq_count() / 8) {
-            self.main = self.main.merged(&self.late);
-            self.late.retain(|_| false);
-        }
-    }
-
-    fn drop_vector(&mut self, seq: u64) {
-        self.dead.insert(seq);
-        if self.dead.len() >= COMPACT_AFTER_DEAD && self.dead.len() * 4 >= self.len() {
-            let dead = std::mem::take(&mut self.dead);
-            self.main.retain(|seq| !dead.contains(&seq));
-            self.late.retain(|seq| !dead.contains(&seq));
-        }
-    }
-}
-
 impl std::fmt::Debug for SharedContent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedContent").field("entries", &self.lock_entries().len()).finish_non_exhaustive()
@@ -162,7 +94,8 @@ impl SharedContent {
             owner,
             dimensions,
             entries: Mutex::new(HashMap::new()),
-            vectors: RwLock::new(SharedVectors::new(dimensions)),
+            vectors: RwLock::new(VectorSet::new(dimensions)),
+            deep: RwLock::new(None),
             memories: AtomicUsize::new(0),
             graph: parking_lot::RwLock::new(SwarmGraph::new()),
             graph_restored: Mutex::new(false),
@@ -361,8 +294,23 @@ impl SharedContent {
         self.entries.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub(crate) fn vectors(&self) -> RwLockReadGuard<'_, SharedVectors> {
+    pub(crate) fn vectors(&self) -> RwLockReadGuard<'_, VectorSet> {
         self.vectors.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The deep vectors of shared items (see `memory/deep.rs`).
+    pub(crate) fn deep_vectors(&self) -> RwLockReadGuard<'_, Option<VectorSet>> {
+        self.deep.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The deep vector of the shared item at `seq`, unless one is held:
+    /// every memory takes the same one, the first its log records.
+    pub(crate) fn insert_deep(&self, seq: u64, dimensions: usize, vector: QuantizedVector) {
+        let mut deep = self.deep.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let set = deep.get_or_insert_with(|| VectorSet::new(dimensions));
+        if set.dimensions() == dimensions {
+            set.insert(seq, vector);
+        }
     }
 
     /// The entry of the shared event at `seq`, for one more memory. Built
@@ -443,6 +391,9 @@ impl SharedContent {
         entries.remove(&seq);
         self.text_index.delete_shared_document(seq);
         self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).drop_vector(seq);
+        if let Some(deep) = self.deep.write().unwrap_or_else(|poisoned| poisoned.into_inner()).as_mut() {
+            deep.drop_vector(seq);
+        }
         Ok(())
     }
 }
@@ -510,27 +461,5 @@ mod tests {
         assert!(counted.windows(2).all(|pair| pair[0] == pair[1]));
         drop((coder, reviewer, planner));
         assert_eq!(content.memories.load(Ordering::Relaxed), 0);
-    }
-
-    /// Vectors that come older than the newest (memories restored at
-    /// different points) are all kept, each once, and found by seq.
-    #[test]
-    fn vectors_arriving_out_of_order_are_kept_once_each() {
-        let (content, embedder) = content();
-        let mut built = 0;
-        let seqs: Vec<u64> = (1..=3000).rev().step_by(7).chain((1..=3000).step_by(5)).collect();
-        for seq in &seqs {
-            take(&content, &embedder, *seq, &mut built);
-        }
-        let mut wanted: Vec<u64> = seqs.clone();
-        wanted.sort_unstable();
-        wanted.dedup();
-        let vectors = content.vectors();
-        assert_eq!(vectors.len(), wanted.len());
-        assert!(wanted.iter().all(|seq| vectors.quantized_of(*seq).is_some()));
-        for index in vectors.indexes() {
-            let held: Vec<u64> = index.quantized().map(|(seq, _)| seq).collect();
-            assert!(held.windows(2).all(|pair| pair[0] < pair[1]), "each index in seq order");
-        }
     }
 }

@@ -10,6 +10,7 @@ mod agents;
 mod compression;
 mod consolidation;
 mod deployment;
+mod enrichment;
 mod files;
 
 use std::net::SocketAddr;
@@ -27,6 +28,7 @@ pub use agents::AgentConfig;
 pub use compression::{CompressionSection, LlmSection};
 pub use consolidation::ConsolidationSection;
 pub use deployment::{PlacementSection, SYSTEM_READER, SYSTEM_SWARM};
+pub use enrichment::{EnrichmentModel, EnrichmentSection};
 pub use files::{EmbedderKind, EmbedderSection, HOME_ENV, mneme_home, model_search_path};
 
 use crate::error::ActorsError;
@@ -48,6 +50,10 @@ pub struct SwarmConfig {
     pub retrieval: RetrievalWeights,
     #[serde(default)]
     pub compression: CompressionSection,
+    /// The deep tier: items' vectors from a stronger model, off the write
+    /// path.
+    #[serde(default)]
+    pub enrichment: EnrichmentSection,
     #[serde(default)]
     pub consolidation: ConsolidationSection,
     #[serde(default)]
@@ -427,6 +433,7 @@ impl SwarmConfig {
             embedder: EmbedderSection::default(),
             retrieval: RetrievalWeights::default(),
             compression: CompressionSection::default(),
+            enrichment: EnrichmentSection::default(),
             consolidation: ConsolidationSection::default(),
             handoffs: HandoffsSection::default(),
             core: CoreSection::default(),
@@ -530,6 +537,7 @@ impl SwarmConfig {
             ));
         }
         self.compression.check()?;
+        self.enrichment.check()?;
         self.consolidation.check()?;
         if !(1..=MAX_BUNDLE_TOKENS).contains(&self.handoffs.bundle_tokens) {
             return Err(format!(
@@ -584,6 +592,9 @@ impl SwarmConfig {
             working_tier_tokens: self.memory.working_tier_tokens,
             working_item_max_tokens: self.memory.working_item_max_tokens,
             embedder,
+            // Loaded by the caller too, when `[enrichment]` runs a model
+            // (see `MemoryConfig::with_deep_embedder`).
+            deep_embedder: None,
             large_output_bytes: self.compression.large_output_bytes,
             // The system layer's one memory reads every author's events:
             // who may publish there is checked before the log.

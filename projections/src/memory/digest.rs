@@ -18,6 +18,9 @@ impl AgentMemory {
         // Vectors are a function of item text and model: the model's id
         // stands for them. The graph hashes its own content.
         hasher.text(self.config.embedder.model_id());
+        // Deep vectors come from the log, not from the text: each one
+        // enters, by its item.
+        self.hash_deep(&mut hasher);
         hasher.text(&self.graph.digest());
         hasher.text(&self.graph().view().shared_digest());
         hasher.number(self.config.large_output_bytes as u64);

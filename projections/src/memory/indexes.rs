@@ -8,14 +8,20 @@ use std::sync::{Mutex, MutexGuard};
 
 use mneme_index::embed::{Embedder, embedded_text};
 use mneme_index::vector::{QuantizedVector, VectorIndex};
-use mneme_index::{Bm25Index, IndexError};
+use mneme_index::{Bm25Index, IndexError, VectorSet};
 
 use crate::phases::{Phase, PhaseLevel, PhaseTracker};
 
-/// The indexes of one memory.
+/// The indexes of one memory. Its deep tier (see `deep.rs`) is here too:
+/// the deep vectors of its private items, and which items took one.
 pub struct Indexes {
     bm25: Bm25Index,
     vectors: VectorIndex,
+    /// The deep vectors of its private items, in the order the enricher
+    /// recorded them (the swarm's shared ones are the swarm's).
+    deep: VectorSet,
+    /// The items, private or shared, that took a deep vector here.
+    deep_applied: roaring::RoaringTreemap,
     /// Whether this memory, restored from a snapshot, took its documents
     /// over from the text index on disk (rather than indexing them again).
     text_reused: bool,
@@ -25,10 +31,12 @@ pub struct Indexes {
 }
 
 impl Indexes {
-    pub(super) fn new(bm25: Bm25Index, dimensions: usize) -> Indexes {
+    pub(super) fn new(bm25: Bm25Index, dimensions: usize, deep_dimensions: usize) -> Indexes {
         Indexes {
             bm25,
             vectors: VectorIndex::new(dimensions),
+            deep: VectorSet::new(deep_dimensions),
+            deep_applied: roaring::RoaringTreemap::new(),
             text_reused: false,
             phase_documents: Mutex::new(PhaseDocuments::default()),
         }
@@ -41,6 +49,36 @@ impl Indexes {
     /// The vectors of this memory's private items.
     pub fn vectors(&self) -> &VectorIndex {
         &self.vectors
+    }
+
+    /// The deep vectors of this memory's private items.
+    pub fn deep_vectors(&self) -> &VectorSet {
+        &self.deep
+    }
+
+    /// Whether the item at `seq` took a deep vector in this memory.
+    pub fn has_deep(&self, seq: u64) -> bool {
+        self.deep_applied.contains(seq)
+    }
+
+    /// How many items took a deep vector in this memory (none purged).
+    pub fn deep_count(&self) -> u64 {
+        self.deep_applied.len()
+    }
+
+    pub(super) fn deep_applied(&self) -> &roaring::RoaringTreemap {
+        &self.deep_applied
+    }
+
+    /// A private item's deep vector.
+    pub(super) fn add_deep_own(&mut self, seq: u64, vector: QuantizedVector) {
+        self.deep.insert(seq, vector);
+        self.deep_applied.insert(seq);
+    }
+
+    /// A shared item took its deep vector (the swarm keeps it).
+    pub(super) fn mark_deep_shared(&mut self, seq: u64) {
+        self.deep_applied.insert(seq);
     }
 
     /// Whether these indexes were restored with their documents taken over
@@ -81,7 +119,12 @@ impl Indexes {
     /// Replaces the BM25 view by `bm25` and keeps only the vectors `keep`
     /// says; the old view's documents are deleted as it drops.
     pub(super) fn rebuilt(&mut self, bm25: Bm25Index, keep: impl Fn(u64) -> bool) {
-        self.vectors.retain(keep);
+        self.vectors.retain(&keep);
+        self.deep.retain(&keep);
+        let dropped: Vec<u64> = self.deep_applied.iter().filter(|seq| !keep(*seq)).collect();
+        for seq in dropped {
+            self.deep_applied.remove(seq);
+        }
         self.bm25 = bm25;
     }
 

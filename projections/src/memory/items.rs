@@ -100,6 +100,16 @@ impl Items {
         self.held.contains(seq)
     }
 
+    /// How many items are not purged.
+    pub fn held_count(&self) -> u64 {
+        self.held.len()
+    }
+
+    /// The seqs of the items not purged.
+    pub(crate) fn held(&self) -> &roaring::RoaringTreemap {
+        &self.held
+    }
+
     /// How many items the indexes still hold that no search may return.
     pub fn hidden(&self) -> usize {
         self.hidden

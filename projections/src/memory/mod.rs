@@ -7,6 +7,7 @@
 
 mod changes;
 mod contradictions;
+mod deep;
 mod digest;
 mod handoffs;
 mod indexes;
@@ -52,6 +53,11 @@ pub struct MemoryConfig {
     pub working_item_max_tokens: usize,
     /// Embeds items for the vector index; its model id enters the digest.
     pub embedder: Arc<dyn Embedder>,
+    /// The deep model whose recorded vectors (`embeddings_computed`) the
+    /// memory applies and queries are embedded by; `None`: no deep tier,
+    /// and such events change nothing. The memory never runs it on an
+    /// item: the enricher does, off the write path (see `deep.rs`).
+    pub deep_embedder: Option<Arc<dyn Embedder>>,
     /// Tool outputs longer than this many bytes stay whole only in the log;
     /// the item keeps their head, their error lines, their tail and a
     /// pointer to the event.
@@ -77,6 +83,7 @@ impl Default for MemoryConfig {
             working_tier_tokens: 2000,
             working_item_max_tokens: 400,
             embedder: Arc::new(HashedNgramEmbedder::default()),
+            deep_embedder: None,
             large_output_bytes: 16 * 1024,
             admitted_agents: None,
             handoff_bundle_tokens: 2000,
@@ -97,6 +104,17 @@ impl MemoryConfig {
         if self.shared.dimensions() == self.embedder.dimensions() { self } else { self.with_fresh_shared_content() }
     }
 
+    /// This configuration with `deep` as its deep model.
+    pub fn with_deep_embedder(mut self, deep: Option<Arc<dyn Embedder>>) -> MemoryConfig {
+        self.deep_embedder = deep;
+        self
+    }
+
+    /// The deep model's id, if there is one.
+    pub fn deep_model_id(&self) -> Option<&str> {
+        self.deep_embedder.as_deref().map(|deep| deep.model_id())
+    }
+
     /// Gives this configuration (and its clones) content of its own, for
     /// memories of another swarm or another shape.
     pub fn with_fresh_shared_content(mut self) -> MemoryConfig {
@@ -114,6 +132,7 @@ impl std::fmt::Debug for MemoryConfig {
             .field("working_tier_tokens", &self.working_tier_tokens)
             .field("working_item_max_tokens", &self.working_item_max_tokens)
             .field("embedder", &self.embedder.model_id())
+            .field("deep_embedder", &self.deep_model_id())
             .field("large_output_bytes", &self.large_output_bytes)
             .field("admitted_agents", &self.admitted_agents)
             .field("handoff_bundle_tokens", &self.handoff_bundle_tokens)
@@ -126,6 +145,7 @@ impl PartialEq for MemoryConfig {
         self.working_tier_tokens == other.working_tier_tokens
             && self.working_item_max_tokens == other.working_item_max_tokens
             && self.embedder.model_id() == other.embedder.model_id()
+            && self.deep_model_id() == other.deep_model_id()
             && self.large_output_bytes == other.large_output_bytes
             && self.admitted_agents == other.admitted_agents
             && self.handoff_bundle_tokens == other.handoff_bundle_tokens
@@ -265,7 +285,11 @@ impl AgentMemory {
             checkpoint: 0,
             items: Items::default(),
             working: WorkingTier::new(config.working_tier_tokens, config.working_item_max_tokens),
-            indexes: Indexes::new(bm25, config.embedder.dimensions()),
+            indexes: Indexes::new(
+                bm25,
+                config.embedder.dimensions(),
+                config.deep_embedder.as_ref().map_or(0, |deep| deep.dimensions()),
+            ),
             graph: FactGraph::new(),
             unheld_shared: BTreeSet::new(),
             phases: PhaseTracker::default(),
@@ -469,6 +493,15 @@ impl AgentMemory {
                 AppliedEvent::ConflictingDuplicate { original_seq: seen.seq }
             });
         }
+        if let EventKind::EmbeddingsComputed(computed) = &event.kind {
+            // Derived data about items, not work: no phase, graph or core
+            // memory sees it, and it is no item's provenance.
+            self.apply_embeddings(event, computed);
+            self.items.see(event.id, SeenId { seq, fingerprint });
+            self.changes.seen(seq);
+            self.checkpoint = seq;
+            return Ok(AppliedEvent::Applied);
+        }
         let provenance = ProvenanceRef { seq, event_id: event.id };
         let touched = if self.goes_to_swarm_graph(event) {
             shared_touched
@@ -598,8 +631,14 @@ impl AgentMemory {
 
     /// The swarm's vectors of the shared items this memory holds, and
     /// others: searches filter by what the memory holds.
-    pub(crate) fn shared_vectors(&self) -> std::sync::RwLockReadGuard<'_, crate::shared::SharedVectors> {
+    pub(crate) fn shared_vectors(&self) -> std::sync::RwLockReadGuard<'_, mneme_index::VectorSet> {
         self.config.shared.vectors()
+    }
+
+    /// The swarm's deep vectors of shared items (`None`: none yet): a
+    /// memory reads those of the items it took one for.
+    pub(crate) fn shared_deep_vectors(&self) -> std::sync::RwLockReadGuard<'_, Option<mneme_index::VectorSet>> {
+        self.config.shared.deep_vectors()
     }
 }
 
@@ -633,7 +672,7 @@ mod tests {
             "kind":"fact_asserted","importance":0.8,"correlation_id":"task-1",
             "data":{"subject":"ledger","predicate":"stored_in","object":"postgres","confidence":0.9}}"#;
         let event = decode_json(json.as_bytes(), &DecodeLimits::default()).unwrap();
-        assert_eq!(crate::SNAPSHOT_FORMAT, 20);
+        assert_eq!(crate::SNAPSHOT_FORMAT, 21);
         assert_eq!(content_fingerprint(&event), 13_491_389_704_495_008_909);
     }
 }

@@ -37,12 +37,17 @@ pub(super) struct ScoreInputs<'a> {
     /// `Bm25Index::best_possible_score`); 0 counts them by the best found.
     pub bm25_best_possible: f32,
     pub vector: (f32, &'a Ranking),
+    /// The deep vectors' ranking; its weight is 0 when the query was not
+    /// embedded by the deep model.
+    pub deep: (f32, &'a Ranking),
     pub graph: (f32, &'a Ranking),
     /// Items holding the rare words of the best hits, scored by the best.
     pub expansion: (f32, &'a Ranking),
     /// Every candidate's cosine similarity to the query, found by the
     /// vector retriever or not (missing: no vector).
     pub cosine: &'a SeqMap<f32>,
+    /// Every candidate's deep cosine, for those that took a deep vector.
+    pub deep_cosine: &'a SeqMap<f32>,
     /// The conversation turn before a candidate, for replies found through
     /// what they answer, and how much of its score a reply takes.
     pub previous: &'a SeqMap<u64>,
@@ -79,6 +84,7 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
         ("vector", inputs.vector.1),
         ("graph", inputs.graph.1),
         ("expansion", inputs.expansion.1),
+        ("deep", inputs.deep.1),
     ];
     for (name, ranking) in rankings {
         for (position, (score, seq)) in ranking.iter().enumerate() {
@@ -105,21 +111,11 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
     };
     // Graph scores are in [0, 1] already (see `graph_ranking`).
     let graph: SeqMap<f32> = inputs.graph.1.iter().map(|(score, seq)| (*seq, score.clamp(0.0, 1.0))).collect();
-    let (worst, best) = inputs
-        .vector
-        .1
-        .iter()
-        .fold((f32::INFINITY, f32::NEG_INFINITY), |(low, high), (score, _)| (low.min(*score), high.max(*score)));
-    // A spread of at least MIN_COSINE_SPREAD: among a few candidates of
-    // near-equal cosines, min-max would turn a difference of 0.01 into one
-    // of 1.
-    let spread = (best - worst).max(MIN_COSINE_SPREAD);
-    let vector = |seq: u64| -> f32 {
-        match inputs.cosine.get(&seq) {
-            Some(cosine) if best.is_finite() => ((cosine - (best - spread)) / spread).clamp(0.0, 1.0),
-            _ => 0.0,
-        }
-    };
+    let vector = cosine_scale(inputs.vector.1, inputs.cosine);
+    let deep_only = cosine_scale(inputs.deep.1, inputs.deep_cosine);
+    // An item without a deep vector (not enriched yet) counts its static
+    // one here too: enrichment's backlog does not push it down.
+    let deep = |seq: u64| -> f32 { if inputs.deep_cosine.contains_key(&seq) { deep_only(seq) } else { vector(seq) } };
     let usage = by_best(inputs.usage.1);
     let expansion = by_best(inputs.expansion.1);
     let recency: SeqMap<f32> =
@@ -136,10 +132,12 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
             };
             let bm25_part = with_context(&|seq| own(&bm25, seq));
             let vector_part = with_context(&vector);
+            let deep_part = if inputs.deep.0 > 0.0 { with_context(&deep) } else { 0.0 };
             let keeps = inputs.keeps.get(&seq).copied().unwrap_or(1.0);
             let mut score = keeps
                 * (inputs.bm25.0 * bm25_part
                     + inputs.vector.0 * vector_part
+                    + inputs.deep.0 * deep_part
                     + inputs.graph.0 * own(&graph, seq)
                     + inputs.expansion.0 * own(&expansion, seq))
                 + inputs.usage.0 * own(&usage, seq)
@@ -161,6 +159,23 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
         .collect();
     hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
     hits
+}
+
+/// Cosines brought to `[0, 1]`: from the worst to the best of `ranking`'s
+/// candidates, over a spread of at least [`MIN_COSINE_SPREAD`] (among a
+/// few candidates of near-equal cosines, min-max would turn a difference
+/// of 0.01 into one of 1); 0 without a cosine.
+fn cosine_scale<'a>(ranking: &Ranking, cosine: &'a SeqMap<f32>) -> impl Fn(u64) -> f32 + 'a {
+    let (worst, best) = ranking
+        .iter()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(low, high), (score, _)| (low.min(*score), high.max(*score)));
+    let spread = (best - worst).max(MIN_COSINE_SPREAD);
+    move |seq: u64| -> f32 {
+        match cosine.get(&seq) {
+            Some(cosine) if best.is_finite() => ((cosine - (best - spread)) / spread).clamp(0.0, 1.0),
+            _ => 0.0,
+        }
+    }
 }
 
 /// Scores divided by the best one: `[0, 1]`, the best 1.
@@ -228,9 +243,11 @@ mod tests {
             bm25: (1.0, bm25),
             bm25_best_possible: 0.0,
             vector: (1.0, vector),
+            deep: (0.0, &EMPTY),
             graph: (1.0, &EMPTY),
             expansion: (0.5, &EMPTY),
             cosine,
+            deep_cosine: &KEEPS_ALL,
             previous,
             context_share: 0.5,
             usage: (0.25, &EMPTY),

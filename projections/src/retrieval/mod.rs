@@ -127,7 +127,7 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
         SearchMode::Graph => single(vec![("graph", 1.0, found.graph)]),
         SearchMode::Hybrid => {
             let usage = if weights.usage > 0.0 {
-                usage_ranking(memory, [&found.bm25, &found.vector, &found.graph])
+                usage_ranking(memory, [&found.bm25, &found.vector, &found.graph, &found.deep])
             } else {
                 Vec::new()
             };
@@ -137,6 +137,7 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
                         ("bm25", weights.bm25, found.bm25),
                         ("vector", weights.vector, found.vector),
                         ("graph", weights.graph, found.graph),
+                        ("deep", weights.deep, found.deep),
                         ("usage", weights.usage, usage),
                     ],
                     weights.recency,
@@ -169,7 +170,13 @@ struct Candidates<'q> {
     vector: Ranking,
     graph: Ranking,
     expansion: Ranking,
+    /// The items nearest the query by their deep vectors (see
+    /// `memory/deep.rs`), when the query was embedded by the deep model.
+    deep: Ranking,
     query_vector: Option<Vec<f32>>,
+    /// The query as the deep model embeds it: only when the memory has a
+    /// deep model, holds deep vectors, and the request weighs them.
+    deep_query: Option<Vec<f32>>,
     /// Whether the hits are fused by score (hybrid): the boosts and the
     /// extra passes apply only then.
     score_fusion: bool,
@@ -209,6 +216,11 @@ impl<'q> Candidates<'q> {
             }
             _ => Vec::new(),
         };
+        let deep_query = deep_query(memory, request);
+        let mut deep = match &deep_query {
+            Some(deep_query) => deep_ranking(memory, deep_query, candidates, accept),
+            None => Vec::new(),
+        };
         let graph = if use_graph {
             let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
             let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
@@ -227,6 +239,9 @@ impl<'q> Candidates<'q> {
                 focused(memory, &analysis.keywords, focused_vector, &filters, candidates, &accept_in_time, false)?;
             merge_ranking(&mut bm25, more_bm25);
             merge_ranking(&mut vector, more_vector);
+            if let Some(deep_query) = &deep_query {
+                merge_ranking(&mut deep, deep_ranking(memory, deep_query, candidates, &accept_in_time));
+            }
         }
         let speakers: Vec<&str> = if score_fusion && weights.speaker_weight > 0.0 {
             let found = |name: &str| {
@@ -247,13 +262,27 @@ impl<'q> Candidates<'q> {
                 focused(memory, &analysis.keywords, focused_vector, &request.filters, candidates, &accept_said, true)?;
             merge_ranking(&mut bm25, more_bm25);
             merge_ranking(&mut vector, more_vector);
+            if let Some(deep_query) = &deep_query {
+                merge_ranking(&mut deep, deep_ranking(memory, deep_query, candidates, &accept_said));
+            }
         }
         let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
             expansion_ranking(memory, &analysis.keywords, [&bm25, &vector], &request.filters, candidates, accept)?
         } else {
             Vec::new()
         };
-        Ok(Candidates { bm25, vector, graph, expansion, query_vector, score_fusion, in_time, speakers })
+        Ok(Candidates {
+            bm25,
+            vector,
+            graph,
+            expansion,
+            deep,
+            query_vector,
+            deep_query,
+            score_fusion,
+            in_time,
+            speakers,
+        })
     }
 }
 
@@ -272,13 +301,19 @@ fn fuse_by_score(
     accept: &dyn Fn(u64) -> bool,
 ) -> Vec<(f32, u64, Vec<RetrieverRank>)> {
     let query_vector = found.query_vector.as_deref().unwrap_or(&[]);
-    let seqs: Vec<u64> = [&found.bm25, &found.vector, &found.graph, &found.expansion]
+    let seqs: Vec<u64> = [&found.bm25, &found.vector, &found.graph, &found.expansion, &found.deep]
         .iter()
         .flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq))
         .collect();
     let previous =
         if weights.context_share > 0.0 { conversation_neighbours(memory, &seqs, accept) } else { SeqMap::default() };
     let cosine = cosines(memory, query_vector, seqs.iter().chain(previous.keys()).chain(previous.values()));
+    let deep_cosine = match &found.deep_query {
+        Some(deep_query) => {
+            deep_cosines(memory, deep_query, seqs.iter().chain(previous.keys()).chain(previous.values()))
+        }
+        None => SeqMap::default(),
+    };
     let mut boosts = Vec::new();
     let all: SeqSet = cosine.keys().chain(seqs.iter()).copied().collect();
     // The candidates whose item passes `test`.
@@ -325,9 +360,11 @@ fn fuse_by_score(
         bm25: (weights.bm25, &found.bm25),
         bm25_best_possible: memory.indexes().bm25().best_possible_score(&analysis.keywords),
         vector: (weights.vector, &found.vector),
+        deep: (if found.deep_query.is_some() { weights.deep } else { 0.0 }, &found.deep),
         graph: (weights.graph, &found.graph),
         expansion: (weights.expansion_weight, &found.expansion),
         cosine: &cosine,
+        deep_cosine: &deep_cosine,
         previous: &previous,
         context_share: weights.context_share,
         usage: (weights.usage, usage),
@@ -401,10 +438,51 @@ fn cosines<'a>(memory: &AgentMemory, query: &[f32], seqs: impl Iterator<Item = &
     cosine
 }
 
+/// The query embedded by the memory's deep model: only when it has one,
+/// holds deep vectors, and the request weighs them (a query embedded for
+/// nothing would cost the deep model's time).
+fn deep_query(memory: &AgentMemory, request: &SearchRequest) -> Option<Vec<f32>> {
+    let deep = memory.config().deep_embedder.as_ref()?;
+    let wanted = request.mode == SearchMode::Hybrid && request.weights.deep > 0.0 && memory.deep_count() > 0;
+    wanted.then(|| deep.embed(embedded_text(&request.query)))
+}
+
+/// The items `accept` keeps nearest the query by their deep vectors,
+/// among those that took one in this memory.
+fn deep_ranking(memory: &AgentMemory, query: &[f32], candidates: usize, accept: &dyn Fn(u64) -> bool) -> Ranking {
+    let shared = memory.shared_deep_vectors();
+    let mut indexes: Vec<&VectorIndex> = memory.indexes().deep_vectors().indexes().to_vec();
+    if let Some(shared) = shared.as_ref() {
+        indexes.extend(shared.indexes());
+    }
+    // The swarm's deep vectors include items this memory has not applied
+    // a vector for yet: those are filtered out.
+    let enriched = |seq: u64| memory.indexes().has_deep(seq) && accept(seq);
+    VectorIndex::search_all(&indexes, query, candidates, Some(&enriched))
+}
+
+/// The deep cosine similarity to the query of each item that took a deep
+/// vector in this memory.
+fn deep_cosines<'a>(memory: &AgentMemory, query: &[f32], seqs: impl Iterator<Item = &'a u64>) -> SeqMap<f32> {
+    let shared = memory.shared_deep_vectors();
+    let own = memory.indexes().deep_vectors();
+    let mut cosine = SeqMap::default();
+    for seq in seqs {
+        if cosine.contains_key(seq) || !memory.indexes().has_deep(*seq) {
+            continue;
+        }
+        let similarity = own.similarity(*seq, query).or_else(|| shared.as_ref()?.similarity(*seq, query));
+        if let Some(similarity) = similarity {
+            cosine.insert(*seq, similarity);
+        }
+    }
+    cosine
+}
+
 /// The candidates that proved useful (positive usage score), most
 /// useful first; equal scores rank the newer first. Only candidates
 /// already found rank here: usage reorders, it never adds.
-fn usage_ranking(memory: &AgentMemory, rankings: [&Ranking; 3]) -> Ranking {
+fn usage_ranking(memory: &AgentMemory, rankings: [&Ranking; 4]) -> Ranking {
     let mut seqs: Vec<u64> = rankings.iter().flat_map(|ranking| ranking.iter().map(|(_, seq)| *seq)).collect();
     seqs.sort_unstable();
     seqs.dedup();

@@ -51,6 +51,9 @@ enum MemoryChunk {
     /// index as it was, read back without embedding, quantizing or
     /// rotating anything again.
     Vectors(Vec<VectorRecord>),
+    /// The deep vectors of the chunk's items that took one, in seq order,
+    /// with the vectors (after them, in the same part).
+    DeepVectors(Vec<VectorRecord>),
     /// (event id, seq, content fingerprint).
     Seen(Vec<(u128, u64, u64)>),
     /// Phases in index order.
@@ -66,6 +69,8 @@ struct MemorySnapshot {
     working_tier_tokens: u64,
     working_item_max_tokens: u64,
     embedder_model_id: String,
+    /// The deep model's, if the memory had one.
+    deep_model_id: Option<String>,
     large_output_bytes: u64,
     /// Sorted; `None`: every agent's shared events were taken in.
     admitted_agents: Option<Vec<String>>,

@@ -94,6 +94,8 @@ impl AgentMemory {
             )));
         }
         let vectors = vectors_by_seq(chunks.vectors, config.embedder.dimensions())?;
+        let deep_dimensions = config.deep_embedder.as_ref().map_or(0, |deep| deep.dimensions());
+        let deep = vectors_by_seq(chunks.deep, deep_dimensions)?;
         let items = items_in_order(chunks.items)?;
         let saved = snapshot.text.take().map(|record| SavedText {
             index_id: record.index_id,
@@ -103,7 +105,7 @@ impl AgentMemory {
             code_tokens: record.code_tokens,
             document_frequency: record.document_frequency,
         });
-        let restored = RestoredItems { checkpoint: snapshot.checkpoint, saved, items, vectors };
+        let restored = RestoredItems { checkpoint: snapshot.checkpoint, saved, items, vectors, deep };
         let mut memory = AgentMemory::with_restored_items(swarm, agent, config, restored)?;
         let mut seen_records = chunks.seen;
         seen_records.sort_unstable_by_key(|(_, seq, _)| *seq);
@@ -142,7 +144,7 @@ impl AgentMemory {
         config: MemoryConfig,
         restored: RestoredItems,
     ) -> Result<AgentMemory, ProjectionError> {
-        let RestoredItems { checkpoint, saved, items, mut vectors } = restored;
+        let RestoredItems { checkpoint, saved, items, mut vectors, mut deep } = restored;
         let config = config.fitted();
         let own_seqs: Vec<u64> = items
             .iter()
@@ -180,6 +182,11 @@ impl AgentMemory {
                         // The record's text becomes the entry's, moved, not copied.
                         let text = std::mem::take(&mut item.text).into_string();
                         let entry = config.shared.acquire_restored(item.seq, item.kind, text, prefix, vector)?;
+                        if let Some(deep) = deep.remove(&item.seq) {
+                            let dimensions = deep.values.len();
+                            config.shared.insert_deep(item.seq, dimensions, deep);
+                            memory.indexes.mark_deep_shared(item.seq);
+                        }
                         if !documents_kept {
                             let bm25 = memory.indexes.bm25_mut();
                             config.shared.count_terms(item.seq, &entry, |terms| {
@@ -193,12 +200,15 @@ impl AgentMemory {
                             memory.indexes.bm25_mut().add(item.seq, item.kind, &item.text)?;
                         }
                         memory.indexes.insert_quantized(item.seq, vector);
+                        if let Some(deep) = deep.remove(&item.seq) {
+                            memory.indexes.add_deep_own(item.seq, deep);
+                        }
                     }
                 }
             }
             memory.items.insert(item);
         }
-        if let Some(seq) = vectors.keys().next() {
+        if let Some(seq) = vectors.keys().chain(deep.keys()).next() {
             return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} has no item")));
         }
         memory.indexes.commit()?;
@@ -240,12 +250,15 @@ struct RestoredItems {
     /// Each with the length of its shared prefix if it is shared.
     items: Vec<(MemoryItem, Option<usize>)>,
     vectors: BTreeMap<u64, QuantizedVector>,
+    /// The deep vectors of the items that took one.
+    deep: BTreeMap<u64, QuantizedVector>,
 }
 
 /// What a snapshot's chunks hold, read in the order its head names them.
 struct Chunks {
     items: Vec<ItemRecord>,
     vectors: Vec<VectorRecord>,
+    deep: Vec<VectorRecord>,
     seen: Vec<(u128, u64, u64)>,
     graph: Vec<(GraphPart, Vec<u8>)>,
     own_phases: Vec<PhaseRecord>,
@@ -262,6 +275,7 @@ impl Chunks {
         let mut chunks = Chunks {
             items: Vec::new(),
             vectors: Vec::new(),
+            deep: Vec::new(),
             seen: Vec::new(),
             graph: Vec::new(),
             own_phases: Vec::new(),
@@ -305,6 +319,11 @@ impl Chunks {
             (SnapshotPart::Vectors(index), MemoryChunk::Vectors(records)) => {
                 let fits = records.iter().all(|(seq, _, _, _)| in_range(*seq, index));
                 self.vectors.extend(records);
+                fits
+            }
+            (SnapshotPart::Vectors(index), MemoryChunk::DeepVectors(records)) => {
+                let fits = records.iter().all(|(seq, _, _, _)| in_range(*seq, index));
+                self.deep.extend(records);
                 fits
             }
             (SnapshotPart::Seen(index), MemoryChunk::Seen(records)) => {
@@ -459,6 +478,13 @@ fn check_compatible(
         return Err(ProjectionError::CorruptSnapshot(format!(
             "snapshot assembled handoff bundles of {} tokens, the configuration now says {}",
             snapshot.handoff_bundle_tokens, config.handoff_bundle_tokens
+        )));
+    }
+    if snapshot.deep_model_id.as_deref() != config.deep_model_id() {
+        return Err(ProjectionError::CorruptSnapshot(format!(
+            "snapshot took deep vectors of {:?}, the configured deep model is {:?}",
+            snapshot.deep_model_id,
+            config.deep_model_id()
         )));
     }
     if snapshot.embedder_model_id != config.embedder.model_id() {

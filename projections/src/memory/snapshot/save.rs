@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::sections::{append_bytes, append_section};
 use super::{
-    HandoffSnapshotRecord, MemoryChunk, MemorySnapshot, TextRecord, WorkingRecord, item_record, item_record_bytes,
-    resolution_code,
+    HandoffSnapshotRecord, MemoryChunk, MemorySnapshot, TextRecord, VectorRecord, WorkingRecord, item_record,
+    item_record_bytes, resolution_code,
 };
 use crate::chunks::{
     Changes, GraphPart, PhasePart, SNAPSHOT_FORMAT, SNAPSHOT_SECTION_BYTES, SnapshotDelta, SnapshotPart,
@@ -122,6 +122,7 @@ impl AgentMemory {
             working_tier_tokens: self.config.working_tier_tokens as u64,
             working_item_max_tokens: self.config.working_item_max_tokens as u64,
             embedder_model_id: self.config.embedder.model_id().to_string(),
+            deep_model_id: self.config.deep_model_id().map(str::to_string),
             large_output_bytes: self.config.large_output_bytes as u64,
             admitted_agents: self.config.admitted_agents.as_ref().map(|admitted| admitted.iter().cloned().collect()),
             handoff_bundle_tokens: self.config.handoff_bundle_tokens as u64,
@@ -192,6 +193,26 @@ impl AgentMemory {
         })
     }
 
+    /// The deep vectors of the items of chunk `index` that took one here.
+    fn deep_records(&self, index: u32) -> Result<Vec<VectorRecord>, ProjectionError> {
+        let shared = self.shared_deep_vectors();
+        let mut records = Vec::new();
+        for item in self.items.range(SnapshotPart::seqs(index)) {
+            if item.state == ItemState::Purged || !self.indexes.has_deep(item.seq) {
+                continue;
+            }
+            let vector = match item.text.shared_entry() {
+                Some(_) => shared.as_ref().and_then(|shared| shared.quantized_of(item.seq)),
+                None => self.indexes.deep_vectors().quantized_of(item.seq),
+            };
+            let vector = vector.ok_or_else(|| {
+                ProjectionError::CorruptSnapshot(format!("the deep vector of seq {} is missing", item.seq))
+            })?;
+            records.push((item.seq, vector.scale, vector.values, vector.code));
+        }
+        Ok(records)
+    }
+
     /// One chunk's bytes, but the graph's: its records in sections of about
     /// `section_bytes`.
     fn chunk(&self, part: SnapshotPart, section_bytes: usize) -> Result<Vec<u8>, ProjectionError> {
@@ -235,6 +256,14 @@ impl AgentMemory {
                 }
                 if vectors.is_empty() {
                     append_section(&mut body, "vectors", &MemoryChunk::Vectors(Vec::new()))?;
+                }
+                drop(shared);
+                let deep = self.deep_records(index)?;
+                if let Some(deep_dimensions) = self.config.deep_embedder.as_ref().map(|deep| deep.dimensions()) {
+                    let per_section = (section_bytes / (64 + deep_dimensions + deep_dimensions / 8)).max(1);
+                    for section in deep.chunks(per_section) {
+                        append_section(&mut body, "deep vectors", &MemoryChunk::DeepVectors(section.to_vec()))?;
+                    }
                 }
             }
             SnapshotPart::Seen(index) => {

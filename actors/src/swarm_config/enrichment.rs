@@ -1,0 +1,64 @@
+//! `[enrichment]`: the deep tier. An enricher embeds items with a model
+//! stronger than the write path's, off it, and records the vectors on the
+//! log (`embeddings_computed`; see `enricher.rs`).
+
+use mneme_events::MAX_COMPUTED_VECTORS;
+use serde::Deserialize;
+
+/// Which model computes the deep vectors, and how the enricher paces
+/// itself.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EnrichmentSection {
+    /// `auto`: all-MiniLM-L6-v2 where its files are found (`[embedder]
+    /// minilm_dir`, or where models are looked for), else no deep tier;
+    /// `minilm`: the same, and an error without its files; `off`: no deep
+    /// tier (recorded vectors change nothing).
+    #[serde(default)]
+    pub model: EnrichmentModel,
+    /// Items embedded together, and at most one event's vectors.
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+    /// How long the enricher rests when no item waits, in milliseconds.
+    #[serde(default = "default_idle_ms")]
+    pub idle_ms: u64,
+}
+
+/// The deep model.
+#[derive(Debug, Clone, Copy, serde::Serialize, Deserialize, schemars::JsonSchema, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum EnrichmentModel {
+    #[default]
+    Auto,
+    #[serde(rename = "minilm")]
+    MiniLm,
+    Off,
+}
+
+impl Default for EnrichmentSection {
+    fn default() -> Self {
+        EnrichmentSection { model: EnrichmentModel::default(), batch: default_batch(), idle_ms: default_idle_ms() }
+    }
+}
+
+fn default_batch() -> usize {
+    32
+}
+fn default_idle_ms() -> u64 {
+    1000
+}
+
+impl EnrichmentSection {
+    pub(super) fn check(&self) -> Result<(), String> {
+        if !(1..=MAX_COMPUTED_VECTORS).contains(&self.batch) {
+            return Err(format!(
+                "enrichment.batch = {}; expected 1 to {MAX_COMPUTED_VECTORS} (the most vectors an event carries)",
+                self.batch
+            ));
+        }
+        if !(10..=3_600_000).contains(&self.idle_ms) {
+            return Err(format!("enrichment.idle_ms = {}; expected 10 to 3600000 milliseconds", self.idle_ms));
+        }
+        Ok(())
+    }
+}
