@@ -11,13 +11,14 @@ use serde_json::{Map, Value};
 
 /// The sections in the order a reader needs them; every section of
 /// [`SwarmConfig`] must be here (a unit test checks it).
-const SECTIONS: [&str; 12] = [
+const SECTIONS: [&str; 13] = [
     "swarm",
     "log",
     "http",
     "agents",
     "memory",
     "embedder",
+    "enrichment",
     "retrieval",
     "core",
     "handoffs",
@@ -48,8 +49,8 @@ This chapter is generated from the types `mneme` reads the file into
 a JSON Schema, for an editor to validate a swarm file with). Where the
 settings show in use: the log backend and NATS in [NATS](nats.md) and
 [Deployment](deployment.md); tokens and the HTTP limits in the
-[HTTP API](http.md); the embedder and retrieval weights in
-[Retrieval](retrieval.md); `[compression]` and `[core]` in
+[HTTP API](http.md); the embedder, the deep tier (`[enrichment]`) and retrieval
+weights in [Retrieval](retrieval.md); `[compression]` and `[core]` in
 [Context, phases and core memory](context.md); `[consolidation]` in
 [Consolidation](consolidation.md); several swarm files, `[placement]`,
 `system_publishers` and the writer lease in [Deployment](deployment.md).

@@ -110,6 +110,43 @@ impl EmbedderCache {
     }
 }
 
+/// The deep model `[enrichment]` asks for, loaded once per process (about
+/// 90 MB; swarms that ask for the same one share it); `None` when it asks
+/// for none, or for `auto` and all-MiniLM-L6-v2 is not found.
+pub fn load_deep_model(config: &SwarmConfig) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
+    use mneme_actors::swarm_config::EnrichmentModel;
+    type Loaded = Vec<(PathBuf, Arc<dyn Embedder>)>;
+    static LOADED: std::sync::Mutex<Loaded> = std::sync::Mutex::new(Vec::new());
+    let wanted = config.enrichment.model;
+    if wanted == EnrichmentModel::Off {
+        return Ok(None);
+    }
+    let directory = match find_model(config.embedder.minilm_dir.as_deref(), MINILM_NAME, &MINILM_FILES) {
+        Ok(directory) => directory,
+        Err(places) if wanted == EnrichmentModel::Auto => {
+            tracing::info!(
+                swarm = %config.swarm.name,
+                "no all-MiniLM-L6-v2 in {}: no deep tier (scripts/fetch-model.sh fetches it)",
+                listed(&places)
+            );
+            return Ok(None);
+        }
+        Err(places) => anyhow::bail!(
+            "[enrichment] model = \"minilm\": no all-MiniLM-L6-v2 (model.safetensors, tokenizer.json, config.json) \
+             in {}. Run scripts/fetch-model.sh, or set [embedder] minilm_dir.",
+            listed(&places)
+        ),
+    };
+    let mut loaded = LOADED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, model)) = loaded.iter().find(|(path, _)| *path == directory) {
+        return Ok(Some(model.clone()));
+    }
+    let model: Arc<dyn Embedder> = Arc::new(load_lean_minilm(&directory)?);
+    tracing::info!(model = model.model_id(), directory = %directory.display(), "deep model loaded");
+    loaded.push((directory, model.clone()));
+    Ok(Some(model))
+}
+
 /// The static model's directory name, where nothing names its directory.
 pub const STATIC_MODEL_NAME: &str = "static-minilm-l6-256";
 /// all-MiniLM-L6-v2's directory name.

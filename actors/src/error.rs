@@ -22,6 +22,8 @@ pub enum ActorsError {
     Consolidation { agent: String, message: String },
     #[error("handoff {handoff_id} cannot be delivered: {message}")]
     Handoff { handoff_id: String, message: String },
+    #[error("enrichment of swarm {swarm:?} failed: {message}")]
+    Enrichment { swarm: String, message: String },
     #[error("timed out after {waited_ms} ms waiting for {agent:?} to apply seq {seq}")]
     CatchUpTimeout { agent: String, seq: u64, waited_ms: u64 },
     #[error(

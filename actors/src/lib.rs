@@ -7,6 +7,7 @@
 
 pub mod clock;
 pub mod consolidator;
+pub mod enricher;
 pub mod eraser;
 pub mod erasure_pass;
 mod error;
@@ -28,6 +29,7 @@ pub use consolidator::{
     AgentConsolidation, ConsolidationReport, ConsolidationRequest, ConsolidationSchedule, Consolidator, Scanner,
     SharedScanSummary,
 };
+pub use enricher::{Enricher, EnricherHandle, EnrichmentPace, EnrichmentStatus};
 pub use eraser::{Eraser, ErasureRegistry, StopErasing};
 pub use erasure_pass::{CarriedErasures, carry_erasures, erasures_pending};
 pub use error::ActorsError;

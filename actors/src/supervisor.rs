@@ -122,6 +122,13 @@ impl Supervisor {
         }
     }
 
+    /// The memories apply the deep vectors of `deep` and embed queries by
+    /// it (see `[enrichment]`).
+    pub fn with_deep_embedder(mut self, deep: Option<Arc<dyn Embedder>>) -> Supervisor {
+        self.memory_config = self.memory_config.with_deep_embedder(deep);
+        self
+    }
+
     /// What this swarm's memories found of a lost tail as they started
     /// (shared: it fills as they start).
     pub fn lost_tails(&self) -> LostTails {

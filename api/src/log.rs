@@ -60,6 +60,8 @@ pub struct SwarmHealth {
     /// `static-minilm-l6-256@sha256:…`, or `hashed-ngrams…` when it runs
     /// without one.
     pub embedder: String,
+    /// The deep tier (`[enrichment]`); `null` when it is off.
+    pub enrichment: Option<EnrichmentHealth>,
     /// Set when this process started on a log that had lost its tail:
     /// snapshots past the log's end, whose memories were rebuilt from the
     /// log (RELIABILITY.md). `null` otherwise.
@@ -68,6 +70,19 @@ pub struct SwarmHealth {
     /// handoff router, the phase summariser and the eraser run), and who
     /// holds each as this process last saw.
     pub leases: Vec<LeaseHealth>,
+}
+
+/// The deep tier of a swarm, in `GET /healthz`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EnrichmentHealth {
+    /// The deep model, e.g. `all-minilm-l6-v2@sha256:…`.
+    pub model: String,
+    /// Items waiting for a deep vector as of the enricher's last look (each
+    /// memory's private ones, and the shared ones once). Queries never wait
+    /// for them: an item without one is ranked by its static vector.
+    pub backlog: u64,
+    /// Deep vectors this process recorded on the log since it started.
+    pub recorded: u64,
 }
 
 /// One lease of a swarm, in `GET /healthz`.

@@ -127,6 +127,11 @@ impl ItemText {
     }
 
     /// The shared copy this text points at, if any.
+    /// Whether the text is the swarm's copy of a shared event's.
+    pub fn is_shared(&self) -> bool {
+        self.shared_entry().is_some()
+    }
+
     pub(crate) fn shared_entry(&self) -> Option<&Arc<SharedEntry>> {
         match &self.0 {
             Repr::Own(_) => None,

@@ -370,15 +370,17 @@ async fn start_swarm_with_key(
     let (keeper, lease) = LeaseKeeper::start(log.clone(), WRITER_LEASE, node, config.lease_ttl(), first_lease);
     let log_end_at_start = log.last_seq().await.context("reading the log's last sequence")?;
     let (store, lost_tail) = open_snapshot_store(&config, log_end_at_start)?;
-    let memory_config = config.memory_config(embedder.clone());
+    let deep = model::load_deep_model(&config)?;
+    let memory_config = config.memory_config(embedder.clone()).with_deep_embedder(deep.clone());
     let text_index_dir = backend::text_index_dir(&config);
     let (text_index, discarded) = TextIndex::open(&text_index_dir)
         .with_context(|| format!("opening the text index in {}", text_index_dir.display()))?;
     if let Some(why) = discarded {
         tracing::warn!(%swarm, directory = %text_index_dir.display(), %why, "text index unusable; memories index their items again");
     }
-    let mut supervisor =
-        Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder).with_text_index(text_index);
+    let mut supervisor = Supervisor::new(config.clone(), log.clone(), store, log_end_at_start, embedder)
+        .with_text_index(text_index)
+        .with_deep_embedder(deep.clone());
     if let Some(llm) = &config.compression.llm {
         let summarizer = crate::server::llm::OpenAiCompatibleSummarizer::from_config(llm)?;
         tracing::info!(%swarm, endpoint = summarizer.endpoint(), model = %llm.model, "phases are summarised by a model");
@@ -394,7 +396,7 @@ async fn start_swarm_with_key(
         lost_tails.record_before_start(&swarm, found);
     }
     let supervisor = supervisor.start();
-    let writers = SwarmWriters::start(&config, &log, &supervisor, opened.broker.clone(), &id_key, &lease).await?;
+    let writers = SwarmWriters::start(&config, &log, &supervisor, opened.broker.clone(), &id_key, &lease, deep).await?;
     let runtime = Arc::new(SwarmRuntime {
         config,
         log,
@@ -405,6 +407,7 @@ async fn start_swarm_with_key(
         erasures: writers.erasures,
         lost_tails,
         lease,
+        enrichment: writers.enrichment,
     });
     Ok(StartedSwarm { runtime, broker: opened.broker, router: writers.router, eraser: writers.eraser, keeper })
 }
@@ -488,6 +491,8 @@ struct SwarmWriters {
     router: actix::Addr<HandoffRouter>,
     eraser: actix::Addr<Eraser>,
     erasures: Arc<ErasureRegistry>,
+    /// The enricher, when the swarm has a deep model.
+    enrichment: Option<mneme_actors::EnricherHandle>,
 }
 
 impl SwarmWriters {
@@ -498,6 +503,7 @@ impl SwarmWriters {
         broker: Option<Arc<dyn mneme_nats::Broker>>,
         id_key: &mneme_events::IdKey,
         lease: &mneme_actors::LeaseGate,
+        deep: Option<Arc<dyn mneme_index::embed::Embedder>>,
     ) -> anyhow::Result<SwarmWriters> {
         let swarm = &config.swarm.name;
         let schedule = ConsolidationSchedule {
@@ -537,7 +543,26 @@ impl SwarmWriters {
         )
         .with_lease(lease.clone())
         .start();
-        Ok(SwarmWriters { consolidator, router, eraser, erasures })
+        let enrichment = deep.map(|model| {
+            let status = mneme_actors::EnrichmentStatus::new(model.model_id());
+            let pace = mneme_actors::EnrichmentPace {
+                batch: config.enrichment.batch,
+                idle: std::time::Duration::from_millis(config.enrichment.idle_ms),
+            };
+            let addr = mneme_actors::Enricher::new(
+                swarm,
+                log.clone(),
+                supervisor.clone(),
+                model,
+                id_key.clone(),
+                pace,
+                status.clone(),
+            )
+            .with_lease(Some(lease.clone()))
+            .start();
+            mneme_actors::EnricherHandle { addr, status }
+        });
+        Ok(SwarmWriters { consolidator, router, eraser, erasures, enrichment })
     }
 }
 

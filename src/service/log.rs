@@ -11,8 +11,9 @@ use tokio::sync::mpsc;
 use mneme_actors::queries::Provenance;
 use mneme_actors::{AgentsWritten, ListAgents, SYSTEM_SWARM, SwarmConfig};
 use mneme_api::log::{
-    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EventsPage, Health, LeaseHealth,
-    LostTailHealth, PlacedSwarmHealth, PlacementHolder, SwarmHealth, SwarmProvenance, SwarmSummary, Swarms,
+    Accepted, AcceptedEvents, AgentProvenance, Agents, DeadLetter, DeadLetters, EnrichmentHealth, EventsPage, Health,
+    LeaseHealth, LostTailHealth, PlacedSwarmHealth, PlacementHolder, SwarmHealth, SwarmProvenance, SwarmSummary,
+    Swarms,
 };
 use mneme_api::params::{EventsParams, MAX_EVENTS_PER_REQUEST, quote};
 use mneme_api::query::ProvenanceInput;
@@ -52,6 +53,11 @@ impl Service {
                 swarm: swarm.name().to_string(),
                 last_seq,
                 embedder: swarm.memory_config.embedder.model_id().to_string(),
+                enrichment: swarm.enrichment.as_ref().map(|enricher| EnrichmentHealth {
+                    model: enricher.status.model().to_string(),
+                    backlog: enricher.status.backlog(),
+                    recorded: enricher.status.recorded(),
+                }),
                 lost_tail,
                 leases,
             });
@@ -196,15 +202,24 @@ impl Service {
         // delivers them, as NATS permissions already say (deploy/nats); a
         // forged receipt would put a pending handoff in the agent's core
         // memory. An operator importing a log may.
+        // Nor deep vectors: they would rank the agent's shared items in
+        // every other agent's searches.
         let bound = matches!(caller, Caller::Token { agent: Some(_), .. });
-        let reserved = events.iter().position(|event| matches!(event.kind, EventKind::HandoffReceived(_)));
-        if let (true, Some(index)) = (bound, reserved) {
-            return Err(ApiError::forbidden(
-                "reserved_kind",
-                Some(&format!("[{index}].kind")),
+        let reserved = events.iter().enumerate().find_map(|(index, event)| match event.kind {
+            EventKind::HandoffReceived(_) => Some((
+                index,
                 "handoff_received is written by Mneme's handoff router when it delivers a handoff_sent; \
                  an agent's token may not publish it: publish the handoff_sent instead",
-            ));
+            )),
+            EventKind::EmbeddingsComputed(_) => Some((
+                index,
+                "embeddings_computed is written by Mneme's enricher ([enrichment]); an agent's token may not \
+                 publish it",
+            )),
+            _ => None,
+        });
+        if let (true, Some((index, message))) = (bound, reserved) {
+            return Err(ApiError::forbidden("reserved_kind", Some(&format!("[{index}].kind")), message));
         }
         check_system_scope(self, caller, swarm, &events)?;
         let refused = events.iter().enumerate().find(|(_, event)| !caller.may_act_as(&event.agent));

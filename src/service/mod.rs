@@ -70,6 +70,9 @@ pub struct SwarmRuntime {
     pub lost_tails: LostTails,
     /// The swarm's writer lease, as this process holds it or not.
     pub lease: mneme_actors::LeaseGate,
+    /// The deep tier's enricher's report; `None` when `[enrichment]` runs
+    /// no model.
+    pub enrichment: Option<mneme_actors::EnricherHandle>,
 }
 
 impl SwarmRuntime {

@@ -56,7 +56,7 @@ pub fn swarm_config(name: &str, nats_url: Option<&str>, extra: &str) -> String {
     };
     let mut config = format!(
         "[swarm]\nname = \"{name}\"\nadmit_unknown_agents = true\n{swarm_keys}\n\n[memory]\ncheckpoint_interval_ms = 200\n\
-         checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n\
+         checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n[enrichment]\nmodel = \"off\"\n\n\
          [[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
     );
     if nats_url.is_some() {

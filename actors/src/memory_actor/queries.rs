@@ -323,3 +323,64 @@ pub struct AgentStatus {
     pub digest: String,
     pub items: usize,
 }
+
+/// What waits in this memory for a deep vector (for the enricher).
+pub struct AwaitingDeep {
+    /// Items after this seq only.
+    pub after: u64,
+    pub limit: usize,
+}
+
+/// An item waiting for a deep vector: what the enricher embeds, and where
+/// its vector is recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeepCandidate {
+    pub seq: u64,
+    pub event_id: EventId,
+    /// Whose event created it: the author of the vector's event.
+    pub author: String,
+    /// Private to its author: its vector goes in a private event.
+    pub private: bool,
+    pub ts: mneme_events::Timestamp,
+    /// The text its static vector embeds, cut as that one is.
+    pub text: String,
+}
+
+/// The memory's share of the enrichment backlog, and the first items of
+/// it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeepWork {
+    /// The memory's own private items waiting.
+    pub private_waiting: u64,
+    /// The shared items (the swarm's) it holds that wait.
+    pub shared_waiting: u64,
+    pub items: Vec<DeepCandidate>,
+}
+
+impl MemoryQuery for AwaitingDeep {
+    type Answer = DeepWork;
+    const VERB: &'static str = "awaiting_deep";
+
+    fn answer(self, actor: &mut MemoryActor) -> Result<DeepWork, ActorsError> {
+        let memory = &actor.memory;
+        let mut work = DeepWork::default();
+        let (private, shared) = memory.deep_backlog_by_scope();
+        work.private_waiting = private;
+        work.shared_waiting = shared;
+        work.items = memory
+            .awaiting_deep(self.after, self.limit)
+            .into_iter()
+            .filter_map(|item| {
+                Some(DeepCandidate {
+                    seq: item.seq,
+                    event_id: item.item_id.parse().ok()?,
+                    author: item.agent.clone(),
+                    private: !item.text.is_shared(),
+                    ts: item.ts,
+                    text: mneme_index::embed::embedded_text(item.text.indexed()).to_string(),
+                })
+            })
+            .collect();
+        Ok(work)
+    }
+}

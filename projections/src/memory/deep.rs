@@ -64,6 +64,18 @@ impl AgentMemory {
         waiting.iter().take(limit).filter_map(|seq| self.items.get(seq)).collect()
     }
 
+    /// How many items wait for a deep vector: (its own private ones, the
+    /// swarm's shared ones it holds).
+    pub fn deep_backlog_by_scope(&self) -> (u64, u64) {
+        if self.config.deep_embedder.is_none() {
+            return (0, 0);
+        }
+        let waiting = self.items.held() - self.indexes.deep_applied();
+        let shared =
+            waiting.iter().filter(|seq| self.items.get(*seq).is_some_and(|item| item.text.is_shared())).count();
+        (waiting.len() - shared as u64, shared as u64)
+    }
+
     /// How many items wait for a deep vector (see [`AgentMemory::awaiting_deep`]).
     pub fn deep_backlog(&self) -> u64 {
         if self.config.deep_embedder.is_none() {
