@@ -282,7 +282,7 @@ pub fn computed_events(
     batch: &[DeepCandidate],
     vectors: &[Vec<f32>],
 ) -> Vec<Event> {
-    let (name, hash) = model.model_id().split_once('@').unwrap_or((model.model_id(), "unversioned"));
+    let (name, hash) = EmbeddingsComputed::model_parts(model.model_id());
     let mut groups: Vec<((String, bool), Vec<(&DeepCandidate, &Vec<f32>)>)> = Vec::new();
     for (candidate, vector) in batch.iter().zip(vectors) {
         let key = (candidate.author.clone(), candidate.private);

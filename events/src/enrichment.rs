@@ -98,10 +98,26 @@ impl JsonSchema for Int8Values {
     }
 }
 
+/// What stands for the hash of a model whose id names none.
+pub const UNVERSIONED_MODEL: &str = "unversioned";
+
 impl EmbeddingsComputed {
     /// The model as a memory's configuration names it: `model@model_hash`.
     pub fn model_id(&self) -> String {
         format!("{}@{}", self.model, self.model_hash)
+    }
+
+    /// A model id (`name@hash`, as embedders name themselves) as this
+    /// event's `model` and `model_hash`; an id without a hash is
+    /// [`UNVERSIONED_MODEL`].
+    pub fn model_parts(model_id: &str) -> (&str, &str) {
+        model_id.split_once('@').unwrap_or((model_id, UNVERSIONED_MODEL))
+    }
+
+    /// Whether the vectors are of the model `model_id` names.
+    pub fn is_of(&self, model_id: &str) -> bool {
+        let (model, hash) = EmbeddingsComputed::model_parts(model_id);
+        self.model == model && self.model_hash == hash
     }
 
     pub(crate) fn validate(&self) -> Result<(), ValidationError> {

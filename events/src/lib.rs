@@ -22,6 +22,7 @@ pub use clock::{Clock, SystemClock, TestClock, TestSleep};
 pub use derived::IdKey;
 pub use enrichment::{
     ComputedVector, EmbeddingsComputed, Int8Values, MAX_COMPUTED_VECTORS, MAX_MODEL_NAME_LEN, MAX_VECTOR_DIMENSIONS,
+    UNVERSIONED_MODEL,
 };
 pub use envelope::{
     CURRENT_SCHEMA_VERSION, Event, EventId, MAX_CORRELATION_ID_LEN, MAX_NAME_LEN, Scope, Timestamp, published_number,

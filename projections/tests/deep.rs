@@ -26,7 +26,7 @@ fn config() -> MemoryConfig {
 
 /// The vectors of `items` (event, text as the memory indexes it) by `model`.
 fn computed(model: &dyn Embedder, items: &[(&Event, String)]) -> EmbeddingsComputed {
-    let (name, hash) = model.model_id().split_once('@').unwrap();
+    let (name, hash) = EmbeddingsComputed::model_parts(model.model_id());
     EmbeddingsComputed {
         model: name.into(),
         model_hash: hash.into(),

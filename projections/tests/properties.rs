@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use mneme_events::{ComputedVector, EmbeddingsComputed, Int8Values};
 use mneme_events::{
     ContradictionDetected, ContradictionResolution, ContradictionResolved, CoreMemoryUpdated, DecisionMade, Event,
     EventId, EventKind, FactAsserted, HandoffAcknowledged, HandoffBundle, HandoffPackage, HandoffReceived, HandoffSent,
@@ -11,6 +12,8 @@ use mneme_events::{
     MemoryForgotten, MemoryLink, MemoryPinned, MemoryPurged, MessageRecorded, NoteWritten, PhaseCompleted,
     PhaseStarted, PreferenceSet, RetrievalCount, Scope, TaskStatus, TaskUpdated, Timestamp, ToolResultRecorded,
 };
+use mneme_index::QuantizedVector;
+use mneme_index::embed::{Embedder, HashedNgramEmbedder};
 use mneme_projections::consolidation::{ConsolidationPolicy, consolidate};
 use mneme_projections::graph::SwarmGraph;
 use mneme_projections::{
@@ -81,6 +84,9 @@ enum Op {
     Task(usize, usize),
     /// A preference (key, value) set, seen as a constraint.
     Preference(usize, usize),
+    /// Deep vectors recorded for two earlier events (the enricher's
+    /// `embeddings_computed`): taken by the author's items only, once.
+    Embed(usize, usize),
     /// The same, published by the other agent of the swarm.
     ByReviewer(Box<Op>),
 }
@@ -123,6 +129,7 @@ fn own_op() -> impl Strategy<Value = Op> {
         1 => (0..3usize, words()).prop_map(|(block, w)| Op::Core(block, w)),
         1 => (0..3usize, 0..5usize).prop_map(|(task, status)| Op::Task(task, status)),
         1 => (0..4usize, 0..WORDS.len()).prop_map(|(key, value)| Op::Preference(key, value)),
+        2 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::Embed(a, b)),
     ]
 }
 
@@ -316,6 +323,28 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
                 decisions: Vec::new(),
                 constraints: Vec::new(),
             }),
+            Op::Embed(a, b) => {
+                if log.is_empty() {
+                    continue;
+                }
+                let mut picked = vec![log[a % log.len()].1.id, log[b % log.len()].1.id];
+                picked.dedup();
+                let deep = deep_model();
+                let (model, model_hash) = EmbeddingsComputed::model_parts(deep.model_id());
+                EventKind::EmbeddingsComputed(EmbeddingsComputed {
+                    model: model.into(),
+                    model_hash: model_hash.into(),
+                    dimensions: deep.dimensions() as u32,
+                    vectors: picked
+                        .into_iter()
+                        .map(|event_id| {
+                            let vector =
+                                QuantizedVector::of(&deep.embed(&format!("{event_id} {}", WORDS[*a % WORDS.len()])));
+                            ComputedVector { event_id, scale: vector.scale, values: Int8Values(vector.values) }
+                        })
+                        .collect(),
+                })
+            }
             Op::ByReviewer(_) => continue,
             Op::Republish(pick) => {
                 if log.is_empty() {
@@ -335,8 +364,20 @@ fn log_of(ops: &[Op]) -> Vec<(u64, Event)> {
     log
 }
 
+/// The deep model of the tests: hashed n-grams of other dimensions than the
+/// static vectors' (no model files needed; what is checked is where the
+/// recorded vectors go, not what they mean).
+fn deep_model() -> std::sync::Arc<dyn Embedder> {
+    std::sync::Arc::new(HashedNgramEmbedder::new(48))
+}
+
 fn config() -> MemoryConfig {
-    MemoryConfig { working_tier_tokens: 120, working_item_max_tokens: 40, ..MemoryConfig::default() }
+    MemoryConfig {
+        working_tier_tokens: 120,
+        working_item_max_tokens: 40,
+        deep_embedder: Some(deep_model()),
+        ..MemoryConfig::default()
+    }
 }
 
 fn rebuild(log: &[(u64, Event)]) -> AgentMemory {

@@ -24,7 +24,7 @@ impl AgentMemory {
     pub(super) fn apply_embeddings(&mut self, event: &Event, computed: &EmbeddingsComputed) -> usize {
         let Some(deep) = &self.config.deep_embedder else { return 0 };
         let dimensions = deep.dimensions();
-        if computed.dimensions as usize != dimensions || computed.model_id() != deep.model_id() {
+        if computed.dimensions as usize != dimensions || !computed.is_of(deep.model_id()) {
             return 0;
         }
         let mut taken = 0;
