@@ -196,6 +196,10 @@ impl Pass {
     /// Answers whether it recorded vectors.
     async fn run(self) -> Result<bool, ActorsError> {
         let agents = self.supervisor.send(ListAgents).await.map_err(|_| stopped("supervisor"))?;
+        // What waits is asked of memories that have applied the log as it
+        // is now: one still replaying it (after a restart) would list items
+        // whose vectors the log already holds.
+        let log_end = self.log.last_event_seq().await?;
         let recent: HashSet<EventId> = {
             let recent = self.recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             recent.iter().flatten().copied().collect()
@@ -205,6 +209,7 @@ impl Pass {
         let mut handles = Vec::with_capacity(agents.len());
         for agent in agents {
             let handle = self.supervisor.send(GetAgent(agent.clone())).await.map_err(|_| stopped("supervisor"))??;
+            handle.caught_up(self.log.as_ref(), log_end, APPLY_TIMEOUT).await?;
             let ask = AwaitingDeep { after: 0, limit: self.batch + recent.len() };
             let work = handle.addr.send(Ask(ask)).await.map_err(|_| stopped(&agent))??;
             private_waiting += work.private_waiting;

@@ -45,7 +45,8 @@ pub fn reviewer_and_tokens(tokens: &[(&str, &str, Option<&str>)]) -> String {
 }
 
 /// The `swarm.toml` of a test server's swarm `name`: `planner` and `coder`,
-/// the model-free embedder, frequent checkpoints, and `extra` appended
+/// the model-free embedder, no deep tier (unless `extra` has an
+/// `[enrichment]`), frequent checkpoints, and `extra` appended
 /// (after `[log]` on NATS: an `extra` may go on with its keys). An `extra`
 /// that begins with [`SWARM_KEYS`] has its lines up to the first empty
 /// one put into `[swarm]` instead.
@@ -56,8 +57,11 @@ pub fn swarm_config(name: &str, nats_url: Option<&str>, extra: &str) -> String {
     };
     let mut config = format!(
         "[swarm]\nname = \"{name}\"\nadmit_unknown_agents = true\n{swarm_keys}\n\n[memory]\ncheckpoint_interval_ms = 200\n\
-         checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n[enrichment]\nmodel = \"off\"\n\n\
+         checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n{enrichment}\
          [[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
+        // No deep tier unless the test asks for one: its model would keep
+        // a core busy in every test server.
+        enrichment = if extra.contains("[enrichment]") { "" } else { "[enrichment]\nmodel = \"off\"\n\n" },
     );
     if nats_url.is_some() {
         config.push_str("\n[log]\nbackend = \"nats\"\nduplicate_window_secs = 60\n");
