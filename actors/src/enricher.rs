@@ -51,6 +51,7 @@ pub struct EnrichmentStatus {
     model: String,
     backlog: AtomicU64,
     recorded: AtomicU64,
+    through: AtomicU64,
 }
 
 impl EnrichmentStatus {
@@ -67,6 +68,12 @@ impl EnrichmentStatus {
     /// each memory's private ones, and the shared ones once.
     pub fn backlog(&self) -> u64 {
         self.backlog.load(Ordering::Relaxed)
+    }
+
+    /// The log's last seq as of the enricher's last look: the backlog
+    /// counts the items of the log up to it.
+    pub fn through(&self) -> u64 {
+        self.through.load(Ordering::Relaxed)
     }
 
     /// Vectors this process recorded since it started.
@@ -223,6 +230,7 @@ impl Pass {
         }
         let backlog = private_waiting + shared_waiting;
         self.status.backlog.store(backlog, Ordering::Relaxed);
+        self.status.through.store(log_end, Ordering::Relaxed);
         metrics::gauge!("mneme_enrichment_backlog", "swarm" => self.swarm.clone()).set(backlog as f64);
         if waiting.is_empty() {
             return Ok(false);

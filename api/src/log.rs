@@ -81,6 +81,8 @@ pub struct EnrichmentHealth {
     /// memory's private ones, and the shared ones once). Queries never wait
     /// for them: an item without one is ranked by its static vector.
     pub backlog: u64,
+    /// The log's last seq as of that look (0 before the first).
+    pub through_seq: u64,
     /// Deep vectors this process recorded on the log since it started.
     pub recorded: u64,
 }

@@ -56,6 +56,7 @@ impl Service {
                 enrichment: swarm.enrichment.as_ref().map(|enricher| EnrichmentHealth {
                     model: enricher.status.model().to_string(),
                     backlog: enricher.status.backlog(),
+                    through_seq: enricher.status.through(),
                     recorded: enricher.status.recorded(),
                 }),
                 lost_tail,

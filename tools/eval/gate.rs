@@ -32,6 +32,9 @@ pub struct SwarmGate {
     size: String,
     seed: u64,
     embedder: String,
+    /// The deep tier's model (`off`: none).
+    #[serde(default = "no_deep_tier")]
+    deep: String,
     /// Figures that must not drop below their bound.
     #[serde(default)]
     min: BTreeMap<String, f64>,
@@ -47,6 +50,11 @@ pub struct Run<'a> {
     pub size: &'a str,
     pub seed: u64,
     pub embedder: &'a str,
+    pub deep: &'a str,
+}
+
+fn no_deep_tier() -> String {
+    "off".to_string()
 }
 
 /// One bound, checked.
@@ -94,17 +102,20 @@ impl GateFile {
         let Some(gate) = self.swarms.get(run.swarm) else {
             bail!("the gate has no bounds for the {} swarm (it has: {:?})", run.swarm, self.swarms.keys());
         };
-        let wanted = (gate.size.as_str(), gate.seed, gate.embedder.as_str());
-        if (run.size, run.seed, run.embedder) != wanted {
+        let wanted = (gate.size.as_str(), gate.seed, gate.embedder.as_str(), gate.deep.as_str());
+        if (run.size, run.seed, run.embedder, run.deep) != wanted {
             bail!(
-                "the gate's bounds for {} hold for --size {} --seed {} with the {} embedder; this run is --size {} --seed {} with {}",
+                "the gate's bounds for {} hold for --size {} --seed {} --embedder {} --deep {}; this run is --size {} \
+                 --seed {} --embedder {} --deep {}",
                 run.swarm,
                 gate.size,
                 gate.seed,
                 gate.embedder,
+                gate.deep,
                 run.size,
                 run.seed,
-                run.embedder
+                run.embedder,
+                run.deep
             );
         }
         let minima = gate.min.iter().map(|(figure, bound)| (figure, Bound::AtLeast(*bound)));
@@ -155,7 +166,7 @@ mod tests {
     "#;
 
     fn run(seed: u64) -> Run<'static> {
-        Run { swarm: "swe", size: "small", seed, embedder: "static" }
+        Run { swarm: "swe", size: "small", seed, embedder: "static", deep: "off" }
     }
 
     #[test]

@@ -30,7 +30,7 @@ use crate::eval::conversations::{ConversationSize, generate_conversations};
 use crate::eval::dataset::{Dataset, EVAL_SWARM, GeneratorSize, Question, QuestionKind, Scoring, SwarmKind};
 use crate::eval::generator::generate;
 pub(crate) use crate::eval::server::ServerProcess;
-use crate::eval::server::{Scratch, last_log_seq, publish, wait_until_applied};
+use crate::eval::server::{Scratch, last_log_seq, publish, wait_until_applied, wait_until_enriched};
 use mneme::client::{call_as, encode};
 
 #[derive(Args)]
@@ -51,6 +51,11 @@ pub struct EvalArgs {
     /// hashed n-grams), static, minilm or hashed.
     #[arg(long, default_value = "auto")]
     embedder: String,
+    /// The deep tier's model (`[enrichment] model`): auto (all-MiniLM-L6-v2
+    /// if present, else none), minilm or off. With one, the questions wait
+    /// until the enricher has recorded every item's deep vector.
+    #[arg(long, default_value = "auto")]
+    deep: String,
     /// Context requests per budget in the budget check.
     #[arg(long, default_value_t = 50)]
     context_samples: usize,
@@ -83,6 +88,7 @@ const PUBLISH_BATCH: usize = 500;
 
 pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let embedder = resolve_embedder(&args.embedder)?;
+    let deep = resolve_deep(&args.deep)?;
     let mut timings = BTreeMap::new();
     let progress = mneme::progress::spinner("generating the swarm");
     let started = Instant::now();
@@ -96,7 +102,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
 
     let scratch = Scratch::new(args.keep.as_deref())?;
     std::fs::write(scratch.path.join("dataset.json"), serde_json::to_vec(&dataset)?).context("writing dataset.json")?;
-    let server = ServerProcess::start(&scratch.path, &dataset.agents, embedder, &args.retrieval)?;
+    let server = ServerProcess::start(&scratch.path, &dataset.agents, embedder, deep, &args.retrieval)?;
 
     progress.set_message(format!("publishing {} events", dataset.events.len()));
     let started = Instant::now();
@@ -105,6 +111,13 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     wait_until_applied(&server, &dataset.agents, last_seq)?;
     timings.insert("apply_wait_s", started.elapsed().as_secs_f64());
+    if deep != "off" {
+        progress.set_message("waiting for every item's deep vector");
+        let started = Instant::now();
+        let last_seq = wait_until_enriched(&server, last_seq)?;
+        wait_until_applied(&server, &dataset.agents, last_seq)?;
+        timings.insert("enrich_s", started.elapsed().as_secs_f64());
+    }
 
     progress.set_message(format!("asking {} questions", dataset.truth.questions.len()));
     let started = Instant::now();
@@ -126,7 +139,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
 
     let report = EvalReport {
         command: format!(
-            "mneme-tools eval --swarm {} --seed {} --size {} --embedder {embedder} --context-samples {}{}",
+            "mneme-tools eval --swarm {} --seed {} --size {} --embedder {embedder} --deep {deep} --context-samples {}{}",
             args.swarm.as_str(),
             args.seed,
             args.size,
@@ -137,6 +150,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         swarm: args.swarm,
         size: dataset.size.clone(),
         embedder,
+        deep,
         events: dataset.events.len(),
         retrieval,
         context,
@@ -153,7 +167,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         EvalFormat::Table => print_table(&report),
     }
     let Some(gate) = &args.gate else { return Ok(ExitCode::SUCCESS) };
-    let run = gate::Run { swarm: args.swarm.as_str(), size: &args.size, seed: args.seed, embedder };
+    let run = gate::Run { swarm: args.swarm.as_str(), size: &args.size, seed: args.seed, embedder, deep };
     let verdicts = gate::GateFile::read(gate)?.check(&run, &report.to_json())?;
     let failed = verdicts.iter().filter(|verdict| !verdict.passed()).count();
     eprintln!("quality gate {} ({} swarm):\n{}", gate.display(), run.swarm, gate::table(&verdicts));
@@ -182,6 +196,25 @@ fn resolve_embedder(requested: &str) -> anyhow::Result<&'static str> {
             Ok(if found.is_ok() { "static" } else { "hashed" })
         }
         other => bail!("--embedder {other:?}: expected auto, static, minilm or hashed"),
+    }
+}
+
+/// `auto` becomes what the server would run: `minilm` when
+/// all-MiniLM-L6-v2 is found, else `off`.
+fn resolve_deep(requested: &str) -> anyhow::Result<&'static str> {
+    match requested {
+        "minilm" => Ok("minilm"),
+        "off" => Ok("off"),
+        "auto" => {
+            let section = mneme_actors::SwarmConfig::with_name(EVAL_SWARM).embedder;
+            let found = mneme::model::find_model(
+                section.minilm_dir.as_deref(),
+                mneme::model::MINILM_NAME,
+                &mneme::model::MINILM_FILES,
+            );
+            Ok(if found.is_ok() { "minilm" } else { "off" })
+        }
+        other => bail!("--deep {other:?}: expected auto, minilm or off"),
     }
 }
 
@@ -556,6 +589,8 @@ struct EvalReport {
     swarm: SwarmKind,
     size: String,
     embedder: &'static str,
+    /// The deep tier's model, or `off`.
+    deep: &'static str,
     events: usize,
     retrieval: Retrieval,
     context: ContextCheck,
@@ -673,6 +708,7 @@ impl EvalReport {
             "swarm": self.swarm.as_str(),
             "size": self.size,
             "embedder": self.embedder,
+            "deep": self.deep,
             "events": self.events,
             "retrieval": retrieval,
             "by_question_type": by_question_type,
@@ -730,7 +766,7 @@ impl EvalReport {
 fn print_table(report: &EvalReport) {
     out!("{}", crate::bench::machine_description());
     out!("command: {}", report.command);
-    out!("events: {}, embedder: {}", report.events, report.embedder);
+    out!("events: {}, embedder: {}, deep: {}", report.events, report.embedder, report.deep);
     out!("");
     out!("| question type | mode | questions | recall@5 | recall@10 | MRR |");
     out!("|---|---|---:|---:|---:|---:|");

@@ -57,13 +57,14 @@ impl ServerProcess {
         dir: &Path,
         agents: &[String],
         embedder: &str,
+        deep: &str,
         retrieval: &[String],
     ) -> anyhow::Result<ServerProcess> {
         // Consolidation runs when the evaluation asks for it, not on a
         // timer that would race the measurements.
         let mut config = format!(
             "[swarm]\nname = \"{EVAL_SWARM}\"\nadmit_unknown_agents = true\n\n[embedder]\nkind = \"{embedder}\"\n\n\
-             [consolidation]\nenabled = false\n"
+             [enrichment]\nmodel = \"{deep}\"\nidle_ms = 100\n\n[consolidation]\nenabled = false\n"
         );
         if !retrieval.is_empty() {
             config.push_str(&format!("\n[retrieval]\n{}\n", retrieval.join("\n")));
@@ -150,6 +151,25 @@ pub(super) fn publish(server: &ServerProcess, events: &[Value]) -> anyhow::Resul
 
 pub(super) fn last_log_seq(server: &ServerProcess) -> anyhow::Result<u64> {
     Ok(call_as::<Health>(ureq::get(&server.url("/healthz")), None)?.last_seq)
+}
+
+/// Waits until the enricher has looked at the log up to `seq` (or past it)
+/// and found nothing waiting; answers the log's last seq then (its own
+/// events included).
+pub(super) fn wait_until_enriched(server: &ServerProcess, seq: u64) -> anyhow::Result<u64> {
+    let deadline = Instant::now() + Duration::from_secs(4 * 3600);
+    loop {
+        let health = call_as::<Health>(ureq::get(&server.url("/healthz")), None)?;
+        let swarm = health.swarms.iter().find(|swarm| swarm.swarm == EVAL_SWARM).context("the eval swarm")?;
+        let enrichment = swarm.enrichment.as_ref().context("the server runs no deep tier")?;
+        if enrichment.through_seq >= seq && enrichment.backlog == 0 {
+            return Ok(swarm.last_seq);
+        }
+        if Instant::now() > deadline {
+            bail!("{} items still wait for a deep vector after four hours", enrichment.backlog);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Waits until every agent's memory has applied the log up to `seq`.
