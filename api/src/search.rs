@@ -135,7 +135,7 @@ pub struct SearchFilters {
 }
 
 /// Weights of the fused rankings: the one type of them. `swarm.toml`'s
-/// `[retrieval]` section is this (`rrf_k`, `bm25_weight`, `vector_weight`, `deep_weight`,
+/// `[retrieval]` section is this (`rrf_k`, `bm25_weight`, `vector_weight`, `deep_share`,
 /// `graph_weight`, `recency_weight`, `usage_weight`; what it leaves out is
 /// the default), and a search request may override each weight.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -149,12 +149,13 @@ pub struct RetrievalWeights {
     /// Weight of vector (embedding) retrieval in hybrid search.
     #[serde(rename = "vector_weight")]
     pub vector: f32,
-    /// Weight of the deep vectors (the enricher's model, see
-    /// `[enrichment]`) in hybrid search: an item not enriched yet counts
-    /// its static vector's score here instead. Used only when the query
-    /// was embedded by the deep model and the memory holds deep vectors.
-    #[serde(rename = "deep_weight")]
-    pub deep: f32,
+    /// The share of `vector_weight` that the deep vectors (the enricher's
+    /// model, see `[enrichment]`) take in hybrid search, from 0 to 1; the
+    /// static vectors keep the rest. An item not enriched yet counts its
+    /// static vector's score in the deep share too. Used only when the
+    /// memory holds deep vectors (the query is then embedded by the deep
+    /// model as well).
+    pub deep_share: f32,
     /// Weight of fact-graph retrieval in hybrid search.
     #[serde(rename = "graph_weight")]
     pub graph: f32,
@@ -206,7 +207,7 @@ impl Default for RetrievalWeights {
             rrf_k: 60.0,
             bm25: 1.0,
             vector: 1.0,
-            deep: 1.0,
+            deep_share: 0.5,
             graph: 1.0,
             recency: 0.25,
             usage: 0.25,
@@ -326,7 +327,7 @@ pub struct WeightOverrides {
     pub rrf_k: Option<f32>,
     pub bm25: Option<f32>,
     pub vector: Option<f32>,
-    pub deep: Option<f32>,
+    pub deep_share: Option<f32>,
     pub graph: Option<f32>,
     pub recency: Option<f32>,
     pub usage: Option<f32>,
@@ -347,7 +348,15 @@ impl WeightOverrides {
             rrf_k: weight("rrf_k", self.rrf_k, defaults.rrf_k)?,
             bm25: weight("bm25_weight", self.bm25, defaults.bm25)?,
             vector: weight("vector_weight", self.vector, defaults.vector)?,
-            deep: weight("deep_weight", self.deep, defaults.deep)?,
+            deep_share: match self.deep_share {
+                Some(share) if !(0.0..=1.0).contains(&share) => {
+                    return Err(ParameterError::invalid(
+                        "deep_share",
+                        format!("deep_share must be between 0 and 1, got {share}"),
+                    ));
+                }
+                share => share.unwrap_or(defaults.deep_share),
+            },
             graph: weight("graph_weight", self.graph, defaults.graph)?,
             recency: weight("recency_weight", self.recency, defaults.recency)?,
             usage: weight("usage_weight", self.usage, defaults.usage)?,

@@ -140,11 +140,13 @@ impl EmbeddingsComputed {
                 format!("dimensions must be between 1 and {MAX_VECTOR_DIMENSIONS}, got {}", self.dimensions),
             ));
         }
-        if self.vectors.is_empty() || self.vectors.len() > MAX_COMPUTED_VECTORS {
+        // None is allowed: erasure takes an erased item's vector out of the
+        // event on the log, and may take them all.
+        if self.vectors.len() > MAX_COMPUTED_VECTORS {
             return Err(ValidationError::at(
                 ErrorCode::OutOfRange,
                 "vectors",
-                format!("an event carries 1 to {MAX_COMPUTED_VECTORS} vectors, this one {}", self.vectors.len()),
+                format!("an event carries at most {MAX_COMPUTED_VECTORS} vectors, this one {}", self.vectors.len()),
             ));
         }
         let mut seen = HashSet::with_capacity(self.vectors.len());
@@ -227,7 +229,12 @@ mod tests {
 
         let mut none = computed(vec![1]);
         none.vectors.clear();
-        assert_eq!(none.validate().unwrap_err().field.as_deref(), Some("vectors"));
+        none.validate().expect("what erasure leaves of an event");
+        let mut many = computed(vec![1]);
+        many.vectors = (0..=MAX_COMPUTED_VECTORS)
+            .map(|index| ComputedVector { event_id: EventId(index as u128), ..many.vectors[0].clone() })
+            .collect();
+        assert_eq!(many.validate().unwrap_err().field.as_deref(), Some("vectors"));
 
         let mut unnamed = computed(vec![1]);
         unnamed.model_hash = " ".into();

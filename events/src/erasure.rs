@@ -10,7 +10,8 @@
 //! decides what a reader sees of an erased event: its stub, never its
 //! payload. Events that quote an erased one (a handoff's package, a
 //! contradiction's reason, a link's reason, a phase's model summary) are
-//! shown with the quote taken out.
+//! shown with the quote taken out, and an `embeddings_computed` without
+//! the erased items' vectors.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -213,6 +214,15 @@ impl Erasures {
                 }
                 Some(EventKind::MemoriesLinked(linked))
             }
+            EventKind::EmbeddingsComputed(computed)
+                if computed.vectors.iter().any(|vector| self.ids.contains(&vector.event_id)) =>
+            {
+                // A vector says something of its item's text: an erased
+                // item's goes with it (its memories dropped it already).
+                let mut computed = computed.clone();
+                computed.vectors.retain(|vector| !self.ids.contains(&vector.event_id));
+                Some(EventKind::EmbeddingsComputed(computed))
+            }
             EventKind::PhaseCompressed(compressed) if self.phases.contains(&compressed.phase_id) => {
                 let mut compressed = compressed.clone();
                 for text in [
@@ -334,6 +344,22 @@ mod tests {
         let Shown::Redacted(shown) = erasures.show(21, &received) else { panic!("redacted") };
         let json = shown.to_json();
         assert!(!json.contains("hunter2") && json.contains("fine"));
+        // Deep vectors: the erased item's is taken out, the others stay.
+        let computed = Event::new(
+            "demo",
+            "coder",
+            EventKind::EmbeddingsComputed(crate::EmbeddingsComputed {
+                model: "m".into(),
+                model_hash: "h".into(),
+                dimensions: 1,
+                vectors: [secret.id, kept]
+                    .map(|event_id| crate::ComputedVector { event_id, scale: 1.0, values: crate::Int8Values(vec![7]) })
+                    .to_vec(),
+            }),
+        );
+        let Shown::Redacted(shown) = erasures.show(22, &computed) else { panic!("redacted") };
+        let EventKind::EmbeddingsComputed(shown) = &shown.kind else { panic!("the same kind") };
+        assert_eq!(shown.vectors.iter().map(|vector| vector.event_id).collect::<Vec<_>>(), [kept]);
         // A package of an erased handoff is shown without it.
         let handoff = message("hand this over");
         let erasures = Erasures::of(&[record(9, &[(5, &handoff)])]);

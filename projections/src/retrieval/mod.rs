@@ -120,7 +120,11 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
     let entity_items = items_of_entity_filter(memory, &request.filters);
     let accept = |seq: u64| accepts(memory, seq, &request.filters, entity_items.as_ref());
     let found = Candidates::gather(memory, request, &analysis, entity_items.as_ref(), &accept)?;
-    let weights = request.weights;
+    let mut weights = request.weights;
+    // The vector weight, split between the static and the deep vectors
+    // when the query was embedded by the deep model.
+    let deep_weight = if found.deep_query.is_some() { weights.vector * weights.deep_share } else { 0.0 };
+    weights.vector -= deep_weight;
     let fused = match request.mode {
         SearchMode::Bm25 => single(vec![("bm25", 1.0, found.bm25)]),
         SearchMode::Vector => single(vec![("vector", 1.0, found.vector)]),
@@ -137,13 +141,13 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
                         ("bm25", weights.bm25, found.bm25),
                         ("vector", weights.vector, found.vector),
                         ("graph", weights.graph, found.graph),
-                        ("deep", weights.deep, found.deep),
+                        ("deep", deep_weight, found.deep),
                         ("usage", weights.usage, usage),
                     ],
                     weights.recency,
                     weights.rrf_k,
                 ),
-                Fusion::Score => fuse_by_score(memory, &weights, &analysis, &found, &usage, now, &accept),
+                Fusion::Score => fuse_by_score(memory, &weights, deep_weight, &analysis, &found, &usage, now, &accept),
             }
         }
     };
@@ -291,9 +295,11 @@ impl<'q> Candidates<'q> {
 /// conversation turn, the boosts the question earns (its time, its people,
 /// the identifiers it names, the kind of answer it wants), brief messages
 /// kept down, and the priors of usage and recency.
+#[allow(clippy::too_many_arguments, reason = "the candidates and every weight they are fused by")]
 fn fuse_by_score(
     memory: &AgentMemory,
     weights: &RetrievalWeights,
+    deep_weight: f32,
     analysis: &QueryAnalysis,
     found: &Candidates<'_>,
     usage: &Ranking,
@@ -360,7 +366,7 @@ fn fuse_by_score(
         bm25: (weights.bm25, &found.bm25),
         bm25_best_possible: memory.indexes().bm25().best_possible_score(&analysis.keywords),
         vector: (weights.vector, &found.vector),
-        deep: (if found.deep_query.is_some() { weights.deep } else { 0.0 }, &found.deep),
+        deep: (deep_weight, &found.deep),
         graph: (weights.graph, &found.graph),
         expansion: (weights.expansion_weight, &found.expansion),
         cosine: &cosine,
@@ -443,7 +449,11 @@ fn cosines<'a>(memory: &AgentMemory, query: &[f32], seqs: impl Iterator<Item = &
 /// nothing would cost the deep model's time).
 fn deep_query(memory: &AgentMemory, request: &SearchRequest) -> Option<Vec<f32>> {
     let deep = memory.config().deep_embedder.as_ref()?;
-    let wanted = request.mode == SearchMode::Hybrid && request.weights.deep > 0.0 && memory.deep_count() > 0;
+    let weights = &request.weights;
+    let wanted = request.mode == SearchMode::Hybrid
+        && weights.vector > 0.0
+        && weights.deep_share > 0.0
+        && memory.deep_count() > 0;
     wanted.then(|| deep.embed(embedded_text(&request.query)))
 }
 
