@@ -51,6 +51,6 @@ cargo test --locked --workspace --all-features
 # static model, each figure against its bound (the verdicts go to stderr).
 cargo build --locked --quiet --all-features --bin mneme --bin mneme-tools
 for swarm in swe conversations; do
-    MNEME_LOG=warn target/debug/mneme-tools eval --swarm "${swarm}" --size small --seed 7 \
+    MNEME_LOG=warn target/debug/mneme-tools eval --swarm "${swarm}" --size small --seed 7 --deep minilm \
         --format json --gate tools/eval/gate.toml >/dev/null
 done
