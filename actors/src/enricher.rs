@@ -296,7 +296,9 @@ pub fn computed_events(
     vectors: &[Vec<f32>],
 ) -> Vec<Event> {
     let (name, hash) = EmbeddingsComputed::model_parts(model.model_id());
-    let mut groups: Vec<((String, bool), Vec<(&DeepCandidate, &Vec<f32>)>)> = Vec::new();
+    // (author, private) and the group's items with their vectors.
+    type Group<'a> = ((String, bool), Vec<(&'a DeepCandidate, &'a Vec<f32>)>);
+    let mut groups: Vec<Group<'_>> = Vec::new();
     for (candidate, vector) in batch.iter().zip(vectors) {
         let key = (candidate.author.clone(), candidate.private);
         match groups.iter_mut().find(|(group, _)| *group == key) {

@@ -591,7 +591,7 @@ fn vector_ranking(
     // The swarm's shared vectors include items this memory does not
     // hold (not reached yet, or purged here): those are filtered out.
     let holds = |seq: u64| memory.items().holds(seq);
-    let filter: Option<&dyn Fn(u64) -> bool> = match (unfiltered, shared.len() == 0) {
+    let filter: Option<&dyn Fn(u64) -> bool> = match (unfiltered, shared.is_empty()) {
         (true, true) => None,
         (true, false) => Some(&holds),
         (false, _) => Some(accept),
