@@ -47,8 +47,10 @@ cargo test --locked --workspace --all-features
 # Ten seconds per target: a smoke run that catches a regression the seeds or
 # a short search reach; the long runs are done by hand (see fuzz/README.md).
 "${repo_root}/scripts/fuzz.sh" 10
-# The quality gate, in under a minute: the small swarms at seed 7 with the
-# static model, each figure against its bound (the verdicts go to stderr).
+# The quality gate, in about six minutes (most of it the enricher embedding
+# the SWE swarm's tool outputs): the small swarms at seed 7 with the static
+# model and the deep tier, each figure against its bound (the verdicts go
+# to stderr).
 cargo build --locked --quiet --all-features --bin mneme --bin mneme-tools
 for swarm in swe conversations; do
     MNEME_LOG=warn target/debug/mneme-tools eval --swarm "${swarm}" --size small --seed 7 --deep minilm \

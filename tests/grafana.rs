@@ -38,6 +38,12 @@ const NOT_PRODUCED_BY_THE_TEST: &[(&str, &str)] = &[
     ),
     ("mneme_consolidation_verdicts_dropped_total", "only when a single verdict is larger than log.max_event_bytes"),
     ("mneme_events_erased_total", "only once a purge erased something; this test purges nothing"),
+    (
+        "mneme_enrichment_backlog",
+        "only with a deep model ([enrichment]); test servers run none (tests/enrichment.rs reads it)",
+    ),
+    ("mneme_enrichment_vectors_total", "only with a deep model ([enrichment]), which test servers do not run"),
+    ("mneme_enrichment_batch_seconds", "only with a deep model ([enrichment]), which test servers do not run"),
     ("mneme_nats_queries_total", "only for queries over NATS; this server runs on the embedded log"),
     ("mneme_nats_queries_refused_total", "only for queries over NATS; this server runs on the embedded log"),
     ("mneme_log_tail_lost_events", "only when a start finds snapshots past the log's end (tests/lost_tail.rs)"),

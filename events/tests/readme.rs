@@ -182,6 +182,7 @@ fn sample(kind: &str, fields: &[Field], field: &Field, index: usize, fill: Fill)
         "string" => json!(format!("sample {index}")),
         "name" => json!(format!("agent-{index}")),
         "ULID" => json!(SAMPLE_ID),
+        "base64" => json!("AAEC"),
         "RFC 3339 time" => json!("2026-01-06T10:30:00Z"),
         "integer" => json!(index + 1),
         "number" => json!(0.5),

@@ -113,6 +113,14 @@ fn vectors_apply_to_their_authors_items_by_scope_and_the_first_of_the_model_wins
     let mut other = computed(model.as_ref(), &[(&shared, shared_text.clone())]);
     other.model_hash = "sha256:0000000000000000".into();
     log.push("coder", Scope::Shared, None, EventKind::EmbeddingsComputed(other));
+    // Nor does a shared item's vector in a private event: the reviewer's
+    // memory, which holds the item too, does not see it.
+    log.push(
+        "coder",
+        Scope::Private,
+        None,
+        EventKind::EmbeddingsComputed(computed(model.as_ref(), &[(&shared, shared_text.clone())])),
+    );
     apply_all(&mut coder, &log);
     apply_all(&mut reviewer, &log);
     assert_eq!((coder.deep_count(), reviewer.deep_count()), (0, 0));

@@ -6,13 +6,14 @@
 //! An item takes the first vector recorded for it by the memory's deep
 //! model ([`MemoryConfig::deep_embedder`](super::MemoryConfig)); a later
 //! one, one of another model, one for an item this memory does not hold,
-//! and one published by another agent than the item's author change
-//! nothing. A shared item's vector is kept once per swarm
+//! one published by another agent than the item's author, and a shared
+//! item's in a private event (which the other memories holding the item do
+//! not see, so their first vector would be another) change nothing. A shared item's vector is kept once per swarm
 //! ([`SharedContent`](crate::SharedContent)), its private items' here; each
 //! memory counts an item enriched only once it applied the event itself,
 //! so a memory behind the others answers as it would alone.
 
-use mneme_events::{EmbeddingsComputed, Event};
+use mneme_events::{EmbeddingsComputed, Event, Scope};
 use mneme_index::vector::QuantizedVector;
 
 use super::AgentMemory;
@@ -33,9 +34,15 @@ impl AgentMemory {
             if item.agent != event.agent || item.state == ItemState::Purged || self.indexes.has_deep(item.seq) {
                 continue;
             }
+            // A shared item's vector only from an event every memory that
+            // holds it sees: the first one is then the same in all of them.
+            let shared = item.text.is_shared();
+            if shared && event.scope == Scope::Private {
+                continue;
+            }
             let seq = item.seq;
             let quantized = QuantizedVector { scale: vector.scale, values: vector.values.0.clone(), code: Vec::new() };
-            if item.text.shared_entry().is_some() {
+            if shared {
                 self.config.shared.insert_deep(seq, dimensions, quantized);
                 self.indexes.mark_deep_shared(seq);
             } else {
