@@ -91,7 +91,11 @@ pub async fn replay(config: &SwarmConfig, agent: &str, verify: bool, json: bool)
     let store = SnapshotStore::open(&snapshot_dir).with_context(|| {
         format!("opening the snapshot store in {} (is a server running on it?)", snapshot_dir.display())
     })?;
-    let memory_config = config.memory_config(model::load_configured_embedder(config)?);
+    // The deep model too: the server's memories apply its recorded vectors
+    // (never running it), and a snapshot names it.
+    let memory_config = config
+        .memory_config(model::load_configured_embedder(config)?)
+        .with_deep_embedder(model::load_deep_model(config)?);
     let spinner = crate::progress::spinner(&format!("restoring {agent}'s persisted memory"));
     let lost_tails = mneme_actors::LostTails::default();
     let persisted = restore_or_new(&store, swarm, agent, memory_config.clone(), log.last_seq().await?, &lost_tails)?;
