@@ -412,5 +412,12 @@ mod tests {
             ..SearchInput::new("x")
         };
         assert_eq!(negative.check(&swarm).unwrap_err().field(), "usage_weight");
+        let share = |value: f32| SearchInput {
+            weights: WeightOverrides { deep_share: Some(value), ..WeightOverrides::default() },
+            ..SearchInput::new("x")
+        };
+        assert_eq!(share(0.8).check(&swarm).unwrap().weights.deep_share, 0.8);
+        assert_eq!(share(1.5).check(&swarm).unwrap_err().field(), "deep_share");
+        assert_eq!(share(-0.1).check(&swarm).unwrap_err().field(), "deep_share");
     }
 }

@@ -46,7 +46,8 @@ const GRAPH_HOPS: usize = 2;
 /// Where one retriever ranked a hit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetrieverRank {
-    /// `bm25`, `vector`, `graph`, `usage` or `recency`.
+    /// `bm25`, `vector`, `deep`, `graph`, `expansion`, `usage` or `recency`;
+    /// a boost (`time`, `speaker`, `identifier`, `kind`, `context`, `brevity`) with rank 0.
     pub retriever: &'static str,
     /// 1 for the retriever's best candidate.
     pub rank: usize,
