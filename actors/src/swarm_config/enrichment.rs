@@ -42,7 +42,7 @@ impl Default for EnrichmentSection {
 }
 
 fn default_batch() -> usize {
-    32
+    128
 }
 fn default_idle_ms() -> u64 {
     1000
