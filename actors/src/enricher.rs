@@ -89,11 +89,13 @@ pub struct EnricherHandle {
     pub status: Arc<EnrichmentStatus>,
 }
 
-/// How the enricher paces itself (`[enrichment]`).
+/// How the enricher paces itself (`[enrichment]`), and the largest event
+/// the log takes (`log.max_event_bytes`).
 #[derive(Debug, Clone, Copy)]
 pub struct EnrichmentPace {
     pub batch: usize,
     pub idle: Duration,
+    pub max_event_bytes: usize,
 }
 
 pub struct Enricher {
@@ -145,7 +147,7 @@ impl Enricher {
             supervisor: self.supervisor.clone(),
             model: self.model.clone(),
             id_key: self.id_key.clone(),
-            batch: self.pace.batch,
+            pace: self.pace,
             gate: self.gate.clone(),
             status: self.status.clone(),
             recent: self.recent.clone(),
@@ -189,7 +191,7 @@ struct Pass {
     supervisor: Addr<Supervisor>,
     model: Arc<dyn Embedder>,
     id_key: IdKey,
-    batch: usize,
+    pace: EnrichmentPace,
     gate: Option<LeaseGate>,
     status: Arc<EnrichmentStatus>,
     recent: Arc<std::sync::Mutex<VecDeque<Vec<EventId>>>>,
@@ -217,7 +219,7 @@ impl Pass {
         for agent in agents {
             let handle = self.supervisor.send(GetAgent(agent.clone())).await.map_err(|_| stopped("supervisor"))??;
             handle.caught_up(self.log.as_ref(), log_end, APPLY_TIMEOUT).await?;
-            let ask = AwaitingDeep { after: 0, limit: self.batch + recent.len() };
+            let ask = AwaitingDeep { after: 0, limit: self.pace.batch + recent.len() };
             let work = handle.addr.send(Ask(ask)).await.map_err(|_| stopped(&agent))??;
             private_waiting += work.private_waiting;
             // Shared items are the swarm's: each memory holds (nearly) the
@@ -243,7 +245,7 @@ impl Pass {
             },
             None => None,
         };
-        let batch: Vec<DeepCandidate> = waiting.into_values().take(self.batch).collect();
+        let batch: Vec<DeepCandidate> = waiting.into_values().take(self.pace.batch).collect();
         let started = Instant::now();
         let model = self.model.clone();
         let texts: Vec<String> = batch.iter().map(|candidate| candidate.text.clone()).collect();
@@ -258,18 +260,22 @@ impl Pass {
         })?;
         metrics::histogram!("mneme_enrichment_batch_seconds", "swarm" => self.swarm.clone())
             .record(started.elapsed().as_secs_f64());
-        let events = computed_events(&self.swarm, &self.id_key, self.model.as_ref(), &batch, &vectors);
+        let per_event = vectors_per_event(self.model.dimensions(), self.pace.max_event_bytes);
+        let events = computed_events(&self.swarm, &self.id_key, self.model.as_ref(), &batch, &vectors, per_event);
+        if let Some(error) = events.iter().find_map(|event| event.validate().err()) {
+            // A model that answers NaN, say: nothing is appended, and the
+            // items are not asked for again for a few batches.
+            self.remember(&batch);
+            return Err(ActorsError::Enrichment {
+                swarm: self.swarm.clone(),
+                message: format!("the deep model's vectors are not a valid event: {error}"),
+            });
+        }
         let appended = match &lease {
             Some(lease) => self.log.append_fenced(lease, &events).await?,
             None => self.log.append(&events).await?,
         };
-        {
-            let mut recent = self.recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            recent.push_back(batch.iter().map(|candidate| candidate.event_id).collect());
-            while recent.len() > RECENT_BATCHES {
-                recent.pop_front();
-            }
-        }
+        self.remember(&batch);
         self.status.recorded.fetch_add(batch.len() as u64, Ordering::Relaxed);
         metrics::counter!("mneme_enrichment_vectors_total", "swarm" => self.swarm.clone())
             .increment(batch.len() as u64);
@@ -283,17 +289,35 @@ impl Pass {
         }
         Ok(true)
     }
+
+    /// Keeps `batch`'s items from being embedded again for a few batches.
+    fn remember(&self, batch: &[DeepCandidate]) {
+        let mut recent = self.recent.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        recent.push_back(batch.iter().map(|candidate| candidate.event_id).collect());
+        while recent.len() > RECENT_BATCHES {
+            recent.pop_front();
+        }
+    }
+}
+
+/// How many vectors of `dimensions` fit in one event with room to spare:
+/// a vector is about `dimensions × 4/3` bytes of base64 and 80 of id, scale
+/// and keys, and an event takes at most half of `max_event_bytes`.
+pub fn vectors_per_event(dimensions: usize, max_event_bytes: usize) -> usize {
+    let vector_bytes = dimensions.div_ceil(3) * 4 + 80;
+    (max_event_bytes / 2 / vector_bytes).clamp(1, mneme_events::MAX_COMPUTED_VECTORS)
 }
 
 /// The `embeddings_computed` events of one batch: one per author and scope
-/// (private items' vectors in a private event), in the order of their first
-/// item, each at its newest item's time.
+/// (private items' vectors in a private event) and `per_event` vectors,
+/// in the order of their first item, each at its newest item's time.
 pub fn computed_events(
     swarm: &str,
     id_key: &IdKey,
     model: &dyn Embedder,
     batch: &[DeepCandidate],
     vectors: &[Vec<f32>],
+    per_event: usize,
 ) -> Vec<Event> {
     let (name, hash) = EmbeddingsComputed::model_parts(model.model_id());
     // (author, private) and the group's items with their vectors.
@@ -307,8 +331,11 @@ pub fn computed_events(
         }
     }
     groups
-        .into_iter()
-        .map(|((author, private), members)| {
+        .iter()
+        .flat_map(|((author, private), members)| {
+            members.chunks(per_event.max(1)).map(move |chunk| (author, *private, chunk))
+        })
+        .map(|(author, private, members)| {
             let computed = EmbeddingsComputed {
                 model: name.to_string(),
                 model_hash: hash.to_string(),
@@ -327,10 +354,75 @@ pub fn computed_events(
             };
             let key = format!("{}/{}/{}", model.model_id(), members[0].0.event_id, members.len());
             let newest = members.iter().map(|(candidate, _)| candidate.ts).max().expect("a group has members");
-            Event::new(swarm, &author, EventKind::EmbeddingsComputed(computed))
-                .with_id(id_key.derive(&author, "embeddings_computed", &key))
+            Event::new(swarm, author, EventKind::EmbeddingsComputed(computed))
+                .with_id(id_key.derive(author, "embeddings_computed", &key))
                 .with_scope(if private { Scope::Private } else { Scope::Shared })
                 .with_ts(newest)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mneme_events::Timestamp;
+    use mneme_index::embed::HashedNgramEmbedder;
+
+    fn candidate(seq: u64, author: &str, private: bool) -> DeepCandidate {
+        DeepCandidate {
+            seq,
+            event_id: EventId(u128::from(seq)),
+            author: author.to_string(),
+            private,
+            ts: Timestamp::from_unix_millis(seq as i64 * 1000),
+            text: format!("item {seq} of {author}"),
+        }
+    }
+
+    #[test]
+    fn an_event_holds_what_half_the_log_s_limit_allows() {
+        assert_eq!(vectors_per_event(384, 1024 * 1024), mneme_events::MAX_COMPUTED_VECTORS);
+        assert_eq!(vectors_per_event(384, 64 * 1024), 55);
+        assert_eq!(vectors_per_event(4096, 4096), 1, "never none");
+    }
+
+    #[test]
+    fn a_batch_becomes_events_per_author_and_scope_cut_to_size_with_stable_ids() {
+        let model = HashedNgramEmbedder::new(16);
+        let key = IdKey::from_bytes([3; mneme_events::derived::ID_KEY_BYTES]);
+        let batch = [
+            candidate(1, "coder", true),
+            candidate(2, "coder", false),
+            candidate(3, "coder", true),
+            candidate(4, "planner", false),
+            candidate(5, "coder", true),
+        ];
+        let vectors: Vec<Vec<f32>> = batch.iter().map(|candidate| model.embed(&candidate.text)).collect();
+        let events = computed_events("demo", &key, &model, &batch, &vectors, 2);
+        let shape: Vec<(&str, Scope, Vec<u64>)> = events
+            .iter()
+            .map(|event| {
+                let EventKind::EmbeddingsComputed(computed) = &event.kind else { panic!("{event:?}") };
+                let seqs = computed.vectors.iter().map(|vector| vector.event_id.0 as u64).collect();
+                (event.agent.as_str(), event.scope, seqs)
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("coder", Scope::Private, vec![1, 3]),
+                ("coder", Scope::Private, vec![5]),
+                ("coder", Scope::Shared, vec![2]),
+                ("planner", Scope::Shared, vec![4]),
+            ]
+        );
+        assert!(events.iter().all(|event| event.validate().is_ok()));
+        assert_eq!(events[1].ts, Timestamp::from_unix_millis(5000), "at its newest item's time");
+        let again = computed_events("demo", &key, &model, &batch, &vectors, 2);
+        assert_eq!(
+            events.iter().map(|event| event.id).collect::<Vec<_>>(),
+            again.iter().map(|event| event.id).collect::<Vec<_>>(),
+            "a batch appended twice is one record"
+        );
+    }
 }

@@ -548,6 +548,7 @@ impl SwarmWriters {
             let pace = mneme_actors::EnrichmentPace {
                 batch: config.enrichment.batch,
                 idle: std::time::Duration::from_millis(config.enrichment.idle_ms),
+                max_event_bytes: config.log.max_event_bytes,
             };
             let addr = mneme_actors::Enricher::new(
                 swarm,
