@@ -70,12 +70,7 @@ fn the_enricher_records_deep_vectors_that_answer_a_reworded_question_and_survive
     });
     let report = enrichment(&server);
     assert!(report["model"].as_str().unwrap().starts_with("all-minilm-l6-v2@sha256:"), "{report}");
-    let metrics = ureq::get(&format!("{}/metrics", server.url))
-        .set("authorization", &format!("Bearer {OPERATOR_TOKEN}"))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let metrics = server.metrics_as(OPERATOR_TOKEN);
     assert!(metrics.contains("mneme_enrichment_backlog{swarm=\"demo\"} 0"), "{metrics}");
 
     // On the log: one private event (the coder's private items) and one

@@ -70,19 +70,8 @@ fn eval_reports_every_metric_for_a_tiny_swarm() {
 #[test]
 fn eval_reports_every_question_type_for_tiny_conversations() {
     let output = std::process::Command::new(MNEME_TOOLS)
-        .args([
-            "eval",
-            "--swarm",
-            "conversations",
-            "--size",
-            "tiny",
-            "--seed",
-            "3",
-            "--embedder",
-            "hashed",
-            "--deep",
-            "off",
-        ])
+        .args(["eval", "--swarm", "conversations", "--size", "tiny", "--seed", "3"])
+        .args(["--embedder", "hashed", "--deep", "off"])
         .args(["--format", "json", "--retrieval", "fusion = \"score\""])
         .env("MNEME_LOG", "warn")
         .output()
@@ -125,20 +114,8 @@ fn eval_fails_its_gate_when_a_figure_is_past_its_bound() {
     };
     let run = |gate: &std::path::Path| {
         std::process::Command::new(MNEME_TOOLS)
-            .args([
-                "eval",
-                "--size",
-                "tiny",
-                "--seed",
-                "3",
-                "--embedder",
-                "hashed",
-                "--deep",
-                "off",
-                "--format",
-                "json",
-                "--gate",
-            ])
+            .args(["eval", "--size", "tiny", "--seed", "3", "--embedder", "hashed", "--deep", "off"])
+            .args(["--format", "json", "--gate"])
             .arg(gate)
             .env("MNEME_LOG", "warn")
             .output()

@@ -397,12 +397,7 @@ fn assert_tokens_hold(server: &MnemeServer) {
     // Metrics name every agent and count what each did (issue 17, item 8).
     assert_eq!(server.get_as(None, "/metrics").0, 401);
     assert_eq!(server.get_as(Some(REVIEWER_TOKEN), "/metrics").0, 403);
-    let metrics = ureq::get(&format!("{}/metrics", server.url))
-        .set("authorization", &format!("Bearer {OPERATOR_TOKEN}"))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap();
+    let metrics = server.metrics_as(OPERATOR_TOKEN);
     assert!(metrics.contains("mneme_events_applied_total"), "{metrics}");
     let forged = event(20, "coder", Some("shared"), "message_recorded", json!({"role": "user", "text": "forged"}));
     let (status, refused) = server.post_as(Some(REVIEWER_TOKEN), "/v1/events", &forged.to_string());

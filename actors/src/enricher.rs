@@ -99,16 +99,8 @@ pub struct EnrichmentPace {
 }
 
 pub struct Enricher {
-    swarm: String,
-    log: Arc<dyn EventLog>,
-    supervisor: Addr<Supervisor>,
-    model: Arc<dyn Embedder>,
-    id_key: IdKey,
-    pace: EnrichmentPace,
-    gate: Option<LeaseGate>,
-    status: Arc<EnrichmentStatus>,
-    /// The items of the last few batches.
-    recent: Arc<std::sync::Mutex<VecDeque<Vec<EventId>>>>,
+    /// What every pass needs; each pass runs on a clone of it.
+    pass: Pass,
 }
 
 impl Enricher {
@@ -121,7 +113,7 @@ impl Enricher {
         pace: EnrichmentPace,
         status: Arc<EnrichmentStatus>,
     ) -> Enricher {
-        Enricher {
+        let pass = Pass {
             swarm: swarm.to_string(),
             log,
             supervisor,
@@ -131,41 +123,28 @@ impl Enricher {
             gate: None,
             status,
             recent: Arc::default(),
-        }
+        };
+        Enricher { pass }
     }
 
     /// Embeds only while this process holds `gate`'s lease.
     pub fn with_lease(mut self, gate: Option<LeaseGate>) -> Enricher {
-        self.gate = gate;
+        self.pass.gate = gate;
         self
-    }
-
-    fn pass(&self) -> Pass {
-        Pass {
-            swarm: self.swarm.clone(),
-            log: self.log.clone(),
-            supervisor: self.supervisor.clone(),
-            model: self.model.clone(),
-            id_key: self.id_key.clone(),
-            pace: self.pace,
-            gate: self.gate.clone(),
-            status: self.status.clone(),
-            recent: self.recent.clone(),
-        }
     }
 
     /// Runs a pass, then the next one at once if it recorded vectors, or
     /// after `idle` if nothing waited (or it failed).
     fn schedule(&self, ctx: &mut Context<Self>, after: Duration) {
         ctx.run_later(after, |enricher, ctx| {
-            let pass = enricher.pass();
-            let idle = enricher.pace.idle;
+            let pass = enricher.pass.clone();
+            let idle = enricher.pass.pace.idle;
             ctx.spawn(pass.run().into_actor(enricher).map(move |outcome, enricher, ctx| {
                 let next = match outcome {
                     Ok(true) => Duration::ZERO,
                     Ok(false) => idle,
                     Err(error) => {
-                        tracing::warn!(swarm = %enricher.swarm, %error, "enrichment pass failed; trying again later");
+                        tracing::warn!(swarm = %enricher.pass.swarm, %error, "enrichment pass failed; trying again later");
                         idle
                     }
                 };
@@ -179,12 +158,14 @@ impl Actor for Enricher {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        tracing::info!(swarm = %self.swarm, model = self.model.model_id(), "enricher started");
+        tracing::info!(swarm = %self.pass.swarm, model = self.pass.model.model_id(), "enricher started");
         self.schedule(ctx, Duration::ZERO);
     }
 }
 
-/// One pass, owned so that it can run as a future beside the actor.
+/// What a pass needs, cloned for each so that it runs as a future beside
+/// the actor.
+#[derive(Clone)]
 struct Pass {
     swarm: String,
     log: Arc<dyn EventLog>,
@@ -194,6 +175,7 @@ struct Pass {
     pace: EnrichmentPace,
     gate: Option<LeaseGate>,
     status: Arc<EnrichmentStatus>,
+    /// The items of the last few batches.
     recent: Arc<std::sync::Mutex<VecDeque<Vec<EventId>>>>,
 }
 

@@ -9,18 +9,6 @@ pub const MAX_TAG_LEN: usize = 64;
 /// Most tags a note may carry.
 pub const MAX_TAGS: usize = 16;
 
-macro_rules! payload {
-    ($(#[$doc:meta])* pub struct $name:ident { $($body:tt)* }) => {
-        $(#[$doc])*
-        #[derive(
-            Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
-            rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-        )]
-        #[serde(deny_unknown_fields)]
-        pub struct $name { $($body)* }
-    };
-}
-
 payload! {
     /// A note an agent stores in its memory (an archival insert): searchable,
     /// in the graph by what it mentions, forgettable like any item. How much

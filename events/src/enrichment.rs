@@ -22,18 +22,6 @@ pub const MAX_VECTOR_DIMENSIONS: u32 = 4096;
 /// Longest a model's name or hash may be, in bytes.
 pub const MAX_MODEL_NAME_LEN: usize = 200;
 
-macro_rules! payload {
-    ($(#[$doc:meta])* pub struct $name:ident { $($body:tt)* }) => {
-        $(#[$doc])*
-        #[derive(
-            Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema,
-            rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-        )]
-        #[serde(deny_unknown_fields)]
-        pub struct $name { $($body)* }
-    };
-}
-
 payload! {
     /// Vectors of items, computed by `model` off the write path. An item
     /// takes the first vector of the memory's deep model recorded for it;

@@ -207,18 +207,6 @@ impl<'de> Deserialize<'de> for JsonText {
     }
 }
 
-macro_rules! payload {
-    ($(#[$doc:meta])* pub struct $name:ident { $($body:tt)* }) => {
-        $(#[$doc])*
-        #[derive(
-            Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema,
-            rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
-        )]
-        #[serde(deny_unknown_fields)]
-        pub struct $name { $($body)* }
-    };
-}
-
 payload! {
     /// `role` is free text (`user`, `assistant`, `system`, an agent's role...).
     pub struct MessageRecorded {

@@ -4,6 +4,21 @@
 //! log and snapshots store rkyv ([`storage`]). Every way into an [`Event`]
 //! from outside goes through validation, so an `Event` value is always valid.
 
+/// A payload type: serialisable as JSON (unknown fields refused, so a
+/// misspelt field is an error rather than a silently missing memory), with
+/// a JSON Schema, and archivable by rkyv.
+macro_rules! payload {
+    ($(#[$doc:meta])* pub struct $name:ident { $($body:tt)* }) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+            rkyv::Archive, rkyv::Serialize, rkyv::Deserialize,
+        )]
+        #[serde(deny_unknown_fields)]
+        pub struct $name { $($body)* }
+    };
+}
+
 mod agent_memory;
 mod clock;
 pub mod derived;

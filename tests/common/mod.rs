@@ -308,6 +308,16 @@ impl MnemeServer {
         self.spawn();
     }
 
+    /// `GET /metrics` with `token`, as text.
+    pub fn metrics_as(&self, token: &str) -> String {
+        ureq::get(&format!("{}/metrics", self.url))
+            .set("authorization", &format!("Bearer {token}"))
+            .call()
+            .unwrap()
+            .into_string()
+            .unwrap()
+    }
+
     pub fn get(&self, path_and_query: &str) -> Value {
         let (status, body) = self.get_as(self.token.as_deref(), path_and_query);
         assert_eq!(status, 200, "GET {path_and_query}: {body}");
