@@ -12,14 +12,18 @@ use clap::Args;
 use mneme_actors::SwarmConfig;
 use mneme_actors::swarm_config::{EmbedderKind, EmbedderSection, model_search_path};
 use mneme_index::embed::{
-    DistillOptions, Embedder, HashedNgramEmbedder, MiniLmEmbedder, StaticEmbedder, StaticModelFiles,
-    distill_static_model_with_progress,
+    DistillOptions, Embedder, HashedNgramEmbedder, MiniLmEmbedder, OnnxMiniLmEmbedder, StaticEmbedder,
+    StaticModelFiles, distill_static_model_with_progress,
 };
 
 /// The files of the all-MiniLM-L6-v2 directory `scripts/fetch-model.sh` fills.
 const MINILM_WEIGHTS_FILE: &str = "model.safetensors";
 const MINILM_TOKENIZER_FILE: &str = "tokenizer.json";
 const MINILM_CONFIG_FILE: &str = "config.json";
+/// The files of the 8-bit model's directory `scripts/fetch-deep-model.sh`
+/// fills (with a tokenizer.json).
+const MINILM_INT8_MODEL_FILE: &str = "model.onnx";
+const ONNX_RUNTIME_FILE: &str = "libonnxruntime.so";
 
 #[derive(Args, Debug, Clone)]
 pub struct DistillArgs {
@@ -112,45 +116,80 @@ impl EmbedderCache {
 
 /// The deep model `[enrichment]` asks for, loaded once per process (about
 /// 90 MB; swarms that ask for the same one share it); `None` when it asks
-/// for none, or for `auto` and all-MiniLM-L6-v2 is not found.
+/// for none, or for `auto` and neither all-MiniLM-L6-v2 is found.
 pub fn load_deep_model(config: &SwarmConfig) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     use mneme_actors::swarm_config::EnrichmentModel;
     type Loaded = Vec<(PathBuf, Arc<dyn Embedder>)>;
     static LOADED: std::sync::Mutex<Loaded> = std::sync::Mutex::new(Vec::new());
-    let wanted = config.enrichment.model;
-    if wanted == EnrichmentModel::Off {
-        return Ok(None);
-    }
-    let directory = match find_model(config.embedder.minilm_dir.as_deref(), MINILM_NAME, &MINILM_FILES) {
-        Ok(directory) => directory,
-        Err(places) if wanted == EnrichmentModel::Auto => {
-            tracing::info!(
-                swarm = %config.swarm.name,
-                "no all-MiniLM-L6-v2 in {}: no deep tier (scripts/fetch-model.sh fetches it)",
-                listed(&places)
-            );
-            return Ok(None);
-        }
-        Err(places) => anyhow::bail!(
-            "[enrichment] model = \"minilm\": no all-MiniLM-L6-v2 (model.safetensors, tokenizer.json, config.json) \
-             in {}. Run scripts/fetch-model.sh, or set [embedder] minilm_dir.",
-            listed(&places)
+    let int8 = || find_model(config.enrichment.minilm_int8_dir.as_deref(), MINILM_INT8_NAME, &MINILM_INT8_FILES);
+    let float = || find_model(config.embedder.minilm_dir.as_deref(), MINILM_NAME, &MINILM_FILES);
+    let (quantised, directory) = match config.enrichment.model {
+        EnrichmentModel::Off => return Ok(None),
+        EnrichmentModel::MiniLmInt8 => (
+            true,
+            int8().map_err(|places| {
+                anyhow::anyhow!(
+                    "[enrichment] model = \"minilm-int8\": no 8-bit all-MiniLM-L6-v2 (model.onnx, tokenizer.json, \
+                     libonnxruntime.so) in {}. Run scripts/fetch-deep-model.sh, or set [enrichment] minilm_int8_dir.",
+                    listed(&places)
+                )
+            })?,
         ),
+        EnrichmentModel::MiniLm => (
+            false,
+            float().map_err(|places| {
+                anyhow::anyhow!(
+                    "[enrichment] model = \"minilm\": no all-MiniLM-L6-v2 (model.safetensors, tokenizer.json, \
+                     config.json) in {}. Run scripts/fetch-model.sh, or set [embedder] minilm_dir.",
+                    listed(&places)
+                )
+            })?,
+        ),
+        EnrichmentModel::Auto => match (int8(), float()) {
+            (Ok(directory), _) => (true, directory),
+            (Err(_), Ok(directory)) => (false, directory),
+            (Err(int8_places), Err(float_places)) => {
+                tracing::info!(
+                    swarm = %config.swarm.name,
+                    "no all-MiniLM-L6-v2 in {} or {}: no deep tier (scripts/fetch-deep-model.sh builds it)",
+                    listed(&int8_places),
+                    listed(&float_places)
+                );
+                return Ok(None);
+            }
+        },
     };
     let mut loaded = LOADED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some((_, model)) = loaded.iter().find(|(path, _)| *path == directory) {
         return Ok(Some(model.clone()));
     }
-    let model: Arc<dyn Embedder> = Arc::new(load_lean_minilm(&directory)?);
+    let model: Arc<dyn Embedder> =
+        if quantised { Arc::new(load_int8_minilm(&directory)?) } else { Arc::new(load_lean_minilm(&directory)?) };
     tracing::info!(model = model.model_id(), directory = %directory.display(), "deep model loaded");
     loaded.push((directory, model.clone()));
     Ok(Some(model))
+}
+
+/// Loads the 8-bit all-MiniLM-L6-v2 and the ONNX Runtime beside it from
+/// `directory`.
+pub fn load_int8_minilm(directory: &Path) -> anyhow::Result<OnnxMiniLmEmbedder> {
+    let fetch = "scripts/fetch-deep-model.sh";
+    let model = read_model_file(directory, MINILM_INT8_MODEL_FILE, fetch)?;
+    let tokenizer = read_model_file(directory, MINILM_TOKENIZER_FILE, fetch)?;
+    // dlopen needs a path with a slash, or it searches the system's
+    // library path instead.
+    let runtime = std::path::absolute(directory.join(ONNX_RUNTIME_FILE))
+        .with_context(|| format!("resolving {}", directory.display()))?;
+    OnnxMiniLmEmbedder::load(&model, &tokenizer, &runtime)
+        .with_context(|| format!("loading the 8-bit all-MiniLM-L6-v2 from {}", directory.display()))
 }
 
 /// The static model's directory name, where nothing names its directory.
 pub const STATIC_MODEL_NAME: &str = "static-minilm-l6-256";
 /// all-MiniLM-L6-v2's directory name.
 pub const MINILM_NAME: &str = "all-MiniLM-L6-v2";
+/// The 8-bit all-MiniLM-L6-v2's directory name.
+pub const MINILM_INT8_NAME: &str = "all-MiniLM-L6-v2-int8";
 
 /// Where a model is: the configured directory, or the first of
 /// [`model_search_path`]'s places that holds every one of `files`; else
@@ -171,6 +210,8 @@ fn listed(places: &[PathBuf]) -> String {
 /// The static model's files.
 pub const STATIC_FILES: [&str; 2] = [StaticModelFiles::EMBEDDINGS_FILE, StaticModelFiles::TOKENIZER_FILE];
 pub const MINILM_FILES: [&str; 3] = [MINILM_WEIGHTS_FILE, MINILM_TOKENIZER_FILE, MINILM_CONFIG_FILE];
+/// The 8-bit all-MiniLM-L6-v2's files.
+pub const MINILM_INT8_FILES: [&str; 3] = [MINILM_INT8_MODEL_FILE, MINILM_TOKENIZER_FILE, ONNX_RUNTIME_FILE];
 
 /// Loads the chosen embedder, found as [`find_model`] says.
 ///

@@ -51,8 +51,9 @@ pub struct EvalArgs {
     /// hashed n-grams), static, minilm or hashed.
     #[arg(long, default_value = "auto")]
     embedder: String,
-    /// The deep tier's model (`[enrichment] model`): auto (all-MiniLM-L6-v2
-    /// if present, else none), minilm or off. With one, the questions wait
+    /// The deep tier's model (`[enrichment] model`): auto (the 8-bit
+    /// all-MiniLM-L6-v2 if present, else the float one if present, else
+    /// none), minilm-int8, minilm or off. With one, the questions wait
     /// until the enricher has recorded every item's deep vector.
     #[arg(long, default_value = "auto")]
     deep: String,
@@ -199,22 +200,28 @@ fn resolve_embedder(requested: &str) -> anyhow::Result<&'static str> {
     }
 }
 
-/// `auto` becomes what the server would run: `minilm` when
-/// all-MiniLM-L6-v2 is found, else `off`.
+/// `auto` becomes what the server would run: `minilm-int8` when the 8-bit
+/// all-MiniLM-L6-v2 is found, else `minilm` when the float one is, else
+/// `off`.
 fn resolve_deep(requested: &str) -> anyhow::Result<&'static str> {
+    use mneme::model::{MINILM_FILES, MINILM_INT8_FILES, MINILM_INT8_NAME, MINILM_NAME, find_model};
     match requested {
+        "minilm-int8" => Ok("minilm-int8"),
         "minilm" => Ok("minilm"),
         "off" => Ok("off"),
         "auto" => {
-            let section = mneme_actors::SwarmConfig::with_name(EVAL_SWARM).embedder;
-            let found = mneme::model::find_model(
-                section.minilm_dir.as_deref(),
-                mneme::model::MINILM_NAME,
-                &mneme::model::MINILM_FILES,
-            );
-            Ok(if found.is_ok() { "minilm" } else { "off" })
+            let config = mneme_actors::SwarmConfig::with_name(EVAL_SWARM);
+            let int8 = find_model(config.enrichment.minilm_int8_dir.as_deref(), MINILM_INT8_NAME, &MINILM_INT8_FILES);
+            let float = find_model(config.embedder.minilm_dir.as_deref(), MINILM_NAME, &MINILM_FILES);
+            Ok(if int8.is_ok() {
+                "minilm-int8"
+            } else if float.is_ok() {
+                "minilm"
+            } else {
+                "off"
+            })
         }
-        other => bail!("--deep {other:?}: expected auto, minilm or off"),
+        other => bail!("--deep {other:?}: expected auto, minilm-int8, minilm or off"),
     }
 }
 

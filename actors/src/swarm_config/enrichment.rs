@@ -10,12 +10,21 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct EnrichmentSection {
-    /// `auto`: all-MiniLM-L6-v2 where its files are found (`[embedder]
+    /// `auto`: all-MiniLM-L6-v2 with 8-bit weights on ONNX Runtime where its
+    /// files are found (`minilm_int8_dir`, or where models are looked for),
+    /// else the float all-MiniLM-L6-v2 where its files are found (`[embedder]
     /// minilm_dir`, or where models are looked for), else no deep tier;
-    /// `minilm`: the same, and an error without its files; `off`: no deep
-    /// tier (recorded vectors change nothing).
+    /// `minilm-int8` and `minilm`: that model, and an error without its
+    /// files; `off`: no deep tier (recorded vectors change nothing). The two
+    /// models' vectors differ: a memory fuses only those of the model it
+    /// runs.
     #[serde(default)]
     pub model: EnrichmentModel,
+    /// The directory of the 8-bit model (`model.onnx`, `tokenizer.json`,
+    /// `libonnxruntime.so`, as `scripts/fetch-deep-model.sh` builds them);
+    /// unset: looked for as `all-MiniLM-L6-v2-int8` where models are.
+    #[serde(default)]
+    pub minilm_int8_dir: Option<std::path::PathBuf>,
     /// Items embedded together, and at most one event's vectors.
     #[serde(default = "default_batch")]
     pub batch: usize,
@@ -30,6 +39,8 @@ pub struct EnrichmentSection {
 pub enum EnrichmentModel {
     #[default]
     Auto,
+    #[serde(rename = "minilm-int8")]
+    MiniLmInt8,
     #[serde(rename = "minilm")]
     MiniLm,
     Off,
@@ -37,7 +48,12 @@ pub enum EnrichmentModel {
 
 impl Default for EnrichmentSection {
     fn default() -> Self {
-        EnrichmentSection { model: EnrichmentModel::default(), batch: default_batch(), idle_ms: default_idle_ms() }
+        EnrichmentSection {
+            model: EnrichmentModel::default(),
+            minilm_int8_dir: None,
+            batch: default_batch(),
+            idle_ms: default_idle_ms(),
+        }
     }
 }
 

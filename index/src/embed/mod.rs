@@ -10,6 +10,7 @@ mod bert;
 mod distill;
 mod hashed;
 mod minilm;
+mod onnx;
 mod static_model;
 
 pub use distill::{
@@ -17,6 +18,7 @@ pub use distill::{
 };
 pub use hashed::HashedNgramEmbedder;
 pub use minilm::MiniLmEmbedder;
+pub use onnx::OnnxMiniLmEmbedder;
 pub use static_model::{STATIC_MODEL_FORMAT, StaticEmbedder, StaticModelFiles};
 
 /// Text in, unit vector out.
