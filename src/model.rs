@@ -119,7 +119,7 @@ impl EmbedderCache {
 /// for none, or for `auto` and neither all-MiniLM-L6-v2 is found.
 pub fn load_deep_model(config: &SwarmConfig) -> anyhow::Result<Option<Arc<dyn Embedder>>> {
     use mneme_actors::swarm_config::EnrichmentModel;
-    type Loaded = Vec<(PathBuf, Arc<dyn Embedder>)>;
+    type Loaded = Vec<((PathBuf, usize), Arc<dyn Embedder>)>;
     static LOADED: std::sync::Mutex<Loaded> = std::sync::Mutex::new(Vec::new());
     let int8 = || find_model(config.enrichment.minilm_int8_dir.as_deref(), MINILM_INT8_NAME, &MINILM_INT8_FILES);
     let float = || find_model(config.embedder.minilm_dir.as_deref(), MINILM_NAME, &MINILM_FILES);
@@ -159,20 +159,26 @@ pub fn load_deep_model(config: &SwarmConfig) -> anyhow::Result<Option<Arc<dyn Em
             }
         },
     };
+    let threads = if quantised { config.enrichment.threads } else { 0 };
+    let key = (directory, threads);
     let mut loaded = LOADED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((_, model)) = loaded.iter().find(|(path, _)| *path == directory) {
+    if let Some((_, model)) = loaded.iter().find(|(loaded_key, _)| *loaded_key == key) {
         return Ok(Some(model.clone()));
     }
-    let model: Arc<dyn Embedder> =
-        if quantised { Arc::new(load_int8_minilm(&directory)?) } else { Arc::new(load_lean_minilm(&directory)?) };
-    tracing::info!(model = model.model_id(), directory = %directory.display(), "deep model loaded");
-    loaded.push((directory, model.clone()));
+    let directory = &key.0;
+    let model: Arc<dyn Embedder> = if quantised {
+        Arc::new(load_int8_minilm(directory, threads)?)
+    } else {
+        Arc::new(load_lean_minilm(directory)?)
+    };
+    tracing::info!(model = model.model_id(), directory = %directory.display(), threads, "deep model loaded");
+    loaded.push((key, model.clone()));
     Ok(Some(model))
 }
 
 /// Loads the 8-bit all-MiniLM-L6-v2 and the ONNX Runtime beside it from
-/// `directory`.
-pub fn load_int8_minilm(directory: &Path) -> anyhow::Result<OnnxMiniLmEmbedder> {
+/// `directory`, its batches computed on `threads` cores.
+pub fn load_int8_minilm(directory: &Path, threads: usize) -> anyhow::Result<OnnxMiniLmEmbedder> {
     let fetch = "scripts/fetch-deep-model.sh";
     let model = read_model_file(directory, MINILM_INT8_MODEL_FILE, fetch)?;
     let tokenizer = read_model_file(directory, MINILM_TOKENIZER_FILE, fetch)?;
@@ -180,7 +186,7 @@ pub fn load_int8_minilm(directory: &Path) -> anyhow::Result<OnnxMiniLmEmbedder> 
     // library path instead.
     let runtime = std::path::absolute(directory.join(ONNX_RUNTIME_FILE))
         .with_context(|| format!("resolving {}", directory.display()))?;
-    OnnxMiniLmEmbedder::load(&model, &tokenizer, &runtime)
+    OnnxMiniLmEmbedder::load(&model, &tokenizer, &runtime, threads)
         .with_context(|| format!("loading the 8-bit all-MiniLM-L6-v2 from {}", directory.display()))
 }
 

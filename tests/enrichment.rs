@@ -1,9 +1,10 @@
 //! The deep tier end to end (issue 39, part 1), on a real `mneme serve`
-//! with all-MiniLM-L6-v2 as its deep model and hashed static vectors: the
-//! enricher records every item's deep vector on the log, the backlog shows
-//! in `/healthz` and `/metrics` and drains to 0, a reworded question finds
-//! its answer, a restart embeds nothing again, an agent's token may not
-//! publish the kind and a bad one is refused naming its field.
+//! with the 8-bit all-MiniLM-L6-v2 as its deep model (on two enricher
+//! threads) and hashed static vectors: the enricher records every item's
+//! deep vector on the log, the backlog shows in `/healthz` and `/metrics`
+//! and drains to 0, a reworded question finds its answer, a restart embeds
+//! nothing again, an agent's token may not publish the kind and a bad one
+//! is refused naming its field. The float model serves the tier too.
 
 mod common;
 
@@ -27,9 +28,26 @@ const TEXTS: [(&str, &str); 6] = [
     ("private", "The flaky integration test was quarantined until the fix lands."),
 ];
 
-fn config() -> String {
+fn config(model: &str) -> String {
     let tokens = reviewer_and_tokens(&[("operator", OPERATOR_TOKEN, None), ("coder-key", CODER_TOKEN, Some("coder"))]);
-    format!("{tokens}\n[enrichment]\nmodel = \"minilm\"\nidle_ms = 50\n\n[consolidation]\nenabled = false\n")
+    format!(
+        "{tokens}\n[enrichment]\nmodel = \"{model}\"\nthreads = 2\nidle_ms = 50\n\n[consolidation]\nenabled = false\n"
+    )
+}
+
+/// Publishes `TEXTS` as the coder's messages; their ids, in order.
+fn publish_texts(server: &MnemeServer) -> Vec<String> {
+    let events: Vec<Value> = TEXTS
+        .iter()
+        .enumerate()
+        .map(|(index, (scope, text))| {
+            json!({"id": mneme_events::EventId::new().to_string(), "swarm": "demo", "agent": "coder", "scope": scope, "kind": "message_recorded",
+                "data": {"role": "user", "text": text}, "ts": format!("2026-03-01T10:0{index}:00Z")})
+        })
+        .collect();
+    let (status, accepted) = server.post_as(Some(OPERATOR_TOKEN), "/v1/events", &Value::Array(events).to_string());
+    assert_eq!(status, 202, "{accepted}");
+    typed::<AcceptedEvents>("publish", accepted).accepted.into_iter().map(|event| event.id).collect()
 }
 
 fn enrichment(server: &MnemeServer) -> Value {
@@ -49,19 +67,8 @@ fn search(server: &MnemeServer, agent: &str, query: &str, min_seq: u64) -> Vec<S
 #[test]
 fn the_enricher_records_deep_vectors_that_answer_a_reworded_question_and_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = MnemeServer::start_with(dir.path(), None, &config());
-    let events: Vec<Value> = TEXTS
-        .iter()
-        .enumerate()
-        .map(|(index, (scope, text))| {
-            json!({"id": mneme_events::EventId::new().to_string(), "swarm": "demo", "agent": "coder", "scope": scope, "kind": "message_recorded",
-                "data": {"role": "user", "text": text}, "ts": format!("2026-03-01T10:0{index}:00Z")})
-        })
-        .collect();
-    let (status, accepted) = server.post_as(Some(OPERATOR_TOKEN), "/v1/events", &Value::Array(events).to_string());
-    assert_eq!(status, 202, "{accepted}");
-    let accepted: AcceptedEvents = typed("publish", accepted);
-    let climbing = accepted.accepted[2].id.clone();
+    let mut server = MnemeServer::start_with(dir.path(), None, &config("minilm-int8"));
+    let climbing = publish_texts(&server)[2].clone();
 
     // Every item gets its vector, each once: 3 shared, 3 private.
     wait_until("the backlog drains", Duration::from_secs(120), || {
@@ -69,7 +76,7 @@ fn the_enricher_records_deep_vectors_that_answer_a_reworded_question_and_survive
         report["backlog"] == 0 && report["recorded"] == 6
     });
     let report = enrichment(&server);
-    assert!(report["model"].as_str().unwrap().starts_with("all-minilm-l6-v2@sha256:"), "{report}");
+    assert!(report["model"].as_str().unwrap().starts_with("all-minilm-l6-v2-int8@sha256:"), "{report}");
     let metrics = server.metrics_as(OPERATOR_TOKEN);
     assert!(metrics.contains("mneme_enrichment_backlog{swarm=\"demo\"} 0"), "{metrics}");
 
@@ -113,4 +120,22 @@ fn the_enricher_records_deep_vectors_that_answer_a_reworded_question_and_survive
     std::thread::sleep(Duration::from_millis(1000));
     assert_eq!(enrichment(&server)["recorded"], 0, "a restart embeds nothing again");
     assert_eq!(enrichment(&server)["backlog"], 0);
+}
+
+/// `[enrichment] model = "minilm"`: the float model on candle, whose
+/// vectors are its own.
+#[test]
+fn the_float_model_serves_the_deep_tier_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MnemeServer::start_with(dir.path(), None, &config("minilm"));
+    let climbing = publish_texts(&server)[2].clone();
+    wait_until("the backlog drains", Duration::from_secs(120), || {
+        let report = enrichment(&server);
+        report["backlog"] == 0 && report["recorded"] == 6
+    });
+    let report = enrichment(&server);
+    assert!(report["model"].as_str().unwrap().starts_with("all-minilm-l6-v2@sha256:"), "{report}");
+    let (_, page) = server.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/events?from_seq=1&limit=100");
+    let last_seq = page["events"].as_array().unwrap().iter().map(|event| event["seq"].as_u64().unwrap()).max().unwrap();
+    assert_eq!(search(&server, "planner", "Which sport did she take up recently?", last_seq).first(), Some(&climbing));
 }

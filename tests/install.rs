@@ -9,7 +9,9 @@
 //! (`scripts/install-packaging.sh`, `MNEME_CARGO_DEB`) from this build,
 //! installed with `dpkg -i`, its systemd unit's command run as the unit
 //! says (as the user `mneme`, in `/var/lib/mneme`) and answering with the
-//! packaged model, then purged.
+//! packaged model, then purged. Both installs ship the deep tier's 8-bit
+//! model and its ONNX Runtime, and the installed servers record a deep
+//! vector with it.
 //!
 //! The package test installs into the system, so it needs root; under CI a
 //! missing cargo-deb or root is a failure.
@@ -21,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{MNEME, example_path, free_port};
+use common::{MNEME, example_path, free_port, wait_until};
 use serde_json::{Value, json};
 
 fn repo_root() -> &'static Path {
@@ -88,6 +90,25 @@ fn assert_model_backed(search: &Value) {
     assert!(!search["hits"].as_array().unwrap().is_empty(), "{search}");
 }
 
+/// The deep tier's files, under a models directory.
+const DEEP_MODEL_FILES: [&str; 3] = [
+    "all-MiniLM-L6-v2-int8/model.onnx",
+    "all-MiniLM-L6-v2-int8/tokenizer.json",
+    "all-MiniLM-L6-v2-int8/libonnxruntime.so",
+];
+
+/// The installed server runs the deep tier on the 8-bit model it shipped
+/// with, and records the published item's vector.
+fn assert_deep_tier(url: &str) {
+    wait_until("the enricher records the deep vector", Duration::from_secs(60), || {
+        let health: Value = ureq::get(&format!("{url}/healthz")).call().unwrap().into_json().unwrap();
+        let enrichment = &health["swarms"][0]["enrichment"];
+        enrichment["model"].as_str().is_some_and(|model| model.starts_with("all-minilm-l6-v2-int8@"))
+            && enrichment["recorded"].as_u64().is_some_and(|recorded| recorded > 0)
+            && enrichment["backlog"] == 0
+    });
+}
+
 fn stop(mut child: Child) {
     // SIGTERM: the server writes its snapshots and exits.
     let _ = Command::new("kill").arg(child.id().to_string()).status();
@@ -148,8 +169,11 @@ fn install_sh_puts_mneme_and_its_model_where_it_runs_from_any_directory() {
         .unwrap();
     succeeded("scripts/install.sh", install);
     let installed = prefix.join("bin/mneme");
-    for file in ["embeddings.safetensors", "tokenizer.json"] {
-        let path = prefix.join("share/mneme/models/static-minilm-l6-256").join(file);
+    for file in ["static-minilm-l6-256/embeddings.safetensors", "static-minilm-l6-256/tokenizer.json"]
+        .into_iter()
+        .chain(DEEP_MODEL_FILES)
+    {
+        let path = prefix.join("share/mneme/models").join(file);
         assert!(path.is_file(), "install.sh left no {}", path.display());
     }
 
@@ -166,6 +190,7 @@ fn install_sh_puts_mneme_and_its_model_where_it_runs_from_any_directory() {
     let health = wait_healthy(&url, &mut server);
     assert!(health["swarms"][0]["embedder"].as_str().unwrap().starts_with("static-minilm-l6-256@"), "{health}");
     assert_model_backed(&publish_and_search(&installed, &url));
+    assert_deep_tier(&url);
 
     // `mneme mcp` honours MNEME_SERVER: it relays to the server.
     let mut bridge = isolated(&installed, &home, &elsewhere);
@@ -237,8 +262,12 @@ fn the_debian_package_installs_a_service_that_runs_with_its_model() {
         eprintln!("skipped: dpkg -i needs root");
         return;
     }
-    // The package's model comes from ./models.
+    // The package's models come from ./models.
     common::ensure_static_model();
+    for file in DEEP_MODEL_FILES {
+        let path = repo_root().join("models").join(file);
+        assert!(path.is_file(), "no {}: run scripts/fetch-deep-model.sh, as scripts/test.sh does", path.display());
+    }
     let work = tempfile::tempdir().unwrap();
     // This test build's binary (the dev profile: cargo-deb warns that
     // packages are meant for release builds, which CI does not build).
@@ -281,6 +310,7 @@ fn the_debian_package_installs_a_service_that_runs_with_its_model() {
     let health = wait_healthy(&url, &mut service);
     assert!(health["swarms"][0]["embedder"].as_str().unwrap().starts_with("static-minilm-l6-256@"), "{health}");
     assert_model_backed(&publish_and_search(Path::new("/usr/bin/mneme"), &url));
+    assert_deep_tier(&url);
     // runuser passes SIGTERM on to mneme.
     stop(service);
     assert!(Path::new("/var/lib/mneme/data/log").exists(), "the service kept no data in /var/lib/mneme");

@@ -28,7 +28,7 @@ fn int8() -> &'static OnnxMiniLmEmbedder {
     MODEL.get_or_init(|| {
         let script = "scripts/fetch-deep-model.sh";
         let (model, tokenizer) = (read(INT8_DIR, "model.onnx", script), read(INT8_DIR, "tokenizer.json", script));
-        OnnxMiniLmEmbedder::load(&model, &tokenizer, &runtime()).expect("the 8-bit model loads")
+        OnnxMiniLmEmbedder::load(&model, &tokenizer, &runtime(), 2).expect("the 8-bit model loads")
     })
 }
 
@@ -116,7 +116,8 @@ fn keeps_the_reference_similarities() {
 }
 
 /// Each text runs alone: its vector is the same, bit for bit, whether it is
-/// embedded as a question or within any batch, in any order.
+/// embedded as a question or within any batch, in any order, on any of the
+/// batch sessions (the model here has two).
 #[test]
 fn vectors_do_not_depend_on_the_batch() {
     let model = int8();
@@ -134,15 +135,15 @@ fn vectors_do_not_depend_on_the_batch() {
 #[test]
 fn refuses_what_it_cannot_run() {
     let tokenizer = read(INT8_DIR, "tokenizer.json", "scripts/fetch-deep-model.sh");
-    let error = OnnxMiniLmEmbedder::load(b"not an onnx graph", &tokenizer, &runtime())
+    let error = OnnxMiniLmEmbedder::load(b"not an onnx graph", &tokenizer, &runtime(), 1)
         .err()
         .expect("garbage is refused")
         .to_string();
     assert!(error.contains("model.onnx"), "{error}");
     let model = read(INT8_DIR, "model.onnx", "scripts/fetch-deep-model.sh");
-    let error = OnnxMiniLmEmbedder::load(&model, b"{}", &runtime()).err().expect("a bad tokenizer is refused");
+    let error = OnnxMiniLmEmbedder::load(&model, b"{}", &runtime(), 1).err().expect("a bad tokenizer is refused");
     assert!(error.to_string().contains("tokenizer.json"), "{error}");
     let elsewhere = Path::new(INT8_DIR).join("no-such-libonnxruntime.so");
-    let error = OnnxMiniLmEmbedder::load(&model, &tokenizer, &elsewhere).err().expect("a second runtime is refused");
+    let error = OnnxMiniLmEmbedder::load(&model, &tokenizer, &elsewhere, 1).err().expect("a second runtime is refused");
     assert!(error.to_string().contains("no-such-libonnxruntime.so"), "{error}");
 }

@@ -25,6 +25,12 @@ pub struct EnrichmentSection {
     /// unset: looked for as `all-MiniLM-L6-v2-int8` where models are.
     #[serde(default)]
     pub minilm_int8_dir: Option<std::path::PathBuf>,
+    /// Cores the 8-bit model's enricher computes on: 1 leaves the other
+    /// cores to the write path and to queries (which have a session of
+    /// their own); more drains a backlog faster. The float model runs on
+    /// every core whatever this says.
+    #[serde(default = "default_threads")]
+    pub threads: usize,
     /// Items embedded together, and at most one event's vectors.
     #[serde(default = "default_batch")]
     pub batch: usize,
@@ -51,12 +57,16 @@ impl Default for EnrichmentSection {
         EnrichmentSection {
             model: EnrichmentModel::default(),
             minilm_int8_dir: None,
+            threads: default_threads(),
             batch: default_batch(),
             idle_ms: default_idle_ms(),
         }
     }
 }
 
+fn default_threads() -> usize {
+    1
+}
 fn default_batch() -> usize {
     128
 }
@@ -71,6 +81,9 @@ impl EnrichmentSection {
                 "enrichment.batch = {}; expected 1 to {MAX_COMPUTED_VECTORS} (the most vectors an event carries)",
                 self.batch
             ));
+        }
+        if !(1..=64).contains(&self.threads) {
+            return Err(format!("enrichment.threads = {}; expected 1 to 64", self.threads));
         }
         if !(10..=3_600_000).contains(&self.idle_ms) {
             return Err(format!("enrichment.idle_ms = {}; expected 10 to 3600000 milliseconds", self.idle_ms));

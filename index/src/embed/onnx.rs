@@ -39,24 +39,31 @@ const DIMENSIONS: usize = 384;
 /// (checked by a test); a batch costs no more per text than one forward per
 /// text, as ONNX Runtime's kernels do not gain from batching at these sizes.
 ///
-/// Two sessions, each on one thread: one for single texts (a search's
-/// question, [`Embedder::embed`]) and one for batches (the enricher,
+/// Sessions of one thread each: one for single texts (a search's question,
+/// [`Embedder::embed`]) and `batch_threads` for batches (the enricher,
 /// [`Embedder::embed_batch`]), so that a question never waits behind an
-/// enrichment batch, and the enricher takes one of the machine's cores, not
-/// all of them. Both sessions compute identically.
+/// enrichment batch, and the enricher takes as many cores as it is given,
+/// not all of them. Every session computes identically, so a text's vector
+/// does not depend on which one ran it.
 pub struct OnnxMiniLmEmbedder {
     tokenizer: Tokenizer,
     single: Mutex<Session>,
-    batch: Mutex<Session>,
+    batch: Vec<Mutex<Session>>,
     model_id: String,
 }
 
 impl OnnxMiniLmEmbedder {
     /// Loads ONNX Runtime from `runtime` (once per process: a second call
     /// must name the same library) and the model from `model_onnx` and
-    /// `tokenizer_json`, then embeds a probe sentence, so that a model which
-    /// loads but cannot run is refused here.
-    pub fn load(model_onnx: &[u8], tokenizer_json: &[u8], runtime: &Path) -> Result<OnnxMiniLmEmbedder, IndexError> {
+    /// `tokenizer_json`, with `batch_threads` sessions (at least one) for
+    /// batches, then embeds a probe sentence, so that a model which loads
+    /// but cannot run is refused here.
+    pub fn load(
+        model_onnx: &[u8],
+        tokenizer_json: &[u8],
+        runtime: &Path,
+        batch_threads: usize,
+    ) -> Result<OnnxMiniLmEmbedder, IndexError> {
         let environment = runtime_environment(runtime)?;
         let session = || -> Result<Session, IndexError> {
             let configured = || -> ort::Result<SessionBuilder> {
@@ -71,8 +78,9 @@ impl OnnxMiniLmEmbedder {
                 .commit_from_memory(model_onnx)
                 .map_err(|error| model_error("model.onnx cannot be loaded by ONNX Runtime", error))
         };
-        let (single, batch) = (session()?, session()?);
-        for session in [&single, &batch] {
+        let single = session()?;
+        let batch = (0..batch_threads.max(1)).map(|_| session()).collect::<Result<Vec<_>, _>>()?;
+        for session in std::iter::once(&single).chain(&batch) {
             let names =
                 |outlets: &[ort::value::Outlet]| outlets.iter().map(|outlet| outlet.name().to_owned()).collect();
             let (inputs, outputs): (Vec<String>, Vec<String>) = (names(session.inputs()), names(session.outputs()));
@@ -94,7 +102,8 @@ impl OnnxMiniLmEmbedder {
             .map_err(|error| model_error("cannot set truncation on the tokenizer", error))?;
 
         let model_id = format!("all-minilm-l6-v2-int8@sha256:{}", &sha256_hex(model_onnx)[..16]);
-        let embedder = OnnxMiniLmEmbedder { tokenizer, single: Mutex::new(single), batch: Mutex::new(batch), model_id };
+        let batch = batch.into_iter().map(Mutex::new).collect();
+        let embedder = OnnxMiniLmEmbedder { tokenizer, single: Mutex::new(single), batch, model_id };
         let probe = embedder.try_embed("mneme loads its embedding model", &embedder.single)?;
         if probe.iter().all(|&value| value == 0.0) {
             return Err(IndexError::Model("the probe embedding is all zeros".to_owned()));
@@ -131,10 +140,34 @@ impl OnnxMiniLmEmbedder {
         Ok(vector)
     }
 
-    /// The embeddings of `texts`, in order, each run alone on the batch
-    /// session, or the first inference error.
+    /// The embeddings of `texts`, in order, each run alone on one of the
+    /// batch sessions (text `i` on session `i mod n`, the sessions in
+    /// parallel), or the first inference error.
     pub fn try_embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, IndexError> {
-        texts.iter().map(|text| self.try_embed(text, &self.batch)).collect()
+        let lanes = self.batch.len().min(texts.len());
+        if lanes <= 1 {
+            return texts.iter().map(|text| self.try_embed(text, &self.batch[0])).collect();
+        }
+        let per_lane: Vec<Result<Vec<Vec<f32>>, IndexError>> = std::thread::scope(|scope| {
+            let running: Vec<_> = (0..lanes)
+                .map(|lane| {
+                    scope.spawn(move || {
+                        texts
+                            .iter()
+                            .skip(lane)
+                            .step_by(lanes)
+                            .map(|text| self.try_embed(text, &self.batch[lane]))
+                            .collect()
+                    })
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|lane| lane.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect()
+        });
+        let mut per_lane = per_lane.into_iter().map(|lane| lane.map(Vec::into_iter)).collect::<Result<Vec<_>, _>>()?;
+        Ok((0..texts.len()).map(|index| per_lane[index % lanes].next().expect("one vector per text")).collect())
     }
 }
 
