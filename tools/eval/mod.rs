@@ -65,6 +65,10 @@ pub struct EvalArgs {
     /// retrieval settings on the same swarm.
     #[arg(long = "retrieval", value_name = "KEY = VALUE")]
     retrieval: Vec<String>,
+    /// An `[enrichment]` setting of the server's `swarm.toml`, as TOML
+    /// (`threads = 2`); repeatable. For measuring the enricher.
+    #[arg(long = "enrichment", value_name = "KEY = VALUE")]
+    enrichment: Vec<String>,
     /// Keep the scratch directory (server log, data, dataset.json) here
     /// instead of deleting it.
     #[arg(long)]
@@ -103,7 +107,8 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
 
     let scratch = Scratch::new(args.keep.as_deref())?;
     std::fs::write(scratch.path.join("dataset.json"), serde_json::to_vec(&dataset)?).context("writing dataset.json")?;
-    let server = ServerProcess::start(&scratch.path, &dataset.agents, embedder, deep, &args.retrieval)?;
+    let server =
+        ServerProcess::start(&scratch.path, &dataset.agents, embedder, deep, &args.enrichment, &args.retrieval)?;
 
     progress.set_message(format!("publishing {} events", dataset.events.len()));
     let started = Instant::now();
@@ -140,11 +145,12 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
 
     let report = EvalReport {
         command: format!(
-            "mneme-tools eval --swarm {} --seed {} --size {} --embedder {embedder} --deep {deep} --context-samples {}{}",
+            "mneme-tools eval --swarm {} --seed {} --size {} --embedder {embedder} --deep {deep} --context-samples {}{}{}",
             args.swarm.as_str(),
             args.seed,
             args.size,
             args.context_samples,
+            args.enrichment.iter().map(|setting| format!(" --enrichment '{setting}'")).collect::<String>(),
             args.retrieval.iter().map(|setting| format!(" --retrieval '{setting}'")).collect::<String>()
         ),
         seed: args.seed,

@@ -58,13 +58,15 @@ impl ServerProcess {
         agents: &[String],
         embedder: &str,
         deep: &str,
+        enrichment: &[String],
         retrieval: &[String],
     ) -> anyhow::Result<ServerProcess> {
         // Consolidation runs when the evaluation asks for it, not on a
         // timer that would race the measurements.
         let mut config = format!(
             "[swarm]\nname = \"{EVAL_SWARM}\"\nadmit_unknown_agents = true\n\n[embedder]\nkind = \"{embedder}\"\n\n\
-             [enrichment]\nmodel = \"{deep}\"\nidle_ms = 100\n\n[consolidation]\nenabled = false\n"
+             [enrichment]\nmodel = \"{deep}\"\nidle_ms = 100\n{}\n[consolidation]\nenabled = false\n",
+            enrichment.iter().map(|setting| format!("{setting}\n")).collect::<String>()
         );
         if !retrieval.is_empty() {
             config.push_str(&format!("\n[retrieval]\n{}\n", retrieval.join("\n")));

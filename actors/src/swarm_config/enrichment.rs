@@ -91,3 +91,38 @@ impl EnrichmentSection {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Result<EnrichmentSection, String> {
+        let section: EnrichmentSection = toml::from_str(text).map_err(|error| error.to_string())?;
+        section.check().map(|()| section)
+    }
+
+    #[test]
+    fn reads_every_model_and_refuses_settings_out_of_range() {
+        assert_eq!(parsed("").unwrap(), EnrichmentSection::default());
+        for (name, model) in [
+            ("auto", EnrichmentModel::Auto),
+            ("minilm-int8", EnrichmentModel::MiniLmInt8),
+            ("minilm", EnrichmentModel::MiniLm),
+            ("off", EnrichmentModel::Off),
+        ] {
+            assert_eq!(parsed(&format!("model = \"{name}\"")).unwrap().model, model);
+        }
+        assert!(parsed("model = \"minilm_int8\"").is_err());
+        assert_eq!(parsed("threads = 2").unwrap().threads, 2);
+        for (setting, named) in [
+            ("threads = 0", "enrichment.threads"),
+            ("threads = 65", "enrichment.threads"),
+            ("batch = 0", "enrichment.batch"),
+            ("batch = 257", "enrichment.batch"),
+            ("idle_ms = 5", "enrichment.idle_ms"),
+        ] {
+            let error = parsed(setting).unwrap_err();
+            assert!(error.contains(named), "{setting}: {error}");
+        }
+    }
+}
