@@ -4,7 +4,8 @@
 //! the same model and text always give the same vector, so a replay rebuilds
 //! the same vector index. The model's identity is part of a memory's digest.
 //!
-//! Models are handed in as bytes (read by the caller): this crate does no IO.
+//! Models are handed in as bytes (read by the caller): this crate does no IO
+//! but loading ONNX Runtime's library, which only a path can name (`onnx.rs`).
 
 mod bert;
 mod distill;
