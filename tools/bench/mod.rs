@@ -113,8 +113,9 @@ enum Suite {
     /// A search and a context of one agent's memory of `--items` (10,000) with the system layer
     /// empty, then holding `--events` (1,000) system events that every swarm reads through.
     SystemLayer,
-    /// The deep model (all-MiniLM-L6-v2) against the static one: one query at a time by length
-    /// (`--queries`, 200; p50/p99), and word pieces per second in 4 batches of 32 items per length.
+    /// The deep models (all-MiniLM-L6-v2, 8-bit on ONNX Runtime and float on candle) against candle's
+    /// `BertModel` and the static model: one query at a time by length (`--queries`, 200; p50/p99),
+    /// also beside a busy enricher, and word pieces per second in 4 batches of 32 items per length.
     Embed,
 }
 
