@@ -6,4 +6,6 @@ pub enum IndexError {
     Index(#[from] tantivy::TantivyError),
     #[error("embedding model is unusable: {0}")]
     Model(String),
+    #[error("approximate vector index failed: {0}")]
+    Ann(String),
 }

@@ -10,6 +10,7 @@
 //! random; it only tells a snapshot whether the index is its own), and its
 //! only IO is a persisted text index's own directory.
 
+pub mod ann;
 mod bm25;
 pub mod embed;
 mod error;

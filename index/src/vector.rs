@@ -46,7 +46,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// [`dot`] of a float query with an 8-bit vector, before its scale.
-fn dot_quantized(query: &[f32], quantized: &[i8]) -> f32 {
+pub(crate) fn dot_quantized(query: &[f32], quantized: &[i8]) -> f32 {
     const LANES: usize = 8;
     let mut lanes = [0.0f32; LANES];
     let q_chunks = query.chunks_exact(LANES);

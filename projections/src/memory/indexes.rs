@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use mneme_index::embed::{Embedder, embedded_text};
-use mneme_index::vector::{QuantizedVector, VectorIndex};
+use mneme_index::vector::QuantizedVector;
 use mneme_index::{Bm25Index, IndexError, VectorSet};
 
 use crate::phases::{Phase, PhaseLevel, PhaseTracker};
@@ -16,7 +16,7 @@ use crate::phases::{Phase, PhaseLevel, PhaseTracker};
 /// the deep vectors of its private items, and which items took one.
 pub struct Indexes {
     bm25: Bm25Index,
-    vectors: VectorIndex,
+    vectors: VectorSet,
     /// The deep vectors of its private items, in the order the enricher
     /// recorded them (the swarm's shared ones are the swarm's).
     deep: VectorSet,
@@ -34,7 +34,7 @@ impl Indexes {
     pub(super) fn new(bm25: Bm25Index, dimensions: usize, deep_dimensions: usize) -> Indexes {
         Indexes {
             bm25,
-            vectors: VectorIndex::new(dimensions),
+            vectors: VectorSet::new(dimensions),
             deep: VectorSet::new(deep_dimensions),
             deep_applied: roaring::RoaringTreemap::new(),
             text_reused: false,
@@ -47,7 +47,7 @@ impl Indexes {
     }
 
     /// The vectors of this memory's private items.
-    pub fn vectors(&self) -> &VectorIndex {
+    pub fn vectors(&self) -> &VectorSet {
         &self.vectors
     }
 
@@ -103,13 +103,13 @@ impl Indexes {
     /// Adds a private item's document and vector.
     pub(super) fn add_own(&mut self, seq: u64, kind: &str, text: &str, vector: &[f32]) -> Result<(), IndexError> {
         self.bm25.add(seq, kind, text)?;
-        self.vectors.insert(seq, vector);
+        self.vectors.insert(seq, QuantizedVector::of(vector));
         Ok(())
     }
 
     /// A restored private item's vector.
     pub(super) fn insert_quantized(&mut self, seq: u64, vector: QuantizedVector) {
-        self.vectors.insert_quantized(seq, vector);
+        self.vectors.insert(seq, vector);
     }
 
     pub(super) fn commit(&mut self) -> Result<(), IndexError> {

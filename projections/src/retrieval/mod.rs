@@ -30,7 +30,7 @@ pub use analysis::{AnswerKind, QueryAnalysis, TimeAnchor, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
 pub use mneme_api::search::{Fusion, KindFilter, RetrievalWeights, SearchFilters, SearchMode, SearchRequest};
 use mneme_index::embed::embedded_text;
-use mneme_index::vector::VectorIndex;
+use mneme_index::VectorSet;
 use phases::search_phases;
 use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by};
 use related::{conversation_neighbours, expansion_ranking, graph_ranking, session_boost};
@@ -430,14 +430,13 @@ fn cosines<'a>(memory: &AgentMemory, query: &[f32], seqs: impl Iterator<Item = &
         return SeqMap::default();
     }
     let shared = memory.shared_vectors();
-    let [main, late] = shared.indexes();
+    let own = memory.indexes().vectors();
     let mut cosine = SeqMap::default();
     for seq in seqs {
         if cosine.contains_key(seq) {
             continue;
         }
-        let similarity =
-            [memory.indexes().vectors(), main, late].iter().find_map(|index| index.similarity(*seq, query));
+        let similarity = own.similarity(*seq, query).or_else(|| shared.similarity(*seq, query));
         if let Some(similarity) = similarity {
             cosine.insert(*seq, similarity);
         }
@@ -462,14 +461,12 @@ fn deep_query(memory: &AgentMemory, request: &SearchRequest) -> Option<Vec<f32>>
 /// among those that took one in this memory.
 fn deep_ranking(memory: &AgentMemory, query: &[f32], candidates: usize, accept: &dyn Fn(u64) -> bool) -> Ranking {
     let shared = memory.shared_deep_vectors();
-    let mut indexes: Vec<&VectorIndex> = memory.indexes().deep_vectors().indexes().to_vec();
-    if let Some(shared) = shared.as_ref() {
-        indexes.extend(shared.indexes());
-    }
+    let mut sets: Vec<&VectorSet> = vec![memory.indexes().deep_vectors()];
+    sets.extend(shared.as_ref());
     // The swarm's deep vectors include items this memory has not applied
     // a vector for yet: those are filtered out.
     let enriched = |seq: u64| memory.indexes().has_deep(seq) && accept(seq);
-    VectorIndex::search_all(&indexes, query, candidates, Some(&enriched))
+    VectorSet::search(&sets, query, candidates, Some(&enriched))
 }
 
 /// The deep cosine similarity to the query of each item that took a deep
@@ -597,8 +594,7 @@ fn vector_ranking(
         (true, false) => Some(&holds),
         (false, _) => Some(accept),
     };
-    let [main, late] = shared.indexes();
-    VectorIndex::search_all(&[memory.indexes().vectors(), main, late], query_vector, candidates, filter)
+    VectorSet::search(&[memory.indexes().vectors(), &shared], query_vector, candidates, filter)
 }
 
 fn item_passes(item: &MemoryItem, filters: &SearchFilters) -> bool {
