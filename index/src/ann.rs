@@ -1,14 +1,15 @@
-//! An approximate nearest-neighbour graph over quantized vectors: one
-//! immutable segment of hnsw_rs's HNSW, for memories too large to scan.
+//! An approximate nearest-neighbour graph over quantized vectors
+//! (hnsw_rs's HNSW), for memories too large to scan.
 //!
-//! A segment is built once, from a fixed list of vectors, one insert at a
-//! time in the order given (callers give seq order), by hnsw_rs, whose
-//! level generator is seeded with a constant: the same vectors in the same
-//! order build the same graph, on every run. It is never inserted into
-//! again (a loaded hnsw_rs graph would restart its level generator, so
-//! growing one after a restart would not build what a process that never
-//! restarted builds); larger segments are built anew from the vectors of
-//! smaller ones.
+//! A graph grows one insert at a time, in the order its owner gives
+//! (arrival order, which for a memory is log order). hnsw_rs draws each
+//! node's layer from a generator seeded with a constant, so the same
+//! vectors inserted in the same order build the same graph on every run: a
+//! replay builds what the live process built. A graph saved and loaded is
+//! the graph that was saved; but the loaded one's layer generator starts
+//! again from its seed, so the nodes inserted after a restart may take
+//! other layers than they would have without it. That changes which near
+//! neighbours a search may miss, never the score of one it finds.
 //!
 //! The graph holds each vector as its 8-bit values followed by the four
 //! bytes of its scale ([`encode`]), and measures `1 - cosine` between two
@@ -18,6 +19,8 @@
 //! [`crate::vector`] scores it: the two tiers give one item one score.
 
 use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use hnsw_rs::api::AnnT;
 use hnsw_rs::hnswio::HnswIo;
@@ -49,11 +52,52 @@ impl Distance<i8> for ScaledCosine {
     }
 }
 
-/// The dot product of two 8-bit vectors, exactly (integer sums are
-/// associative, so the compiler vectorises it and the result is the same
-/// in any order).
+/// The dot product of two 8-bit vectors, exactly: integer sums are
+/// associative, so any vectorisation gives the same result, and the AVX2
+/// one (16 products at a time) is taken when the CPU has it.
+#[allow(unsafe_code, reason = "calls the AVX2 kernel once the CPU was found to have it")]
 fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    a.iter().zip(b).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum()
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU was just found to have the instructions.
+        return unsafe { dot_i8_avx2(a, b) };
+    }
+    dot_i8_portable(a, b)
+}
+
+/// Sixteen values at a time: widened to 16 bits, multiplied and summed
+/// in pairs into eight 32-bit lanes (`vpmaddwd`), which cannot overflow
+/// (two products of at most 128² each).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code, reason = "unaligned loads of 16 bytes within the slices' bounds")]
+fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_add_epi32, _mm_cvtsi128_si32, _mm_hadd_epi32, _mm_loadu_si128, _mm256_add_epi32,
+        _mm256_cvtepi8_epi16, _mm256_extracti128_si256, _mm256_madd_epi16, _mm256_setzero_si256,
+    };
+    let length = a.len().min(b.len());
+    let chunks = length / 16;
+    let mut sum = _mm256_setzero_si256();
+    for chunk in 0..chunks {
+        // SAFETY: bytes `16 * chunk .. 16 * chunk + 16` lie within both slices.
+        let (x, y) = unsafe {
+            (
+                _mm_loadu_si128(a.as_ptr().add(16 * chunk).cast::<__m128i>()),
+                _mm_loadu_si128(b.as_ptr().add(16 * chunk).cast::<__m128i>()),
+            )
+        };
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_cvtepi8_epi16(x), _mm256_cvtepi8_epi16(y)));
+    }
+    let halves = _mm_add_epi32(_mm256_extracti128_si256::<0>(sum), _mm256_extracti128_si256::<1>(sum));
+    let pairs = _mm_hadd_epi32(halves, halves);
+    let total = _mm_cvtsi128_si32(_mm_hadd_epi32(pairs, pairs));
+    total + dot_i8_portable(&a[16 * chunks..length], &b[16 * chunks..length])
+}
+
+#[inline(always)]
+fn dot_i8_portable(a: &[i8], b: &[i8]) -> i32 {
+    a.iter().zip(b).map(|(x, y)| i32::from(i16::from(*x) * i16::from(*y))).sum()
 }
 
 /// A quantized vector as the graph holds it: its values, then its scale's
@@ -66,43 +110,59 @@ pub fn encode(vector: &QuantizedVector) -> Vec<i8> {
 }
 
 fn decode(encoded: &[i8]) -> (&[i8], f32) {
-    let (values, scale) = encoded.split_at(encoded.len().saturating_sub(SCALE_BYTES));
-    let bytes: [u8; SCALE_BYTES] = std::array::from_fn(|byte| scale.get(byte).map_or(0, |value| *value as u8));
-    (values, f32::from_le_bytes(bytes))
-}
-
-/// One immutable HNSW graph and the vectors it holds (by seq, ascending).
-pub struct AnnSegment {
-    graph: Hnsw<'static, i8, ScaledCosine>,
-    dimensions: usize,
-    /// The seqs it holds, ascending; the graph's data id of a vector is
-    /// its seq.
-    seqs: Vec<u64>,
-}
-
-impl std::fmt::Debug for AnnSegment {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("AnnSegment")
-            .field("dimensions", &self.dimensions)
-            .field("vectors", &self.seqs.len())
-            .finish()
+    match encoded.split_last_chunk::<SCALE_BYTES>() {
+        Some((values, scale)) => (values, f32::from_le_bytes(scale.map(|byte| byte as u8))),
+        None => (&[], 0.0),
     }
 }
 
-impl AnnSegment {
-    /// Builds a graph of `vectors` (of `dimensions` values each), inserted
-    /// one at a time in the order given.
-    pub fn build(dimensions: usize, vectors: impl ExactSizeIterator<Item = (u64, QuantizedVector)>) -> AnnSegment {
-        let graph = Hnsw::new(MAX_CONNECTIONS, vectors.len().max(1), MAX_LAYERS, EF_CONSTRUCTION, ScaledCosine);
-        let mut seqs = Vec::with_capacity(vectors.len());
-        for (seq, vector) in vectors {
-            debug_assert_eq!(vector.values.len(), dimensions);
-            graph.insert_slice((&encode(&vector), seq as usize));
-            seqs.push(seq);
+/// An HNSW graph of quantized vectors, grown one insert at a time.
+/// Inserts take `&self` (one thread inserts, searches read meanwhile).
+pub struct AnnGraph {
+    graph: Hnsw<'static, i8, ScaledCosine>,
+    dimensions: usize,
+    /// Vectors inserted.
+    count: AtomicUsize,
+    /// Held by an insert, and by a save: a saved graph is whole.
+    writing: Mutex<()>,
+}
+
+impl std::fmt::Debug for AnnGraph {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("AnnGraph").field("dimensions", &self.dimensions).field("vectors", &self.len()).finish()
+    }
+}
+
+impl AnnGraph {
+    /// An empty graph for vectors of `dimensions` values, sized for about
+    /// `capacity` of them (it grows past that).
+    pub fn new(dimensions: usize, capacity: usize) -> AnnGraph {
+        AnnGraph {
+            graph: Hnsw::new(MAX_CONNECTIONS, capacity.max(1), MAX_LAYERS, EF_CONSTRUCTION, ScaledCosine),
+            dimensions,
+            count: AtomicUsize::new(0),
+            writing: Mutex::new(()),
         }
-        seqs.sort_unstable();
-        AnnSegment { graph, dimensions, seqs }
+    }
+
+    /// A graph of `vectors`, inserted in the order given.
+    pub fn build(dimensions: usize, vectors: impl ExactSizeIterator<Item = (u64, QuantizedVector)>) -> AnnGraph {
+        let graph = AnnGraph::new(dimensions, vectors.len());
+        for (seq, vector) in vectors {
+            graph.insert(seq, &vector);
+        }
+        graph
+    }
+
+    /// Links `seq`'s vector into the graph. The graph is a function of the
+    /// vectors and the order of their inserts (hnsw_rs draws each node's
+    /// layer from a generator seeded with a constant); callers insert from
+    /// one thread, and each seq once.
+    pub fn insert(&self, seq: u64, vector: &QuantizedVector) {
+        debug_assert_eq!(vector.values.len(), self.dimensions);
+        let _writing = self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.graph.insert_slice((&encode(vector), seq as usize));
+        self.count.fetch_add(1, Ordering::Release);
     }
 
     pub fn dimensions(&self) -> usize {
@@ -111,20 +171,17 @@ impl AnnSegment {
 
     /// How many vectors it holds.
     pub fn len(&self) -> usize {
-        self.seqs.len()
+        self.count.load(Ordering::Acquire)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.seqs.is_empty()
+        self.len() == 0
     }
 
-    /// The seqs it holds, ascending.
-    pub fn seqs(&self) -> &[u64] {
-        &self.seqs
-    }
-
-    pub fn contains(&self, seq: u64) -> bool {
-        self.seqs.binary_search(&seq).is_ok()
+    /// The seqs it holds, in no order.
+    pub fn seqs(&self) -> Vec<u64> {
+        let _writing = self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.graph.get_point_indexation().into_iter().map(|point| point.get_origin_id() as u64).collect()
     }
 
     /// The (about) `limit` nearest vectors that `accept` keeps, as (cosine
@@ -139,7 +196,7 @@ impl AnnSegment {
         breadth: usize,
         accept: Option<&dyn Fn(u64) -> bool>,
     ) -> Vec<(f32, u64)> {
-        if limit == 0 || self.seqs.is_empty() {
+        if limit == 0 || self.is_empty() {
             return Vec::new();
         }
         let encoded = encode(&QuantizedVector::of(query));
@@ -151,13 +208,13 @@ impl AnnSegment {
             }
             None => self.graph.search(&encoded, breadth, breadth),
         };
+        let points = self.graph.get_point_indexation();
         let mut hits: Vec<(f32, u64)> = neighbours
             .iter()
             .filter_map(|neighbour| {
-                let seq = neighbour.d_id as u64;
-                let data = self.graph.get_point_indexation().get_point_data(&neighbour.p_id)?;
+                let data = points.get_point_data(&neighbour.p_id)?;
                 let (values, scale) = decode(&data);
-                Some((dot_quantized(query, values) * scale, seq))
+                Some((dot_quantized(query, values) * scale, neighbour.d_id as u64))
             })
             .collect();
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
@@ -166,42 +223,45 @@ impl AnnSegment {
     }
 
     /// Writes the graph to `directory` as hnsw_rs's two files,
-    /// `{basename}.hnsw.graph` and `{basename}.hnsw.data`, replacing them.
-    pub fn save(&self, directory: &Path, basename: &str) -> Result<(), IndexError> {
-        self.graph
-            .file_dump(directory, basename)
-            .map(|_| ())
-            .map_err(|error| IndexError::Ann(format!("saving the graph {basename} in {}: {error:#}", directory.display())))
+    /// `{basename}.hnsw.graph` and `{basename}.hnsw.data`, replacing them;
+    /// inserts wait meanwhile. Returns how many vectors it wrote.
+    pub fn save(&self, directory: &Path, basename: &str) -> Result<usize, IndexError> {
+        let _writing = self.writing.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.graph.file_dump(directory, basename).map_err(|error| {
+            IndexError::Ann(format!("saving the graph {basename} in {}: {error:#}", directory.display()))
+        })?;
+        Ok(self.len())
     }
 
-    /// Reads a graph [`AnnSegment::save`] wrote. `dimensions` and `seqs`
-    /// are what the caller recorded beside it; both are checked against
-    /// the graph.
-    pub fn load(directory: &Path, basename: &str, dimensions: usize, mut seqs: Vec<u64>) -> Result<AnnSegment, IndexError> {
-        let failed = |what: String| IndexError::Ann(format!("loading the graph {basename} from {}: {what}", directory.display()));
+    /// Reads a graph [`AnnGraph::save`] wrote, of vectors of `dimensions`
+    /// values; `count` is how many the save said it wrote.
+    pub fn load(directory: &Path, basename: &str, dimensions: usize, count: usize) -> Result<AnnGraph, IndexError> {
+        let failed = |what: String| {
+            IndexError::Ann(format!("loading the graph {basename} from {}: {what}", directory.display()))
+        };
+        for suffix in ["hnsw.graph", "hnsw.data"] {
+            let path = directory.join(format!("{basename}.{suffix}"));
+            if !path.is_file() {
+                return Err(failed(format!("{} is missing", path.display())));
+            }
+        }
         // hnsw_rs ties a loaded graph's lifetime to its loader, for graphs
         // whose data stays memory-mapped; this one copies its data in, so
         // the loader (a path and a few options) is kept for the process.
         let loader: &'static mut HnswIo = Box::leak(Box::new(HnswIo::new(directory, basename)));
-        let graph: Hnsw<'static, i8, ScaledCosine> = loader.load_hnsw().map_err(|error| failed(format!("{error:#}")))?;
-        if graph.get_nb_point() != seqs.len() {
-            return Err(failed(format!("it holds {} vectors where {} were recorded", graph.get_nb_point(), seqs.len())));
-        }
-        if seqs.is_empty() {
-            return Ok(AnnSegment { graph, dimensions, seqs });
+        let graph: Hnsw<'static, i8, ScaledCosine> =
+            loader.load_hnsw().map_err(|error| failed(format!("{error:#}")))?;
+        if graph.get_nb_point() != count {
+            return Err(failed(format!("it holds {} vectors where {count} were saved", graph.get_nb_point())));
         }
         let held = graph.get_point_indexation().get_data_dimension();
-        if held != dimensions + SCALE_BYTES {
-            return Err(failed(format!("its vectors have {} values where {dimensions} were expected", held.saturating_sub(SCALE_BYTES))));
+        if count > 0 && held != dimensions + SCALE_BYTES {
+            return Err(failed(format!(
+                "its vectors have {} values where {dimensions} were expected",
+                held.saturating_sub(SCALE_BYTES)
+            )));
         }
-        seqs.sort_unstable();
-        let mut ids: Vec<u64> =
-            graph.get_point_indexation().into_iter().map(|point| point.get_origin_id() as u64).collect();
-        ids.sort_unstable();
-        if ids != seqs {
-            return Err(failed("its vectors are not those recorded".to_string()));
-        }
-        Ok(AnnSegment { graph, dimensions, seqs })
+        Ok(AnnGraph { graph, dimensions, count: AtomicUsize::new(count), writing: Mutex::new(()) })
     }
 }
 
@@ -212,13 +272,18 @@ mod tests {
     use crate::vector::VectorIndex;
 
     fn texts(count: usize) -> Vec<String> {
-        (0..count).map(|n| format!("note {n} about cache {} and token {} in module m{}", n % 7, n % 11, n % 97)).collect()
+        (0..count)
+            .map(|n| format!("note {n} about cache {} and token {} in module m{}", n % 7, n % 11, n % 97))
+            .collect()
     }
 
     fn vectors(texts: &[String]) -> (Vec<(u64, QuantizedVector)>, HashedNgramEmbedder) {
         let embedder = HashedNgramEmbedder::default();
-        let vectors =
-            texts.iter().enumerate().map(|(n, text)| (n as u64 + 1, QuantizedVector::of(&embedder.embed(text)))).collect();
+        let vectors = texts
+            .iter()
+            .enumerate()
+            .map(|(n, text)| (n as u64 + 1, QuantizedVector::of(&embedder.embed(text))))
+            .collect();
         (vectors, embedder)
     }
 
@@ -243,14 +308,14 @@ mod tests {
         for (seq, vector) in &vectors {
             exact.insert_quantized(*seq, vector.clone());
         }
-        let segment = AnnSegment::build(embedder.dimensions(), vectors.into_iter());
-        assert_eq!(segment.len(), 3000);
+        let graph = AnnGraph::build(embedder.dimensions(), vectors.into_iter());
+        assert_eq!(graph.len(), 3000);
         let mut found = 0;
         let queries = ["note 42 about cache 0", "token 5 in module m13", "cache 3 and token 7", "module m96"];
         for query in queries {
             let query = embedder.embed(query);
             let wanted = exact.search(&query, 10, None);
-            let hits = segment.search(&query, 10, 64, None);
+            let hits = graph.search(&query, 10, 64, None);
             for (score, seq) in &hits {
                 assert_eq!(Some(*score), exact.similarity(*seq, &query), "seq {seq}");
             }
@@ -263,42 +328,57 @@ mod tests {
     fn the_filter_keeps_only_accepted_vectors() {
         let texts = texts(500);
         let (vectors, embedder) = vectors(&texts);
-        let segment = AnnSegment::build(embedder.dimensions(), vectors.into_iter());
+        let graph = AnnGraph::build(embedder.dimensions(), vectors.into_iter());
         let even = |seq: u64| seq.is_multiple_of(2);
-        let hits = segment.search(&embedder.embed("cache 3"), 10, 64, Some(&even));
+        let hits = graph.search(&embedder.embed("cache 3"), 10, 64, Some(&even));
         assert_eq!(hits.len(), 10);
         assert!(hits.iter().all(|(_, seq)| even(*seq)), "{hits:?}");
     }
 
     /// The same vectors in the same order build the same graph: two builds
-    /// and a saved and loaded one answer every query alike.
+    /// and a saved and loaded one answer every query alike; a load checks
+    /// what it reads.
     #[test]
     fn builds_are_reproducible_and_a_loaded_graph_answers_alike() {
         let texts = texts(2000);
         let (vectors, embedder) = vectors(&texts);
-        let first = AnnSegment::build(embedder.dimensions(), vectors.clone().into_iter());
-        let second = AnnSegment::build(embedder.dimensions(), vectors.clone().into_iter());
+        let first = AnnGraph::build(embedder.dimensions(), vectors.clone().into_iter());
+        let second = AnnGraph::build(embedder.dimensions(), vectors.clone().into_iter());
         let directory = tempfile::tempdir().expect("a temporary directory");
-        first.save(directory.path(), "segment-1").expect("saved");
-        let seqs: Vec<u64> = vectors.iter().map(|(seq, _)| *seq).collect();
-        let loaded =
-            AnnSegment::load(directory.path(), "segment-1", embedder.dimensions(), seqs.clone()).expect("loaded");
+        assert_eq!(first.save(directory.path(), "graph-1").expect("saved"), 2000);
+        let loaded = AnnGraph::load(directory.path(), "graph-1", embedder.dimensions(), 2000).expect("loaded");
+        let mut seqs = loaded.seqs();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (1..=2000).collect::<Vec<u64>>());
         for query in ["note 7", "cache 2 and token 3", "module m50", "nothing like it"] {
             let query = embedder.embed(query);
             let hits = first.search(&query, 10, 32, None);
             assert_eq!(hits, second.search(&query, 10, 32, None));
             assert_eq!(hits, loaded.search(&query, 10, 32, None));
         }
-        let wrong = AnnSegment::load(directory.path(), "segment-1", embedder.dimensions(), seqs[1..].to_vec());
-        assert!(matches!(wrong, Err(IndexError::Ann(message)) if message.contains("1999 were recorded")));
-        let missing = AnnSegment::load(directory.path(), "segment-2", embedder.dimensions(), seqs);
-        assert!(matches!(missing, Err(IndexError::Ann(message)) if message.contains("segment-2")));
+        let wrong = AnnGraph::load(directory.path(), "graph-1", embedder.dimensions(), 1999);
+        assert!(matches!(&wrong, Err(IndexError::Ann(message)) if message.contains("1999 were saved")), "{wrong:?}");
+        let other = AnnGraph::load(directory.path(), "graph-1", 7, 2000);
+        assert!(matches!(&other, Err(IndexError::Ann(message)) if message.contains("7 were expected")), "{other:?}");
+        let missing = AnnGraph::load(directory.path(), "graph-2", embedder.dimensions(), 2000);
+        assert!(matches!(missing, Err(IndexError::Ann(message)) if message.contains("graph-2.hnsw.graph is missing")));
     }
 
     #[test]
-    fn an_empty_segment_finds_nothing() {
-        let segment = AnnSegment::build(8, std::iter::empty::<(u64, QuantizedVector)>().collect::<Vec<_>>().into_iter());
-        assert!(segment.is_empty());
-        assert!(segment.search(&[0.5; 8], 5, 16, None).is_empty());
+    fn an_empty_graph_finds_nothing() {
+        let graph = AnnGraph::new(8, 0);
+        assert!(graph.is_empty());
+        assert!(graph.search(&[0.5; 8], 5, 16, None).is_empty());
+    }
+
+    #[test]
+    fn the_avx2_dot_product_equals_the_portable_one() {
+        let a: Vec<i8> = (0..391).map(|n| ((n * 37) % 255) as i8).collect();
+        let b: Vec<i8> = (0..391).map(|n| ((n * 101) % 253) as i8).collect();
+        for length in [0, 5, 16, 17, 384, 391] {
+            assert_eq!(dot_i8(&a[..length], &b[..length]), dot_i8_portable(&a[..length], &b[..length]));
+        }
+        let extreme = vec![-128i8; 384];
+        assert_eq!(dot_i8(&extreme, &extreme), 384 * 128 * 128);
     }
 }

@@ -3,29 +3,32 @@
 //! older than the newest), a memory's private ones, and the deep vectors
 //! an enricher records after their items, in the order it computed them.
 //!
-//! A set is a tail, scanned exactly ([`VectorIndex`]), and, once it has
-//! grown past [`AnnPolicy::seal_at`] vectors, immutable segments searched
-//! through an HNSW graph each ([`AnnSegment`]). When the tail reaches
-//! `seal_at` live vectors it is sealed into a segment, whose graph is
-//! built on a thread of its own, off the write path; when
-//! [`AnnPolicy::merge_factor`] segments of one size class exist, they are
-//! merged into one, built anew from their vectors. Which vectors go into
-//! which segment is decided when they are sealed or merged, from the order
-//! of inserts and drops alone; only when a graph becomes searchable depends
-//! on time. Until it does, a segment is answered by what it was made of:
-//! the graphs of the segments merged into it, or an exact scan of its
-//! vectors.
+//! Below [`AnnPolicy::graph_from`] vectors a set is a tail scanned
+//! exactly ([`VectorIndex`]). Past it, the set grows an HNSW graph
+//! ([`AnnGraph`]) on a thread of its own, off the write path: the tail is
+//! sealed into a batch every [`AnnPolicy::batch`] vectors, and the builder
+//! inserts the batches' vectors in the order they were sealed. A batch is
+//! scanned exactly until the builder has inserted all of it; a search asks
+//! the graph, and scans the tail and the batches not inserted yet. Which
+//! vectors go into which batch, and so the order of inserts and the graph,
+//! is a function of the order of inserts and drops alone; only how far the
+//! builder has got, at the time of a search, depends on time.
 //!
 //! ```text
-//!   insert ──▶ tail (exact scan) ──seal──▶ segment ──merge──▶ larger segment
-//!                                      (graph built on a thread)
+//!   insert ──▶ tail ──seal──▶ batch ──builder thread──▶ graph
+//!              (scanned)      (scanned until inserted)   (searched)
 //! ```
+//!
+//! A graph cannot take a vector out: dropped vectors stay in it, and
+//! searches leave them out.
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
-use crate::ann::AnnSegment;
+use crate::ann::AnnGraph;
 use crate::vector::{QuantizedVector, VectorIndex};
 
 /// Once there are this many dropped vectors in the tail, and they are a
@@ -36,14 +39,15 @@ const COMPACT_AFTER_DEAD: usize = 1024;
 /// eighth of the main one.
 const MERGE_LATE_AFTER: usize = 1024;
 
-/// When a set builds graphs, and how widely they are searched.
+/// When a set grows a graph, and how widely it searches it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnnPolicy {
-    /// Live vectors in the tail at which it is sealed into a segment;
-    /// `usize::MAX` never seals (every search is an exact scan).
-    pub seal_at: usize,
-    /// Segments of one size class merged into one.
-    pub merge_factor: usize,
+    /// Vectors at which the set starts its graph (all it holds then are
+    /// the first batch); `usize::MAX`: never (every search is a scan).
+    pub graph_from: usize,
+    /// Vectors in the tail at which it is sealed into a batch for the
+    /// builder, once the graph is started.
+    pub batch: usize,
     /// Candidates a graph search keeps (hnsw_rs's `ef`), at least the
     /// number asked for.
     pub breadth: usize,
@@ -51,98 +55,91 @@ pub struct AnnPolicy {
 
 impl AnnPolicy {
     /// No graph: the tail takes every vector.
-    pub const EXACT: AnnPolicy = AnnPolicy { seal_at: usize::MAX, merge_factor: usize::MAX, breadth: 0 };
+    pub const EXACT: AnnPolicy = AnnPolicy { graph_from: usize::MAX, batch: usize::MAX, breadth: 0 };
 }
 
 impl Default for AnnPolicy {
     fn default() -> AnnPolicy {
-        AnnPolicy { seal_at: 16_384, merge_factor: 4, breadth: 96 }
+        AnnPolicy { graph_from: 20_000, batch: 4_096, breadth: 128 }
     }
 }
 
-/// What answers for a segment whose graph is not built yet.
-enum StandIn {
-    Graph(Arc<AnnSegment>),
-    Exact(Arc<VectorIndex>),
+/// The graph, and the thread that inserts batches into it.
+struct Builder {
+    graph: Arc<AnnGraph>,
+    batches: Option<Sender<Arc<VectorIndex>>>,
+    /// Batches inserted, counted from the first sealed.
+    inserted: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
 }
 
-/// Vectors sealed together: their exact copy (for lookups by seq and
-/// merges), and their graph once built.
-struct Segment {
-    vectors: Arc<VectorIndex>,
-    graph: Option<Arc<AnnSegment>>,
-    /// While `graph` is `None`: what it was made of.
-    stand_ins: Vec<StandIn>,
-    build: Option<JoinHandle<AnnSegment>>,
-}
-
-impl Segment {
-    /// A segment of `vectors`, its graph built on a thread of its own.
-    fn building(vectors: VectorIndex, stand_ins: Vec<StandIn>) -> Segment {
-        let vectors = Arc::new(vectors);
-        let input = vectors.clone();
-        let build = std::thread::Builder::new()
-            .name("mneme-ann-build".to_string())
-            .spawn(move || AnnSegment::build(input.dimensions(), input.quantized().collect::<Vec<_>>().into_iter()))
-            .ok();
-        let stand_ins = if stand_ins.is_empty() { vec![StandIn::Exact(vectors.clone())] } else { stand_ins };
-        Segment { vectors, graph: None, stand_ins, build }
+impl Builder {
+    fn start(graph: AnnGraph) -> Builder {
+        let graph = Arc::new(graph);
+        let (sender, receiver) = channel();
+        let inserted = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (graph, inserted, stop) = (graph.clone(), inserted.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("mneme-ann-build".to_string())
+                .spawn(move || insert_batches(&graph, &receiver, &inserted, &stop))
+                .ok()
+        };
+        Builder { graph, batches: Some(sender), inserted, stop, thread }
     }
 
-    /// Installs the graph if its build has finished (or, with `wait`,
-    /// once it has). A build that panicked leaves the segment scanned
-    /// exactly.
-    fn poll(&mut self, wait: bool) -> bool {
-        let finished = self.build.as_ref().is_some_and(|build| wait || build.is_finished());
-        if !finished {
-            return false;
+    fn inserted(&self) -> u64 {
+        self.inserted.load(Ordering::Acquire)
+    }
+}
+
+/// The builder thread: inserts each batch's vectors in seq order, then
+/// counts the batch; ends when the set is dropped.
+fn insert_batches(graph: &AnnGraph, batches: &Receiver<Arc<VectorIndex>>, inserted: &AtomicU64, stop: &AtomicBool) {
+    while let Ok(batch) = batches.recv() {
+        for (seq, vector) in batch.quantized() {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            graph.insert(seq, &vector);
         }
-        if let Some(Ok(graph)) = self.build.take().map(JoinHandle::join) {
-            self.graph = Some(Arc::new(graph));
-            self.stand_ins.clear();
-        } else {
-            self.stand_ins = vec![StandIn::Exact(self.vectors.clone())];
-        }
-        true
+        inserted.fetch_add(1, Ordering::AcqRel);
     }
+}
 
-    /// Whether its vectors, or a graph standing in for it, hold `seq`.
-    fn holds(&self, seq: u64) -> bool {
-        self.vectors.contains(seq)
-            || self.stand_ins.iter().any(|stand_in| matches!(stand_in, StandIn::Graph(graph) if graph.contains(seq)))
-    }
-
-    /// What answers for it in a merged segment still being built.
-    fn stand_ins(&self) -> Vec<StandIn> {
-        match &self.graph {
-            Some(graph) => vec![StandIn::Graph(graph.clone())],
-            None => self
-                .stand_ins
-                .iter()
-                .map(|stand_in| match stand_in {
-                    StandIn::Graph(graph) => StandIn::Graph(graph.clone()),
-                    StandIn::Exact(vectors) => StandIn::Exact(vectors.clone()),
-                })
-                .collect(),
+impl Drop for Builder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.batches.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
 
 /// The tail, two indexes each in seq order: `main` takes the newest,
-/// `late` those older than the newest; and the sealed segments, oldest
-/// first. Dropped vectors wait for a compaction of the tail or a merge of
-/// their segment, and searches leave them out.
+/// `late` those older than the newest; the batches sealed for the graph;
+/// and the graph. Dropped vectors leave the tail at its next compaction,
+/// and searches leave them out meanwhile.
 pub struct VectorSet {
     policy: AnnPolicy,
     main: VectorIndex,
     late: VectorIndex,
-    segments: Vec<Segment>,
+    /// Sealed batches, oldest first, with the number of the first: those
+    /// numbered below `builder.inserted()` are in the graph.
+    batches: Vec<Arc<VectorIndex>>,
+    first_batch: u64,
+    /// The vectors of batches in the graph, for lookups by seq: merged
+    /// as they come, so that there are few (sizes halve along the list).
+    held: Vec<VectorIndex>,
+    builder: Option<Builder>,
     /// The newest seq ever inserted: a newer one goes to `main` at once.
     newest: Option<u64>,
     /// Dropped vectors of the tail.
     dead_tail: HashSet<u64>,
-    /// Dropped vectors of segments (or of the graphs standing in for a
-    /// merged segment, until its own graph is built).
+    /// Dropped vectors of batches, held ones and the graph.
     dead_sealed: HashSet<u64>,
 }
 
@@ -156,7 +153,10 @@ impl VectorSet {
             policy,
             main: VectorIndex::new(dimensions),
             late: VectorIndex::new(dimensions),
-            segments: Vec::new(),
+            batches: Vec::new(),
+            first_batch: 0,
+            held: Vec::new(),
+            builder: None,
             newest: None,
             dead_tail: HashSet::new(),
             dead_sealed: HashSet::new(),
@@ -174,7 +174,7 @@ impl VectorSet {
     /// How many vectors the set holds, dropped ones not yet compacted
     /// away included.
     pub fn len(&self) -> usize {
-        self.tail_len() + self.segments.iter().map(|segment| segment.vectors.seq_count()).sum::<usize>()
+        self.holders().map(VectorIndex::seq_count).sum()
     }
 
     fn tail_len(&self) -> usize {
@@ -185,14 +185,14 @@ impl VectorSet {
         self.len() == 0
     }
 
-    /// (segments, of which searchable through their own finished graph).
-    pub fn segment_counts(&self) -> (usize, usize) {
-        (self.segments.len(), self.segments.iter().filter(|segment| segment.graph.is_some()).count())
+    /// How many vectors its graph holds (`None`: no graph).
+    pub fn graph_len(&self) -> Option<usize> {
+        self.builder.as_ref().map(|builder| builder.graph.len())
     }
 
-    /// Every index holding a vector: the tail's two, then the segments'.
+    /// Every index holding a vector.
     fn holders(&self) -> impl Iterator<Item = &VectorIndex> {
-        [&self.main, &self.late].into_iter().chain(self.segments.iter().map(|segment| segment.vectors.as_ref()))
+        [&self.main, &self.late].into_iter().chain(self.batches.iter().map(Arc::as_ref)).chain(self.held.iter())
     }
 
     pub fn quantized_of(&self, seq: u64) -> Option<QuantizedVector> {
@@ -212,14 +212,12 @@ impl VectorSet {
     /// Adds `seq`'s vector; one already held (dropped or not) is kept as it
     /// is: callers give a seq one vector, a function of the log.
     pub fn insert(&mut self, seq: u64, vector: QuantizedVector) {
-        self.poll(false);
         if self.newest.is_none_or(|newest| newest < seq) {
             self.newest = Some(seq);
             self.main.insert_quantized(seq, vector);
         } else {
-            self.dead_tail.remove(&seq);
-            self.dead_sealed.remove(&seq);
-            if self.contains(seq) {
+            let revived = self.dead_tail.remove(&seq) | self.dead_sealed.remove(&seq);
+            if revived || self.contains(seq) {
                 return;
             }
             if self.late.last_seq().is_none_or(|last| last < seq) {
@@ -235,78 +233,74 @@ impl VectorSet {
             }
         }
         self.seal_if_due();
+        self.poll();
     }
 
-    /// Seals the tail into a segment once it holds `seal_at` live
-    /// vectors, then merges runs of `merge_factor` segments of one size
-    /// class.
+    /// Starts the graph once the set holds `graph_from` vectors, then seals
+    /// the tail into a batch for it every `batch` vectors.
     fn seal_if_due(&mut self) {
-        if self.tail_len().saturating_sub(self.dead_tail.len()) < self.policy.seal_at {
+        let due = match self.builder {
+            None => self.len() >= self.policy.graph_from,
+            Some(_) => self.tail_len() >= self.policy.batch,
+        };
+        if !due {
             return;
         }
+        let builder = self.builder.get_or_insert_with(|| {
+            Builder::start(AnnGraph::new(self.main.dimensions(), self.policy.graph_from.saturating_mul(2)))
+        });
         let dead = std::mem::take(&mut self.dead_tail);
         let mut tail = self.main.merged(&self.late);
         tail.retain(|seq| !dead.contains(&seq));
-        self.main = VectorIndex::new(self.dimensions());
-        self.late = VectorIndex::new(self.dimensions());
-        self.segments.push(Segment::building(tail, Vec::new()));
-        while let Some(range) = self.mergeable() {
-            let merged: Vec<Segment> = self.segments.drain(range.clone()).collect();
-            let mut vectors = VectorIndex::new(self.dimensions());
-            for segment in &merged {
-                vectors = vectors.merged(&segment.vectors);
+        self.main = VectorIndex::new(self.main.dimensions());
+        self.late = VectorIndex::new(self.main.dimensions());
+        let batch = Arc::new(tail);
+        if let Some(batches) = &builder.batches {
+            let _ = batches.send(batch.clone());
+        }
+        self.batches.push(batch);
+    }
+
+    /// Moves the batches the builder has inserted to the held vectors.
+    fn poll(&mut self) {
+        let Some(builder) = &self.builder else { return };
+        let inserted = builder.inserted();
+        while self.first_batch < inserted && !self.batches.is_empty() {
+            let batch = self.batches.remove(0);
+            self.first_batch += 1;
+            let batch = Arc::try_unwrap(batch).unwrap_or_else(|shared| shared.merged(&VectorIndex::new(0)));
+            self.held.push(batch);
+            // Merged while the last is at least half the one before it:
+            // the held indexes' sizes at least halve along the list.
+            while let [.., before, last] = self.held.as_slice()
+                && last.seq_count() * 2 >= before.seq_count()
+            {
+                let last = self.held.pop().expect("two held");
+                let before = self.held.pop().expect("two held");
+                self.held.push(before.merged(&last));
             }
-            let dead = &self.dead_sealed;
-            vectors.retain(|seq| !dead.contains(&seq));
-            let stand_ins = merged.iter().flat_map(Segment::stand_ins).collect();
-            self.segments.insert(range.start, Segment::building(vectors, stand_ins));
         }
     }
 
-    /// The first run of `merge_factor` consecutive segments of one size
-    /// class (`seal_at × merge_factor^class` vectors and up).
-    fn mergeable(&self) -> Option<std::ops::Range<usize>> {
-        let factor = self.policy.merge_factor.max(2);
-        let class = |segment: &Segment| {
-            let mut size = segment.vectors.seq_count() / self.policy.seal_at.max(1);
-            let mut class = 0u32;
-            while size >= factor {
-                size /= factor;
-                class += 1;
-            }
-            class
-        };
-        let classes: Vec<u32> = self.segments.iter().map(class).collect();
-        (0..classes.len().saturating_sub(factor - 1))
-            .find(|start| classes[*start..*start + factor].iter().all(|class| *class == classes[*start]))
-            .map(|start| start..start + factor)
-    }
-
-    /// Installs the graphs whose builds have finished; with `wait`, waits
-    /// for every build first.
-    pub fn poll(&mut self, wait: bool) {
-        let mut installed = false;
-        for segment in &mut self.segments {
-            installed |= segment.poll(wait);
-        }
-        if installed && !self.dead_sealed.is_empty() {
-            // Vectors a merge left out, once no graph standing in holds
-            // them, are gone.
-            let segments = &self.segments;
-            self.dead_sealed.retain(|seq| segments.iter().any(|segment| segment.holds(*seq)));
-        }
-    }
-
-    /// Waits for every graph being built, and installs them.
+    /// Waits until the builder has inserted every sealed batch.
     pub fn settle(&mut self) {
-        self.poll(true);
+        while let Some(builder) = &self.builder {
+            if builder.inserted() >= self.first_batch + self.batches.len() as u64 || builder.thread.is_none() {
+                break;
+            }
+            if builder.thread.as_ref().is_some_and(JoinHandle::is_finished) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        self.poll();
     }
 
     /// Drops `seq`'s vector, lazily: it is compacted away with others.
     pub fn drop_vector(&mut self, seq: u64) {
         if self.main.contains(seq) || self.late.contains(seq) {
             self.dead_tail.insert(seq);
-        } else if self.segments.iter().any(|segment| segment.vectors.contains(seq)) {
+        } else if self.contains(seq) {
             self.dead_sealed.insert(seq);
             return;
         } else {
@@ -320,15 +314,15 @@ impl VectorSet {
     }
 
     /// Keeps only the vectors `keep` accepts, now: the tail loses the
-    /// others, and segments leave them out of every search until a merge
-    /// rebuilds them without them.
+    /// others; sealed ones are left out of every search.
     pub fn retain(&mut self, keep: impl Fn(u64) -> bool) {
         let dead = std::mem::take(&mut self.dead_tail);
         self.main.retain(|seq| keep(seq) && !dead.contains(&seq));
         self.late.retain(|seq| keep(seq) && !dead.contains(&seq));
-        for segment in &self.segments {
-            self.dead_sealed.extend(segment.vectors.quantized().map(|(seq, _)| seq).filter(|seq| !keep(*seq)));
-        }
+        let sealed = self.batches.iter().map(Arc::as_ref).chain(self.held.iter());
+        let dropped: Vec<u64> =
+            sealed.flat_map(|index| index.quantized().map(|(seq, _)| seq)).filter(|seq| !keep(*seq)).collect();
+        self.dead_sealed.extend(dropped);
     }
 
     /// Whether `seq` is dropped (and so left out of searches).
@@ -338,8 +332,8 @@ impl VectorSet {
 
     /// The `limit` nearest vectors of all `sets` (of the same dimensions)
     /// that `accept` keeps (all when `None`), as (cosine similarity, seq),
-    /// best first, the newer first among equals. The tails, and segments
-    /// answered by a scan, are scanned as one ([`VectorIndex::search_all`]);
+    /// best first, the newer first among equals. The tails and the batches
+    /// not yet in a graph are scanned as one ([`VectorIndex::search_all`]);
     /// each graph is searched for `limit` of its own; the hits are merged.
     pub fn search(
         sets: &[&VectorSet],
@@ -354,47 +348,31 @@ impl VectorSet {
         let live_and_accepted =
             |seq: u64| !sets.iter().any(|set| set.is_dead(seq)) && accept.is_none_or(|accept| accept(seq));
         let accept: Option<&dyn Fn(u64) -> bool> = if any_dead { Some(&live_and_accepted) } else { accept };
-        let mut exact: Vec<&VectorIndex> = Vec::new();
-        let mut graphs: Vec<(&AnnSegment, usize)> = Vec::new();
+        let mut scanned: Vec<&VectorIndex> = Vec::new();
+        let mut graphs: Vec<(&AnnGraph, usize)> = Vec::new();
         for set in sets {
-            exact.extend([&set.main, &set.late]);
-            for segment in &set.segments {
-                if let Some(graph) = &segment.graph {
-                    graphs.push((graph, set.policy.breadth));
-                    continue;
-                }
-                for stand_in in &segment.stand_ins {
-                    match stand_in {
-                        StandIn::Graph(graph) => graphs.push((graph, set.policy.breadth)),
-                        StandIn::Exact(vectors) => exact.push(vectors),
-                    }
-                }
+            scanned.extend([&set.main, &set.late]);
+            let inserted = set.builder.as_ref().map_or(0, Builder::inserted);
+            let waiting =
+                set.batches.iter().enumerate().filter(|(number, _)| set.first_batch + *number as u64 >= inserted);
+            scanned.extend(waiting.map(|(_, batch)| batch.as_ref()));
+            if let Some(builder) = &set.builder {
+                graphs.push((&builder.graph, set.policy.breadth));
             }
         }
-        let mut hits = VectorIndex::search_all(&exact, query, limit, accept);
+        let mut hits = VectorIndex::search_all(&scanned, query, limit, accept);
         if graphs.is_empty() {
             return hits;
         }
         for (graph, breadth) in graphs {
             hits.extend(graph.search(query, limit, breadth, accept));
         }
-        // One seq has one score wherever it was found: its copies sort
-        // side by side.
+        // A vector being inserted may be found both in its batch and in
+        // the graph, with one score: its copies sort side by side.
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         hits.dedup_by_key(|hit| hit.1);
         hits.truncate(limit);
         hits
-    }
-}
-
-impl Drop for VectorSet {
-    /// Waits for builds still running, so that no thread outlives its set.
-    fn drop(&mut self) {
-        for segment in &mut self.segments {
-            if let Some(build) = segment.build.take() {
-                let _ = build.join();
-            }
-        }
     }
 }
 
@@ -457,7 +435,7 @@ mod tests {
 
     use crate::embed::{Embedder, HashedNgramEmbedder};
 
-    const SMALL: AnnPolicy = AnnPolicy { seal_at: 300, merge_factor: 2, breadth: 64 };
+    const SMALL: AnnPolicy = AnnPolicy { graph_from: 600, batch: 250, breadth: 64 };
 
     fn text(seq: u64) -> String {
         format!("note {seq} about cache {} and token {} in module m{}", seq % 7, seq % 11, seq % 97)
@@ -467,16 +445,16 @@ mod tests {
         QuantizedVector::of(&embedder.embed(&text(seq)))
     }
 
-    /// A set that sealed and merged segments, once their graphs are built,
-    /// finds nearly what one exact index of the same vectors finds, with
-    /// its scores, and nothing dropped.
+    /// A set past its graph's start finds nearly what one exact index of
+    /// the same vectors finds, with its scores, and nothing dropped.
     #[test]
-    fn segments_answer_like_the_exact_scan_and_leave_dropped_vectors_out() {
+    fn a_graph_answers_like_the_exact_scan_and_leaves_dropped_vectors_out() {
         let embedder = HashedNgramEmbedder::default();
         let mut set = VectorSet::with_policy(embedder.dimensions(), SMALL);
         let mut exact = VectorIndex::new(embedder.dimensions());
         // Mostly in order, some late.
-        let seqs: Vec<u64> = (1..=2000u64).filter(|seq| seq % 10 != 3).chain((1..=2000).filter(|seq| seq % 10 == 3)).collect();
+        let seqs: Vec<u64> =
+            (1..=2000u64).filter(|seq| seq % 10 != 3).chain((1..=2000).filter(|seq| seq % 10 == 3)).collect();
         for seq in &seqs {
             set.insert(*seq, embedded(&embedder, *seq));
         }
@@ -484,9 +462,10 @@ mod tests {
             exact.insert_quantized(seq, embedded(&embedder, seq));
         }
         set.settle();
-        let (segments, built) = set.segment_counts();
-        assert!(segments >= 2 && built == segments, "{segments} segments, {built} built");
+        let in_graph = set.graph_len().expect("a graph");
+        assert!(in_graph >= 1750 && in_graph <= 2000, "{in_graph} in the graph");
         assert_eq!(set.len(), 2000);
+        assert!((1..=2000).all(|seq| set.quantized_of(seq).is_some()));
         for seq in (1..=2000).step_by(9) {
             set.drop_vector(seq);
         }
@@ -506,63 +485,54 @@ mod tests {
         assert!(found >= 38, "{found} of the 40 found");
     }
 
-    /// Which vectors go into which segment is a function of the inserts
-    /// and drops: two sets given the same ones answer alike once built,
-    /// whenever their builds finished; before, every hit is a live vector.
+    /// The graph is a function of the inserts and drops: two sets given
+    /// the same ones answer alike once their builders caught up, however
+    /// far each had got at each search; before, every hit is live.
     #[test]
-    fn the_same_inserts_build_the_same_segments() {
+    fn the_same_inserts_build_the_same_graph() {
         let embedder = HashedNgramEmbedder::default();
         let mut first = VectorSet::with_policy(embedder.dimensions(), SMALL);
         let mut second = VectorSet::with_policy(embedder.dimensions(), SMALL);
         for seq in 1..=1500u64 {
-            first.insert(seq, embedded(&embedder, seq));
-            if seq % 5 == 0 {
-                first.drop_vector(seq - 2);
+            for set in [&mut first, &mut second] {
+                set.insert(seq, embedded(&embedder, seq));
+                if seq % 5 == 0 {
+                    set.drop_vector(seq - 2);
+                }
             }
-            // The second waits for every graph as it goes.
-            second.insert(seq, embedded(&embedder, seq));
-            if seq % 5 == 0 {
-                second.drop_vector(seq - 2);
-            }
+            // The second waits for its builder as it goes.
             second.settle();
             if seq % 250 == 0 {
                 let query = embedder.embed(&format!("cache {} module m{}", seq % 7, seq % 97));
                 let hits = VectorSet::search(&[&first], &query, 10, None);
-                assert!(hits.iter().all(|(_, seq)| seq % 5 != 3 && *seq <= 1500), "{hits:?}");
+                assert!(hits.iter().all(|(_, hit)| hit % 5 != 3 || *hit > seq - 2), "{hits:?}");
             }
         }
         first.settle();
-        assert_eq!(first.segment_counts(), second.segment_counts());
+        assert_eq!(first.graph_len(), second.graph_len());
         for query in ["note 7", "cache 2 and token 3", "module m50", "token 10 in module m1"] {
             let query = embedder.embed(query);
             assert_eq!(VectorSet::search(&[&first], &query, 10, None), VectorSet::search(&[&second], &query, 10, None));
         }
     }
 
-    /// A retain takes vectors out of segments at once; a merge then
-    /// leaves them out of the rebuilt graph; a vector given back after
-    /// its drop is found again.
+    /// A retain takes vectors out of what was sealed at once; a vector
+    /// given back after its drop is found again.
     #[test]
     fn retain_reaches_sealed_vectors_and_a_vector_given_back_returns() {
         let embedder = HashedNgramEmbedder::default();
         let mut set = VectorSet::with_policy(embedder.dimensions(), SMALL);
-        for seq in 1..=700u64 {
-            set.insert(seq, embedded(&embedder, seq));
-        }
-        set.retain(|seq| seq % 2 == 0);
-        let query = embedder.embed(&text(101));
-        let hits = VectorSet::search(&[&set], &query, 20, None);
-        assert!(hits.iter().all(|(_, seq)| seq % 2 == 0), "{hits:?}");
-        // More inserts seal and merge the segments holding odd seqs.
-        for seq in 701..=1400u64 {
+        for seq in 1..=1400u64 {
             set.insert(seq, embedded(&embedder, seq));
         }
         set.settle();
-        let hits = VectorSet::search(&[&set], &query, 20, Some(&|seq| seq <= 700));
+        set.retain(|seq| seq % 2 == 0);
+        let query = embedder.embed(&text(101));
+        let hits = VectorSet::search(&[&set], &query, 20, None);
+        assert_eq!(hits.len(), 20);
         assert!(hits.iter().all(|(_, seq)| seq % 2 == 0), "{hits:?}");
         set.insert(101, embedded(&embedder, 101));
         let hits = VectorSet::search(&[&set], &query, 1, None);
         assert_eq!(hits.first().map(|(_, seq)| *seq), Some(101));
     }
 }
-

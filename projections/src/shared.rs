@@ -27,8 +27,8 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use crate::error::ProjectionError;
 use crate::graph::{SwarmGraph, TouchedEdge};
 use crate::item::SharedEntry;
-use mneme_index::VectorSet;
 use mneme_index::vector::QuantizedVector;
+use mneme_index::{AnnPolicy, VectorSet};
 use mneme_index::{TermCounts, TextIndex};
 
 /// The text, BM25 document and vector of every shared event some memory
@@ -88,13 +88,19 @@ impl SharedContent {
     /// Shared content for the memories of one swarm, whose vectors have
     /// `dimensions` dimensions, indexed in `text_index`.
     pub fn new(text_index: Arc<TextIndex>, dimensions: usize) -> Arc<SharedContent> {
+        SharedContent::with_vector_graph(text_index, dimensions, AnnPolicy::default())
+    }
+
+    /// [`SharedContent::new`], with the shared vectors' graph started and
+    /// searched as `policy` says.
+    pub fn with_vector_graph(text_index: Arc<TextIndex>, dimensions: usize, policy: AnnPolicy) -> Arc<SharedContent> {
         let owner = text_index.shared_owner();
         Arc::new(SharedContent {
             text_index,
             owner,
             dimensions,
             entries: Mutex::new(HashMap::new()),
-            vectors: RwLock::new(VectorSet::new(dimensions)),
+            vectors: RwLock::new(VectorSet::with_policy(dimensions, policy)),
             deep: RwLock::new(None),
             memories: AtomicUsize::new(0),
             graph: parking_lot::RwLock::new(SwarmGraph::new()),
@@ -298,6 +304,20 @@ impl SharedContent {
         self.vectors.read().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// When the swarm's vector sets (and its memories' own) start a graph,
+    /// and how widely they search it.
+    pub fn vector_graph(&self) -> AnnPolicy {
+        self.vectors().policy()
+    }
+
+    /// See [`crate::AgentMemory::settle_vector_graphs`].
+    pub(crate) fn settle_vector_graphs(&self) {
+        self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).settle();
+        if let Some(deep) = self.deep.write().unwrap_or_else(|poisoned| poisoned.into_inner()).as_mut() {
+            deep.settle();
+        }
+    }
+
     /// The deep vectors of shared items (see `memory/deep.rs`).
     pub(crate) fn deep_vectors(&self) -> RwLockReadGuard<'_, Option<VectorSet>> {
         self.deep.read().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -307,7 +327,8 @@ impl SharedContent {
     /// every memory takes the same one, the first its log records.
     pub(crate) fn insert_deep(&self, seq: u64, dimensions: usize, vector: QuantizedVector) {
         let mut deep = self.deep.write().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let set = deep.get_or_insert_with(|| VectorSet::new(dimensions));
+        let policy = self.vector_graph();
+        let set = deep.get_or_insert_with(|| VectorSet::with_policy(dimensions, policy));
         if set.dimensions() == dimensions {
             set.insert(seq, vector);
         }

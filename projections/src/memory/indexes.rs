@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use mneme_index::embed::{Embedder, embedded_text};
 use mneme_index::vector::QuantizedVector;
-use mneme_index::{Bm25Index, IndexError, VectorSet};
+use mneme_index::{AnnPolicy, Bm25Index, IndexError, VectorSet};
 
 use crate::phases::{Phase, PhaseLevel, PhaseTracker};
 
@@ -31,11 +31,11 @@ pub struct Indexes {
 }
 
 impl Indexes {
-    pub(super) fn new(bm25: Bm25Index, dimensions: usize, deep_dimensions: usize) -> Indexes {
+    pub(super) fn new(bm25: Bm25Index, dimensions: usize, deep_dimensions: usize, graph: AnnPolicy) -> Indexes {
         Indexes {
             bm25,
-            vectors: VectorSet::new(dimensions),
-            deep: VectorSet::new(deep_dimensions),
+            vectors: VectorSet::with_policy(dimensions, graph),
+            deep: VectorSet::with_policy(deep_dimensions, graph),
             deep_applied: roaring::RoaringTreemap::new(),
             text_reused: false,
             phase_documents: Mutex::new(PhaseDocuments::default()),
@@ -79,6 +79,12 @@ impl Indexes {
     /// A shared item took its deep vector (the swarm keeps it).
     pub(super) fn mark_deep_shared(&mut self, seq: u64) {
         self.deep_applied.insert(seq);
+    }
+
+    /// See [`crate::AgentMemory::settle_vector_graphs`].
+    pub(super) fn settle_vector_graphs(&mut self) {
+        self.vectors.settle();
+        self.deep.settle();
     }
 
     /// Whether these indexes were restored with their documents taken over

@@ -118,9 +118,10 @@ impl MemoryConfig {
     /// Gives this configuration (and its clones) content of its own, for
     /// memories of another swarm or another shape.
     pub fn with_fresh_shared_content(mut self) -> MemoryConfig {
-        self.shared = SharedContent::new(
+        self.shared = SharedContent::with_vector_graph(
             TextIndex::new().expect("an empty in-RAM index can be created"),
             self.embedder.dimensions(),
+            self.shared.vector_graph(),
         );
         self
     }
@@ -289,6 +290,7 @@ impl AgentMemory {
                 bm25,
                 config.embedder.dimensions(),
                 config.deep_embedder.as_ref().map_or(0, |deep| deep.dimensions()),
+                config.shared.vector_graph(),
             ),
             graph: FactGraph::new(),
             unheld_shared: BTreeSet::new(),
@@ -627,6 +629,15 @@ impl AgentMemory {
     /// Whether every applied item is searchable.
     pub fn is_committed(&self) -> bool {
         self.indexes.is_committed()
+    }
+
+    /// Waits for the vector graphs being built (this memory's, and the
+    /// swarm's of shared items) and lets go of what stood in for them.
+    /// Searches never wait: until a graph is built, what it was made of
+    /// answers for it. For benchmarks and tests that measure the graphs.
+    pub fn settle_vector_graphs(&mut self) {
+        self.indexes.settle_vector_graphs();
+        self.config.shared.settle_vector_graphs();
     }
 
     /// The swarm's vectors of the shared items this memory holds, and
