@@ -310,6 +310,13 @@ impl SharedContent {
         self.vectors().policy()
     }
 
+    /// How many vectors the swarm's graphs hold (of shared items, static
+    /// and deep).
+    pub(crate) fn vectors_in_graphs(&self) -> usize {
+        let deep = self.deep_vectors().as_ref().and_then(VectorSet::graph_len).unwrap_or(0);
+        self.vectors().graph_len().unwrap_or(0) + deep
+    }
+
     /// See [`crate::AgentMemory::settle_vector_graphs`].
     pub(crate) fn settle_vector_graphs(&self) {
         self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner()).settle();

@@ -104,11 +104,7 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary, only_hybrid: bo
         apply_rate / bare.rate(bare.embed + bare.tantivy)
     );
 
-    let (recall, scan_recall) = vector_recall(&mut memory, embedder.as_ref(), 200)?;
-    out!(
-        "vector recall@10 against exact search over the unquantized vectors: {recall:.3}; the exact scan alone over the \
-         same 8-bit vectors (Hamming prefilter, no graph): {scan_recall:.3} (200 queries of 4-8 words)"
-    );
+    vector_tiers(&mut memory, embedder.as_ref(), 200)?;
 
     let mut rows = Vec::new();
     let modes: &[SearchMode] = if only_hybrid {
@@ -271,40 +267,101 @@ fn bare_libraries(texts: &[String], embedder: &dyn mneme_index::embed::Embedder)
     Ok(BareLibraries { texts: texts.len(), embed, tantivy, hnsw: hnsw_seconds })
 }
 
-/// The share of the 10 nearest items by exact cosine over the items'
-/// unquantized embeddings that the vector retriever returns in its top 10,
-/// over `queries` queries drawn from the benchmark's word stream; and the
-/// share the scan of the same 8-bit vectors alone returns (what every
-/// search was before the graph tier).
-fn vector_recall(
+/// Recall@10 against exact search over the items' unquantized vectors,
+/// over `queries` queries drawn from the benchmark's word stream: through
+/// the memory's vector retriever, then of each vector tier alone over the
+/// same 8-bit vectors (no memory around them), with its latency: the scan
+/// at several pools, the graph at several breadths.
+fn vector_tiers(
     memory: &mut AgentMemory,
     embedder: &dyn mneme_index::embed::Embedder,
     queries: usize,
-) -> anyhow::Result<(f64, f64)> {
+) -> anyhow::Result<()> {
+    use mneme_index::{QuantizedVector, VectorIndex, ann::AnnGraph};
     let items: Vec<(u64, Vec<f32>)> = memory
         .items()
         .iter()
         .map(|item| (item.seq, embedder.embed(mneme_index::embed::embedded_text(item.text.indexed()))))
         .collect();
-    let mut scan = mneme_index::VectorIndex::new(embedder.dimensions());
+    let mut words = WordStream::zipf(ZIPF_VOCABULARY);
+    let questions: Vec<(String, Vec<f32>, Vec<u64>)> = (0..queries)
+        .map(|index| {
+            let query = words.sentence(4 + index % 5);
+            let vector = embedder.embed(mneme_index::embed::embedded_text(&query));
+            let mut exact: Vec<(f32, u64)> = items
+                .iter()
+                .map(|(seq, item)| (vector.iter().zip(item).map(|(a, b)| a * b).sum::<f32>(), *seq))
+                .collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+            let nearest = exact.iter().take(10).map(|(_, seq)| *seq).collect();
+            (query, vector, nearest)
+        })
+        .collect();
+    let wanted: usize = questions.iter().map(|(_, _, nearest)| nearest.len()).sum::<usize>().max(1);
+    let recall_of = |search: &mut dyn FnMut(&[f32]) -> Vec<u64>| {
+        let mut found = 0;
+        let mut latencies = Vec::with_capacity(questions.len());
+        for (_, vector, nearest) in &questions {
+            let started = Instant::now();
+            let hits = search(vector);
+            latencies.push(started.elapsed());
+            found += nearest.iter().filter(|seq| hits.contains(seq)).count();
+        }
+        latencies.sort();
+        (found as f64 / wanted as f64, latencies)
+    };
+    let mut found = 0;
+    for (query, _, nearest) in &questions {
+        let hits = mneme_projections::search(memory, &SearchRequest::new(query, 10).with_mode(SearchMode::Vector))?;
+        found += nearest.iter().filter(|seq| hits.iter().any(|hit| hit.seq == **seq)).count();
+    }
+    out!(
+        "vector recall@10 against exact search over the unquantized vectors, through the memory: {:.3} ({queries} \
+         queries of 4-8 words)",
+        found as f64 / wanted as f64
+    );
+    out!("each vector tier alone over the same {} 8-bit vectors, one thread:", items.len());
+    out!("| tier | recall@10 | p50 (ms) | p99 (ms) |");
+    out!("|---|---:|---:|---:|");
+    let mut scan = VectorIndex::new(embedder.dimensions());
     for (seq, vector) in &items {
         scan.insert(*seq, vector);
     }
-    let mut words = WordStream::zipf(ZIPF_VOCABULARY);
-    let (mut found, mut scanned, mut wanted) = (0usize, 0usize, 0usize);
-    for index in 0..queries {
-        let query = words.sentence(4 + index % 5);
-        let vector = embedder.embed(mneme_index::embed::embedded_text(&query));
-        let mut exact: Vec<(f32, u64)> =
-            items.iter().map(|(seq, item)| (vector.iter().zip(item).map(|(a, b)| a * b).sum::<f32>(), *seq)).collect();
-        exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-        let hits = mneme_projections::search(memory, &SearchRequest::new(query, 10).with_mode(SearchMode::Vector))?;
-        wanted += exact.len().min(10);
-        found += exact.iter().take(10).filter(|(_, seq)| hits.iter().any(|hit| hit.seq == *seq)).count();
-        let scan_hits = mneme_index::VectorIndex::search_all(&[&scan], &vector, 10, None);
-        scanned += exact.iter().take(10).filter(|(_, seq)| scan_hits.iter().any(|hit| hit.1 == *seq)).count();
+    for pool in [1_000, 4_000, 16_000] {
+        let (recall, latencies) = recall_of(&mut |vector| {
+            let mut hits = VectorIndex::search_all(&[&scan], vector, pool / 10, None);
+            hits.truncate(10);
+            hits.into_iter().map(|(_, seq)| seq).collect()
+        });
+        out!(
+            "| scan, Hamming prefilter, {pool} rescored | {recall:.3} | {:.3} | {:.3} |",
+            ms(percentile(&latencies, 0.5)),
+            ms(percentile(&latencies, 0.99))
+        );
     }
-    Ok((found as f64 / wanted.max(1) as f64, scanned as f64 / wanted.max(1) as f64))
+    let started = Instant::now();
+    let graph = AnnGraph::build(
+        embedder.dimensions(),
+        items.iter().map(|(seq, vector)| (*seq, QuantizedVector::of(vector))).collect::<Vec<_>>().into_iter(),
+    );
+    let build = started.elapsed().as_secs_f64();
+    for breadth in [64, 128, 256, 512] {
+        let (recall, latencies) =
+            recall_of(&mut |vector| graph.search(vector, 10, breadth, None).into_iter().map(|(_, seq)| seq).collect());
+        out!(
+            "| graph (hnsw_rs, M {}, ef_construction {}), breadth {breadth} | {recall:.3} | {:.3} | {:.3} |",
+            mneme_index::ann::MAX_CONNECTIONS,
+            mneme_index::ann::EF_CONSTRUCTION,
+            ms(percentile(&latencies, 0.5)),
+            ms(percentile(&latencies, 0.99))
+        );
+    }
+    out!("graph build, one insert at a time: {:.0} vectors/s", items.len() as f64 / build);
+    Ok(())
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
 }
 
 /// Times `operation` `count` times, after a warm-up of a tenth as many.

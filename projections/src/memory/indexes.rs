@@ -87,6 +87,11 @@ impl Indexes {
         self.deep.settle();
     }
 
+    /// See [`crate::AgentMemory::vectors_in_graphs`].
+    pub(super) fn vectors_in_graphs(&self) -> usize {
+        [&self.vectors, &self.deep].iter().filter_map(|set| set.graph_len()).sum()
+    }
+
     /// Whether these indexes were restored with their documents taken over
     /// from the text index on disk.
     pub fn text_reused(&self) -> bool {

@@ -640,6 +640,12 @@ impl AgentMemory {
         self.config.shared.settle_vector_graphs();
     }
 
+    /// How many vectors the graphs this memory searches hold (its own
+    /// vectors', and the swarm's of shared items, static and deep).
+    pub fn vectors_in_graphs(&self) -> usize {
+        self.indexes.vectors_in_graphs() + self.config.shared.vectors_in_graphs()
+    }
+
     /// The swarm's vectors of the shared items this memory holds, and
     /// others: searches filter by what the memory holds.
     pub(crate) fn shared_vectors(&self) -> std::sync::RwLockReadGuard<'_, mneme_index::VectorSet> {
