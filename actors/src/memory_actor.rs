@@ -228,6 +228,13 @@ impl MemoryActor {
             }
             written => written?,
         } + graph_bytes;
+        // The vector graphs that grew by a tenth since their last save: a
+        // failure costs a rebuild after a restart, never the snapshot.
+        match self.memory.save_vector_graphs() {
+            Ok(0) => {}
+            Ok(vectors) => tracing::info!(%agent, vectors, "vector graphs saved"),
+            Err(error) => tracing::warn!(%agent, %error, "vector graphs not saved; a restart builds them again"),
+        }
         self.memory.mark_snapshot_saved();
         self.memory.config().shared.note_saved(&agent, checkpoint);
         self.snapshot_seq = checkpoint;
@@ -472,6 +479,7 @@ pub fn restore_or_new(
 ) -> Result<AgentMemory, ActorsError> {
     use crate::snapshot_store::SnapshotProblem;
     store.restore_swarm_graph(swarm, &config.shared);
+    let config = mneme_projections::MemoryConfig { vector_graphs: Some(store.vector_graphs_dir(swarm)), ..config };
     match store.load(swarm, agent)? {
         Ok(stored) => match stored.restore(swarm, agent, config.clone()) {
             Ok(memory) if memory.checkpoint() > log_end => {

@@ -223,6 +223,13 @@ impl SnapshotStore {
         shared.save_graph(agent, checkpoint, |delta| self.save(swarm, SnapshotStore::SWARM_GRAPH, delta))
     }
 
+    /// Where the vector graphs of `swarm`'s memories are saved (see
+    /// [`mneme_projections::AgentMemory::save_vector_graphs`]): files
+    /// beside the snapshots, named by agent (`~shared` for the swarm's).
+    pub fn vector_graphs_dir(&self, swarm: &str) -> PathBuf {
+        self.inner.dir.join("vector-graphs").join(swarm)
+    }
+
     /// Opens the store in `dir`, creating it, and takes its lock; chunk
     /// files no manifest names (a save cut short) are deleted. A directory
     /// holding the sled database earlier versions kept snapshots in is

@@ -208,7 +208,10 @@ impl Supervisor {
         let store = self.store.clone();
         let swarm = self.config.swarm.name.clone();
         let agent_name = agent.to_string();
-        let memory_config = self.memory_config.clone();
+        let memory_config = mneme_projections::MemoryConfig {
+            vector_graphs: Some(store.vector_graphs_dir(&swarm)),
+            ..self.memory_config.clone()
+        };
         let log_end = self.log_end_at_start;
         let summaries = self.summaries.clone();
         let lost_tails = self.lost_tails.clone();

@@ -233,6 +233,51 @@ impl AnnGraph {
         Ok(self.len())
     }
 
+    /// Saves the graph as `{name}.hnsw.graph`, `{name}.hnsw.data` and
+    /// `{name}.count` (how many vectors the files hold) in `directory`:
+    /// written under temporary names, then renamed, the count last, so a
+    /// save cut short leaves files [`AnnGraph::load_named`] refuses.
+    /// Returns how many vectors it wrote.
+    pub fn save_named(&self, directory: &Path, name: &str) -> Result<usize, IndexError> {
+        let failed = |error: std::io::Error| {
+            IndexError::Ann(format!("saving the graph {name} in {}: {error}", directory.display()))
+        };
+        std::fs::create_dir_all(directory).map_err(failed)?;
+        let temporary = format!("{name}.saving");
+        let count = self.save(directory, &temporary)?;
+        for suffix in ["hnsw.graph", "hnsw.data"] {
+            std::fs::rename(
+                directory.join(format!("{temporary}.{suffix}")),
+                directory.join(format!("{name}.{suffix}")),
+            )
+            .map_err(failed)?;
+        }
+        let count_file = directory.join(format!("{name}.count"));
+        let written = directory.join(format!("{temporary}.count"));
+        std::fs::write(&written, count.to_string()).map_err(failed)?;
+        std::fs::rename(&written, &count_file).map_err(failed)?;
+        Ok(count)
+    }
+
+    /// Reads a graph [`AnnGraph::save_named`] saved; `None` when there is
+    /// none. Files that do not agree with each other, or that hnsw_rs
+    /// cannot read (it panics on some), are refused.
+    pub fn load_named(directory: &Path, name: &str, dimensions: usize) -> Result<Option<AnnGraph>, IndexError> {
+        let count_file = directory.join(format!("{name}.count"));
+        let count = match std::fs::read_to_string(&count_file) {
+            Ok(count) => count,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(IndexError::Ann(format!("reading {}: {error}", count_file.display()))),
+        };
+        let count: usize = count
+            .trim()
+            .parse()
+            .map_err(|_| IndexError::Ann(format!("{} does not hold a count", count_file.display())))?;
+        let (directory, name) = (directory.to_path_buf(), name.to_string());
+        let loaded = std::panic::catch_unwind(move || AnnGraph::load(&directory, &name, dimensions, count));
+        loaded.map_err(|_| IndexError::Ann("hnsw_rs could not read the graph's files".to_string()))?.map(Some)
+    }
+
     /// Reads a graph [`AnnGraph::save`] wrote, of vectors of `dimensions`
     /// values; `count` is how many the save said it wrote.
     pub fn load(directory: &Path, basename: &str, dimensions: usize, count: usize) -> Result<AnnGraph, IndexError> {
@@ -295,7 +340,7 @@ mod tests {
         assert_eq!(values, vector.values.as_slice());
         assert_eq!(scale, vector.scale);
         let distance = ScaledCosine.eval(&encoded, &encoded);
-        assert!(distance < 0.01 && distance >= 0.0, "{distance}");
+        assert!((0.0..0.01).contains(&distance), "{distance}");
     }
 
     /// On a corpus with structure, the graph finds nearly all of what the

@@ -24,11 +24,12 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
 use crate::ann::AnnGraph;
+use crate::error::IndexError;
 use crate::vector::{QuantizedVector, VectorIndex};
 
 /// Once there are this many dropped vectors in the tail, and they are a
@@ -125,14 +126,75 @@ impl Drop for Builder {
     }
 }
 
+/// Vectors by seq, arriving in any order, as two indexes each in seq
+/// order: `main` takes the newest, `late` those older than its newest,
+/// merged into `main` when they grow.
+struct Ordered {
+    main: VectorIndex,
+    late: VectorIndex,
+}
+
+impl Ordered {
+    fn new(dimensions: usize) -> Ordered {
+        Ordered { main: VectorIndex::new(dimensions), late: VectorIndex::new(dimensions) }
+    }
+
+    fn len(&self) -> usize {
+        self.main.seq_count() + self.late.seq_count()
+    }
+
+    fn indexes(&self) -> [&VectorIndex; 2] {
+        [&self.main, &self.late]
+    }
+
+    fn contains(&self, seq: u64) -> bool {
+        self.main.contains(seq) || self.late.contains(seq)
+    }
+
+    /// Adds a vector of a seq it does not hold.
+    fn push(&mut self, seq: u64, vector: QuantizedVector) {
+        if self.main.last_seq().is_none_or(|last| last < seq) {
+            self.main.insert_quantized(seq, vector);
+            return;
+        }
+        if self.late.last_seq().is_none_or(|last| last < seq) {
+            self.late.insert_quantized(seq, vector);
+        } else {
+            let mut single = VectorIndex::new(self.main.dimensions());
+            single.insert_quantized(seq, vector);
+            self.late = self.late.merged(&single);
+        }
+        if self.late.seq_count() >= MERGE_LATE_AFTER.max(self.main.seq_count() / 8) {
+            self.main = self.main.merged(&self.late);
+            self.late.retain(|_| false);
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(u64) -> bool) {
+        self.main.retain(&keep);
+        self.late.retain(&keep);
+    }
+
+    /// Every vector, in seq order, leaving it empty.
+    fn take(&mut self) -> VectorIndex {
+        let taken = self.main.merged(&self.late);
+        *self = Ordered::new(self.main.dimensions());
+        taken
+    }
+}
+
 /// The tail, two indexes each in seq order: `main` takes the newest,
 /// `late` those older than the newest; the batches sealed for the graph;
 /// and the graph. Dropped vectors leave the tail at its next compaction,
 /// and searches leave them out meanwhile.
 pub struct VectorSet {
     policy: AnnPolicy,
-    main: VectorIndex,
-    late: VectorIndex,
+    tail: Ordered,
+    /// The seqs a graph loaded from a snapshot holds that have not been
+    /// inserted again yet, and the vectors of those that have (kept for
+    /// lookups; the graph answers for them).
+    restoring: HashSet<u64>,
+    restored: Ordered,
     /// Sealed batches, oldest first, with the number of the first: those
     /// numbered below `builder.inserted()` are in the graph.
     batches: Vec<Arc<VectorIndex>>,
@@ -147,6 +209,8 @@ pub struct VectorSet {
     dead_tail: HashSet<u64>,
     /// Dropped vectors of batches, held ones and the graph.
     dead_sealed: HashSet<u64>,
+    /// How many vectors the graph held when it was last saved.
+    saved: AtomicUsize,
 }
 
 impl VectorSet {
@@ -157,8 +221,9 @@ impl VectorSet {
     pub fn with_policy(dimensions: usize, policy: AnnPolicy) -> VectorSet {
         VectorSet {
             policy,
-            main: VectorIndex::new(dimensions),
-            late: VectorIndex::new(dimensions),
+            tail: Ordered::new(dimensions),
+            restoring: HashSet::new(),
+            restored: Ordered::new(dimensions),
             batches: Vec::new(),
             first_batch: 0,
             held: Vec::new(),
@@ -166,11 +231,12 @@ impl VectorSet {
             newest: None,
             dead_tail: HashSet::new(),
             dead_sealed: HashSet::new(),
+            saved: AtomicUsize::new(0),
         }
     }
 
     pub fn dimensions(&self) -> usize {
-        self.main.dimensions()
+        self.tail.main.dimensions()
     }
 
     pub fn policy(&self) -> AnnPolicy {
@@ -184,7 +250,7 @@ impl VectorSet {
     }
 
     fn tail_len(&self) -> usize {
-        self.main.seq_count() + self.late.seq_count()
+        self.tail.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -196,9 +262,60 @@ impl VectorSet {
         self.builder.as_ref().map(|builder| builder.graph.len())
     }
 
+    /// The graph, once started (to save it: [`AnnGraph::save_named`]).
+    pub fn graph(&self) -> Option<&Arc<AnnGraph>> {
+        self.builder.as_ref().map(|builder| &builder.graph)
+    }
+
+    /// Starts this empty set's graph from one saved with a snapshot: the
+    /// vectors it holds join it again, as the restore inserts them, without
+    /// being linked again. Refused when the set holds vectors already or
+    /// the graph's dimensions differ.
+    pub fn restore_graph(&mut self, graph: AnnGraph) -> Result<(), IndexError> {
+        if !self.is_empty() || self.builder.is_some() {
+            return Err(IndexError::Ann("a graph is restored into an empty set only".to_string()));
+        }
+        if graph.dimensions() != self.dimensions() {
+            return Err(IndexError::Ann(format!(
+                "the graph's vectors have {} dimensions where the set's have {}",
+                graph.dimensions(),
+                self.dimensions()
+            )));
+        }
+        self.restoring = graph.seqs().into_iter().collect();
+        self.saved = AtomicUsize::new(graph.len());
+        self.builder = Some(Builder::start(graph));
+        Ok(())
+    }
+
+    /// The graph, when it has grown by a tenth (and a batch) since it was
+    /// last saved or restored: a save writes the whole graph, so it is not
+    /// saved with every snapshot.
+    pub fn graph_to_save(&self) -> Option<&Arc<AnnGraph>> {
+        let graph = self.graph()?;
+        let saved = self.saved.load(Ordering::Acquire);
+        (graph.len() >= saved + (saved / 10).max(self.policy.batch)).then_some(graph)
+    }
+
+    /// Notes that the graph was saved holding `count` vectors.
+    pub fn graph_saved(&self, count: usize) {
+        self.saved.fetch_max(count, Ordering::AcqRel);
+    }
+
+    /// Ends a restore: the restored graph's vectors that were not inserted
+    /// again (their items are gone) are left out of every search.
+    pub fn finish_restore(&mut self) {
+        self.dead_sealed.extend(self.restoring.drain());
+    }
+
     /// Every index holding a vector.
     fn holders(&self) -> impl Iterator<Item = &VectorIndex> {
-        [&self.main, &self.late].into_iter().chain(self.batches.iter().map(Arc::as_ref)).chain(self.held.iter())
+        self.tail
+            .indexes()
+            .into_iter()
+            .chain(self.restored.indexes())
+            .chain(self.batches.iter().map(Arc::as_ref))
+            .chain(self.held.iter())
     }
 
     pub fn quantized_of(&self, seq: u64) -> Option<QuantizedVector> {
@@ -218,26 +335,20 @@ impl VectorSet {
     /// Adds `seq`'s vector; one already held (dropped or not) is kept as it
     /// is: callers give a seq one vector, a function of the log.
     pub fn insert(&mut self, seq: u64, vector: QuantizedVector) {
+        if !self.restoring.is_empty() && self.restoring.remove(&seq) {
+            self.newest = self.newest.max(Some(seq));
+            self.restored.push(seq, vector);
+            return;
+        }
         if self.newest.is_none_or(|newest| newest < seq) {
             self.newest = Some(seq);
-            self.main.insert_quantized(seq, vector);
         } else {
             let revived = self.dead_tail.remove(&seq) | self.dead_sealed.remove(&seq);
             if revived || self.contains(seq) {
                 return;
             }
-            if self.late.last_seq().is_none_or(|last| last < seq) {
-                self.late.insert_quantized(seq, vector);
-            } else {
-                let mut single = VectorIndex::new(self.main.dimensions());
-                single.insert_quantized(seq, vector);
-                self.late = self.late.merged(&single);
-            }
-            if self.late.seq_count() >= MERGE_LATE_AFTER.max(self.main.seq_count() / 8) {
-                self.main = self.main.merged(&self.late);
-                self.late.retain(|_| false);
-            }
         }
+        self.tail.push(seq, vector);
         self.seal_if_due();
         self.poll();
     }
@@ -252,14 +363,13 @@ impl VectorSet {
         if !due {
             return;
         }
-        let builder = self.builder.get_or_insert_with(|| {
-            Builder::start(AnnGraph::new(self.main.dimensions(), self.policy.graph_from.saturating_mul(2)))
-        });
+        let dimensions = self.dimensions();
+        let builder = self
+            .builder
+            .get_or_insert_with(|| Builder::start(AnnGraph::new(dimensions, self.policy.graph_from.saturating_mul(2))));
         let dead = std::mem::take(&mut self.dead_tail);
-        let mut tail = self.main.merged(&self.late);
+        let mut tail = self.tail.take();
         tail.retain(|seq| !dead.contains(&seq));
-        self.main = VectorIndex::new(self.main.dimensions());
-        self.late = VectorIndex::new(self.main.dimensions());
         let batch = Arc::new(tail);
         if let Some(batches) = &builder.batches {
             let _ = batches.send(batch.clone());
@@ -304,7 +414,7 @@ impl VectorSet {
 
     /// Drops `seq`'s vector, lazily: it is compacted away with others.
     pub fn drop_vector(&mut self, seq: u64) {
-        if self.main.contains(seq) || self.late.contains(seq) {
+        if self.tail.contains(seq) {
             self.dead_tail.insert(seq);
         } else if self.contains(seq) {
             self.dead_sealed.insert(seq);
@@ -314,8 +424,7 @@ impl VectorSet {
         }
         if self.dead_tail.len() >= COMPACT_AFTER_DEAD && self.dead_tail.len() * 4 >= self.tail_len() {
             let dead = std::mem::take(&mut self.dead_tail);
-            self.main.retain(|seq| !dead.contains(&seq));
-            self.late.retain(|seq| !dead.contains(&seq));
+            self.tail.retain(|seq| !dead.contains(&seq));
         }
     }
 
@@ -323,9 +432,8 @@ impl VectorSet {
     /// others; sealed ones are left out of every search.
     pub fn retain(&mut self, keep: impl Fn(u64) -> bool) {
         let dead = std::mem::take(&mut self.dead_tail);
-        self.main.retain(|seq| keep(seq) && !dead.contains(&seq));
-        self.late.retain(|seq| keep(seq) && !dead.contains(&seq));
-        let sealed = self.batches.iter().map(Arc::as_ref).chain(self.held.iter());
+        self.tail.retain(|seq| keep(seq) && !dead.contains(&seq));
+        let sealed = self.batches.iter().map(Arc::as_ref).chain(self.held.iter()).chain(self.restored.indexes());
         let dropped: Vec<u64> =
             sealed.flat_map(|index| index.quantized().map(|(seq, _)| seq)).filter(|seq| !keep(*seq)).collect();
         self.dead_sealed.extend(dropped);
@@ -355,23 +463,27 @@ impl VectorSet {
             |seq: u64| !sets.iter().any(|set| set.is_dead(seq)) && accept.is_none_or(|accept| accept(seq));
         let accept: Option<&dyn Fn(u64) -> bool> = if any_dead { Some(&live_and_accepted) } else { accept };
         let mut scanned: Vec<&VectorIndex> = Vec::new();
-        let mut graphs: Vec<(&AnnGraph, usize)> = Vec::new();
+        let mut graphs: Vec<(&VectorSet, &AnnGraph, usize)> = Vec::new();
         for set in sets {
-            scanned.extend([&set.main, &set.late]);
+            scanned.extend(set.tail.indexes());
             let inserted = set.builder.as_ref().map_or(0, Builder::inserted);
             let waiting =
                 set.batches.iter().enumerate().filter(|(number, _)| set.first_batch + *number as u64 >= inserted);
             scanned.extend(waiting.map(|(_, batch)| batch.as_ref()));
             if let Some(builder) = &set.builder {
-                graphs.push((&builder.graph, set.policy.breadth));
+                graphs.push((set, &builder.graph, set.policy.breadth));
             }
         }
         let mut hits = VectorIndex::search_all(&scanned, query, limit, accept);
         if graphs.is_empty() {
             return hits;
         }
-        for (graph, breadth) in graphs {
-            hits.extend(graph.search(query, limit, breadth, accept));
+        for (set, graph, breadth) in graphs {
+            // Scored from the set's own vectors: a graph restored from a
+            // snapshot may hold vectors not inserted again yet (left out
+            // here), and only the set's vectors are the log's.
+            let found = graph.search(query, limit, breadth, accept);
+            hits.extend(found.into_iter().filter_map(|(_, seq)| Some((set.similarity(seq, query)?, seq))));
         }
         // A vector being inserted may be found both in its batch and in
         // the graph, with one score: its copies sort side by side.
@@ -469,7 +581,7 @@ mod tests {
         }
         set.settle();
         let in_graph = set.graph_len().expect("a graph");
-        assert!(in_graph >= 1750 && in_graph <= 2000, "{in_graph} in the graph");
+        assert!((1750..=2000).contains(&in_graph), "{in_graph} in the graph");
         assert_eq!(set.len(), 2000);
         assert!((1..=2000).all(|seq| set.quantized_of(seq).is_some()));
         for seq in (1..=2000).step_by(9) {

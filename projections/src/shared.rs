@@ -28,7 +28,7 @@ use crate::error::ProjectionError;
 use crate::graph::{SwarmGraph, TouchedEdge};
 use crate::item::SharedEntry;
 use mneme_index::vector::QuantizedVector;
-use mneme_index::{AnnPolicy, VectorSet};
+use mneme_index::{AnnPolicy, IndexError, VectorSet};
 use mneme_index::{TermCounts, TextIndex};
 
 /// The text, BM25 document and vector of every shared event some memory
@@ -54,6 +54,8 @@ pub struct SharedContent {
     /// Whether the swarm graph was restored (or found missing) yet: the
     /// first memory to restore does it, before any memory reads it.
     graph_restored: Mutex<bool>,
+    /// Whether the swarm's vector graphs were restored (or tried) yet.
+    graphs_restored: Mutex<bool>,
     /// One save of the swarm graph at a time.
     graph_saving: Mutex<()>,
     /// Every agent that had a memory here, with the checkpoint of its last
@@ -105,6 +107,7 @@ impl SharedContent {
             memories: AtomicUsize::new(0),
             graph: parking_lot::RwLock::new(SwarmGraph::new()),
             graph_restored: Mutex::new(false),
+            graphs_restored: Mutex::new(false),
             graph_saving: Mutex::new(()),
             saved: Mutex::new(BTreeMap::new()),
         })
@@ -308,6 +311,40 @@ impl SharedContent {
     /// and how widely they search it.
     pub fn vector_graph(&self) -> AnnPolicy {
         self.vectors().policy()
+    }
+
+    /// Saves the swarm's graphs (of shared items' vectors, static and
+    /// deep) that grew enough, as `~shared` and `~shared.deep` (no agent
+    /// can be called so).
+    pub(crate) fn save_vector_graphs(&self, directory: &std::path::Path) -> Result<usize, IndexError> {
+        let vectors = self.vectors();
+        let deep = self.deep_vectors();
+        let mut sets = vec![("~shared".to_string(), &*vectors)];
+        sets.extend(deep.as_ref().map(|deep| ("~shared.deep".to_string(), deep)));
+        crate::memory::save_graphs(directory, sets)
+    }
+
+    /// Starts the swarm's (empty) vector sets from their saved graphs,
+    /// once, before the first memory restores into them; a set that holds
+    /// vectors already keeps building its own.
+    pub(crate) fn restore_vector_graphs_once(&self, directory: &std::path::Path, deep_dimensions: Option<usize>) {
+        let mut attempted = self.graphs_restored.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if std::mem::replace(&mut *attempted, true) {
+            return;
+        }
+        let mut vectors = self.vectors.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if vectors.is_empty() {
+            crate::memory::restore_graph(directory, "~shared", &mut vectors);
+        }
+        drop(vectors);
+        let mut deep = self.deep.write().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let (None, Some(dimensions)) = (deep.as_ref(), deep_dimensions) {
+            let mut set = VectorSet::with_policy(dimensions, self.vector_graph());
+            crate::memory::restore_graph(directory, "~shared.deep", &mut set);
+            if set.graph().is_some() {
+                *deep = Some(set);
+            }
+        }
     }
 
     /// How many vectors the swarm's graphs hold (of shared items, static

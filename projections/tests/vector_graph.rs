@@ -100,7 +100,7 @@ fn live_replayed_and_restored_memories_answer_alike_through_the_graph() {
     // Own and shared vectors are both past the start: nearly all are in
     // graphs (the tails, under a batch each, are not).
     let in_graphs = live.vectors_in_graphs();
-    assert!(in_graphs >= 1400 - 2 * 150 && in_graphs <= 1400, "{in_graphs} vectors in graphs");
+    assert!((1400 - 2 * 150..=1400).contains(&in_graphs), "{in_graphs} vectors in graphs");
 
     let mut replayed = AgentMemory::new("demo", "coder", config(GRAPH)).unwrap();
     apply_from(&mut replayed, &log, 0);
@@ -148,5 +148,48 @@ fn purged_items_are_never_found_through_the_graph() {
             assert!(!hits.is_empty());
             assert!(hits.iter().all(|seq| seq % 2 == 0), "a purged item was found: {hits:?}");
         }
+    }
+}
+
+/// Graphs saved beside a snapshot come back with it: the restored memory
+/// holds them at once (nothing linked again) and answers as the live one;
+/// a damaged graph file is refused and the graph built again.
+#[test]
+fn saved_graphs_come_back_with_the_snapshot_and_damaged_ones_are_built_again() {
+    let directory = tempfile::tempdir().unwrap();
+    let with_graphs = || MemoryConfig { vector_graphs: Some(directory.path().to_path_buf()), ..config(GRAPH) };
+    let mut log = Log::starting_at(1_765_000_000_000);
+    for n in 0..1400 {
+        log.push("coder", if n % 3 == 0 { Scope::Shared } else { Scope::Private }, None, said(text(n)));
+    }
+    let mut live = AgentMemory::new("demo", "coder", with_graphs()).unwrap();
+    apply_from(&mut live, &log, 0);
+    live.settle_vector_graphs();
+    let in_graphs = live.vectors_in_graphs();
+    assert_eq!(live.save_vector_graphs().unwrap(), in_graphs);
+    assert_eq!(live.save_vector_graphs().unwrap(), 0, "nothing grew: nothing saved again");
+    for name in ["coder", "~shared"] {
+        assert!(directory.path().join(format!("{name}.hnsw.graph")).is_file(), "{name} saved");
+    }
+    let snapshot = live.to_snapshot().unwrap();
+
+    let restored = AgentMemory::from_snapshot(&snapshot, "demo", "coder", with_graphs()).unwrap();
+    assert_eq!(restored.vectors_in_graphs(), in_graphs, "the graphs came back whole, nothing linked again");
+    for query in QUERIES {
+        for mode in [SearchMode::Vector, SearchMode::Hybrid] {
+            assert_eq!(search(&restored, query, mode), search(&live, query, mode), "{query} ({mode:?})");
+        }
+    }
+    drop(restored);
+
+    // A damaged graph: refused; the restore goes on and builds it again.
+    std::fs::write(directory.path().join("coder.hnsw.graph"), b"not a graph").unwrap();
+    let mut rebuilt = AgentMemory::from_snapshot(&snapshot, "demo", "coder", with_graphs()).unwrap();
+    assert!(rebuilt.vectors_in_graphs() < in_graphs, "the damaged graph was not taken");
+    rebuilt.settle_vector_graphs();
+    assert_eq!(rebuilt.vectors_in_graphs(), in_graphs);
+    assert_eq!(rebuilt.digest(), live.digest());
+    for query in QUERIES {
+        assert!(search(&rebuilt, query, SearchMode::Vector).iter().all(|seq| live.items().holds(*seq)));
     }
 }

@@ -604,6 +604,8 @@ impl SwarmConfig {
             // Fresh per call: the memories built from one config (one
             // supervisor's) share it.
             shared: SharedContent::new(TextIndex::new().expect("an empty in-RAM index can be created"), dimensions),
+            // Set where the snapshot store is known (the supervisor).
+            vector_graphs: None,
         }
     }
 

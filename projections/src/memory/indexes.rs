@@ -4,8 +4,10 @@
 //! documents `kind=phase` searches score completed phases by.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
+use mneme_index::ann::AnnGraph;
 use mneme_index::embed::{Embedder, embedded_text};
 use mneme_index::vector::QuantizedVector;
 use mneme_index::{AnnPolicy, Bm25Index, IndexError, VectorSet};
@@ -85,6 +87,25 @@ impl Indexes {
     pub(super) fn settle_vector_graphs(&mut self) {
         self.vectors.settle();
         self.deep.settle();
+    }
+
+    /// Saves this memory's graphs that grew enough (see
+    /// [`VectorSet::graph_to_save`]) as `{agent}` and `{agent}.deep`.
+    pub(super) fn save_vector_graphs(&self, directory: &Path, agent: &str) -> Result<usize, IndexError> {
+        save_graphs(directory, [(agent.to_string(), &self.vectors), (format!("{agent}.deep"), &self.deep)])
+    }
+
+    /// Starts this (empty) memory's vector sets from the graphs saved for
+    /// it, when there are usable ones; those that are not are built again.
+    pub(super) fn restore_vector_graphs(&mut self, directory: &Path, agent: &str) {
+        restore_graph(directory, agent, &mut self.vectors);
+        restore_graph(directory, &format!("{agent}.deep"), &mut self.deep);
+    }
+
+    /// See [`VectorSet::finish_restore`].
+    pub(super) fn finish_restore(&mut self) {
+        self.vectors.finish_restore();
+        self.deep.finish_restore();
     }
 
     /// See [`crate::AgentMemory::vectors_in_graphs`].
@@ -214,4 +235,36 @@ fn phase_text(phase: &Phase) -> Option<String> {
 
 fn version(phase: &Phase) -> PhaseVersion {
     (phase.completed_seq, phase.provenance.len(), phase.redacted)
+}
+
+/// Saves each set's graph that grew enough under its name; returns how
+/// many vectors were written.
+pub(crate) fn save_graphs<'a>(
+    directory: &Path,
+    sets: impl IntoIterator<Item = (String, &'a VectorSet)>,
+) -> Result<usize, IndexError> {
+    let mut written = 0;
+    for (name, set) in sets {
+        if let Some(graph) = set.graph_to_save() {
+            let count = graph.save_named(directory, &name)?;
+            set.graph_saved(count);
+            written += count;
+        }
+    }
+    Ok(written)
+}
+
+/// Starts `set` from the graph saved as `name`, if there is a usable one.
+pub(crate) fn restore_graph(directory: &Path, name: &str, set: &mut VectorSet) {
+    match AnnGraph::load_named(directory, name, set.dimensions()) {
+        Ok(Some(graph)) => {
+            let count = graph.len();
+            match set.restore_graph(graph) {
+                Ok(()) => tracing::info!(graph = name, vectors = count, "vector graph restored from its snapshot"),
+                Err(error) => tracing::warn!(graph = name, %error, "vector graph not restored; it is built again"),
+            }
+        }
+        Ok(None) => {}
+        Err(error) => tracing::warn!(graph = name, %error, "vector graph unusable; it is built again"),
+    }
 }

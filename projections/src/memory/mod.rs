@@ -15,6 +15,7 @@ pub(crate) mod items;
 mod snapshot;
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use mneme_events::{Event, EventId, EventKind, HandoffBundle};
@@ -39,6 +40,7 @@ pub use contradictions::{Contradictions, OpenContradiction, ResolvedContradictio
 pub(crate) use handoffs::SentBundle;
 pub use handoffs::{HandoffRecord, Handoffs, handoff_bundle, handoff_tasks};
 pub use indexes::{Indexes, PhaseDocument, PhaseDocuments};
+pub(crate) use indexes::{restore_graph, save_graphs};
 pub use items::Items;
 use items::SeenId;
 
@@ -75,6 +77,10 @@ pub struct MemoryConfig {
     /// event (see [`SharedContent`]). Clones of a configuration share it;
     /// not part of the memory's shape.
     pub shared: Arc<SharedContent>,
+    /// Where the vector graphs of this swarm's memories are saved beside
+    /// their snapshots (`None`: nowhere, they are built again after a
+    /// restore); not part of the memory's shape.
+    pub vector_graphs: Option<PathBuf>,
 }
 
 impl Default for MemoryConfig {
@@ -91,6 +97,7 @@ impl Default for MemoryConfig {
                 TextIndex::new().expect("an empty in-RAM index can be created"),
                 HashedNgramEmbedder::default().dimensions(),
             ),
+            vector_graphs: None,
         }
     }
 }
@@ -638,6 +645,17 @@ impl AgentMemory {
     pub fn settle_vector_graphs(&mut self) {
         self.indexes.settle_vector_graphs();
         self.config.shared.settle_vector_graphs();
+    }
+
+    /// Saves the vector graphs that grew by a tenth since their last save
+    /// (this memory's own, and the swarm's of shared items) into
+    /// [`MemoryConfig::vector_graphs`]; returns how many vectors were
+    /// written. A memory restored from a snapshot takes them back, so a
+    /// restart does not link every vector again.
+    pub fn save_vector_graphs(&self) -> Result<usize, ProjectionError> {
+        let Some(directory) = self.config.vector_graphs.as_deref() else { return Ok(0) };
+        Ok(self.indexes.save_vector_graphs(directory, &self.agent)?
+            + self.config.shared.save_vector_graphs(directory)?)
     }
 
     /// How many vectors the graphs this memory searches hold (its own

@@ -162,6 +162,11 @@ impl AgentMemory {
         drop(own_seqs);
         let mut memory = AgentMemory::with_text_index(swarm, agent, config, bm25);
         memory.indexes.set_text_reused(documents_kept);
+        if let Some(directory) = memory.config.vector_graphs.clone() {
+            let deep_dimensions = memory.config.deep_embedder.as_ref().map(|deep| deep.dimensions());
+            memory.config.shared.restore_vector_graphs_once(&directory, deep_dimensions);
+            memory.indexes.restore_vector_graphs(&directory, agent);
+        }
         let config = memory.config.clone();
         for (mut item, shared_prefix) in items {
             // Hidden items stay indexed (see `AgentMemory::change_state`);
@@ -211,6 +216,7 @@ impl AgentMemory {
         if let Some(seq) = vectors.keys().chain(deep.keys()).next() {
             return Err(ProjectionError::CorruptSnapshot(format!("vector of seq {seq} has no item")));
         }
+        memory.indexes.finish_restore();
         memory.indexes.commit()?;
         Ok(memory)
     }
