@@ -140,7 +140,8 @@ impl Supervisor {
     /// snapshots take their documents over instead of indexing them again.
     pub fn with_text_index(mut self, index: Arc<TextIndex>) -> Supervisor {
         let dimensions = self.memory_config.embedder.dimensions();
-        self.memory_config.shared = SharedContent::new(index, dimensions);
+        let graph = self.memory_config.shared.vector_graph();
+        self.memory_config.shared = SharedContent::with_vector_graph(index, dimensions, graph);
         self
     }
 

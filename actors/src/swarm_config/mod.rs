@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mneme_index::TextIndex;
 use mneme_index::embed::Embedder;
+use mneme_index::{AnnPolicy, TextIndex};
 use mneme_projections::{MemoryConfig, RetrievalWeights, SharedContent};
 use serde::Deserialize;
 
@@ -282,6 +282,26 @@ pub struct MemorySection {
     /// Threads that run memory actors (indexing, queries, snapshots).
     #[serde(default = "default_worker_threads")]
     pub worker_threads: usize,
+    /// Vectors a set (a memory's own, or the swarm's of shared items)
+    /// holds before it grows an HNSW graph beside the exact scan, built on
+    /// a thread of its own and saved beside the snapshots; 0: never.
+    #[serde(default = "default_vector_graph_from")]
+    pub vector_graph_from: usize,
+    /// Candidates a search of a vector graph keeps (hnsw_rs's `ef`): wider
+    /// finds more of the nearest, slower.
+    #[serde(default = "default_vector_graph_breadth")]
+    pub vector_graph_breadth: usize,
+}
+
+impl MemorySection {
+    /// When vector sets grow a graph, and how widely it is searched.
+    pub fn vector_graph(&self) -> AnnPolicy {
+        let defaults = AnnPolicy::default();
+        match self.vector_graph_from {
+            0 => AnnPolicy::EXACT,
+            from => AnnPolicy { graph_from: from, breadth: self.vector_graph_breadth, ..defaults },
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -354,6 +374,12 @@ fn default_checkpoint_interval_ms() -> u64 {
 fn default_mailbox_capacity() -> usize {
     16
 }
+fn default_vector_graph_from() -> usize {
+    AnnPolicy::default().graph_from
+}
+fn default_vector_graph_breadth() -> usize {
+    AnnPolicy::default().breadth
+}
 fn default_worker_threads() -> usize {
     2
 }
@@ -418,6 +444,8 @@ impl Default for MemorySection {
             checkpoint_interval_ms: default_checkpoint_interval_ms(),
             mailbox_capacity: default_mailbox_capacity(),
             worker_threads: default_worker_threads(),
+            vector_graph_from: default_vector_graph_from(),
+            vector_graph_breadth: default_vector_graph_breadth(),
         }
     }
 }
@@ -497,6 +525,7 @@ impl SwarmConfig {
             ("memory.checkpoint_interval_ms", self.memory.checkpoint_interval_ms),
             ("memory.mailbox_capacity", self.memory.mailbox_capacity as u64),
             ("memory.worker_threads", self.memory.worker_threads as u64),
+            ("memory.vector_graph_breadth", self.memory.vector_graph_breadth as u64),
             ("log.max_event_bytes", self.log.max_event_bytes as u64),
             ("log.replicas", self.log.replicas as u64),
             ("http.max_request_bytes", self.http.max_request_bytes as u64),
@@ -603,7 +632,11 @@ impl SwarmConfig {
             handoff_bundle_tokens: self.handoffs.bundle_tokens,
             // Fresh per call: the memories built from one config (one
             // supervisor's) share it.
-            shared: SharedContent::new(TextIndex::new().expect("an empty in-RAM index can be created"), dimensions),
+            shared: SharedContent::with_vector_graph(
+                TextIndex::new().expect("an empty in-RAM index can be created"),
+                dimensions,
+                self.memory.vector_graph(),
+            ),
             // Set where the snapshot store is known (the supervisor).
             vector_graphs: None,
         }
@@ -698,6 +731,27 @@ fn error_of(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[memory] vector_graph_from` and `vector_graph_breadth` set when
+    /// vector sets grow a graph; 0 never grows one; a breadth of 0 is
+    /// refused.
+    #[test]
+    fn the_vector_graph_settings_reach_the_shared_content() {
+        let config = SwarmConfig::parse(
+            "[swarm]\nname = \"demo\"\n[memory]\nvector_graph_from = 5000\nvector_graph_breadth = 64\n",
+            "t",
+        )
+        .unwrap();
+        let policy = AnnPolicy { graph_from: 5000, breadth: 64, ..AnnPolicy::default() };
+        assert_eq!(config.memory.vector_graph(), policy);
+        let embedder: Arc<dyn Embedder> = Arc::new(mneme_index::embed::HashedNgramEmbedder::default());
+        assert_eq!(config.memory_config(embedder).shared.vector_graph(), policy);
+        let never = SwarmConfig::parse("[swarm]\nname = \"demo\"\n[memory]\nvector_graph_from = 0\n", "t").unwrap();
+        assert_eq!(never.memory.vector_graph(), AnnPolicy::EXACT);
+        assert_eq!(SwarmConfig::with_name("demo").memory.vector_graph(), AnnPolicy::default());
+        let narrow = error_of("[swarm]\nname = \"demo\"\n[memory]\nvector_graph_breadth = 0\n");
+        assert!(narrow.contains("memory.vector_graph_breadth"), "{narrow}");
+    }
 
     /// `[retrieval]` is the projections' `RetrievalWeights`: the keys the
     /// docs/src/configuration.md documents, defaults for what is left out, and a key it does
