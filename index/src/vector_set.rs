@@ -288,13 +288,13 @@ impl VectorSet {
         Ok(())
     }
 
-    /// The graph, when it has grown by a tenth (and a batch) since it was
-    /// last saved or restored: a save writes the whole graph, so it is not
+    /// The graph, when it has grown by a tenth since it was last saved or
+    /// restored: a save writes the whole graph, so it is not
     /// saved with every snapshot.
     pub fn graph_to_save(&self) -> Option<&Arc<AnnGraph>> {
         let graph = self.graph()?;
         let saved = self.saved.load(Ordering::Acquire);
-        (graph.len() >= saved + (saved / 10).max(self.policy.batch)).then_some(graph)
+        (graph.len() > saved && (saved == 0 || graph.len() >= saved + saved / 10)).then_some(graph)
     }
 
     /// Notes that the graph was saved holding `count` vectors.

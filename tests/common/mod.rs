@@ -49,15 +49,20 @@ pub fn reviewer_and_tokens(tokens: &[(&str, &str, Option<&str>)]) -> String {
 /// `[enrichment]`), frequent checkpoints, and `extra` appended
 /// (after `[log]` on NATS: an `extra` may go on with its keys). An `extra`
 /// that begins with [`SWARM_KEYS`] has its lines up to the first empty
-/// one put into `[swarm]` instead.
+/// one put into `[swarm]` instead, and then one that begins with
+/// [`MEMORY_KEYS`] into `[memory]`.
 pub fn swarm_config(name: &str, nats_url: Option<&str>, extra: &str) -> String {
     let (swarm_keys, extra) = match extra.strip_prefix(SWARM_KEYS) {
         Some(rest) => rest.split_once("\n\n").unwrap_or((rest, "")),
         None => ("", extra),
     };
+    let (memory_keys, extra) = match extra.strip_prefix(MEMORY_KEYS) {
+        Some(rest) => rest.split_once("\n\n").unwrap_or((rest, "")),
+        None => ("", extra),
+    };
     let mut config = format!(
         "[swarm]\nname = \"{name}\"\nadmit_unknown_agents = true\n{swarm_keys}\n\n[memory]\ncheckpoint_interval_ms = 200\n\
-         checkpoint_every_events = 100\n\n[embedder]\nkind = \"hashed\"\n\n{enrichment}\
+         checkpoint_every_events = 100\n{memory_keys}\n\n[embedder]\nkind = \"hashed\"\n\n{enrichment}\
          [[agents]]\nname = \"planner\"\n\n[[agents]]\nname = \"coder\"\n",
         // No deep tier unless the test asks for one: its model would keep
         // a core busy in every test server.
@@ -73,6 +78,10 @@ pub fn swarm_config(name: &str, nats_url: Option<&str>, extra: &str) -> String {
 /// Begins an `extra` of [`swarm_config`] whose first lines are keys of
 /// `[swarm]`.
 pub const SWARM_KEYS: &str = "# [swarm]\n";
+
+/// Begins an `extra` of [`swarm_config`] (after any [`SWARM_KEYS`] part)
+/// whose first lines are keys of `[memory]`.
+pub const MEMORY_KEYS: &str = "# [memory]\n";
 
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

@@ -299,7 +299,13 @@ impl MemorySection {
         let defaults = AnnPolicy::default();
         match self.vector_graph_from {
             0 => AnnPolicy::EXACT,
-            from => AnnPolicy { graph_from: from, breadth: self.vector_graph_breadth, ..defaults },
+            // The tail scanned exactly stays under an eighth of where the
+            // graph starts.
+            from => AnnPolicy {
+                graph_from: from,
+                batch: (from / 8).clamp(64, defaults.batch),
+                breadth: self.vector_graph_breadth,
+            },
         }
     }
 }
@@ -742,7 +748,7 @@ mod tests {
             "t",
         )
         .unwrap();
-        let policy = AnnPolicy { graph_from: 5000, breadth: 64, ..AnnPolicy::default() };
+        let policy = AnnPolicy { graph_from: 5000, batch: 625, breadth: 64 };
         assert_eq!(config.memory.vector_graph(), policy);
         let embedder: Arc<dyn Embedder> = Arc::new(mneme_index::embed::HashedNgramEmbedder::default());
         assert_eq!(config.memory_config(embedder).shared.vector_graph(), policy);
