@@ -21,6 +21,12 @@
 //!
 //! A graph cannot take a vector out: dropped vectors stay in it, and
 //! searches leave them out.
+//!
+//! A graph saved with a snapshot ([`AnnGraph::save_named`]) is given back
+//! to the empty set of a restored memory ([`VectorSet::restore_graph`])
+//! before its vectors are inserted: those the graph holds join it without
+//! being linked again, and [`VectorSet::finish_restore`] leaves out of
+//! searches whatever it holds that the restore did not insert.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -112,6 +118,9 @@ fn insert_batches(graph: &AnnGraph, batches: &Receiver<Arc<VectorIndex>>, insert
             }
             graph.insert(seq, &vector);
         }
+        // Let go of the batch first, so that the set usually takes it back
+        // without a copy.
+        drop(batch);
         inserted.fetch_add(1, Ordering::AcqRel);
     }
 }
@@ -384,6 +393,7 @@ impl VectorSet {
         while self.first_batch < inserted && !self.batches.is_empty() {
             let batch = self.batches.remove(0);
             self.first_batch += 1;
+            // A copy only when the builder still holds the batch.
             let batch = Arc::try_unwrap(batch).unwrap_or_else(|shared| shared.merged(&VectorIndex::new(0)));
             self.held.push(batch);
             // Merged while the last is at least half the one before it:
