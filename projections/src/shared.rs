@@ -55,7 +55,7 @@ pub struct SharedContent {
     /// first memory to restore does it, before any memory reads it.
     graph_restored: Mutex<bool>,
     /// Whether the swarm's vector graphs were restored (or tried) yet.
-    graphs_restored: Mutex<bool>,
+    vector_graphs_restored: Mutex<bool>,
     /// One save of the swarm graph at a time.
     graph_saving: Mutex<()>,
     /// Every agent that had a memory here, with the checkpoint of its last
@@ -107,7 +107,7 @@ impl SharedContent {
             memories: AtomicUsize::new(0),
             graph: parking_lot::RwLock::new(SwarmGraph::new()),
             graph_restored: Mutex::new(false),
-            graphs_restored: Mutex::new(false),
+            vector_graphs_restored: Mutex::new(false),
             graph_saving: Mutex::new(()),
             saved: Mutex::new(BTreeMap::new()),
         })
@@ -328,7 +328,7 @@ impl SharedContent {
     /// once, before the first memory restores into them; a set that holds
     /// vectors already keeps building its own.
     pub(crate) fn restore_vector_graphs_once(&self, directory: &std::path::Path, deep_dimensions: Option<usize>) {
-        let mut attempted = self.graphs_restored.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut attempted = self.vector_graphs_restored.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if std::mem::replace(&mut *attempted, true) {
             return;
         }

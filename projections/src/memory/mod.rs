@@ -638,10 +638,10 @@ impl AgentMemory {
         self.indexes.is_committed()
     }
 
-    /// Waits for the vector graphs being built (this memory's, and the
-    /// swarm's of shared items) and lets go of what stood in for them.
-    /// Searches never wait: until a graph is built, what it was made of
-    /// answers for it. For benchmarks and tests that measure the graphs.
+    /// Waits until the vector graphs' builders (this memory's, and the
+    /// swarm's of shared items) have linked every sealed batch. Searches
+    /// never wait: what a builder has not linked yet is scanned. For
+    /// benchmarks and tests that measure the graphs.
     pub fn settle_vector_graphs(&mut self) {
         self.indexes.settle_vector_graphs();
         self.config.shared.settle_vector_graphs();
