@@ -60,9 +60,9 @@ pub(super) struct ScoreInputs<'a> {
     pub ages: &'a SeqMap<f32>,
     /// Named boosts: the items in each set gain the weight.
     pub boosts: Vec<(&'static str, f32, SeqSet)>,
-    /// What share of its retrievers' score a candidate keeps (missing: all
-    /// of it): short messages that say little ("Ha, I love that.") match
-    /// every question a little and answer none.
+    /// What share of its retrievers' score and of its boosts a candidate
+    /// keeps (missing: all of it): short messages that say little ("Ha, I
+    /// love that.") match every question a little and answer none.
     pub keeps: &'a SeqMap<f32>,
 }
 
@@ -148,10 +148,13 @@ pub(super) fn fuse_scores(inputs: ScoreInputs) -> Vec<(f32, u64, Vec<RetrieverRa
             if context.is_some() && inputs.context_share > 0.0 {
                 ranks.push(RetrieverRank { retriever: "context", rank: 0, score: inputs.context_share });
             }
+            // A brief message keeps the same share of its boosts: said by
+            // the person asked about, or in the month asked about, "Ha!
+            // Classic." still answers nothing.
             for (name, weight, members) in &inputs.boosts {
                 if members.contains(&seq) {
-                    score += weight;
-                    ranks.push(RetrieverRank { retriever: name, rank: 0, score: *weight });
+                    score += keeps * weight;
+                    ranks.push(RetrieverRank { retriever: name, rank: 0, score: keeps * weight });
                 }
             }
             (score, seq, ranks)

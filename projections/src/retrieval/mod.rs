@@ -171,6 +171,9 @@ pub fn search(memory: &AgentMemory, request: &SearchRequest) -> Result<Vec<Searc
 
 /// What the retrievers found for a question, before fusion.
 struct Candidates<'q> {
+    /// The keywords BM25 was asked: the analysis's, less the names of the
+    /// speakers the question names.
+    keywords: String,
     bm25: Ranking,
     vector: Ranking,
     graph: Ranking,
@@ -226,28 +229,8 @@ impl<'q> Candidates<'q> {
             Some(deep_query) => deep_ranking(memory, deep_query, candidates, accept),
             None => Vec::new(),
         };
-        let graph = if use_graph {
-            let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
-            let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
-            graph_ranking(memory, request, seeds, accept)
-        } else {
-            Vec::new()
-        };
         let weights = request.weights;
         let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
-        let focused_vector = query_vector.as_deref().filter(|_| use_vector);
-        let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
-        if let Some(range) = in_time {
-            let filters = narrowed_to(&request.filters, range);
-            let accept_in_time = |seq: u64| accepts(memory, seq, &filters, entity_items);
-            let (more_bm25, more_vector) =
-                focused(memory, &analysis.keywords, focused_vector, &filters, candidates, &accept_in_time, false)?;
-            merge_ranking(&mut bm25, more_bm25);
-            merge_ranking(&mut vector, more_vector);
-            if let Some(deep_query) = &deep_query {
-                merge_ranking(&mut deep, deep_ranking(memory, deep_query, candidates, &accept_in_time));
-            }
-        }
         let speakers: Vec<&str> = if score_fusion && weights.speaker_weight > 0.0 {
             let found = |name: &str| {
                 bm25.iter()
@@ -258,13 +241,41 @@ impl<'q> Candidates<'q> {
         } else {
             Vec::new()
         };
+        // A speaker's name matches, in BM25, every item the speaker said
+        // (another agent's item reads "(from talia) …"), the shortest
+        // most: the speaker boost weighs who said it, so BM25 weighs
+        // what was said, without the name.
+        let keywords = without_words(&analysis.keywords, &speakers);
+        if use_bm25 && keywords != analysis.keywords {
+            bm25 = bm25_ranking(memory, &keywords, &request.filters, candidates, accept, false)?;
+        }
+        let graph = if use_graph {
+            let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
+            let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
+            graph_ranking(memory, request, seeds, accept)
+        } else {
+            Vec::new()
+        };
+        let focused_vector = query_vector.as_deref().filter(|_| use_vector);
+        let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
+        if let Some(range) = in_time {
+            let filters = narrowed_to(&request.filters, range);
+            let accept_in_time = |seq: u64| accepts(memory, seq, &filters, entity_items);
+            let (more_bm25, more_vector) =
+                focused(memory, &keywords, focused_vector, &filters, candidates, &accept_in_time, false)?;
+            merge_ranking(&mut bm25, more_bm25);
+            merge_ranking(&mut vector, more_vector);
+            if let Some(deep_query) = &deep_query {
+                merge_ranking(&mut deep, deep_ranking(memory, deep_query, candidates, &accept_in_time));
+            }
+        }
         if !speakers.is_empty() {
             let accept_said = |seq: u64| {
                 accept(seq)
                     && memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
             };
             let (more_bm25, more_vector) =
-                focused(memory, &analysis.keywords, focused_vector, &request.filters, candidates, &accept_said, true)?;
+                focused(memory, &keywords, focused_vector, &request.filters, candidates, &accept_said, true)?;
             merge_ranking(&mut bm25, more_bm25);
             merge_ranking(&mut vector, more_vector);
             if let Some(deep_query) = &deep_query {
@@ -272,11 +283,12 @@ impl<'q> Candidates<'q> {
             }
         }
         let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
-            expansion_ranking(memory, &analysis.keywords, [&bm25, &vector], &request.filters, candidates, accept)?
+            expansion_ranking(memory, &keywords, [&bm25, &vector], &request.filters, candidates, accept)?
         } else {
             Vec::new()
         };
         Ok(Candidates {
+            keywords,
             bm25,
             vector,
             graph,
@@ -365,7 +377,7 @@ fn fuse_by_score(
         .collect();
     fuse_scores(ScoreInputs {
         bm25: (weights.bm25, &found.bm25),
-        bm25_best_possible: memory.indexes().bm25().best_possible_score(&analysis.keywords),
+        bm25_best_possible: memory.indexes().bm25().best_possible_score(&found.keywords),
         vector: (weights.vector, &found.vector),
         deep: (deep_weight, &found.deep),
         graph: (weights.graph, &found.graph),
@@ -404,6 +416,17 @@ fn anchored_time(
     };
     let best = bm25_ranking(memory, keywords, &filters, 1, &names_event, true)?;
     Ok(best.first().and_then(|(_, seq)| memory.items().get(*seq)).map(|item| anchor.range(item.ts)))
+}
+
+/// `keywords` less the words that are one of `names` (lower case); all of
+/// `keywords` when nothing else would be left.
+fn without_words(keywords: &str, names: &[&str]) -> String {
+    if names.is_empty() {
+        return keywords.to_string();
+    }
+    let kept: Vec<&str> =
+        keywords.split_whitespace().filter(|word| !names.iter().any(|name| word.eq_ignore_ascii_case(name))).collect();
+    if kept.is_empty() { keywords.to_string() } else { kept.join(" ") }
 }
 
 /// BM25 and vector candidates among the items `accept` keeps.

@@ -14,7 +14,8 @@ use mneme_index::embed::embedded_text;
 /// found message's reply: `(turn, the turn before it)`. A turn's turn
 /// before is the previous message of its conversation (the same
 /// correlation id, or none) said within [`TURN_GAP_NANOS`] before it,
-/// among the few items before it in the log.
+/// among the few items before it in the log, when it asks something: a
+/// reply carries the question it answers, not the statement it reacts to.
 pub(super) fn conversation_neighbours(
     memory: &AgentMemory,
     found: &[u64],
@@ -24,8 +25,11 @@ pub(super) fn conversation_neighbours(
     for seq in found {
         let Some(item) = memory.items().get(*seq).filter(|item| item.kind == MESSAGE_KIND) else { continue };
         let before = memory.items().range(..*seq).rev().take(NEIGHBOUR_SCAN).find(|other| turn_follows(other, item));
-        if let Some(before) = before.filter(|before| accept(before.seq)) {
+        if let Some(before) = before.filter(|before| asks(before) && accept(before.seq)) {
             previous.insert(*seq, before.seq);
+        }
+        if !asks(item) {
+            continue;
         }
         let after = memory.items().range(seq + 1..).take(NEIGHBOUR_SCAN).find(|other| turn_follows(item, other));
         if let Some(after) = after.filter(|after| accept(after.seq)) {
@@ -247,6 +251,13 @@ fn session_of(memory: &AgentMemory, seq: u64) -> Option<u64> {
         first = (*before, other);
     }
     Some(first.0)
+}
+
+/// Whether a message asks something: a reply to it answers it ("How was
+/// the trip?" / "We just got back from Lisbon"), where a reply to a
+/// statement reacts to it ("Ha! Classic.") and carries none of it.
+fn asks(item: &MemoryItem) -> bool {
+    item.text.body().contains('?')
 }
 
 /// Whether `later` answers `earlier` in a conversation: both messages, of
