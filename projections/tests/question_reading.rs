@@ -287,3 +287,27 @@ fn a_remark_on_a_statement_does_not_carry_it() {
     let carried = hits.iter().find(|hit| hit.seq == answer).and_then(|hit| given(hit, "context"));
     assert!(carried.is_some(), "the reply carries the question: {hits:?}");
 }
+
+/// Issue 39: asked about a person, what they asked others is not what
+/// they told: "Are you still thinking about leaving your job?" is about
+/// whom Maria asks, and earns no speaker boost.
+#[test]
+fn what_a_person_asked_is_not_what_they_told() {
+    let mut conversation = Conversation::new();
+    small_talk(&mut conversation, 0, 8);
+    let asked = conversation.say("maria", DAY_MS, "Are you still thinking about leaving your job for a new one?");
+    conversation.say("jon", DAY_MS + 60_000, "Still thinking, I'll let you know.");
+    small_talk(&mut conversation, 2 * DAY_MS, 8);
+    let told = conversation.say(
+        "maria",
+        3 * DAY_MS,
+        "I handed in my notice, my new job is nurse practitioner at a clinic, I start next month.",
+    );
+    let hits = conversation.hits("What is Maria's new job?", |_| {});
+    let rank = |seq: u64| hits.iter().position(|hit| hit.seq == seq);
+    let told_rank = rank(told).expect("what Maria told is found");
+    assert!(rank(asked).is_none_or(|asked| asked > told_rank), "{hits:?}");
+    let asked = hits.iter().find(|hit| hit.seq == asked);
+    assert!(asked.is_none_or(|hit| given(hit, "speaker").is_none()), "{asked:?}");
+    assert!(given(&hits[told_rank], "speaker").is_some());
+}

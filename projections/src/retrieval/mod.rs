@@ -32,7 +32,7 @@ pub use mneme_api::search::{Fusion, KindFilter, RetrievalWeights, SearchFilters,
 use mneme_index::VectorSet;
 use mneme_index::embed::embedded_text;
 use phases::search_phases;
-use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by};
+use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by, told_by};
 use related::{conversation_neighbours, expansion_ranking, graph_ranking, session_boost};
 
 /// How many candidates each retriever contributes per requested hit. Under
@@ -272,7 +272,7 @@ impl<'q> Candidates<'q> {
         if !speakers.is_empty() {
             let accept_said = |seq: u64| {
                 accept(seq)
-                    && memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| said_by(item, name)))
+                    && memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| told_by(item, name)))
             };
             let (more_bm25, more_vector) =
                 focused(memory, &keywords, focused_vector, &request.filters, candidates, &accept_said, true)?;
@@ -343,7 +343,7 @@ fn fuse_by_score(
         boosts.push(("time", weights.time_weight, members(&|item| range.contains(item.ts))));
     }
     if !found.speakers.is_empty() {
-        let said = members(&|item| found.speakers.iter().any(|name| said_by(item, name)));
+        let said = members(&|item| found.speakers.iter().any(|name| told_by(item, name)));
         boosts.push(("speaker", weights.speaker_weight, said));
     }
     if !analysis.identifiers.is_empty() && weights.identifier_weight > 0.0 {

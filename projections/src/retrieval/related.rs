@@ -256,7 +256,7 @@ fn session_of(memory: &AgentMemory, seq: u64) -> Option<u64> {
 /// Whether a message asks something: a reply to it answers it ("How was
 /// the trip?" / "We just got back from Lisbon"), where a reply to a
 /// statement reacts to it ("Ha! Classic.") and carries none of it.
-fn asks(item: &MemoryItem) -> bool {
+pub(super) fn asks(item: &MemoryItem) -> bool {
     item.text.body().contains('?')
 }
 
@@ -311,6 +311,13 @@ pub(super) fn answers_as(item: &MemoryItem, wants: AnswerKind) -> bool {
 /// message in that role.
 pub(super) fn said_by(item: &MemoryItem, name: &str) -> bool {
     item.agent.eq_ignore_ascii_case(name) || role_of(item).is_some_and(|role| role.eq_ignore_ascii_case(name))
+}
+
+/// Whether `name` (lower case) said the item and it tells something: a
+/// question someone asks is about whom they ask ("How was your trip?"),
+/// not about them.
+pub(super) fn told_by(item: &MemoryItem, name: &str) -> bool {
+    said_by(item, name) && !asks(item)
 }
 
 /// The role a message item was said in: its text begins `[role] `.
