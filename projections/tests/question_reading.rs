@@ -311,3 +311,39 @@ fn what_a_person_asked_is_not_what_they_told() {
     assert!(asked.is_none_or(|hit| given(hit, "speaker").is_none()), "{asked:?}");
     assert!(given(&hits[told_rank], "speaker").is_some());
 }
+
+/// Issue 39: asked about what a person said, the expansion by the best
+/// hits' rare words starts from what that person told. Started from other
+/// people's hits too, it searched for their names and places, and Maria's
+/// second turn about her sister (which names her only as "Ada") was
+/// outvoted by theirs.
+#[test]
+fn the_expansion_starts_from_what_the_person_asked_about_told() {
+    let mut conversation = Conversation::new();
+    let moved = [
+        ("maria", "My sister Ada just moved to Atlanta to work at a bakery."),
+        ("priya", "My brother Tomas just moved to Minneapolis to work at a law firm."),
+        ("zara", "My older sister Eli just moved to Atlanta to work at a children's hospital."),
+        ("diego", "My younger brother Eli just moved to Austin to work at the city hospital."),
+    ];
+    for (day, (agent, text)) in moved.into_iter().enumerate() {
+        small_talk(&mut conversation, day as i64 * DAY_MS, 6);
+        conversation.say(agent, day as i64 * DAY_MS + 3_600_000, text);
+    }
+    small_talk(&mut conversation, 10 * DAY_MS, 6);
+    let news = conversation.say(
+        "maria",
+        11 * DAY_MS,
+        "Oh, and Ada bought a house with a huge yard, the housewarming is next month.",
+    );
+    conversation.say("zara", 11 * DAY_MS + 60_000, "Oh, and Tomas and Eli got a puppy, a tiny beagle called Biscuit.");
+    small_talk(&mut conversation, 12 * DAY_MS, 6);
+    let hits = conversation.hits("What news did Maria share about the sister who moved to Atlanta?", |_| {});
+    let found = hits.iter().position(|hit| hit.seq == news).map(|rank| rank + 1);
+    assert!(found.is_some_and(|rank| rank <= 3), "Maria's news ranks {found:?}: {hits:?}");
+    // The expansion ranks it first: nothing it searched for came from the
+    // others' relocations.
+    let expanded: Vec<(f32, u64)> = hits.iter().filter_map(|hit| Some((given(hit, "expansion")?, hit.seq))).collect();
+    let best = expanded.iter().max_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, seq)| *seq);
+    assert_eq!(best, Some(news), "{hits:?}");
+}

@@ -282,8 +282,12 @@ impl<'q> Candidates<'q> {
                 merge_ranking(&mut deep, deep_ranking(memory, deep_query, candidates, &accept_said));
             }
         }
+        let told = |seq: u64| {
+            speakers.is_empty()
+                || memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| told_by(item, name)))
+        };
         let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
-            expansion_ranking(memory, &keywords, [&bm25, &vector], &request.filters, candidates, accept)?
+            expansion_ranking(memory, &keywords, [&bm25, &vector], &request.filters, candidates, accept, &told)?
         } else {
             Vec::new()
         };

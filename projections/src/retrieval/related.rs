@@ -45,7 +45,9 @@ pub(super) fn conversation_neighbours(
 /// searched for. It finds the second half of a multi-step answer: the
 /// turn that names the dog "Noodle" after the one that said the new dog
 /// is called Noodle, the run that raised the error the top hit names.
-/// The hits it starts from are left out: they are found already.
+/// The hits it starts from are left out: they are found already. Only
+/// hits `seed` keeps are started from: what the people the question
+/// names told, when it names some.
 pub(super) fn expansion_ranking(
     memory: &AgentMemory,
     keywords: &str,
@@ -53,9 +55,13 @@ pub(super) fn expansion_ranking(
     filters: &SearchFilters,
     candidates: usize,
     accept: &dyn Fn(u64) -> bool,
+    seed: &dyn Fn(u64) -> bool,
 ) -> Result<Ranking, ProjectionError> {
-    let seeds: Vec<u64> =
-        rankings.iter().flat_map(|ranking| ranking.iter().take(EXPANSION_SEEDS)).map(|(_, seq)| *seq).collect();
+    let seeds: Vec<u64> = rankings
+        .iter()
+        .flat_map(|ranking| ranking.iter().filter(|(_, seq)| seed(*seq)).take(EXPANSION_SEEDS))
+        .map(|(_, seq)| *seq)
+        .collect();
     let asked = memory.indexes().bm25().text_terms(keywords);
     let most_documents =
         u32::try_from((memory.indexes().bm25().documents() / EXPANSION_RARITY).max(EXPANSION_MIN_DOCUMENTS))
