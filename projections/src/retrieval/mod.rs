@@ -224,11 +224,6 @@ impl<'q> Candidates<'q> {
             }
             _ => Vec::new(),
         };
-        let deep_query = deep_query(memory, request);
-        let mut deep = match &deep_query {
-            Some(deep_query) => deep_ranking(memory, deep_query, candidates, accept),
-            None => Vec::new(),
-        };
         let weights = request.weights;
         let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
         let speakers: Vec<&str> = if score_fusion && weights.speaker_weight > 0.0 {
@@ -249,6 +244,13 @@ impl<'q> Candidates<'q> {
         if use_bm25 && keywords != analysis.keywords {
             bm25 = bm25_ranking(memory, &keywords, &request.filters, candidates, accept, false)?;
         }
+        // So does the deep model's reading of it: the question less the
+        // speakers' names.
+        let deep_query = deep_query(memory, request, &without_names(&request.query, &speakers));
+        let mut deep = match &deep_query {
+            Some(deep_query) => deep_ranking(memory, deep_query, candidates, accept),
+            None => Vec::new(),
+        };
         let graph = if use_graph {
             let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
             let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
@@ -433,6 +435,22 @@ fn without_words(keywords: &str, names: &[&str]) -> String {
     if kept.is_empty() { keywords.to_string() } else { kept.join(" ") }
 }
 
+/// `query` less the words that are one of `names` (lower case), a
+/// possessive's "'s" with them; all of `query` when nothing else would be
+/// left.
+fn without_names(query: &str, names: &[&str]) -> String {
+    if names.is_empty() {
+        return query.to_string();
+    }
+    let named = |word: &str| {
+        let word = word.trim_end_matches(|c: char| !c.is_alphanumeric());
+        let word = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
+        names.iter().any(|name| word.eq_ignore_ascii_case(name))
+    };
+    let kept: Vec<&str> = query.split_whitespace().filter(|word| !named(word)).collect();
+    if kept.is_empty() { query.to_string() } else { kept.join(" ") }
+}
+
 /// BM25 and vector candidates among the items `accept` keeps.
 fn focused(
     memory: &AgentMemory,
@@ -474,14 +492,14 @@ fn cosines<'a>(memory: &AgentMemory, query: &[f32], seqs: impl Iterator<Item = &
 /// The query embedded by the memory's deep model: only when it has one,
 /// holds deep vectors, and the request weighs them (a query embedded for
 /// nothing would cost the deep model's time).
-fn deep_query(memory: &AgentMemory, request: &SearchRequest) -> Option<Vec<f32>> {
+fn deep_query(memory: &AgentMemory, request: &SearchRequest, text: &str) -> Option<Vec<f32>> {
     let deep = memory.config().deep_embedder.as_ref()?;
     let weights = &request.weights;
     let wanted = request.mode == SearchMode::Hybrid
         && weights.vector > 0.0
         && weights.deep_share > 0.0
         && memory.deep_count() > 0;
-    wanted.then(|| deep.embed(embedded_text(&request.query)))
+    wanted.then(|| deep.embed(embedded_text(text)))
 }
 
 /// The items `accept` keeps nearest the query by their deep vectors,
