@@ -231,3 +231,49 @@ fn a_memory_behind_the_others_does_not_read_a_shared_vector_it_has_not_applied()
     assert_eq!(behind.deep_count(), 6);
     assert_eq!(hybrid(&behind, QUESTION).first(), Some(&events[2].id.to_string()));
 }
+
+/// Issue 39: asked about a person, the deep model reads the question
+/// without their name. Every shared item of Maria's reads "(from maria)
+/// …", so with the name the question was nearest her shortest remarks,
+/// whatever they said.
+#[test]
+fn the_deep_model_reads_a_question_about_a_person_without_their_name() {
+    let mut log = Log::starting_at(1_765_000_000_000);
+    let mut events = Vec::new();
+    for (agent, text) in [
+        ("maria", "Ha! Classic."),
+        ("jon", "The weather has been so gloomy this week, I barely left the house."),
+        ("maria", "Honestly, relatable."),
+        ("maria", "I finally joined the bouldering gym and now climb three evenings a week."),
+        ("maria", "Ugh, same here."),
+        ("jon", "The deploy failed because an environment variable was missing."),
+        ("maria", "Oh I know what you mean."),
+    ] {
+        events.push((agent, log.push(agent, Scope::Shared, None, said(text))));
+    }
+    let mut memory = AgentMemory::new("demo", "observer", config()).unwrap();
+    apply_all(&mut memory, &log);
+    for agent in ["maria", "jon"] {
+        let items: Vec<(&Event, String)> = events
+            .iter()
+            .filter(|(author, _)| *author == agent)
+            .map(|(_, event)| (event, indexed(&memory, event)))
+            .collect();
+        log.push(agent, Scope::Shared, None, EventKind::EmbeddingsComputed(computed(minilm().as_ref(), &items)));
+    }
+    apply_all(&mut memory, &log);
+    assert_eq!(memory.deep_backlog(), 0);
+    let gym = events[3].1.id.to_string();
+    let request = SearchRequest {
+        mode: SearchMode::Hybrid,
+        explain: true,
+        ..SearchRequest::new("Which sport has Maria taken up?", 5)
+    };
+    let hits = mneme_projections::search(&memory, &request).unwrap();
+    let deep_first = hits
+        .iter()
+        .find(|hit| hit.explain.iter().any(|rank| rank.retriever == "deep" && rank.rank == 1))
+        .map(|hit| (hit.item_id.clone(), hit.text.clone()));
+    assert_eq!(deep_first.as_ref().map(|(id, _)| id), Some(&gym), "the deep model's first: {deep_first:?}");
+    assert_eq!(hits.first().map(|hit| &hit.item_id), Some(&gym));
+}

@@ -679,6 +679,20 @@ mod tests {
     }
 
     #[test]
+    fn the_names_of_speakers_leave_the_keywords_and_the_question() {
+        assert_eq!(without_words("hobbies Talia picked", &["talia"]), "hobbies picked");
+        assert_eq!(without_words("hobbies Talia picked", &[]), "hobbies Talia picked");
+        // Nothing but the name: the keywords stay.
+        assert_eq!(without_words("Talia", &["talia"]), "Talia");
+        assert_eq!(without_names("What is Talia's new job?", &["talia"]), "What is new job?");
+        assert_eq!(without_names("Has Talia ever been abroad?", &["talia"]), "Has ever been abroad?");
+        assert_eq!(without_names("Did Jon and Talia meet?", &["talia", "jon"]), "Did and meet?");
+        assert_eq!(without_names("Talia?", &["talia"]), "Talia?");
+        // Only whole names: "Talias" and "Natalia" are other words.
+        assert_eq!(without_names("Natalia met Talias", &["talia"]), "Natalia met Talias");
+    }
+
+    #[test]
     fn modes_parse_and_print() {
         for mode in [SearchMode::Bm25, SearchMode::Vector, SearchMode::Graph, SearchMode::Hybrid] {
             assert_eq!(mode.as_str().parse::<SearchMode>(), Ok(mode));
