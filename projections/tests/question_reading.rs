@@ -347,3 +347,25 @@ fn the_expansion_starts_from_what_the_person_asked_about_told() {
     let best = expanded.iter().max_by(|a, b| a.0.total_cmp(&b.0)).map(|(_, seq)| *seq);
     assert_eq!(best, Some(news), "{hits:?}");
 }
+
+/// Issue 39: a question tells nothing; the reply that answers it carries
+/// it. Asked about Maria's hobbies, Jon's "Picked up any new hobbies
+/// lately?" matches every word and keeps only `brevity_floor` of its
+/// score, so Maria's answer, which carries it, ranks first.
+#[test]
+fn a_question_keeps_only_the_floor_of_its_score() {
+    let mut conversation = Conversation::new();
+    small_talk(&mut conversation, 0, 8);
+    let asked = conversation.say("jon", DAY_MS, "Picked up any new hobbies lately?");
+    let answer = conversation.say(
+        "maria",
+        DAY_MS + 60_000,
+        "I bought binoculars and a field guide, I go out to the marsh at dawn spotting herons.",
+    );
+    small_talk(&mut conversation, 2 * DAY_MS, 8);
+    let hits = conversation.hits("Which hobbies has Maria picked up?", |_| {});
+    assert_eq!(hits.first().map(|hit| hit.seq), Some(answer), "{hits:?}");
+    let floor = SearchRequest::new("", 10).weights.brevity_floor;
+    let question = hits.iter().find(|hit| hit.seq == asked).expect("the question is found");
+    assert_eq!(given(question, "brevity"), Some(floor), "{question:?}");
+}

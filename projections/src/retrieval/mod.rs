@@ -32,7 +32,7 @@ pub use mneme_api::search::{Fusion, KindFilter, RetrievalWeights, SearchFilters,
 use mneme_index::VectorSet;
 use mneme_index::embed::embedded_text;
 use phases::search_phases;
-use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, content_words, said_by, told_by};
+use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, asks, content_words, said_by, told_by};
 use related::{conversation_neighbours, expansion_ranking, graph_ranking, session_boost};
 
 /// How many candidates each retriever contributes per requested hit. Under
@@ -313,7 +313,7 @@ impl<'q> Candidates<'q> {
 /// weighted and added (see `fusion.rs`), with the turn before each
 /// conversation turn, the boosts the question earns (its time, its people,
 /// the identifiers it names, the kind of answer it wants), brief messages
-/// kept down, and the priors of usage and recency.
+/// and questions kept down, and the priors of usage and recency.
 #[allow(clippy::too_many_arguments, reason = "the candidates and every weight they are fused by")]
 fn fuse_by_score(
     memory: &AgentMemory,
@@ -364,10 +364,16 @@ fn fuse_by_score(
             .filter_map(|seq| {
                 let item = memory.items().get(*seq).filter(|item| item.kind == MESSAGE_KIND)?;
                 let words = content_words(item.text.body(), BRIEF_MESSAGE_WORDS);
-                (words < BRIEF_MESSAGE_WORDS).then(|| {
-                    let floor = weights.brevity_floor;
-                    (*seq, floor + (1.0 - floor) * words as f32 / BRIEF_MESSAGE_WORDS as f32)
-                })
+                let floor = weights.brevity_floor;
+                let brief = (words < BRIEF_MESSAGE_WORDS)
+                    .then(|| floor + (1.0 - floor) * words as f32 / BRIEF_MESSAGE_WORDS as f32);
+                // A question tells nothing: the reply that answers it
+                // carries it (`conversation_neighbours`).
+                let question = asks(item).then_some(floor);
+                match (brief, question) {
+                    (Some(a), Some(b)) => Some((*seq, a.min(b))),
+                    (a, b) => a.or(b).map(|keep| (*seq, keep)),
+                }
             })
             .collect()
     } else {
