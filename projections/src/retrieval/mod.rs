@@ -240,7 +240,7 @@ impl<'q> Candidates<'q> {
         // (another agent's item reads "(from talia) …"), the shortest
         // most: the speaker boost weighs who said it, so BM25 weighs
         // what was said, without the name.
-        let keywords = without_words(&analysis.keywords, &speakers);
+        let keywords = without_names(&analysis.keywords, &speakers);
         if use_bm25 && keywords != analysis.keywords {
             bm25 = bm25_ranking(memory, &keywords, &request.filters, candidates, accept, false)?;
         }
@@ -271,11 +271,13 @@ impl<'q> Candidates<'q> {
                 merge_ranking(&mut deep, deep_ranking(memory, deep_query, candidates, &accept_in_time));
             }
         }
+        // What the people named told (everything, when it names nobody).
+        let told = |seq: u64| {
+            speakers.is_empty()
+                || memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| told_by(item, name)))
+        };
         if !speakers.is_empty() {
-            let accept_said = |seq: u64| {
-                accept(seq)
-                    && memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| told_by(item, name)))
-            };
+            let accept_said = |seq: u64| accept(seq) && told(seq);
             let (more_bm25, more_vector) =
                 focused(memory, &keywords, focused_vector, &request.filters, candidates, &accept_said, true)?;
             merge_ranking(&mut bm25, more_bm25);
@@ -284,10 +286,6 @@ impl<'q> Candidates<'q> {
                 merge_ranking(&mut deep, deep_ranking(memory, deep_query, candidates, &accept_said));
             }
         }
-        let told = |seq: u64| {
-            speakers.is_empty()
-                || memory.items().get(seq).is_some_and(|item| speakers.iter().any(|name| told_by(item, name)))
-        };
         let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
             expansion_ranking(memory, &keywords, [&bm25, &vector], &request.filters, candidates, accept, &told)?
         } else {
@@ -370,10 +368,7 @@ fn fuse_by_score(
                 // A question tells nothing: the reply that answers it
                 // carries it (`conversation_neighbours`).
                 let question = asks(item).then_some(floor);
-                match (brief, question) {
-                    (Some(a), Some(b)) => Some((*seq, a.min(b))),
-                    (a, b) => a.or(b).map(|keep| (*seq, keep)),
-                }
+                brief.into_iter().chain(question).reduce(f32::min).map(|keep| (*seq, keep))
             })
             .collect()
     } else {
@@ -430,31 +425,20 @@ fn anchored_time(
     Ok(best.first().and_then(|(_, seq)| memory.items().get(*seq)).map(|item| anchor.range(item.ts)))
 }
 
-/// `keywords` less the words that are one of `names` (lower case); all of
-/// `keywords` when nothing else would be left.
-fn without_words(keywords: &str, names: &[&str]) -> String {
+/// `text` (a question, or its keywords) less the words that are one of
+/// `names` (lower case), a possessive's "'s" with them; all of `text`
+/// when nothing else would be left.
+fn without_names(text: &str, names: &[&str]) -> String {
     if names.is_empty() {
-        return keywords.to_string();
-    }
-    let kept: Vec<&str> =
-        keywords.split_whitespace().filter(|word| !names.iter().any(|name| word.eq_ignore_ascii_case(name))).collect();
-    if kept.is_empty() { keywords.to_string() } else { kept.join(" ") }
-}
-
-/// `query` less the words that are one of `names` (lower case), a
-/// possessive's "'s" with them; all of `query` when nothing else would be
-/// left.
-fn without_names(query: &str, names: &[&str]) -> String {
-    if names.is_empty() {
-        return query.to_string();
+        return text.to_string();
     }
     let named = |word: &str| {
         let word = word.trim_end_matches(|c: char| !c.is_alphanumeric());
         let word = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
         names.iter().any(|name| word.eq_ignore_ascii_case(name))
     };
-    let kept: Vec<&str> = query.split_whitespace().filter(|word| !named(word)).collect();
-    if kept.is_empty() { query.to_string() } else { kept.join(" ") }
+    let kept: Vec<&str> = text.split_whitespace().filter(|word| !named(word)).collect();
+    if kept.is_empty() { text.to_string() } else { kept.join(" ") }
 }
 
 /// BM25 and vector candidates among the items `accept` keeps.
@@ -686,10 +670,10 @@ mod tests {
 
     #[test]
     fn the_names_of_speakers_leave_the_keywords_and_the_question() {
-        assert_eq!(without_words("hobbies Talia picked", &["talia"]), "hobbies picked");
-        assert_eq!(without_words("hobbies Talia picked", &[]), "hobbies Talia picked");
+        assert_eq!(without_names("hobbies Talia picked", &["talia"]), "hobbies picked");
+        assert_eq!(without_names("hobbies Talia picked", &[]), "hobbies Talia picked");
         // Nothing but the name: the keywords stay.
-        assert_eq!(without_words("Talia", &["talia"]), "Talia");
+        assert_eq!(without_names("Talia", &["talia"]), "Talia");
         assert_eq!(without_names("What is Talia's new job?", &["talia"]), "What is new job?");
         assert_eq!(without_names("Has Talia ever been abroad?", &["talia"]), "Has ever been abroad?");
         assert_eq!(without_names("Did Jon and Talia meet?", &["talia", "jon"]), "Did and meet?");
