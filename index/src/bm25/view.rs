@@ -168,12 +168,15 @@ impl Bm25Index {
     }
 
     /// The highest score a document of this memory could reach for
-    /// `query`: each of its terms that some document holds, matched as
-    /// often as BM25 counts at most (`k1 + 1` times its IDF), identifiers
-    /// at their boost. A search's scores over it say how much of the query
-    /// a hit matched, comparable across queries: a hit on a rare
-    /// identifier is near 1, a hit on two common words of a reworded
-    /// question far below.
+    /// `query`: each of its terms matched as often as BM25 counts at most
+    /// (`k1 + 1` times its IDF), identifiers at their boost; a term no
+    /// document holds counts at the IDF of a term held by none, the
+    /// highest. A search's scores over it say how much of the query a hit
+    /// matched, comparable across queries: a hit on a rare identifier is
+    /// near 1, a hit on two common words of a reworded question far below,
+    /// and so is a hit on one word of a question whose other words no
+    /// item holds ("what books has she read": "reading" matches, "books"
+    /// nothing).
     pub fn best_possible_score(&self, query: &str) -> f32 {
         const K1_PLUS_ONE: f32 = 2.2;
         let (text, code) = self.shared.query_terms(query);
@@ -184,7 +187,10 @@ impl Bm25Index {
                     let frequency = frequency as f32;
                     (1.0 + (documents - frequency + 0.5) / (frequency + 0.5)).ln()
                 }
-                _ => 0.0,
+                // A term no document holds: the question asks for
+                // something no item words that way, and the best any
+                // item can match falls short of it by its (highest) IDF.
+                _ => (1.0 + (documents + 0.5) / 0.5).ln(),
             }
         };
         let text: f32 = text.iter().map(idf).sum();
@@ -514,6 +520,26 @@ mod tests {
         assert_eq!(search("\"token refresh\"").iter().map(|hit| hit.1).collect::<Vec<_>>(), vec![1]);
         assert_eq!(search("auth.rs").iter().map(|hit| hit.1).collect::<Vec<_>>(), vec![1]);
         assert_eq!(words_and_phrases("a \"b c\" d\\e \"f"), r#""a" "b c" "d e" "f""#);
+    }
+
+    /// A word of the query that no document holds still counts in the
+    /// best possible score, at the highest IDF: a hit on the query's other
+    /// words matched only part of it.
+    #[test]
+    fn a_word_no_document_holds_keeps_the_best_possible_score_out_of_reach() {
+        let index = index_with(
+            &TextIndex::new().unwrap(),
+            &["my boss is reading dune", "the train was late", "we cooked dinner", "a quiet evening"],
+        );
+        let (hits, matched) = (index.search("read", 10, &[], &|_| true).unwrap(), index.best_possible_score("read"));
+        assert_eq!(hits.len(), 1);
+        assert!(hits[0].0 <= matched * 1.0001, "{hits:?} over {matched}");
+        let asked = index.best_possible_score("books read");
+        // The unheld word adds the IDF of a word held by none of the 4:
+        // ln(1 + 4.5 / 0.5), times k1 + 1.
+        let unheld = 2.2 * (1.0f32 + 4.5 / 0.5).ln();
+        assert!((asked - matched - unheld).abs() < 1e-4, "{asked} = {matched} + {unheld}");
+        assert_eq!(index.search("books read", 10, &[], &|_| true).unwrap(), hits);
     }
 
     #[test]
