@@ -215,7 +215,7 @@ impl Default for RetrievalWeights {
             context_share: 0.5,
             time_weight: 0.3,
             kind_weight: 1.0,
-            speaker_weight: 0.3,
+            speaker_weight: 0.7,
             identifier_weight: 1.0,
             brevity_floor: 0.5,
             expansion_weight: 0.5,
