@@ -8,6 +8,8 @@
 mod common;
 
 use mneme_events::{Event, EventId, EventKind, MessageRecorded, Scope, Timestamp};
+use mneme_index::QuantizedVector;
+use mneme_index::embed::embedded_text;
 use mneme_projections::{AgentMemory, KindFilter, MemoryConfig, SearchMode, SearchRequest};
 
 fn message(counter: u64, text: &str) -> Event {
@@ -49,6 +51,34 @@ const DISTRACTORS: &[&str] = &[
     "the database migration dies when the disk fills up",
     "after the refactor the parser handles nested lists",
 ];
+
+/// The vector retriever's best are scored at full precision: a hit's
+/// score is the cosine of the query's and its text's vectors, where the
+/// 8-bit vectors the index keeps are off by some thousandths, the order of
+/// the gaps between near neighbours.
+#[test]
+fn the_vector_retrievers_best_are_scored_at_full_precision() {
+    let mut memory = memory_of(DISTRACTORS);
+    memory.commit().unwrap();
+    let embedder = common::minilm();
+    let query = "the build and the tests take fifteen minutes";
+    let request = SearchRequest::new(query, 5).with_mode(SearchMode::Vector);
+    let hits = mneme_projections::search(&memory, &request).unwrap();
+    assert_eq!(hits.len(), 5);
+    let query_vector = embedder.embed(embedded_text(query));
+    let mut off_in_8_bits = 0.0f32;
+    for hit in &hits {
+        let text = memory.item(&hit.item_id).expect("the item").text.indexed().to_string();
+        let exact: f32 = query_vector.iter().zip(embedder.embed(embedded_text(&text))).map(|(a, b)| a * b).sum();
+        assert!((hit.score - exact).abs() < 1e-5, "{}: {} against {exact}", hit.seq, hit.score);
+        let quantized = QuantizedVector::of(&embedder.embed(embedded_text(&text)));
+        let approximate: f32 =
+            query_vector.iter().zip(&quantized.values).map(|(a, b)| a * f32::from(*b)).sum::<f32>() * quantized.scale;
+        off_in_8_bits = off_in_8_bits.max((approximate - exact).abs());
+    }
+    assert!(off_in_8_bits > 1e-4, "the 8-bit scores differ from the exact ones ({off_in_8_bits})");
+    assert!(hits.windows(2).all(|pair| pair[0].score >= pair[1].score));
+}
 
 #[test]
 fn hybrid_finds_a_paraphrase_that_bm25_alone_misses() {

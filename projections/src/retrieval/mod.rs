@@ -40,6 +40,12 @@ use related::{conversation_neighbours, expansion_ranking, graph_ranking, session
 /// deeper candidate lists cost latency and change little.
 const CANDIDATES_PER_HIT: usize = 2;
 const MIN_CANDIDATES: usize = 20;
+/// How many of the vector index's best are scored again at full precision
+/// (see [`refined`]): the 8-bit scores find the nearest, not their order
+/// in the last hundredths, where near neighbours differ. On 100,000
+/// Zipfian texts, the best 20 and the best 50 find the same share of the
+/// exact 10 nearest (BENCHMARKS.md, "Issue 39, part 2").
+const REFINED_VECTORS: usize = 20;
 /// Hops from the query's entities that graph retrieval looks.
 const GRAPH_HOPS: usize = 2;
 
@@ -330,7 +336,10 @@ fn fuse_by_score(
         .collect();
     let previous =
         if weights.context_share > 0.0 { conversation_neighbours(memory, &seqs, accept) } else { SeqMap::default() };
-    let cosine = cosines(memory, query_vector, seqs.iter().chain(previous.keys()).chain(previous.values()));
+    // The vector ranking's scores are full-precision cosines (`refined`):
+    // the others' are the index's, of the same scale within its error.
+    let cosine =
+        cosines(memory, query_vector, &found.vector, seqs.iter().chain(previous.keys()).chain(previous.values()));
     let deep_cosine = match &found.deep_query {
         Some(deep_query) => {
             deep_cosines(memory, deep_query, seqs.iter().chain(previous.keys()).chain(previous.values()))
@@ -459,14 +468,21 @@ fn focused(
     Ok((bm25, vector))
 }
 
-/// The cosine similarity of each item's vector to the query's.
-fn cosines<'a>(memory: &AgentMemory, query: &[f32], seqs: impl Iterator<Item = &'a u64>) -> SeqMap<f32> {
+/// The cosine similarity of each item's vector to the query's: as `known`
+/// scored it (the vector ranking, at full precision), else as the index
+/// scores it.
+fn cosines<'a>(
+    memory: &AgentMemory,
+    query: &[f32],
+    known: &[(f32, u64)],
+    seqs: impl Iterator<Item = &'a u64>,
+) -> SeqMap<f32> {
     if query.is_empty() {
         return SeqMap::default();
     }
     let shared = memory.shared_vectors();
     let own = memory.indexes().vectors();
-    let mut cosine = SeqMap::default();
+    let mut cosine: SeqMap<f32> = known.iter().map(|(score, seq)| (*seq, *score)).collect();
     for seq in seqs {
         if cosine.contains_key(seq) {
             continue;
@@ -629,7 +645,31 @@ fn vector_ranking(
         (true, false) => Some(&holds),
         (false, _) => Some(accept),
     };
-    VectorSet::search(&[memory.indexes().vectors(), &shared], query_vector, candidates, filter)
+    let hits = VectorSet::search(&[memory.indexes().vectors(), &shared], query_vector, candidates, filter);
+    refined(memory, query_vector, hits)
+}
+
+/// The vector index's hits, the best [`REFINED_VECTORS`] scored again by
+/// their full-precision vectors, best first. The index holds 8-bit vectors
+/// (a quarter of the memory), whose error is of the order of the
+/// differences between near neighbours; an item's static vector is a pure
+/// function of its text, so it is embedded again (microseconds for the
+/// static model) rather than kept. Replay and restore answer alike: the
+/// text is the log's.
+fn refined(memory: &AgentMemory, query: &[f32], mut hits: Ranking) -> Ranking {
+    let embedder = &memory.config().embedder;
+    for (score, seq) in hits.iter_mut().take(REFINED_VECTORS) {
+        if let Some(item) = memory.items().get(*seq) {
+            *score = full_cosine(query, &embedder.embed(embedded_text(item.text.indexed())));
+        }
+    }
+    hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    hits
+}
+
+/// The dot product of two unit vectors, summed in a fixed order.
+fn full_cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn item_passes(item: &MemoryItem, filters: &SearchFilters) -> bool {

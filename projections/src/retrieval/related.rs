@@ -134,7 +134,7 @@ pub(super) fn graph_ranking(
     let unknown = |seq: u64| !known.contains(&seq) && accept(seq);
     let seeded = reachable(view.best_items_near(&from_hits, HIT_HOPS, &unknown, GRAPH_POOL / 2));
     let cosine = match seeds.query_vector {
-        Some(query_vector) => cosines(memory, query_vector, named.iter().chain(seeded.iter()).map(|(_, seq)| seq)),
+        Some(query_vector) => cosines(memory, query_vector, &[], named.iter().chain(seeded.iter()).map(|(_, seq)| seq)),
         None => SeqMap::default(),
     };
     // Each part in [0, 1]: closeness (by the best of its walk),
