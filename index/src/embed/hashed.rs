@@ -32,6 +32,10 @@ impl Default for HashedNgramEmbedder {
 }
 
 impl Embedder for HashedNgramEmbedder {
+    fn embeds_in_microseconds(&self) -> bool {
+        true
+    }
+
     fn model_id(&self) -> &str {
         &self.model_id
     }

@@ -39,6 +39,13 @@ pub trait Embedder: Send + Sync {
     fn embed_batch(&self, texts: &[&str]) -> Vec<Vec<f32>> {
         texts.iter().map(|text| self.embed(text)).collect()
     }
+
+    /// Whether an embedding costs microseconds (a table lookup per token,
+    /// not a network), so that a search may embed stored texts again to
+    /// score them at full precision. False unless a model says so.
+    fn embeds_in_microseconds(&self) -> bool {
+        false
+    }
 }
 
 /// Text longer than this is embedded by its beginning: the static model

@@ -237,6 +237,10 @@ impl StaticEmbedder {
 }
 
 impl Embedder for StaticEmbedder {
+    fn embeds_in_microseconds(&self) -> bool {
+        true
+    }
+
     fn model_id(&self) -> &str {
         &self.model_id
     }

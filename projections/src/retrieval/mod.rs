@@ -650,7 +650,8 @@ fn vector_ranking(
 }
 
 /// The vector index's hits, the best [`REFINED_VECTORS`] scored again by
-/// their full-precision vectors, best first. The index holds 8-bit vectors
+/// their full-precision vectors when the model embeds in microseconds (the
+/// static model, hashed n-grams), best first. The index holds 8-bit vectors
 /// (a quarter of the memory), whose error is of the order of the
 /// differences between near neighbours; an item's static vector is a pure
 /// function of its text, so it is embedded again (microseconds for the
@@ -658,7 +659,10 @@ fn vector_ranking(
 /// text is the log's.
 fn refined(memory: &AgentMemory, query: &[f32], mut hits: Ranking) -> Ranking {
     let embedder = &memory.config().embedder;
-    for (score, seq) in hits.iter_mut().take(REFINED_VECTORS) {
+    // A transformer as the static model (`[embedder] kind = "minilm"`)
+    // would take tens of milliseconds a text: its 8-bit order stands.
+    let refined = if embedder.embeds_in_microseconds() { REFINED_VECTORS } else { 0 };
+    for (score, seq) in hits.iter_mut().take(refined) {
         if let Some(item) = memory.items().get(*seq) {
             *score = full_cosine(query, &embedder.embed(embedded_text(item.text.indexed())));
         }
