@@ -288,10 +288,7 @@ fn vector_tiers(
         .map(|index| {
             let query = words.sentence(4 + index % 5);
             let vector = embedder.embed(mneme_index::embed::embedded_text(&query));
-            let mut exact: Vec<(f32, u64)> = items
-                .iter()
-                .map(|(seq, item)| (vector.iter().zip(item).map(|(a, b)| a * b).sum::<f32>(), *seq))
-                .collect();
+            let mut exact: Vec<(f32, u64)> = items.iter().map(|(seq, item)| (cosine(&vector, item), *seq)).collect();
             exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
             let nearest = exact.iter().take(10).map(|(_, seq)| *seq).collect();
             (query, vector, nearest)
@@ -357,7 +354,7 @@ fn vector_tiers(
                 .into_iter()
                 .map(|(_, seq)| {
                     let full = embedder.embed(texts[&seq]);
-                    (vector.iter().zip(&full).map(|(a, b)| a * b).sum::<f32>(), seq)
+                    (cosine(vector, &full), seq)
                 })
                 .collect();
             exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
@@ -389,6 +386,11 @@ fn vector_tiers(
     }
     out!("graph build, one insert at a time: {:.0} vectors/s", items.len() as f64 / build);
     Ok(())
+}
+
+/// The cosine of two unit vectors at full precision.
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 fn ms(duration: Duration) -> f64 {
