@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::replicas::{CONFIG, ID_KEY, assert_same_digests, batch, eventually_nothing_lost_or_written_twice, holds};
+use common::replicas::{
+    CONFIG, ID_KEY, assert_same_digests, batch, describe_replicas, eventually_nothing_lost_or_written_twice, holds,
+};
 use common::{MnemeServer, wait_until};
 use mneme_api::log::{AcceptedEvents, Health};
 use mneme_api::memory::SearchAnswer;
@@ -247,7 +249,16 @@ fn three_replicas_on_an_r3_cluster_survive_kills_of_the_lease_holder_and_of_nats
 
     for swarm in SWARMS {
         let of_swarm = &acknowledged[swarm];
-        let (handoffs, verdicts) = eventually_nothing_lost_or_written_twice(&replicas[0], swarm, of_swarm);
+        let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            eventually_nothing_lost_or_written_twice(&replicas[0], swarm, of_swarm)
+        }));
+        let (handoffs, verdicts) = checked.unwrap_or_else(|panic| {
+            eprintln!(
+                "{swarm} as each replica saw it:\n{}",
+                describe_replicas(&replicas.iter().collect::<Vec<_>>(), swarm)
+            );
+            std::panic::resume_unwind(panic)
+        });
         let health: Health = replicas[0].get_typed("/healthz");
         let last = health.swarms.iter().find(|entry| entry.swarm == swarm).expect("the swarm").last_seq;
         assert_same_digests(&replicas.iter().collect::<Vec<_>>(), swarm, last);

@@ -21,7 +21,12 @@
 //! to live more, sets its fence, and its actors go on from their durable
 //! positions. A holder that was only paused (and believes it still holds
 //! the lease) is refused by the log when it appends ([`LogError::Fenced`]):
-//! the fence, not the keeper's belief, is what keeps writes single.
+//! the fence, not the keeper's belief, is what keeps writes single. The
+//! belief is kept short all the same: **a keeper never reports the lease
+//! held past a time to live after its last answered renewal**, even while
+//! a renewal hangs on a broker node that went away, so that the holder's
+//! actors stop, and `/healthz` says so, when another process may have
+//! taken over.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -186,7 +191,21 @@ impl Keeping {
     }
 
     async fn renew(&mut self, mut lease: Lease) {
-        match self.log.renew_lease(&mut lease).await {
+        // The key expires a time to live after the last renewal the broker
+        // stored, which was before `renewed_at`: past that, another process
+        // may hold the lease. A renewal still unanswered then (a broker
+        // node gone with the request) must not keep this process acting as
+        // the holder, its appends all fenced, until the client times out.
+        let left = self.ttl.saturating_sub(self.renewed_at.elapsed());
+        let renewed = match tokio::time::timeout(left, self.log.renew_lease(&mut lease)).await {
+            Ok(renewed) => renewed,
+            Err(_) => {
+                tracing::warn!(swarm = self.log.swarm(), lease = %self.role, ttl = ?self.ttl, "the lease's renewal was not answered within its time to live; given up");
+                self.set_held(None, None);
+                return;
+            }
+        };
+        match renewed {
             Ok(()) => {
                 self.renewed_at = Instant::now();
                 // A new revision: the actors need not be woken for it.

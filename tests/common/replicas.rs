@@ -102,6 +102,64 @@ pub fn log_events(server: &MnemeServer, swarm: &str) -> Vec<(u64, mneme_events::
     }
 }
 
+/// What each replica says of `swarm` when a check over replicas fails: who
+/// holds the writer lease as it sees it, how far each agent's memory has
+/// applied the log, and its handoff and lease counters. Printed so that a
+/// failure in CI, whose replicas are gone afterwards, tells what stalled.
+pub fn describe_replicas(replicas: &[&MnemeServer], swarm: &str) -> String {
+    let mut report = String::new();
+    for replica in replicas {
+        let Some(health) = health(replica) else {
+            report.push_str(&format!("{}: not answering\n", replica.url));
+            continue;
+        };
+        let entry = health.swarms.iter().find(|entry| entry.swarm == swarm);
+        let leases: Vec<String> = entry
+            .map(|entry| {
+                entry
+                    .leases
+                    .iter()
+                    .map(|lease| format!("{} held by {:?} (here: {})", lease.lease, lease.holder, lease.held_here))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let applied: Vec<String> = AGENTS
+            .iter()
+            .map(|agent| {
+                let path = format!("/v1/swarms/{swarm}/agents/{agent}/digest");
+                let seq = ureq::get(&format!("{}{path}", replica.url))
+                    .timeout(Duration::from_secs(2))
+                    .call()
+                    .ok()
+                    .and_then(|response| response.into_json::<Digest>().ok())
+                    .map_or_else(|| "?".to_string(), |digest| digest.seq.to_string());
+                format!("{agent} at {seq}")
+            })
+            .collect();
+        let metrics = ureq::get(&format!("{}/metrics", replica.url))
+            .timeout(Duration::from_secs(2))
+            .call()
+            .ok()
+            .and_then(|response| response.into_string().ok())
+            .unwrap_or_default();
+        let counters: Vec<&str> = metrics
+            .lines()
+            .filter(|line| !line.starts_with('#') && line.contains(&format!("swarm=\"{swarm}\"")))
+            .filter(|line| line.starts_with("mneme_handoffs_") || line.starts_with("mneme_lease_"))
+            .collect();
+        report.push_str(&format!(
+            "{} ({}): log at {}; {}; {}; {}\n",
+            health.node,
+            replica.url,
+            entry.map_or(0, |entry| entry.last_seq),
+            leases.join(", "),
+            applied.join(", "),
+            counters.join(", ")
+        ));
+    }
+    report
+}
+
 /// Each agent's digest on every replica, once all have applied `seq`:
 /// asked again until they stand at one seq (a verdict may land between
 /// two answers).
