@@ -23,4 +23,4 @@ pub use bm25::{Bm25Index, SavedText};
 pub use bm25::{TermCounts, TextIndex, identifiers};
 pub use error::IndexError;
 pub use vector::{QuantizedVector, VectorIndex};
-pub use vector_set::{AnnPolicy, VectorSet};
+pub use vector_set::{AnnPolicy, PreparedSearch, VectorSet};

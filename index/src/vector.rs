@@ -452,8 +452,7 @@ impl VectorIndex {
         limit: usize,
         accept: Option<&dyn Fn(u64) -> bool>,
     ) -> Vec<(f32, u64)> {
-        let pool = RESCORE_POOL.max(limit.saturating_mul(RESCORE_PER_RESULT));
-        VectorIndex::search_all_scoring(indexes, query, limit, pool, accept)
+        VectorIndex::search_all_scoring(indexes, query, limit, rescore_pool(limit), accept)
     }
 
     /// [`VectorIndex::search_all`], scoring `pool` candidates by their
@@ -465,13 +464,45 @@ impl VectorIndex {
         pool: usize,
         accept: Option<&dyn Fn(u64) -> bool>,
     ) -> Vec<(f32, u64)> {
-        let indexes: Vec<&VectorIndex> = indexes.iter().copied().filter(|index| !index.seqs.is_empty()).collect();
-        if indexes.is_empty() || limit == 0 {
+        if limit == 0 {
             return Vec::new();
         }
-        let first = indexes[0];
+        ScanOrder::of(indexes, query).best(query, limit, pool, accept)
+    }
+
+    /// Every (seq, quantized vector), in seq order.
+    pub fn quantized(&self) -> impl Iterator<Item = (u64, QuantizedVector)> + '_ {
+        (0..self.seqs.len()).map(|position| (self.seqs[position], self.quantized_at(position)))
+    }
+}
+
+/// How many candidates a search for `limit` scores by their 8-bit vectors.
+pub(crate) fn rescore_pool(limit: usize) -> usize {
+    RESCORE_POOL.max(limit.saturating_mul(RESCORE_PER_RESULT))
+}
+
+/// The first stage of a search over several indexes (of the same
+/// dimensions) for one query: every vector's distance as its code
+/// estimates it, and the order the second stage walks them in (nearest
+/// first, the newer first among equals: a counting sort, distances being
+/// integers within [`QueryPlanes`]'s range). A search that asks the same
+/// query again under other filters (the memory's passes over the time and
+/// the people a question names) computes it once.
+pub struct ScanOrder<'a> {
+    indexes: Vec<&'a VectorIndex>,
+    /// Every vector as (index, position), newest first.
+    newest_first: Vec<(u32, u32)>,
+    /// Ranks into `newest_first`, nearest first.
+    order: Vec<u32>,
+}
+
+impl<'a> ScanOrder<'a> {
+    pub fn of(indexes: &[&'a VectorIndex], query: &[f32]) -> ScanOrder<'a> {
+        let indexes: Vec<&VectorIndex> = indexes.iter().copied().filter(|index| !index.seqs.is_empty()).collect();
+        let Some(first) = indexes.first() else {
+            return ScanOrder { indexes, newest_first: Vec::new(), order: Vec::new() };
+        };
         debug_assert!(indexes.iter().all(|index| index.dimensions == first.dimensions));
-        let pool = pool.max(limit);
         let planes = QueryPlanes::of(&first.rotation.rotate(query.iter().copied()), first.words);
         let distances: Vec<Vec<u32>> = indexes
             .iter()
@@ -511,17 +542,31 @@ impl VectorIndex {
             order[*bucket as usize] = rank as u32;
             *bucket += 1;
         }
-        let mut hits: Vec<(f32, u64)> = Vec::with_capacity(pool.min(total));
-        for (walked, rank) in order.iter().enumerate() {
+        ScanOrder { indexes, newest_first, order }
+    }
+
+    /// The best `limit` of the vectors `accept` keeps: the first `pool` of
+    /// them in walking order (at least `limit`) scored by their 8-bit
+    /// vectors, best first.
+    pub fn best(
+        &self,
+        query: &[f32],
+        limit: usize,
+        pool: usize,
+        accept: Option<&dyn Fn(u64) -> bool>,
+    ) -> Vec<(f32, u64)> {
+        let pool = pool.max(limit);
+        let mut hits: Vec<(f32, u64)> = Vec::with_capacity(pool.min(self.order.len()));
+        for (walked, rank) in self.order.iter().enumerate() {
             // The candidates lie anywhere in the index: ask for the 8-bit
             // values of one a few steps ahead while this one is scored.
-            if let Some(ahead) = order.get(walked + PREFETCH_AHEAD) {
-                let (which, position) = newest_first[*ahead as usize];
-                let index = indexes[which as usize];
+            if let Some(ahead) = self.order.get(walked + PREFETCH_AHEAD) {
+                let (which, position) = self.newest_first[*ahead as usize];
+                let index = self.indexes[which as usize];
                 prefetch(&index.values[position as usize * index.dimensions..][..index.dimensions]);
             }
-            let (which, position) = newest_first[*rank as usize];
-            let (index, position) = (indexes[which as usize], position as usize);
+            let (which, position) = self.newest_first[*rank as usize];
+            let (index, position) = (self.indexes[which as usize], position as usize);
             let seq = index.seqs[position];
             if accept.is_some_and(|accept| !accept(seq)) {
                 continue;
@@ -535,11 +580,6 @@ impl VectorIndex {
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
         hits.truncate(limit);
         hits
-    }
-
-    /// Every (seq, quantized vector), in seq order.
-    pub fn quantized(&self) -> impl Iterator<Item = (u64, QuantizedVector)> + '_ {
-        (0..self.seqs.len()).map(|position| (self.seqs[position], self.quantized_at(position)))
     }
 }
 

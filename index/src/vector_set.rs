@@ -36,7 +36,7 @@ use std::thread::JoinHandle;
 
 use crate::ann::AnnGraph;
 use crate::error::IndexError;
-use crate::vector::{QuantizedVector, VectorIndex};
+use crate::vector::{QuantizedVector, ScanOrder, VectorIndex, rescore_pool};
 
 /// Once there are this many dropped vectors in the tail, and they are a
 /// quarter of it or more, it is rebuilt without them.
@@ -468,10 +468,12 @@ impl VectorSet {
         if limit == 0 {
             return Vec::new();
         }
-        let any_dead = sets.iter().any(|set| !set.dead_tail.is_empty() || !set.dead_sealed.is_empty());
-        let live_and_accepted =
-            |seq: u64| !sets.iter().any(|set| set.is_dead(seq)) && accept.is_none_or(|accept| accept(seq));
-        let accept: Option<&dyn Fn(u64) -> bool> = if any_dead { Some(&live_and_accepted) } else { accept };
+        VectorSet::prepare(sets, query).search(limit, accept)
+    }
+
+    /// [`VectorSet::search`] for one query asked several times under
+    /// different filters: the scan's first stage is computed here, once.
+    pub fn prepare<'a>(sets: &[&'a VectorSet], query: &'a [f32]) -> PreparedSearch<'a> {
         let mut scanned: Vec<&VectorIndex> = Vec::new();
         let mut graphs: Vec<(&VectorSet, &AnnGraph, usize)> = Vec::new();
         for set in sets {
@@ -484,16 +486,50 @@ impl VectorSet {
                 graphs.push((set, &builder.graph, set.policy.breadth));
             }
         }
-        let mut hits = VectorIndex::search_all(&scanned, query, limit, accept);
-        if graphs.is_empty() {
+        PreparedSearch { sets: sets.to_vec(), query, scan: ScanOrder::of(&scanned, query), graphs }
+    }
+}
+
+/// A search of several [`VectorSet`]s for one query, its scan's first stage
+/// done ([`VectorSet::prepare`]).
+pub struct PreparedSearch<'a> {
+    sets: Vec<&'a VectorSet>,
+    query: &'a [f32],
+    scan: ScanOrder<'a>,
+    graphs: Vec<(&'a VectorSet, &'a AnnGraph, usize)>,
+}
+
+impl PreparedSearch<'_> {
+    /// The sets searched, in the order given.
+    pub fn sets(&self) -> &[&VectorSet] {
+        &self.sets
+    }
+
+    /// The query.
+    pub fn query(&self) -> &[f32] {
+        self.query
+    }
+
+    /// As [`VectorSet::search`] answers.
+    pub fn search(&self, limit: usize, accept: Option<&dyn Fn(u64) -> bool>) -> Vec<(f32, u64)> {
+        if limit == 0 {
+            return Vec::new();
+        }
+        let sets = &self.sets;
+        let any_dead = sets.iter().any(|set| !set.dead_tail.is_empty() || !set.dead_sealed.is_empty());
+        let live_and_accepted =
+            |seq: u64| !sets.iter().any(|set| set.is_dead(seq)) && accept.is_none_or(|accept| accept(seq));
+        let accept: Option<&dyn Fn(u64) -> bool> = if any_dead { Some(&live_and_accepted) } else { accept };
+        let mut hits = self.scan.best(self.query, limit, rescore_pool(limit), accept);
+        if self.graphs.is_empty() {
             return hits;
         }
-        for (set, graph, breadth) in graphs {
+        for (set, graph, breadth) in &self.graphs {
             // Scored from the set's own vectors: a graph restored from a
             // snapshot may hold vectors not inserted again yet (left out
             // here), and only the set's vectors are the log's.
-            let found = graph.search(query, limit, breadth, accept);
-            hits.extend(found.into_iter().filter_map(|(_, seq)| Some((set.similarity(seq, query)?, seq))));
+            let found = graph.search(self.query, limit, *breadth, accept);
+            hits.extend(found.into_iter().filter_map(|(_, seq)| Some((set.similarity(seq, self.query)?, seq))));
         }
         // A vector being inserted may be found both in its batch and in
         // the graph, with one score: its copies sort side by side.
@@ -517,6 +553,36 @@ mod tests {
 
     /// Vectors that come older than the newest are all kept, each once,
     /// and found by seq; each index stays in seq order.
+    /// One scan's first stage walked under several filters answers, for
+    /// each, what a search of its own gives, and what an exact ranking of
+    /// the kept vectors gives (the sets are small: the pool holds them
+    /// all).
+    #[test]
+    fn a_prepared_scan_walked_under_several_filters_answers_each_alike() {
+        let (mut own, mut shared) = (VectorSet::new(8), VectorSet::new(8));
+        for seq in 1..=400u64 {
+            if seq % 3 == 0 { &mut shared } else { &mut own }.insert(seq, vector(seq));
+        }
+        let query = [0.9, 0.1, 0.0, 0.4, 0.0, 0.0, 0.2, 0.0];
+        let sets = [&own, &shared];
+        let prepared = VectorSet::prepare(&sets, &query);
+        let even = |seq: u64| seq % 2 == 0;
+        let late = |seq: u64| seq > 350;
+        let filters: [Option<&dyn Fn(u64) -> bool>; 3] = [None, Some(&even), Some(&late)];
+        for filter in filters {
+            let walked = prepared.search(10, filter);
+            assert_eq!(walked, VectorSet::search(&sets, &query, 10, filter));
+            let mut exact: Vec<(f32, u64)> = (1..=400u64)
+                .filter(|seq| filter.is_none_or(|keep| keep(*seq)))
+                .map(|seq| (sets.iter().find_map(|set| set.similarity(seq, &query)).unwrap(), seq))
+                .collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+            exact.truncate(10);
+            assert_eq!(walked, exact);
+            assert!(walked.iter().all(|(_, seq)| filter.is_none_or(|keep| keep(*seq))));
+        }
+    }
+
     #[test]
     fn vectors_arriving_out_of_order_are_kept_once_each() {
         let mut set = VectorSet::new(8);

@@ -29,8 +29,8 @@ use crate::superseded::{Supersessions, supersessions};
 pub use analysis::{AnswerKind, QueryAnalysis, TimeAnchor, TimeRange, analyze};
 use fusion::{ScoreInputs, fuse, fuse_scores, single};
 pub use mneme_api::search::{Fusion, KindFilter, RetrievalWeights, SearchFilters, SearchMode, SearchRequest};
-use mneme_index::VectorSet;
 use mneme_index::embed::embedded_text;
+use mneme_index::{PreparedSearch, VectorSet};
 use phases::search_phases;
 use related::{BRIEF_MESSAGE_WORDS, GraphSeeds, MESSAGE_KIND, answers_as, asks, content_words, said_by, told_by};
 use related::{conversation_neighbours, expansion_ranking, graph_ranking, session_boost};
@@ -224,11 +224,16 @@ impl<'q> Candidates<'q> {
         } else {
             Vec::new()
         };
-        let mut vector = match &query_vector {
-            Some(query_vector) if use_vector => {
-                vector_ranking(memory, query_vector, candidates, &request.filters, accept, false)
-            }
-            _ => Vec::new(),
+        // The vector scan's first stage, done once for every pass below
+        // (the question's time, its people) that asks the same query.
+        let shared_vectors = memory.shared_vectors();
+        let scan = query_vector
+            .as_deref()
+            .filter(|_| use_vector)
+            .map(|query| VectorSet::prepare(&[memory.indexes().vectors(), &shared_vectors], query));
+        let mut vector = match &scan {
+            Some(scan) => vector_ranking(memory, scan, candidates, &request.filters, accept, false),
+            None => Vec::new(),
         };
         let weights = request.weights;
         let score_fusion = request.mode == SearchMode::Hybrid && weights.fusion == Fusion::Score;
@@ -257,20 +262,14 @@ impl<'q> Candidates<'q> {
             Some(deep_query) => deep_ranking(memory, deep_query, candidates, accept),
             None => Vec::new(),
         };
-        let graph = if use_graph {
-            let hits = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
-            let seeds = GraphSeeds { hits, query_vector: query_vector.as_deref(), wants: analysis.wants, candidates };
-            graph_ranking(memory, request, seeds, accept)
-        } else {
-            Vec::new()
-        };
-        let focused_vector = query_vector.as_deref().filter(|_| use_vector);
+        // The graph walks from the first passes' best hits.
+        let graph_seeds: Vec<u64> = bm25.iter().take(2).chain(vector.iter().take(2)).map(|(_, seq)| *seq).collect();
         let in_time = analysis.time.filter(|_| score_fusion && weights.time_weight > 0.0);
         if let Some(range) = in_time {
             let filters = narrowed_to(&request.filters, range);
             let accept_in_time = |seq: u64| accepts(memory, seq, &filters, entity_items);
             let (more_bm25, more_vector) =
-                focused(memory, &keywords, focused_vector, &filters, candidates, &accept_in_time, false)?;
+                focused(memory, &keywords, scan.as_ref(), &filters, candidates, &accept_in_time, false)?;
             merge_ranking(&mut bm25, more_bm25);
             merge_ranking(&mut vector, more_vector);
             if let Some(deep_query) = &deep_query {
@@ -285,13 +284,25 @@ impl<'q> Candidates<'q> {
         if !speakers.is_empty() {
             let accept_said = |seq: u64| accept(seq) && told(seq);
             let (more_bm25, more_vector) =
-                focused(memory, &keywords, focused_vector, &request.filters, candidates, &accept_said, true)?;
+                focused(memory, &keywords, scan.as_ref(), &request.filters, candidates, &accept_said, true)?;
             merge_ranking(&mut bm25, more_bm25);
             merge_ranking(&mut vector, more_vector);
             if let Some(deep_query) = &deep_query {
                 merge_ranking(&mut deep, deep_ranking(memory, deep_query, candidates, &accept_said));
             }
         }
+        // The scan reads the shared vectors under their lock, which the
+        // graph's cosines take again: it is let go first (a second read
+        // lock on one thread may wait on a writer queued between the two).
+        drop(scan);
+        drop(shared_vectors);
+        let graph = if use_graph {
+            let query_vector = query_vector.as_deref();
+            let seeds = GraphSeeds { hits: graph_seeds, query_vector, wants: analysis.wants, candidates };
+            graph_ranking(memory, request, seeds, accept)
+        } else {
+            Vec::new()
+        };
         let expansion = if score_fusion && weights.expansion_weight > 0.0 && use_bm25 {
             expansion_ranking(memory, &keywords, [&bm25, &vector], &request.filters, candidates, accept, &told)?
         } else {
@@ -454,15 +465,15 @@ fn without_names(text: &str, names: &[&str]) -> String {
 fn focused(
     memory: &AgentMemory,
     keywords: &str,
-    query_vector: Option<&[f32]>,
+    scan: Option<&PreparedSearch<'_>>,
     filters: &SearchFilters,
     candidates: usize,
     accept: &dyn Fn(u64) -> bool,
     narrowed: bool,
 ) -> Result<(Ranking, Ranking), ProjectionError> {
     let bm25 = bm25_ranking(memory, keywords, filters, candidates, accept, narrowed)?;
-    let vector = match query_vector {
-        Some(query_vector) => vector_ranking(memory, query_vector, candidates, filters, accept, narrowed),
+    let vector = match scan {
+        Some(scan) => vector_ranking(memory, scan, candidates, filters, accept, narrowed),
         None => Vec::new(),
     };
     Ok((bm25, vector))
@@ -625,9 +636,11 @@ fn bm25_ranking(
     Ok(scored.into_iter().filter(|(_, seq)| accept(*seq)).take(candidates).collect())
 }
 
+/// `scan`: the query's scan over the memory's own vectors and the
+/// swarm's shared ones ([`VectorSet::prepare`]).
 fn vector_ranking(
     memory: &AgentMemory,
-    query_vector: &[f32],
+    scan: &PreparedSearch<'_>,
     candidates: usize,
     filters: &SearchFilters,
     accept: &dyn Fn(u64) -> bool,
@@ -636,17 +649,17 @@ fn vector_ranking(
     // With nothing to filter out, the index searches without calling
     // back for every candidate it visits.
     let unfiltered = !narrowed && memory.items().hidden() == 0 && *filters == SearchFilters::default();
-    let shared = memory.shared_vectors();
     // The swarm's shared vectors include items this memory does not
     // hold (not reached yet, or purged here): those are filtered out.
     let holds = |seq: u64| memory.items().holds(seq);
-    let filter: Option<&dyn Fn(u64) -> bool> = match (unfiltered, shared.is_empty()) {
+    let shared_is_empty = scan.sets().iter().skip(1).all(|set| set.is_empty());
+    let filter: Option<&dyn Fn(u64) -> bool> = match (unfiltered, shared_is_empty) {
         (true, true) => None,
         (true, false) => Some(&holds),
         (false, _) => Some(accept),
     };
-    let hits = VectorSet::search(&[memory.indexes().vectors(), &shared], query_vector, candidates, filter);
-    refined(memory, query_vector, hits)
+    let hits = scan.search(candidates, filter);
+    refined(memory, scan.query(), hits)
 }
 
 /// The vector index's hits, the best [`REFINED_VECTORS`] scored again by
