@@ -561,12 +561,12 @@ mod tests {
     fn a_prepared_scan_walked_under_several_filters_answers_each_alike() {
         let (mut own, mut shared) = (VectorSet::new(8), VectorSet::new(8));
         for seq in 1..=400u64 {
-            if seq % 3 == 0 { &mut shared } else { &mut own }.insert(seq, vector(seq));
+            if seq.is_multiple_of(3) { &mut shared } else { &mut own }.insert(seq, vector(seq));
         }
         let query = [0.9, 0.1, 0.0, 0.4, 0.0, 0.0, 0.2, 0.0];
         let sets = [&own, &shared];
         let prepared = VectorSet::prepare(&sets, &query);
-        let even = |seq: u64| seq % 2 == 0;
+        let even = |seq: u64| seq.is_multiple_of(2);
         let late = |seq: u64| seq > 350;
         let filters: [Option<&dyn Fn(u64) -> bool>; 3] = [None, Some(&even), Some(&late)];
         for filter in filters {
