@@ -551,8 +551,6 @@ mod tests {
         QuantizedVector::of(&values)
     }
 
-    /// Vectors that come older than the newest are all kept, each once,
-    /// and found by seq; each index stays in seq order.
     /// One scan's first stage walked under several filters answers, for
     /// each, what a search of its own gives, and what an exact ranking of
     /// the kept vectors gives (the sets are small: the pool holds them
@@ -583,6 +581,8 @@ mod tests {
         }
     }
 
+    /// Vectors that come older than the newest are all kept, each once,
+    /// and found by seq; each index stays in seq order.
     #[test]
     fn vectors_arriving_out_of_order_are_kept_once_each() {
         let mut set = VectorSet::new(8);
