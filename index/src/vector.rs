@@ -184,12 +184,16 @@ const PREFETCH_AHEAD: usize = 8;
 /// Asks the CPU to bring `values` into its cache; a hint, with no effect
 /// on what any read returns.
 #[allow(unsafe_code, reason = "a prefetch hint on memory inside a live slice")]
-fn prefetch(values: &[i8]) {
+fn prefetch<T>(values: &[T]) {
     #[cfg(target_arch = "x86_64")]
-    for line in values.chunks(64) {
-        // SAFETY: the pointer is inside a live slice; a prefetch reads
-        // nothing the program sees and cannot fault.
-        unsafe { std::arch::x86_64::_mm_prefetch(line.as_ptr(), std::arch::x86_64::_MM_HINT_T0) };
+    for line in 0..std::mem::size_of_val(values).div_ceil(64) {
+        // SAFETY: the pointer is inside a live slice (a non-empty one: the
+        // range is empty otherwise); a prefetch reads nothing the program
+        // sees and cannot fault.
+        unsafe {
+            let byte = values.as_ptr().cast::<i8>().add(line * 64);
+            std::arch::x86_64::_mm_prefetch(byte, std::arch::x86_64::_MM_HINT_T0);
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = values;
@@ -560,10 +564,16 @@ impl<'a> ScanOrder<'a> {
         for (walked, rank) in self.order.iter().enumerate() {
             // The candidates lie anywhere in the index: ask for the 8-bit
             // values of one a few steps ahead while this one is scored.
+            // So are its seq and scale, and the position of the one after.
             if let Some(ahead) = self.order.get(walked + PREFETCH_AHEAD) {
                 let (which, position) = self.newest_first[*ahead as usize];
-                let index = self.indexes[which as usize];
-                prefetch(&index.values[position as usize * index.dimensions..][..index.dimensions]);
+                let (index, position) = (self.indexes[which as usize], position as usize);
+                prefetch(&index.values[position * index.dimensions..][..index.dimensions]);
+                prefetch(std::slice::from_ref(&index.seqs[position]));
+                prefetch(std::slice::from_ref(&index.scales[position]));
+            }
+            if let Some(further) = self.order.get(walked + 2 * PREFETCH_AHEAD) {
+                prefetch(std::slice::from_ref(&self.newest_first[*further as usize]));
             }
             let (which, position) = self.newest_first[*rank as usize];
             let (index, position) = (self.indexes[which as usize], position as usize);
