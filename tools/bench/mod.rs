@@ -72,6 +72,12 @@ pub struct BenchArgs {
     /// with `perf record -p` once the memory is built).
     #[arg(long)]
     only_hybrid: bool,
+    /// In `bench replay`: the log also carries the deep model's vectors of
+    /// its items, one `embeddings_computed` event after every 100 events, as
+    /// the enricher records them; the memory runs the deep model's
+    /// configuration and applies them, never embedding.
+    #[arg(long)]
+    deep: bool,
     /// Snapshot each memory after this many events (as `memory.checkpoint_every_events`).
     #[arg(long, default_value_t = SwarmConfig::with_name(SWARM).memory.checkpoint_every_events)]
     checkpoint_every_events: u64,
@@ -167,7 +173,8 @@ async fn run_suite(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
         Suite::Latency => return crate::bench::system::latency(items(10_000), queries(200), args.backend).await,
         Suite::Replay => {
-            return crate::bench::system::replay(args.events.unwrap_or(1_000_000), args.tail, args.batch).await;
+            return crate::bench::system::replay(args.events.unwrap_or(1_000_000), args.tail, args.batch, args.deep)
+                .await;
         }
         Suite::Memory => {
             let agents = args.agents.unwrap_or(1000);

@@ -22,7 +22,10 @@ use mneme_actors::{
     AgentHandle, AgentsWritten, Ask, GetAgent, SnapshotAll, SnapshotStore, Supervisor, SwarmConfig, apply_from_log,
     queries,
 };
-use mneme_events::{DecodeLimits, Event, EventId, Timestamp, decode_json, decode_json_batch};
+use mneme_events::{
+    ComputedVector, DecodeLimits, EmbeddingsComputed, Event, EventId, Int8Values, Timestamp, decode_json,
+    decode_json_batch,
+};
 use mneme_index::TextIndex;
 use mneme_index::embed::Embedder;
 use mneme_nats::server::NatsServer;
@@ -377,6 +380,58 @@ async fn mneme_latency(
 /// messages, 5 % decisions, 10 % facts; about the mix of
 /// `examples/trajectory.jsonl`), phase completed, task done, a closing
 /// message. Every event carries the task as its correlation id.
+const DEEP_KIND: &str = "\"kind\":\"embeddings_computed\"";
+
+/// `events` with an `embeddings_computed` event after every 100 of them,
+/// holding a vector of `model_id` for each of those that make an item of
+/// content (tool outputs, messages, decisions, facts), as the enricher
+/// records them. The values are fixed pseudo-random bytes: replay applies
+/// vectors, it never computes them.
+fn with_deep_vectors(start: usize, events: Vec<String>, model_id: &str, dimensions: usize) -> Vec<String> {
+    let (model, model_hash) = EmbeddingsComputed::model_parts(model_id);
+    let mut out = Vec::with_capacity(events.len() + events.len() / 100 + 1);
+    for (block_index, block) in events.chunks(100).enumerate() {
+        let mut vectors = Vec::new();
+        let mut last: Option<serde_json::Value> = None;
+        for json in block {
+            out.push(json.clone());
+            let event: serde_json::Value = serde_json::from_str(json).expect("a synthetic event is JSON");
+            let kind = event["kind"].as_str().unwrap_or_default();
+            if matches!(kind, "tool_result_recorded" | "message_recorded" | "decision_made" | "fact_asserted") {
+                let id: EventId = event["id"].as_str().and_then(|id| id.parse().ok()).expect("a synthetic id");
+                let mut state = id.to_string().bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+                    (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+                });
+                let values = (0..dimensions)
+                    .map(|_| {
+                        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                        (state >> 56) as u8 as i8
+                    })
+                    .collect();
+                vectors.push(ComputedVector { event_id: id, scale: 1.0 / 1024.0, values: Int8Values(values) });
+            }
+            last = Some(event);
+        }
+        let Some(last) = last else { continue };
+        let computed = EmbeddingsComputed {
+            model: model.to_string(),
+            model_hash: model_hash.to_string(),
+            dimensions: dimensions as u32,
+            vectors,
+        };
+        // Apart from the synthetic events' ids (`realistic_events`): the
+        // time of the block's last event, a random part of its own.
+        let index = start + block_index * 100 + block.len() - 1;
+        let id = EventId::from_parts(1_767_000_000_000 + index as u64, (1u128 << 79) | index as u128);
+        out.push(
+            serde_json::json!({"id": id.to_string(), "swarm": SWARM, "agent": AGENT, "ts": last["ts"],
+                "kind": "embeddings_computed", "data": computed, "scope": "shared"})
+            .to_string(),
+        );
+    }
+    out
+}
+
 pub(crate) fn realistic_events(start: usize, count: usize, words: &mut WordStream) -> Vec<String> {
     const PHASES: [&str; 4] = ["investigate", "implement", "test", "review"];
     let id_of = |index: usize| EventId::from_parts(1_767_000_000_000 + index as u64, index as u128);
@@ -424,18 +479,33 @@ pub(crate) fn realistic_events(start: usize, count: usize, words: &mut WordStrea
         .collect()
 }
 
-pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<ExitCode> {
+/// `deep`: the log carries the deep model's vectors (see [`with_deep_vectors`]).
+pub async fn replay(events: usize, tail: usize, batch: usize, deep: bool) -> anyhow::Result<ExitCode> {
     let events = events.max(1);
     let config = SwarmConfig::with_name(SWARM);
     let embedder = mneme::model::load_configured_embedder(&config)?;
+    let deep_model = if deep {
+        let model = mneme::model::load_deep_model(&config)?;
+        Some(model.context("--deep needs the deep model: run scripts/fetch-deep-model.sh")?)
+    } else {
+        None
+    };
     out!("{}", machine_description());
-    out!("command: mneme-tools bench replay --events {events} --tail {tail}");
+    let deep_flag = if deep { " --deep" } else { "" };
+    out!("command: mneme-tools bench replay --events {events} --tail {tail}{deep_flag}");
     out!("embedder: {}", embedder.model_id());
+    if let Some(model) = &deep_model {
+        out!(
+            "deep model: {} (its vectors on the log, one embeddings_computed event after every 100 events; never run)",
+            model.model_id()
+        );
+    }
     let scratch = ScratchDir::new("replay")?;
     // The text index on disk, as `mneme serve` keeps it.
     let text_dir = scratch.0.join("text-index");
+    let memory_config_of = || config.memory_config(embedder.clone()).with_deep_embedder(deep_model.clone());
     let on_disk = |text_index: Arc<TextIndex>| {
-        let config = config.memory_config(embedder.clone());
+        let config = memory_config_of();
         MemoryConfig { shared: SharedContent::new(text_index, embedder.dimensions()), ..config }
     };
     let memory_config = on_disk(TextIndex::open(&text_dir)?.0);
@@ -445,11 +515,18 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
     let total = events + tail;
     let mut words = WordStream::zipf(ZIPF_VOCABULARY);
     let limits = DecodeLimits::default();
-    let (mut bytes, mut start) = (0usize, 0usize);
+    let (mut bytes, mut start, mut source) = (0usize, 0usize, 0usize);
     let started = Instant::now();
     while start < total {
         let count = 10_000.min(total - start);
-        let json_events = realistic_events(start, count, &mut words);
+        let mut json_events = realistic_events(source, count, &mut words);
+        source += count;
+        if let Some(model) = &deep_model {
+            json_events = with_deep_vectors(source - count, json_events, model.model_id(), model.dimensions());
+            json_events.truncate(count);
+            // A block cut short here starts again after the vectors.
+            source = source - count + json_events.iter().filter(|json| !json.contains(DEEP_KIND)).count();
+        }
         bytes += json_events.iter().map(String::len).sum::<usize>();
         let decoded: Vec<Event> = json_events
             .iter()
@@ -512,6 +589,11 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
     let digest = memory.digest();
     let digest_seconds = started.elapsed().as_secs_f64();
     out!("replay: {events} events in {replay_seconds:.1} s, {replay_rate:.0} events/s; {items} items");
+    if deep {
+        let enriched = memory.deep_count();
+        anyhow::ensure!(enriched > 0, "no recorded deep vector was applied");
+        out!("deep vectors: {enriched} of the {items} items took theirs from the log");
+    }
     out!("digest: {digest_seconds:.2} s (not in the replay time)");
 
     let store = SnapshotStore::open(&scratch.0.join("snapshots"))?;
@@ -547,7 +629,7 @@ pub async fn replay(events: usize, tail: usize, batch: usize) -> anyhow::Result<
         Ok(stored) => stored,
         Err(problem) => anyhow::bail!("the snapshot just written cannot be loaded: {problem:?}"),
     };
-    let reindex_config = config.memory_config(embedder.clone());
+    let reindex_config = memory_config_of();
     store.restore_swarm_graph(SWARM, &reindex_config.shared);
     let reindexed = stored.restore(SWARM, AGENT, reindex_config)?;
     let reindex_seconds = started.elapsed().as_secs_f64();
