@@ -5,7 +5,8 @@
 //!
 //! Below [`AnnPolicy::graph_from`] vectors a set is a tail scanned
 //! exactly ([`VectorIndex`]). Past it, the set grows an HNSW graph
-//! ([`AnnGraph`]) on a thread of its own, off the write path: the tail is
+//! ([`AnnGraph`]) off the write path, on one of the process's few builder
+//! threads (shared by every graph, see `workers`): the tail is
 //! sealed into a batch every [`AnnPolicy::batch`] vectors, and the builder
 //! inserts the batches' vectors in the order they were sealed. A batch is
 //! scanned exactly until the builder has inserted all of it; a search asks
@@ -15,7 +16,7 @@
 //! builder has got, at the time of a search, depends on time.
 //!
 //! ```text
-//!   insert ──▶ tail ──seal──▶ batch ──builder thread──▶ graph
+//!   insert ──▶ tail ──seal──▶ batch ──builder worker──▶ graph
 //!              (scanned)      (scanned until inserted)   (searched)
 //! ```
 //!
@@ -31,8 +32,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::thread::JoinHandle;
+use std::sync::mpsc::Sender;
 
 use crate::ann::AnnGraph;
 use crate::error::IndexError;
@@ -77,60 +77,146 @@ impl Default for AnnPolicy {
     }
 }
 
-/// The graph, and the thread that inserts batches into it.
+/// The graph, and the builder worker that inserts its batches.
 struct Builder {
     graph: Arc<AnnGraph>,
-    batches: Option<Sender<Arc<VectorIndex>>>,
+    /// The worker's queue; `None` when no worker could be started.
+    worker: Option<&'static Worker>,
     /// Batches inserted, counted from the first sealed.
     inserted: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl Builder {
     fn start(graph: AnnGraph) -> Builder {
-        let graph = Arc::new(graph);
-        let (sender, receiver) = channel();
-        let inserted = Arc::new(AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (graph, inserted, stop) = (graph.clone(), inserted.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("mneme-ann-build".to_string())
-                .spawn(move || insert_batches(&graph, &receiver, &inserted, &stop))
-                .ok()
-        };
-        Builder { graph, batches: Some(sender), inserted, stop, thread }
+        Builder {
+            graph: Arc::new(graph),
+            worker: workers::assign(),
+            inserted: Arc::new(AtomicU64::new(0)),
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Queues `batch` behind this graph's earlier ones; false when no
+    /// worker will insert it.
+    fn send(&self, batch: Arc<VectorIndex>) -> bool {
+        let Some(worker) = self.worker else { return false };
+        let job = Job { graph: self.graph.clone(), batch, inserted: self.inserted.clone(), stop: self.stop.clone() };
+        worker.jobs.send(job).is_ok()
     }
 
     fn inserted(&self) -> u64 {
         self.inserted.load(Ordering::Acquire)
     }
-}
 
-/// The builder thread: inserts each batch's vectors in seq order, then
-/// counts the batch; ends when the set is dropped.
-fn insert_batches(graph: &AnnGraph, batches: &Receiver<Arc<VectorIndex>>, inserted: &AtomicU64, stop: &AtomicBool) {
-    while let Ok(batch) = batches.recv() {
-        for (seq, vector) in batch.quantized() {
-            if stop.load(Ordering::Relaxed) {
-                return;
-            }
-            graph.insert(seq, &vector);
-        }
-        // Let go of the batch first, so that the set usually takes it back
-        // without a copy.
-        drop(batch);
-        inserted.fetch_add(1, Ordering::AcqRel);
+    /// Whether a worker still inserts this graph's batches.
+    fn working(&self) -> bool {
+        self.worker.is_some_and(|worker| worker.alive.load(Ordering::Acquire))
     }
 }
 
 impl Drop for Builder {
+    /// The worker skips what is left of this graph's batches.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        self.batches.take();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+    }
+}
+
+/// One batch of one graph, for a worker.
+struct Job {
+    graph: Arc<AnnGraph>,
+    batch: Arc<VectorIndex>,
+    inserted: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+/// A builder thread with its queue.
+struct Worker {
+    jobs: Sender<Job>,
+    /// False once the thread has ended (a panic in an insert).
+    alive: Arc<AtomicBool>,
+}
+
+/// The process's graph builders: every graph of every memory is built by
+/// one of a few threads, half the cores (at least one), not by a thread
+/// of its own. A memory holds two graphs once its static and deep vectors
+/// pass [`AnnPolicy::graph_from`], and a process many memories: a thread
+/// each would take the cores the write path and queries need (a replay of
+/// 1,000,000 events with deep vectors applied at half its rate while two
+/// builders ran). A graph keeps its worker, which inserts its batches in
+/// the order they were sealed, so that the graph is the same whichever
+/// worker builds it.
+mod workers {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::mpsc::{Receiver, channel};
+
+    use super::{Arc, Job, Worker};
+
+    struct Workers {
+        workers: Vec<&'static Worker>,
+        next: AtomicUsize,
+    }
+
+    static WORKERS: OnceLock<Workers> = OnceLock::new();
+
+    /// The worker a new graph's batches go to, in turn; `None` when no
+    /// thread could be started.
+    pub(super) fn assign() -> Option<&'static Worker> {
+        let pool = WORKERS.get_or_init(|| {
+            let threads = std::thread::available_parallelism().map_or(1, |cores| (cores.get() / 2).max(1));
+            let workers = (0..threads).filter_map(start).map(|worker| &*Box::leak(Box::new(worker))).collect();
+            Workers { workers, next: AtomicUsize::new(0) }
+        });
+        if pool.workers.is_empty() {
+            return None;
+        }
+        let index = pool.next.fetch_add(1, Ordering::Relaxed) % pool.workers.len();
+        Some(pool.workers[index])
+    }
+
+    fn start(index: usize) -> Option<Worker> {
+        let (jobs, receiver) = channel();
+        let alive = Arc::new(AtomicBool::new(true));
+        let flag = alive.clone();
+        std::thread::Builder::new()
+            .name(format!("mneme-ann-build-{index}"))
+            .spawn(move || {
+                let _ended = Ended(flag);
+                insert_batches(&receiver);
+            })
+            .ok()?;
+        Some(Worker { jobs, alive })
+    }
+
+    /// Marks the worker ended however its thread ends.
+    struct Ended(Arc<AtomicBool>);
+
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Release);
+        }
+    }
+
+    /// Inserts each batch's vectors in seq order, then counts the batch;
+    /// a batch of a dropped set is skipped.
+    fn insert_batches(jobs: &Receiver<Job>) {
+        while let Ok(job) = jobs.recv() {
+            let Job { graph, batch, inserted, stop } = job;
+            let mut stopped = false;
+            for (seq, vector) in batch.quantized() {
+                if stop.load(Ordering::Relaxed) {
+                    stopped = true;
+                    break;
+                }
+                graph.insert(seq, &vector);
+            }
+            // Let go of the batch first, so that the set usually takes it
+            // back without a copy.
+            drop(batch);
+            if !stopped {
+                inserted.fetch_add(1, Ordering::AcqRel);
+            }
         }
     }
 }
@@ -380,9 +466,7 @@ impl VectorSet {
         let mut tail = self.tail.take();
         tail.retain(|seq| !dead.contains(&seq));
         let batch = Arc::new(tail);
-        if let Some(batches) = &builder.batches {
-            let _ = batches.send(batch.clone());
-        }
+        builder.send(batch.clone());
         self.batches.push(batch);
     }
 
@@ -411,10 +495,7 @@ impl VectorSet {
     /// Waits until the builder has inserted every sealed batch.
     pub fn settle(&mut self) {
         while let Some(builder) = &self.builder {
-            if builder.inserted() >= self.first_batch + self.batches.len() as u64 || builder.thread.is_none() {
-                break;
-            }
-            if builder.thread.as_ref().is_some_and(JoinHandle::is_finished) {
+            if builder.inserted() >= self.first_batch + self.batches.len() as u64 || !builder.working() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
