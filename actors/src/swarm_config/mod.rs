@@ -283,8 +283,9 @@ pub struct MemorySection {
     #[serde(default = "default_worker_threads")]
     pub worker_threads: usize,
     /// Vectors a set (a memory's own, or the swarm's of shared items)
-    /// holds before it grows an HNSW graph beside the exact scan, built on
-    /// a thread of its own and saved beside the snapshots; 0: never.
+    /// holds before it grows an HNSW graph beside the exact scan, built off
+    /// the write path by the process's builder threads (half the cores) and
+    /// saved beside the snapshots; 0: never.
     #[serde(default = "default_vector_graph_from")]
     pub vector_graph_from: usize,
     /// Candidates a search of a vector graph keeps (hnsw_rs's `ef`): wider
