@@ -81,7 +81,7 @@ pub fn run(items: usize, queries: usize, vocabulary: Vocabulary, only_hybrid: bo
     let started = Instant::now();
     memory.settle_vector_graphs();
     out!(
-        "vector graphs: the last built {:.1} s after the last apply (built off the write path, on threads of their own)",
+        "vector graphs: the last built {:.1} s after the last apply (built off the write path, by the builder workers)",
         started.elapsed().as_secs_f64()
     );
 
