@@ -21,6 +21,13 @@
 #   their own, <repo>/.venv/langchain, since they need mcp < 2:
 #   tests/mcp_langchain.rs runs tests/python/langchain_client.py with them.
 #
+# - The Python SDK's dependencies (tests/python/requirements-sdk.txt, pinned
+#   versions: httpx, pydantic, nats-py, langchain-core, LangGraph, pytest,
+#   hatchling and datamodel-code-generator), in a venv of their own,
+#   <repo>/.venv/sdk: tests/python_sdk.rs builds clients/python as a wheel,
+#   installs it there and runs its tests; scripts/schemas.sh generates the
+#   SDK's models.py with its datamodel-code-generator.
+#
 # The two requirement files pin some of the same packages (jsonschema,
 # pydantic…) to the same versions; they are installed in one pip run, so a
 # disagreement between them fails here rather than one set replacing the
@@ -68,6 +75,18 @@ fi
 "${langchain_venv}/bin/python" -m pip check --disable-pip-version-check >&2
 if ! "${langchain_venv}/bin/python" -c 'import langchain_mcp_adapters, langchain_core' 2>/dev/null; then
     echo "error: ${langchain_venv}/bin/python cannot import langchain_mcp_adapters after installing it" >&2
+    exit 1
+fi
+
+sdk_venv="${venv}/sdk"
+if [[ ! -x "${sdk_venv}/bin/python" ]]; then
+    python3 -m venv "${sdk_venv}"
+fi
+"${sdk_venv}/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
+    --requirement "${repo_root}/tests/python/requirements-sdk.txt" >&2
+"${sdk_venv}/bin/python" -m pip check --disable-pip-version-check >&2
+if ! "${sdk_venv}/bin/python" -c 'import httpx, pydantic, nats, langchain_core, langgraph, pytest, hatchling, datamodel_code_generator' 2>/dev/null; then
+    echo "error: ${sdk_venv}/bin/python cannot import the SDK's dependencies after installing them" >&2
     exit 1
 fi
 

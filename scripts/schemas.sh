@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Writes schemas/ from the types: the event schema, the API bodies' schema,
 # the OpenAPI document and a swarm file's schema, as `mneme schema` prints
-# them; and the book's configuration reference (docs/src/configuration.md). tests/schemas.rs
-# fails while the checked-in files differ; run this after changing a wire
+# them; the book's configuration reference (docs/src/configuration.md); and
+# the SDKs' types generated from them: the Python SDK's models.py
+# (datamodel-code-generator, pinned in .venv/sdk, with the options in
+# clients/python/pyproject.toml). tests/schemas.rs and tests/python_sdk.rs
+# fail while the checked-in files differ; run this after changing a wire
 # type or an event payload, and commit the result.
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,4 +19,8 @@ target/debug/mneme schema api >schemas/api.schema.json
 target/debug/mneme schema openapi >schemas/openapi.json
 target/debug/mneme schema config >schemas/swarm.schema.json
 target/debug/mneme schema config-reference >docs/src/configuration.md
-echo "schemas/ and docs/src/configuration.md written" >&2
+# The generator, pinned, in the SDK's venv.
+"${repo_root}/scripts/install-python-clients.sh" >/dev/null
+(cd clients/python && "${repo_root}/.venv/sdk/bin/python" -W ignore -m datamodel_code_generator \
+    --input ../../schemas/api.schema.json --output src/mneme_client/models.py)
+echo "schemas/, docs/src/configuration.md and clients/python/src/mneme_client/models.py written" >&2

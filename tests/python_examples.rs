@@ -1,9 +1,9 @@
 //! `examples/python/`: an orchestrator publishes a swarm's work straight to
 //! JetStream and a reviewer receives its handoff, asks for context and
-//! acknowledges it, both with nats-py alone, against a real nats-server
-//! and `mneme serve`. The Python comes from `<repo>/.venv`
-//! (`scripts/install-python-clients.sh`) or `MNEME_PYTHON`; without it the
-//! test fails, it never skips.
+//! acknowledges it, with nats-py and the Python SDK (`clients/python`, from
+//! the checkout), against a real nats-server and `mneme serve`. The Python
+//! comes from `<repo>/.venv/sdk` (`scripts/install-python-clients.sh`);
+//! without it the test fails, it never skips.
 
 mod common;
 
@@ -19,7 +19,7 @@ fn repo_root() -> &'static Path {
 }
 
 fn python() -> PathBuf {
-    std::env::var_os("MNEME_PYTHON").map(PathBuf::from).unwrap_or_else(|| repo_root().join(".venv/bin/python"))
+    repo_root().join(".venv/sdk/bin/python")
 }
 
 fn example(script: &str, nats: &NatsServer) -> Output {
@@ -27,6 +27,8 @@ fn example(script: &str, nats: &NatsServer) -> Output {
     Command::new(&python)
         .arg(repo_root().join("examples/python").join(script))
         .args(["--nats", &nats.url(), "--swarm", "demo"])
+        // The SDK as this checkout has it.
+        .env("PYTHONPATH", repo_root().join("clients/python/src"))
         .output()
         .unwrap_or_else(|error| {
             panic!("{} cannot run ({error}): run scripts/install-python-clients.sh", python.display())

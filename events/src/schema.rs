@@ -110,7 +110,10 @@ impl JsonSchema for Event {
                 "agent": generator.subschema_for::<Name>(),
                 "ts": generator.subschema_for::<Timestamp>(),
                 "kind": { "type": "string", "enum": names },
-                "data": { "type": "object" },
+                // The variants below give `data` its shape by kind; a type
+                // here would be a second, shapeless definition of it that
+                // code generators turn into a model of its own.
+                "data": { "description": "The payload: its shape is the kind's (`oneOf`)." },
                 "correlation_id": {
                     "type": ["string", "null"],
                     "minLength": 1,
