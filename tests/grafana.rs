@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::llm_server::FakeLlmServer;
-use common::{MnemeServer, example_path, stdout_of};
+use common::{MnemeServer, example_path, last_seq_of_publish, stdout_of};
 use serde_json::Value;
 
 /// The dashboard, from the repository root.
@@ -388,9 +388,12 @@ fn every_metric_the_dashboard_names_is_served_at_metrics() {
     let server = MnemeServer::start_with(work.path(), None, &config);
     let published = stdout_of(&server.cli(&["publish", example_path().to_str().unwrap()]));
     assert!(published.contains("published 572 events"), "{published}");
-    server.get("/v1/swarms/demo/agents/coder/search?q=TokenExpiredError&k=3");
-    server.get("/v1/swarms/demo/agents/planner/context?q=refresh%20token&budget=500");
-    server.get("/v1/swarms/demo/agents/reviewer/graph?entity=src/auth/token.rs&hops=1");
+    // Each query waits until its memory applied the example: on a busy
+    // machine the reviewer's graph may not know the file yet otherwise.
+    let seq = last_seq_of_publish(&published);
+    server.get(&format!("/v1/swarms/demo/agents/coder/search?q=TokenExpiredError&k=3&min_seq={seq}"));
+    server.get(&format!("/v1/swarms/demo/agents/planner/context?q=refresh%20token&budget=500&min_seq={seq}"));
+    server.get(&format!("/v1/swarms/demo/agents/reviewer/graph?entity=src/auth/token.rs&hops=1&min_seq={seq}"));
     // A real run writes the searches' retrieval counts at least, and counts
     // outcomes only when it writes something.
     for dry_run in [true, false] {
