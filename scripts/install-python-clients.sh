@@ -66,29 +66,25 @@ if ! "${python}" -c 'import nats, openapi_spec_validator, jsonschema, mcp, httpx
     exit 1
 fi
 
-langchain_venv="${venv}/langchain"
-if [[ ! -x "${langchain_venv}/bin/python" ]]; then
-    python3 -m venv "${langchain_venv}"
-fi
-"${langchain_venv}/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
-    --requirement "${repo_root}/tests/python/requirements-langchain.txt" >&2
-"${langchain_venv}/bin/python" -m pip check --disable-pip-version-check >&2
-if ! "${langchain_venv}/bin/python" -c 'import langchain_mcp_adapters, langchain_core' 2>/dev/null; then
-    echo "error: ${langchain_venv}/bin/python cannot import langchain_mcp_adapters after installing it" >&2
-    exit 1
-fi
+# A venv of its own under .venv, from one pinned requirements file, checked
+# by importing what it must hold: install_venv NAME REQUIREMENTS MODULES.
+install_venv() {
+    local venv_python="${venv}/$1/bin/python"
+    if [[ ! -x "${venv_python}" ]]; then
+        python3 -m venv "${venv}/$1"
+    fi
+    "${venv_python}" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
+        --requirement "${repo_root}/tests/python/$2" >&2
+    "${venv_python}" -m pip check --disable-pip-version-check >&2
+    if ! "${venv_python}" -c "import $3" 2>/dev/null; then
+        echo "error: ${venv_python} cannot import $3 after installing tests/python/$2" >&2
+        exit 1
+    fi
+}
 
-sdk_venv="${venv}/sdk"
-if [[ ! -x "${sdk_venv}/bin/python" ]]; then
-    python3 -m venv "${sdk_venv}"
-fi
-"${sdk_venv}/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: \
-    --requirement "${repo_root}/tests/python/requirements-sdk.txt" >&2
-"${sdk_venv}/bin/python" -m pip check --disable-pip-version-check >&2
-if ! "${sdk_venv}/bin/python" -c 'import httpx, pydantic, nats, langchain_core, langgraph, pytest, hatchling, datamodel_code_generator' 2>/dev/null; then
-    echo "error: ${sdk_venv}/bin/python cannot import the SDK's dependencies after installing them" >&2
-    exit 1
-fi
+install_venv langchain requirements-langchain.txt "langchain_mcp_adapters, langchain_core"
+install_venv sdk requirements-sdk.txt \
+    "httpx, pydantic, nats, langchain_core, langgraph, pytest, hatchling, datamodel_code_generator"
 
 echo "${python}"
 "${python}" -c 'import importlib.metadata as m

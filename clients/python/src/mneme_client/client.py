@@ -46,12 +46,14 @@ class _Written:
         self._lock = threading.Lock()
         self._seqs: dict[str, int] = {}
 
-    def note(self, events: list[dict[str, Any]], answer: models.AcceptedEvents) -> None:
+    def note(self, swarm: str, seq: int) -> None:
         with self._lock:
-            for event, accepted in zip(events, answer.accepted):
-                swarm = event.get("swarm")
-                if isinstance(swarm, str):
-                    self._seqs[swarm] = max(self._seqs.get(swarm, 0), accepted.seq)
+            self._seqs[swarm] = max(self._seqs.get(swarm, 0), seq)
+
+    def note_accepted(self, events: list[dict[str, Any]], answer: models.AcceptedEvents) -> None:
+        for event, accepted in zip(events, answer.accepted):
+            if isinstance(swarm := event.get("swarm"), str):
+                self.note(swarm, accepted.seq)
 
     def seq(self, swarm: str) -> int | None:
         with self._lock:
@@ -80,6 +82,9 @@ class _Base:
         """The highest seq this client's publishes to `swarm` got (None before any)."""
         return self._written.seq(self._swarm(swarm))
 
+    def _note_written(self, swarm: str, seq: int) -> None:
+        self._written.note(swarm, seq)
+
     def _swarm(self, swarm: str | None) -> str:
         chosen = swarm or self.swarm
         if not chosen:
@@ -93,16 +98,16 @@ class _Base:
         return chosen
 
     def _prepare(self, call: Call[Any]) -> tuple[dict[str, Any], Any]:
-        params = dict(call.params)
-        if self.read_your_writes and call.min_seq_swarm is not None and "min_seq" not in params:
-            seq = self._written.seq(call.min_seq_swarm)
-            if seq is not None:
-                params["min_seq"] = seq
-        body = call.json
-        if isinstance(body, dict) and call.min_seq_swarm is not None and "min_seq" not in body:
-            if self.read_your_writes and (seq := self._written.seq(call.min_seq_swarm)) is not None:
-                body = {**body, "min_seq": seq}
-                params.pop("min_seq", None)
+        """The call's query and body, with `min_seq` added for read-your-writes:
+        in the JSON body where the call has one, else in the query."""
+        params, body = dict(call.params), call.json
+        swarm = call.min_seq_swarm if self.read_your_writes else None
+        seq = self._written.seq(swarm) if swarm is not None else None
+        if seq is not None:
+            if isinstance(body, dict):
+                body = {"min_seq": seq, **body}
+            else:
+                params.setdefault("min_seq", seq)
         return params, body
 
     @staticmethod
@@ -187,7 +192,7 @@ class Mneme(_Base):
         the log has it already. Later reads of the swarm wait for them."""
         batch = self._events_json(events)
         answer = self.send(_calls.append_events(batch))
-        self._written.note(batch, answer)
+        self._written.note_accepted(batch, answer)
         return answer
 
     def write_note(self, text: str, *, swarm: str | None = None, agent: str | None = None, **fields: Any) -> models.Written:
@@ -207,10 +212,6 @@ class Mneme(_Base):
         answer = self.send(_calls.acknowledge(self._swarm(swarm), self._agent(agent), handoff_id, note))
         self._note_written(self._swarm(swarm), answer.seq)
         return answer
-
-    def _note_written(self, swarm: str, seq: int) -> None:
-        fake = models.AcceptedEvents(accepted=[models.Accepted(duplicate=False, id="", seq=seq)])
-        self._written.note([{"swarm": swarm}], fake)
 
     # -- one agent's memory --------------------------------------------
 
@@ -359,7 +360,7 @@ class AsyncMneme(_Base):
     async def publish(self, events: Any) -> models.AcceptedEvents:
         batch = self._events_json(events)
         answer = await self.send(_calls.append_events(batch))
-        self._written.note(batch, answer)
+        self._written.note_accepted(batch, answer)
         return answer
 
     async def write_note(
@@ -380,10 +381,6 @@ class AsyncMneme(_Base):
         answer = await self.send(_calls.acknowledge(self._swarm(swarm), self._agent(agent), handoff_id, note))
         self._note_written(self._swarm(swarm), answer.seq)
         return answer
-
-    def _note_written(self, swarm: str, seq: int) -> None:
-        fake = models.AcceptedEvents(accepted=[models.Accepted(duplicate=False, id="", seq=seq)])
-        self._written.note([{"swarm": swarm}], fake)
 
     async def search(
         self, q: str, *, swarm: str | None = None, agent: str | None = None, **params: Any
