@@ -12,6 +12,7 @@
 # into ui/node_modules (cytoscape and uPlot, which the build compiles in, and
 # playwright-core for the browser test; hash-checked by ui/package-lock.json).
 # Also Node 24 and the MCP conformance suite (scripts/install-mcp-conformance.sh),
+# the TypeScript SDK's build and test packages (scripts/install-typescript-sdk.sh),
 # cargo-deb for the Debian package test (scripts/install-packaging.sh), and
 # mdBook for the book in docs/ (scripts/install-mdbook.sh), each into .venv.
 # Tests never skip for want of any: without them they fail.
@@ -33,6 +34,8 @@ chromium="$("${repo_root}/scripts/install-ui-test-deps.sh")"
 export MNEME_CHROMIUM="${chromium}"
 # Node 24 and the MCP conformance suite (tests/mcp_conformance.rs).
 MNEME_MCP_CONFORMANCE="$("${repo_root}/scripts/install-mcp-conformance.sh")"; export MNEME_MCP_CONFORMANCE
+# tsc, openapi-typescript and ajv, for the TypeScript SDK (tests/typescript_sdk.rs).
+"${repo_root}/scripts/install-typescript-sdk.sh" >/dev/null
 # cargo-deb, for the Debian package test (tests/install.rs).
 MNEME_CARGO_DEB="$("${repo_root}/scripts/install-packaging.sh")"; export MNEME_CARGO_DEB
 # mdBook, for the book in docs/.

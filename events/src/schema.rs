@@ -97,6 +97,7 @@ impl JsonSchema for Event {
                     "title": name,
                     "description": doc.trim_end(),
                     "properties": { "kind": { "const": name }, "data": data },
+                    "required": ["kind", "data"],
                 })
             })
             .collect();
