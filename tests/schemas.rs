@@ -9,7 +9,9 @@
 //!   OpenAPI 3.1, the two schemas as JSON Schema 2020-12, and the JSON
 //!   examples of the README and of the book (`docs/src`, every chapter) and
 //!   `examples/trajectory.jsonl` against them. Without that Python the test
-//!   fails; it never skips.
+//!   fails; it never skips;
+//! - the SDKs' versions (the Python package's, the npm package's) are the
+//!   API's, which `scripts/set-version.sh` sets together.
 
 mod common;
 
@@ -132,4 +134,28 @@ fn the_swarm_files_satisfy_the_configuration_schema_and_a_misspelt_key_does_not(
     let refused = run(&[&misspelt]);
     let stdout = String::from_utf8_lossy(&refused.stdout);
     assert!(!refused.status.success() && stdout.contains("'bakend' was unexpected"), "{stdout}");
+}
+
+#[test]
+fn the_sdks_versions_are_the_apis() {
+    // scripts/set-version.sh writes them all.
+    let api = env!("CARGO_PKG_VERSION");
+    let document: Value = serde_json::from_str(&read(&repo_root().join("schemas/openapi.json"))).unwrap();
+    assert_eq!(document["info"]["version"], api, "schemas/openapi.json");
+
+    let init = read(&repo_root().join("clients/python/src/mneme_client/__init__.py"));
+    let python =
+        init.lines().find_map(|line| line.strip_prefix("__version__ = ")).expect("__init__.py sets __version__");
+    assert_eq!(python.trim_matches('"'), api, "the Python SDK's __version__");
+
+    let sdk = repo_root().join("clients/typescript");
+    let package: Value = serde_json::from_str(&read(&sdk.join("package.json"))).unwrap();
+    let lock: Value = serde_json::from_str(&read(&sdk.join("package-lock.json"))).unwrap();
+    assert_eq!(package["version"], api, "clients/typescript/package.json");
+    assert_eq!(lock["version"], api, "clients/typescript/package-lock.json");
+    assert_eq!(lock["packages"][""]["version"], api, "clients/typescript/package-lock.json");
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }

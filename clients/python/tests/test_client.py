@@ -121,6 +121,16 @@ def test_every_operation_answers_its_type(url: str, swarm: str, agent: str) -> N
         logged = {event.root.id for event in map(events.event_of, page.events) if event is not None}
         assert logged >= {event.root.id for event in work if event.root.agent == agent}
         assert isinstance(mneme.dead_letters().dead_letters, list)
+        # The log from the batch's first seq, followed: the batch in order
+        # (with anything another publisher put between), then closed.
+        ours, followed = {event.root.id for event in work}, []
+        for entry in mneme.follow_events(from_seq=accepted.accepted[0].seq):
+            event = events.event_of(entry)
+            if event is not None and event.root.id in ours:
+                followed.append(event.root.id)
+            if len(followed) == len(work):
+                break
+        assert followed == [event.root.id for event in work]
 
         dry = mneme.consolidate(dry_run=True)
         assert dry.dry_run and dry.events_written == 0
@@ -224,10 +234,14 @@ def test_the_async_client_answers_alike_and_follows_handoffs(url: str, swarm: st
             first = asyncio.ensure_future(stream.__anext__())
             await asyncio.sleep(0.5)
             work = _work(swarm, agent, planner)
-            await mneme.publish(work)
+            accepted = await mneme.publish(work)
             delivery = await asyncio.wait_for(first, timeout=20)
             await stream.aclose()
             assert delivery.from_ == planner and delivery.package is not None
+            entries = mneme.follow_events(from_seq=accepted.accepted[-1].seq)
+            last = await asyncio.wait_for(entries.__anext__(), timeout=20)
+            await entries.aclose()
+            assert events.event_of(last).root.id == work[-1].root.id
             hits = (await mneme.search("too many attempts refused")).hits
             assert hits and hits[0].kind == "tool_result_recorded"
             assert (await mneme.context("login", budget=300)).tokens <= 300

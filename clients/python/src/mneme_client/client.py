@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import typing
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any, TypeVar
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from . import _calls, models
 from ._calls import Call
@@ -37,6 +38,13 @@ A = TypeVar("A", bound=BaseModel)
 
 DEFAULT_URL = "http://127.0.0.1:7700"
 _RETRY_STATUSES = {429, 502, 503, 504}
+# A follow stream may be quiet for long: no read timeout.
+_STREAM_TIMEOUT = httpx.Timeout(30.0, read=None)
+
+#: One entry of the log as the API shows it (an event, a dead-lettered record, an erased stub).
+LogEntry = models.InvalidEntry | models.ErasedEntry | models.EventEntry
+# Read off the generated page's type, so that a new kind of entry parses.
+_LOG_ENTRY: TypeAdapter[LogEntry] = TypeAdapter(typing.get_args(models.EventsPage.model_fields["events"].annotation)[0])
 
 
 class _Written:
@@ -252,15 +260,28 @@ class Mneme(_Base):
         """The agent's pending handoffs, then each new one as it is delivered
         (server-sent events), until the caller stops iterating or the server stops."""
         path = _calls.handoffs(self._swarm(swarm), self._agent(agent), {}).path
+        for data in self._follow(path, {}, "handoff"):
+            yield models.HandoffDelivery.model_validate_json(data)
+
+    def follow_events(self, *, swarm: str | None = None, **params: Any) -> Iterator[LogEntry]:
+        """Every entry of the swarm's log from `from_seq` on (events,
+        dead-lettered records, erased stubs), then each new one as it is
+        appended, until the caller stops iterating or the server stops."""
+        call = _calls.events_page(self._swarm(swarm), params)
+        for data in self._follow(call.path, call.params, "entry"):
+            yield _LOG_ENTRY.validate_json(data)
+
+    def _follow(self, path: str, params: dict[str, Any], name: str) -> Iterator[str]:
+        """The data of the stream's server-sent events named `name` (`follow=true`)."""
         with self._http.stream(
-            "GET", self.base_url + path, params={"follow": "true"}, headers=self._headers, timeout=httpx.Timeout(30.0, read=None)
+            "GET", self.base_url + path, params={**params, "follow": "true"}, headers=self._headers, timeout=_STREAM_TIMEOUT
         ) as response:
             if response.status_code >= 400:
                 response.read()
                 raise MnemeError.from_response(response.status_code, response.content, response.headers.get("retry-after"))
             for event, data in _server_sent_events(response.iter_lines()):
-                if event == "handoff":
-                    yield models.HandoffDelivery.model_validate_json(data)
+                if event == name:
+                    yield data
 
     def core(self, *, swarm: str | None = None, agent: str | None = None, **params: Any) -> models.CoreMemoryAnswer:
         return self.send(_calls.core(self._swarm(swarm), self._agent(agent), params))
@@ -427,8 +448,17 @@ class AsyncMneme(_Base):
         self, *, swarm: str | None = None, agent: str | None = None
     ) -> AsyncIterator[models.HandoffDelivery]:
         path = _calls.handoffs(self._swarm(swarm), self._agent(agent), {}).path
+        async for data in self._follow(path, {}, "handoff"):
+            yield models.HandoffDelivery.model_validate_json(data)
+
+    async def follow_events(self, *, swarm: str | None = None, **params: Any) -> AsyncIterator[LogEntry]:
+        call = _calls.events_page(self._swarm(swarm), params)
+        async for data in self._follow(call.path, call.params, "entry"):
+            yield _LOG_ENTRY.validate_json(data)
+
+    async def _follow(self, path: str, params: dict[str, Any], name: str) -> AsyncIterator[str]:
         async with self._http.stream(
-            "GET", self.base_url + path, params={"follow": "true"}, headers=self._headers, timeout=httpx.Timeout(30.0, read=None)
+            "GET", self.base_url + path, params={**params, "follow": "true"}, headers=self._headers, timeout=_STREAM_TIMEOUT
         ) as response:
             if response.status_code >= 400:
                 await response.aread()
@@ -438,8 +468,8 @@ class AsyncMneme(_Base):
                 lines.append(line)
                 if line == "":
                     for event, data in _server_sent_events(lines):
-                        if event == "handoff":
-                            yield models.HandoffDelivery.model_validate_json(data)
+                        if event == name:
+                            yield data
                     lines = []
 
     async def core(self, *, swarm: str | None = None, agent: str | None = None, **params: Any) -> models.CoreMemoryAnswer:
