@@ -1,5 +1,5 @@
 //! The TypeScript SDK (`clients/typescript`, the package `mneme-client`) as
-//! its users get it: compiled by tsc (pinned in its package-lock.json, which
+//! its users get it: checked formatted by prettier, compiled by tsc (pinned in its package-lock.json, which
 //! `scripts/install-typescript-sdk.sh` installs with `npm ci`) and its own
 //! tests (`clients/typescript/test`, `node --test`) run on Node 24 against a
 //! real `mneme serve`: every operation of the API, each JSON answer checked
@@ -54,6 +54,11 @@ fn run(command: &mut Command, what: &str) -> Output {
 #[test]
 fn the_typescript_sdk_built_by_tsc_passes_its_tests_against_a_real_server() {
     let node = node();
+    // Formatted as `npm run format` leaves it (prettier, pinned).
+    run(
+        Command::new(&node).arg(package_bin("prettier/bin/prettier.cjs")).args(["--check", "."]).current_dir(sdk_dir()),
+        "prettier --check (run `npm run format` in clients/typescript)",
+    );
     let tsc = package_bin("typescript/bin/tsc");
     // A clean build: nothing left from an older tree is tested.
     let dist = sdk_dir().join("dist");

@@ -106,7 +106,10 @@ export class Mneme {
    * its seq, or `duplicate` when the log has it already. All are checked
    * before any is appended. Later reads of their swarms wait for them.
    */
-  async publish(events: Event | readonly Event[], options: { signal?: AbortSignal } = {}): Promise<AnswerOf<"AppendEvents">> {
+  async publish(
+    events: Event | readonly Event[],
+    options: { signal?: AbortSignal } = {},
+  ): Promise<AnswerOf<"AppendEvents">> {
     const batch = Array.isArray(events) ? [...events] : [events as Event];
     const answer = await this.#send<"AppendEvents">({
       operation: "AppendEvents",
@@ -125,7 +128,10 @@ export class Mneme {
   }
 
   /** Writes a note into the agent's memory (`tags`, `importance`, `scope`, `task`). */
-  async writeNote(text: string, options: Omit<BodyOf<"WriteNote">, "text"> & AgentTarget = {}): Promise<AnswerOf<"WriteNote">> {
+  async writeNote(
+    text: string,
+    options: Omit<BodyOf<"WriteNote">, "text"> & AgentTarget = {},
+  ): Promise<AnswerOf<"WriteNote">> {
     const { swarm, agent, signal, ...body } = options;
     const answer = await this.#send<"WriteNote">({
       operation: "WriteNote",
@@ -155,7 +161,10 @@ export class Mneme {
   }
 
   /** Acknowledges a handoff the agent received. A second acknowledgement is refused (409, `Conflict`). */
-  async acknowledge(handoffId: string, options: BodyOf<"Acknowledge"> & AgentTarget = {}): Promise<AnswerOf<"Acknowledge">> {
+  async acknowledge(
+    handoffId: string,
+    options: BodyOf<"Acknowledge"> & AgentTarget = {},
+  ): Promise<AnswerOf<"Acknowledge">> {
     const { swarm, agent, signal, ...body } = options;
     const answer = await this.#send<"Acknowledge">({
       operation: "Acknowledge",
@@ -178,7 +187,10 @@ export class Mneme {
   }
 
   /** Budgeted context for a prompt: `budget` tokens, `signals` (current file, recent errors, …), as a JSON body. */
-  async context(query = "", options: Omit<BodyOf<"PostContext">, "query"> & AgentTarget = {}): Promise<AnswerOf<"PostContext">> {
+  async context(
+    query = "",
+    options: Omit<BodyOf<"PostContext">, "query"> & AgentTarget = {},
+  ): Promise<AnswerOf<"PostContext">> {
     const { swarm, agent, signal, ...body } = options;
     return this.#send<"PostContext">({
       operation: "PostContext",
@@ -197,7 +209,10 @@ export class Mneme {
   }
 
   /** The fact graph around an entity (`hops`, `relations`, `as_of`). */
-  async graph(entity: string, options: Omit<QueryOf<"Graph">, "entity"> & AgentTarget = {}): Promise<AnswerOf<"Graph">> {
+  async graph(
+    entity: string,
+    options: Omit<QueryOf<"Graph">, "entity"> & AgentTarget = {},
+  ): Promise<AnswerOf<"Graph">> {
     return this.#agentRead("Graph", "GET", "/graph", { ...options, entity });
   }
 
@@ -212,7 +227,10 @@ export class Mneme {
   }
 
   /** The events an item of the agent's memory came from. */
-  async provenance(itemId: string, options: QueryOf<"AgentProvenance"> & AgentTarget = {}): Promise<AnswerOf<"AgentProvenance">> {
+  async provenance(
+    itemId: string,
+    options: QueryOf<"AgentProvenance"> & AgentTarget = {},
+  ): Promise<AnswerOf<"AgentProvenance">> {
     return this.#agentRead("AgentProvenance", "GET", `/provenance/${segment(itemId)}`, options);
   }
 
@@ -284,12 +302,24 @@ export class Mneme {
 
   /** The process's health: its log, its swarms, their backlogs. */
   async health(options: { signal?: AbortSignal } = {}): Promise<AnswerOf<"Health">> {
-    return this.#send<"Health">({ operation: "Health", method: "GET", path: "/healthz", idempotent: true, signal: options.signal });
+    return this.#send<"Health">({
+      operation: "Health",
+      method: "GET",
+      path: "/healthz",
+      idempotent: true,
+      signal: options.signal,
+    });
   }
 
   /** The swarms this process serves. */
   async swarms(options: { signal?: AbortSignal } = {}): Promise<AnswerOf<"Swarms">> {
-    return this.#send<"Swarms">({ operation: "Swarms", method: "GET", path: "/v1/swarms", idempotent: true, signal: options.signal });
+    return this.#send<"Swarms">({
+      operation: "Swarms",
+      method: "GET",
+      path: "/v1/swarms",
+      idempotent: true,
+      signal: options.signal,
+    });
   }
 
   /** The agents of a swarm that have a memory. */
@@ -368,13 +398,25 @@ export class Mneme {
 
   /** The process's Prometheus metrics, as text. */
   async metrics(options: { signal?: AbortSignal } = {}): Promise<string> {
-    const response = await this.#request({ operation: "Metrics", method: "GET", path: "/metrics", idempotent: true, signal: options.signal });
+    const response = await this.#request({
+      operation: "Metrics",
+      method: "GET",
+      path: "/metrics",
+      idempotent: true,
+      signal: options.signal,
+    });
     return response.text();
   }
 
   /** The OpenAPI document the server serves (the one this client's types are generated from). */
   async openapi(options: { signal?: AbortSignal } = {}): Promise<Record<string, unknown>> {
-    const response = await this.#request({ operation: "OpenApi", method: "GET", path: "/v1/openapi.json", idempotent: true, signal: options.signal });
+    const response = await this.#request({
+      operation: "OpenApi",
+      method: "GET",
+      path: "/v1/openapi.json",
+      idempotent: true,
+      signal: options.signal,
+    });
     return (await response.json()) as Record<string, unknown>;
   }
 
@@ -406,7 +448,12 @@ export class Mneme {
   }
 
   /** A read of one agent's memory, with its query, waiting for this client's writes to the swarm. */
-  #agentRead<O extends OperationId>(operation: O, method: "GET" | "POST", rest: string, options: AgentTarget & Query): Promise<AnswerOf<O>> {
+  #agentRead<O extends OperationId>(
+    operation: O,
+    method: "GET" | "POST",
+    rest: string,
+    options: AgentTarget & Query,
+  ): Promise<AnswerOf<O>> {
     const { swarm, agent, signal, ...query } = options;
     return this.#send<O>({
       operation,
@@ -487,11 +534,15 @@ export class Mneme {
   /** A follow stream (`follow=true`): its server-sent events. Not retried: a stream's reader decides. */
   async *#follow(operation: OperationId, path: string, query: Query, signal: AbortSignal | undefined) {
     const url = this.#url(path, { ...query, follow: true });
-    const response = await this.#fetch(url, { headers: { accept: "text/event-stream", ...this.#headers }, signal: signal ?? null });
+    const response = await this.#fetch(url, {
+      headers: { accept: "text/event-stream", ...this.#headers },
+      signal: signal ?? null,
+    });
     if (!response.ok) {
       throw MnemeError.fromResponse(response.status, await response.text(), response.headers.get("retry-after"));
     }
-    if (response.body === null) throw new MnemeError(response.status, "unexpected_response", `${operation} answered no stream`);
+    if (response.body === null)
+      throw new MnemeError(response.status, "unexpected_response", `${operation} answered no stream`);
     yield* serverSentEvents(response.body);
   }
 }

@@ -12,7 +12,9 @@ export interface ServerSentEvent {
  * server's `: keep-alive`) are skipped. Stopping the iteration cancels the
  * body, which closes the connection.
  */
-export async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent, void, undefined> {
+export async function* serverSentEvents(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<ServerSentEvent, void, undefined> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";

@@ -69,7 +69,9 @@ describe("the client against a real server", { timeout: 120_000 }, () => {
     assert.ok(["ok", "degraded"].includes((await mneme.health()).status));
     assert.ok((await mneme.swarms()).swarms.some((entry) => entry.swarm === swarm));
     const document = await mneme.openapi();
-    const packageJson = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    const packageJson = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
     assert.equal((document.info as { version: string }).version, packageJson.version, "the SDK's version is the API's");
     assert.match(await mneme.metrics(), /mneme_/);
 
@@ -92,7 +94,10 @@ describe("the client against a real server", { timeout: 120_000 }, () => {
     const toolItem = hits[0]!.item_id;
     assert.ok((await mneme.agents()).agents.includes(agent));
 
-    const context = await mneme.context("rate limit login", { budget: 600, signals: { current_file: "src/api/login.rs" } });
+    const context = await mneme.context("rate limit login", {
+      budget: 600,
+      signals: { current_file: "src/api/login.rs" },
+    });
     assert.ok(context.tokens <= 600 && context.text.length > 0);
     const contextGet = await mneme.contextGet({ q: "rate limit", budget: 400 });
     assert.ok(contextGet.tokens <= 400);
@@ -129,7 +134,10 @@ describe("the client against a real server", { timeout: 120_000 }, () => {
     assert.equal(delivery.status, "pending");
     const acknowledged = await mneme.acknowledge(delivery.handoff_id, { note: "on it" });
     assert.equal(acknowledged.handoff_id, delivery.handoff_id);
-    await assert.rejects(mneme.acknowledge(delivery.handoff_id), (error) => error instanceof Conflict && error.status === 409);
+    await assert.rejects(
+      mneme.acknowledge(delivery.handoff_id),
+      (error) => error instanceof Conflict && error.status === 409,
+    );
     assert.equal((await mneme.handoffs()).handoffs[0]!.status, "acknowledged");
 
     const core = await mneme.updateCore("persona", "reviews rate limits carefully");
@@ -225,7 +233,8 @@ describe("the client against a real server", { timeout: 120_000 }, () => {
     // A query parameter the API does not have is refused by the server, named.
     await assert.rejects(
       mneme.search("x", { kk: 3 } as never),
-      (error) => error instanceof BadRequest && error.code === "unknown_field" && /kk/.test(`${error.field} ${error.message}`),
+      (error) =>
+        error instanceof BadRequest && error.code === "unknown_field" && /kk/.test(`${error.field} ${error.message}`),
     );
     await assert.rejects(new Mneme(url).search("x"), /no swarm/);
   });

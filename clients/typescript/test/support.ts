@@ -64,7 +64,8 @@ function validatorAt(ref: string): ValidateFunction {
 /** Throws unless `value` is valid against the contract's schema `name` (e.g. `HandoffDelivery`). */
 export function assertSchema(name: string, value: unknown): void {
   const validate = validatorAt(pointer(["components", "schemas", name]));
-  if (!validate(value)) throw new Error(`not a valid ${name}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 2000)}`);
+  if (!validate(value))
+    throw new Error(`not a valid ${name}: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(value).slice(0, 2000)}`);
 }
 
 /** Every operation of the document: its method, a pattern of its path, and its responses. */
@@ -83,7 +84,9 @@ export const called = new Set<OperationId>();
 /** `fetch`, checking each JSON answer against the document and noting the operation. */
 export const recordingFetch: typeof fetch = async (input, init) => {
   const request = new Request(input, init);
-  const route = routes.find((entry) => entry.method === request.method && entry.pattern.test(new URL(request.url).pathname));
+  const route = routes.find(
+    (entry) => entry.method === request.method && entry.pattern.test(new URL(request.url).pathname),
+  );
   if (!route) throw new Error(`${request.method} ${request.url} is no operation of the OpenAPI document`);
   const response = await fetch(request);
   called.add(route.operation.operationId);
@@ -94,11 +97,22 @@ export const recordingFetch: typeof fetch = async (input, init) => {
     if (!route.operation.responses[declared]?.content?.["application/json"]) {
       throw new Error(`${route.operation.operationId} answered ${status} with JSON the document does not declare`);
     }
-    const where = pointer(["paths", route.path, route.method.toLowerCase(), "responses", declared, "content", "application/json", "schema"]);
+    const where = pointer([
+      "paths",
+      route.path,
+      route.method.toLowerCase(),
+      "responses",
+      declared,
+      "content",
+      "application/json",
+      "schema",
+    ]);
     const validate = validatorAt(where);
     const body: unknown = await response.clone().json();
     if (!validate(body)) {
-      throw new Error(`${route.operation.operationId} answered ${status} off its schema: ${ajv.errorsText(validate.errors)}`);
+      throw new Error(
+        `${route.operation.operationId} answered ${status} off its schema: ${ajv.errorsText(validate.errors)}`,
+      );
     }
   }
   return response;

@@ -22,7 +22,11 @@ import {
 
 describe("the types", () => {
   test("an event's payload is typed by its kind, and narrowing on kind types data", () => {
-    const event: Event = buildEvent("demo", "coder", "tool_result_recorded", { tool: "bash", output: "ok", exit_code: 0 });
+    const event: Event = buildEvent("demo", "coder", "tool_result_recorded", {
+      tool: "bash",
+      output: "ok",
+      exit_code: 0,
+    });
     if (event.kind === "tool_result_recorded") {
       const exit: number | null | undefined = event.data.exit_code;
       assert.equal(exit, 0);
@@ -67,7 +71,7 @@ function streamOf(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
 describe("server-sent events", () => {
   test("are read whole wherever the chunks are cut", async () => {
     const text =
-      ": keep-alive\n\nevent: handoff\r\nid: 1\r\ndata: {\"a\":1}\r\n\r\nevent: handoff\nid: 2\ndata: {\"b\":\ndata: 2}\n\ndata: é\n\n";
+      ': keep-alive\n\nevent: handoff\r\nid: 1\r\ndata: {"a":1}\r\n\r\nevent: handoff\nid: 2\ndata: {"b":\ndata: 2}\n\ndata: é\n\n';
     const bytes = new TextEncoder().encode(text);
     const expected = [
       { event: "handoff", id: "1", data: '{"a":1}' },
@@ -85,7 +89,8 @@ describe("server-sent events", () => {
 
 describe("errors", () => {
   test("are mapped by status, with the body's code and field", () => {
-    const body = (status: number, code: string, field?: string) => JSON.stringify({ error: { status, code, message: "m", field } });
+    const body = (status: number, code: string, field?: string) =>
+      JSON.stringify({ error: { status, code, message: "m", field } });
     const bad = MnemeError.fromResponse(400, body(400, "invalid_parameter", "k"));
     assert.ok(bad instanceof BadRequest);
     assert.equal(bad.field, "k");
