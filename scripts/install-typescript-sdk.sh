@@ -5,8 +5,11 @@
 # checked against the integrity hashes of its package-lock.json by that
 # Node's own npm (`npm ci`): typescript 5.9.3, openapi-typescript 7.13.0
 # (which generates src/schema.ts from schemas/openapi.json), @types/node,
-# prettier 3.10.2 (the code's format), and ajv, with which the tests check
-# the server's answers against the OpenAPI document. The SDK itself has no runtime dependencies.
+# prettier 3.10.2 (the code's format), ajv 8.20.0, with which the tests
+# check the server's answers against the OpenAPI document, and ai 7.0.185
+# with zod 4.6.7, which the AI SDK recorder's tests drive with the AI SDK's
+# mock model. The SDK itself has no runtime dependencies (`ai` is an
+# optional peer of `mneme-client/ai`).
 #
 # Safe to run again: node_modules installed from the very same package.json
 # and lockfile is left alone. Prints the SDK's directory on stdout.
@@ -27,7 +30,7 @@ if [[ ! -f "${stamp}" || "$(cat "${stamp}")" != "${packages_sum}" ]]; then
     echo "${packages_sum}" >"${stamp}"
 fi
 
-for entry in typescript/bin/tsc openapi-typescript/bin/cli.js prettier/bin/prettier.cjs ajv/dist/2020.js; do
+for entry in typescript/bin/tsc openapi-typescript/bin/cli.js prettier/bin/prettier.cjs ajv/dist/2020.js ai/package.json; do
     if [[ ! -f "${sdk}/node_modules/${entry}" ]]; then
         echo "error: ${sdk}/node_modules/${entry} is missing after npm ci" >&2
         exit 1

@@ -94,8 +94,14 @@ fn the_typescript_sdk_built_by_tsc_passes_its_tests_against_a_real_server() {
     let listing: serde_json::Value = serde_json::from_slice(&packed.stdout).expect("npm pack --json answers JSON");
     let files: Vec<&str> =
         listing[0]["files"].as_array().unwrap().iter().map(|file| file["path"].as_str().unwrap()).collect();
-    for needed in ["package.json", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/schema.d.ts", "src/client.ts"]
-    {
+    for needed in [
+        "package.json",
+        "dist/src/index.js",
+        "dist/src/index.d.ts",
+        "dist/src/schema.d.ts",
+        "dist/src/ai.js",
+        "src/client.ts",
+    ] {
         assert!(files.contains(&needed), "the package holds {needed}: {files:?}");
     }
     assert!(!files.iter().any(|file| file.starts_with("dist/test")), "the package leaves the tests out: {files:?}");
