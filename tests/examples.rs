@@ -10,10 +10,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
-use common::MnemeServer;
+use common::{MnemeServer, run};
 use mneme_api::handoffs::HandoffsAnswer;
 use mneme_nats::server::NatsServer;
 
@@ -21,83 +21,77 @@ fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn python() -> PathBuf {
-    repo_root().join(".venv/sdk/bin/python")
+/// What `command` printed, after it succeeded.
+fn stdout(command: &mut Command, what: &str) -> String {
+    String::from_utf8_lossy(&run(command, what).stdout).into_owned()
 }
 
-fn python_example(script: &str, nats: &NatsServer) -> Output {
-    let python = python();
-    Command::new(&python)
-        .arg(repo_root().join("examples/python").join(script))
-        .args(["--nats", &nats.url(), "--swarm", "demo"])
-        // The SDK as this checkout has it.
-        .env("PYTHONPATH", repo_root().join("clients/python/src"))
-        .output()
-        .unwrap_or_else(|error| {
-            panic!("{} cannot run ({error}): run scripts/install-python-clients.sh", python.display())
-        })
+/// Runs a script of examples/python with the SDK as this checkout has it.
+fn python_example(script: &str, nats: &NatsServer) -> String {
+    let python = repo_root().join(".venv/sdk/bin/python");
+    assert!(python.is_file(), "{} is missing: run scripts/install-python-clients.sh", python.display());
+    stdout(
+        Command::new(&python)
+            .arg(repo_root().join("examples/python").join(script))
+            .args(["--nats", &nats.url(), "--swarm", "demo"])
+            .env("PYTHONPATH", repo_root().join("clients/python/src")),
+        script,
+    )
 }
 
-fn stdout_of(output: &Output, what: &str) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{what} failed with {}\n--- stdout ---\n{stdout}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
+/// A nats-server, a `mneme serve` on it, and the orchestrator's work
+/// published: the handoff to `reviewer` is the last line it prints.
+struct Published {
+    // Dropped in this order: the server, then the log, then its files.
+    mneme: MnemeServer,
+    nats: NatsServer,
+    _work: tempfile::TempDir,
+    handoff_id: String,
 }
 
-#[test]
-fn the_python_examples_publish_to_jetstream_and_the_reviewer_receives_reads_and_acknowledges_its_handoff() {
+fn publish_the_orchestrators_work() -> Published {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let nats = runtime.block_on(NatsServer::require());
     let work = tempfile::tempdir().unwrap();
     let mneme = MnemeServer::start_with(work.path(), Some(&nats.url()), "");
-
-    let published = stdout_of(&python_example("orchestrator.py", &nats), "orchestrator.py");
-    let handoff_id = published.lines().last().and_then(|line| line.strip_prefix("handoff ")).unwrap().to_string();
+    let published = python_example("orchestrator.py", &nats);
     assert_eq!(published.lines().filter(|line| line.starts_with("seq ")).count(), 7, "{published}");
+    let handoff_id = published.lines().last().and_then(|line| line.strip_prefix("handoff ")).unwrap().to_string();
+    Published { mneme, nats, _work: work, handoff_id }
+}
 
-    let reviewed = stdout_of(&python_example("reviewer.py", &nats), "reviewer.py");
+/// What either reviewer prints and leaves: the package, no handoff left
+/// pending, and the handoff acknowledged over HTTP.
+fn assert_reviewed(published: &Published, reviewed: &str) {
+    let handoff_id = &published.handoff_id;
     assert!(reviewed.contains(&format!("handoff {handoff_id} from coder: task-rate-limit")), "{reviewed}");
     assert!(reviewed.contains("constraints: keep the limit configurable"), "{reviewed}");
     assert!(reviewed.contains("pending handoffs left: 0"), "{reviewed}");
-
-    // Over HTTP too: the handoff is acknowledged, with the reviewer's note.
-    let answer: HandoffsAnswer = mneme.get_typed("/v1/swarms/demo/agents/reviewer/handoffs");
-    let handoff = answer.handoffs.iter().find(|handoff| handoff.handoff_id == handoff_id).expect("the handoff");
+    let answer: HandoffsAnswer = published.mneme.get_typed("/v1/swarms/demo/agents/reviewer/handoffs");
+    let handoff = answer.handoffs.iter().find(|handoff| &handoff.handoff_id == handoff_id).expect("the handoff");
     assert_eq!(handoff.status, "acknowledged", "{handoff:?}");
 }
 
-/// Node and the SDK's build tools (scripts/install-typescript-sdk.sh).
-fn node() -> PathBuf {
+#[test]
+fn the_python_examples_publish_to_jetstream_and_the_reviewer_receives_reads_and_acknowledges_its_handoff() {
+    let published = publish_the_orchestrators_work();
+    let reviewed = python_example("reviewer.py", &published.nats);
+    assert_reviewed(&published, &reviewed);
+}
+
+#[test]
+fn the_typescript_reviewer_receives_the_python_orchestrators_handoff_over_http() {
     let node = repo_root().join(".venv/node/bin/node");
-    let tsc = repo_root().join("clients/typescript/node_modules/typescript/bin/tsc");
+    let sdk = repo_root().join("clients/typescript");
+    let tsc = sdk.join("node_modules/typescript/bin/tsc");
     assert!(
         node.is_file() && tsc.is_file(),
         "{} or {} is missing: run scripts/install-typescript-sdk.sh",
         node.display(),
         tsc.display()
     );
-    node
-}
-
-#[test]
-fn the_typescript_reviewer_receives_the_python_orchestrators_handoff_over_http() {
-    let node = node();
-    let sdk = repo_root().join("clients/typescript");
     // The SDK built as `npm run build` builds it.
-    stdout_of(
-        &Command::new(&node)
-            .arg(sdk.join("node_modules/typescript/bin/tsc"))
-            .args(["-p", "."])
-            .current_dir(&sdk)
-            .output()
-            .unwrap(),
-        "tsc",
-    );
+    run(Command::new(&node).arg(&tsc).args(["-p", "."]).current_dir(&sdk), "tsc");
     // The example as a user has it: its package.json's `file:` dependency
     // installed by npm (a link to the SDK), offline.
     let project = tempfile::tempdir().unwrap();
@@ -106,52 +100,34 @@ fn the_typescript_reviewer_receives_the_python_orchestrators_handoff_over_http()
         let text = text.replace("file:../../clients/typescript", &format!("file:{}", sdk.display()));
         std::fs::write(project.path().join(file), text).unwrap();
     }
-    stdout_of(
-        &Command::new(&node)
+    run(
+        Command::new(&node)
             .arg(repo_root().join(".venv/node/bin/npm-cli.js"))
             .args(["install", "--offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"])
-            .current_dir(project.path())
-            .output()
-            .unwrap(),
+            .current_dir(project.path()),
         "npm install in the example",
     );
     // It type-checks against the SDK's types (Node runs it with the types stripped).
-    stdout_of(
-        &Command::new(&node)
-            .arg(sdk.join("node_modules/typescript/bin/tsc"))
+    run(
+        Command::new(&node)
+            .arg(&tsc)
             .args(["--noEmit", "--strict", "--target", "es2022", "--module", "nodenext", "--types", "node"])
             .arg("--typeRoots")
             .arg(sdk.join("node_modules/@types"))
             .arg("reviewer.ts")
-            .current_dir(project.path())
-            .output()
-            .unwrap(),
+            .current_dir(project.path()),
         "tsc on the example",
     );
 
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let nats = runtime.block_on(NatsServer::require());
-    let work = tempfile::tempdir().unwrap();
-    let mneme = MnemeServer::start_with(work.path(), Some(&nats.url()), "");
-    let published = stdout_of(&python_example("orchestrator.py", &nats), "orchestrator.py");
-    let handoff_id = published.lines().last().and_then(|line| line.strip_prefix("handoff ")).unwrap().to_string();
-
-    let reviewed = stdout_of(
-        &Command::new(&node)
-            .args(["reviewer.ts", "--url", &mneme.url, "--swarm", "demo", "--wait", "30"])
-            .current_dir(project.path())
-            .output()
-            .unwrap(),
+    let published = publish_the_orchestrators_work();
+    let reviewed = stdout(
+        Command::new(&node)
+            .args(["reviewer.ts", "--url", &published.mneme.url, "--swarm", "demo", "--wait", "30"])
+            .current_dir(project.path()),
         "reviewer.ts",
     );
-    assert!(reviewed.contains(&format!("handoff {handoff_id} from coder: task-rate-limit")), "{reviewed}");
-    assert!(reviewed.contains("constraints: keep the limit configurable"), "{reviewed}");
-    assert!(reviewed.contains("pending handoffs left: 0"), "{reviewed}");
-
-    let answer: HandoffsAnswer = mneme.get_typed("/v1/swarms/demo/agents/reviewer/handoffs");
-    let handoff = answer.handoffs.iter().find(|handoff| handoff.handoff_id == handoff_id).expect("the handoff");
-    assert_eq!(handoff.status, "acknowledged", "{handoff:?}");
+    assert_reviewed(&published, &reviewed);
     // The reviewer's note is in its memory.
-    let notes = mneme.get("/v1/swarms/demo/agents/reviewer/search?q=review+of+task-rate-limit&k=3");
+    let notes = published.mneme.get("/v1/swarms/demo/agents/reviewer/search?q=review+of+task-rate-limit&k=3");
     assert!(notes.to_string().contains("review of task-rate-limit"), "{notes}");
 }

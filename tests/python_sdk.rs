@@ -12,9 +12,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::MnemeServer;
+use common::{MnemeServer, run};
 use mneme_nats::server::NatsServer;
 
 const SDK: &str = "clients/python";
@@ -40,18 +40,6 @@ fn sdk_python() -> PathBuf {
         ),
         Err(error) => panic!("{} cannot be run ({error}): run {INSTALL_SCRIPT}", python.display()),
     }
-}
-
-fn run(command: &mut Command, what: &str) -> Output {
-    let output = command.output().unwrap_or_else(|error| panic!("{what} cannot be run ({error})"));
-    assert!(
-        output.status.success(),
-        "{what} failed with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
 }
 
 #[test]

@@ -12,9 +12,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::MnemeServer;
+use common::{MnemeServer, run};
 
 const SDK: &str = "clients/typescript";
 const INSTALL_SCRIPT: &str = "scripts/install-typescript-sdk.sh";
@@ -37,18 +37,6 @@ fn package_bin(relative: &str) -> PathBuf {
     let path = sdk_dir().join("node_modules").join(relative);
     assert!(path.is_file(), "{} is missing: run {INSTALL_SCRIPT}", path.display());
     path
-}
-
-fn run(command: &mut Command, what: &str) -> Output {
-    let output = command.output().unwrap_or_else(|error| panic!("{what} cannot be run ({error})"));
-    assert!(
-        output.status.success(),
-        "{what} failed with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
 }
 
 #[test]

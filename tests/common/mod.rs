@@ -403,15 +403,28 @@ impl Drop for MnemeServer {
     }
 }
 
+/// Runs `command` to its end and answers its output; panics naming `what`,
+/// with both streams, unless it could run and succeeded.
+pub fn run(command: &mut Command, what: &str) -> Output {
+    let output = command.output().unwrap_or_else(|error| panic!("{what} cannot be run ({error})"));
+    assert_succeeded(&output, what);
+    output
+}
+
+/// A command's stdout, after a panic with both streams if it failed.
 pub fn stdout_of(output: &Output) -> String {
+    assert_succeeded(output, "command");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn assert_succeeded(output: &Output, what: &str) {
     assert!(
         output.status.success(),
-        "command failed with {}\nstdout: {}\nstderr: {}",
+        "{what} failed with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
         output.status,
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The seq `mneme publish` reported last.

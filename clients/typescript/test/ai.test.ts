@@ -68,6 +68,19 @@ const tools = {
   }),
 };
 
+/** One generateText tool loop, recorded, and its publishes waited for. */
+async function askWhyTheTestFails(recorder: AiSdkRecorder) {
+  const result = await generateText({
+    model: scriptedModel(),
+    tools,
+    stopWhen: isStepCount(5),
+    prompt: "Why does the login test fail?",
+    ...recorder.callbacks(),
+  });
+  await recorder.flush();
+  return result;
+}
+
 /** The agent's events on the log, in log order. */
 async function logged(mneme: Mneme, agent: string): Promise<Event[]> {
   const page = await mneme.events({ agent, limit: 100 });
@@ -106,14 +119,7 @@ describe("the AI SDK recorder", { timeout: 60_000 }, () => {
     const agent = newAgent();
     const mneme = new Mneme(url, { swarm, agent, fetch: recordingFetch });
     const recorder = new AiSdkRecorder(mneme, { scope: "private" });
-    const result = await generateText({
-      model: scriptedModel(),
-      tools,
-      stopWhen: isStepCount(5),
-      prompt: "Why does the login test fail?",
-      ...recorder.callbacks(),
-    });
-    await recorder.flush();
+    const result = await askWhyTheTestFails(recorder);
     assert.equal(recorder.failures, 0, String(recorder.lastError));
     assert.match(result.text, /429/);
 
@@ -152,14 +158,7 @@ describe("the AI SDK recorder", { timeout: 60_000 }, () => {
     const seen: unknown[] = [];
     const mneme = new Mneme(url, { swarm, agent, fetch: refusing });
     const recorder = new AiSdkRecorder(mneme, { onError: (error) => seen.push(error) });
-    const result = await generateText({
-      model: scriptedModel(),
-      tools,
-      stopWhen: isStepCount(5),
-      prompt: "Why does the login test fail?",
-      ...recorder.callbacks(),
-    });
-    await recorder.flush();
+    const result = await askWhyTheTestFails(recorder);
     assert.match(result.text, /429/);
     assert.equal(recorder.failures, 4);
     assert.equal(seen.length, 4);
