@@ -87,6 +87,31 @@ describe("server-sent events", () => {
   });
 });
 
+describe("requests", () => {
+  test("carry the token, the wire's names and read-your-writes' min_seq", async () => {
+    const seen: Request[] = [];
+    const answers = [{ accepted: [{ id: "01KG0000000000000000000000", seq: 41, duplicate: false }] }, { hits: [] }];
+    const recording: typeof fetch = async (input, init) => {
+      seen.push(new Request(input, init));
+      return new Response(JSON.stringify(answers.shift()), { headers: { "content-type": "application/json" } });
+    };
+    const mneme = new Mneme("http://mneme.test/", { swarm: "demo", agent: "coder", token: "s3cret", fetch: recording });
+    await mneme.publish(buildEvent("demo", "coder", "message_recorded", { role: "user", text: "x" }));
+    await mneme.search("rate limit", { k: 5, kind: "decision_made,fact_asserted", explain: true });
+    assert.equal(seen.length, 2);
+    for (const request of seen) assert.equal(request.headers.get("authorization"), "Bearer s3cret");
+    const search = new URL(seen[1]!.url);
+    assert.equal(search.pathname, "/v1/swarms/demo/agents/coder/search");
+    assert.deepEqual(Object.fromEntries(search.searchParams), {
+      min_seq: "41",
+      k: "5",
+      kind: "decision_made,fact_asserted",
+      explain: "true",
+      q: "rate limit",
+    });
+  });
+});
+
 describe("errors", () => {
   test("are mapped by status, with the body's code and field", () => {
     const body = (status: number, code: string, field?: string) =>
