@@ -84,7 +84,7 @@ install_venv() {
 
 install_venv langchain requirements-langchain.txt "langchain_mcp_adapters, langchain_core"
 install_venv sdk requirements-sdk.txt \
-    "httpx, pydantic, nats, langchain_core, langgraph, pytest, hatchling, datamodel_code_generator"
+    "httpx, pydantic, nats, langchain_core, langgraph, pytest, hatchling, datamodel_code_generator, mypy"
 
 echo "${python}"
 "${python}" -c 'import importlib.metadata as m

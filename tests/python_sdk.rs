@@ -1,12 +1,13 @@
 //! The Python SDK (`clients/python`, the package `mneme-client`) as its
-//! users get it: built as a wheel, installed into `.venv/sdk` (which
-//! `scripts/install-python-clients.sh` fills with its pinned dependencies),
-//! and its own tests (`clients/python/tests`, pytest) run against a real
-//! `mneme serve` on a real nats-server: every operation of the API through
-//! the sync and the async client, the handoff follow stream, errors mapped,
-//! the JetStream publisher, and the LangChain recorder driven by fake chat
-//! models through a tool-calling loop and a LangGraph graph. A second test
-//! checks that `models.py` is what the pinned generator makes of
+//! users get it: its types checked by `mypy --strict`, built as a wheel,
+//! installed into `.venv/sdk` (which `scripts/install-python-clients.sh`
+//! fills with its pinned dependencies), and its own tests
+//! (`clients/python/tests`, pytest) run against a real `mneme serve` on a
+//! real nats-server: every operation of the API through the sync and the
+//! async client, the handoff follow stream, errors mapped, the JetStream
+//! publisher, and the LangChain recorder driven by fake chat models through
+//! a tool-calling loop and a LangGraph graph. A second test checks that
+//! `models.py` is what the pinned generator makes of
 //! `schemas/api.schema.json`. Without the venv both fail: they never skip.
 
 mod common;
@@ -21,7 +22,7 @@ const SDK: &str = "clients/python";
 const INSTALL_SCRIPT: &str = "scripts/install-python-clients.sh";
 /// What the SDK, its extras and its tests import.
 const PROBE: &str =
-    "import httpx, pydantic, nats, langchain_core, langgraph, pytest, hatchling, datamodel_code_generator";
+    "import httpx, pydantic, nats, langchain_core, langgraph, pytest, hatchling, datamodel_code_generator, mypy";
 
 fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -45,6 +46,12 @@ fn sdk_python() -> PathBuf {
 #[test]
 fn the_python_sdk_built_as_a_wheel_passes_its_tests_against_a_real_server() {
     let python = sdk_python();
+    // Its types first: `mypy --strict`, as pyproject.toml configures it.
+    let cache = tempfile::tempdir().unwrap();
+    run(
+        Command::new(&python).args(["-m", "mypy", "--cache-dir"]).arg(cache.path()).current_dir(repo_root().join(SDK)),
+        "mypy on the SDK",
+    );
     let wheels = tempfile::tempdir().unwrap();
     run(
         Command::new(&python)

@@ -24,7 +24,7 @@ import threading
 import time
 import typing
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar, Union
 
 import httpx
 from pydantic import BaseModel, TypeAdapter
@@ -42,9 +42,10 @@ _RETRY_STATUSES = {429, 502, 503, 504}
 _STREAM_TIMEOUT = httpx.Timeout(30.0, read=None)
 
 #: One entry of the log as the API shows it (an event, a dead-lettered record, an erased stub).
-LogEntry = models.InvalidEntry | models.ErasedEntry | models.EventEntry
+LogEntry: TypeAlias = Union[models.InvalidEntry, models.ErasedEntry, models.EventEntry]
 # Read off the generated page's type, so that a new kind of entry parses.
-_LOG_ENTRY: TypeAdapter[LogEntry] = TypeAdapter(typing.get_args(models.EventsPage.model_fields["events"].annotation)[0])
+_ENTRY_TYPE: Any = typing.get_args(models.EventsPage.model_fields["events"].annotation)[0]
+_LOG_ENTRY: TypeAdapter[LogEntry] = TypeAdapter(_ENTRY_TYPE)
 
 
 class _Written:
@@ -134,7 +135,7 @@ class _Base:
                 return min(30.0, float(after))
             except ValueError:
                 pass
-        return min(5.0, 0.2 * 2**attempt)
+        return min(5.0, 0.2 * 2.0**attempt)
 
     @staticmethod
     def _retryable(call: Call[Any], response: httpx.Response | None) -> bool:
@@ -328,10 +329,12 @@ class Mneme(_Base):
         return self.send(_calls.purge(self._swarm(swarm), body))
 
     def metrics(self) -> str:
-        return self.send(_calls.metrics())  # type: ignore[return-value]
+        text: str = self.send(_calls.metrics())
+        return text
 
     def openapi(self) -> dict[str, Any]:
-        return self.send(_calls.openapi())  # type: ignore[return-value]
+        document: dict[str, Any] = self.send(_calls.openapi())
+        return document
 
 
 class AsyncMneme(_Base):
@@ -519,15 +522,17 @@ class AsyncMneme(_Base):
         return await self.send(_calls.purge(self._swarm(swarm), body))
 
     async def metrics(self) -> str:
-        return await self.send(_calls.metrics())  # type: ignore[return-value]
+        text: str = await self.send(_calls.metrics())
+        return text
 
     async def openapi(self) -> dict[str, Any]:
-        return await self.send(_calls.openapi())  # type: ignore[return-value]
+        document: dict[str, Any] = await self.send(_calls.openapi())
+        return document
 
 
 def _server_sent_events(lines: Iterable[str]) -> Iterator[tuple[str, str]]:
     """(event, data) of each server-sent event in `lines`; comments (keep-alives) skipped."""
-    event, data = "message", []
+    event, data = "message", list[str]()
     for line in lines:
         if line == "":
             if data:

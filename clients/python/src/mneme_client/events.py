@@ -105,7 +105,10 @@ def build(
         "causation_id": causation_id,
         "importance": importance,
     }
-    return models.Event(root=variant.model_validate({key: value for key, value in envelope.items() if value is not None}))
+    # Validated as this kind's variant alone, so that an error names its fields only.
+    checked = variant.model_validate({key: value for key, value in envelope.items() if value is not None})
+    # `variant` is the member of the `models.Event` union for this kind (read off it in `_kinds`).
+    return models.Event(root=typing.cast(Any, checked))
 
 
 def to_json(event: models.Event | BaseModel) -> dict[str, Any]:

@@ -75,10 +75,11 @@ class MnemeRecorder(BaseCallbackHandler):
     ) -> None:
         super().__init__()
         self.client = client
-        self.swarm = swarm or client.swarm
-        self.agent = agent or client.agent
-        if not self.swarm or not self.agent:
+        chosen_swarm, chosen_agent = swarm or client.swarm, agent or client.agent
+        if not chosen_swarm or not chosen_agent:
             raise ValueError("MnemeRecorder needs a swarm and an agent (here or on the client)")
+        self.swarm: str = chosen_swarm
+        self.agent: str = chosen_agent
         self.agents = dict(agents or {})
         self.scope = scope
         self.correlation_id = correlation_id
@@ -112,12 +113,12 @@ class MnemeRecorder(BaseCallbackHandler):
         elif parent_run_id is not None and parent_run_id in self._run_agents:
             agent = self._run_agents[parent_run_id]
         else:
-            agent = self.agent  # type: ignore[assignment]
+            agent = self.agent
         self._run_agents[run_id] = agent
         return root, agent
 
     def _agent_of_run(self, run_id: UUID) -> str:
-        return self._run_agents.get(run_id, self.agent)  # type: ignore[arg-type]
+        return self._run_agents.get(run_id, self.agent)
 
     def _correlation(self, root: UUID) -> str:
         return self.correlation_id or f"run-{root}"
