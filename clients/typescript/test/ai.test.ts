@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { ToolLoopAgent, generateText, isStepCount, tool } from "ai";
+import { ToolLoopAgent, generateText, isStepCount, simulateReadableStream, streamText, tool } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { z } from "zod";
 
@@ -48,6 +48,49 @@ function scriptedModel() {
         finishReason: { unified: "stop", raw: undefined },
         usage,
         warnings: [],
+      },
+    ],
+  });
+}
+
+/** The same model, streaming: the two tool calls, then the answer in two pieces. */
+function streamingModel() {
+  const finish = (unified: "tool-calls" | "stop") => ({
+    type: "finish" as const,
+    finishReason: { unified, raw: undefined },
+    usage,
+  });
+  return new MockLanguageModelV4({
+    doStream: [
+      {
+        stream: simulateReadableStream({
+          chunks: [
+            {
+              type: "tool-call",
+              toolCallId: "call-1",
+              toolName: "run_tests",
+              input: JSON.stringify({ path: "tests/login" }),
+            },
+            {
+              type: "tool-call",
+              toolCallId: "call-2",
+              toolName: "read_file",
+              input: JSON.stringify({ path: "src/gone.rs" }),
+            },
+            finish("tool-calls"),
+          ],
+        }),
+      },
+      {
+        stream: simulateReadableStream({
+          chunks: [
+            { type: "text-start", id: "answer" },
+            { type: "text-delta", id: "answer", delta: "The login test fails: the limiter answers 200 " },
+            { type: "text-delta", id: "answer", delta: "where 429 is expected." },
+            { type: "text-end", id: "answer" },
+            finish("stop"),
+          ],
+        }),
       },
     ],
   });
@@ -146,6 +189,23 @@ describe("the AI SDK recorder", { timeout: 60_000 }, () => {
     const events = await mneme.events({ agent, limit: 100 }).then((page) => page.events.map(eventOf));
     assert.equal(events.length, 4);
     assert.ok(events.every((event) => event?.correlation_id === "task-login-429"));
+  });
+
+  test("records a streamText run alike", async () => {
+    const agent = newAgent();
+    const mneme = new Mneme(url, { swarm, agent, fetch: recordingFetch });
+    const recorder = new AiSdkRecorder(mneme);
+    const result = streamText({
+      model: streamingModel(),
+      tools,
+      stopWhen: isStepCount(5),
+      prompt: "Why does the login test fail?",
+      ...recorder.callbacks(),
+    });
+    assert.match(await result.text, /429 is expected/);
+    await recorder.flush();
+    assert.equal(recorder.failures, 0, String(recorder.lastError));
+    checkRun(await logged(mneme, agent));
   });
 
   test("a publish that fails is counted and does not stop the run", async () => {
