@@ -20,25 +20,18 @@ const usage = {
   outputTokens: { total: 5, text: 5, reasoning: undefined },
 };
 
+/** The model's first step: two tools called at once. */
+const TOOL_CALLS = [
+  { type: "tool-call", toolCallId: "call-1", toolName: "run_tests", input: JSON.stringify({ path: "tests/login" }) },
+  { type: "tool-call", toolCallId: "call-2", toolName: "read_file", input: JSON.stringify({ path: "src/gone.rs" }) },
+] as const;
+
 /** A model that calls two tools at once, then answers. */
 function scriptedModel() {
   return new MockLanguageModelV4({
     doGenerate: [
       {
-        content: [
-          {
-            type: "tool-call",
-            toolCallId: "call-1",
-            toolName: "run_tests",
-            input: JSON.stringify({ path: "tests/login" }),
-          },
-          {
-            type: "tool-call",
-            toolCallId: "call-2",
-            toolName: "read_file",
-            input: JSON.stringify({ path: "src/gone.rs" }),
-          },
-        ],
+        content: [...TOOL_CALLS],
         finishReason: { unified: "tool-calls", raw: undefined },
         usage,
         warnings: [],
@@ -64,21 +57,7 @@ function streamingModel() {
     doStream: [
       {
         stream: simulateReadableStream({
-          chunks: [
-            {
-              type: "tool-call",
-              toolCallId: "call-1",
-              toolName: "run_tests",
-              input: JSON.stringify({ path: "tests/login" }),
-            },
-            {
-              type: "tool-call",
-              toolCallId: "call-2",
-              toolName: "read_file",
-              input: JSON.stringify({ path: "src/gone.rs" }),
-            },
-            finish("tool-calls"),
-          ],
+          chunks: [...TOOL_CALLS, finish("tool-calls")],
         }),
       },
       {
